@@ -1,0 +1,3 @@
+from kode_tui.cli import main
+
+raise SystemExit(main())

@@ -1,0 +1,262 @@
+"""Messages and the other records of a context file, in Kimi CLI's JSON.
+
+A context.jsonl line is a message (`user`, `assistant`, `tool`, `system`) or a record whose role
+starts with `_` (`_checkpoint`, `_usage`, `_system_prompt`, our `_file_edit`). The JSON is exactly
+what Kimi CLI (kosong) reads and writes, so either tool opens the other's sessions:
+
+* content is a string (one text part) or a list of typed parts: `text`, `think`, `image_url`;
+* unknown part types, unknown keys and unknown `_records` are kept as they came and written back
+  unchanged (models allow extra keys, and dumps include exactly the keys that were read);
+* messages are written compact (pydantic), the `_` records with `json.dumps` defaults, as Kimi does.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable
+from typing import Annotated, Any, Literal
+
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Discriminator,
+    Field,
+    StrictInt,
+    Tag,
+    TypeAdapter,
+)
+
+Role = Literal["system", "user", "assistant", "tool"]
+MESSAGE_ROLES: frozenset[str] = frozenset(("system", "user", "assistant", "tool"))
+
+
+class _Model(BaseModel):
+    # Unknown keys survive a round trip, and dumps use exclude_unset: what was read is written.
+    model_config = ConfigDict(extra="allow")
+
+    def to_json(self) -> str:
+        return self.model_dump_json(exclude_unset=True)
+
+
+class TextPart(_Model):
+    type: Literal["text"] = "text"
+    text: str
+
+    def __init__(self, **data: Any) -> None:
+        super().__init__(**{**data, "type": "text"})
+
+
+class ThinkPart(_Model):
+    type: Literal["think"] = "think"
+    think: str
+    encrypted: str | None = None
+    """Encrypted thinking or its signature, when the provider gives one."""
+
+    def __init__(self, **data: Any) -> None:
+        # Kimi writes `"encrypted": null` explicitly; so do we for parts we create.
+        data.setdefault("encrypted", None)
+        super().__init__(**{**data, "type": "think"})
+
+
+class ImageURL(_Model):
+    url: str
+    id: str | None = None
+
+    def __init__(self, **data: Any) -> None:
+        data.setdefault("id", None)
+        super().__init__(**data)
+
+
+class ImageURLPart(_Model):
+    type: Literal["image_url"] = "image_url"
+    image_url: ImageURL
+
+    def __init__(self, **data: Any) -> None:
+        super().__init__(**{**data, "type": "image_url"})
+
+
+class UnknownPart(_Model):
+    """A part type this version does not know (audio, video, a future kind): kept verbatim."""
+
+    type: str
+
+
+_KNOWN_PARTS = frozenset(("text", "think", "image_url"))
+
+
+def _part_tag(value: Any) -> str:
+    kind = value.get("type") if isinstance(value, dict) else getattr(value, "type", None)
+    return kind if kind in _KNOWN_PARTS else "unknown"
+
+
+ContentPart = Annotated[
+    Annotated[TextPart, Tag("text")]
+    | Annotated[ThinkPart, Tag("think")]
+    | Annotated[ImageURLPart, Tag("image_url")]
+    | Annotated[UnknownPart, Tag("unknown")],
+    Discriminator(_part_tag),
+]
+
+
+class FunctionBody(_Model):
+    name: str
+    arguments: str | None = None
+    """The arguments as a JSON string (possibly partial while streaming)."""
+
+
+class ToolCall(_Model):
+    type: Literal["function"] = "function"
+    id: str
+    function: FunctionBody
+    extras: dict[str, Any] | None = None
+
+    def __init__(self, **data: Any) -> None:
+        super().__init__(**{**_without_none(data, ("extras",)), "type": "function"})
+
+
+class Message(_Model):
+    role: Role
+    name: str | None = None
+    content: str | list[ContentPart] | None = None
+    tool_calls: list[ToolCall] | None = None
+    tool_call_id: str | None = None
+    partial: bool | None = None
+
+    def __init__(self, **data: Any) -> None:
+        # Like Kimi (exclude_none), optional fields left as None are not written.
+        super().__init__(**_without_none(data, ("name", "tool_calls", "tool_call_id", "partial")))
+
+    @property
+    def parts(self) -> list[TextPart | ThinkPart | ImageURLPart | UnknownPart]:
+        """The content as a list of parts, whatever form it was stored in."""
+        if self.content is None:
+            return []
+        if isinstance(self.content, str):
+            return [TextPart(text=self.content)]
+        return list(self.content)
+
+    @property
+    def text(self) -> str:
+        """The text parts joined (think parts and images left out)."""
+        if isinstance(self.content, str):
+            return self.content
+        return "".join(part.text for part in self.parts if isinstance(part, TextPart))
+
+    def estimated_tokens(self) -> int:
+        """A rough token count (chars / 4) of what the model reads from this message."""
+        chars = 0
+        for part in self.parts:
+            if isinstance(part, TextPart):
+                chars += len(part.text)
+            elif isinstance(part, ThinkPart):
+                chars += len(part.think)
+        for call in self.tool_calls or ():
+            chars += len(call.function.name) + len(call.function.arguments or "")
+        return chars // 4
+
+
+def system(text: str) -> TextPart:
+    """A text part marked as coming from the system, as Kimi marks them."""
+    return TextPart(text=f"<system>{text}</system>")
+
+
+def estimate_tokens(messages: Iterable[Message]) -> int:
+    return sum(message.estimated_tokens() for message in messages)
+
+
+def _without_none(data: dict[str, Any], keys: Iterable[str]) -> dict[str, Any]:
+    for key in keys:
+        if key in data and data[key] is None:
+            del data[key]
+    return data
+
+
+# --- the `_` records ---------------------------------------------------------------------------
+
+
+class _Record(_Model):
+    def to_json(self) -> str:
+        # Kimi writes these with json.dumps defaults (", " / ": " and ASCII escapes).
+        return json.dumps(self.model_dump(mode="json", exclude_unset=True))
+
+
+class CheckpointRecord(_Record):
+    role: Literal["_checkpoint"] = "_checkpoint"
+    id: Annotated[StrictInt, Field(ge=0)]
+
+    def __init__(self, **data: Any) -> None:
+        super().__init__(**{**data, "role": "_checkpoint"})
+
+
+class UsageRecord(_Record):
+    role: Literal["_usage"] = "_usage"
+    token_count: Annotated[StrictInt, Field(ge=0)]
+
+    def __init__(self, **data: Any) -> None:
+        super().__init__(**{**data, "role": "_usage"})
+
+
+class SystemPromptRecord(_Record):
+    role: Literal["_system_prompt"] = "_system_prompt"
+    content: str
+
+    def __init__(self, **data: Any) -> None:
+        super().__init__(**{**data, "role": "_system_prompt"})
+
+
+class FileEditRecord(_Record):
+    """A file a tool changed: the sha256 of its content before and after (None: absent)."""
+
+    role: Literal["_file_edit"] = "_file_edit"
+    path: str
+    before: str | None
+    after: str | None
+    tool_call_id: str | None = None
+
+    def __init__(self, **data: Any) -> None:
+        super().__init__(**{**data, "role": "_file_edit"})
+
+
+class UnknownRecord(_Record):
+    """A `_record` this version does not know: preserved, never interpreted."""
+
+    role: str
+
+
+_KNOWN_RECORDS = frozenset(("_checkpoint", "_usage", "_system_prompt", "_file_edit"))
+
+
+def _record_tag(value: Any) -> str:
+    role = value.get("role") if isinstance(value, dict) else getattr(value, "role", None)
+    if isinstance(role, str) and role.startswith("_"):
+        return role if role in _KNOWN_RECORDS else "unknown"
+    return "message"
+
+
+Record = Annotated[
+    Annotated[Message, Tag("message")]
+    | Annotated[CheckpointRecord, Tag("_checkpoint")]
+    | Annotated[UsageRecord, Tag("_usage")]
+    | Annotated[SystemPromptRecord, Tag("_system_prompt")]
+    | Annotated[FileEditRecord, Tag("_file_edit")]
+    | Annotated[UnknownRecord, Tag("unknown")],
+    Discriminator(_record_tag),
+]
+
+AnyRecord = (
+    Message | CheckpointRecord | UsageRecord | SystemPromptRecord | FileEditRecord | UnknownRecord
+)
+
+_record_adapter: TypeAdapter[AnyRecord] = TypeAdapter(Record)
+
+
+def parse_record(line: str | bytes | dict[str, Any]) -> AnyRecord:
+    """One context.jsonl line (or its decoded object) as a model; ValueError when it is not one."""
+    if isinstance(line, dict):
+        return _record_adapter.validate_python(line)
+    return _record_adapter.validate_json(line)
+
+
+def dump_record(record: AnyRecord) -> str:
+    """The line for a record, without the newline."""
+    return record.to_json()

@@ -1,0 +1,73 @@
+"""Where kode-tui keeps things on disk.
+
+Home is `$KODE_TUI_HOME` when set, else `~/.kode-tui`. Nothing here creates files;
+callers create what they write (directories 0700, files 0600).
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from hashlib import md5
+from pathlib import Path
+
+PACKAGE_DIR = Path(__file__).resolve().parent
+
+
+def home() -> Path:
+    override = os.environ.get("KODE_TUI_HOME")
+    return Path(override).expanduser() if override else Path.home() / ".kode-tui"
+
+
+def canonical(path: str | os.PathLike[str]) -> Path:
+    """Absolute and normalised, without resolving symlinks (as Kimi CLI does)."""
+    return Path(os.path.normpath(os.path.abspath(path)))
+
+
+def work_dir_hash(work_dir: str | os.PathLike[str]) -> str:
+    return md5(str(canonical(work_dir)).encode("utf-8")).hexdigest()
+
+
+def data_dir(name: str) -> Path:
+    """A shipped data folder (`themes`, `prompts`): inside the wheel, or at the repo root."""
+    packaged = PACKAGE_DIR / name
+    return packaged if packaged.is_dir() else PACKAGE_DIR.parent / name
+
+
+@dataclass(frozen=True, slots=True)
+class Paths:
+    home: Path
+
+    @classmethod
+    def current(cls) -> Paths:
+        return cls(home())
+
+    @property
+    def config_file(self) -> Path:
+        return self.home / "config.toml"
+
+    @property
+    def metadata_file(self) -> Path:
+        return self.home / "kode.json"
+
+    @property
+    def sessions_dir(self) -> Path:
+        return self.home / "sessions"
+
+    @property
+    def log_file(self) -> Path:
+        return self.home / "logs" / "kode-tui.log"
+
+    def work_dir_sessions(self, work_dir: str | os.PathLike[str]) -> Path:
+        return self.sessions_dir / work_dir_hash(work_dir)
+
+    def describe(self) -> list[tuple[str, Path]]:
+        return [
+            ("home", self.home),
+            ("config", self.config_file),
+            ("metadata", self.metadata_file),
+            ("sessions", self.sessions_dir),
+            ("log", self.log_file),
+            ("themes", data_dir("themes")),
+            ("prompts", data_dir("prompts")),
+        ]

@@ -1,0 +1,488 @@
+"""`Context`: the live `context.jsonl` of a session and its state in memory.
+
+Every record is one line, handed to the OS (os.write on a file kept open) before the call
+returns; `sync()` makes them durable and the soul calls it at the end of each turn. Rewrites
+(revert, clear, restore, a new system prompt) go through the crash-safe swap of `rotation`, so
+the replaced content always survives as `context_N.jsonl`. An index of checkpoint byte offsets
+lets a revert copy the kept prefix as bytes and slice the history in memory: nothing is parsed.
+
+The file format is Kimi CLI's (see `kode_tui.message`): Kimi CLI 1.52 restores our files and we
+restore its files.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import mmap
+import os
+import time
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import TracebackType
+from typing import Any
+
+from kode_tui.message import (
+    CheckpointRecord,
+    FileEditRecord,
+    Message,
+    SystemPromptRecord,
+    UsageRecord,
+    estimate_tokens,
+)
+from kode_tui.session import rotation
+from kode_tui.session.fsutil import (
+    FILE_MODE,
+    copy_range,
+    fsync_dir,
+    make_private_dir,
+    write_all,
+)
+from kode_tui.session.history import History, SpanReader
+from kode_tui.session.lock import SessionLock
+from kode_tui.session.rotation import Rotation
+from kode_tui.session.scan import Checkpoint, FileEdit, Scan, scan
+
+log = logging.getLogger(__name__)
+
+_dump_message = Message.__pydantic_serializer__.to_json
+
+
+@dataclass(slots=True)
+class _State:
+    """Everything `restore()` rebuilds; swapped in whole so readers never see half of it."""
+
+    history: History = field(default_factory=History)
+    checkpoints: list[Checkpoint] = field(default_factory=list)
+    file_edits: list[FileEdit] = field(default_factory=list)
+    token_count: int = 0
+    usage_index: int = 0
+    pending_tokens: int = 0
+    next_checkpoint_id: int = 0
+    system_prompt: str | None = None
+    system_prompt_spans: list[tuple[int, int]] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+
+
+class Context:
+    """The context of one session, backed by a `context.jsonl` file.
+
+    One writer per session: the first operation takes the session's lock and a second opener
+    gets `SessionLocked` naming the pid that holds it.
+    """
+
+    def __init__(self, path: str | os.PathLike[str]) -> None:
+        self._path = Path(path)
+        self._lock = SessionLock(self._path.with_name("lock"))
+        self._mutex = asyncio.Lock()
+        self._fd: int | None = None
+        self._size = 0
+        self._loaded = False
+        self._state = _State()
+
+    # --- reading -------------------------------------------------------------------------------
+
+    @property
+    def path(self) -> Path:
+        return self._path
+
+    @property
+    def history(self) -> Sequence[Message]:
+        return self._state.history
+
+    @property
+    def token_count(self) -> int:
+        """The context size the model last reported (`_usage`)."""
+        return self._state.token_count
+
+    @property
+    def pending_tokens(self) -> int:
+        """An estimate (chars / 4) of the messages added since the last `_usage`."""
+        return self._state.pending_tokens
+
+    @property
+    def token_count_with_pending(self) -> int:
+        return self._state.token_count + self._state.pending_tokens
+
+    @property
+    def n_checkpoints(self) -> int:
+        """The id the next checkpoint gets (checkpoint ids count from 0)."""
+        return self._state.next_checkpoint_id
+
+    @property
+    def checkpoints(self) -> Sequence[Checkpoint]:
+        return self._state.checkpoints
+
+    @property
+    def system_prompt(self) -> str | None:
+        return self._state.system_prompt
+
+    @property
+    def file_edits(self) -> Sequence[FileEdit]:
+        return self._state.file_edits
+
+    @property
+    def warnings(self) -> Sequence[str]:
+        """What `restore()` found wrong with the file (each problem once)."""
+        return self._state.warnings
+
+    def file_edits_since(self, checkpoint_id: int) -> list[FileEditRecord]:
+        """The file edits made after checkpoint `checkpoint_id`, oldest first."""
+        position = self._position(checkpoint_id)
+        start = self._state.checkpoints[position].file_edit_index
+        return [edit.record for edit in self._state.file_edits[start:]]
+
+    def rotations(self) -> list[Rotation]:
+        """The rotated generations of this context, oldest first."""
+        return rotation.list_rotations(self._path)
+
+    # --- restoring -----------------------------------------------------------------------------
+
+    async def restore(self) -> bool:
+        """Read the file into memory; False when there is nothing to restore.
+
+        Bad lines are skipped with one warning each (see `warnings`) and stay in the file; a
+        torn last line is cut off after the whole file is copied to `context.jsonl.damaged-<ts>`.
+        """
+        async with self._mutex:
+            if self._loaded or len(self._state.history):
+                raise RuntimeError("this context was already restored or written to")
+            return await self._load()
+
+    async def _load(self) -> bool:
+        if not self._path.exists():
+            self._loaded = True
+            return False
+        self._lock.acquire()
+        state, reader = await asyncio.to_thread(self._read_file)
+        self._state = state
+        self._loaded = True
+        del reader
+        return len(state.history) > 0 or bool(state.checkpoints) or state.system_prompt is not None
+
+    def _read_file(self) -> tuple[_State, SpanReader | None]:
+        try:
+            reader = SpanReader(self._path)
+        except FileNotFoundError:
+            return _State(), None
+        size = os.fstat(reader.fd).st_size
+        if size == 0:
+            reader.close()
+            return _State(), None
+        with mmap.mmap(reader.fd, size, access=mmap.ACCESS_READ) as view:
+            found = scan(view, self._path.name)
+        if found.torn_tail:
+            self._cut_torn_tail(found.good_size)
+        state = _state_from_scan(found, reader)
+        return state, reader
+
+    def _cut_torn_tail(self, good_size: int) -> None:
+        stamp = time.strftime("%Y%m%d-%H%M%S")
+        for attempt in range(1000):
+            suffix = f"-{attempt}" if attempt else ""
+            aside = self._path.with_name(f"{self._path.name}.damaged-{stamp}{suffix}")
+            try:
+                aside_fd = os.open(aside, os.O_WRONLY | os.O_CREAT | os.O_EXCL, FILE_MODE)
+            except FileExistsError:
+                continue
+            break
+        else:
+            raise RuntimeError(f"no free name to copy {self._path} aside")
+        live_fd = os.open(self._path, os.O_RDWR)
+        try:
+            try:
+                copy_range(live_fd, aside_fd, 0, os.fstat(live_fd).st_size)
+                os.fsync(aside_fd)
+            finally:
+                os.close(aside_fd)
+            fsync_dir(self._path.parent)
+            os.ftruncate(live_fd, good_size)
+            os.fsync(live_fd)
+        finally:
+            os.close(live_fd)
+        log.warning("copied %s to %s and cut off its torn last line", self._path, aside.name)
+
+    # --- appending -----------------------------------------------------------------------------
+
+    async def append_message(self, message: Message | Iterable[Message]) -> None:
+        messages = [message] if isinstance(message, Message) else list(message)
+        if not messages:
+            return
+        async with self._mutex:
+            await self._ensure_writable()
+            self._write(b"".join([_dump_message(m, exclude_unset=True) + b"\n" for m in messages]))
+            state = self._state
+            state.history.extend(messages)
+            state.pending_tokens += estimate_tokens(messages)
+
+    async def checkpoint(self, add_user_message: bool = False) -> int:
+        """Mark a point the context can be reverted to; returns its id.
+
+        With `add_user_message`, a `<system>CHECKPOINT n</system>` user message follows, so the
+        model can name the checkpoint in a D-Mail.
+        """
+        async with self._mutex:
+            await self._ensure_writable()
+            state = self._state
+            checkpoint_id = state.next_checkpoint_id
+            entry = Checkpoint(
+                checkpoint_id,
+                self._size,
+                len(state.history),
+                state.token_count,
+                state.usage_index,
+                checkpoint_id,
+                state.system_prompt,
+                len(state.file_edits),
+            )
+            self._write_record(CheckpointRecord(id=checkpoint_id))
+            state.checkpoints.append(entry)
+            state.next_checkpoint_id = checkpoint_id + 1
+        if add_user_message:
+            await self.append_message(
+                Message(role="user", content=f"<system>CHECKPOINT {checkpoint_id}</system>")
+            )
+        return checkpoint_id
+
+    async def update_token_count(self, token_count: int) -> None:
+        async with self._mutex:
+            await self._ensure_writable()
+            self._write_record(UsageRecord(token_count=token_count))
+            state = self._state
+            state.token_count = token_count
+            state.usage_index = len(state.history)
+            state.pending_tokens = 0
+
+    async def append_file_edit(self, edit: FileEditRecord) -> None:
+        """Note that a tool changed a file (the blobs hold both images)."""
+        async with self._mutex:
+            await self._ensure_writable()
+            self._write_record(edit)
+            self._state.file_edits.append(FileEdit(edit, len(self._state.checkpoints)))
+
+    async def sync(self) -> None:
+        """Make everything written so far durable (the end of a turn)."""
+        async with self._mutex:
+            if self._fd is not None:
+                await asyncio.to_thread(os.fsync, self._fd)
+
+    # --- rewriting -----------------------------------------------------------------------------
+
+    async def write_system_prompt(self, prompt: str) -> None:
+        """Make `prompt` the `_system_prompt` record, the first line of the file.
+
+        A file that has none gets it prepended (an atomic rewrite, nothing removed); a different
+        prompt already in the file is replaced and the old file kept as a rotation.
+        """
+        async with self._mutex:
+            await self._ensure_writable()
+            state = self._state
+            if state.system_prompt == prompt and state.system_prompt_spans:
+                return
+            line = (SystemPromptRecord(content=prompt).to_json() + "\n").encode()
+            if self._size == 0:
+                self._write(line)
+                state.system_prompt = prompt
+                state.system_prompt_spans = [(0, len(line) - 1)]
+                return
+            cut = list(state.system_prompt_spans)
+            size = self._size
+            source_fd = self._fd
+
+            def write_new(fd: int) -> None:
+                write_all(fd, line)
+                start = 0
+                for span_start, span_end in [*cut, (size, size)]:
+                    copy_range(source_fd, fd, start, span_start)
+                    start = min(span_end + 1, size)
+
+            await self._rewrite(write_new, "system_prompt" if cut else None)
+
+    async def revert_to(self, checkpoint_id: int, *, reason: str = "revert") -> Path:
+        """Drop `_checkpoint checkpoint_id` and everything after it from the live context.
+
+        Returns the rotated file that keeps the content as it was. ValueError when there is no
+        such checkpoint (nothing is touched then).
+        """
+        async with self._mutex:
+            await self._ensure_writable()
+            position = self._position(checkpoint_id)
+            state = self._state
+            entry = state.checkpoints[position]
+            source_fd = self._fd
+            assert source_fd is not None
+            note = {
+                "checkpoint": checkpoint_id,
+                "tokens": state.token_count,
+                "messages": len(state.history),
+            }
+            rotated = await asyncio.to_thread(
+                rotation.swap,
+                self._path,
+                lambda fd: copy_range(source_fd, fd, 0, entry.offset),
+                source_fd,
+            )
+            assert rotated is not None  # a file holding a checkpoint is not empty
+            self._reopen()
+            del state.checkpoints[position:]
+            del state.file_edits[entry.file_edit_index :]
+            state.history.truncate(entry.message_index)
+            state.token_count = entry.token_count
+            state.usage_index = entry.usage_index
+            state.next_checkpoint_id = entry.next_id
+            state.system_prompt = entry.system_prompt
+            state.system_prompt_spans = [
+                span for span in state.system_prompt_spans if span[0] < entry.offset
+            ]
+            state.pending_tokens = estimate_tokens(state.history[entry.usage_index :])
+            await asyncio.to_thread(rotation.finish, self._path, rotated, reason, **note)
+            return rotated
+
+    async def clear(self, *, reason: str = "clear", **note: Any) -> Path | None:
+        """Start an empty context; the old one is kept as the returned rotation (None when the
+        context was already empty). `note` goes to rotations.jsonl (a compaction's numbers)."""
+        async with self._mutex:
+            await self._ensure_writable()
+            if self._size == 0:
+                self._state = _State()
+                return None
+            rotated = await self._rewrite(lambda fd: None, reason, **note)
+            return rotated
+
+    async def restore_from(self, source: str | os.PathLike[str]) -> Path | None:
+        """Make a copy of `source` (a rotated context, say) the live context. The current one is
+        kept as the returned rotation (None when it was empty)."""
+        source_path = Path(source).absolute()
+        if not source_path.is_file():
+            raise FileNotFoundError(f"no context file at {source_path}")
+        if self._path.exists() and source_path.samefile(self._path):
+            raise ValueError(f"{source_path.name} is already the live context")
+        async with self._mutex:
+            await self._ensure_writable()
+
+            def write_new(fd: int) -> None:
+                source_fd = os.open(source_path, os.O_RDONLY)
+                try:
+                    copy_range(source_fd, fd, 0, os.fstat(source_fd).st_size)
+                finally:
+                    os.close(source_fd)
+
+            return await self._rewrite(write_new, "restore", source=source_path.name)
+
+    async def _rewrite(self, write_new: Any, reason: str | None, **note: Any) -> Path | None:
+        """Swap in new content (kept as a rotation unless `reason` is None), then read it back."""
+        state = self._state
+        note = {"tokens": state.token_count, "messages": len(state.history), **note}
+        if reason is None:
+            await asyncio.to_thread(_atomic_rewrite, self._path, write_new)
+            rotated = None
+        else:
+            rotated = await asyncio.to_thread(rotation.swap, self._path, write_new, self._fd)
+        self._close_fd()
+        self._state = _State()
+        await self._load()
+        if reason is not None:
+            await asyncio.to_thread(rotation.finish, self._path, rotated, reason, **note)
+        return rotated
+
+    # --- closing -------------------------------------------------------------------------------
+
+    async def close(self) -> None:
+        """Make writes durable and let another process open the session."""
+        async with self._mutex:
+            if self._fd is not None:
+                await asyncio.to_thread(os.fsync, self._fd)
+            self._close_fd()
+            self._lock.release()
+
+    async def __aenter__(self) -> Context:
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        traceback: TracebackType | None,
+    ) -> None:
+        await self.close()
+
+    # --- internals -----------------------------------------------------------------------------
+
+    def _position(self, checkpoint_id: int) -> int:
+        """Where checkpoint `checkpoint_id` is in `checkpoints` (the first, should ids repeat)."""
+        checkpoints = self._state.checkpoints
+        if type(checkpoint_id) is int:
+            # Ids count 0, 1, 2... in any file Kimi or we wrote: the id is the position.
+            if (
+                0 <= checkpoint_id < len(checkpoints)
+                and checkpoints[checkpoint_id].id == checkpoint_id
+            ):
+                return checkpoint_id
+            for position, entry in enumerate(checkpoints):
+                if entry.id == checkpoint_id:
+                    return position
+        raise ValueError(f"checkpoint {checkpoint_id!r} does not exist")
+
+    async def _ensure_writable(self) -> None:
+        if self._fd is not None:
+            return
+        if not self._loaded:
+            await self._load()  # writing without restore() first must not clash with old records
+        make_private_dir(self._path.parent)
+        self._lock.acquire()
+        self._open()
+
+    def _open(self) -> None:
+        fd = os.open(self._path, os.O_RDWR | os.O_APPEND | os.O_CREAT, FILE_MODE)
+        size = os.fstat(fd).st_size
+        if size and os.pread(fd, 1, size - 1) != b"\n":
+            # A last line without its newline (a crash, an edit by hand) must not swallow ours.
+            write_all(fd, b"\n")
+            size += 1
+        self._fd, self._size = fd, size
+
+    def _reopen(self) -> None:
+        self._close_fd()
+        self._open()
+
+    def _close_fd(self) -> None:
+        if self._fd is not None:
+            os.close(self._fd)
+            self._fd = None
+
+    def _write(self, data: bytes) -> None:
+        assert self._fd is not None
+        write_all(self._fd, data)
+        self._size += len(data)
+
+    def _write_record(self, record: CheckpointRecord | UsageRecord | FileEditRecord) -> None:
+        self._write((record.to_json() + "\n").encode())
+
+
+def _state_from_scan(found: Scan, reader: SpanReader) -> _State:
+    history = History(reader, found.spans)
+    return _State(
+        history=history,
+        checkpoints=found.checkpoints,
+        file_edits=found.file_edits,
+        token_count=found.token_count,
+        usage_index=found.usage_index,
+        pending_tokens=estimate_tokens(history[found.usage_index :]),
+        next_checkpoint_id=found.next_checkpoint_id,
+        system_prompt=found.system_prompt,
+        system_prompt_spans=found.system_prompt_spans,
+        warnings=found.warnings,
+    )
+
+
+def _atomic_rewrite(path: Path, write_new: Any) -> None:
+    tmp = path.with_name(path.name + ".tmp")
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, FILE_MODE)
+    try:
+        write_new(fd)
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+    os.replace(tmp, path)
+    fsync_dir(path.parent)

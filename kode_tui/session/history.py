@@ -1,0 +1,152 @@
+"""The messages of a context, parsed only when read.
+
+A restored context holds its message lines as byte spans of the file it was read from (kept open,
+so a later rename of that file changes nothing); a message becomes a `Message` the first time it
+is read and stays one. New messages are held as models from
+the start. Reverting slices the list: nothing is parsed again.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import logging
+import os
+import weakref
+from collections.abc import Iterable, Iterator, Sequence
+from pathlib import Path
+from typing import Any, overload
+
+from pydantic import TypeAdapter, ValidationError
+
+from kode_tui.message import MESSAGE_ROLES, ContentPart, Message, TextPart, ToolCall, UnknownPart
+
+log = logging.getLogger(__name__)
+
+
+class SpanReader:
+    """An open file the message spans point into; closed when the history that needs it goes."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self.fd = os.open(path, os.O_RDONLY)
+        self._finalizer = weakref.finalize(self, os.close, self.fd)
+
+    def read(self, start: int, end: int) -> bytes:
+        return os.pread(self.fd, end - start, start)
+
+    def close(self) -> None:
+        self._finalizer()
+
+
+class History(Sequence[Message]):
+    """The messages of a context: a sequence of `Message`, parsed when first read."""
+
+    __slots__ = ("_items", "_reader")
+
+    def __init__(
+        self, reader: SpanReader | None = None, spans: Iterable[tuple[int, int, int]] = ()
+    ) -> None:
+        self._reader = reader
+        # A span (start, end, flags) until the message is first read, then the Message.
+        self._items: list[Message | tuple[int, int, int]] = list(spans)
+
+    def __len__(self) -> int:
+        return len(self._items)
+
+    @overload
+    def __getitem__(self, index: int) -> Message: ...
+
+    @overload
+    def __getitem__(self, index: slice) -> list[Message]: ...
+
+    def __getitem__(self, index: int | slice) -> Message | list[Message]:
+        if isinstance(index, slice):
+            return [self._get(i) for i in range(*index.indices(len(self._items)))]
+        if index < 0:
+            index += len(self._items)
+        if not 0 <= index < len(self._items):
+            raise IndexError("history index out of range")
+        return self._get(index)
+
+    def __iter__(self) -> Iterator[Message]:
+        for i in range(len(self._items)):
+            yield self._get(i)
+
+    def __repr__(self) -> str:
+        lazy = sum(1 for item in self._items if type(item) is tuple)
+        return f"<History of {len(self._items)} messages, {lazy} not parsed yet>"
+
+    def append(self, message: Message) -> None:
+        self._items.append(message)
+
+    def extend(self, messages: Iterable[Message]) -> None:
+        self._items.extend(messages)
+
+    def truncate(self, length: int) -> None:
+        """Keep the first `length` messages."""
+        del self._items[length:]
+
+    def _get(self, index: int) -> Message:
+        item = self._items[index]
+        if type(item) is not tuple:
+            return item  # type: ignore[return-value]
+        assert self._reader is not None
+        message = _parse(self._reader, *item)
+        self._items[index] = message
+        return message
+
+
+def _parse(reader: SpanReader, start: int, end: int, flags: int) -> Message:
+    raw = reader.read(start, end)
+    if not flags:
+        try:
+            return Message.model_validate_json(raw)
+        except ValidationError:
+            pass
+    try:
+        obj = json.loads(raw.decode("utf-8", "replace"), strict=False)
+    except ValueError:
+        # The scan saw a JSON object here: someone rewrote the file under us.
+        log.warning("%s: a message at byte %d can no longer be read", reader.path, start)
+        return Message.model_construct(role="user", content=[UnknownPart(type="unreadable")])
+    try:
+        return Message.model_validate(obj)
+    except ValidationError as error:
+        log.warning("a context message does not match the schema; keeping what fits: %s", error)
+    return _salvage(obj)
+
+
+def _salvage(obj: dict[str, Any]) -> Message:
+    """The parts of a malformed message that fit, and the rest as opaque parts (the line stays
+    untouched in the file)."""
+    content = obj.get("content")
+    if isinstance(content, list):
+        parts = [_salvage_part(part) for part in content]
+    elif content is None or isinstance(content, str):
+        parts = [TextPart(text=content)] if content else []
+    else:
+        parts = [_salvage_part(content)]
+    fields: dict[str, Any] = {
+        "role": obj["role"] if obj.get("role") in MESSAGE_ROLES else "user",
+        "content": parts,
+    }
+    for key in ("name", "tool_call_id"):
+        if isinstance(obj.get(key), str):
+            fields[key] = obj[key]
+    with contextlib.suppress(KeyError, ValidationError):
+        fields["tool_calls"] = _tool_calls.validate_python(obj["tool_calls"])
+    return Message.model_construct(**fields)
+
+
+def _salvage_part(part: Any) -> Any:
+    try:
+        return _part.validate_python(part)
+    except ValidationError:
+        if isinstance(part, dict):
+            return UnknownPart.model_construct(**{**part, "type": str(part.get("type"))})
+        return UnknownPart.model_construct(type="unreadable", value=part)
+
+
+_part: TypeAdapter[Any] = TypeAdapter(ContentPart)
+_tool_calls: TypeAdapter[list[ToolCall]] = TypeAdapter(list[ToolCall])

@@ -1,0 +1,305 @@
+"""Sessions: one folder per conversation, under `sessions/<md5 of the work dir>/<id>/` (DESIGN §2).
+
+The folder layout is Kimi CLI's, so a Kimi session folder opens here as it is.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import builtins
+import json
+import logging
+import os
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from kode_tui.paths import Paths, canonical
+from kode_tui.session import state as session_state
+from kode_tui.session.fsutil import FILE_MODE, make_private_dir
+from kode_tui.session.metadata import load_metadata, record_last_session
+from kode_tui.session.state import SessionState
+
+logger = logging.getLogger(__name__)
+
+CONTEXT_FILE_NAME = "context.jsonl"
+WIRE_FILE_NAME = "wire.jsonl"
+UNTITLED = "Untitled"
+TITLE_WIDTH = 50
+
+
+@dataclass(slots=True, kw_only=True)
+class Session:
+    """One session folder of a work dir, with what a session list shows about it."""
+
+    id: str
+    """The folder name: a uuid4 for sessions created here."""
+    dir: Path
+    work_dir: Path | None
+    """The canonical work dir; None for a folder opened by path without one."""
+    state: SessionState
+    title: str
+    """The custom title, else the first user input (50 chars), else "Untitled"."""
+    updated_at: float
+    """Time (epoch seconds) of the last write to context.jsonl or wire.jsonl."""
+
+    @property
+    def context_file(self) -> Path:
+        return self.dir / CONTEXT_FILE_NAME
+
+    @property
+    def wire_file(self) -> Path:
+        return self.dir / WIRE_FILE_NAME
+
+    @property
+    def state_file(self) -> Path:
+        return self.dir / session_state.STATE_FILE_NAME
+
+    @classmethod
+    async def create(
+        cls, work_dir: str | os.PathLike[str], session_id: str | None = None
+    ) -> Session:
+        """Start a session in `work_dir` and make it the one `continue_` opens.
+
+        Raises ValueError when `session_id` is not a plain folder name, or names a session
+        that already has a context: an existing conversation is never truncated.
+        """
+        work_dir = canonical(work_dir)
+        if session_id is None:
+            session_id = str(uuid.uuid4())
+        elif not _is_plain_name(session_id):
+            raise ValueError(f"{session_id!r} is not a valid session id.")
+        session_dir = Paths.current().work_dir_sessions(work_dir) / session_id
+        make_private_dir(session_dir)
+        _create_empty_context(session_dir / CONTEXT_FILE_NAME)
+        session = cls._open(session_dir, work_dir)
+        session.mark_last()
+        await session.refresh()
+        return session
+
+    @classmethod
+    async def find(cls, work_dir: str | os.PathLike[str], session_id: str) -> Session | None:
+        """The session `session_id` of `work_dir`, or None when it has no such session."""
+        work_dir = canonical(work_dir)
+        if not _is_plain_name(session_id):
+            return None
+        session_dir = Paths.current().work_dir_sessions(work_dir) / session_id
+        if not (session_dir / CONTEXT_FILE_NAME).is_file():
+            logger.debug("No session %s in %s", session_id, session_dir.parent)
+            return None
+        session = cls._open(session_dir, work_dir)
+        await session.refresh()
+        return session
+
+    @classmethod
+    async def list(cls, work_dir: str | os.PathLike[str]) -> builtins.list[Session]:
+        """The sessions of `work_dir`, newest first; sessions nobody has talked in are left out."""
+        return await asyncio.to_thread(cls._list_now, canonical(work_dir))
+
+    @classmethod
+    async def continue_(cls, work_dir: str | os.PathLike[str]) -> Session | None:
+        """The session last opened in `work_dir`, if it still exists."""
+        entry = load_metadata().get(work_dir)
+        if entry is None or entry.last_session_id is None:
+            return None
+        return await cls.find(work_dir, entry.last_session_id)
+
+    @classmethod
+    async def from_dir(
+        cls, path: str | os.PathLike[str], work_dir: str | os.PathLike[str] | None = None
+    ) -> Session:
+        """Open any folder holding a context.jsonl, such as a Kimi CLI session; id = folder name.
+
+        Raises FileNotFoundError when `path` does not exist and ValueError when it is not a
+        session folder.
+        """
+        session_dir = canonical(path)
+        if not session_dir.exists():
+            raise FileNotFoundError(f"There is no session folder at {session_dir}.")
+        if not (session_dir / CONTEXT_FILE_NAME).is_file():
+            raise ValueError(f"{session_dir} is not a session folder: it has no context.jsonl.")
+        session = cls._open(session_dir, None if work_dir is None else canonical(work_dir))
+        await session.refresh()
+        return session
+
+    def mark_last(self) -> None:
+        """Record this session in kode.json as the one `continue_` opens for its work dir.
+
+        A folder that `find` cannot reach from its work dir (opened by path from elsewhere, or
+        without a work dir) is not recorded.
+        """
+        if self.work_dir is None:
+            return
+        expected = canonical(Paths.current().work_dir_sessions(self.work_dir) / self.id)
+        if canonical(self.dir) != expected:
+            logger.debug("Not recording %s as last session: outside %s", self.dir, expected.parent)
+            return
+        record_last_session(self.work_dir, self.id)
+
+    async def refresh(self) -> None:
+        """Re-read the title and `updated_at` from disk."""
+        await asyncio.to_thread(self._refresh_now)
+
+    def save_state(self, state: SessionState | None = None) -> None:
+        """Write `state` (default: `self.state`) to state.json atomically, keeping unknown keys.
+
+        It becomes this session's state, and a custom title in it becomes the title at once.
+        """
+        if state is not None:
+            self.state = state
+        session_state.save_state(self.state, self.state_file)
+        self.title = self._current_title()
+
+    @classmethod
+    def _open(cls, session_dir: Path, work_dir: Path | None) -> Session:
+        return cls(
+            id=session_dir.name,
+            dir=session_dir,
+            work_dir=work_dir,
+            state=session_state.load_state(session_dir / session_state.STATE_FILE_NAME),
+            title=UNTITLED,
+            updated_at=0.0,
+        )
+
+    @classmethod
+    def _list_now(cls, work_dir: Path) -> builtins.list[Session]:
+        root = Paths.current().work_dir_sessions(work_dir)
+        try:
+            session_dirs = list(root.iterdir())
+        except (FileNotFoundError, NotADirectoryError):
+            return []
+        sessions: list[Session] = []
+        for session_dir in session_dirs:
+            if not (session_dir / CONTEXT_FILE_NAME).is_file():
+                continue
+            session = cls._open(session_dir, work_dir)
+            if session._is_empty():
+                continue
+            session._refresh_now()
+            sessions.append(session)
+        sessions.sort(key=lambda session: session.updated_at, reverse=True)
+        return sessions
+
+    def _refresh_now(self) -> None:
+        self.updated_at = max(_mtime(self.context_file), _mtime(self.wire_file))
+        self.title = self._current_title()
+
+    def _current_title(self) -> str:
+        return self.state.custom_title or _wire_title(self.wire_file) or UNTITLED
+
+    def _is_empty(self) -> bool:
+        if self.state.custom_title:
+            return False
+        return not (
+            _any_record(self.wire_file, _is_wire_event)
+            or _any_record(self.context_file, _is_message)
+        )
+
+
+def _is_plain_name(session_id: str) -> bool:
+    # A session id becomes a folder name; it must not climb out of the sessions dir.
+    return session_id not in ("", ".", "..") and Path(session_id).name == session_id
+
+
+def _create_empty_context(path: Path) -> None:
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, FILE_MODE)
+    except FileExistsError:
+        if path.is_file() and path.stat().st_size == 0:
+            return
+        raise ValueError(
+            f"Session {path.parent.name} already exists; open it instead of creating it."
+        ) from None
+    os.close(fd)
+
+
+def _mtime(path: Path) -> float:
+    try:
+        return path.stat().st_mtime
+    except OSError:
+        return 0.0
+
+
+def _is_wire_event(record: Any) -> bool:
+    return not (isinstance(record, dict) and record.get("type") == "metadata")
+
+
+def _is_message(record: Any) -> bool:
+    role = record.get("role") if isinstance(record, dict) else None
+    return isinstance(role, str) and not role.startswith("_")
+
+
+def _any_record(path: Path, matches: Callable[[Any], bool]) -> bool:
+    """Whether a line of `path` matches, reading only up to the first one that does.
+
+    A line that is not JSON counts as a match: something was written there, and a session
+    is better listed needlessly than hidden.
+    """
+    try:
+        with path.open("rb") as file:
+            for line in file:
+                if not line.strip():
+                    continue
+                try:
+                    record = json.loads(line)
+                except ValueError:
+                    return True
+                if matches(record):
+                    return True
+    except FileNotFoundError:
+        return False
+    except OSError as exc:
+        logger.warning("Cannot read %s: %s", path, exc)
+        return True
+    return False
+
+
+def _wire_title(path: Path) -> str:
+    """The first TurnBegin's text, shortened; "" when there is none."""
+    try:
+        with path.open("rb") as file:
+            for line in file:
+                # Only a TurnBegin line is worth parsing; a substring test skips the rest cheaply.
+                if b'"TurnBegin"' not in line:
+                    continue
+                user_input = _turn_begin_input(line)
+                if user_input is not None:
+                    return _shorten(_input_text(user_input), TITLE_WIDTH)
+    except FileNotFoundError:
+        pass
+    except OSError as exc:
+        logger.warning("Cannot read %s: %s", path, exc)
+    return ""
+
+
+def _turn_begin_input(line: bytes) -> str | list[Any] | None:
+    try:
+        record = json.loads(line)
+    except ValueError:
+        return None
+    message = record.get("message") if isinstance(record, dict) else None
+    if not isinstance(message, dict) or message.get("type") != "TurnBegin":
+        return None
+    payload = message.get("payload")
+    user_input = payload.get("user_input") if isinstance(payload, dict) else None
+    return user_input if isinstance(user_input, str | list) else None
+
+
+def _input_text(user_input: str | list[Any]) -> str:
+    if isinstance(user_input, str):
+        return user_input
+    parts = (part for part in user_input if isinstance(part, dict) and part.get("type") == "text")
+    return " ".join(part["text"] for part in parts if isinstance(part.get("text"), str))
+
+
+def _shorten(text: str, width: int) -> str:
+    """Collapse whitespace; cut longer text to `width` chars ending in "…", at a space if any."""
+    text = " ".join(text.split())
+    if len(text) <= width:
+        return text
+    space = text.rfind(" ", 0, width)
+    # Without a space (CJK, one long word) a hard cut keeps the title informative.
+    head = text[:space] if space > 0 else text[: width - 1]
+    return head.rstrip() + "…"

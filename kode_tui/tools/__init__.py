@@ -1,0 +1,1 @@
+"""The tools the agent calls (DESIGN.md §6)."""

@@ -1,0 +1,134 @@
+"""state.json: our keys, Kimi CLI's keys kept, bad files survived."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import stat
+from pathlib import Path
+
+import pytest
+from pydantic import ValidationError
+
+from kode_tui.session.state import SessionState, TodoItem, load_state, save_state
+from tests.conftest import KIMI_FIXTURE
+
+# state.json of a real session folder written by Kimi CLI 1.52.
+KIMI_STATE = KIMI_FIXTURE / "state.json"
+
+
+@pytest.fixture
+def kimi_state(tmp_path: Path) -> Path:
+    path = tmp_path / "state.json"
+    shutil.copyfile(KIMI_STATE, path)
+    path.chmod(0o600)
+    return path
+
+
+def test_missing_state_file_gives_defaults(tmp_path: Path) -> None:
+    state = load_state(tmp_path / "state.json")
+
+    assert state == SessionState()
+    assert state.version == 1
+    assert state.custom_title is None
+    assert state.approval_mode == "ask"
+    assert state.session_approvals == []
+    assert state.todos == []
+
+
+def test_kimi_state_is_read(kimi_state: Path) -> None:
+    state = load_state(kimi_state)
+
+    assert state.custom_title == "Create hello.py"
+    assert state.approval_mode == "ask"
+
+
+def test_round_trip_keeps_every_kimi_key(kimi_state: Path) -> None:
+    original = json.loads(kimi_state.read_text())
+    state = load_state(kimi_state)
+
+    state.approval_mode = "yolo"
+    state.session_approvals.append("shell:git status")
+    save_state(state, kimi_state)
+
+    saved = json.loads(kimi_state.read_text())
+    assert {key: saved[key] for key in original} == original
+    assert saved["approval_mode"] == "yolo"
+    assert saved["session_approvals"] == ["shell:git status"]
+    assert load_state(kimi_state) == state
+
+
+def test_our_state_round_trips(tmp_path: Path) -> None:
+    path = tmp_path / "state.json"
+    state = SessionState(
+        custom_title="Refactor",
+        approval_mode="auto-edit",
+        session_approvals=["edit", "shell:git status"],
+        todos=[TodoItem(title="a", status="pending"), TodoItem(title="b", status="done")],
+    )
+
+    save_state(state, path)
+
+    assert load_state(path) == state
+
+
+def test_unknown_keys_inside_todos_are_kept(tmp_path: Path) -> None:
+    path = tmp_path / "state.json"
+    path.write_text(json.dumps({"todos": [{"title": "a", "status": "done", "owner": "kimi"}]}))
+
+    save_state(load_state(path), path)
+
+    assert json.loads(path.read_text())["todos"] == [
+        {"title": "a", "status": "done", "owner": "kimi"}
+    ]
+
+
+def test_saved_state_is_private_and_leaves_no_temp_file(tmp_path: Path) -> None:
+    path = tmp_path / "state.json"
+
+    save_state(SessionState(custom_title="x"), path)
+
+    assert stat.S_IMODE(path.stat().st_mode) == 0o600
+    assert [child.name for child in tmp_path.iterdir()] == ["state.json"]
+
+
+@pytest.mark.parametrize("content", [b'{"custom_title": "tor', b"\xff\xfe", b"[1, 2]", b"null"])
+def test_unreadable_state_gives_defaults_with_a_warning(
+    tmp_path: Path, content: bytes, caplog: pytest.LogCaptureFixture
+) -> None:
+    path = tmp_path / "state.json"
+    path.write_bytes(content)
+
+    assert load_state(path) == SessionState()
+    assert "state.json" in caplog.text
+
+
+def test_a_bad_value_resets_only_its_own_key(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    path = tmp_path / "state.json"
+    path.write_text(
+        json.dumps(
+            {
+                "custom_title": "Kept",
+                "approval_mode": "sometimes",
+                "todos": [{"title": "a", "status": "someday"}],
+                "plan_mode": True,
+            }
+        )
+    )
+
+    state = load_state(path)
+
+    assert state.custom_title == "Kept"
+    assert state.approval_mode == "ask"
+    assert state.todos == []
+    assert state.model_dump()["plan_mode"] is True
+    assert "approval_mode" in caplog.text and "todos" in caplog.text
+
+
+def test_an_invalid_approval_mode_cannot_be_set() -> None:
+    state = SessionState()
+
+    with pytest.raises(ValidationError):
+        state.approval_mode = "always"  # type: ignore[assignment]
