@@ -7,7 +7,8 @@ what Kimi CLI (kosong) reads and writes, so either tool opens the other's sessio
 * content is a string (one text part) or a list of typed parts: `text`, `think`, `image_url`;
 * unknown part types, unknown keys and unknown `_records` are kept as they came and written back
   unchanged (models allow extra keys, and dumps include exactly the keys that were read);
-* messages are written compact (pydantic), the `_` records with `json.dumps` defaults, as Kimi does.
+* messages are written compact (pydantic), the `_` records with `json.dumps` defaults, as Kimi does;
+* every `_` record we add has a `content` string, or Kimi CLI 1.52 fails to restore the file.
 """
 
 from __future__ import annotations
@@ -205,15 +206,21 @@ class SystemPromptRecord(_Record):
 
 
 class FileEditRecord(_Record):
-    """A file a tool changed: the sha256 of its content before and after (None: absent)."""
+    """A file a tool changed: the sha256 of its content before and after (None: absent).
+
+    It carries a `content` string only for Kimi CLI 1.52: its restore raises on a record without
+    `content` whose role it does not know, but skips one that has it.
+    """
 
     role: Literal["_file_edit"] = "_file_edit"
+    content: str | None = None
     path: str
     before: str | None
     after: str | None
     tool_call_id: str | None = None
 
     def __init__(self, **data: Any) -> None:
+        data.setdefault("content", f"file edit: {data.get('path')}")
         super().__init__(**{**data, "role": "_file_edit"})
 
 

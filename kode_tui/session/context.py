@@ -32,7 +32,7 @@ from kode_tui.message import (
     estimate_tokens,
 )
 from kode_tui.session import rotation
-from kode_tui.session.fsutil import (
+from kode_tui.fsutil import (
     FILE_MODE,
     copy_range,
     fsync_dir,

@@ -9,7 +9,7 @@ import fcntl
 import os
 from pathlib import Path
 
-from kode_tui.session.fsutil import FILE_MODE, write_all
+from kode_tui.fsutil import FILE_MODE, write_all
 
 
 class SessionLocked(RuntimeError):

@@ -21,7 +21,7 @@ from os import fsync, link, replace
 from pathlib import Path
 from typing import Any
 
-from kode_tui.session.fsutil import FILE_MODE, append_line, fsync_dir, sync_data
+from kode_tui.fsutil import FILE_MODE, append_line, fsync_dir, sync_data
 
 log = logging.getLogger(__name__)
 

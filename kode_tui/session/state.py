@@ -13,7 +13,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from kode_tui.session.fsutil import atomic_write_json
+from kode_tui.fsutil import atomic_write_json
 
 logger = logging.getLogger(__name__)
 

@@ -1,0 +1,164 @@
+"""Kimi CLI 1.52's own Context restores the files we write, and we restore the files it writes.
+
+Needs a Python with kimi-cli installed (`../shared/bench/setup_kimi.sh` makes /tmp/kimi-ref);
+point KODE_TUI_KIMI_PYTHON at it, or the tests skip.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import textwrap
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from kode_tui.message import FileEditRecord
+from kode_tui.session.context import Context
+from tests.session_helpers import user, write_turns
+
+
+def _kimi_python() -> str | None:
+    candidates = [os.environ.get("KODE_TUI_KIMI_PYTHON"), "/tmp/kimi-ref/bin/python"]
+    for candidate in candidates:
+        if candidate and Path(candidate).exists():
+            probe = subprocess.run(
+                [candidate, "-c", "import kimi_cli.soul.context"], capture_output=True, timeout=120
+            )
+            if probe.returncode == 0:
+                return candidate
+    return None
+
+
+KIMI_PYTHON = _kimi_python()
+pytestmark = pytest.mark.skipif(
+    KIMI_PYTHON is None,
+    reason="kimi-cli is not installed (run ../shared/bench/setup_kimi.sh, "
+    "or set KODE_TUI_KIMI_PYTHON to a Python that has it)",
+)
+
+KIMI_RESTORE = textwrap.dedent(
+    """
+    import asyncio, json, sys
+    from pathlib import Path
+    from kimi_cli.soul.context import Context
+
+    async def main():
+        context = Context(Path(sys.argv[1]))
+        await context.restore()
+        print(json.dumps({
+            "history": [m.model_dump(mode="json", exclude_none=True) for m in context.history],
+            "token_count": context.token_count,
+            "n_checkpoints": context.n_checkpoints,
+            "system_prompt": context.system_prompt,
+        }))
+
+    asyncio.run(main())
+    """
+)
+
+KIMI_WRITE = textwrap.dedent(
+    """
+    import asyncio, json, sys
+    from pathlib import Path
+    from kimi_cli.soul.context import Context
+    from kosong.message import Message, TextPart, ThinkPart, ToolCall
+
+    async def main():
+        context = Context(Path(sys.argv[1]))
+        await context.write_system_prompt("You are Kimi — a helper.")
+        for turn in range(4):
+            await context.checkpoint(add_user_message=turn % 2 == 0)
+            await context.append_message(Message(role="user", content=f"turn {turn} ✓"))
+            await context.checkpoint(add_user_message=False)
+            await context.update_token_count(1000 + turn)
+            call = ToolCall(id=f"c{turn}", function=ToolCall.FunctionBody(name="Shell", arguments='{"command": "ls"}'))
+            await context.append_message(Message(
+                role="assistant",
+                content=[ThinkPart(think="hmm"), TextPart(text="Listing.")],
+                tool_calls=[call],
+            ))
+            await context.append_message(Message(role="tool", content="a.py", tool_call_id=f"c{turn}"))
+        await context.revert_to(5)
+        await context.append_message(Message(role="user", content="after revert"))
+        print(json.dumps({
+            "history": [m.model_dump(mode="json", exclude_none=True) for m in context.history],
+            "token_count": context.token_count,
+            "n_checkpoints": context.n_checkpoints,
+            "system_prompt": context.system_prompt,
+        }))
+
+    asyncio.run(main())
+    """
+)
+
+
+def kimi(script: str, path: Path) -> dict[str, Any]:
+    assert KIMI_PYTHON is not None
+    done = subprocess.run(
+        [KIMI_PYTHON, "-c", script, str(path)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={**os.environ, "HOME": str(path.parent)},
+    )
+    assert done.returncode == 0, done.stderr
+    result: dict[str, Any] = json.loads(done.stdout.strip().splitlines()[-1])
+    return result
+
+
+def ours(context: Context) -> dict[str, Any]:
+    return {
+        "history": [json.loads(m.to_json()) for m in context.history],
+        "token_count": context.token_count,
+        "n_checkpoints": context.n_checkpoints,
+        "system_prompt": context.system_prompt,
+    }
+
+
+def kimi_view(state: dict[str, Any]) -> dict[str, Any]:
+    """Kimi reads `content: [one text part]` back as a plain string; so compare that way."""
+    for message in state["history"]:
+        content = message.get("content")
+        if isinstance(content, list) and len(content) == 1 and content[0].get("type") == "text":
+            message["content"] = content[0]["text"]
+    return state
+
+
+async def test_kimi_restores_what_we_write_including_after_a_revert(tmp_path: Path) -> None:
+    live = tmp_path / "session" / "context.jsonl"
+    async with Context(live) as context:
+        await context.write_system_prompt("You are kode — a helper.")
+        await write_turns(context, 4)
+        await context.append_file_edit(FileEditRecord(path="a.py", before=None, after="ab"))
+        await context.checkpoint(add_user_message=True)
+        await context.revert_to(5)
+        await context.append_message(user("after the revert ✓"))
+        expected = kimi_view(ours(context))
+    assert kimi(KIMI_RESTORE, live) == expected
+    (rotated,) = context.rotations()
+    restored = Context(rotated.path.with_name("copy") / "context.jsonl")
+    rotated.path.with_name("copy").mkdir()
+    (rotated.path.with_name("copy") / "context.jsonl").write_bytes(rotated.path.read_bytes())
+    await restored.restore()
+    assert kimi(KIMI_RESTORE, restored.path) == kimi_view(ours(restored))
+    await restored.close()
+
+
+async def test_we_restore_what_kimi_writes(tmp_path: Path) -> None:
+    live = tmp_path / "session" / "context.jsonl"
+    live.parent.mkdir()
+    written_by_kimi = kimi(KIMI_WRITE, live)
+    context = Context(live)
+    await context.restore()
+    assert context.warnings == []
+    assert kimi_view(ours(context)) == written_by_kimi
+    assert [r.number for r in context.rotations()] == [1]
+    # Our revert of Kimi's file stays readable by Kimi.
+    await context.revert_to(3)
+    await context.append_message(user("ours now"))
+    expected = kimi_view(ours(context))
+    await context.close()
+    assert kimi(KIMI_RESTORE, live) == expected
