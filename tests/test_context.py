@@ -18,7 +18,7 @@ from kode_tui.session import rotation
 from kode_tui.session.context import Context
 from kode_tui.session.lock import SessionLocked
 from tests.conftest import KIMI_FIXTURE
-from tests.session_helpers import dumps, records_on_disk, user, write_turns
+from tests.session_helpers import dumps, user, write_turns
 
 
 @pytest.fixture
@@ -465,7 +465,7 @@ async def test_kimi_rotations_restore_and_revert(kimi_session: Path) -> None:
     assert context.history[9].parts[0].type == "think"
     kept = await context.revert_to(5)
     assert kept.name == "context_5.jsonl"
-    assert [m.text for m in context.history][0] == "Create hello.py"
+    assert context.history[0].text == "Create hello.py"
     assert len(context.history) == 8
     await context.close()
 

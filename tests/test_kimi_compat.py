@@ -74,13 +74,15 @@ KIMI_WRITE = textwrap.dedent(
             await context.append_message(Message(role="user", content=f"turn {turn} ✓"))
             await context.checkpoint(add_user_message=False)
             await context.update_token_count(1000 + turn)
-            call = ToolCall(id=f"c{turn}", function=ToolCall.FunctionBody(name="Shell", arguments='{"command": "ls"}'))
+            body = ToolCall.FunctionBody(name="Shell", arguments='{"command": "ls"}')
+            call = ToolCall(id=f"c{turn}", function=body)
             await context.append_message(Message(
                 role="assistant",
                 content=[ThinkPart(think="hmm"), TextPart(text="Listing.")],
                 tool_calls=[call],
             ))
-            await context.append_message(Message(role="tool", content="a.py", tool_call_id=f"c{turn}"))
+            result = Message(role="tool", content="a.py", tool_call_id=f"c{turn}")
+            await context.append_message(result)
         await context.revert_to(5)
         await context.append_message(Message(role="user", content="after revert"))
         print(json.dumps({

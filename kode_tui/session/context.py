@@ -23,6 +23,13 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any
 
+from kode_tui.fsutil import (
+    FILE_MODE,
+    copy_range,
+    fsync_dir,
+    make_private_dir,
+    write_all,
+)
 from kode_tui.message import (
     CheckpointRecord,
     FileEditRecord,
@@ -32,13 +39,6 @@ from kode_tui.message import (
     estimate_tokens,
 )
 from kode_tui.session import rotation
-from kode_tui.fsutil import (
-    FILE_MODE,
-    copy_range,
-    fsync_dir,
-    make_private_dir,
-    write_all,
-)
 from kode_tui.session.history import History, SpanReader
 from kode_tui.session.lock import SessionLock
 from kode_tui.session.rotation import Rotation

@@ -12,8 +12,8 @@ import os
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from kode_tui.paths import Paths, canonical
 from kode_tui.fsutil import atomic_write_json, make_private_dir
+from kode_tui.paths import Paths, canonical
 
 logger = logging.getLogger(__name__)
 

@@ -16,9 +16,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from kode_tui.fsutil import FILE_MODE, make_private_dir
 from kode_tui.paths import Paths, canonical
 from kode_tui.session import state as session_state
-from kode_tui.fsutil import FILE_MODE, make_private_dir
 from kode_tui.session.metadata import load_metadata, record_last_session
 from kode_tui.session.state import SessionState
 

@@ -17,8 +17,8 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any
 
-from kode_tui.message import TextPart, ThinkPart
 from kode_tui.fsutil import FILE_MODE, make_private_dir, write_all
+from kode_tui.message import TextPart, ThinkPart
 from kode_tui.wire.bus import Subscription, WireBus
 from kode_tui.wire.events import (
     METADATA,
