@@ -309,19 +309,20 @@ def summarise(result: FileResult) -> dict[str, dict[str, Any]]:
     return summary
 
 
-def fmt_value(value: float, unit: str) -> str:
-    if unit == "MiB":
-        return f"{value:.0f} MiB"
-    if unit == "/s":
-        return f"{value:,.0f}/s"
-    return f"{value * 1000:.1f} ms" if value < 1 else f"{value:.2f} s"
-
-
 def fmt_spread(stats: dict[str, float], unit: str) -> str:
-    def bare(value: float) -> str:
-        return fmt_value(value, unit).split()[0].removesuffix("/s")
+    """`median (min-max)`, all three in the median's unit."""
+    median, low, high = stats["median"], stats["min"], stats["max"]
+    if unit == "MiB":
+        return f"{median:.1f} MiB ({low:.1f}-{high:.1f})"
+    if unit == "/s":
+        return f"{median:,.0f}/s ({low:,.0f}-{high:,.0f})"
+    if median < 1:
+        return f"{median * 1e3:.1f} ms ({low * 1e3:.1f}-{high * 1e3:.1f})"
+    return f"{median:.2f} s ({low:.2f}-{high:.2f})"
 
-    return f"{fmt_value(stats['median'], unit)} ({bare(stats['min'])}-{bare(stats['max'])})"
+
+def fmt_ratio(ratio: float) -> str:
+    return f"{ratio:.2f}x" if ratio < 10 else f"{ratio:.1f}x"
 
 
 def file_header(result: FileResult, runs: int) -> str:
@@ -349,7 +350,7 @@ def render_file(result: FileResult, summary: dict[str, dict[str, Any]], runs: in
         row = summary[metric.key]
         line = f"  {metric.label:<28} {fmt_spread(row[OURS], metric.unit):<34}"
         if KIMI in row:
-            line += f" {fmt_spread(row[KIMI], metric.unit):<34} {row['ratio']:>7.1f}x"
+            line += f" {fmt_spread(row[KIMI], metric.unit):<34} {fmt_ratio(row['ratio']):>8}"
             if "target" in row:
                 line += f"  {metric.target_text:<17} {'PASS' if row['pass'] else 'FAIL'}"
         lines.append(line.rstrip())

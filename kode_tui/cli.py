@@ -1,18 +1,62 @@
-"""Command line entry point."""
+"""The kode-tui command: open a session of a work dir in the terminal UI, or answer a question
+about where things are and which sessions exist."""
 
 from __future__ import annotations
 
 import argparse
+import asyncio
+import logging
+import os
 import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
 
 from kode_tui import __version__
-from kode_tui.paths import Paths
+from kode_tui.fsutil import FILE_MODE, make_private_dir
+from kode_tui.paths import Paths, canonical
+from kode_tui.session import Context, Session, SessionLocked
+
+log = logging.getLogger("kode_tui")
+
+
+class UserError(Exception):
+    """Something the user can fix: shown as one sentence, exit status 2."""
+
+
+@dataclass(slots=True)
+class Opened:
+    """What the app starts with: the work dir and, when one was asked for, a restored session."""
+
+    work_dir: Path
+    session: Session | None = None
+    context: Context | None = None
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="kode-tui", description=__doc__)
-    parser.add_argument("--version", action="version", version=f"kode-tui {__version__}")
+    parser = argparse.ArgumentParser(
+        prog="kode-tui",
+        description="A terminal coding agent whose context you can see and steer.",
+    )
+    parser.add_argument(
+        "work_dir", nargs="?", default=".", help="the project to work in (default: here)"
+    )
+    parser.add_argument(
+        "-C", "--continue", dest="continue_", action="store_true",
+        help="continue the last session of the work dir",
+    )  # fmt: skip
+    parser.add_argument(
+        "-S", "--session", metavar="ID", nargs="?", const="",
+        help="open the session with this id (without one: list the sessions)",
+    )  # fmt: skip
+    parser.add_argument(
+        "--session-dir", metavar="DIR", help="open any session folder, a Kimi CLI one too"
+    )
+    parser.add_argument(
+        "--list-sessions", action="store_true", help="list the sessions of the work dir"
+    )
     parser.add_argument("--paths", action="store_true", help="print where kode-tui keeps things")
+    parser.add_argument("--version", action="version", version=f"kode-tui {__version__}")
     return parser
 
 
@@ -22,7 +66,95 @@ def main(argv: list[str] | None = None) -> int:
         for name, path in Paths.current().describe():
             print(f"{name:<9} {path}")
         return 0
+    try:
+        work_dir = _work_dir(args.work_dir)
+        _start_logging()
+        if args.list_sessions or args.session == "":
+            return asyncio.run(_list_sessions(work_dir))
+        return asyncio.run(_run_app(args, work_dir))
+    except UserError as error:
+        print(f"kode-tui: {error}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        return 130
+
+
+def _work_dir(raw: str) -> Path:
+    work_dir = canonical(raw)
+    if not work_dir.is_dir():
+        raise UserError(f"{raw} is not a directory.")
+    return work_dir
+
+
+async def _list_sessions(work_dir: Path) -> int:
+    sessions = await Session.list(work_dir)
+    if not sessions:
+        print(f"No sessions in {work_dir} yet.")
+        return 0
+    for session in sessions:
+        when = time.strftime("%Y-%m-%d %H:%M", time.localtime(session.updated_at))
+        print(f"{session.id}  {when}  {session.title}")
     return 0
+
+
+async def _run_app(args: argparse.Namespace, work_dir: Path) -> int:
+    opened = await _open(args, work_dir)
+    from kode_tui.ui.app import KodeApp  # Textual loads only when a screen is wanted
+
+    try:
+        await KodeApp(opened.work_dir, opened.session, opened.context).run_async()
+    finally:
+        if opened.context is not None:
+            await opened.context.close()
+    if opened.session is not None:
+        print(f"Resume this session with: kode-tui -S {opened.session.id}")
+    return 0
+
+
+async def _open(args: argparse.Namespace, work_dir: Path) -> Opened:
+    session = await _find_session(args, work_dir)
+    if session is None:
+        return Opened(work_dir)
+    context = Context(session.context_file)
+    try:
+        await context.restore()
+    except SessionLocked as error:
+        raise UserError(str(error)) from None
+    if session.work_dir is not None:
+        session.mark_last()
+    return Opened(session.work_dir or work_dir, session, context)
+
+
+async def _find_session(args: argparse.Namespace, work_dir: Path) -> Session | None:
+    if args.session_dir:
+        try:
+            return await Session.from_dir(Path(args.session_dir).expanduser())
+        except (FileNotFoundError, ValueError) as error:
+            raise UserError(str(error)) from None
+    if args.session:
+        session = await Session.find(work_dir, args.session)
+        if session is None:
+            raise UserError(
+                f"there is no session {args.session} in {work_dir} (see --list-sessions)."
+            )
+        return session
+    if args.continue_:
+        session = await Session.continue_(work_dir)
+        if session is None:
+            raise UserError(f"there is no earlier session in {work_dir} to continue.")
+        return session
+    return None
+
+
+def _start_logging() -> None:
+    """Log to $KODE_TUI_HOME/logs/kode-tui.log (0600); the screen is the app's."""
+    log_file = Paths.current().log_file
+    make_private_dir(log_file.parent)
+    os.close(os.open(log_file, os.O_WRONLY | os.O_CREAT | os.O_APPEND, FILE_MODE))
+    handler = logging.FileHandler(log_file, encoding="utf-8")
+    handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
+    log.addHandler(handler)
+    log.setLevel(logging.INFO)
 
 
 if __name__ == "__main__":

@@ -1,0 +1,143 @@
+"""The kode-tui command as a user types it."""
+
+from __future__ import annotations
+
+import html
+import os
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from kode_tui import __version__
+from kode_tui.cli import main
+from kode_tui.session import Context, Session
+from kode_tui.ui.app import KodeApp
+from tests.conftest import KIMI_FIXTURE
+from tests.session_helpers import write_turns
+
+
+def run(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "kode_tui", *args],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        cwd=cwd,
+        env={**os.environ},
+    )
+
+
+def test_version_and_paths(home: Path) -> None:
+    assert run("--version").stdout.strip() == f"kode-tui {__version__}"
+    paths = dict(line.split(maxsplit=1) for line in run("--paths").stdout.splitlines())
+    assert paths["home"] == str(home)
+    assert paths["sessions"] == str(home / "sessions")
+    assert paths["config"] == str(home / "config.toml")
+    assert Path(paths["prompts"]).is_dir()
+    assert Path(paths["themes"]).is_dir()
+
+
+async def test_list_sessions_shows_titles_newest_first(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    project = tmp_path / "project"
+    project.mkdir()
+    ids = []
+    for title in ("first", "second"):
+        session = await Session.create(project)
+        async with Context(session.context_file) as context:
+            await write_turns(context, 1)
+        session.state.custom_title = title
+        session.save_state()
+        ids.append(session.id)
+    os.utime(_context(ids[0]), (1, 1))  # the first one was last written long ago
+    assert await _main("--list-sessions", str(project)) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert [line.split()[0] for line in lines] == [ids[1], ids[0]]
+    assert lines[0].endswith("second")
+
+
+def _context(session_id: str) -> Path:
+    (found,) = Path(os.environ["KODE_TUI_HOME"]).glob(f"sessions/*/{session_id}/context.jsonl")
+    return found
+
+
+async def _main(*args: str) -> int:
+    import asyncio
+
+    return await asyncio.to_thread(main, list(args))
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["-S", "no-such-id"], "there is no session no-such-id"),
+        (["-C"], "no earlier session"),
+        (["--session-dir", "/no/such/folder"], "no session folder"),
+        (["/no/such/dir"], "is not a directory"),
+    ],
+)
+def test_mistakes_are_one_sentence_and_exit_2(
+    tmp_path: Path, args: list[str], message: str
+) -> None:
+    done = run(*args, cwd=tmp_path)
+    assert done.returncode == 2
+    assert message in done.stderr
+    assert "Traceback" not in done.stderr
+    assert len(done.stderr.strip().splitlines()) == 1
+
+
+def test_a_session_in_use_is_refused_with_the_pid(tmp_path: Path) -> None:
+    folder = tmp_path / "kimi-session"
+    shutil.copytree(KIMI_FIXTURE, folder)
+    holder = subprocess.Popen(
+        [
+            sys.executable,
+            "-c",
+            "import asyncio, sys\n"
+            "from kode_tui.session import Context\n"
+            "async def main():\n"
+            f"    await Context({str(folder / 'context.jsonl')!r}).restore()\n"
+            "    print('ready', flush=True)\n"
+            "    sys.stdin.readline()\n"
+            "asyncio.run(main())\n",
+        ],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert holder.stdout is not None and holder.stdout.readline().strip() == "ready"
+        done = run("--session-dir", str(folder))
+        assert done.returncode == 2
+        assert f"in use by process {holder.pid}" in done.stderr
+    finally:
+        holder.communicate("\n", timeout=30)
+
+
+async def test_the_app_shows_a_kimi_session_opened_by_folder(tmp_path: Path) -> None:
+    folder = tmp_path / "kimi-session"
+    shutil.copytree(KIMI_FIXTURE, folder)
+    session = await Session.from_dir(folder)
+    context = Context(session.context_file)
+    await context.restore()
+    app = KodeApp(tmp_path, session, context)
+    async with app.run_test(size=(120, 40)) as pilot:
+        screen = screen_text(app)
+        assert "Create hello.py" in screen
+        assert "Messages  6" in screen
+        assert "Checkpoints 3" in screen
+        assert screen.index("context_3.jsonl") < screen.index("context_1.jsonl")
+        await pilot.press("q")
+    assert app.return_code == 0
+    await context.close()
+
+
+def screen_text(app: KodeApp) -> str:
+    """The text on screen, from the SVG screenshot Textual exports."""
+    svg = app.export_screenshot()
+    return html.unescape(re.sub(r"<[^>]+>", "", svg)).replace("\xa0", " ")
