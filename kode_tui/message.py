@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, ClassVar, Literal
 
 from pydantic import (
     BaseModel,
@@ -32,8 +32,23 @@ MESSAGE_ROLES: frozenset[str] = frozenset(("system", "user", "assistant", "tool"
 
 
 class _Model(BaseModel):
-    # Unknown keys survive a round trip, and dumps use exclude_unset: what was read is written.
+    """A dump holds the keys that were read, unknown ones too (extra="allow"), plus what Kimi
+    always writes: the `_always` keys even at their default, the `_unless_none` keys only when
+    not None. So Kimi's lines come back byte for byte, and new ones look like Kimi's."""
+
     model_config = ConfigDict(extra="allow")
+
+    _always: ClassVar[frozenset[str]] = frozenset()
+    _unless_none: ClassVar[frozenset[str]] = frozenset()
+
+    def model_post_init(self, context: Any, /) -> None:
+        # Runs after parsing and after construction alike, and only marks what a dump shows.
+        # (An overridden __init__ would run on every parse too, and validate everything twice.)
+        fields_set = self.__pydantic_fields_set__
+        fields_set.update(self._always)
+        for name in self._unless_none:
+            if name in fields_set and getattr(self, name) is None:
+                fields_set.discard(name)
 
     def to_json(self) -> str:
         return self.model_dump_json(exclude_unset=True)
@@ -43,8 +58,7 @@ class TextPart(_Model):
     type: Literal["text"] = "text"
     text: str
 
-    def __init__(self, **data: Any) -> None:
-        super().__init__(**{**data, "type": "text"})
+    _always = frozenset(("type",))
 
 
 class ThinkPart(_Model):
@@ -53,27 +67,21 @@ class ThinkPart(_Model):
     encrypted: str | None = None
     """Encrypted thinking or its signature, when the provider gives one."""
 
-    def __init__(self, **data: Any) -> None:
-        # Kimi writes `"encrypted": null` explicitly; so do we for parts we create.
-        data.setdefault("encrypted", None)
-        super().__init__(**{**data, "type": "think"})
+    _always = frozenset(("type", "encrypted"))
 
 
 class ImageURL(_Model):
     url: str
     id: str | None = None
 
-    def __init__(self, **data: Any) -> None:
-        data.setdefault("id", None)
-        super().__init__(**data)
+    _always = frozenset(("id",))
 
 
 class ImageURLPart(_Model):
     type: Literal["image_url"] = "image_url"
     image_url: ImageURL
 
-    def __init__(self, **data: Any) -> None:
-        super().__init__(**{**data, "type": "image_url"})
+    _always = frozenset(("type",))
 
 
 class UnknownPart(_Model):
@@ -111,8 +119,8 @@ class ToolCall(_Model):
     function: FunctionBody
     extras: dict[str, Any] | None = None
 
-    def __init__(self, **data: Any) -> None:
-        super().__init__(**{**_without_none(data, ("extras",)), "type": "function"})
+    _always = frozenset(("type",))
+    _unless_none = frozenset(("extras",))
 
 
 class Message(_Model):
@@ -123,9 +131,7 @@ class Message(_Model):
     tool_call_id: str | None = None
     partial: bool | None = None
 
-    def __init__(self, **data: Any) -> None:
-        # Like Kimi (exclude_none), optional fields left as None are not written.
-        super().__init__(**_without_none(data, ("name", "tool_calls", "tool_call_id", "partial")))
+    _unless_none = frozenset(("name", "tool_calls", "tool_call_id", "partial"))
 
     @property
     def parts(self) -> list[TextPart | ThinkPart | ImageURLPart | UnknownPart]:
@@ -165,17 +171,12 @@ def estimate_tokens(messages: Iterable[Message]) -> int:
     return sum(message.estimated_tokens() for message in messages)
 
 
-def _without_none(data: dict[str, Any], keys: Iterable[str]) -> dict[str, Any]:
-    for key in keys:
-        if key in data and data[key] is None:
-            del data[key]
-    return data
-
-
 # --- the `_` records ---------------------------------------------------------------------------
 
 
 class _Record(_Model):
+    _always = frozenset(("role",))
+
     def to_json(self) -> str:
         # Kimi writes these with json.dumps defaults (", " / ": " and ASCII escapes).
         return json.dumps(self.model_dump(mode="json", exclude_unset=True))
@@ -185,24 +186,15 @@ class CheckpointRecord(_Record):
     role: Literal["_checkpoint"] = "_checkpoint"
     id: Annotated[StrictInt, Field(ge=0)]
 
-    def __init__(self, **data: Any) -> None:
-        super().__init__(**{**data, "role": "_checkpoint"})
-
 
 class UsageRecord(_Record):
     role: Literal["_usage"] = "_usage"
     token_count: Annotated[StrictInt, Field(ge=0)]
 
-    def __init__(self, **data: Any) -> None:
-        super().__init__(**{**data, "role": "_usage"})
-
 
 class SystemPromptRecord(_Record):
     role: Literal["_system_prompt"] = "_system_prompt"
     content: str
-
-    def __init__(self, **data: Any) -> None:
-        super().__init__(**{**data, "role": "_system_prompt"})
 
 
 class FileEditRecord(_Record):
@@ -213,15 +205,18 @@ class FileEditRecord(_Record):
     """
 
     role: Literal["_file_edit"] = "_file_edit"
-    content: str | None = None
+    content: str = ""
     path: str
     before: str | None
     after: str | None
     tool_call_id: str | None = None
 
-    def __init__(self, **data: Any) -> None:
-        data.setdefault("content", f"file edit: {data.get('path')}")
-        super().__init__(**{**data, "role": "_file_edit"})
+    _always = frozenset(("role", "content"))
+
+    def model_post_init(self, context: Any, /) -> None:
+        if not self.content:
+            self.content = f"file edit: {self.path}"
+        super().model_post_init(context)
 
 
 class UnknownRecord(_Record):

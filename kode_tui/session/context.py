@@ -48,6 +48,10 @@ log = logging.getLogger(__name__)
 
 _dump_message = Message.__pydantic_serializer__.to_json
 
+# Reading a context is CPU work (a few ms per 10 MB). Below this size it runs on the event loop:
+# handing it to a thread would cost more than it takes. Above, the thread lets the UI breathe.
+_READ_IN_THREAD_FROM = 16 << 20
+
 
 @dataclass(slots=True)
 class _State:
@@ -155,27 +159,28 @@ class Context:
             self._loaded = True
             return False
         self._lock.acquire()
-        state, reader = await asyncio.to_thread(self._read_file)
+        if self._path.stat().st_size < _READ_IN_THREAD_FROM:
+            state = self._read_file()
+        else:
+            state = await asyncio.to_thread(self._read_file)
         self._state = state
         self._loaded = True
-        del reader
         return len(state.history) > 0 or bool(state.checkpoints) or state.system_prompt is not None
 
-    def _read_file(self) -> tuple[_State, SpanReader | None]:
+    def _read_file(self) -> _State:
         try:
             reader = SpanReader(self._path)
         except FileNotFoundError:
-            return _State(), None
+            return _State()
         size = os.fstat(reader.fd).st_size
         if size == 0:
             reader.close()
-            return _State(), None
+            return _State()
         with mmap.mmap(reader.fd, size, access=mmap.ACCESS_READ) as view:
             found = scan(view, self._path.name)
         if found.torn_tail:
             self._cut_torn_tail(found.good_size)
-        state = _state_from_scan(found, reader)
-        return state, reader
+        return _state_from_scan(found, reader)
 
     def _cut_torn_tail(self, good_size: int) -> None:
         stamp = time.strftime("%Y%m%d-%H%M%S")

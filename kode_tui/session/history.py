@@ -20,6 +20,7 @@ from typing import Any, overload
 from pydantic import TypeAdapter, ValidationError
 
 from kode_tui.message import MESSAGE_ROLES, ContentPart, Message, TextPart, ToolCall, UnknownPart
+from kode_tui.session.scan import paused_gc
 
 log = logging.getLogger(__name__)
 
@@ -62,7 +63,10 @@ class History(Sequence[Message]):
 
     def __getitem__(self, index: int | slice) -> Message | list[Message]:
         if isinstance(index, slice):
-            return [self._get(i) for i in range(*index.indices(len(self._items)))]
+            start, stop, step = index.indices(len(self._items))
+            if step == 1:
+                self._parse_range(start, stop)
+            return [self._get(i) for i in range(start, stop, step)]
         if index < 0:
             index += len(self._items)
         if not 0 <= index < len(self._items):
@@ -70,8 +74,9 @@ class History(Sequence[Message]):
         return self._get(index)
 
     def __iter__(self) -> Iterator[Message]:
-        for i in range(len(self._items)):
-            yield self._get(i)
+        # Whoever walks the whole history (to send it to the model) needs every message.
+        self._parse_range(0, len(self._items))
+        return iter(self._items)  # type: ignore[arg-type]
 
     def __repr__(self) -> str:
         lazy = sum(1 for item in self._items if type(item) is tuple)
@@ -87,18 +92,41 @@ class History(Sequence[Message]):
         """Keep the first `length` messages."""
         del self._items[length:]
 
+    def _parse_range(self, start: int, stop: int) -> None:
+        """Parse the messages in [start, stop) not parsed yet, reading up to 16 MB at once."""
+        items = self._items
+        lazy = [i for i in range(start, min(stop, len(items))) if type(items[i]) is tuple]
+        if not lazy or self._reader is None:
+            return
+        with paused_gc():
+            while lazy:
+                first: int = items[lazy[0]][0]  # type: ignore[index]
+                count = 1
+                while count < len(lazy) and items[lazy[count]][1] - first <= _MAX_READ:  # type: ignore[index]
+                    count += 1
+                block_end: int = items[lazy[count - 1]][1]  # type: ignore[index]
+                block = self._reader.read(first, block_end)
+                for i in lazy[:count]:
+                    span_start, span_end, flags = items[i]  # type: ignore[misc]
+                    raw = block[span_start - first : span_end - first]
+                    items[i] = _parse(raw, flags, self._reader)
+                del lazy[:count]
+
     def _get(self, index: int) -> Message:
         item = self._items[index]
         if type(item) is not tuple:
             return item  # type: ignore[return-value]
         assert self._reader is not None
-        message = _parse(self._reader, *item)
+        start, end, flags = item
+        message = _parse(self._reader.read(start, end), flags, self._reader)
         self._items[index] = message
         return message
 
 
-def _parse(reader: SpanReader, start: int, end: int, flags: int) -> Message:
-    raw = reader.read(start, end)
+_MAX_READ = 16 << 20
+
+
+def _parse(raw: bytes, flags: int, reader: SpanReader) -> Message:
     if not flags:
         try:
             return Message.model_validate_json(raw)
@@ -108,7 +136,7 @@ def _parse(reader: SpanReader, start: int, end: int, flags: int) -> Message:
         obj = json.loads(raw.decode("utf-8", "replace"), strict=False)
     except ValueError:
         # The scan saw a JSON object here: someone rewrote the file under us.
-        log.warning("%s: a message at byte %d can no longer be read", reader.path, start)
+        log.warning("%s: a message can no longer be read", reader.path)
         return Message.model_construct(role="user", content=[UnknownPart(type="unreadable")])
     try:
         return Message.model_validate(obj)

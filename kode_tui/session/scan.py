@@ -18,6 +18,8 @@ import gc
 import json
 import logging
 import mmap
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
@@ -99,18 +101,25 @@ class _Lines(NamedTuple):
     """Line index -> flags, for the few lines that need them."""
 
 
+@contextmanager
+def paused_gc() -> Iterator[None]:
+    """For making tens of thousands of small objects with no cycles among them: the collector
+    would only walk them again and again (it doubles the time to parse a big history)."""
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was_enabled:
+            gc.enable()
+
+
 def scan(buf: bytes | mmap.mmap, name: str = "context.jsonl") -> Scan:
     """Index a context file's content (bytes, or an mmap of the file)."""
     data = memoryview(buf).cast("B")
     result = Scan()
-    # Tens of thousands of small objects and no cycles among them: collecting now is wasted time.
-    gc_was_enabled = gc.isenabled()
-    gc.disable()
-    try:
+    with paused_gc():
         _scan(data, name, result)
-    finally:
-        if gc_was_enabled:
-            gc.enable()
     for warning in result.warnings:
         log.warning(warning)
     return result
