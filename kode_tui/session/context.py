@@ -294,6 +294,7 @@ class Context:
             cut = list(state.system_prompt_spans)
             size = self._size
             source_fd = self._fd
+            assert source_fd is not None
 
             def write_new(fd: int) -> None:
                 write_all(fd, line)

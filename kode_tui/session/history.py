@@ -43,14 +43,15 @@ class SpanReader:
 class History(Sequence[Message]):
     """The messages of a context: a sequence of `Message`, parsed when first read."""
 
-    __slots__ = ("_items", "_reader")
+    __slots__ = ("_items", "_reader", "_spans")
 
     def __init__(
-        self, reader: SpanReader | None = None, spans: Iterable[tuple[int, int, int]] = ()
+        self, reader: SpanReader | None = None, spans: list[tuple[int, int, int]] | None = None
     ) -> None:
         self._reader = reader
-        # A span (start, end, flags) until the message is first read, then the Message.
-        self._items: list[Message | tuple[int, int, int]] = list(spans)
+        # The first len(_spans) messages come from the file: None there until first read.
+        self._spans = spans or []
+        self._items: list[Message | None] = [None] * len(self._spans)
 
     def __len__(self) -> int:
         return len(self._items)
@@ -76,11 +77,10 @@ class History(Sequence[Message]):
     def __iter__(self) -> Iterator[Message]:
         # Whoever walks the whole history (to send it to the model) needs every message.
         self._parse_range(0, len(self._items))
-        return iter(self._items)  # type: ignore[arg-type]
+        return iter(self._items)  # type: ignore[arg-type]  # no None is left
 
     def __repr__(self) -> str:
-        lazy = sum(1 for item in self._items if type(item) is tuple)
-        return f"<History of {len(self._items)} messages, {lazy} not parsed yet>"
+        return f"<History of {len(self._items)} messages, {self._items.count(None)} not parsed yet>"
 
     def append(self, message: Message) -> None:
         self._items.append(message)
@@ -91,35 +91,33 @@ class History(Sequence[Message]):
     def truncate(self, length: int) -> None:
         """Keep the first `length` messages."""
         del self._items[length:]
+        del self._spans[length:]
 
     def _parse_range(self, start: int, stop: int) -> None:
         """Parse the messages in [start, stop) not parsed yet, reading up to 16 MB at once."""
-        items = self._items
-        lazy = [i for i in range(start, min(stop, len(items))) if type(items[i]) is tuple]
-        if not lazy or self._reader is None:
+        items, spans, reader = self._items, self._spans, self._reader
+        lazy = [i for i in range(start, min(stop, len(spans))) if items[i] is None]
+        if not lazy or reader is None:
             return
         with paused_gc():
             while lazy:
-                first: int = items[lazy[0]][0]  # type: ignore[index]
+                first = spans[lazy[0]][0]
                 count = 1
-                while count < len(lazy) and items[lazy[count]][1] - first <= _MAX_READ:  # type: ignore[index]
+                while count < len(lazy) and spans[lazy[count]][1] - first <= _MAX_READ:
                     count += 1
-                block_end: int = items[lazy[count - 1]][1]  # type: ignore[index]
-                block = self._reader.read(first, block_end)
+                block = reader.read(first, spans[lazy[count - 1]][1])
                 for i in lazy[:count]:
-                    span_start, span_end, flags = items[i]  # type: ignore[misc]
-                    raw = block[span_start - first : span_end - first]
-                    items[i] = _parse(raw, flags, self._reader)
+                    span_start, span_end, flags = spans[i]
+                    items[i] = _parse(block[span_start - first : span_end - first], flags, reader)
                 del lazy[:count]
 
     def _get(self, index: int) -> Message:
-        item = self._items[index]
-        if type(item) is not tuple:
-            return item  # type: ignore[return-value]
-        assert self._reader is not None
-        start, end, flags = item
-        message = _parse(self._reader.read(start, end), flags, self._reader)
-        self._items[index] = message
+        message = self._items[index]
+        if message is None:
+            assert self._reader is not None
+            start, end, flags = self._spans[index]
+            message = _parse(self._reader.read(start, end), flags, self._reader)
+            self._items[index] = message
         return message
 
 
