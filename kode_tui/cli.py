@@ -75,6 +75,10 @@ def main(argv: list[str] | None = None) -> int:
     except UserError as error:
         print(f"kode-tui: {error}", file=sys.stderr)
         return 2
+    except OSError as error:
+        # A folder we cannot create or read: the system's own sentence says what and where.
+        print(f"kode-tui: {error.strerror or error}: {error.filename or ''}", file=sys.stderr)
+        return 1
     except KeyboardInterrupt:
         return 130
 

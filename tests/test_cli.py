@@ -91,6 +91,20 @@ def test_mistakes_are_one_sentence_and_exit_2(
     assert len(done.stderr.strip().splitlines()) == 1
 
 
+def test_a_home_that_cannot_be_created_is_one_sentence(tmp_path: Path) -> None:
+    blocker = tmp_path / "a-file"
+    blocker.write_text("")
+    done = subprocess.run(
+        [sys.executable, "-m", "kode_tui", "--list-sessions", str(tmp_path)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env={**os.environ, "KODE_TUI_HOME": str(blocker / "home")},
+    )
+    assert done.returncode == 1
+    assert done.stderr.strip() == f"kode-tui: Not a directory: {blocker / 'home'}"
+
+
 def test_a_session_in_use_is_refused_with_the_pid(tmp_path: Path) -> None:
     folder = tmp_path / "kimi-session"
     shutil.copytree(KIMI_FIXTURE, folder)

@@ -39,10 +39,11 @@ from kode_tui.message import (
     estimate_tokens,
 )
 from kode_tui.session import rotation
+from kode_tui.session.checkpoints import Checkpoint, CheckpointIndex
 from kode_tui.session.history import History, SpanReader
 from kode_tui.session.lock import SessionLock
 from kode_tui.session.rotation import Rotation
-from kode_tui.session.scan import Checkpoint, FileEdit, Scan, scan
+from kode_tui.session.scan import FileEdit, Scan, scan
 
 log = logging.getLogger(__name__)
 
@@ -58,7 +59,7 @@ class _State:
     """Everything `restore()` rebuilds; swapped in whole so readers never see half of it."""
 
     history: History = field(default_factory=History)
-    checkpoints: list[Checkpoint] = field(default_factory=list)
+    checkpoints: CheckpointIndex = field(default_factory=CheckpointIndex)
     file_edits: list[FileEdit] = field(default_factory=list)
     token_count: int = 0
     usage_index: int = 0
@@ -165,7 +166,7 @@ class Context:
             state = await asyncio.to_thread(self._read_file)
         self._state = state
         self._loaded = True
-        return len(state.history) > 0 or bool(state.checkpoints) or state.system_prompt is not None
+        return bool(len(state.history) or len(state.checkpoints) or state.system_prompt is not None)
 
     def _read_file(self) -> _State:
         try:
@@ -242,7 +243,7 @@ class Context:
                 len(state.file_edits),
             )
             self._write_record(CheckpointRecord(id=checkpoint_id))
-            state.checkpoints.append(entry)
+            state.checkpoints.add(entry)
             state.next_checkpoint_id = checkpoint_id + 1
         if add_user_message:
             await self.append_message(
@@ -331,7 +332,7 @@ class Context:
             )
             assert rotated is not None  # a file holding a checkpoint is not empty
             self._reopen()
-            del state.checkpoints[position:]
+            state.checkpoints.truncate(position)
             del state.file_edits[entry.file_edit_index :]
             state.history.truncate(entry.message_index)
             state.token_count = entry.token_count
@@ -417,17 +418,10 @@ class Context:
 
     def _position(self, checkpoint_id: int) -> int:
         """Where checkpoint `checkpoint_id` is in `checkpoints` (the first, should ids repeat)."""
-        checkpoints = self._state.checkpoints
         if type(checkpoint_id) is int:
-            # Ids count 0, 1, 2... in any file Kimi or we wrote: the id is the position.
-            if (
-                0 <= checkpoint_id < len(checkpoints)
-                and checkpoints[checkpoint_id].id == checkpoint_id
-            ):
-                return checkpoint_id
-            for position, entry in enumerate(checkpoints):
-                if entry.id == checkpoint_id:
-                    return position
+            position = self._state.checkpoints.position(checkpoint_id)
+            if position is not None:
+                return position
         raise ValueError(f"checkpoint {checkpoint_id!r} does not exist")
 
     async def _ensure_writable(self) -> None:
@@ -467,7 +461,7 @@ class Context:
 
 
 def _state_from_scan(found: Scan, reader: SpanReader) -> _State:
-    history = History(reader, found.spans)
+    history = History(reader, found.message_starts, found.message_ends, found.message_flags)
     return _State(
         history=history,
         checkpoints=found.checkpoints,

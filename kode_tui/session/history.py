@@ -13,6 +13,7 @@ import json
 import logging
 import os
 import weakref
+from array import array
 from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import Any, overload
@@ -43,15 +44,21 @@ class SpanReader:
 class History(Sequence[Message]):
     """The messages of a context: a sequence of `Message`, parsed when first read."""
 
-    __slots__ = ("_items", "_reader", "_spans")
+    __slots__ = ("_ends", "_flags", "_items", "_reader", "_starts")
 
     def __init__(
-        self, reader: SpanReader | None = None, spans: list[tuple[int, int, int]] | None = None
+        self,
+        reader: SpanReader | None = None,
+        starts: array[int] | None = None,
+        ends: array[int] | None = None,
+        flags: dict[int, int] | None = None,
     ) -> None:
         self._reader = reader
-        # The first len(_spans) messages come from the file: None there until first read.
-        self._spans = spans or []
-        self._items: list[Message | None] = [None] * len(self._spans)
+        # The first len(_starts) messages come from the file: None there until first read.
+        self._starts = starts if starts is not None else array("q")
+        self._ends = ends if ends is not None else array("q")
+        self._flags = flags or {}
+        self._items: list[Message | None] = [None] * len(self._starts)
 
     def __len__(self) -> int:
         return len(self._items)
@@ -91,37 +98,39 @@ class History(Sequence[Message]):
     def truncate(self, length: int) -> None:
         """Keep the first `length` messages."""
         del self._items[length:]
-        del self._spans[length:]
+        del self._starts[length:]
+        del self._ends[length:]
 
     def _parse_range(self, start: int, stop: int) -> None:
-        """Parse the messages in [start, stop) not parsed yet, reading up to 16 MB at once."""
-        items, spans, reader = self._items, self._spans, self._reader
-        lazy = [i for i in range(start, min(stop, len(spans))) if items[i] is None]
+        """Parse the messages in [start, stop) not parsed yet, reading up to 1 MB at once."""
+        items, starts, ends, reader = self._items, self._starts, self._ends, self._reader
+        lazy = [i for i in range(start, min(stop, len(starts))) if items[i] is None]
         if not lazy or reader is None:
             return
+        flags = self._flags
         with paused_gc():
             while lazy:
-                first = spans[lazy[0]][0]
+                first = starts[lazy[0]]
                 count = 1
-                while count < len(lazy) and spans[lazy[count]][1] - first <= _MAX_READ:
+                while count < len(lazy) and ends[lazy[count]] - first <= _MAX_READ:
                     count += 1
-                block = reader.read(first, spans[lazy[count - 1]][1])
+                block = reader.read(first, ends[lazy[count - 1]])
                 for i in lazy[:count]:
-                    span_start, span_end, flags = spans[i]
-                    items[i] = _parse(block[span_start - first : span_end - first], flags, reader)
+                    raw = block[starts[i] - first : ends[i] - first]
+                    items[i] = _parse(raw, flags.get(i, 0), reader)
                 del lazy[:count]
 
     def _get(self, index: int) -> Message:
         message = self._items[index]
         if message is None:
             assert self._reader is not None
-            start, end, flags = self._spans[index]
-            message = _parse(self._reader.read(start, end), flags, self._reader)
+            raw = self._reader.read(self._starts[index], self._ends[index])
+            message = _parse(raw, self._flags.get(index, 0), self._reader)
             self._items[index] = message
         return message
 
 
-_MAX_READ = 16 << 20
+_MAX_READ = 1 << 20
 
 
 def _parse(raw: bytes, flags: int, reader: SpanReader) -> Message:

@@ -18,6 +18,7 @@ import gc
 import json
 import logging
 import mmap
+from array import array
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -26,6 +27,7 @@ from typing import Any, NamedTuple
 import msgspec
 
 from kode_tui.message import MESSAGE_ROLES, FileEditRecord
+from kode_tui.session.checkpoints import CheckpointIndex
 
 log = logging.getLogger(__name__)
 
@@ -51,23 +53,6 @@ _system_prompt_decoder = msgspec.json.Decoder(_SystemPromptLine)
 _DECODE_ERRORS = (msgspec.DecodeError, msgspec.ValidationError)
 
 
-class Checkpoint(NamedTuple):
-    """A `_checkpoint` line and the state of the context just before it."""
-
-    id: int
-    offset: int
-    """Byte offset of the `_checkpoint` line: reverting keeps the bytes before it."""
-    message_index: int
-    """How many messages precede it (the message that follows it has this index)."""
-    token_count: int
-    usage_index: int
-    """How many messages preceded the last `_usage` record before it."""
-    next_id: int
-    """The next checkpoint id before this one was made."""
-    system_prompt: str | None
-    file_edit_index: int
-
-
 class FileEdit(NamedTuple):
     record: FileEditRecord
     checkpoint_count: int
@@ -76,9 +61,12 @@ class FileEdit(NamedTuple):
 
 @dataclass(slots=True)
 class Scan:
-    spans: list[tuple[int, int, int]] = field(default_factory=list)
-    """(start, end, flags) of each message line."""
-    checkpoints: list[Checkpoint] = field(default_factory=list)
+    message_starts: array[int] = field(default_factory=lambda: array("q"))
+    message_ends: array[int] = field(default_factory=lambda: array("q"))
+    """Where each message line starts and ends in the file."""
+    message_flags: dict[int, int] = field(default_factory=dict)
+    """Message index -> flags, for the few messages that need a lenient parse."""
+    checkpoints: CheckpointIndex = field(default_factory=CheckpointIndex)
     file_edits: list[FileEdit] = field(default_factory=list)
     token_count: int = 0
     usage_index: int = 0
@@ -205,11 +193,23 @@ def _split_slow(data: memoryview, name: str, result: Scan) -> _Lines:
 
 
 def _index(data: memoryview, lines: _Lines, name: str, result: Scan, numbers: _LineNumbers) -> None:
-    spans = result.spans
-    checkpoints = result.checkpoints
+    # The hot loop of a restore: columns are appended to through local names.
+    add_start = result.message_starts.append
+    add_end = result.message_ends.append
+    message_flags = result.message_flags
+    index_columns = result.checkpoints
+    add_id = index_columns.ids.append
+    add_offset = index_columns.offset.append
+    add_message_index = index_columns.message_index.append
+    add_token_count = index_columns.token_count.append
+    add_usage_index = index_columns.usage_index.append
+    add_next_id = index_columns.next_id.append
+    add_system_prompt = index_columns.system_prompt.append
+    add_file_edit_index = index_columns.file_edit_index.append
     file_edits = result.file_edits
     warnings = result.warnings
     flags = lines.flags
+    messages = 0
     token_count = 0
     usage_index = 0
     next_id = 0
@@ -219,22 +219,22 @@ def _index(data: memoryview, lines: _Lines, name: str, result: Scan, numbers: _L
     ):
         role = record.role
         if role in MESSAGE_ROLES:
-            spans.append((start, end, flags.get(index, 0) if flags else 0))
+            add_start(start)
+            add_end(end)
+            if flags and index in flags:
+                message_flags[messages] = flags[index]
+            messages += 1
         elif role == "_checkpoint":
             cid = record.id
             if type(cid) is int and cid >= 0:
-                checkpoints.append(
-                    Checkpoint(
-                        cid,
-                        start,
-                        len(spans),
-                        token_count,
-                        usage_index,
-                        next_id,
-                        system_prompt,
-                        len(file_edits),
-                    )
-                )
+                add_id(cid)
+                add_offset(start)
+                add_message_index(messages)
+                add_token_count(token_count)
+                add_usage_index(usage_index)
+                add_next_id(next_id)
+                add_system_prompt(system_prompt)
+                add_file_edit_index(len(file_edits))
                 next_id = cid + 1
             else:
                 warnings.append(f"{name}:{numbers.at(start)}: skipped a checkpoint without an id")
@@ -242,7 +242,7 @@ def _index(data: memoryview, lines: _Lines, name: str, result: Scan, numbers: _L
             count = record.token_count
             if type(count) is int and count >= 0:
                 token_count = count
-                usage_index = len(spans)
+                usage_index = messages
             else:
                 warnings.append(
                     f"{name}:{numbers.at(start)}: skipped a usage record without a token count"
@@ -261,7 +261,7 @@ def _index(data: memoryview, lines: _Lines, name: str, result: Scan, numbers: _L
             except ValueError:
                 warnings.append(f"{name}:{numbers.at(start)}: skipped a malformed file edit")
             else:
-                file_edits.append(FileEdit(edit, len(checkpoints)))
+                file_edits.append(FileEdit(edit, len(index_columns)))
         elif not role.startswith("_"):
             warnings.append(
                 f"{name}:{numbers.at(start)}: skipped a message with unknown role {role!r}"
