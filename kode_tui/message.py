@@ -14,7 +14,7 @@ what Kimi CLI (kosong) reads and writes, so either tool opens the other's sessio
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import Annotated, Any, ClassVar, Literal
 
 from pydantic import (
@@ -90,12 +90,15 @@ class UnknownPart(_Model):
     type: str
 
 
-_KNOWN_PARTS = frozenset(("text", "think", "image_url"))
+def type_tag(known: Iterable[str]) -> Callable[[Any], str]:
+    """A discriminator on the `type` key that sends every type not in `known` to "unknown"."""
+    known_types = frozenset(known)
 
+    def tag(value: Any) -> str:
+        kind = value.get("type") if isinstance(value, dict) else getattr(value, "type", None)
+        return kind if kind in known_types else "unknown"
 
-def _part_tag(value: Any) -> str:
-    kind = value.get("type") if isinstance(value, dict) else getattr(value, "type", None)
-    return kind if kind in _KNOWN_PARTS else "unknown"
+    return tag
 
 
 ContentPart = Annotated[
@@ -103,7 +106,7 @@ ContentPart = Annotated[
     | Annotated[ThinkPart, Tag("think")]
     | Annotated[ImageURLPart, Tag("image_url")]
     | Annotated[UnknownPart, Tag("unknown")],
-    Discriminator(_part_tag),
+    Discriminator(type_tag(("text", "think", "image_url"))),
 ]
 
 

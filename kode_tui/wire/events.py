@@ -36,7 +36,7 @@ from pydantic import (
 )
 
 from kode_tui.message import ContentPart as Part
-from kode_tui.message import FunctionBody
+from kode_tui.message import FunctionBody, type_tag
 
 logger = logging.getLogger(__name__)
 
@@ -99,21 +99,13 @@ class UnknownBlock(_Block):
     type: str
 
 
-_KNOWN_BLOCKS = frozenset(("diff", "shell", "todo", "brief"))
-
-
-def _block_tag(value: Any) -> str:
-    kind = value.get("type") if isinstance(value, dict) else getattr(value, "type", None)
-    return kind if kind in _KNOWN_BLOCKS else "unknown"
-
-
 DisplayBlock = Annotated[
     Annotated[DiffBlock, Tag("diff")]
     | Annotated[ShellBlock, Tag("shell")]
     | Annotated[TodoBlock, Tag("todo")]
     | Annotated[BriefBlock, Tag("brief")]
     | Annotated[UnknownBlock, Tag("unknown")],
-    Discriminator(_block_tag),
+    Discriminator(type_tag(("diff", "shell", "todo", "brief"))),
 ]
 
 
