@@ -39,7 +39,22 @@ pytestmark = pytest.mark.skipif(
     "or set KODE_TUI_KIMI_PYTHON to a Python that has it)",
 )
 
-KIMI_RESTORE = textwrap.dedent(
+# Prints what Kimi's Context holds, for comparison with ours.
+KIMI_PRINT_STATE = textwrap.dedent(
+    """
+    import json
+
+    def print_state(context):
+        print(json.dumps({
+            "history": [m.model_dump(mode="json", exclude_none=True) for m in context.history],
+            "token_count": context.token_count,
+            "n_checkpoints": context.n_checkpoints,
+            "system_prompt": context.system_prompt,
+        }))
+    """
+)
+
+KIMI_RESTORE = KIMI_PRINT_STATE + textwrap.dedent(
     """
     import asyncio, json, sys
     from pathlib import Path
@@ -48,18 +63,13 @@ KIMI_RESTORE = textwrap.dedent(
     async def main():
         context = Context(Path(sys.argv[1]))
         await context.restore()
-        print(json.dumps({
-            "history": [m.model_dump(mode="json", exclude_none=True) for m in context.history],
-            "token_count": context.token_count,
-            "n_checkpoints": context.n_checkpoints,
-            "system_prompt": context.system_prompt,
-        }))
+        print_state(context)
 
     asyncio.run(main())
     """
 )
 
-KIMI_WRITE = textwrap.dedent(
+KIMI_WRITE = KIMI_PRINT_STATE + textwrap.dedent(
     """
     import asyncio, json, sys
     from pathlib import Path
@@ -85,12 +95,7 @@ KIMI_WRITE = textwrap.dedent(
             await context.append_message(result)
         await context.revert_to(5)
         await context.append_message(Message(role="user", content="after revert"))
-        print(json.dumps({
-            "history": [m.model_dump(mode="json", exclude_none=True) for m in context.history],
-            "token_count": context.token_count,
-            "n_checkpoints": context.n_checkpoints,
-            "system_prompt": context.system_prompt,
-        }))
+        print_state(context)
 
     asyncio.run(main())
     """

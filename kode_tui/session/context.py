@@ -354,8 +354,7 @@ class Context:
             if self._size == 0:
                 self._state = _State()
                 return None
-            rotated = await self._rewrite(lambda fd: None, reason, **note)
-            return rotated
+            return await self._rewrite(lambda fd: None, reason, **note)
 
     async def restore_from(self, source: str | os.PathLike[str]) -> Path | None:
         """Make a copy of `source` (a rotated context, say) the live context. The current one is
@@ -381,16 +380,13 @@ class Context:
         """Swap in new content (kept as a rotation unless `reason` is None), then read it back."""
         state = self._state
         note = {"tokens": state.token_count, "messages": len(state.history), **note}
-        if reason is None:
-            await asyncio.to_thread(_atomic_rewrite, self._path, write_new)
-            rotated = None
-        else:
-            rotated = await asyncio.to_thread(rotation.swap, self._path, write_new, self._fd)
+        rotated = await asyncio.to_thread(
+            rotation.swap, self._path, write_new, self._fd, rotate=reason is not None
+        )
         self._close_fd()
         self._state = _State()
         await self._load()
-        if reason is not None:
-            await asyncio.to_thread(rotation.finish, self._path, rotated, reason, **note)
+        await asyncio.to_thread(rotation.finish, self._path, rotated, reason or "", **note)
         return rotated
 
     # --- closing -------------------------------------------------------------------------------
@@ -474,15 +470,3 @@ def _state_from_scan(found: Scan, reader: SpanReader) -> _State:
         system_prompt_spans=found.system_prompt_spans,
         warnings=found.warnings,
     )
-
-
-def _atomic_rewrite(path: Path, write_new: Any) -> None:
-    tmp = path.with_name(path.name + ".tmp")
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, FILE_MODE)
-    try:
-        write_new(fd)
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-    os.replace(tmp, path)
-    fsync_dir(path.parent)

@@ -26,7 +26,6 @@ from kode_tui.fsutil import FILE_MODE, append_line, fsync_dir, sync_data
 log = logging.getLogger(__name__)
 
 ROTATIONS_LOG = "rotations.jsonl"
-REASONS = ("revert", "compaction", "clear", "restore", "dmail", "system_prompt")
 
 
 @dataclass(frozen=True, slots=True)
@@ -80,9 +79,12 @@ def link_to_next_rotation(live: Path) -> Path:
         return candidate
 
 
-def swap(live: Path, write_new: Callable[[int], None], live_fd: int | None) -> Path | None:
+def swap(
+    live: Path, write_new: Callable[[int], None], live_fd: int | None, *, rotate: bool = True
+) -> Path | None:
     """Steps 1-3: the new content goes live and the old one becomes the returned rotation
-    (None when there was no old content to keep). The caller then does steps 4-5."""
+    (None when there was no old content to keep, or `rotate` is False because the new content
+    keeps every old record). The caller then does steps 4-5."""
     tmp = live.with_name(live.name + ".tmp")
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, FILE_MODE)
     try:
@@ -93,7 +95,7 @@ def swap(live: Path, write_new: Callable[[int], None], live_fd: int | None) -> P
     if live_fd is not None:
         fsync(live_fd)  # the rotation must hold every record, durably
     rotated = None
-    if live.exists() and live.stat().st_size > 0:
+    if rotate and live.exists() and live.stat().st_size > 0:
         rotated = link_to_next_rotation(live)
     replace(tmp, live)
     return rotated
