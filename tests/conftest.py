@@ -9,10 +9,23 @@ import pytest
 # A real session folder written by Kimi CLI 1.52 (read-only: tests work on copies).
 KIMI_FIXTURE = Path(__file__).parent / "fixtures" / "kimi-session"
 
+API_KEY_ENV_VARS = (
+    "ANTHROPIC_API_KEY",
+    "OPENAI_API_KEY",
+    "MOONSHOT_API_KEY",
+    "GEMINI_API_KEY",
+    "DEEPSEEK_API_KEY",
+    "OPENROUTER_API_KEY",
+)
+
 
 @pytest.fixture(autouse=True)
 def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     home = tmp_path / "home"
     monkeypatch.setenv("KODE_TUI_HOME", str(home))
     monkeypatch.setenv("HOME", str(tmp_path / "user-home"))
+    # No test may find a real local Ollama or a real API key.
+    monkeypatch.setenv("KODE_TUI_OLLAMA_URL", "")
+    for key in API_KEY_ENV_VARS:
+        monkeypatch.delenv(key, raising=False)
     return home

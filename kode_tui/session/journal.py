@@ -1,0 +1,70 @@
+"""The file journal: what tools did to files, so a revert can undo it (DESIGN.md §2).
+
+Each change is a `_file_edit` record in context.jsonl (path, sha256 before and after, the tool call)
+and two blobs, `blobs/<sha256>`, holding the file's content before and after. Blobs are content
+addressed, written atomically, and never removed: one blob serves every edit that saw that content.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+from pathlib import Path
+
+from kode_tui.fsutil import atomic_write_bytes, make_private_dir
+from kode_tui.message import FileEditRecord
+from kode_tui.session.context import Context
+
+BLOBS_DIR_NAME = "blobs"
+
+
+def digest(content: bytes) -> str:
+    return hashlib.sha256(content).hexdigest()
+
+
+class FileJournal:
+    """Records the file changes of one session's tools into its context and blob store."""
+
+    def __init__(self, context: Context, blobs_dir: Path | None = None) -> None:
+        self._context = context
+        self._blobs = blobs_dir or context.path.parent / BLOBS_DIR_NAME
+
+    @property
+    def blobs_dir(self) -> Path:
+        return self._blobs
+
+    async def record(
+        self,
+        path: str,
+        before: bytes | None,
+        after: bytes | None,
+        tool_call_id: str | None = None,
+    ) -> FileEditRecord:
+        """Keep both images of a file a tool just changed (None: the file did not exist)."""
+        before_hash, after_hash = await asyncio.to_thread(self._store, before, after)
+        edit = FileEditRecord(
+            path=path, before=before_hash, after=after_hash, tool_call_id=tool_call_id
+        )
+        await self._context.append_file_edit(edit)
+        return edit
+
+    def blob(self, sha256: str) -> bytes | None:
+        """The content with this hash, or None when the store does not have it."""
+        try:
+            return (self._blobs / sha256).read_bytes()
+        except (FileNotFoundError, NotADirectoryError):
+            return None
+
+    def _store(self, *contents: bytes | None) -> list[str | None]:
+        hashes: list[str | None] = []
+        for content in contents:
+            if content is None:
+                hashes.append(None)
+                continue
+            sha = digest(content)
+            target = self._blobs / sha
+            if not target.exists():
+                make_private_dir(self._blobs)
+                atomic_write_bytes(target, content)
+            hashes.append(sha)
+        return hashes

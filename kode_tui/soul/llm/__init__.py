@@ -1,0 +1,94 @@
+"""The LLM layer (DESIGN.md §7): one small protocol every model speaks through.
+
+A provider streams one assistant response as items: text and think deltas (`TextPart`,
+`ThinkPart`), the start of a tool call (`ToolCallStart`), pieces of its JSON arguments
+(`ToolCallDelta`) and, at the end, the token usage (`TokenUsage`). The soul assembles the message;
+providers assemble nothing but what their wire format forces on them (OpenAI's index-keyed tool-call
+deltas, for one).
+
+Failures are `LLMError`s. `is_retryable()` says which ones the soul's retry tries again:
+connection errors, timeouts, and HTTP 429, 500, 502, 503.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Sequence
+from dataclasses import dataclass
+from typing import Any, Protocol, runtime_checkable
+
+from kode_tui.message import Message, TextPart, ThinkPart
+from kode_tui.wire.events import TokenUsage
+
+DEFAULT_MAX_CONTEXT_SIZE = 128_000
+RETRYABLE_STATUS = frozenset((429, 500, 502, 503))
+
+
+@dataclass(frozen=True, slots=True)
+class ToolCallStart:
+    """A new tool call in the stream; its arguments follow as `ToolCallDelta`s."""
+
+    id: str
+    name: str
+
+
+@dataclass(frozen=True, slots=True)
+class ToolCallDelta:
+    id: str
+    arguments_delta: str
+
+
+StreamItem = TextPart | ThinkPart | ToolCallStart | ToolCallDelta | TokenUsage
+
+
+class LLMError(Exception):
+    """The model could not answer. The message is one sentence a user can read."""
+
+
+class LLMConnectionError(LLMError):
+    """The provider could not be reached (refused, reset, DNS)."""
+
+
+class LLMTimeoutError(LLMError):
+    """The provider did not answer in time."""
+
+
+class LLMStatusError(LLMError):
+    """The provider answered with an HTTP error status."""
+
+    def __init__(self, message: str, status_code: int) -> None:
+        super().__init__(message)
+        self.status_code = status_code
+
+
+def is_retryable(error: BaseException) -> bool:
+    """Whether a failed call is worth trying again (DESIGN.md §7)."""
+    if isinstance(error, LLMConnectionError | LLMTimeoutError):
+        return True
+    return isinstance(error, LLMStatusError) and error.status_code in RETRYABLE_STATUS
+
+
+@runtime_checkable
+class ChatProvider(Protocol):
+    """A model the soul can talk to."""
+
+    @property
+    def model_name(self) -> str:
+        """The name shown to the user, e.g. `anthropic/claude-sonnet-4-5` or `demo`."""
+        ...
+
+    @property
+    def max_context_size(self) -> int:
+        """How many tokens the model's context holds."""
+        ...
+
+    def stream(
+        self,
+        system_prompt: str | None,
+        history: Sequence[Message],
+        tools: Sequence[dict[str, Any]],
+    ) -> AsyncIterator[StreamItem]:
+        """Stream one assistant response to `history` (tools in OpenAI function format).
+
+        Raises `LLMError` (before or while streaming) when the call fails.
+        """
+        ...

@@ -1,0 +1,155 @@
+"""What every tool is: a name, a description, pydantic parameters, what it needs the user to
+allow, and the work it does.
+
+A tool never asks the user itself (tools sit below the soul): `permission()` describes what running
+a call would do, the soul's approval decides, and only then `run()` is called. A tool reports a
+failure the model should read by raising `ToolError` or returning `ToolOutput(is_error=True)`; any
+other exception is a bug, which the toolset turns into an error result too, so the loop goes on.
+"""
+
+from __future__ import annotations
+
+import os
+from abc import ABC, abstractmethod
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, ClassVar, Generic, Literal, TypeVar
+
+from pydantic import BaseModel
+
+from kode_tui.session.journal import FileJournal
+from kode_tui.session.state import SessionState
+from kode_tui.wire.events import BriefBlock, DisplayBlock
+
+MAX_OUTPUT_CHARS = 50_000
+"""Tool output longer than this is cut, with a note saying so."""
+
+MAX_LINE_CHARS = 2_000
+
+
+class ToolError(Exception):
+    """A failure the model should read (bad path, no match, ...): becomes an error result."""
+
+    def __init__(self, message: str, *, brief: str = "", output: str = "") -> None:
+        super().__init__(message)
+        self.message = message
+        self.brief = brief or message
+        self.output = output
+
+
+@dataclass(frozen=True, slots=True)
+class ToolOutput:
+    """A tool's result, in Kimi's shape: the model reads `<system>message</system>` + `output`."""
+
+    output: str = ""
+    message: str = ""
+    """Status for the model (and the user), e.g. `Command executed successfully.`"""
+    brief: str = ""
+    """A few words for the user's tool-call line, e.g. `3 lines`."""
+    is_error: bool = False
+    display: Sequence[DisplayBlock] = ()
+
+    def blocks(self) -> list[DisplayBlock]:
+        """The display blocks of the wire's ToolResult: the brief first, when there is one."""
+        brief: list[DisplayBlock] = [BriefBlock(text=self.brief)] if self.brief else []
+        return brief + list(self.display)
+
+
+PermissionKind = Literal["edit", "shell", "read", "other"]
+
+
+@dataclass(frozen=True, slots=True)
+class Permission:
+    """What running one call needs the user to allow (see `kode_tui.soul.approval`)."""
+
+    kind: PermissionKind
+    action: str
+    """What approving allows, e.g. `edit file`, `run command`."""
+    description: str
+    """The call in a line, e.g. `WriteFile hello.py`, `Shell: git status`."""
+    scope: str
+    """The key `approve for session` remembers, e.g. `edit`, `shell:git status`."""
+    scope_label: str
+    """That scope in words, e.g. `all edits in the work dir`, `commands starting with git status`."""
+    outside_work_dir: bool = False
+    display: Sequence[DisplayBlock] = ()
+
+
+@dataclass(slots=True)
+class ToolEnv:
+    """What tools may touch: the work dir, the session's file journal and its state."""
+
+    work_dir: Path
+    journal: FileJournal | None = None
+    state: SessionState = field(default_factory=SessionState)
+    save_state: Callable[[], Awaitable[None]] | None = None
+    """Persists `state` (state.json) after a tool changed it."""
+    shell_timeout: float = 120.0
+
+    def resolve(self, raw: str) -> Path:
+        """`raw` as an absolute, normalised path (relative ones are taken from the work dir).
+
+        Symlinks are not followed, so the path stays the one the model named; `is_inside` checks
+        the resolved target.
+        """
+        path = Path(os.path.expanduser(raw))
+        if not path.is_absolute():
+            path = self.work_dir / path
+        return Path(os.path.normpath(path))
+
+    def is_inside(self, path: Path) -> bool:
+        """Whether `path` (and the file a symlink there points to) lies in the work dir."""
+        root = self.work_dir.resolve()
+        try:
+            path.resolve().relative_to(root)
+        except ValueError:
+            return False
+        return True
+
+    def display_path(self, path: Path) -> str:
+        """`path` relative to the work dir when it is inside, else absolute."""
+        try:
+            return str(path.relative_to(self.work_dir))
+        except ValueError:
+            return str(path)
+
+
+P = TypeVar("P", bound=BaseModel)
+
+
+class Tool(ABC, Generic[P]):
+    """One tool the model can call. Subclasses set `name`, `description` and `params`."""
+
+    name: ClassVar[str]
+    description: ClassVar[str]
+    params: type[P]
+
+    def schema(self) -> dict[str, Any]:
+        """The tool in the OpenAI function-calling format litellm takes."""
+        parameters = self.params.model_json_schema()
+        parameters.pop("title", None)
+        return {
+            "type": "function",
+            "function": {
+                "name": self.name,
+                "description": self.description,
+                "parameters": parameters,
+            },
+        }
+
+    async def permission(self, params: P, env: ToolEnv) -> Permission | None:
+        """What the call needs allowed before it runs; None when it needs nothing."""
+        return None
+
+    @abstractmethod
+    async def run(self, params: P, env: ToolEnv, tool_call_id: str) -> ToolOutput:
+        """Do the work. Cancellation (the user pressed Esc) must leave nothing running."""
+
+
+def truncate(text: str, limit: int = MAX_OUTPUT_CHARS) -> tuple[str, bool]:
+    """`text` cut to `limit` characters (at a line end when one is near); whether it was cut."""
+    if len(text) <= limit:
+        return text, False
+    cut = text.rfind("\n", limit - 1000, limit)
+    return text[: cut + 1 if cut > 0 else limit], True
