@@ -178,7 +178,7 @@ class ToolResult(Event):
     output: str = ""
     """What the model reads."""
     message: str = ""
-    """A one-line summary for the user."""
+    """The status line the model reads in `<system>` tags, e.g. `Command executed successfully.`"""
     display: list[DisplayBlock] = Field(default_factory=list)
 
     @model_validator(mode="before")
@@ -218,6 +218,11 @@ class ApprovalRequest(Event):
     """What approving allows, e.g. `edit file` or `run command`."""
     description: str
     display: list[DisplayBlock] = Field(default_factory=list)
+    tool_name: str = ""
+    scope_label: str = ""
+    """What `approve_for_session` would cover, e.g. `all edits in the work dir`; empty when it is
+    not offered (a call outside the work dir asks every time)."""
+    outside_work_dir: bool = False
 
     _future: asyncio.Future[ApprovalResponse] | None = PrivateAttr(default=None)
 
@@ -263,6 +268,8 @@ class StatusUpdate(Event):
     reserved_tokens: int
     trigger_tokens: int
     """Compaction starts when the context reaches this size."""
+    pending_tokens: int = 0
+    """Estimated tokens of messages added since the last reported count (in context_tokens)."""
     usage: TokenUsage | None = None
     """What the last LLM call reported, if it did."""
 

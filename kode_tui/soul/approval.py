@@ -1,0 +1,103 @@
+"""Approvals (DESIGN.md §6): whether a tool call may run, decided by mode, session scopes or the user.
+
+The user is asked with an `ApprovalRequest` on the wire; whoever shows it (the UI, or print mode)
+calls `resolve()`. Modes: `ask` asks for every edit and command; `auto-edit` lets edits in the work
+dir through; `yolo` lets everything through. A call outside the work dir asks every time unless in
+yolo, and "approve for session" does not cover it.
+"""
+
+from __future__ import annotations
+
+import itertools
+import logging
+from collections.abc import Awaitable, Callable
+from typing import get_args
+
+from kode_tui.session.state import ApprovalMode, SessionState
+from kode_tui.tools.base import Permission
+from kode_tui.wire import WireBus
+from kode_tui.wire.events import ApprovalRequest, ApprovalResolved, ApprovalResponse
+
+log = logging.getLogger(__name__)
+
+MODES: tuple[ApprovalMode, ...] = get_args(ApprovalMode)
+_ids = itertools.count(1)
+
+
+class Approval:
+    """The approval policy of one session; its mode and session scopes live in state.json."""
+
+    def __init__(
+        self,
+        bus: WireBus,
+        state: SessionState,
+        save_state: Callable[[], Awaitable[None]] | None = None,
+        *,
+        override: ApprovalMode | None = None,
+    ) -> None:
+        """`override` (`--yolo`) holds for this run only and is not saved to state.json."""
+        self._bus = bus
+        self._state = state
+        self._save_state = save_state
+        self._override = override
+
+    @property
+    def mode(self) -> ApprovalMode:
+        return self._override or self._state.approval_mode
+
+    async def set_mode(self, mode: ApprovalMode) -> None:
+        self._override = None
+        self._state.approval_mode = mode
+        await self._save()
+
+    async def cycle_mode(self) -> ApprovalMode:
+        """Switch to the next mode (ask → auto-edit → yolo → ask) and return it."""
+        await self.set_mode(MODES[(MODES.index(self.mode) + 1) % len(MODES)])
+        return self.mode
+
+    @property
+    def session_scopes(self) -> list[str]:
+        return list(self._state.session_approvals)
+
+    def allows(self, permission: Permission) -> bool:
+        """Whether the call may run without asking."""
+        if self.mode == "yolo":
+            return True
+        if permission.outside_work_dir:
+            return False
+        if self.mode == "auto-edit" and permission.kind == "edit":
+            return True
+        return permission.scope in self._state.session_approvals
+
+    async def request(
+        self, tool_name: str, tool_call_id: str, permission: Permission
+    ) -> ApprovalResponse:
+        """The answer for one call: at once when the policy allows it, else the user's."""
+        if self.allows(permission):
+            return "approve"
+        request = ApprovalRequest(
+            id=f"approval-{next(_ids)}",
+            tool_call_id=tool_call_id,
+            tool_name=tool_name,
+            action=permission.action,
+            description=permission.description,
+            display=list(permission.display),
+            scope_label="" if permission.outside_work_dir else permission.scope_label,
+            outside_work_dir=permission.outside_work_dir,
+        )
+        response: ApprovalResponse = "reject"
+        try:
+            self._bus.send(request)
+            response = await request.wait()
+        finally:
+            # Also when the step is cancelled meanwhile, so the UI closes the question.
+            self._bus.send(ApprovalResolved(id=request.id, response=response))
+        if response == "approve_for_session" and not permission.outside_work_dir:
+            if permission.scope not in self._state.session_approvals:
+                self._state.session_approvals.append(permission.scope)
+                await self._save()
+        return response
+
+    async def _save(self) -> None:
+        if self._save_state is not None:
+            await self._save_state()

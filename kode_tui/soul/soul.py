@@ -1,0 +1,415 @@
+"""KodeSoul: the agent loop, Kimi CLI's state machine (DESIGN.md §4; seeds 000 and 001).
+
+A turn is: checkpoint, the user's message, then steps until the model stops calling tools. A step
+is: maybe compact, checkpoint, one streamed LLM call (retried on transient errors), the tool calls
+(each approved first), and then the context grows by the assistant message and the tool results
+in one shielded move, so a cancel never leaves half a step in context.jsonl. A D-Mail from the
+SendDMail tool takes the context back to a checkpoint; a rejected call ends the turn.
+
+The soul only talks to the outside through the WireBus: it never knows who is watching.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Literal
+
+import tenacity
+
+from kode_tui.message import (
+    ContentPart,
+    FunctionBody,
+    Message,
+    TextPart,
+    ThinkPart,
+    ToolCall,
+    system,
+)
+from kode_tui.session import Context
+from kode_tui.soul import prompts
+from kode_tui.soul.approval import Approval
+from kode_tui.soul.compaction import CompactionContext, CompactionStrategy
+from kode_tui.soul.llm import (
+    ChatProvider,
+    LLMError,
+    StreamItem,
+    ToolCallDelta,
+    ToolCallStart,
+    is_retryable,
+)
+from kode_tui.tools.base import ToolEnv, ToolOutput
+from kode_tui.tools.dmail import DenwaRenji
+from kode_tui.tools.toolset import PreparedCall, Toolset, rejected, tool_message
+from kode_tui.wire import WireBus
+from kode_tui.wire import events as ev
+from kode_tui.wire.events import RejectWithFeedback, TokenUsage
+
+log = logging.getLogger(__name__)
+
+
+SKIPPED = ToolOutput(
+    message="Not run: an earlier tool call of this step was rejected by the user.",
+    brief="skipped",
+    is_error=True,
+)
+
+StopReason = Literal["done", "rejected", "max_steps", "error"]
+
+
+@dataclass(frozen=True, slots=True)
+class LoopSettings:
+    """The `[loop_control]` of the config (DESIGN.md §8)."""
+
+    max_steps_per_run: int = 100
+    max_retries_per_step: int = 3
+    reserved_context_size: int = 50_000
+    compaction_trigger_ratio: float = 0.85
+
+
+@dataclass(frozen=True, slots=True)
+class TurnResult:
+    """How a turn ended; `error` is the sentence shown to the user when it failed."""
+
+    stop_reason: StopReason
+    steps: int
+    error: str | None = None
+
+
+class BackToTheFuture(Exception):
+    """Raised in a step to take the context back to `checkpoint_id` (a D-Mail)."""
+
+    def __init__(self, checkpoint_id: int, messages: Sequence[Message]) -> None:
+        super().__init__(checkpoint_id)
+        self.checkpoint_id = checkpoint_id
+        self.messages = messages
+
+
+@dataclass(slots=True)
+class _Streamed:
+    """One LLM response as it arrives."""
+
+    parts: list[ContentPart] = field(default_factory=list)
+    calls: dict[str, ToolCall] = field(default_factory=dict)
+    usage: TokenUsage | None = None
+
+    def add(self, item: StreamItem) -> None:
+        if isinstance(item, TextPart | ThinkPart):
+            last = self.parts[-1] if self.parts else None
+            if isinstance(item, TextPart) and isinstance(last, TextPart):
+                last.text += item.text
+            elif isinstance(item, ThinkPart) and isinstance(last, ThinkPart):
+                last.think += item.think
+                last.encrypted = item.encrypted or last.encrypted
+            else:
+                self.parts.append(item.model_copy())
+        elif isinstance(item, ToolCallStart):
+            self.calls[item.id] = ToolCall(
+                id=item.id, function=FunctionBody(name=item.name, arguments="")
+            )
+        elif isinstance(item, ToolCallDelta):
+            if item.id not in self.calls:  # a provider that never announced the call
+                self.calls[item.id] = ToolCall(id=item.id, function=FunctionBody(name=""))
+            function = self.calls[item.id].function
+            function.arguments = (function.arguments or "") + item.arguments_delta
+        else:
+            self.usage = item
+
+    def message(self) -> Message:
+        parts = [p for p in self.parts if not isinstance(p, TextPart) or p.text]
+        content: str | list[ContentPart] = parts
+        if len(parts) == 1 and isinstance(parts[0], TextPart):
+            content = parts[0].text  # Kimi stores a lone text part as a string
+        calls = list(self.calls.values())
+        return Message(role="assistant", content=content, tool_calls=calls or None)
+
+
+class KodeSoul:
+    """Runs turns of one session's agent; everything it does is sent on `bus`."""
+
+    def __init__(
+        self,
+        *,
+        context: Context,
+        provider: ChatProvider,
+        bus: WireBus,
+        toolset: Toolset,
+        env: ToolEnv,
+        approval: Approval,
+        denwa_renji: DenwaRenji | None = None,
+        settings: LoopSettings | None = None,
+        system_prompt: str | None = None,
+        compaction: CompactionStrategy | None = None,
+        retry_wait: tenacity.wait.wait_base | None = None,
+    ) -> None:
+        self.context = context
+        self.provider = provider
+        self.bus = bus
+        self.toolset = toolset
+        self.env = env
+        self.approval = approval
+        self.settings = settings or LoopSettings()
+        self.compaction = compaction
+        self._denwa_renji = denwa_renji
+        self._system_prompt = system_prompt
+        self._retry_wait = retry_wait or tenacity.wait_exponential_jitter(
+            initial=0.3, max=5, jitter=0.5
+        )
+        # The model can only name a checkpoint it can see (Kimi does the same).
+        self._checkpoint_messages = denwa_renji is not None and "SendDMail" in toolset
+
+    # --- status --------------------------------------------------------------------------------
+
+    @property
+    def system_prompt(self) -> str | None:
+        return self.context.system_prompt or self._system_prompt
+
+    @property
+    def trigger_tokens(self) -> int:
+        """The context size at which the next step compacts first."""
+        size = self.provider.max_context_size
+        return max(
+            0,
+            min(
+                size - self.settings.reserved_context_size,
+                int(size * self.settings.compaction_trigger_ratio),
+            ),
+        )
+
+    def status(self, usage: TokenUsage | None = None) -> ev.StatusUpdate:
+        return ev.StatusUpdate(
+            context_tokens=self.context.token_count_with_pending,
+            pending_tokens=self.context.pending_tokens,
+            max_context_tokens=self.provider.max_context_size,
+            reserved_tokens=self.settings.reserved_context_size,
+            trigger_tokens=self.trigger_tokens,
+            usage=usage,
+        )
+
+    # --- a turn --------------------------------------------------------------------------------
+
+    async def run(self, user_input: str | list[ContentPart]) -> TurnResult:
+        """One turn for the user's message. Cancelling it (Esc) raises CancelledError after
+        StepInterrupted and TurnEnd were sent; the context then holds only whole steps."""
+        self.bus.send(ev.TurnBegin(user_input=user_input))
+        try:
+            if self.context.system_prompt is None and self._system_prompt:
+                await self.context.write_system_prompt(self._system_prompt)
+            await self._checkpoint()
+            await self.context.append_message(Message(role="user", content=user_input))
+            self.bus.send(self.status())
+            result = await self._agent_loop()
+        finally:
+            try:
+                await asyncio.shield(self.context.sync())
+            finally:
+                self.bus.send(ev.TurnEnd())
+        return result
+
+    async def _agent_loop(self) -> TurnResult:
+        step = 1
+        while True:
+            self.bus.send(ev.StepBegin(n=step))
+            try:
+                if self.context.token_count_with_pending >= self.trigger_tokens:
+                    await self.compact()
+                await self._checkpoint()
+                finished = await self._step(step)
+            except BackToTheFuture as jump:
+                await self._travel(jump)
+                continue
+            except asyncio.CancelledError:
+                self.bus.send(ev.StepInterrupted(reason="interrupted by the user"))
+                raise
+            except LLMError as error:
+                message = f"{self.provider.model_name}: {error}"
+                log.warning("step %d failed: %s", step, message)
+                self.bus.send(ev.StepInterrupted(reason=message))
+                self.bus.send(ev.Error(message=message))
+                return TurnResult("error", step, message)
+            if finished is not None:
+                return TurnResult(finished, step)
+            step += 1
+            if step > self.settings.max_steps_per_run:
+                message = (
+                    f"Stopped after {self.settings.max_steps_per_run} steps "
+                    "(loop_control.max_steps_per_run). Send a message to let the agent go on."
+                )
+                self.bus.send(ev.Warning(message=message))
+                return TurnResult("max_steps", step - 1, message)
+
+    async def _checkpoint(self) -> None:
+        checkpoint_id = await self.context.checkpoint(self._checkpoint_messages)
+        if self._denwa_renji is not None:
+            self._denwa_renji.set_n_checkpoints(self.context.n_checkpoints)
+        self.bus.send(ev.CheckpointCreated(id=checkpoint_id))
+
+    async def _travel(self, jump: BackToTheFuture) -> None:
+        rotated = await self.context.revert_to(jump.checkpoint_id, reason="dmail")
+        self.bus.send(
+            ev.ContextReverted(
+                checkpoint_id=jump.checkpoint_id, rotated_file=rotated.name, reason="dmail"
+            )
+        )
+        await self._checkpoint()
+        await self.context.append_message(jump.messages)
+        self.bus.send(self.status())
+
+    # --- a step --------------------------------------------------------------------------------
+
+    async def _step(self, step: int) -> StopReason | None:
+        """One LLM call and its tool calls; the stop reason when the turn is over."""
+        streamed = await self._call_llm(step)
+        if streamed.usage is not None:
+            await self.context.update_token_count(streamed.usage.input)
+        message = streamed.message()
+        results: list[tuple[str, ToolOutput]] = []
+        any_rejected = False
+        for call in message.tool_calls or ():
+            if any_rejected:
+                result = SKIPPED
+            else:
+                result, was_rejected = await self._run_tool(self.toolset.prepare(call))
+                any_rejected = any_rejected or was_rejected
+            results.append((call.id, result))
+            self.bus.send(
+                ev.ToolResult(
+                    tool_call_id=call.id,
+                    is_error=result.is_error,
+                    output=result.output,
+                    message=result.message,
+                    display=result.blocks(),
+                )
+            )
+        await asyncio.shield(self._grow_context(message, streamed.usage, results))
+        self.bus.send(self.status(streamed.usage))
+        dmail = self._denwa_renji.fetch() if self._denwa_renji is not None else None
+        if any_rejected:
+            return "rejected"  # a D-Mail sent in the same step goes with it
+        if dmail is not None:
+            text = prompts.render("dmail", message=dmail.message.strip())
+            raise BackToTheFuture(
+                dmail.checkpoint_id, [Message(role="user", content=[system(text)])]
+            )
+        return None if message.tool_calls else "done"
+
+    async def _call_llm(self, step: int) -> _Streamed:
+        """Stream one response, sending it on the wire, retried as DESIGN.md §7 says."""
+        attempts = self.settings.max_retries_per_step
+
+        def before_sleep(state: tenacity.RetryCallState) -> None:
+            error = state.outcome.exception() if state.outcome else None
+            wait = state.next_action.sleep if state.next_action else 0.0
+            log.info("step %d attempt %d failed, retrying: %s", step, state.attempt_number, error)
+            self.bus.send(
+                ev.StepRetry(
+                    n=step,
+                    attempt=state.attempt_number,
+                    max_attempts=attempts,
+                    wait_s=round(float(wait), 3),
+                    error=str(error),
+                )
+            )
+
+        retrying = tenacity.AsyncRetrying(
+            retry=tenacity.retry_if_exception(is_retryable),
+            wait=self._retry_wait,
+            stop=tenacity.stop_after_attempt(attempts),
+            before_sleep=before_sleep,
+            reraise=True,
+        )
+        result: _Streamed = await retrying(self._stream_once)
+        return result
+
+    async def _stream_once(self) -> _Streamed:
+        streamed = _Streamed()
+        stream = self.provider.stream(
+            self.system_prompt, self.context.history, self.toolset.schemas()
+        )
+        async for item in stream:
+            streamed.add(item)
+            if isinstance(item, TextPart | ThinkPart):
+                self.bus.send(ev.ContentPart(part=item))
+            elif isinstance(item, ToolCallStart):
+                self.bus.send(
+                    ev.ToolCall(id=item.id, function=FunctionBody(name=item.name, arguments=""))
+                )
+            elif isinstance(item, ToolCallDelta):
+                self.bus.send(ev.ToolCallPart(id=item.id, arguments_delta=item.arguments_delta))
+        return streamed
+
+    async def _run_tool(self, prepared: PreparedCall) -> tuple[ToolOutput, bool]:
+        """The call's result, and whether the user rejected it outright (which ends the turn)."""
+        if prepared.error is None:
+            assert prepared.tool is not None
+            permission = await self.toolset.permission(prepared, self.env)
+            if permission is not None:
+                response = await self.approval.request(
+                    prepared.tool.name, prepared.call.id, permission
+                )
+                if isinstance(response, RejectWithFeedback):
+                    return rejected(response.feedback), False
+                if response == "reject":
+                    return rejected(), True
+        return await self.toolset.run(prepared, self.env), False
+
+    async def _grow_context(
+        self, message: Message, usage: TokenUsage | None, results: list[tuple[str, ToolOutput]]
+    ) -> None:
+        await self.context.append_message(message)
+        if usage is not None:
+            await self.context.update_token_count(usage.input + usage.output)
+        await self.context.append_message([tool_message(i, r) for i, r in results])
+
+    # --- compaction ----------------------------------------------------------------------------
+
+    async def compact(self, instruction: str | None = None) -> bool:
+        """Shrink the context with the configured strategy; whether anything changed."""
+        strategy = self.compaction
+        name = type(strategy).__name__ if strategy is not None else ""
+        before = self.context.token_count_with_pending
+        self.bus.send(ev.CompactionBegin(strategy=name))
+        if strategy is None:
+            log.warning("the context is at %d tokens but no compaction strategy is set", before)
+            self.bus.send(ev.CompactionEnd(tokens_before=before, tokens_after=before))
+            return False
+        messages = await strategy.compact(
+            CompactionContext(
+                history=list(self.context.history),
+                token_count=before,
+                max_context_size=self.provider.max_context_size,
+                reserved_context_size=self.settings.reserved_context_size,
+                llm=self.provider,
+                instruction=instruction,
+            )
+        )
+        if messages is None:
+            self.bus.send(ev.CompactionEnd(tokens_before=before, tokens_after=before))
+            return False
+        prompt = self.context.system_prompt
+        after = sum(m.estimated_tokens() for m in messages)
+        rotated = await asyncio.shield(self._apply_compaction(name, prompt, messages, before, after))
+        self.bus.send(
+            ev.CompactionEnd(tokens_before=before, tokens_after=after, rotated_file=rotated)
+        )
+        self.bus.send(self.status())
+        return True
+
+    async def _apply_compaction(
+        self,
+        strategy: str,
+        prompt: str | None,
+        messages: Sequence[Message],
+        before: int,
+        after: int,
+    ) -> str | None:
+        rotated = await self.context.clear(
+            reason="compaction", strategy=strategy, tokens_before=before, tokens_after=after
+        )
+        if prompt:
+            await self.context.write_system_prompt(prompt)
+        await self._checkpoint()
+        await self.context.append_message(messages)
+        return rotated.name if rotated is not None else None

@@ -1,0 +1,61 @@
+"""TodoWrite: the agent's todo list, kept in the session's state.json (Kode's TodoWrite)."""
+
+from __future__ import annotations
+
+from typing import ClassVar
+
+from pydantic import BaseModel, Field
+
+from kode_tui.session.state import TodoItem, TodoStatus
+from kode_tui.tools.base import Tool, ToolEnv, ToolOutput
+from kode_tui.wire.events import TodoBlock
+from kode_tui.wire.events import TodoItem as TodoDisplayItem
+
+
+class Todo(BaseModel):
+    title: str = Field(description="What to do, in a few words.", min_length=1)
+    status: TodoStatus = Field(description="pending, in_progress or done.")
+
+
+class TodoParams(BaseModel):
+    todos: list[Todo] | None = Field(
+        default=None,
+        description=(
+            "The whole updated list (it replaces the previous one). Omit it to read the current "
+            "list; pass [] to clear it."
+        ),
+    )
+
+
+class TodoWrite(Tool[TodoParams]):
+    name: ClassVar[str] = "TodoWrite"
+    description: ClassVar[str] = (
+        "Keep a todo list for a task with several steps, so you and the user can see the plan "
+        "and the progress. Pass the whole list each time: it replaces the previous one. Mark an "
+        "item in_progress when you start it and done as soon as it is finished; keep one item "
+        "in_progress at a time. Do not use it for a question or a task of one or two steps. "
+        "Omit `todos` to read the current list."
+    )
+    params = TodoParams
+
+    async def run(self, params: TodoParams, env: ToolEnv, tool_call_id: str) -> ToolOutput:
+        if params.todos is None:
+            if not env.state.todos:
+                return ToolOutput(output="Todo list is empty.")
+            lines = ["Current todo list:"]
+            lines += [f"- [{todo.status}] {todo.title}" for todo in env.state.todos]
+            return ToolOutput(output="\n".join(lines), display=[_block(env.state.todos)])
+        env.state.todos = [TodoItem(title=todo.title, status=todo.status) for todo in params.todos]
+        if env.save_state is not None:
+            await env.save_state()
+        done = sum(todo.status == "done" for todo in params.todos)
+        return ToolOutput(
+            output="Todo list updated",
+            message="Todo list updated",
+            brief=f"{done}/{len(params.todos)} done" if params.todos else "cleared",
+            display=[_block(env.state.todos)],
+        )
+
+
+def _block(todos: list[TodoItem]) -> TodoBlock:
+    return TodoBlock(items=[TodoDisplayItem(title=t.title, status=t.status) for t in todos])

@@ -1,0 +1,168 @@
+"""A soul wired to a ScriptedProvider, a few test tools and a recording of its wire events."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, ClassVar
+
+import tenacity
+from pydantic import BaseModel
+
+from kode_tui.session import Context
+from kode_tui.session.journal import FileJournal
+from kode_tui.session.state import SessionState
+from kode_tui.soul.approval import Approval
+from kode_tui.soul.llm.scripted import ScriptedProvider
+from kode_tui.soul.soul import KodeSoul, LoopSettings
+from kode_tui.tools.base import Permission, Tool, ToolEnv, ToolOutput
+from kode_tui.tools.dmail import DenwaRenji, SendDMail
+from kode_tui.tools.todo import TodoWrite
+from kode_tui.tools.toolset import Toolset
+from kode_tui.wire import WireBus
+from kode_tui.wire import events as ev
+from kode_tui.wire.events import ApprovalResponse
+
+
+class EchoParams(BaseModel):
+    text: str
+    times: int = 1
+
+
+class Echo(Tool[EchoParams]):
+    """Needs no approval; repeats its text."""
+
+    name: ClassVar[str] = "Echo"
+    description: ClassVar[str] = "Repeat text."
+    params = EchoParams
+
+    async def run(self, params: EchoParams, env: ToolEnv, tool_call_id: str) -> ToolOutput:
+        return ToolOutput(output=params.text * params.times, message="Echoed.")
+
+
+class TouchParams(BaseModel):
+    path: str
+
+
+class Touch(Tool[TouchParams]):
+    """An edit that needs approval: writes `touched` to a file and journals it."""
+
+    name: ClassVar[str] = "Touch"
+    description: ClassVar[str] = "Write 'touched' to a file."
+    params = TouchParams
+
+    async def permission(self, params: TouchParams, env: ToolEnv) -> Permission | None:
+        path = env.resolve(params.path)
+        inside = env.is_inside(path)
+        return Permission(
+            kind="edit",
+            action="edit file",
+            description=f"Touch {params.path}",
+            scope="edit" if inside else f"edit:{path}",
+            scope_label="all edits in the work dir",
+            outside_work_dir=not inside,
+        )
+
+    async def run(self, params: TouchParams, env: ToolEnv, tool_call_id: str) -> ToolOutput:
+        path = env.resolve(params.path)
+        before = path.read_bytes() if path.exists() else None
+        path.write_bytes(b"touched")
+        if env.journal is not None:
+            await env.journal.record(env.display_path(path), before, b"touched", tool_call_id)
+        return ToolOutput(message="Touched.")
+
+
+class Sleep(Tool[EchoParams]):
+    """Runs until cancelled; notes that it started."""
+
+    name: ClassVar[str] = "Sleep"
+    description: ClassVar[str] = "Sleep."
+    params = EchoParams
+    started: asyncio.Event
+
+    def __init__(self) -> None:
+        self.started = asyncio.Event()
+
+    async def run(self, params: EchoParams, env: ToolEnv, tool_call_id: str) -> ToolOutput:
+        self.started.set()
+        await asyncio.Event().wait()
+        raise AssertionError("unreachable")
+
+
+def call(name: str, **arguments: Any) -> dict[str, Any]:
+    return {"name": name, "arguments": arguments}
+
+
+@dataclass
+class Rig:
+    soul: KodeSoul
+    context: Context
+    bus: WireBus
+    provider: ScriptedProvider
+    state: SessionState
+    work_dir: Path
+    events: list[ev.Event] = field(default_factory=list)
+    answers: list[ApprovalResponse] = field(default_factory=list)
+    """Answers to approval requests, in order; `approve` once they run out."""
+
+    def of(self, kind: type[ev.Event]) -> list[Any]:
+        return [event for event in self.events if isinstance(event, kind)]
+
+    def lines(self) -> list[dict[str, Any]]:
+        return [json.loads(line) for line in self.context.path.read_text().splitlines()]
+
+    async def settle(self) -> None:
+        """Let the subscribers take every event sent so far."""
+        for _ in range(5):
+            await asyncio.sleep(0)
+
+
+async def make_rig(
+    tmp_path: Path,
+    script: list[dict[str, Any]],
+    *,
+    tools: Sequence[Tool[Any]] = (),
+    dmail: bool = False,
+    settings: LoopSettings | None = None,
+    max_context_size: int = 100_000,
+    answer: Callable[[ev.ApprovalRequest], ApprovalResponse] | None = None,
+) -> Rig:
+    work_dir = tmp_path / "work"
+    work_dir.mkdir(exist_ok=True)
+    context = Context(tmp_path / "session" / "context.jsonl")
+    await context.restore()
+    bus = WireBus()
+    provider = ScriptedProvider(script, max_context_size=max_context_size)
+    state = SessionState()
+    denwa_renji = DenwaRenji() if dmail else None
+    all_tools: list[Tool[Any]] = [Echo(), Touch(), TodoWrite(), *tools]
+    if denwa_renji is not None:
+        all_tools.append(SendDMail(denwa_renji))
+    env = ToolEnv(work_dir=work_dir, journal=FileJournal(context), state=state)
+    soul = KodeSoul(
+        context=context,
+        provider=provider,
+        bus=bus,
+        toolset=Toolset(all_tools),
+        env=env,
+        approval=Approval(bus, state),
+        denwa_renji=denwa_renji,
+        settings=settings or LoopSettings(reserved_context_size=1_000),
+        system_prompt="You are a test.",
+        retry_wait=tenacity.wait_none(),
+    )
+    rig = Rig(soul, context, bus, provider, state, work_dir)
+
+    def record(event: ev.Event) -> None:
+        rig.events.append(event)
+        if isinstance(event, ev.ApprovalRequest):
+            if answer is not None:
+                event.resolve(answer(event))
+            else:
+                event.resolve(rig.answers.pop(0) if rig.answers else "approve")
+
+    bus.subscribe(callback=record)
+    return rig
