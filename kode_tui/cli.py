@@ -13,8 +13,10 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from kode_tui import __version__
+from kode_tui.config import Config, ConfigError, load_config, resolve_model
 from kode_tui.fsutil import FILE_MODE, make_private_dir
 from kode_tui.paths import Paths, canonical
+from kode_tui.print_mode import run_print
 from kode_tui.session import Context, Session, SessionLocked
 
 log = logging.getLogger("kode_tui")
@@ -55,6 +57,24 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument(
         "--list-sessions", action="store_true", help="list the sessions of the work dir"
     )
+    parser.add_argument(
+        "-m", "--model", metavar="MODEL",
+        help="a model alias from config.toml, a litellm model string, or 'demo'",
+    )  # fmt: skip
+    parser.add_argument(
+        "--config", metavar="FILE", help="read this config file instead of config.toml"
+    )
+    parser.add_argument(
+        "--yolo", action="store_true", help="approve every tool call (this run only)"
+    )
+    parser.add_argument(
+        "-p", "--prompt", metavar="TEXT",
+        help="the message to send; with --print (or alone) runs one turn headless",
+    )  # fmt: skip
+    parser.add_argument(
+        "--print", dest="print_mode", action="store_true",
+        help="run one turn without the UI, answer on stdout (prompt from -p or stdin)",
+    )  # fmt: skip
     parser.add_argument("--paths", action="store_true", help="print where kode-tui keeps things")
     parser.add_argument("--version", action="version", version=f"kode-tui {__version__}")
     return parser
@@ -71,8 +91,11 @@ def main(argv: list[str] | None = None) -> int:
         _start_logging()
         if args.list_sessions or args.session == "":
             return asyncio.run(_list_sessions(work_dir))
+        config = _load_config(args)
+        if args.print_mode or args.prompt is not None:
+            return asyncio.run(_run_print(args, work_dir, config, _prompt(args)))
         return asyncio.run(_run_app(args, work_dir))
-    except UserError as error:
+    except (UserError, ConfigError) as error:
         print(f"kode-tui: {error}", file=sys.stderr)
         return 2
     except OSError as error:
@@ -81,6 +104,32 @@ def main(argv: list[str] | None = None) -> int:
         return 1
     except KeyboardInterrupt:
         return 130
+
+
+def _load_config(args: argparse.Namespace) -> Config:
+    return load_config(Path(args.config).expanduser() if args.config else None)
+
+
+def _prompt(args: argparse.Namespace) -> str:
+    """The print-mode message: `-p TEXT`, else whatever is piped to stdin."""
+    if args.prompt is not None:
+        prompt: str = args.prompt
+    elif not sys.stdin.isatty():
+        prompt = sys.stdin.read()
+    else:
+        raise UserError("--print needs a message: -p TEXT, or pipe it to stdin.")
+    if not prompt.strip():
+        raise UserError("the message is empty.")
+    return prompt
+
+
+async def _run_print(args: argparse.Namespace, work_dir: Path, config: Config, prompt: str) -> int:
+    choice = await asyncio.to_thread(resolve_model, config, args.model)
+    opened = await _open(args, work_dir)
+    session, context = opened.session, opened.context
+    if session is None:
+        session = await Session.create(work_dir)
+    return await run_print(session, context, config, choice, prompt, yolo=args.yolo)
 
 
 def _work_dir(raw: str) -> Path:

@@ -57,7 +57,11 @@ async def test_a_tool_step_appends_the_call_and_its_result_then_goes_on(tmp_path
     rig = await make_rig(
         tmp_path,
         [
-            {"think": "Echo it.", "text": "Echoing.", "tool_calls": [call("Echo", text="ab", times=2)]},
+            {
+                "think": "Echo it.",
+                "text": "Echoing.",
+                "tool_calls": [call("Echo", text="ab", times=2)],
+            },
             {"text": "Done."},
         ],
     )
@@ -369,7 +373,10 @@ async def test_todo_write_keeps_the_list_in_session_state(tmp_path: Path) -> Non
     await rig.soul.run("plan")
     await rig.settle()
 
-    assert [(t.title, t.status) for t in rig.state.todos] == [("Plan", "done"), ("Build", "in_progress")]
+    assert [(t.title, t.status) for t in rig.state.todos] == [
+        ("Plan", "done"),
+        ("Build", "in_progress"),
+    ]
     blocks = rig.of(ev.ToolResult)[0].display
     assert any(isinstance(b, ev.TodoBlock) and len(b.items) == 2 for b in blocks)
 

@@ -273,6 +273,9 @@ async def test_approval_future_is_never_serialised() -> None:
         "action": "edit file",
         "description": "a.py",
         "display": [],
+        "tool_name": "",
+        "scope_label": "",
+        "outside_work_dir": False,
     }
     replayed = from_record(json.loads(json.dumps(record))).event
     assert isinstance(replayed, ApprovalRequest)

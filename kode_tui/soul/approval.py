@@ -1,4 +1,4 @@
-"""Approvals (DESIGN.md §6): whether a tool call may run, decided by mode, session scopes or the user.
+"""Approvals (DESIGN.md §6): whether a tool call may run, by mode, session scope or the user.
 
 The user is asked with an `ApprovalRequest` on the wire; whoever shows it (the UI, or print mode)
 calls `resolve()`. Modes: `ask` asks for every edit and command; `auto-edit` lets edits in the work
@@ -92,10 +92,10 @@ class Approval:
         finally:
             # Also when the step is cancelled meanwhile, so the UI closes the question.
             self._bus.send(ApprovalResolved(id=request.id, response=response))
-        if response == "approve_for_session" and not permission.outside_work_dir:
-            if permission.scope not in self._state.session_approvals:
-                self._state.session_approvals.append(permission.scope)
-                await self._save()
+        remember = response == "approve_for_session" and not permission.outside_work_dir
+        if remember and permission.scope not in self._state.session_approvals:
+            self._state.session_approvals.append(permission.scope)
+            await self._save()
         return response
 
     async def _save(self) -> None:

@@ -154,8 +154,9 @@ class KodeSoul:
         self.compaction = compaction
         self._denwa_renji = denwa_renji
         self._system_prompt = system_prompt
+        # DESIGN.md §7's initial=0.3 (tenacity 9.2 calls it `multiplier`).
         self._retry_wait = retry_wait or tenacity.wait_exponential_jitter(
-            initial=0.3, max=5, jitter=0.5
+            multiplier=0.3, max=5, jitter=0.5
         )
         # The model can only name a checkpoint it can see (Kimi does the same).
         self._checkpoint_messages = denwa_renji is not None and "SendDMail" in toolset
@@ -167,23 +168,23 @@ class KodeSoul:
         return self.context.system_prompt or self._system_prompt
 
     @property
+    def reserved_tokens(self) -> int:
+        """Room kept free for the next response: the configured size, but never more than half
+        of a small model's context (50k reserved of an 8k Ollama model would compact forever)."""
+        return min(self.settings.reserved_context_size, self.provider.max_context_size // 2)
+
+    @property
     def trigger_tokens(self) -> int:
-        """The context size at which the next step compacts first."""
+        """The context size at which the next step compacts first (DESIGN.md §4)."""
         size = self.provider.max_context_size
-        return max(
-            0,
-            min(
-                size - self.settings.reserved_context_size,
-                int(size * self.settings.compaction_trigger_ratio),
-            ),
-        )
+        return min(size - self.reserved_tokens, int(size * self.settings.compaction_trigger_ratio))
 
     def status(self, usage: TokenUsage | None = None) -> ev.StatusUpdate:
         return ev.StatusUpdate(
             context_tokens=self.context.token_count_with_pending,
             pending_tokens=self.context.pending_tokens,
             max_context_tokens=self.provider.max_context_size,
-            reserved_tokens=self.settings.reserved_context_size,
+            reserved_tokens=self.reserved_tokens,
             trigger_tokens=self.trigger_tokens,
             usage=usage,
         )
@@ -380,7 +381,7 @@ class KodeSoul:
                 history=list(self.context.history),
                 token_count=before,
                 max_context_size=self.provider.max_context_size,
-                reserved_context_size=self.settings.reserved_context_size,
+                reserved_context_size=self.reserved_tokens,
                 llm=self.provider,
                 instruction=instruction,
             )
@@ -390,7 +391,9 @@ class KodeSoul:
             return False
         prompt = self.context.system_prompt
         after = sum(m.estimated_tokens() for m in messages)
-        rotated = await asyncio.shield(self._apply_compaction(name, prompt, messages, before, after))
+        rotated = await asyncio.shield(
+            self._apply_compaction(name, prompt, messages, before, after)
+        )
         self.bus.send(
             ev.CompactionEnd(tokens_before=before, tokens_after=after, rotated_file=rotated)
         )

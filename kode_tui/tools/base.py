@@ -71,7 +71,7 @@ class Permission:
     scope: str
     """The key `approve for session` remembers, e.g. `edit`, `shell:git status`."""
     scope_label: str
-    """That scope in words, e.g. `all edits in the work dir`, `commands starting with git status`."""
+    """That scope in words, e.g. `all edits in the work dir`."""
     outside_work_dir: bool = False
     display: Sequence[DisplayBlock] = ()
 

@@ -1,0 +1,395 @@
+"""The config file (DESIGN.md §8) and the choice of model.
+
+`load_config` reads `$KODE_TUI_HOME/config.toml` (or `--config FILE`) into frozen pydantic models.
+Every table forbids unknown keys, so a typo such as `max_step_per_run` is an error rather than a
+setting silently ignored. A malformed file raises `ConfigError`, whose message is one line of the
+form `FILE:LINE: KEY: what is wrong`; the CLI prints it and exits 2.
+
+`resolve_model` picks the model for a run: `--model` > `default_model` > the first provider whose
+API key is in the environment > a reachable local Ollama > the offline `demo` model.
+
+This module sits at the bottom of the layers: standard library and pydantic only.
+"""
+
+from __future__ import annotations
+
+import difflib
+import json
+import os
+import re
+import tomllib
+import urllib.request
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from http.client import HTTPException
+from pathlib import Path
+from types import MappingProxyType
+from typing import Any, Literal, get_args, get_origin
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic_core import ErrorDetails
+
+from kode_tui.paths import Paths
+
+# The same literal as kode_tui.session.state.ApprovalMode; config may not import session.
+ApprovalMode = Literal["ask", "auto-edit", "yolo"]
+
+DEMO_MODEL = "demo"
+DEFAULT_STRATEGY = "kode_tui.soul.compaction:LLMSummaryCompaction"
+DEFAULT_OLLAMA_URL = "http://127.0.0.1:11434"
+OLLAMA_URL_ENV = "KODE_TUI_OLLAMA_URL"
+
+_STRATEGY_SHAPE = re.compile(r"[A-Za-z_]\w*(\.[A-Za-z_]\w*)*:[A-Za-z_]\w*")
+_BARE_KEY = re.compile(r"[A-Za-z0-9_-]+")
+_TOML_POSITION = re.compile(r"\s*\(at (?:line (\d+), column (\d+)|end of document)\)\s*$")
+
+
+class ConfigError(Exception):
+    """A config file or a model name the user got wrong; the message is one line to show as is."""
+
+
+class _Table(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+class ModelConfig(_Table):
+    """One `[models.ALIAS]` table: a litellm model and how to reach it."""
+
+    model: str = Field(min_length=1)
+    """A litellm model string, e.g. `anthropic/claude-sonnet-4-5`."""
+    max_context_size: int | None = Field(default=None, gt=0)
+    api_base: str | None = None
+    api_key_env: str | None = Field(default=None, min_length=1)
+    """The environment variable holding the key; keys never live in the file."""
+
+
+class LoopControl(_Table):
+    """`[loop_control]`: limits of the agent loop."""
+
+    max_steps_per_run: int = Field(default=100, ge=1)
+    max_retries_per_step: int = Field(default=3, ge=1)
+    reserved_context_size: int = Field(default=50_000, ge=0)
+    compaction_trigger_ratio: float = Field(default=0.85, gt=0, le=1)
+
+
+class CompactionConfig(_Table):
+    """`[compaction]`: the strategy class, as `module:ClassName` (loaded by the soul)."""
+
+    strategy: str = DEFAULT_STRATEGY
+
+    @field_validator("strategy")
+    @classmethod
+    def _module_colon_class(cls, value: str) -> str:
+        # Only the shape is checked here: importing the class is the soul's job (layering).
+        if not _STRATEGY_SHAPE.fullmatch(value):
+            raise ValueError(f"should look like 'module:ClassName', e.g. '{DEFAULT_STRATEGY}'")
+        return value
+
+
+class ContextConfig(_Table):
+    """`[context]`: the team's custom context and the reminder budget."""
+
+    custom: str = ""
+    max_reminders_per_session: int = Field(default=50, ge=0)
+
+
+class ToolsConfig(_Table):
+    """`[tools]`: optional tools and tool limits."""
+
+    dmail: bool = True
+    shell_timeout: float = Field(default=120, gt=0)
+
+
+class Config(_Table):
+    """The whole config file; every key has a default, so an empty file is a valid config."""
+
+    default_model: str | None = Field(default=None, min_length=1)
+    """An alias from `models`, `demo`, or a raw litellm model string."""
+    theme: str = "kode-dark"
+    approval_mode: ApprovalMode = "ask"
+    models: dict[str, ModelConfig] = Field(default_factory=dict)
+    loop_control: LoopControl = Field(default_factory=LoopControl)
+    compaction: CompactionConfig = Field(default_factory=CompactionConfig)
+    context: ContextConfig = Field(default_factory=ContextConfig)
+    tools: ToolsConfig = Field(default_factory=ToolsConfig)
+
+
+def load_config(path: Path | None = None) -> Config:
+    """Read the config file; `None` means `$KODE_TUI_HOME/config.toml`.
+
+    A missing default file gives the defaults; a missing file named explicitly (`--config`), an
+    unreadable file, invalid TOML or an invalid value raise `ConfigError`.
+    """
+    explicit = path is not None
+    file = path if path is not None else Paths.current().config_file
+    try:
+        raw = file.read_bytes()
+    except FileNotFoundError:
+        if explicit:
+            raise ConfigError(f"{file}: no such config file") from None
+        return Config()
+    except OSError as exc:
+        raise ConfigError(f"{file}: cannot read the config file: {exc.strerror}") from None
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError:
+        raise ConfigError(f"{file}: not a UTF-8 text file") from None
+    try:
+        data = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(_syntax_error(file, text, exc)) from None
+    try:
+        return Config.model_validate(data)
+    except ValidationError as exc:
+        raise ConfigError(_validation_error(file, text, data, exc)) from None
+
+
+def _syntax_error(file: Path, text: str, exc: tomllib.TOMLDecodeError) -> str:
+    # tomllib only puts the position into its message ("Invalid value (at line 3, column 7)").
+    message = str(exc)
+    position = _TOML_POSITION.search(message)
+    if position is None:
+        return f"{file}: invalid TOML: {message}"
+    reason = message[: position.start()]
+    line = position.group(1) or str(len(text.rstrip("\n").split("\n")))
+    column = f" (column {position.group(2)})" if position.group(2) else " (at the end)"
+    return f"{file}:{line}: invalid TOML: {reason}{column}"
+
+
+def _validation_error(file: Path, text: str, data: dict[str, Any], exc: ValidationError) -> str:
+    errors = exc.errors()
+    first = errors[0]
+    loc = first["loc"]
+    line = _line_of(text, data, loc)
+    where = f"{file}:{line}" if line is not None else str(file)
+    key = _dotted(loc) or "(top level)"
+    more = len(errors) - 1
+    others = f" (and {more} more error{'s' if more > 1 else ''})" if more else ""
+    return f"{where}: {key}: {_describe(first)}{others}"
+
+
+def _describe(error: ErrorDetails) -> str:
+    kind = error["type"]
+    if kind == "extra_forbidden":
+        what = "table" if isinstance(error["input"], dict) else "key"
+        name = str(error["loc"][-1])
+        close = difflib.get_close_matches(name, _known_keys(error["loc"][:-1]), n=1)
+        return f"unknown {what}; did you mean '{close[0]}'?" if close else f"unknown {what}"
+    if kind == "missing":
+        return "required key is missing"
+    if kind in ("model_type", "dict_type"):
+        return "should be a table"
+    if kind == "value_error" and "ctx" in error:
+        return str(error["ctx"]["error"])
+    return error["msg"]
+
+
+def _known_keys(table: Sequence[int | str]) -> list[str]:
+    """The keys allowed in the table at `table`, for "did you mean" hints."""
+    model: type[BaseModel] = Config
+    parts = list(table)
+    while parts:
+        field = model.model_fields.get(str(parts.pop(0)))
+        annotation = field.annotation if field is not None else None
+        if get_origin(annotation) is dict:  # [models.ALIAS]: skip the alias
+            annotation = get_args(annotation)[1]
+            if not parts:
+                return []
+            parts.pop(0)
+        if not (isinstance(annotation, type) and issubclass(annotation, BaseModel)):
+            return []
+        model = annotation
+    return list(model.model_fields)
+
+
+def _dotted(loc: Sequence[int | str]) -> str:
+    parts = []
+    for part in loc:
+        if isinstance(part, int):
+            parts.append(f"[{part}]")
+        elif _BARE_KEY.fullmatch(part):
+            parts.append(part)
+        else:
+            parts.append(json.dumps(part))
+    return ".".join(parts).replace(".[", "[")
+
+
+def _line_of(text: str, data: dict[str, Any], loc: Sequence[int | str]) -> int | None:
+    """The line defining `loc`, or the table around it when the key itself is missing.
+
+    Rather than re-implement TOML's dotted keys, quoted keys, inline tables and table headers,
+    this asks tomllib: the key is defined by the first statement whose prefix of the file
+    contains it. Only runs on the error path, where O(lines²) on a config file is nothing.
+    """
+    path = list(loc)
+    while path and not _contains(data, path):
+        path.pop()
+    if not path:
+        return None
+    # TOML lines end at "\n" only; str.splitlines would also split at \x0c, \u2028, ...
+    lines = text.split("\n")
+    last_complete = 0  # the longest prefix (in lines) known to parse
+    for end in range(1, len(lines) + 1):
+        try:
+            prefix = tomllib.loads("\n".join(lines[:end]) + "\n")
+        except tomllib.TOMLDecodeError:
+            continue  # inside a multi-line string or array
+        if _contains(prefix, path):
+            # The statement starts after the previous complete prefix, past blanks and comments.
+            for number in range(last_complete + 1, end + 1):
+                stripped = lines[number - 1].strip()
+                if stripped and not stripped.startswith("#"):
+                    return number
+            return end
+        last_complete = end
+    return None
+
+
+def _contains(data: Any, path: Sequence[int | str]) -> bool:
+    node = data
+    for part in path:
+        if isinstance(node, dict) and isinstance(part, str):
+            found = part in node
+        elif isinstance(node, list) and isinstance(part, int):
+            found = 0 <= part < len(node)
+        else:
+            found = False
+        if not found:
+            return False
+        node = node[part]
+    return True
+
+
+# --- The choice of model ----------------------------------------------------------------------
+
+API_KEY_ENV_VARS = (
+    "ANTHROPIC_API_KEY",
+    "OPENAI_API_KEY",
+    "MOONSHOT_API_KEY",
+    "GEMINI_API_KEY",
+    "DEEPSEEK_API_KEY",
+    "OPENROUTER_API_KEY",
+)
+"""Provider keys looked for when no model is configured, in order of preference."""
+
+# Names as litellm 1.106.2's model cost map spells them, so it knows their context size.
+# OpenRouter's models are not in that map: the size is given here instead.
+DEFAULT_MODELS: Mapping[str, ModelConfig] = MappingProxyType(
+    {
+        "ANTHROPIC_API_KEY": ModelConfig(model="anthropic/claude-sonnet-4-5"),
+        "OPENAI_API_KEY": ModelConfig(model="openai/gpt-5"),
+        "MOONSHOT_API_KEY": ModelConfig(model="moonshot/kimi-k2.5"),
+        "GEMINI_API_KEY": ModelConfig(model="gemini/gemini-2.5-pro"),
+        "DEEPSEEK_API_KEY": ModelConfig(model="deepseek/deepseek-chat"),
+        "OPENROUTER_API_KEY": ModelConfig(
+            model="openrouter/anthropic/claude-sonnet-4.5", max_context_size=200_000
+        ),
+    }
+)
+"""The model used for each key of `API_KEY_ENV_VARS` when that key is the one found."""
+
+
+@dataclass(frozen=True, slots=True)
+class ModelChoice:
+    """The model a run uses and why it was chosen."""
+
+    name: str
+    """What the user sees: the alias, or the raw model string."""
+    model: str
+    """The litellm model string, or `demo`."""
+    source: str
+    """`flag`, `config`, `env:VAR` (the key that was found), `ollama` or `demo`."""
+    api_base: str | None = None
+    api_key_env: str | None = None
+    max_context_size: int | None = None
+
+    @property
+    def is_demo(self) -> bool:
+        """Whether this is the offline scripted model rather than a real one."""
+        return self.model == DEMO_MODEL
+
+
+def resolve_model(
+    config: Config,
+    flag: str | None = None,
+    *,
+    env: Mapping[str, str] | None = None,
+    ollama: Callable[[], str | None] | None = None,
+) -> ModelChoice:
+    """Choose the model: `flag` > `default_model` > an API key in `env` > Ollama > demo.
+
+    A name is an alias of `config.models`, `demo`, or else a raw litellm model string; a name
+    without a provider prefix that is close to an alias raises `ConfigError` with a suggestion.
+    `env` defaults to `os.environ`; `ollama` defaults to probing the local Ollama, which blocks
+    for up to a fraction of a second, so call this from a thread when a UI is running.
+    """
+    env = os.environ if env is None else env
+    if flag is not None:
+        return _named(config, flag, "flag", "--model")
+    if config.default_model is not None:
+        return _named(config, config.default_model, "config", "default_model")
+    for var in API_KEY_ENV_VARS:
+        if env.get(var):
+            default = DEFAULT_MODELS[var]
+            return ModelChoice(
+                name=default.model,
+                model=default.model,
+                source=f"env:{var}",
+                api_key_env=var,
+                max_context_size=default.max_context_size,
+            )
+    url = _ollama_url(env)
+    local = ollama() if ollama is not None else probe_ollama(url)
+    if local is not None:
+        return ModelChoice(name=local, model=local, source="ollama", api_base=url or None)
+    return ModelChoice(name=DEMO_MODEL, model=DEMO_MODEL, source="demo")
+
+
+def _named(config: Config, name: str, source: str, given_by: str) -> ModelChoice:
+    if not name.strip():
+        raise ConfigError(f"{given_by} needs a model name")
+    entry = config.models.get(name)
+    if entry is not None:
+        return ModelChoice(
+            name=name,
+            model=entry.model,
+            source=source,
+            api_base=entry.api_base,
+            api_key_env=entry.api_key_env,
+            max_context_size=entry.max_context_size,
+        )
+    if name != DEMO_MODEL and "/" not in name:
+        close = difflib.get_close_matches(name, [*config.models, DEMO_MODEL], n=1, cutoff=0.7)
+        if close:
+            raise ConfigError(
+                f"unknown model '{name}' given by {given_by}; did you mean '{close[0]}'? "
+                f"(a litellm model needs its provider prefix, e.g. 'openai/{name}')"
+            )
+    return ModelChoice(name=name, model=name, source=source)
+
+
+def _ollama_url(env: Mapping[str, str]) -> str:
+    """Where Ollama is looked for; an empty string means "do not look"."""
+    return env.get(OLLAMA_URL_ENV, DEFAULT_OLLAMA_URL).strip()
+
+
+def probe_ollama(url: str | None = None, timeout: float = 0.3) -> str | None:
+    """The litellm name of a model served by a local Ollama (`ollama_chat/NAME`), or None.
+
+    `url` defaults to `$KODE_TUI_OLLAMA_URL`, else `http://127.0.0.1:11434`; an empty value
+    disables the probe without any connection. Blocking: run it in a thread.
+    """
+    base = _ollama_url(os.environ) if url is None else url.strip()
+    if not base:
+        return None
+    # A proxy from http_proxy must not see (or break) a request meant for this machine.
+    opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))
+    try:
+        with opener.open(f"{base.rstrip('/')}/api/tags", timeout=timeout) as response:
+            tags = json.loads(response.read(1_000_000))
+        names = [str(model["name"]) for model in tags["models"]]
+    except (OSError, HTTPException, ValueError, KeyError, TypeError):
+        return None
+    # Embedding models are listed too, but cannot chat.
+    chat = [name for name in names if "embed" not in name]
+    return f"ollama_chat/{chat[0]}" if chat else None

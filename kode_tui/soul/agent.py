@@ -1,0 +1,132 @@
+"""Putting one session's agent together: model, tools, approvals, wire recording.
+
+`open_agent()` is what the TUI and print mode call; tests call it too, with a ScriptedProvider.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from kode_tui.config import Config, ModelChoice
+from kode_tui.session import Context, Session
+from kode_tui.session.journal import FileJournal
+from kode_tui.session.state import ApprovalMode
+from kode_tui.soul import prompts
+from kode_tui.soul.approval import Approval
+from kode_tui.soul.llm import ChatProvider
+from kode_tui.soul.llm.demo import DemoProvider
+from kode_tui.soul.soul import KodeSoul, LoopSettings
+from kode_tui.tools.base import Tool, ToolEnv
+from kode_tui.tools.dmail import DenwaRenji, SendDMail
+from kode_tui.tools.files import ReadFile, StrReplaceFile, WriteFile
+from kode_tui.tools.search import Glob, Grep
+from kode_tui.tools.shell import Shell
+from kode_tui.tools.todo import TodoWrite
+from kode_tui.tools.toolset import Toolset
+from kode_tui.wire import WireBus
+from kode_tui.wire.recorder import WireRecorder
+
+
+def make_provider(choice: ModelChoice) -> ChatProvider:
+    """The provider for a chosen model; litellm is not imported until its first call."""
+    if choice.is_demo:
+        return DemoProvider()
+    from kode_tui.soul.llm.litellm_provider import LiteLLMProvider
+
+    return LiteLLMProvider(
+        choice.model,
+        api_base=choice.api_base,
+        api_key_env=choice.api_key_env,
+        max_context_size=choice.max_context_size,
+    )
+
+
+def make_toolset(denwa_renji: DenwaRenji | None) -> Toolset:
+    """Kimi's tool set: files, search, shell, todos, and SendDMail when D-Mail is on."""
+    tools: list[Tool[Any]] = [
+        ReadFile(),
+        WriteFile(),
+        StrReplaceFile(),
+        Glob(),
+        Grep(),
+        Shell(),
+        TodoWrite(),
+    ]
+    if denwa_renji is not None:
+        tools.append(SendDMail(denwa_renji))
+    return Toolset(tools)
+
+
+@dataclass
+class Agent:
+    """A session's running agent; `close()` makes everything durable."""
+
+    session: Session
+    context: Context
+    bus: WireBus
+    soul: KodeSoul
+    recorder: WireRecorder
+
+    async def close(self) -> None:
+        await self.recorder.close()
+        await self.context.close()
+
+
+async def open_agent(
+    session: Session,
+    config: Config,
+    choice: ModelChoice,
+    *,
+    context: Context | None = None,
+    provider: ChatProvider | None = None,
+    bus: WireBus | None = None,
+    approval_override: ApprovalMode | None = None,
+    tools: Sequence[Tool[Any]] | None = None,
+) -> Agent:
+    """The agent of `session`, its context restored and wire.jsonl being recorded.
+
+    `provider` replaces the one `choice` names (tests); `tools` replaces the usual set.
+    """
+    work_dir = session.work_dir or session.dir
+    if context is None:
+        context = Context(session.context_file)
+        await context.restore()
+    bus = bus or WireBus()
+    if not session.state_file.exists():
+        session.state.approval_mode = config.approval_mode
+
+    async def save_state() -> None:
+        await asyncio.to_thread(session.save_state)
+
+    denwa_renji = DenwaRenji() if config.tools.dmail else None
+    toolset = Toolset(tools) if tools is not None else make_toolset(denwa_renji)
+    env = ToolEnv(
+        work_dir=work_dir,
+        journal=FileJournal(context),
+        state=session.state,
+        save_state=save_state,
+        shell_timeout=config.tools.shell_timeout,
+    )
+    loop = config.loop_control
+    soul = KodeSoul(
+        context=context,
+        provider=provider or make_provider(choice),
+        bus=bus,
+        toolset=toolset,
+        env=env,
+        approval=Approval(bus, session.state, save_state, override=approval_override),
+        denwa_renji=denwa_renji,
+        settings=LoopSettings(
+            max_steps_per_run=loop.max_steps_per_run,
+            max_retries_per_step=loop.max_retries_per_step,
+            reserved_context_size=loop.reserved_context_size,
+            compaction_trigger_ratio=loop.compaction_trigger_ratio,
+        ),
+        system_prompt=prompts.system_prompt(work_dir),
+    )
+    recorder = WireRecorder(bus, session.wire_file)
+    recorder.start()
+    return Agent(session, context, bus, soul, recorder)

@@ -1,0 +1,541 @@
+"""`LiteLLMProvider`: any litellm model string as a `ChatProvider` (DESIGN.md §7).
+
+litellm takes seconds to import, so nothing here imports it at module import time:
+`load_litellm()` does, once, and the app calls `preload()` after its first frame to do it in a
+thread. litellm is untyped, so its objects stay `Any` at this boundary and are read with
+`getattr`, never trusted to have a field.
+"""
+
+from __future__ import annotations
+
+import ast
+import asyncio
+import importlib
+import json
+import logging
+import os
+import re
+import threading
+import uuid
+import warnings
+from collections.abc import AsyncIterator, Iterator, Sequence
+from typing import Any
+
+from kode_tui.message import ImageURLPart, Message, TextPart, ThinkPart
+from kode_tui.soul.llm import (
+    DEFAULT_MAX_CONTEXT_SIZE,
+    LLMConnectionError,
+    LLMError,
+    LLMStatusError,
+    LLMTimeoutError,
+    StreamItem,
+    ToolCallDelta,
+    ToolCallStart,
+)
+from kode_tui.wire.events import TokenUsage
+
+__all__ = [
+    "LiteLLMProvider",
+    "is_anthropic_family",
+    "load_litellm",
+    "preload",
+    "to_openai_messages",
+]
+
+CACHE_CONTROL: dict[str, str] = {"type": "ephemeral"}
+
+# What litellm 1.106 imports lazily inside the first `acompletion` (about 0.4 s) and the first
+# one with tools (the MCP handler, about 0.4 s more): imported with litellm, in the thread, so
+# no first request freezes the UI's event loop. Names missing from another version are skipped.
+_WARM_MODULES = (
+    "openai.resources.chat",
+    "litellm.proxy.openai_files_endpoints.common_utils",
+    "litellm.litellm_core_utils.default_encoding",
+    "litellm.responses.mcp.chat_completions_handler",
+)
+
+_litellm: Any = None
+_load_lock = threading.Lock()
+
+
+def load_litellm() -> Any:
+    """Import litellm once (thread-safe), offline and silent, and return the module.
+
+    It reads the bundled cost map instead of fetching it, retries nothing itself and prints
+    nothing: the TUI owns the terminal and print mode owns stdout.
+    """
+    global _litellm
+    if _litellm is not None:
+        return _litellm
+    with _load_lock:
+        if _litellm is None:
+            os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+            import litellm
+
+            litellm.suppress_debug_info = True
+            litellm.drop_params = True
+            _quiet_litellm_warnings()
+            for name in _WARM_MODULES:
+                try:
+                    importlib.import_module(name)
+                except Exception:
+                    logging.getLogger(__name__).debug("could not preload %s", name, exc_info=True)
+            _quiet_litellm_logging()
+            _litellm = litellm
+    return _litellm
+
+
+async def preload() -> None:
+    """Import litellm in a thread, so the first request does not wait for it."""
+    await asyncio.to_thread(load_litellm)
+
+
+def _quiet_litellm_logging() -> None:
+    # litellm attaches a handler that writes to stdout/stderr; a NullHandler and no propagation
+    # keep its records off the terminal (and off Python's last-resort stderr handler). The two
+    # roots are included so that loggers litellm creates later stop at them too.
+    names = {"LiteLLM", "litellm", *logging.Logger.manager.loggerDict}
+    for name in names:
+        if name.startswith(("LiteLLM", "litellm")):
+            logger = logging.getLogger(name)
+            for handler in list(logger.handlers):
+                logger.removeHandler(handler)
+            logger.addHandler(logging.NullHandler())
+            logger.propagate = False
+
+
+def _quiet_litellm_warnings() -> None:
+    # litellm's deprecation noise, and pydantic's complaints when litellm serialises its own
+    # half-filled models, would land on stderr, under the TUI.
+    warnings.filterwarnings("ignore", module=r"litellm(\..*)?$")
+    warnings.filterwarnings("ignore", message="Pydantic serializer warnings")
+
+
+def is_anthropic_family(model: str) -> bool:
+    """Whether `model` is a Claude model (prompt caching marks, signed thinking blocks)."""
+    return model.startswith("anthropic/") or "claude" in model.lower()
+
+
+class LiteLLMProvider:
+    """A model reached through litellm, streamed.
+
+    `api_key_env` names the environment variable holding the key (read at each call, never
+    stored); without it litellm looks for its usual variable. `extra` holds more keyword
+    arguments for `litellm.acompletion` (temperature, reasoning_effort, extra_headers...); they
+    cannot override the ones set here.
+    """
+
+    def __init__(
+        self,
+        model: str,
+        *,
+        api_base: str | None = None,
+        api_key_env: str | None = None,
+        max_context_size: int | None = None,
+        timeout: float = 120,
+        extra: dict[str, Any] | None = None,
+    ) -> None:
+        self._model = model
+        self._api_base = api_base
+        self._api_key_env = api_key_env
+        self._max_context_size = max_context_size
+        self._timeout = timeout
+        self._extra = dict(extra or {})
+
+    @property
+    def model_name(self) -> str:
+        return self._model
+
+    @property
+    def max_context_size(self) -> int:
+        """The configured size, else litellm's model info (once litellm is loaded), else 128k."""
+        if self._max_context_size is None and _litellm is not None:
+            # Asked once: litellm raises (slowly) for every model it does not know.
+            found = _model_context_size(_litellm, self._model)
+            self._max_context_size = found or DEFAULT_MAX_CONTEXT_SIZE
+        return self._max_context_size or DEFAULT_MAX_CONTEXT_SIZE
+
+    async def stream(
+        self,
+        system_prompt: str | None,
+        history: Sequence[Message],
+        tools: Sequence[dict[str, Any]],
+    ) -> AsyncIterator[StreamItem]:
+        """Stream one assistant response: deltas in order, then the usage if the provider sent
+        one. Every failure is an `LLMError` whose message is one sentence without the key."""
+        api_key = self._api_key()
+        litellm = _litellm if _litellm is not None else await asyncio.to_thread(load_litellm)
+        messages = to_openai_messages(
+            system_prompt, history, anthropic=is_anthropic_family(self._model)
+        )
+        request: dict[str, Any] = {
+            **self._extra,
+            "model": self._model,
+            "messages": messages,
+            "tools": list(tools) or None,
+            "stream": True,
+            "stream_options": {"include_usage": True},
+            "timeout": self._timeout,
+            # The soul retries (with StepRetry events); litellm and the OpenAI SDK must not.
+            "num_retries": 0,
+            "max_retries": 0,
+        }
+        if self._api_base:
+            request["api_base"] = self._api_base
+        if api_key is not None:
+            request["api_key"] = api_key
+        try:
+            response = await litellm.acompletion(**request)
+        except Exception as exc:
+            raise self._error(exc, api_key) from exc
+        reader = _ChunkReader()
+        chunks = aiter(response)
+        try:
+            while True:
+                try:
+                    chunk = await anext(chunks)
+                except StopAsyncIteration:
+                    break
+                except Exception as exc:
+                    raise self._error(exc, api_key) from exc
+                for item in reader.read(chunk):
+                    yield item
+        finally:
+            # Also on cancel or an early stop: give the HTTP connection back.
+            close = getattr(response, "aclose", None)
+            if close is not None:
+                try:
+                    await close()
+                except Exception:
+                    logging.getLogger(__name__).debug("closing the stream failed", exc_info=True)
+        if reader.usage is not None:
+            yield reader.usage
+
+    def _api_key(self) -> str | None:
+        if self._api_key_env is None:
+            return None
+        key = os.environ.get(self._api_key_env)
+        if not key:
+            raise LLMError(f"{self._api_key_env} is not set")
+        return key
+
+    def _key_hint(self) -> str:
+        """The variable a user should check after a 401."""
+        if self._api_key_env:
+            return self._api_key_env
+        provider = self._model.split("/", 1)[0] if "/" in self._model else ""
+        if not provider and is_anthropic_family(self._model):
+            provider = "anthropic"
+        return f"{provider.upper()}_API_KEY" if provider else "the API key"
+
+    def _error(self, exc: Exception, api_key: str | None) -> LLMError:
+        """One `LLMError` for whatever litellm raised, its text free of the key."""
+        model = self._model
+        detail = _redact(_detail(exc), api_key)
+        status = getattr(exc, "status_code", None)
+        transport = _transport_failure(exc)
+        if transport == "timeout":
+            if status in (408, 504):  # a gateway gave up, maybe long before our timeout
+                return LLMTimeoutError(f"{model} timed out (HTTP {status}): {detail}")
+            return LLMTimeoutError(f"{model} did not answer within {self._timeout:g} s")
+        if transport is not None:
+            where = self._api_base or model
+            if transport == "connection refused":
+                return LLMConnectionError(f"could not connect to {where}: connection refused")
+            return LLMConnectionError(f"connection to {where} failed: {transport}")
+        local = _client_side_failure(exc)
+        if local is not None:
+            # The OpenAI SDK refused before sending anything; litellm calls that a 500, but
+            # trying again cannot help.
+            if re.search(r"api_key|credentials", str(local), re.IGNORECASE):
+                return LLMError(f"no API key for {model}: set {self._key_hint()}")
+            return LLMError(f"{model} failed: {_redact(_detail(local), api_key)}")
+        if isinstance(exc, _litellm.ContextWindowExceededError):
+            return LLMStatusError(f"the conversation is too long for {model}: {detail}", 400)
+        if not isinstance(status, int):
+            return LLMError(f"{model} failed: {detail}")
+        if status == 401:
+            return LLMStatusError(
+                f"authentication failed for {model}: check {self._key_hint()}", 401
+            )
+        if status == 403:
+            return LLMStatusError(f"permission denied for {model}: {detail}", 403)
+        if status == 404:
+            return LLMStatusError(f"model not found: {model} ({detail})", 404)
+        if status == 429:
+            return LLMStatusError(f"{model} is rate limited (HTTP 429): {detail}", 429)
+        if status >= 500:
+            return LLMStatusError(f"{model} had a server error (HTTP {status}): {detail}", status)
+        if status == 400:
+            return LLMStatusError(f"{model} rejected the request (HTTP 400): {detail}", 400)
+        return LLMStatusError(f"{model} answered HTTP {status}: {detail}", status)
+
+
+class _ChunkReader:
+    """Turns litellm's `ModelResponseStream` chunks into stream items; remembers the usage."""
+
+    def __init__(self) -> None:
+        self.usage: TokenUsage | None = None
+        self._call_ids: dict[Any, str] = {}
+
+    def read(self, chunk: Any) -> Iterator[StreamItem]:
+        usage = getattr(chunk, "usage", None)
+        if usage is not None and getattr(usage, "prompt_tokens", None) is not None:
+            self.usage = _token_usage(usage)
+        choices = getattr(chunk, "choices", None) or ()
+        if not choices:
+            return
+        delta = getattr(choices[0], "delta", None)
+        if delta is None:
+            return
+        reasoning = getattr(delta, "reasoning_content", None)
+        if reasoning:
+            yield ThinkPart(think=reasoning)
+        for block in getattr(delta, "thinking_blocks", None) or ():
+            signature = _field(block, "signature")
+            if _field(block, "type") == "thinking" and signature:
+                yield ThinkPart(think="", encrypted=signature)
+        content = getattr(delta, "content", None)
+        if content:
+            yield TextPart(text=content)
+        for call in getattr(delta, "tool_calls", None) or ():
+            yield from self._tool_call(call)
+
+    def _tool_call(self, call: Any) -> Iterator[StreamItem]:
+        # OpenAI names a call once (index, id, name), then sends argument pieces by index only.
+        index = _field(call, "index")
+        provided_id = _field(call, "id")
+        key = index if index is not None else provided_id or len(self._call_ids)
+        function = _field(call, "function")
+        name = _field(function, "name") if function is not None else None
+        arguments = _field(function, "arguments") if function is not None else None
+        call_id = self._call_ids.get(key)
+        if call_id is None:
+            call_id = provided_id or f"call_{uuid.uuid4().hex[:24]}"
+            self._call_ids[key] = call_id
+            yield ToolCallStart(id=call_id, name=name or "")
+        if arguments:
+            yield ToolCallDelta(id=call_id, arguments_delta=arguments)
+
+
+def _field(obj: Any, name: str) -> Any:
+    """A field of a litellm object or of a plain dict (litellm hands out both)."""
+    if isinstance(obj, dict):
+        return obj.get(name)
+    return getattr(obj, name, None)
+
+
+def _token_usage(usage: Any) -> TokenUsage:
+    details = _field(usage, "prompt_tokens_details")
+    cached = (_field(details, "cached_tokens") if details is not None else None) or _field(
+        usage, "cache_read_input_tokens"
+    )
+    return TokenUsage(
+        input=_field(usage, "prompt_tokens") or 0,
+        output=_field(usage, "completion_tokens") or 0,
+        cache_read=cached or 0,
+        cache_creation=_field(usage, "cache_creation_input_tokens") or 0,
+    )
+
+
+def _model_context_size(litellm: Any, model: str) -> int | None:
+    try:
+        info = litellm.get_model_info(model)
+    except Exception:
+        return None  # litellm raises for models it does not know
+    size = info.get("max_input_tokens") if isinstance(info, dict) else None
+    return size if isinstance(size, int) and size > 0 else None
+
+
+# --- history -> OpenAI chat messages -----------------------------------------------------------
+
+
+def to_openai_messages(
+    system_prompt: str | None, history: Sequence[Message], *, anthropic: bool = False
+) -> list[dict[str, Any]]:
+    """The chat messages litellm expects for a kode_tui history.
+
+    Think parts are not sent back as text; with `anthropic`, signed ones travel as litellm's
+    `thinking_blocks`, and the system prompt and the last user (or tool) message carry
+    `cache_control` marks, so each step reads the previous steps from Anthropic's prompt cache.
+    """
+    messages: list[dict[str, Any]] = []
+    if system_prompt:
+        messages.append({"role": "system", "content": system_prompt})
+    for message in history:
+        converted = _convert(message, anthropic)
+        if converted is not None:
+            messages.append(converted)
+    if anthropic:
+        _mark_cache_breakpoints(messages)
+    return messages
+
+
+def _convert(message: Message, anthropic: bool) -> dict[str, Any] | None:
+    out: dict[str, Any] = {"role": message.role}
+    if message.name:
+        out["name"] = message.name
+    if message.role == "tool":
+        # Some providers reject a list here, and Kimi writes tool results as lists of text parts.
+        out["content"] = message.text
+        out["tool_call_id"] = message.tool_call_id or ""
+        return out
+    if message.role == "assistant":
+        out["content"] = message.text or (None if message.tool_calls else "")
+        if message.tool_calls:
+            out["tool_calls"] = [
+                {
+                    "id": call.id,
+                    "type": "function",
+                    "function": {
+                        "name": call.function.name,
+                        "arguments": call.function.arguments or "{}",
+                    },
+                }
+                for call in message.tool_calls
+            ]
+        if anthropic:
+            blocks = [
+                {"type": "thinking", "thinking": part.think, "signature": part.encrypted}
+                for part in message.parts
+                if isinstance(part, ThinkPart) and part.encrypted
+            ]
+            if blocks:
+                out["thinking_blocks"] = blocks
+        return out
+    out["content"] = _content(message)
+    return out
+
+
+def _content(message: Message) -> str | list[dict[str, Any]]:
+    if isinstance(message.content, str):
+        return message.content
+    parts: list[dict[str, Any]] = []
+    for part in message.parts:
+        if isinstance(part, TextPart):
+            parts.append({"type": "text", "text": part.text})
+        elif isinstance(part, ImageURLPart):
+            parts.append({"type": "image_url", "image_url": {"url": part.image_url.url}})
+    if not parts:
+        return ""
+    if len(parts) == 1 and parts[0]["type"] == "text":
+        return str(parts[0]["text"])
+    return parts
+
+
+def _mark_cache_breakpoints(messages: list[dict[str, Any]]) -> None:
+    """Mark the system prompt and the newest user-side message as Anthropic cache breakpoints.
+
+    Anthropic sends tool results as user messages, so in a tool loop the newest user-side
+    message is the last tool result: marking it lets each step reuse the previous step's cache
+    (Claude Code does the same). Two marks stay well under Anthropic's limit of four.
+    """
+    if messages and messages[0]["role"] == "system" and isinstance(messages[0]["content"], str):
+        messages[0]["content"] = [
+            {"type": "text", "text": messages[0]["content"], "cache_control": CACHE_CONTROL}
+        ]
+    for message in reversed(messages):
+        if message["role"] == "tool":
+            message["cache_control"] = CACHE_CONTROL  # litellm puts it on the tool_result block
+            return
+        if message["role"] != "user":
+            continue
+        content = message["content"]
+        if isinstance(content, str):
+            message["content"] = [{"type": "text", "text": content, "cache_control": CACHE_CONTROL}]
+            return
+        for block in reversed(content):
+            if block.get("type") == "text":
+                block["cache_control"] = CACHE_CONTROL
+                return
+        return
+
+
+# --- errors ------------------------------------------------------------------------------------
+
+_PREFIX = re.compile(
+    r"^\s*(?:litellm\.)?[A-Za-z]*(?:Error|Exception|Timeout)(?:\s*:|\s+-)\s*|^Error code: \d+ - "
+)
+
+
+def _detail(exc: BaseException) -> str:
+    """The provider's own words from a litellm exception, without litellm's class-name prefixes."""
+    text = str(getattr(exc, "message", None) or exc)
+    previous = None
+    while previous != text:
+        previous, text = text, _PREFIX.sub("", text, count=1)
+    text = _error_body_message(text.strip()) or text
+    text = " ".join(text.split())
+    return (text[:297] + "...") if len(text) > 300 else text or type(exc).__name__
+
+
+def _error_body_message(text: str) -> str | None:
+    """The `message` of a JSON (or Python-literal) error body, when the text is one."""
+    if not text.startswith("{") or len(text) > 20_000:
+        return None
+    body: Any = None
+    for parse in (json.loads, ast.literal_eval):
+        try:
+            body = parse(text)
+            break
+        except (ValueError, SyntaxError):
+            continue
+    if not isinstance(body, dict):
+        return None
+    error = body.get("error", body)
+    message = error.get("message") if isinstance(error, dict) else error
+    return message if isinstance(message, str) and message else None
+
+
+def _redact(text: str, api_key: str | None) -> str:
+    return text.replace(api_key, "***") if api_key else text
+
+
+def _transport_failure(exc: BaseException) -> str | None:
+    """`"timeout"`, a short reason for a connection failure, or None when the server answered.
+
+    litellm wraps a refused connection as an InternalServerError (status 500) and a dropped
+    stream as a MidStreamFallbackError, so the cause chain is what tells them apart.
+    """
+    import httpx
+    import openai
+
+    chain = list(_causes(exc))
+    timeout_types = (openai.APITimeoutError, httpx.TimeoutException, TimeoutError)
+    if any(isinstance(error, timeout_types) for error in chain):
+        return "timeout"
+    if any(isinstance(error, ConnectionRefusedError) for error in chain):
+        return "connection refused"
+    connection_types = (openai.APIConnectionError, httpx.TransportError, ConnectionError)
+    for error in chain:
+        if isinstance(error, httpx.TransportError | ConnectionError):
+            return " ".join(str(error).split())[:200] or "connection error"
+    if any(isinstance(error, connection_types) for error in chain):
+        return "connection error"
+    return None
+
+
+def _client_side_failure(exc: BaseException) -> BaseException | None:
+    """The bare `openai.OpenAIError` behind `exc`: raised by the SDK before any request."""
+    import openai
+
+    return next((error for error in _causes(exc) if type(error) is openai.OpenAIError), None)
+
+
+def _causes(exc: BaseException) -> Iterator[BaseException]:
+    """`exc` and everything it wraps: `__cause__`, `__context__`, litellm's `original_exception`."""
+    seen: set[int] = set()
+    pending: list[BaseException] = [exc]
+    while pending:
+        error = pending.pop(0)
+        if id(error) in seen:
+            continue
+        seen.add(id(error))
+        yield error
+        for inner in (
+            error.__cause__,
+            error.__context__,
+            getattr(error, "original_exception", None),
+        ):
+            if isinstance(inner, BaseException):
+                pending.append(inner)

@@ -1,0 +1,510 @@
+"""LiteLLMProvider against a loopback OpenAI-compatible server: the real litellm, no network."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import socket
+import subprocess
+import sys
+from collections.abc import Iterator, Sequence
+from typing import Any
+
+import pytest
+
+from kode_tui.message import (
+    FunctionBody,
+    ImageURL,
+    ImageURLPart,
+    Message,
+    TextPart,
+    ThinkPart,
+    ToolCall,
+)
+from kode_tui.soul.llm import (
+    DEFAULT_MAX_CONTEXT_SIZE,
+    LLMConnectionError,
+    LLMError,
+    LLMStatusError,
+    LLMTimeoutError,
+    StreamItem,
+    ToolCallDelta,
+    ToolCallStart,
+    is_retryable,
+)
+from kode_tui.soul.llm.litellm_provider import LiteLLMProvider, load_litellm, to_openai_messages
+from kode_tui.wire.events import TokenUsage
+from tests.llm_server import LLMServer
+
+# litellm's own pydantic deprecation noise; kode-tui silences it when it loads litellm, but
+# pytest resets warning filters for each test.
+pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning:litellm.*")
+
+KEY_ENV = "KODE_TEST_LLM_KEY"
+KEY = "sk-test-very-secret-4242"
+MODEL = "openai/test-model"
+SHELL_TOOL: dict[str, Any] = {
+    "type": "function",
+    "function": {
+        "name": "Shell",
+        "description": "Run a command.",
+        "parameters": {"type": "object", "properties": {"command": {"type": "string"}}},
+    },
+}
+
+
+@pytest.fixture(scope="session")
+def litellm() -> Any:
+    """litellm costs seconds to import: once per test session."""
+    return load_litellm()
+
+
+@pytest.fixture
+def server(litellm: Any) -> Iterator[LLMServer]:
+    with LLMServer() as server:
+        yield server
+    assert server.errors == []
+
+
+@pytest.fixture
+def provider(server: LLMServer, monkeypatch: pytest.MonkeyPatch) -> LiteLLMProvider:
+    monkeypatch.setenv(KEY_ENV, KEY)
+    return LiteLLMProvider(MODEL, api_base=server.url, api_key_env=KEY_ENV, timeout=10)
+
+
+async def collect(
+    provider: LiteLLMProvider,
+    history: Sequence[Message] = (),
+    tools: Sequence[dict[str, Any]] = (),
+    system_prompt: str | None = "You are a test.",
+) -> list[StreamItem]:
+    history = history or [Message(role="user", content="hi")]
+    return [item async for item in provider.stream(system_prompt, history, tools)]
+
+
+async def failure(provider: LiteLLMProvider) -> LLMError:
+    with pytest.raises(LLMError) as caught:
+        await collect(provider)
+    return caught.value
+
+
+def closed_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+# --- streaming ---------------------------------------------------------------------------------
+
+
+async def test_text_deltas_arrive_as_separate_text_parts_in_order(
+    server: LLMServer, provider: LiteLLMProvider
+) -> None:
+    server.reply_text(["Hel", "lo, ", "world", "!"])
+
+    items = await collect(provider)
+
+    assert items[:-1] == [TextPart(text=t) for t in ("Hel", "lo, ", "world", "!")]
+    assert items[-1] == TokenUsage(input=10, output=5)
+
+
+async def test_reasoning_content_streams_as_think_parts_before_the_text(
+    server: LLMServer, provider: LiteLLMProvider
+) -> None:
+    server.reply_reasoning(["Let me ", "think."], "Done.")
+
+    items = await collect(provider)
+
+    assert items[:3] == [
+        ThinkPart(think="Let me "),
+        ThinkPart(think="think."),
+        TextPart(text="Done."),
+    ]
+
+
+async def test_a_signed_thinking_block_becomes_an_encrypted_think_part(
+    server: LLMServer, provider: LiteLLMProvider
+) -> None:
+    signed = {"type": "thinking", "thinking": "", "signature": "c2lnbmVk"}
+    # Shaped as litellm's Anthropic handler emits it: the signature comes in its own delta.
+    server.reply_chunks(
+        [{"reasoning_content": "Hmm."}, {"reasoning_content": "", "thinking_blocks": [signed]}]
+    )
+
+    items = await collect(provider)
+
+    assert items[:2] == [ThinkPart(think="Hmm."), ThinkPart(think="", encrypted="c2lnbmVk")]
+
+
+async def test_two_tool_calls_assemble_from_their_start_and_argument_deltas(
+    server: LLMServer, provider: LiteLLMProvider
+) -> None:
+    shell_args = '{"command": "ls -la src/"}'
+    read_args = '{"path": "src/main.py", "line_offset": 10}'
+    server.reply_tool_calls(
+        [("call_a", "Shell", shell_args), ("call_b", "ReadFile", read_args)], text="Looking."
+    )
+
+    items = await collect(provider, tools=[SHELL_TOOL])
+
+    starts = [item for item in items if isinstance(item, ToolCallStart)]
+    assert starts == [ToolCallStart("call_a", "Shell"), ToolCallStart("call_b", "ReadFile")]
+    arguments: dict[str, str] = {}
+    for item in items:
+        if isinstance(item, ToolCallDelta):
+            assert item.id in arguments or item.id in {s.id for s in starts}
+            arguments[item.id] = arguments.get(item.id, "") + item.arguments_delta
+    assert arguments == {"call_a": shell_args, "call_b": read_args}
+    assert sum(isinstance(item, ToolCallDelta) for item in items) > 4  # really streamed
+    assert items[0] == TextPart(text="Looking.")
+
+
+async def test_a_tool_call_without_an_id_gets_one_that_its_deltas_share(
+    server: LLMServer, provider: LiteLLMProvider
+) -> None:
+    server.reply_tool_calls([("", "Shell", '{"command": "pwd"}')])
+
+    items = await collect(provider, tools=[SHELL_TOOL])
+
+    (start,) = [item for item in items if isinstance(item, ToolCallStart)]
+    assert start.id and start.name == "Shell"
+    deltas = [item for item in items if isinstance(item, ToolCallDelta)]
+    assert {delta.id for delta in deltas} == {start.id}
+    assert "".join(delta.arguments_delta for delta in deltas) == '{"command": "pwd"}'
+
+
+async def test_the_usage_chunk_becomes_one_final_token_usage_with_cached_tokens(
+    server: LLMServer, provider: LiteLLMProvider
+) -> None:
+    server.reply_text("Hi", usage=(1200, 34, 1000))
+
+    items = await collect(provider)
+
+    assert [item for item in items if isinstance(item, TokenUsage)] == [
+        TokenUsage(input=1200, output=34, cache_read=1000)
+    ]
+    assert isinstance(items[-1], TokenUsage)
+
+
+# --- what the model is sent --------------------------------------------------------------------
+
+
+async def test_the_request_asks_for_usage_carries_tools_key_and_no_retries(
+    server: LLMServer, provider: LiteLLMProvider
+) -> None:
+    server.reply_text("ok")
+
+    await collect(provider, tools=[SHELL_TOOL])
+
+    (body,) = server.requests
+    assert body["model"] == "test-model"
+    assert body["stream"] is True
+    assert body["stream_options"] == {"include_usage": True}
+    assert body["tools"][0]["function"]["name"] == "Shell"
+    assert body["messages"][0] == {"role": "system", "content": "You are a test."}
+    assert server.headers[0]["authorization"] == f"Bearer {KEY}"
+    assert "num_retries" not in body and "max_retries" not in body
+
+
+async def test_no_tools_means_no_tools_key(server: LLMServer, provider: LiteLLMProvider) -> None:
+    server.reply_text("ok")
+
+    await collect(provider, tools=[])
+
+    assert "tools" not in server.requests[0]
+
+
+async def test_history_is_sent_without_think_text_and_with_tool_calls_and_joined_tool_results(
+    server: LLMServer, provider: LiteLLMProvider
+) -> None:
+    call = ToolCall(id="tool_1", function=FunctionBody(name="Shell", arguments='{"command": "ls"}'))
+    history = [
+        Message(role="user", content="List the files"),
+        Message(
+            role="assistant",
+            content=[ThinkPart(think="secret plan"), TextPart(text="Listing.")],
+            tool_calls=[call],
+        ),
+        Message(
+            role="tool",
+            tool_call_id="tool_1",
+            content=[
+                TextPart(text="<system>Command executed successfully.</system>"),
+                TextPart(text="\nmain.py"),
+            ],
+        ),
+        Message(role="assistant", content=[ThinkPart(think="only thinking")], tool_calls=[]),
+        Message(
+            role="user",
+            content=[
+                TextPart(text="What is in this picture?"),
+                ImageURLPart(image_url=ImageURL(url="data:image/png;base64,AAAA")),
+            ],
+        ),
+    ]
+    server.reply_text("ok")
+
+    await collect(provider, history)
+
+    messages = server.requests[0]["messages"]
+    assert messages[1] == {"role": "user", "content": "List the files"}
+    assert messages[2]["content"] == "Listing."
+    assert messages[2]["tool_calls"] == [
+        {
+            "id": "tool_1",
+            "type": "function",
+            "function": {"name": "Shell", "arguments": '{"command": "ls"}'},
+        }
+    ]
+    assert messages[3] == {
+        "role": "tool",
+        "tool_call_id": "tool_1",
+        "content": "<system>Command executed successfully.</system>\nmain.py",
+    }
+    assert messages[4]["role"] == "assistant" and not messages[4].get("content")
+    assert messages[5]["content"] == [
+        {"type": "text", "text": "What is in this picture?"},
+        {"type": "image_url", "image_url": {"url": "data:image/png;base64,AAAA"}},
+    ]
+    assert "secret plan" not in json.dumps(messages)
+
+
+def test_anthropic_models_get_cache_marks_and_signed_thinking_blocks() -> None:
+    history = [
+        Message(role="user", content="First question"),
+        Message(
+            role="assistant",
+            content=[
+                ThinkPart(think="unsigned musing"),
+                ThinkPart(think="signed reasoning", encrypted="sig-1"),
+                TextPart(text="Answer."),
+            ],
+        ),
+        Message(role="user", content=[TextPart(text="reminder"), TextPart(text="Second question")]),
+    ]
+
+    messages = to_openai_messages("Be brief.", history, anthropic=True)
+
+    ephemeral = {"type": "ephemeral"}
+    assert messages[0] == {
+        "role": "system",
+        "content": [{"type": "text", "text": "Be brief.", "cache_control": ephemeral}],
+    }
+    assert messages[1] == {"role": "user", "content": "First question"}  # only the last is marked
+    assert messages[2]["thinking_blocks"] == [
+        {"type": "thinking", "thinking": "signed reasoning", "signature": "sig-1"}
+    ]
+    assert messages[2]["content"] == "Answer."
+    assert messages[3]["content"] == [
+        {"type": "text", "text": "reminder"},
+        {"type": "text", "text": "Second question", "cache_control": ephemeral},
+    ]
+
+
+def test_in_an_anthropic_tool_loop_the_last_tool_result_is_the_cache_breakpoint() -> None:
+    call = ToolCall(id="t1", function=FunctionBody(name="Shell", arguments="{}"))
+    history = [
+        Message(role="user", content="Run it"),
+        Message(role="assistant", content="", tool_calls=[call]),
+        Message(role="tool", tool_call_id="t1", content="done"),
+    ]
+
+    messages = to_openai_messages("sys", history, anthropic=True)
+
+    assert messages[1] == {"role": "user", "content": "Run it"}
+    assert messages[3]["cache_control"] == {"type": "ephemeral"}
+
+
+def test_other_models_get_no_cache_marks_and_no_thinking_blocks() -> None:
+    history = [
+        Message(role="user", content="q"),
+        Message(role="assistant", content=[ThinkPart(think="t", encrypted="sig")]),
+    ]
+
+    messages = to_openai_messages("sys", history)
+
+    assert "cache_control" not in json.dumps(messages)
+    assert "thinking_blocks" not in messages[2]
+
+
+# --- errors ------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("status", [429, 500, 502, 503])
+async def test_throttling_and_server_errors_are_retryable_status_errors(
+    server: LLMServer, provider: LiteLLMProvider, status: int
+) -> None:
+    server.reply_status(status, "try again later")
+
+    error = await failure(provider)
+
+    assert isinstance(error, LLMStatusError) and error.status_code == status
+    assert is_retryable(error)
+    assert "try again later" in str(error) and "litellm" not in str(error)
+
+
+async def test_a_401_names_the_key_variable_and_never_the_key(
+    server: LLMServer, provider: LiteLLMProvider
+) -> None:
+    server.reply_status(401, f"Incorrect API key provided: {KEY}")
+
+    error = await failure(provider)
+
+    assert isinstance(error, LLMStatusError) and error.status_code == 401
+    assert not is_retryable(error)
+    assert KEY_ENV in str(error) and MODEL in str(error)
+    assert KEY not in str(error)
+
+
+async def test_a_bad_request_echoing_the_key_is_redacted(
+    server: LLMServer, provider: LiteLLMProvider
+) -> None:
+    server.reply_status(400, f"invalid header {KEY}")
+
+    error = await failure(provider)
+
+    assert isinstance(error, LLMStatusError) and error.status_code == 400
+    assert not is_retryable(error)
+    assert KEY not in str(error) and "invalid header ***" in str(error)
+
+
+async def test_a_404_says_model_not_found(server: LLMServer, provider: LiteLLMProvider) -> None:
+    server.reply_status(404, "The model `test-model` does not exist")
+
+    error = await failure(provider)
+
+    assert isinstance(error, LLMStatusError) and error.status_code == 404
+    assert "model not found" in str(error) and not is_retryable(error)
+
+
+async def test_a_refused_connection_is_a_retryable_connection_error(
+    litellm: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv(KEY_ENV, KEY)
+    url = f"http://127.0.0.1:{closed_port()}/v1"
+    provider = LiteLLMProvider(MODEL, api_base=url, api_key_env=KEY_ENV)
+
+    error = await failure(provider)
+
+    assert isinstance(error, LLMConnectionError) and is_retryable(error)
+    assert url in str(error) and "refused" in str(error)
+
+
+async def test_a_stream_that_stalls_past_the_timeout_is_a_timeout_error(
+    server: LLMServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv(KEY_ENV, KEY)
+    provider = LiteLLMProvider(MODEL, api_base=server.url, api_key_env=KEY_ENV, timeout=0.5)
+    server.reply_hang("Working")
+
+    error = await failure(provider)
+
+    assert isinstance(error, LLMTimeoutError) and is_retryable(error)
+
+
+async def test_a_connection_dropped_mid_stream_is_a_connection_error(
+    server: LLMServer, provider: LiteLLMProvider
+) -> None:
+    held = server.reply_hang("Working on it")
+    received: list[StreamItem] = []
+
+    async def consume() -> None:
+        async for item in provider.stream("sys", [Message(role="user", content="hi")], []):
+            received.append(item)
+
+    task = asyncio.create_task(consume())
+    await held.wait_started()
+    await asyncio.to_thread(server.close)
+
+    with pytest.raises(LLMConnectionError) as caught:
+        await task
+    assert is_retryable(caught.value)
+    assert received == [TextPart(text="Working")]
+
+
+async def test_cancelling_mid_stream_stops_promptly(
+    server: LLMServer, provider: LiteLLMProvider
+) -> None:
+    held = server.reply_hang("Working")
+    task = asyncio.create_task(collect(provider))
+    await held.wait_started()
+
+    task.cancel()
+
+    with pytest.raises(asyncio.CancelledError):
+        await asyncio.wait_for(task, timeout=5)
+
+
+async def test_a_missing_key_variable_fails_before_any_request(server: LLMServer) -> None:
+    provider = LiteLLMProvider(MODEL, api_base=server.url, api_key_env="OPENAI_API_KEY")
+
+    error = await failure(provider)
+
+    assert str(error) == "OPENAI_API_KEY is not set" and not is_retryable(error)
+    assert server.requests == []
+
+
+async def test_an_empty_script_answers_500_saying_so(
+    server: LLMServer, provider: LiteLLMProvider
+) -> None:
+    error = await failure(provider)
+
+    assert isinstance(error, LLMStatusError) and error.status_code == 500
+    assert "no scripted reply left" in str(error)
+
+
+# --- loading and model info --------------------------------------------------------------------
+
+
+def test_importing_the_provider_does_not_import_litellm() -> None:
+    code = (
+        "import sys, kode_tui.soul.llm.litellm_provider as p; "
+        "p.LiteLLMProvider('openai/x').max_context_size; "
+        "print('litellm' in sys.modules)"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=60
+    )
+    assert result.stdout.strip() == "False"
+
+
+def test_litellm_logs_never_reach_the_terminal(
+    litellm: Any, capfd: pytest.CaptureFixture[str]
+) -> None:
+    for name in ("LiteLLM", "LiteLLM Router", "LiteLLM Proxy"):
+        logging.getLogger(name).error("should stay quiet")
+
+    assert capfd.readouterr() == ("", "")
+
+
+def test_max_context_size_comes_from_config_then_litellm_then_the_default(litellm: Any) -> None:
+    assert LiteLLMProvider(MODEL, max_context_size=32_000).max_context_size == 32_000
+    assert LiteLLMProvider("openai/no-such-model").max_context_size == DEFAULT_MAX_CONTEXT_SIZE
+    known = litellm.get_model_info("anthropic/claude-sonnet-4-5")["max_input_tokens"]
+    assert LiteLLMProvider("anthropic/claude-sonnet-4-5").max_context_size == known
+
+
+async def test_without_a_key_variable_litellm_looks_for_its_own_and_the_error_names_it(
+    server: LLMServer,
+) -> None:
+    provider = LiteLLMProvider(MODEL, api_base=server.url)  # conftest unset OPENAI_API_KEY
+
+    error = await failure(provider)
+
+    assert str(error) == "no API key for openai/test-model: set OPENAI_API_KEY"
+    assert not is_retryable(error)
+    assert server.requests == []
+
+
+async def test_a_context_overflow_says_the_conversation_is_too_long(
+    server: LLMServer, provider: LiteLLMProvider
+) -> None:
+    server.reply_status(
+        400, "This model's maximum context length is 8192 tokens. However, you requested 9000."
+    )
+
+    error = await failure(provider)
+
+    assert isinstance(error, LLMStatusError) and error.status_code == 400
+    assert "too long" in str(error) and "8192" in str(error)

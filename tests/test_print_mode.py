@@ -1,0 +1,181 @@
+"""Print mode and the offline demo, as a user without any API key meets them."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from kode_tui.cli import main
+from kode_tui.config import Config, resolve_model
+from kode_tui.session import Session
+from kode_tui.soul.agent import open_agent
+from kode_tui.soul.llm.demo import INTRO, NOTES_FILE, DemoProvider
+from kode_tui.wire import events as ev
+from kode_tui.wire.events import read_wire
+
+
+@pytest.fixture
+def project(tmp_path: Path) -> Path:
+    project = tmp_path / "project"
+    project.mkdir()
+    (project / "README.md").write_text("# Tiny project\n\nIt greets.\n")
+    (project / "hello.py").write_text("print('hello')\n")
+    return project
+
+
+def kode(*args: str, stdin: str | None = None) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "kode_tui", *args],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        input=stdin,
+        env={**os.environ},
+    )
+
+
+async def test_with_no_key_and_no_config_the_demo_runs_a_full_turn(project: Path) -> None:
+    choice = resolve_model(Config())
+    assert choice.is_demo
+    session = await Session.create(project)
+    agent = await open_agent(session, Config(), choice, provider=DemoProvider(delay=0))
+    events: list[ev.Event] = []
+
+    def watch(event: ev.Event) -> None:
+        events.append(event)
+        if isinstance(event, ev.ApprovalRequest):
+            event.resolve("approve")
+
+    seen = agent.bus.subscribe(callback=watch)
+    result = await agent.soul.run("What is this project?")
+    await seen.join()
+    await agent.close()
+
+    assert result.stop_reason == "done"
+    text = "".join(e.part.text for e in events if isinstance(e, ev.ContentPart))
+    assert INTRO in text and "not an LLM" in text
+    calls = [e.function.name for e in events if isinstance(e, ev.ToolCall)]
+    assert calls == [
+        "TodoWrite",
+        "Glob",
+        "TodoWrite",
+        "ReadFile",
+        "TodoWrite",
+        "WriteFile",
+        "TodoWrite",
+    ]
+    [request] = [e for e in events if isinstance(e, ev.ApprovalRequest)]
+    assert request.tool_name == "WriteFile" and NOTES_FILE in request.description
+    notes = (project / NOTES_FILE).read_text()
+    assert "What is this project?" in notes and "# Tiny project" in notes
+    assert all(todo.status == "done" for todo in session.state.todos)
+    assert json.loads(session.state_file.read_text())["todos"][0]["status"] == "done"
+    records = [json.loads(line) for line in session.context_file.read_text().splitlines()]
+    assert [r["path"] for r in records if r["role"] == "_file_edit"] == [NOTES_FILE]
+    kinds = {r.type for r in read_wire(session.wire_file)}
+    assert {"TurnBegin", "ToolCall", "ApprovalRequest", "ToolResult", "TurnEnd"} <= kinds
+
+
+async def test_the_demo_takes_a_rejection_with_feedback(project: Path) -> None:
+    session = await Session.create(project)
+    agent = await open_agent(
+        session, Config(), resolve_model(Config()), provider=DemoProvider(delay=0)
+    )
+    texts: list[str] = []
+
+    def watch(event: ev.Event) -> None:
+        if isinstance(event, ev.ApprovalRequest):
+            event.resolve(ev.RejectWithFeedback(feedback="not now"))
+        elif isinstance(event, ev.ContentPart):
+            texts.append(getattr(event.part, "text", ""))
+
+    seen = agent.bus.subscribe(callback=watch)
+    result = await agent.soul.run("hi")
+    await seen.join()
+    await agent.close()
+
+    assert result.stop_reason == "done"
+    assert not (project / NOTES_FILE).exists()
+    assert "rejected the edit with feedback" in "".join(texts)
+
+
+def test_print_mode_streams_the_answer_and_a_line_per_tool_call(project: Path) -> None:
+    done = kode("-p", "Tour, please", "--print", "--yolo", str(project))
+
+    assert done.returncode == 0, done.stderr
+    assert "offline demo" in done.stderr and "kode-tui -S " in done.stderr
+    lines = done.stdout.splitlines()
+    assert "not an LLM" in done.stdout
+    assert any(line.startswith("· Glob ") and "✓" in line for line in lines)
+    assert any(line.startswith("· ReadFile ") and "README.md" in line for line in lines)
+    assert any(line.startswith("· WriteFile ") for line in lines)
+    assert (project / NOTES_FILE).exists()
+
+
+def test_print_mode_rejects_approvals_without_yolo(project: Path) -> None:
+    done = kode("-p", "Tour, please", "--print", str(project))
+
+    assert done.returncode == 1
+    assert "rejected WriteFile" in done.stderr and "--yolo" in done.stderr
+    assert any("✗" in line for line in done.stdout.splitlines() if "WriteFile" in line)
+    assert not (project / NOTES_FILE).exists()
+
+
+def test_print_mode_resumes_a_session_with_continue(project: Path) -> None:
+    first = kode("-p", "first", "--print", "--yolo", str(project))
+    assert first.returncode == 0, first.stderr
+    session_id = first.stderr.split("kode-tui -S ")[1].split()[0]
+
+    second = kode("-p", "second", "--print", "--yolo", "-C", str(project))
+    assert second.returncode == 0, second.stderr
+    assert f"kode-tui -S {session_id}" in second.stderr
+
+    by_id = kode("-p", "third", "--print", "--yolo", "-S", session_id, str(project))
+    assert by_id.returncode == 0, by_id.stderr
+    [context] = Path(os.environ["KODE_TUI_HOME"]).glob(f"sessions/*/{session_id}/context.jsonl")
+    users = [
+        record["content"]
+        for record in map(json.loads, context.read_text().splitlines())
+        if record["role"] == "user" and not str(record["content"]).startswith("<system>")
+    ]
+    assert users == ["first", "second", "third"]
+
+
+def test_print_mode_reads_the_prompt_from_stdin(project: Path) -> None:
+    done = kode("--print", "--yolo", str(project), stdin="Tour from a pipe\n")
+    assert done.returncode == 0, done.stderr
+    assert "Tour from a pipe" in (project / NOTES_FILE).read_text()
+
+
+def test_print_mode_errors_are_one_line(project: Path, home: Path) -> None:
+    empty = kode("--print", str(project), stdin="  \n")
+    assert (empty.returncode, empty.stderr) == (2, "kode-tui: the message is empty.\n")
+
+    bad = home / "bad.toml"
+    bad.write_text("[loop_control]\nmax_steps_per_run = 'many'\n")
+    config_error = kode("-p", "hi", "--print", "--config", str(bad), str(project))
+    assert config_error.returncode == 2
+    assert config_error.stderr.count("\n") == 1
+    assert f"{bad}:2: loop_control.max_steps_per_run" in config_error.stderr
+
+    missing = kode("-p", "hi", "--print", "-S", "nope", str(project))
+    assert missing.returncode == 2 and "no session nope" in missing.stderr
+
+
+def test_print_mode_fails_with_one_line_when_the_model_fails(
+    project: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from kode_tui.soul.llm import scripted
+
+    def failing_demo(delay: float = 0) -> scripted.ScriptedProvider:
+        return scripted.ScriptedProvider([{"error": {"status": 401, "message": "bad key"}}])
+
+    monkeypatch.setattr("kode_tui.print_mode.DemoProvider", failing_demo)
+    assert main(["-p", "hi", "--print", str(project)]) == 1
+    err = capsys.readouterr().err
+    assert err.splitlines()[-1] == "kode-tui: scripted: bad key"
