@@ -94,10 +94,9 @@ class ContextConfig(_Table):
 
 
 class ToolsConfig(_Table):
-    """`[tools]`: optional tools and tool limits."""
+    """`[tools]`: optional tools."""
 
     dmail: bool = True
-    shell_timeout: float = Field(default=120, gt=0)
 
 
 class Config(_Table):

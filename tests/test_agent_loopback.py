@@ -226,3 +226,19 @@ def test_print_mode_against_the_loopback_server(
         "There is one Markdown file: README.md.",
     ]
     assert server.requests[0]["model"] == "test-model"
+
+
+async def test_an_api_key_printed_by_a_tool_never_reaches_the_context(
+    project: Path, server: LLMServer
+) -> None:
+    server.reply_tool_calls([("call_env", "Shell", json.dumps({"command": f"echo ${KEY_ENV}"}))])
+    server.reply_text("I saw a masked key.")
+    agent, events = await start(project, server)
+
+    assert (await agent.soul.run("print the key")).stop_reason == "done"
+    await agent.close()
+
+    assert KEY not in agent.session.context_file.read_text()
+    assert KEY not in agent.session.wire_file.read_text()
+    assert KEY not in json.dumps(server.requests)
+    assert "***" in next(e for e in events if isinstance(e, ev.ToolResult)).output

@@ -60,7 +60,6 @@ max_reminders_per_session = 10
 
 [tools]
 dmail = false
-shell_timeout = 30.5
 """
 
 
@@ -103,7 +102,6 @@ def test_no_config_file_gives_the_defaults(home: Path) -> None:
     assert config.context.custom == ""
     assert config.context.max_reminders_per_session == 50
     assert config.tools.dmail is True
-    assert config.tools.shell_timeout == 120
 
 
 def test_the_default_file_lives_in_kode_tui_home(home: Path) -> None:
@@ -140,7 +138,6 @@ def test_a_full_example_file_parses(tmp_path: Path) -> None:
     assert config.context.custom == "Team conventions: tabs.\n"
     assert config.context.max_reminders_per_session == 10
     assert config.tools.dmail is False
-    assert config.tools.shell_timeout == 30.5
 
 
 def test_an_empty_file_gives_the_defaults(tmp_path: Path) -> None:
@@ -585,6 +582,6 @@ def test_an_empty_ollama_url_disables_the_probe_without_connecting(
 
 
 def test_lines_are_counted_as_toml_counts_them(tmp_path: Path) -> None:
-    path = write(tmp_path, 'theme = "a\u2028b\x85c"\r\n[tools]\r\nshell_timeout = -1\r\n')
+    path = write(tmp_path, 'theme = "a\u2028b\x85c"\r\n[tools]\r\ndmail = 7\r\n')
 
-    assert error_of(path).startswith(f"{path}:3: tools.shell_timeout: ")
+    assert error_of(path).startswith(f"{path}:3: tools.dmail: ")

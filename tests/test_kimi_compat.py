@@ -169,3 +169,30 @@ async def test_we_restore_what_kimi_writes(tmp_path: Path) -> None:
     expected = kimi_view(ours(context))
     await context.close()
     assert kimi(KIMI_RESTORE, live) == expected
+
+
+async def test_kimi_restores_a_session_our_agent_wrote(tmp_path: Path) -> None:
+    from kode_tui.config import Config, resolve_model
+    from kode_tui.session import Session
+    from kode_tui.soul.agent import open_agent
+    from kode_tui.soul.llm.demo import DemoProvider
+
+    project = tmp_path / "project"
+    project.mkdir()
+    (project / "README.md").write_text("# Demo\n")
+    session = await Session.create(project)
+    agent = await open_agent(
+        session,
+        Config(),
+        resolve_model(Config()),
+        provider=DemoProvider(delay=0),
+        approval_override="yolo",
+    )
+    assert (await agent.soul.run("Show me around")).stop_reason == "done"
+    await agent.close()
+
+    async with Context(session.context_file) as context:
+        await context.restore()
+        expected = kimi_view(ours(context))
+    assert '"_file_edit"' in session.context_file.read_text()
+    assert kimi(KIMI_RESTORE, session.context_file) == expected

@@ -6,11 +6,12 @@
 from __future__ import annotations
 
 import asyncio
+import os
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from kode_tui.config import Config, ModelChoice
+from kode_tui.config import API_KEY_ENV_VARS, Config, ModelChoice
 from kode_tui.session import Context, Session
 from kode_tui.session.journal import FileJournal
 from kode_tui.session.state import ApprovalMode
@@ -103,12 +104,14 @@ async def open_agent(
 
     denwa_renji = DenwaRenji() if config.tools.dmail else None
     toolset = Toolset(tools) if tools is not None else make_toolset(denwa_renji)
+    key_vars = {*API_KEY_ENV_VARS, choice.api_key_env or ""}
+    secrets = tuple(os.environ[v] for v in key_vars if len(os.environ.get(v, "")) >= 8)
     env = ToolEnv(
         work_dir=work_dir,
+        secrets=secrets,
         journal=FileJournal(context),
         state=session.state,
         save_state=save_state,
-        shell_timeout=config.tools.shell_timeout,
     )
     loop = config.loop_control
     soul = KodeSoul(

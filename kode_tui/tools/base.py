@@ -85,7 +85,8 @@ class ToolEnv:
     state: SessionState = field(default_factory=SessionState)
     save_state: Callable[[], Awaitable[None]] | None = None
     """Persists `state` (state.json) after a tool changed it."""
-    shell_timeout: float = 120.0
+    secrets: tuple[str, ...] = ()
+    """Values (API keys) no tool result may carry into the context: they are masked."""
 
     def resolve(self, raw: str) -> Path:
         """`raw` as an absolute, normalised path (relative ones are taken from the work dir).

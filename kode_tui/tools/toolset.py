@@ -6,6 +6,7 @@ tool, a `ToolError` and even a tool's own bug all come back as an error result t
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import logging
 from collections.abc import Iterable
@@ -18,6 +19,8 @@ from kode_tui.message import ContentPart, Message, TextPart, ToolCall, system
 from kode_tui.tools.base import Permission, Tool, ToolEnv, ToolError, ToolOutput
 
 log = logging.getLogger(__name__)
+
+MASK = "***"
 
 REJECTED = (
     "The tool call is rejected by the user. "
@@ -65,7 +68,9 @@ class Toolset:
         tool = self._tools.get(name)
         if tool is None:
             known = ", ".join(self._tools) or "none"
-            return _failed(call, f"Tool `{name}` not found. The tools are: {known}.", "no such tool")
+            return _failed(
+                call, f"Tool `{name}` not found. The tools are: {known}.", "no such tool"
+            )
         raw = call.function.arguments or "{}"
         try:
             arguments = json.loads(raw)
@@ -92,6 +97,18 @@ class Toolset:
             return None  # nothing will happen: run() raises the same error for the model
 
     async def run(self, prepared: PreparedCall, env: ToolEnv) -> ToolOutput:
+        """The call's result; an API key in it (`env` printed by Shell, a .env file read) is
+        masked, so it never reaches the model or context.jsonl."""
+        result = await self._run(prepared, env)
+        if any(secret in result.output or secret in result.message for secret in env.secrets):
+            output, message = result.output, result.message
+            for secret in env.secrets:
+                output = output.replace(secret, MASK)
+                message = message.replace(secret, MASK)
+            result = dataclasses.replace(result, output=output, message=message)
+        return result
+
+    async def _run(self, prepared: PreparedCall, env: ToolEnv) -> ToolOutput:
         if prepared.error is not None:
             return prepared.error
         assert prepared.tool is not None and prepared.params is not None

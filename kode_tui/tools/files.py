@@ -1,0 +1,627 @@
+"""ReadFile, WriteFile and StrReplaceFile: the agent's file tools (DESIGN.md §6).
+
+Names, parameters and result wording follow Kimi CLI's tools, so a model trained on Kimi's calls
+them correctly. Reads are text only and paged; writes are atomic, keep the file's mode bits and
+are recorded in the session's file journal so a revert can undo them.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import codecs
+import contextlib
+import os
+import secrets
+import stat
+from collections import deque
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import BinaryIO, Literal
+
+from pydantic import BaseModel, Field, model_validator
+
+from kode_tui.fsutil import fsync_dir, write_all
+from kode_tui.tools.base import (
+    MAX_LINE_CHARS,
+    MAX_OUTPUT_CHARS,
+    Permission,
+    Tool,
+    ToolEnv,
+    ToolError,
+    ToolOutput,
+    truncate,
+)
+from kode_tui.wire.events import DiffBlock
+
+MAX_LINES = 1000
+"""The most lines one ReadFile call returns."""
+
+SNIFF_BYTES = 8192
+"""How much of a file decides whether it is text."""
+
+_COUNT_CHUNK = 1 << 20
+
+
+def read_outside_permission(env: ToolEnv, path: Path, description: str) -> Permission | None:
+    """The approval a read of `path` needs: none inside the work dir, else one per directory.
+
+    The scope is the directory that is really read (symlinks followed), so approving reads in
+    one place never covers a link that leads somewhere else.
+    """
+    if env.is_inside(path):
+        return None
+    real = path.resolve()
+    folder = real if real.is_dir() else real.parent
+    return Permission(
+        kind="read",
+        action="read outside the work dir",
+        description=description,
+        scope=f"read:{folder}",
+        scope_label=f"reads in {folder}",
+        outside_work_dir=True,
+    )
+
+
+# --- ReadFile ------------------------------------------------------------------------------------
+
+
+class ReadFileParams(BaseModel):
+    path: str = Field(
+        description=(
+            "The path of the file to read, relative to the working directory or absolute. "
+            "Files outside the working directory need the user's approval."
+        )
+    )
+    line_offset: int = Field(
+        default=1,
+        description=(
+            "The line number to start reading from (1 is the first line). Set it to read on "
+            "in a long file. A negative value counts from the end: -100 reads the last 100 "
+            f"lines; it cannot go below -{MAX_LINES}."
+        ),
+    )
+    n_lines: int = Field(
+        default=MAX_LINES,
+        ge=1,
+        description=(
+            f"How many lines to read; at most {MAX_LINES}, which is also the default. "
+            "Set it when you only need part of the file."
+        ),
+    )
+
+    @model_validator(mode="after")
+    def _check_offset(self) -> ReadFileParams:
+        if self.line_offset == 0:
+            raise ValueError("line_offset cannot be 0: use 1 for the first line or -1 for the last")
+        if self.line_offset < -MAX_LINES:
+            raise ValueError(
+                f"line_offset cannot be below -{MAX_LINES}; read from a positive line_offset "
+                "using the total line count instead"
+            )
+        return self
+
+
+@dataclass(slots=True)
+class _Page:
+    lines: list[tuple[int, str]]
+    """(line number, text with its line ending) of the lines read."""
+    total: int
+    cut_lines: list[int]
+
+
+class ReadFile(Tool[ReadFileParams]):
+    """Reads a UTF-8 text file, a page of at most 1000 numbered lines at a time."""
+
+    name = "ReadFile"
+    description = (
+        "Read a text file. The content comes back with a line number before each line, like "
+        "`cat -n`, after a <system> note that says how many lines were read and how many the "
+        f"file has. At most {MAX_LINES} lines are returned per call: to read a longer file, call "
+        "again with the `line_offset` the note gives, or read the end with a negative "
+        f"`line_offset`. Lines longer than {MAX_LINE_CHARS} characters are cut. Only UTF-8 text "
+        "can be read: images and other binary files are refused. To list a directory use Glob; "
+        "to find where something is, Grep is faster than reading files one by one. Read several "
+        "files in parallel when you need them."
+    )
+    params = ReadFileParams
+
+    async def permission(self, params: ReadFileParams, env: ToolEnv) -> Permission | None:
+        path = env.resolve(params.path)
+        return read_outside_permission(env, path, f"ReadFile {env.display_path(path)}")
+
+    async def run(self, params: ReadFileParams, env: ToolEnv, tool_call_id: str) -> ToolOutput:
+        path = env.resolve(params.path)
+        shown = env.display_path(path)
+        wanted = min(params.n_lines, MAX_LINES)
+        try:
+            page = await asyncio.to_thread(_read_page, path, shown, params.line_offset, wanted)
+        except OSError as error:
+            raise ToolError(
+                f"Failed to read `{shown}`: {error.strerror or error}.", brief="Read failed"
+            ) from error
+        return _page_output(page, params)
+
+
+def _check_readable(path: Path, shown: str) -> None:
+    if not path.exists():
+        raise ToolError(f"`{shown}` does not exist.", brief="File not found")
+    if path.is_dir():
+        raise ToolError(
+            f"`{shown}` is a directory, not a file. Use Glob to list what it holds.",
+            brief="Is a directory",
+        )
+    if not path.is_file():
+        # A FIFO or a device would block the read, or never end.
+        raise ToolError(f"`{shown}` is not a regular file.", brief="Not a regular file")
+
+
+def _not_text(shown: str, why: str) -> ToolError:
+    return ToolError(
+        f"`{shown}` {why}; only UTF-8 text files can be read or edited with this tool. "
+        "Inspect it with a Shell command (e.g. `file`, `xxd`, `iconv`) instead.",
+        brief="Not a text file",
+    )
+
+
+def _check_text_head(head: bytes, shown: str) -> None:
+    if b"\0" in head:
+        raise _not_text(shown, "looks like a binary file (it contains NUL bytes)")
+    try:
+        # Not final: the sniffed block may end inside a multi-byte character.
+        codecs.getincrementaldecoder("utf-8")().decode(head, final=False)
+    except UnicodeDecodeError:
+        raise _not_text(shown, "is not valid UTF-8 text") from None
+
+
+def _decode_line(raw: bytes, number: int, shown: str) -> str:
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError:
+        raise _not_text(shown, f"is not valid UTF-8 text (line {number})") from None
+
+
+def _cut_line(line: str) -> tuple[str, bool]:
+    body = line.rstrip("\r\n")
+    if len(body) <= MAX_LINE_CHARS:
+        return line, False
+    ending = line[len(body) :]
+    marker = f"... [line cut at {MAX_LINE_CHARS} of {len(body)} chars]"
+    return body[:MAX_LINE_CHARS] + marker + ending, True
+
+
+def _read_page(path: Path, shown: str, offset: int, wanted: int) -> _Page:
+    _check_readable(path, shown)
+    with open(path, "rb") as file:
+        _check_text_head(file.read(SNIFF_BYTES), shown)
+        file.seek(0)
+        if offset > 0:
+            raw_lines, total = _read_forward(file, offset, wanted)
+        else:
+            raw_lines, total = _read_tail(file, -offset, wanted)
+    page = _Page(lines=[], total=total, cut_lines=[])
+    for number, raw in raw_lines:
+        line, cut = _cut_line(_decode_line(raw, number, shown))
+        page.lines.append((number, line))
+        if cut:
+            page.cut_lines.append(number)
+    return page
+
+
+def _read_forward(file: BinaryIO, offset: int, wanted: int) -> tuple[list[tuple[int, bytes]], int]:
+    lines: list[tuple[int, bytes]] = []
+    number = 0
+    for raw in file:
+        number += 1
+        if number >= offset:
+            lines.append((number, raw))
+            if len(lines) == wanted:
+                break
+    else:
+        return lines, number
+    # Counting the rest in big chunks is much faster than iterating over its lines.
+    last_byte = b""
+    while chunk := file.read(_COUNT_CHUNK):
+        number += chunk.count(b"\n")
+        last_byte = chunk[-1:]
+    if last_byte not in (b"", b"\n"):
+        number += 1  # a last line without a line ending
+    return lines, number
+
+
+def _read_tail(file: BinaryIO, count: int, wanted: int) -> tuple[list[tuple[int, bytes]], int]:
+    tail: deque[tuple[int, bytes]] = deque(maxlen=count)
+    number = 0
+    for raw in file:
+        number += 1
+        tail.append((number, raw))
+    return list(tail)[:wanted], number
+
+
+def _page_output(page: _Page, params: ReadFileParams) -> ToolOutput:
+    output = "".join(f"{number:6}\t{line}" for number, line in page.lines)
+    if page.lines:
+        first = page.lines[0][0]
+        message = f"{len(page.lines)} lines read from file starting from line {first}."
+    else:
+        first = params.line_offset if params.line_offset > 0 else page.total + 1
+        message = "No lines read from file."
+    message += f" Total lines in file: {page.total}."
+    output, cut = truncate(output)
+    # After a cut, read on from the first line not shown in full.
+    shown_lines = output.count("\n") if cut else len(page.lines)
+    next_line = first + shown_lines
+    if cut:
+        message += (
+            f" Output truncated at {MAX_OUTPUT_CHARS} characters: lines from {next_line} on are "
+            "not shown."
+        )
+    elif page.lines and len(page.lines) == MAX_LINES and params.n_lines > MAX_LINES:
+        message += f" Max {MAX_LINES} lines reached."
+    if not page.lines and params.line_offset > page.total + 1:
+        message += f" line_offset {params.line_offset} is past the end of the file."
+    elif next_line > page.total:
+        message += " End of file reached."
+    else:
+        message += f" To read on, call ReadFile with line_offset={next_line}."
+    if page.cut_lines:
+        message += (
+            f" Lines {_join_numbers(page.cut_lines)} were longer than {MAX_LINE_CHARS} chars "
+            "and were cut."
+        )
+    brief = _plural(len(page.lines), "line") if page.lines else "no lines"
+    return ToolOutput(output=output, message=message, brief=brief)
+
+
+# --- writing -------------------------------------------------------------------------------------
+
+
+def write_atomically(path: Path, data: bytes) -> None:
+    """Replace the file at `path` (or, for a symlink, the file it points to) with `data`.
+
+    A temp file in the same directory is written, fsynced and renamed over the target, so the
+    file holds its old or its new content at every instant. An existing file keeps its mode
+    bits; a new one gets the usual 0666 less the umask. Missing parent directories are created.
+    """
+    target = Path(os.path.realpath(path))
+    target.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        old: os.stat_result | None = os.stat(target)
+    except FileNotFoundError:
+        old = None
+    tmp = target.with_name(f".{target.name}.{secrets.token_hex(6)}.tmp")
+    # O_EXCL: never write into a file someone else made; 0o666 lets the umask decide new modes.
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o666)
+    try:
+        try:
+            if old is not None:
+                os.fchmod(fd, stat.S_IMODE(old.st_mode))
+                with contextlib.suppress(PermissionError):
+                    # Only root may give a file away; then the owner stays who it was.
+                    os.fchown(fd, old.st_uid, old.st_gid)
+            write_all(fd, data)
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+        os.replace(tmp, target)
+    except BaseException:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(tmp)
+        raise
+    fsync_dir(target.parent)
+
+
+@dataclass(frozen=True, slots=True)
+class _Change:
+    """A file's content before a tool call and the content the call would leave."""
+
+    before: bytes | None
+    after: bytes
+    message: str
+    brief: str
+
+    def diff(self, shown: str) -> DiffBlock:
+        old = "" if self.before is None else self.before.decode("utf-8", errors="replace")
+        return DiffBlock(path=shown, old_text=old, new_text=self.after.decode("utf-8", "replace"))
+
+
+def _edit_permission(tool: str, env: ToolEnv, path: Path, display: list[DiffBlock]) -> Permission:
+    shown = env.display_path(path)
+    inside = env.is_inside(path)
+    return Permission(
+        kind="edit",
+        action="edit file",
+        description=f"{tool} {shown}",
+        scope="edit" if inside else f"edit:{path}",
+        scope_label="all edits in the work dir" if inside else f"edits of {path}",
+        outside_work_dir=not inside,
+        display=display,
+    )
+
+
+async def _apply_change(env: ToolEnv, path: Path, change: _Change, tool_call_id: str) -> ToolOutput:
+    shown = env.display_path(path)
+    # Shielded: once the file is written, the journal must hear of it even if the user
+    # interrupts, or a revert could not undo the edit.
+    await asyncio.shield(_write_and_record(env, path, shown, change, tool_call_id))
+    return ToolOutput(message=change.message, brief=change.brief, display=[change.diff(shown)])
+
+
+async def _write_and_record(
+    env: ToolEnv, path: Path, shown: str, change: _Change, tool_call_id: str
+) -> None:
+    try:
+        await asyncio.to_thread(write_atomically, path, change.after)
+    except OSError as error:
+        raise ToolError(
+            f"Failed to write `{shown}`: {error.strerror or error}.", brief="Write failed"
+        ) from error
+    if env.journal is not None:
+        await env.journal.record(shown, change.before, change.after, tool_call_id)
+
+
+def _read_existing(path: Path, shown: str) -> bytes | None:
+    if not path.exists():
+        return None
+    _check_readable(path, shown)
+    return _read_bytes(path, shown)
+
+
+def _read_bytes(path: Path, shown: str) -> bytes:
+    try:
+        return path.read_bytes()
+    except OSError as error:
+        raise ToolError(
+            f"Failed to read `{shown}`: {error.strerror or error}.", brief="Read failed"
+        ) from error
+
+
+def _count_lines(text: str) -> int:
+    return text.count("\n") + (1 if text and not text.endswith("\n") else 0)
+
+
+def _plural(n: int, word: str) -> str:
+    return f"{n} {word}" if n == 1 else f"{n} {word}s"
+
+
+# --- WriteFile -----------------------------------------------------------------------------------
+
+
+class WriteFileParams(BaseModel):
+    path: str = Field(
+        description=(
+            "The path of the file to write, relative to the working directory or absolute. "
+            "Missing parent directories are created."
+        )
+    )
+    content: str = Field(description="The text to write.")
+    mode: Literal["overwrite", "append"] = Field(
+        default="overwrite",
+        description=(
+            "`overwrite` replaces the whole file (or creates it); `append` adds the content "
+            "to the end of the file."
+        ),
+    )
+
+
+class WriteFile(Tool[WriteFileParams]):
+    """Creates, overwrites or appends to a file, atomically, recording the change."""
+
+    name = "WriteFile"
+    description = (
+        "Write text to a file: create it, replace all of it (`mode` `overwrite`, the default) or "
+        "add to its end (`mode` `append`). Missing parent directories are created and an "
+        "existing file keeps its permissions. Overwriting throws the old content away, so to "
+        "change part of an existing file use StrReplaceFile instead. For a long file (more than "
+        "a few hundred lines), write the first part with `overwrite` and the rest in further "
+        "calls with `append`. The user may be asked to approve the change."
+    )
+    params = WriteFileParams
+
+    async def permission(self, params: WriteFileParams, env: ToolEnv) -> Permission | None:
+        path = env.resolve(params.path)
+        try:
+            change = await asyncio.to_thread(self._change, params, path, env.display_path(path))
+            display = [change.diff(env.display_path(path))]
+        except ToolError:
+            display = []  # run() reports the problem; the user still decides on the call
+        return _edit_permission(self.name, env, path, display)
+
+    async def run(self, params: WriteFileParams, env: ToolEnv, tool_call_id: str) -> ToolOutput:
+        path = env.resolve(params.path)
+        change = await asyncio.to_thread(self._change, params, path, env.display_path(path))
+        return await _apply_change(env, path, change, tool_call_id)
+
+    @staticmethod
+    def _change(params: WriteFileParams, path: Path, shown: str) -> _Change:
+        before = _read_existing(path, shown)
+        added = params.content.encode("utf-8")
+        n_lines = _count_lines(params.content)
+        if params.mode == "append":
+            after = (before or b"") + added
+            verb, brief = "appended to", f"appended {_plural(n_lines, 'line')}"
+        else:
+            after = added
+            verb = "created" if before is None else "overwritten"
+            brief = f"wrote {_plural(n_lines, 'line')}"
+        message = f"File successfully {verb}. Current size: {len(after)} bytes."
+        return _Change(before=before, after=after, message=message, brief=brief)
+
+
+# --- StrReplaceFile ------------------------------------------------------------------------------
+
+
+class Edit(BaseModel):
+    old: str = Field(
+        description=(
+            "The exact text to replace, whitespace and indentation included. It may span "
+            "several lines and must occur exactly once unless `replace_all` is true."
+        )
+    )
+    new: str = Field(description="The text to put in its place. It may span several lines.")
+    replace_all: bool = Field(
+        default=False, description="Replace every occurrence instead of exactly one."
+    )
+
+
+class StrReplaceFileParams(BaseModel):
+    path: str = Field(
+        description="The path of the file to edit, relative to the working directory or absolute."
+    )
+    edit: Edit | list[Edit] = Field(
+        description=(
+            "One edit, or a list of edits applied in order (each sees the result of the ones "
+            "before it). If any edit fails, none is applied."
+        )
+    )
+
+    def edits(self) -> list[Edit]:
+        return [self.edit] if isinstance(self.edit, Edit) else list(self.edit)
+
+
+class StrReplaceFile(Tool[StrReplaceFileParams]):
+    """Replaces exact strings in a text file; all edits of a call apply, or none."""
+
+    name = "StrReplaceFile"
+    description = (
+        "Edit a text file by replacing exact strings: each edit's `old` text must appear in the "
+        "file exactly as given (whitespace and indentation included) and, unless `replace_all` "
+        "is set, exactly once, so include enough surrounding lines to make it unique. Several "
+        "edits can be given as a list; they are applied in order and if any of them fails "
+        "nothing is written, and the error says why. Prefer this tool to WriteFile for changing "
+        "existing files, and to `sed` in Shell. Read the file first so `old` matches it. "
+        "The user may be asked to approve the change."
+    )
+    params = StrReplaceFileParams
+
+    async def permission(self, params: StrReplaceFileParams, env: ToolEnv) -> Permission | None:
+        path = env.resolve(params.path)
+        inside = env.is_inside(path)
+        try:
+            change = await asyncio.to_thread(_replace, params, path, env.display_path(path))
+        except ToolError:
+            if inside:
+                # Nothing will be written, and run() says why: no reason to ask the user.
+                return None
+            # Outside the work dir even the error would tell the model what the file holds.
+            return _edit_permission(self.name, env, path, [])
+        return _edit_permission(self.name, env, path, [change.diff(env.display_path(path))])
+
+    async def run(
+        self, params: StrReplaceFileParams, env: ToolEnv, tool_call_id: str
+    ) -> ToolOutput:
+        path = env.resolve(params.path)
+        change = await asyncio.to_thread(_replace, params, path, env.display_path(path))
+        return await _apply_change(env, path, change, tool_call_id)
+
+
+def _replace(params: StrReplaceFileParams, path: Path, shown: str) -> _Change:
+    _check_readable(path, shown)
+    before = _read_bytes(path, shown)
+    _check_text_head(before[:SNIFF_BYTES], shown)
+    try:
+        text = before.decode("utf-8")
+    except UnicodeDecodeError:
+        raise _not_text(shown, "is not valid UTF-8 text") from None
+    edits = params.edits()
+    if not edits:
+        raise ToolError("No edits were given.", brief="No edits")
+    replacements = 0
+    for index, edit in enumerate(edits, start=1):
+        label = f"Edit {index} of {len(edits)}" if len(edits) > 1 else "The edit"
+        text, count = _apply_edit(text, edit, label, shown)
+        replacements += count
+    after = text.encode("utf-8")
+    message = (
+        f"File successfully edited. Applied {_plural(len(edits), 'edit')} with "
+        f"{_plural(replacements, 'total replacement')}."
+    )
+    brief = _plural(replacements, "replacement")
+    return _Change(before=before, after=after, message=message, brief=brief)
+
+
+def _apply_edit(text: str, edit: Edit, label: str, shown: str) -> tuple[str, int]:
+    unchanged = " Nothing was written."
+    if not edit.old:
+        raise ToolError(
+            f"{label} has an empty `old` string; give the exact text to replace "
+            "(use WriteFile to create or fill a file)." + unchanged,
+            brief="Empty old string",
+        )
+    if edit.old == edit.new:
+        raise ToolError(
+            f"{label} has identical `old` and `new` strings, so it would change nothing."
+            + unchanged,
+            brief="old equals new",
+        )
+    old, new = edit.old, edit.new
+    starts = _occurrences(text, old)
+    if not starts and "\r\n" in text and "\n" in old and "\r" not in old:
+        # The model writes `\n`; a file with Windows line endings should still match.
+        old, new = old.replace("\n", "\r\n"), new.replace("\n", "\r\n")
+        starts = _occurrences(text, old)
+    if not starts:
+        raise _not_found(text, edit.old, label, shown, unchanged)
+    if len(starts) > 1 and not edit.replace_all:
+        lines = [text.count("\n", 0, start) + 1 for start in starts]
+        raise ToolError(
+            f"{label}: `old` was found {len(starts)} times in `{shown}`, at lines "
+            f"{_join_numbers(lines)}. Include more surrounding context in `old` so it matches "
+            "exactly once, or set `replace_all` to true to replace every occurrence." + unchanged,
+            brief=f"{len(starts)} matches",
+        )
+    if edit.replace_all:
+        return text.replace(old, new), len(starts)
+    return text.replace(old, new, 1), 1
+
+
+def _occurrences(text: str, old: str) -> list[int]:
+    """Start offsets of the non-overlapping occurrences of `old` (the ones `replace` sees)."""
+    starts: list[int] = []
+    start = text.find(old)
+    while start != -1:
+        starts.append(start)
+        start = text.find(old, start + len(old))
+    return starts
+
+
+def _join_numbers(numbers: list[int], limit: int = 20) -> str:
+    shown = ", ".join(str(n) for n in numbers[:limit])
+    return shown + (f" and {len(numbers) - limit} more" if len(numbers) > limit else "")
+
+
+def _not_found(text: str, old: str, label: str, shown: str, unchanged: str) -> ToolError:
+    message = f"{label}: `old` was not found in `{shown}`."
+    near = _near_match(text, old)
+    if near is None:
+        message += " Read the file again and copy the text exactly, including indentation."
+        return ToolError(message + unchanged, brief="old string not found")
+    start, lines = near
+    first = lines[0].strip()
+    message += (
+        f" Did you mean line {start}: `{first}`? A text that differs only in whitespace or "
+        "letter case is there (shown below with line numbers); copy it exactly." + unchanged
+    )
+    output = "".join(f"{start + i:6}\t{line}\n" for i, line in enumerate(lines))
+    return ToolError(message, brief="old string not found", output=output)
+
+
+def _squash(text: str) -> str:
+    return " ".join(text.split())
+
+
+def _near_match(text: str, old: str) -> tuple[int, list[str]] | None:
+    """The first place where `old` occurs once whitespace runs (then also case) are ignored."""
+    target = _squash(old)
+    if not target:
+        return None
+    lines = text.splitlines()
+    width = max(1, len(old.strip().splitlines()))
+    fold: Iterable[Callable[[str], str]] = (lambda s: s, str.casefold)
+    for normalise in fold:
+        wanted = normalise(target)
+        for index in range(max(1, len(lines) - width + 1)):
+            window = lines[index : index + width]
+            if wanted in normalise(_squash("\n".join(window))):
+                return index + 1, window
+    return None

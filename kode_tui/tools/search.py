@@ -1,0 +1,832 @@
+"""Glob and Grep: finding files by name and by content (DESIGN.md §6).
+
+Grep runs ripgrep when it is installed and a Python search otherwise; both give ripgrep's output
+format (`path:line:text`, `path-line-text` for context, `--` between groups) with paths relative
+to the work dir, so the model cannot tell which one ran.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import fnmatch
+import itertools
+import os
+import re
+import shutil
+import subprocess
+import threading
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from kode_tui.tools.base import (
+    MAX_LINE_CHARS,
+    MAX_OUTPUT_CHARS,
+    Permission,
+    Tool,
+    ToolEnv,
+    ToolError,
+    ToolOutput,
+    truncate,
+)
+from kode_tui.tools.files import SNIFF_BYTES, read_outside_permission
+from kode_tui.tools.shell import terminate_group
+
+VCS_DIRS = frozenset({".git", ".hg", ".svn", ".bzr", ".jj", ".sl"})
+
+HEAVY_DIRS = VCS_DIRS | frozenset(
+    {
+        "node_modules",
+        ".venv",
+        "venv",
+        "__pycache__",
+        ".mypy_cache",
+        ".pytest_cache",
+        ".ruff_cache",
+        ".tox",
+        ".nox",
+        ".eggs",
+        ".gradle",
+        ".next",
+        ".nuxt",
+        ".cache",
+        "target",
+    }
+)
+"""Folders that wildcards never match or walk into; naming one in a pattern still reaches it."""
+
+MAX_GLOB_MATCHES = 1000
+GREP_TIMEOUT = 30.0
+"""Seconds a search may take; after that the results found so far are returned."""
+
+_RG_MAX_OUTPUT = 20 << 20
+
+
+def _count(n: int, one: str, many: str) -> str:
+    return f"{n} {one if n == 1 else many}"
+
+
+def _path_key(shown: str) -> tuple[str, ...]:
+    # Component-wise, as ripgrep's --sort path orders: `a/b.py` comes before `a.py`.
+    return tuple(shown.split("/"))
+
+
+def expand_braces(pattern: str, limit: int = 256) -> list[str]:
+    """`src/*.{ts,tsx}` as `["src/*.ts", "src/*.tsx"]` (nested braces too, at most `limit`)."""
+    depth, start = 0, -1
+    commas: list[int] = []
+    for index, char in enumerate(pattern):
+        if char == "{":
+            if depth == 0:
+                start, commas = index, []
+            depth += 1
+        elif char == "," and depth == 1:
+            commas.append(index)
+        elif char == "}" and depth > 0:
+            depth -= 1
+            if depth == 0 and commas:
+                head, tail = pattern[:start], pattern[index + 1 :]
+                bounds = [start, *commas, index]
+                results: list[str] = []
+                for left, right in itertools.pairwise(bounds):
+                    results.extend(expand_braces(head + pattern[left + 1 : right] + tail, limit))
+                    if len(results) >= limit:
+                        break
+                return results[:limit]
+    return [pattern]
+
+
+def _has_magic(segment: str) -> bool:
+    return any(char in segment for char in "*?[")
+
+
+def _scan(folder: Path) -> list[os.DirEntry[str]]:
+    try:
+        with os.scandir(folder) as entries:
+            return list(entries)
+    except OSError:
+        return []  # unreadable folders are skipped, as `find` would after its warning
+
+
+def _is_dir(entry: os.DirEntry[str], follow: bool = True) -> bool:
+    try:
+        return entry.is_dir(follow_symlinks=follow)
+    except OSError:
+        return False
+
+
+# --- Glob ----------------------------------------------------------------------------------------
+
+
+class GlobParams(BaseModel):
+    pattern: str = Field(
+        description=(
+            "The glob pattern, relative to `directory`: `*` and `?` match within one path "
+            "segment, `**` matches any number of directories, `{a,b}` either alternative. "
+            "E.g. `*.py`, `src/**/*.ts`, `tests/test_*.py`."
+        )
+    )
+    directory: str | None = Field(
+        default=None,
+        description=(
+            "The directory to search in (absolute or relative to the working directory); "
+            "defaults to the working directory."
+        ),
+    )
+    include_dirs: bool = Field(
+        default=True, description="Whether directories that match are listed too."
+    )
+
+
+class Glob(Tool[GlobParams]):
+    """Lists the files and directories whose paths match a glob pattern."""
+
+    name = "Glob"
+    description = (
+        "Find files and directories by name with a glob pattern: `*` and `?` match within one "
+        "path segment, `**` matches any number of directories and `{a,b}` either alternative, "
+        "e.g. `*.py`, `src/**/*.ts`, `**/test_*.py` is not allowed but `tests/**/test_*.py` is. "
+        "Paths come back sorted and relative to the working directory, at most "
+        f"{MAX_GLOB_MATCHES} of them. Wildcards do not descend into dependency, cache and VCS "
+        "folders such as `node_modules`, `.venv`, `__pycache__` or `.git`; name them in the "
+        "pattern to search inside (e.g. `node_modules/react/*`). A pattern may not start with "
+        "`**`: that would walk the whole tree, so start it with a directory instead. To search "
+        "file contents use Grep."
+    )
+    params = GlobParams
+
+    async def permission(self, params: GlobParams, env: ToolEnv) -> Permission | None:
+        folder = env.resolve(params.directory) if params.directory else env.work_dir
+        return read_outside_permission(
+            env, folder, f"Glob {params.pattern} in {env.display_path(folder)}"
+        )
+
+    async def run(self, params: GlobParams, env: ToolEnv, tool_call_id: str) -> ToolOutput:
+        folder = env.resolve(params.directory) if params.directory else env.work_dir
+        shown = env.display_path(folder)
+        if not folder.exists():
+            raise ToolError(f"`{shown}` does not exist.", brief="Directory not found")
+        if not folder.is_dir():
+            raise ToolError(f"`{shown}` is not a directory.", brief="Not a directory")
+        pattern = params.pattern.strip()
+        while pattern.startswith("./"):
+            pattern = pattern[2:]
+        if pattern.startswith("**"):
+            listing = await asyncio.to_thread(_top_level, folder)
+            raise ToolError(
+                f"Pattern `{pattern}` starts with `**`, which is not allowed: it would walk the "
+                "whole tree, dependency folders included, and flood the context. Start the "
+                "pattern with a directory (e.g. `src/**/*.py`) or match the top level (`*.py`). "
+                f"The top level of `{shown}` is listed below.",
+                brief="Unsafe pattern",
+                output=listing,
+            )
+        if not pattern or pattern.startswith("/") or ".." in pattern.split("/"):
+            raise ToolError(
+                f"Pattern `{pattern}` must be a non-empty path relative to the directory searched; "
+                "set `directory` to search somewhere else.",
+                brief="Invalid pattern",
+            )
+        found = await asyncio.to_thread(_glob, folder, pattern, params.include_dirs)
+        paths = sorted((env.display_path(path) for path in found), key=_path_key)
+        if not paths:
+            return ToolOutput(
+                message=f"No matches found for pattern `{pattern}`.", brief="no matches"
+            )
+        message = f"Found {_count(len(paths), 'match', 'matches')} for pattern `{pattern}`."
+        if len(paths) > MAX_GLOB_MATCHES:
+            message += (
+                f" Only the first {MAX_GLOB_MATCHES} matches are returned. "
+                "You may want to use a more specific pattern."
+            )
+            paths = paths[:MAX_GLOB_MATCHES]
+        output, cut = truncate("\n".join(paths))
+        if cut:
+            message += f" Output truncated at {MAX_OUTPUT_CHARS} characters."
+        return ToolOutput(
+            output=output, message=message, brief=_count(len(paths), "match", "matches")
+        )
+
+
+def _top_level(folder: Path) -> str:
+    names = [entry.name + ("/" if _is_dir(entry) else "") for entry in _scan(folder)]
+    return "\n".join(sorted(names)[:MAX_GLOB_MATCHES])
+
+
+def _glob(folder: Path, pattern: str, include_dirs: bool) -> set[Path]:
+    found: set[Path] = set()
+    for variant in expand_braces(pattern):
+        segments = [segment for segment in variant.split("/") if segment not in ("", ".")]
+        if segments:
+            _match(folder, segments, 0, include_dirs, found)
+    return found
+
+
+def _match(folder: Path, segments: list[str], i: int, dirs: bool, found: set[Path]) -> None:
+    segment = segments[i]
+    last = i == len(segments) - 1
+    if segment == "**":
+        if last:
+            for path, is_dir in _descendants(folder):
+                if dirs or not is_dir:
+                    found.add(path)
+            return
+        _match(folder, segments, i + 1, dirs, found)
+        for entry in _scan(folder):
+            # Symlinked folders are not followed through `**`: they can loop.
+            if entry.name not in HEAVY_DIRS and _is_dir(entry, follow=False):
+                _match(Path(entry.path), segments, i, dirs, found)
+        return
+    if not _has_magic(segment):
+        child = folder / segment
+        if last:
+            if child.exists() and (dirs or not child.is_dir()):
+                found.add(child)
+        elif child.is_dir():
+            _match(child, segments, i + 1, dirs, found)
+        return
+    regex = re.compile(fnmatch.translate(segment))
+    for entry in _scan(folder):
+        if entry.name in HEAVY_DIRS or not regex.match(entry.name):
+            continue
+        is_dir = _is_dir(entry)
+        if last:
+            if dirs or not is_dir:
+                found.add(Path(entry.path))
+        elif is_dir:
+            _match(Path(entry.path), segments, i + 1, dirs, found)
+
+
+def _descendants(folder: Path) -> Iterator[tuple[Path, bool]]:
+    for entry in _scan(folder):
+        if entry.name in HEAVY_DIRS:
+            continue
+        yield Path(entry.path), _is_dir(entry)
+        if _is_dir(entry, follow=False):
+            yield from _descendants(Path(entry.path))
+
+
+# --- Grep ----------------------------------------------------------------------------------------
+
+OutputMode = Literal["content", "files_with_matches", "count_matches"]
+
+FILE_TYPES: dict[str, tuple[str, ...]] = {
+    "py": ("*.py", "*.pyi"),
+    "js": ("*.js", "*.jsx", "*.mjs", "*.cjs", "*.vue"),
+    "ts": ("*.ts", "*.tsx", "*.mts", "*.cts"),
+    "rust": ("*.rs",),
+    "go": ("*.go",),
+    "java": ("*.java", "*.jsp", "*.properties"),
+    "kotlin": ("*.kt", "*.kts"),
+    "c": ("*.c", "*.h"),
+    "cpp": ("*.cpp", "*.cc", "*.cxx", "*.hpp", "*.hh", "*.hxx", "*.h", "*.inl"),
+    "cs": ("*.cs",),
+    "ruby": ("*.rb", "Gemfile", "*.gemspec", "Rakefile"),
+    "php": ("*.php",),
+    "swift": ("*.swift",),
+    "sh": ("*.sh", "*.bash", "*.zsh", ".bashrc", ".zshrc"),
+    "md": ("*.md", "*.markdown", "*.mdx"),
+    "markdown": ("*.md", "*.markdown", "*.mdx"),
+    "json": ("*.json",),
+    "yaml": ("*.yaml", "*.yml"),
+    "toml": ("*.toml", "Cargo.lock"),
+    "html": ("*.html", "*.htm"),
+    "css": ("*.css", "*.scss", "*.sass", "*.less"),
+    "sql": ("*.sql",),
+    "txt": ("*.txt",),
+    "make": ("Makefile", "makefile", "GNUmakefile", "*.mk"),
+    "docker": ("Dockerfile", "*.dockerfile"),
+}
+"""ripgrep's `--type` names (the common ones) for the Python search."""
+
+
+class GrepParams(BaseModel):
+    # Kimi's models call with the rg-style aliases (`-i`); code and tests may use the names.
+    model_config = ConfigDict(populate_by_name=True)
+
+    pattern: str = Field(description="The regular expression to search for in file contents.")
+    path: str = Field(
+        default=".",
+        description="The file or directory to search in; defaults to the working directory.",
+    )
+    glob: str | None = Field(
+        default=None,
+        description="Only search files matching this glob, e.g. `*.js`, `*.{ts,tsx}`, `!*.md`.",
+    )
+    output_mode: OutputMode = Field(
+        default="files_with_matches",
+        description=(
+            "`content`: the matching lines (with `-B`, `-A`, `-C`, `-n`); "
+            "`files_with_matches`: the paths of matching files, newest first; "
+            "`count_matches`: the number of matches in each file. "
+            "Defaults to `files_with_matches`."
+        ),
+    )
+    before_context: int | None = Field(
+        default=None, ge=0, alias="-B", description="Lines to show before each match (content)."
+    )
+    after_context: int | None = Field(
+        default=None, ge=0, alias="-A", description="Lines to show after each match (content)."
+    )
+    context: int | None = Field(
+        default=None,
+        ge=0,
+        alias="-C",
+        description="Lines to show before and after each match (content).",
+    )
+    line_number: bool = Field(
+        default=True, alias="-n", description="Show line numbers (content). Defaults to true."
+    )
+    ignore_case: bool = Field(default=False, alias="-i", description="Search case-insensitively.")
+    type: str | None = Field(
+        default=None,
+        description="Only search files of this type, e.g. py, js, ts, rust, go, java, md.",
+    )
+    head_limit: int | None = Field(
+        default=250,
+        ge=0,
+        description=(
+            "Return at most this many lines (content), paths or counts, like `| head -N`. "
+            "Defaults to 250; 0 means no limit (use it sparingly)."
+        ),
+    )
+    offset: int = Field(
+        default=0,
+        ge=0,
+        description="Skip this many lines or entries first, to page through long results.",
+    )
+    multiline: bool = Field(
+        default=False,
+        description="Let the pattern span lines, with `.` matching newlines too.",
+    )
+    include_ignored: bool = Field(
+        default=False,
+        description=(
+            "Also search files that .gitignore excludes (build output, `node_modules`, ...)."
+        ),
+    )
+
+    def around(self) -> tuple[int, int]:
+        """Context lines before and after each match; `-B`/`-A` win over `-C`."""
+        both = self.context or 0
+        before = self.before_context if self.before_context is not None else both
+        after = self.after_context if self.after_context is not None else both
+        return before, after
+
+
+@dataclass(slots=True)
+class SearchResult:
+    """What a backend found: lines in ripgrep's format, paths relative to the work dir."""
+
+    lines: list[str] = field(default_factory=list)
+    timed_out: bool = False
+    warning: str = ""
+
+
+def find_rg() -> str | None:
+    """The ripgrep executable on PATH, if there is one."""
+    return shutil.which("rg")
+
+
+class Grep(Tool[GrepParams]):
+    """Searches file contents with a regular expression: ripgrep if present, else Python.
+
+    `use_rg=False` forces the Python search; `rg_path` names the ripgrep binary (found on PATH
+    by default, at each call).
+    """
+
+    name = "Grep"
+    description = (
+        "Search file contents with a regular expression (ripgrep syntax: escape braces as `\\{`). "
+        "By default it lists the files that match, newest first; `output_mode` `content` shows "
+        "the matching lines as `path:line:text` (context lines as `path-line-text`, with "
+        "`-B`/`-A`/`-C`), and `count_matches` the number of matches per file. Narrow the search "
+        "with `path`, `glob` (e.g. `*.{ts,tsx}`) or `type` (e.g. `py`). Hidden files are "
+        "searched; files ignored by .gitignore, binary files and VCS folders are not "
+        "(`include_ignored` searches ignored files too). Results are limited by `head_limit` "
+        "(250 by default); page with `offset`. Use this tool rather than `grep` or `rg` in Shell."
+    )
+    params = GrepParams
+
+    def __init__(self, *, use_rg: bool = True, rg_path: str | None = None) -> None:
+        self._use_rg = use_rg
+        self._rg_path = rg_path
+
+    async def permission(self, params: GrepParams, env: ToolEnv) -> Permission | None:
+        base = env.resolve(params.path)
+        return read_outside_permission(
+            env, base, f"Grep {params.pattern!r} in {env.display_path(base)}"
+        )
+
+    async def run(self, params: GrepParams, env: ToolEnv, tool_call_id: str) -> ToolOutput:
+        base = env.resolve(params.path)
+        if not base.exists():
+            raise ToolError(f"`{env.display_path(base)}` does not exist.", brief="Path not found")
+        rg = (self._rg_path or find_rg()) if self._use_rg else None
+        result: SearchResult | None = None
+        if rg is not None:
+            # A ripgrep that cannot start (gone, not executable) leaves the Python search.
+            with contextlib.suppress(OSError):
+                result = await search_with_rg(rg, params, base, env)
+        if result is None:
+            result = await search_with_python(params, base, env)
+        return _grep_output(params, result, env)
+
+
+def _grep_output(params: GrepParams, result: SearchResult, env: ToolEnv) -> ToolOutput:
+    lines = result.lines
+    notes: list[str] = []
+    if result.warning:
+        notes.append(result.warning)
+    if result.timed_out:
+        notes.append(f"Grep timed out after {GREP_TIMEOUT:g}s; the results are partial.")
+    if params.output_mode == "files_with_matches":
+        lines = _newest_first(lines, env)
+    elif params.output_mode == "content":
+        # A CRLF file's lines end in \r, which only gets in the way of reading them.
+        lines = [_cut(line.removesuffix("\r")) for line in lines]
+    else:
+        total, files = 0, 0
+        for line in lines:
+            with contextlib.suppress(ValueError):
+                total += int(line[line.rfind(":") + 1 :])
+                files += 1
+        notes.append(f"Found {total} total occurrences across {files} files.")
+    found = len(lines)
+    lines = lines[params.offset :]
+    limit = params.head_limit
+    if limit and len(lines) > limit:
+        lines = lines[:limit]
+        notes.append(
+            f"Results truncated to {limit} lines (total: {found}). "
+            f"Use offset={params.offset + limit} to see more."
+        )
+    if not lines:
+        message = "No matches found." if not found else f"No results after offset {params.offset}."
+        return ToolOutput(message=" ".join([message, *notes]), brief="no matches")
+    output, cut = truncate("\n".join(lines))
+    if cut:
+        notes.append(
+            f"Output truncated at {MAX_OUTPUT_CHARS} characters; narrow the search or page "
+            "with offset and head_limit."
+        )
+    one, many = (
+        ("file", "files") if params.output_mode == "files_with_matches" else ("line", "lines")
+    )
+    return ToolOutput(output=output, message=" ".join(notes), brief=_count(len(lines), one, many))
+
+
+def _cut(line: str) -> str:
+    if len(line) <= MAX_LINE_CHARS:
+        return line
+    return line[:MAX_LINE_CHARS] + f"... [line cut at {MAX_LINE_CHARS} of {len(line)} chars]"
+
+
+def _newest_first(paths: list[str], env: ToolEnv) -> list[str]:
+    def mtime(shown: str) -> float:
+        try:
+            return (env.work_dir / shown).stat().st_mtime
+        except OSError:
+            return 0.0
+
+    by_path = sorted(paths, key=_path_key)
+    return sorted(by_path, key=mtime, reverse=True)
+
+
+# --- the ripgrep backend -------------------------------------------------------------------------
+
+
+def rg_arguments(rg: str, params: GrepParams, target: str) -> list[str]:
+    """The ripgrep command line for a search of `target` (a path as the work dir shows it)."""
+    args = [rg, "--no-heading", "--with-filename", "--color", "never", "--hidden"]
+    if params.include_ignored:
+        args.append("--no-ignore")
+    for name in sorted(VCS_DIRS):
+        args += ["--glob", f"!{name}"]
+    if params.ignore_case:
+        args.append("--ignore-case")
+    if params.multiline:
+        args += ["--multiline", "--multiline-dotall"]
+    if params.glob:
+        args += ["--glob", params.glob]
+    if params.type:
+        args += ["--type", params.type]
+    if params.output_mode == "files_with_matches":
+        args.append("--files-with-matches")
+    else:
+        # One thread, in path order: the same order as the Python search, every time.
+        args += ["--sort", "path"]
+        if params.output_mode == "count_matches":
+            args.append("--count-matches")
+        else:
+            before, after = params.around()
+            args += ["--before-context", str(before), "--after-context", str(after)]
+            args.append("--line-number" if params.line_number else "--no-line-number")
+    return [*args, "--", params.pattern, target]
+
+
+async def search_with_rg(rg: str, params: GrepParams, base: Path, env: ToolEnv) -> SearchResult:
+    """Run ripgrep in its own process group; it is killed on timeout and on cancellation."""
+    process = await asyncio.create_subprocess_exec(
+        *rg_arguments(rg, params, env.display_path(base)),
+        cwd=env.work_dir,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        start_new_session=True,
+    )
+    assert process.stdout is not None and process.stderr is not None
+    out, err = bytearray(), bytearray()
+    result = SearchResult()
+    try:
+        await asyncio.wait_for(
+            asyncio.gather(
+                _drain(process.stdout, out, _RG_MAX_OUTPUT), _drain(process.stderr, err, 1 << 16)
+            ),
+            GREP_TIMEOUT,
+        )
+        await process.wait()
+    except TimeoutError:
+        result.timed_out = True
+        await terminate_group(process)
+    except asyncio.CancelledError:
+        await terminate_group(process)
+        raise
+    text = out.decode("utf-8", errors="replace")
+    if len(out) >= _RG_MAX_OUTPUT or result.timed_out:
+        text = text[: text.rfind("\n") + 1]  # a line cut in the middle is dropped
+    # A path given as `.` comes back as `./src/a.py`; the work dir shows it as `src/a.py`.
+    # Split on newlines only: ripgrep prints a line's other breaks (\r, \f, ...) as they are.
+    lines = text.split("\n")
+    if lines[-1] == "":
+        lines.pop()
+    result.lines = [line.removeprefix("./") for line in lines]
+    problem = err.decode("utf-8", errors="replace").strip()
+    if not result.timed_out and process.returncode not in (0, 1):
+        if not result.lines:
+            raise ToolError(f"Failed to grep: {problem or 'ripgrep failed'}", brief="Grep failed")
+        result.warning = f"Some files could not be searched: {problem.splitlines()[0]}"
+    return result
+
+
+async def _drain(stream: asyncio.StreamReader, buffer: bytearray, limit: int) -> None:
+    # Reading on past the limit keeps the child from blocking on a full pipe.
+    while chunk := await stream.read(1 << 16):
+        if len(buffer) < limit:
+            buffer += chunk[: limit - len(buffer)]
+
+
+# --- the Python backend --------------------------------------------------------------------------
+
+
+async def search_with_python(params: GrepParams, base: Path, env: ToolEnv) -> SearchResult:
+    """Search with the `re` module in a thread; the thread stops early on timeout or cancel."""
+    flags = re.IGNORECASE if params.ignore_case else 0
+    if params.multiline:
+        flags |= re.DOTALL | re.MULTILINE
+    try:
+        regex = re.compile(params.pattern, flags)
+    except re.error as error:
+        raise ToolError(
+            f"Invalid regular expression `{params.pattern}`: {error}.", brief="Invalid regex"
+        ) from error
+    if params.type and params.type not in FILE_TYPES:
+        raise ToolError(
+            f"Unknown file type `{params.type}`. Known types: {', '.join(sorted(FILE_TYPES))}.",
+            brief="Unknown type",
+        )
+    stop = threading.Event()
+    try:
+        return await asyncio.to_thread(_python_search, params, regex, base, env, stop)
+    except asyncio.CancelledError:
+        stop.set()
+        raise
+
+
+def _python_search(
+    params: GrepParams, regex: re.Pattern[str], base: Path, env: ToolEnv, stop: threading.Event
+) -> SearchResult:
+    deadline = time.monotonic() + GREP_TIMEOUT
+    keep = _file_filter(params, base)
+    result = SearchResult()
+    before, after = params.around()
+    prefilter = _prefilter(params, regex)
+    for path in _files_to_search(base, params.include_ignored):
+        if stop.is_set():
+            break
+        if time.monotonic() > deadline:
+            result.timed_out = True
+            break
+        if not keep(path):
+            continue
+        text = _read_text(path)
+        if text is None:
+            continue
+        if prefilter is not None and not prefilter.search(text):
+            continue
+        shown = env.display_path(path)
+        if params.output_mode == "content":
+            matched = _matched_lines(regex, text, params.multiline)
+            if matched:
+                if (before or after) and result.lines:
+                    result.lines.append("--")
+                result.lines += _content_lines(shown, text, matched, before, after, params)
+        elif params.output_mode == "files_with_matches":
+            if _has_match(regex, text, params.multiline):
+                result.lines.append(shown)
+        elif count := _count_matches(regex, text, params.multiline):
+            result.lines.append(f"{shown}:{count}")
+    return result
+
+
+_LINE_BOUND_SYNTAX = re.compile(r"\\[AZzB]|\(\?<[=!]")
+
+
+def _prefilter(params: GrepParams, regex: re.Pattern[str]) -> re.Pattern[str] | None:
+    """The pattern over a whole file at once, when a miss there proves a miss on every line.
+
+    One C-speed search per file instead of one per line: most files do not match. Anchors that
+    see the string's ends (`\\A`, `\\Z`, `\\B`, lookbehinds) could match a line but not the
+    whole text, so those patterns are searched line by line only.
+    """
+    if params.multiline or _LINE_BOUND_SYNTAX.search(params.pattern):
+        return None
+    return re.compile(params.pattern, regex.flags | re.MULTILINE)
+
+
+def _read_text(path: Path) -> str | None:
+    try:
+        data = path.read_bytes()
+    except OSError:
+        return None
+    if b"\0" in data[:SNIFF_BYTES]:
+        return None  # binary, as ripgrep decides it
+    return data.decode("utf-8", errors="replace")
+
+
+def _files_to_search(base: Path, include_ignored: bool) -> list[Path]:
+    if base.is_file():
+        return [base]
+    files = None if include_ignored else _git_files(base)
+    if files is None:
+        files = list(_walk(base, VCS_DIRS if include_ignored else HEAVY_DIRS))
+    elif not files and _git_ignores(base):
+        # ripgrep searches a folder it is pointed at even when .gitignore names it.
+        files = list(_walk(base, VCS_DIRS))
+    return sorted(files, key=lambda path: _path_key(str(path.relative_to(base))))
+
+
+def _git_files(base: Path) -> list[Path] | None:
+    """The files git does not ignore under `base`; None when `base` is not in a git work tree."""
+    try:
+        listed = subprocess.run(
+            [
+                "git",
+                "-C",
+                str(base),
+                "ls-files",
+                "-z",
+                "--cached",
+                "--others",
+                "--exclude-standard",
+            ],
+            capture_output=True,
+            check=True,
+            timeout=GREP_TIMEOUT,
+        ).stdout
+    except (OSError, subprocess.SubprocessError):
+        return None
+    paths = {base / name for name in listed.decode("utf-8", "surrogateescape").split("\0") if name}
+    # --cached lists files deleted from the work tree, and submodules as entries.
+    return [path for path in paths if path.is_file()]
+
+
+def _git_ignores(path: Path) -> bool:
+    try:
+        return (
+            subprocess.run(
+                ["git", "-C", str(path), "check-ignore", "-q", "."],
+                capture_output=True,
+                timeout=GREP_TIMEOUT,
+            ).returncode
+            == 0
+        )
+    except (OSError, subprocess.SubprocessError):
+        return False
+
+
+def _walk(folder: Path, skip: frozenset[str]) -> Iterator[Path]:
+    for entry in _scan(folder):
+        if _is_dir(entry, follow=False):
+            if entry.name not in skip:
+                yield from _walk(Path(entry.path), skip)
+        elif entry.is_file():
+            yield Path(entry.path)
+
+
+def _file_filter(params: GrepParams, base: Path) -> Callable[[Path], bool]:
+    includes: list[str] = []
+    excludes: list[str] = []
+    if params.glob:
+        negated = params.glob.startswith("!")
+        globs = expand_braces(params.glob.removeprefix("!"))
+        (excludes if negated else includes).extend(globs)
+    types = FILE_TYPES.get(params.type, ()) if params.type else ()
+    explicit_file = base.is_file()
+    root = base.parent if explicit_file else base
+
+    def matches(path: Path, pattern: str) -> bool:
+        # Like ripgrep: a glob without a slash matches the name, one with a slash the path.
+        if "/" not in pattern:
+            return fnmatch.fnmatchcase(path.name, pattern)
+        relative = path.relative_to(root).as_posix()
+        pattern = pattern.removeprefix("/")
+        return fnmatch.fnmatchcase(relative, pattern) or fnmatch.fnmatchcase(
+            relative, pattern.replace("**/", "")
+        )
+
+    def keep(path: Path) -> bool:
+        if explicit_file:
+            return True  # a file named explicitly is searched whatever the filters say
+        if any(matches(path, pattern) for pattern in excludes):
+            return False
+        if includes and not any(matches(path, pattern) for pattern in includes):
+            return False
+        return not types or any(fnmatch.fnmatchcase(path.name, pattern) for pattern in types)
+
+    return keep
+
+
+def _line_starts(text: str) -> list[int]:
+    starts = [0]
+    starts.extend(match.end() for match in re.finditer("\n", text))
+    return starts
+
+
+def _split_lines(text: str) -> list[str]:
+    lines = text.split("\n")
+    if text.endswith("\n"):
+        lines.pop()  # the empty string after the last line ending is not a line
+    return lines
+
+
+def _has_match(regex: re.Pattern[str], text: str, multiline: bool) -> bool:
+    if multiline:
+        return regex.search(text) is not None
+    return any(regex.search(line) for line in _split_lines(text))
+
+
+def _matched_lines(regex: re.Pattern[str], text: str, multiline: bool) -> set[int]:
+    """The 1-based numbers of the lines a match touches."""
+    lines = _split_lines(text)
+    if not multiline:
+        return {number for number, line in enumerate(lines, 1) if regex.search(line)}
+    starts = _line_starts(text)
+    matched: set[int] = set()
+    for match in regex.finditer(text):
+        first = _line_of(starts, match.start())
+        # A match ending right after a newline does not touch the next line.
+        end = max(match.start(), match.end() - 1)
+        matched.update(range(first, _line_of(starts, end) + 1))
+    return {number for number in matched if number <= len(lines)}
+
+
+def _line_of(starts: list[int], offset: int) -> int:
+    low, high = 0, len(starts)
+    while low + 1 < high:
+        middle = (low + high) // 2
+        if starts[middle] <= offset:
+            low = middle
+        else:
+            high = middle
+    return low + 1
+
+
+def _count_matches(regex: re.Pattern[str], text: str, multiline: bool) -> int:
+    if multiline:
+        return sum(1 for _ in regex.finditer(text))
+    return sum(1 for line in _split_lines(text) for _ in regex.finditer(line))
+
+
+def _content_lines(
+    shown: str, text: str, matched: set[int], before: int, after: int, params: GrepParams
+) -> list[str]:
+    lines = _split_lines(text)
+    printed: set[int] = set()
+    for number in matched:
+        printed.update(range(max(1, number - before), min(len(lines), number + after) + 1))
+    out: list[str] = []
+    previous = 0
+    for number in sorted(printed):
+        if (before or after) and previous and number > previous + 1:
+            out.append("--")
+        mark = ":" if number in matched else "-"
+        prefix = f"{shown}{mark}{number}{mark}" if params.line_number else f"{shown}{mark}"
+        out.append(prefix + lines[number - 1])
+        previous = number
+    return out

@@ -1,0 +1,385 @@
+"""Shell: runs one command in bash, in its own process group (DESIGN.md §6).
+
+The whole group is killed on timeout and on cancellation (the user pressed Esc), so nothing the
+command started keeps running behind the user's back. `command_scope` names what "approve for
+session" covers for a command.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import re
+import shutil
+import signal
+import subprocess
+from collections.abc import Awaitable
+
+from pydantic import BaseModel, Field
+
+from kode_tui.tools.base import (
+    MAX_OUTPUT_CHARS,
+    Permission,
+    Tool,
+    ToolEnv,
+    ToolError,
+    ToolOutput,
+)
+from kode_tui.wire.events import ShellBlock
+
+MAX_TIMEOUT = 300
+"""The longest a command may run, in seconds."""
+
+KILL_GRACE = 2.0
+"""Seconds between SIGTERM and SIGKILL when a process group is stopped."""
+
+PIPE_GRACE = 0.5
+"""Seconds the output may stay open after the shell exited (background jobs still writing)."""
+
+
+# --- approval scope ------------------------------------------------------------------------------
+
+_SUBCOMMAND_TOOLS = frozenset(
+    {
+        "git",
+        "npm",
+        "pnpm",
+        "yarn",
+        "cargo",
+        "go",
+        "uv",
+        "pip",
+        "pip3",
+        "docker",
+        "kubectl",
+        "make",
+        "poetry",
+    }
+)
+_PYTHONS = frozenset({"python", "python3"})
+
+# Commands that run whatever follows them: approving "sudo" or "bash" would approve anything.
+_RUNNERS = frozenset(
+    {
+        "sudo",
+        "doas",
+        "su",
+        "env",
+        "eval",
+        "exec",
+        "command",
+        "builtin",
+        "xargs",
+        "nohup",
+        "time",
+        "timeout",
+        "nice",
+        "bash",
+        "sh",
+        "zsh",
+        "dash",
+        "fish",
+        "source",
+        ".",
+    }
+)
+_COMPOUND = ("&", "|", ";", "`", "$(", ">", "<", "\n")
+_PLAIN_WORD = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.:+-]*")
+
+
+def _scope(command: str) -> tuple[str, bool]:
+    """The scope of `command` and whether it covers exactly this command only."""
+    stripped = command.strip()
+    words = stripped.split()
+    if not words or any(token in stripped for token in _COMPOUND):
+        return stripped, True
+    first = words[0]
+    name = os.path.basename(first)
+    if "=" in first or "$" in first or name in _RUNNERS:
+        # `FOO=1 rm -rf x` or `sudo rm`: the first word says nothing about what runs.
+        return stripped, True
+    if name in _PYTHONS and len(words) >= 3 and words[1] == "-m":
+        if _PLAIN_WORD.fullmatch(words[2]):
+            return f"{first} -m {words[2]}", False
+        return stripped, True
+    if name in _SUBCOMMAND_TOOLS and len(words) >= 2 and _PLAIN_WORD.fullmatch(words[1]):
+        return f"{first} {words[1]}", False
+    return first, False
+
+
+def command_scope(command: str) -> str:
+    """What approving `command` for the session covers: every command with this same scope.
+
+    The first word (`ls -la` → `ls`), with the subcommand for tools that have them
+    (`git status -s` → `git status`, `python -m pytest -q` → `python -m pytest`). A compound or
+    redirecting command, an assignment or a runner like `sudo` or `bash` is its own scope, so
+    approving it covers that exact command only (`rm -rf x && ls` → `rm -rf x && ls`).
+    """
+    return _scope(command)[0]
+
+
+# --- running -------------------------------------------------------------------------------------
+
+
+def _signal_group(pid: int, sig: signal.Signals) -> None:
+    # Gone already, or (after a very unlikely pid reuse) not ours: nothing to stop.
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(pid, sig)
+
+
+async def terminate_group(
+    process: asyncio.subprocess.Process,
+    *,
+    grace: float | None = None,
+    until: asyncio.Future[None] | None = None,
+) -> None:
+    """Stop a process started with `start_new_session=True` and everything in its group.
+
+    SIGTERM to the group; up to `grace` seconds (default `KILL_GRACE`) for the process, and for
+    `until` (e.g. "the output pipe closed", which means every writer is gone), to finish; then
+    SIGKILL to the group, even when this wait is itself cancelled.
+    """
+    _signal_group(process.pid, signal.SIGTERM)
+    waits: list[Awaitable[object]] = [process.wait()]
+    if until is not None:
+        waits.append(asyncio.shield(until))
+    try:
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(asyncio.gather(*waits), KILL_GRACE if grace is None else grace)
+    finally:
+        _signal_group(process.pid, signal.SIGKILL)
+    await process.wait()
+
+
+class OutputBuffer:
+    """Keeps the first and the last `limit / 2` bytes of a stream, and how much was dropped."""
+
+    def __init__(self, limit: int = MAX_OUTPUT_CHARS) -> None:
+        self._head_limit = limit // 2
+        self._tail_limit = limit - self._head_limit
+        self._head = bytearray()
+        self._tail = bytearray()
+        self.total = 0
+
+    def add(self, chunk: bytes) -> None:
+        self.total += len(chunk)
+        room = self._head_limit - len(self._head)
+        if room > 0:
+            self._head += chunk[:room]
+            chunk = chunk[room:]
+        if chunk:
+            self._tail += chunk
+            # Trimming only now and then keeps a chatty command from costing quadratic time.
+            if len(self._tail) > 2 * self._tail_limit:
+                del self._tail[: -self._tail_limit]
+
+    @property
+    def truncated(self) -> bool:
+        return self.total > self._head_limit + self._tail_limit
+
+    def text(self) -> str:
+        """The output, with a marker where the middle was dropped."""
+        if not self.truncated:
+            return (self._head + self._tail).decode("utf-8", errors="replace")
+        head = bytes(self._head)
+        tail = bytes(self._tail[-self._tail_limit :])
+        # Whole lines on both sides of the gap, when lines are not absurdly long.
+        cut = head.rfind(b"\n")
+        if cut > len(head) // 2:
+            head = head[: cut + 1]
+        cut = tail.find(b"\n")
+        if 0 <= cut < len(tail) // 2:
+            tail = tail[cut + 1 :]
+        omitted = self.total - len(head) - len(tail)
+        return (
+            head.decode("utf-8", errors="replace")
+            + f"\n[... {omitted} bytes of output omitted ...]\n"
+            + tail.decode("utf-8", errors="replace")
+        )
+
+
+class _Collector(asyncio.Protocol):
+    """Reads the command's output pipe into a buffer; `closed` is set once no one writes."""
+
+    def __init__(self, buffer: OutputBuffer, loop: asyncio.AbstractEventLoop) -> None:
+        self.buffer = buffer
+        self.closed: asyncio.Future[None] = loop.create_future()
+
+    def data_received(self, data: bytes) -> None:
+        self.buffer.add(data)
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        if not self.closed.done():
+            self.closed.set_result(None)
+
+
+def _shell() -> str:
+    return shutil.which("bash") or "/bin/sh"
+
+
+def _environment() -> dict[str, str]:
+    env = dict(os.environ)
+    # stdin is /dev/null: git must fail at once instead of waiting for a password.
+    env.setdefault("GIT_TERMINAL_PROMPT", "0")
+    return env
+
+
+class ShellParams(BaseModel):
+    command: str = Field(description="The bash command to run.")
+    timeout: int = Field(
+        default=60,
+        ge=1,
+        le=MAX_TIMEOUT,
+        description=(
+            f"Seconds the command may run before it is killed; at most {MAX_TIMEOUT}. "
+            "Defaults to 60."
+        ),
+    )
+
+
+class Shell(Tool[ShellParams]):
+    """Runs a bash command in the work dir and returns its combined output."""
+
+    name = "Shell"
+    description = (
+        "Run a bash command in the working directory and get its stdout and stderr, merged. "
+        "Every call starts a fresh shell: `cd`, variables and other state do not carry over, so "
+        "chain related steps with `&&` (e.g. `cd sub && make`). The command gets no input (stdin "
+        "is empty), so never run interactive programs, and it is killed, with every process it "
+        f"started, after `timeout` seconds (default 60, at most {MAX_TIMEOUT}). A process left "
+        "running in the background (`cmd &`) is stopped when the command ends unless its output "
+        "goes to a file (`cmd > log 2>&1 &`). Long output keeps its beginning and end. A "
+        "non-zero exit code is reported as an error with the output. Prefer ReadFile, Glob, "
+        "Grep, WriteFile and StrReplaceFile over cat, find, grep, echo > and sed. Avoid "
+        "commands that need superuser rights or change files outside the working directory "
+        "unless asked to."
+    )
+    params = ShellParams
+
+    async def permission(self, params: ShellParams, env: ToolEnv) -> Permission | None:
+        scope, exact = _scope(params.command)
+        return Permission(
+            kind="shell",
+            action="run command",
+            description=params.command,
+            scope=f"shell:{scope}",
+            scope_label="exactly this command" if exact else f"commands starting with `{scope}`",
+            display=[ShellBlock(command=params.command)],
+        )
+
+    async def run(self, params: ShellParams, env: ToolEnv, tool_call_id: str) -> ToolOutput:
+        if not params.command.strip():
+            raise ToolError("Command cannot be empty.", brief="Empty command")
+        # The output pipe is ours, not asyncio's: Process.wait() then returns when the shell
+        # exits, even while a background job holds the pipe, and closing it is up to us.
+        read_fd, write_fd = os.pipe()
+        try:
+            process = await asyncio.create_subprocess_exec(
+                _shell(),
+                "-c",
+                params.command,
+                cwd=env.work_dir,
+                env=_environment(),
+                stdin=subprocess.DEVNULL,
+                stdout=write_fd,
+                stderr=subprocess.STDOUT,
+                start_new_session=True,
+            )
+        except OSError as error:
+            os.close(read_fd)
+            raise ToolError(
+                f"Could not start the shell: {error.strerror or error}.", brief="Not started"
+            ) from error
+        finally:
+            os.close(write_fd)
+        loop = asyncio.get_running_loop()
+        buffer = OutputBuffer()
+        collector = _Collector(buffer, loop)
+        transport: asyncio.BaseTransport | None = None
+        try:
+            transport, _ = await loop.connect_read_pipe(
+                lambda: collector, os.fdopen(read_fd, "rb", buffering=0)
+            )
+            timed_out, stopped_leftovers = await self._wait(
+                process, collector.closed, params.timeout
+            )
+        except asyncio.CancelledError:
+            await terminate_group(process, until=collector.closed)
+            raise
+        finally:
+            # A process that left the group (setsid) may still hold the pipe: stop listening.
+            if transport is not None:
+                transport.close()
+        return _result(params, process.returncode, buffer, timed_out, stopped_leftovers)
+
+    @staticmethod
+    async def _wait(
+        process: asyncio.subprocess.Process, closed: asyncio.Future[None], timeout: int
+    ) -> tuple[bool, bool]:
+        """Wait for the shell to exit and its output to end.
+
+        Returns whether the command timed out, and whether processes it left in the background
+        were stopped because they still held its output open.
+        """
+        try:
+            await asyncio.wait_for(process.wait(), timeout)
+        except TimeoutError:
+            await terminate_group(process, until=closed)
+            return True, False
+        try:
+            await asyncio.wait_for(asyncio.shield(closed), PIPE_GRACE)
+        except TimeoutError:
+            await terminate_group(process, until=closed)
+            return False, True
+        return False, False
+
+
+def _result(
+    params: ShellParams,
+    returncode: int | None,
+    buffer: OutputBuffer,
+    timed_out: bool,
+    stopped_leftovers: bool,
+) -> ToolOutput:
+    output = buffer.text()
+    notes: list[str] = []
+    if buffer.truncated:
+        notes.append(
+            f"Output truncated: it was {buffer.total} bytes; the beginning and the end are "
+            "shown, the middle is omitted."
+        )
+    if stopped_leftovers:
+        notes.append(
+            "Processes the command left in the background were stopped because they kept its "
+            "output open; redirect their output (`cmd > log 2>&1 &`) to keep them running."
+        )
+    if timed_out:
+        message = (
+            f"Command timed out after {params.timeout}s and was killed, with every process it "
+            "started; the output so far is shown."
+        )
+        return ToolOutput(
+            output=output,
+            message=" ".join([message, *notes]),
+            brief=f"timed out after {params.timeout}s",
+            is_error=True,
+        )
+    if returncode == 0:
+        n_lines = output.count("\n") + (1 if output and not output.endswith("\n") else 0)
+        brief = f"{n_lines} lines of output" if output else "no output"
+        return ToolOutput(
+            output=output,
+            message=" ".join(["Command executed successfully.", *notes]),
+            brief=brief,
+        )
+    message = f"Command failed with exit code: {returncode}."
+    if returncode is not None and returncode < 0:
+        with contextlib.suppress(ValueError):
+            message += f" It was killed by signal {signal.Signals(-returncode).name}."
+    return ToolOutput(
+        output=output,
+        message=" ".join([message, *notes]),
+        brief=f"exit code {returncode}",
+        is_error=True,
+    )

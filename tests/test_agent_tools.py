@@ -1,0 +1,73 @@
+"""The real tool set inside the loop: whatever the model sends, the turn goes on."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from kode_tui.config import Config, resolve_model
+from kode_tui.session import Session
+from kode_tui.soul.agent import open_agent
+from kode_tui.soul.llm.scripted import ScriptedProvider
+from kode_tui.wire import events as ev
+
+
+def call(name: str, arguments: object) -> dict[str, object]:
+    return {"name": name, "arguments": arguments}
+
+
+async def test_bad_calls_of_the_real_tools_are_errors_for_the_model(tmp_path: Path) -> None:
+    project = tmp_path / "project"
+    project.mkdir()
+    (project / "a.txt").write_text("alpha\n")
+    outside = tmp_path / "secret.txt"
+    outside.write_text("outside\n")
+    script = [
+        {
+            "tool_calls": [
+                call("ReadFile", {"path": "missing.txt"}),
+                call("ReadFile", {"path": 42}),
+                call("ReadFile", '{"path": '),
+                call("StrReplaceFile", {"path": "a.txt", "edit": {"old": "beta", "new": "x"}}),
+                call("Shell", {"command": "exit 3"}),
+                call("Glob", {"pattern": "**/*.txt"}),
+                call("ReadFile", {"path": str(outside)}),
+                call("WriteFile", {"path": str(tmp_path / "new.txt"), "content": "x"}),
+            ]
+        },
+        {"text": "I will try again more carefully."},
+    ]
+    provider = ScriptedProvider(script)
+    session = await Session.create(project)
+    agent = await open_agent(session, Config(), resolve_model(Config()), provider=provider)
+    requests: list[ev.ApprovalRequest] = []
+
+    def answer(event: ev.ApprovalRequest) -> None:
+        requests.append(event)
+        if event.tool_name == "ReadFile":
+            event.resolve("approve_for_session")
+        elif event.tool_name == "Shell":
+            event.resolve("approve")
+        else:
+            event.resolve(ev.RejectWithFeedback(feedback="stay in the project"))
+
+    seen = agent.bus.subscribe(ev.ApprovalRequest, callback=answer)
+    result = await agent.soul.run("break things")
+    await seen.join()
+    await agent.close()
+
+    assert result.stop_reason == "done"
+    history = provider.requests[1].history
+    tool_texts = [m.text for m in history if m.role == "tool"]
+    assert len(tool_texts) == 8
+    assert all("ERROR" in text for text in tool_texts[:6])
+    assert "outside" in tool_texts[6]  # approved: the file was read
+    assert "User feedback: stay in the project" in tool_texts[7]
+    assert "exit code: 3" in tool_texts[4]
+    assert [(r.tool_name, r.outside_work_dir) for r in requests] == [
+        ("Shell", False),
+        ("ReadFile", True),
+        ("WriteFile", True),
+    ]
+    assert session.state.session_approvals == []  # nothing outside is approved for the session
+    assert not (tmp_path / "new.txt").exists()
+    assert (project / "a.txt").read_text() == "alpha\n"

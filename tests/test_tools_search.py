@@ -1,0 +1,498 @@
+"""Glob and Grep. Grep's Python search is always tested; ripgrep when it is installed (the two
+must give the same output), and the ripgrep code path also with a stand-in `rg` script."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+from pathlib import Path
+from typing import Any
+
+import pytest
+from pydantic import ValidationError
+
+from kode_tui.tools import search
+from kode_tui.tools.base import ToolEnv, ToolError
+from kode_tui.tools.search import (
+    Glob,
+    GlobParams,
+    Grep,
+    GrepParams,
+    expand_braces,
+    find_rg,
+    rg_arguments,
+)
+
+
+@pytest.fixture
+def work(tmp_path: Path) -> Path:
+    work = tmp_path / "work"
+    work.mkdir()
+    return work
+
+
+@pytest.fixture
+def env(work: Path) -> ToolEnv:
+    return ToolEnv(work_dir=work)
+
+
+def make(root: Path, files: dict[str, str | bytes]) -> None:
+    for name, content in files.items():
+        path = root / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        if isinstance(content, bytes):
+            path.write_bytes(content)
+        else:
+            path.write_text(content)
+
+
+async def glob(env: ToolEnv, pattern: str, **params: Any) -> Any:
+    return await Glob().run(GlobParams(pattern=pattern, **params), env, "call")
+
+
+# --- Glob ----------------------------------------------------------------------------------------
+
+
+async def test_glob_matches_recursively_sorted_and_relative_to_the_work_dir(
+    env: ToolEnv, work: Path
+) -> None:
+    make(work, {"src/b.py": "", "src/a.py": "", "src/pkg/c.py": "", "src/d.txt": "", "e.py": ""})
+    result = await glob(env, "src/**/*.py")
+    assert result.output.splitlines() == ["src/a.py", "src/b.py", "src/pkg/c.py"]
+    assert result.message == "Found 3 matches for pattern `src/**/*.py`."
+    top = await glob(env, "*.py")
+    assert top.output == "e.py"
+    assert top.message == "Found 1 match for pattern `*.py`."
+
+
+async def test_glob_in_a_directory_still_shows_paths_from_the_work_dir(
+    env: ToolEnv, work: Path
+) -> None:
+    make(work, {"src/pkg/c.py": "", "src/pkg/d.py": ""})
+    result = await glob(env, "*.py", directory="src/pkg")
+    assert result.output.splitlines() == ["src/pkg/c.py", "src/pkg/d.py"]
+
+
+async def test_glob_skips_heavy_dirs_unless_the_pattern_names_them(
+    env: ToolEnv, work: Path
+) -> None:
+    make(
+        work,
+        {
+            "src/a.js": "",
+            "node_modules/react/index.js": "",
+            "src/node_modules/x/y.js": "",
+            ".venv/lib/site.py": "",
+            ".git/HEAD": "",
+        },
+    )
+    assert (await glob(env, "src/**/*.js")).output == "src/a.js"
+    assert (await glob(env, "*")).output.splitlines() == ["src"]
+    named = await glob(env, "node_modules/react/*.js")
+    assert named.output == "node_modules/react/index.js"
+    nested = await glob(env, "src/**/node_modules/*/*.js")
+    assert nested.output == "src/node_modules/x/y.js"
+
+
+async def test_glob_refuses_a_pattern_starting_with_double_star_and_lists_the_top(
+    env: ToolEnv, work: Path
+) -> None:
+    make(work, {"src/a.py": "", "README.md": ""})
+    with pytest.raises(ToolError, match=r"starts with `\*\*`") as caught:
+        await glob(env, "**/*.py")
+    assert caught.value.output.splitlines() == ["README.md", "src/"]
+
+
+async def test_glob_refuses_absolute_and_parent_patterns(env: ToolEnv) -> None:
+    for pattern in ("/etc/*", "../*", ""):
+        with pytest.raises(ToolError, match="relative"):
+            await glob(env, pattern)
+
+
+async def test_glob_caps_the_results_at_1000(env: ToolEnv, work: Path) -> None:
+    make(work, {f"many/f{n:04}.txt": "" for n in range(1005)})
+    result = await glob(env, "many/*.txt")
+    lines = result.output.splitlines()
+    assert len(lines) == 1000
+    assert lines[0] == "many/f0000.txt" and lines[-1] == "many/f0999.txt"
+    assert "Found 1005 matches" in result.message
+    assert "Only the first 1000 matches are returned" in result.message
+
+
+async def test_glob_can_leave_directories_out(env: ToolEnv, work: Path) -> None:
+    make(work, {"src/a.py": "", "src/pkg/b.py": ""})
+    assert (await glob(env, "src/*")).output.splitlines() == ["src/a.py", "src/pkg"]
+    assert (await glob(env, "src/*", include_dirs=False)).output == "src/a.py"
+    assert (await glob(env, "src/**", include_dirs=False)).output.splitlines() == [
+        "src/a.py",
+        "src/pkg/b.py",
+    ]
+
+
+async def test_glob_expands_braces(env: ToolEnv, work: Path) -> None:
+    make(work, {"a.ts": "", "b.tsx": "", "c.js": ""})
+    assert (await glob(env, "*.{ts,tsx}")).output.splitlines() == ["a.ts", "b.tsx"]
+    assert expand_braces("a{b,c{d,e}}f") == ["abf", "acdf", "acef"]
+    assert expand_braces("{solo}") == ["{solo}"]
+
+
+async def test_glob_with_no_match_says_so(env: ToolEnv) -> None:
+    result = await glob(env, "*.rs")
+    assert result.output == ""
+    assert result.message == "No matches found for pattern `*.rs`."
+
+
+async def test_glob_of_a_missing_directory_is_an_error(env: ToolEnv) -> None:
+    with pytest.raises(ToolError, match="does not exist"):
+        await glob(env, "*", directory="nowhere")
+
+
+async def test_glob_outside_the_work_dir_needs_a_read_approval(
+    env: ToolEnv, tmp_path: Path
+) -> None:
+    inside = await Glob().permission(GlobParams(pattern="*"), env)
+    assert inside is None
+    other = tmp_path / "other"
+    other.mkdir()
+    permission = await Glob().permission(GlobParams(pattern="*", directory=str(other)), env)
+    assert permission is not None
+    assert permission.kind == "read"
+    assert permission.scope == f"read:{other.resolve()}"
+    assert permission.outside_work_dir
+
+
+# --- Grep ----------------------------------------------------------------------------------------
+
+TREE: dict[str, str | bytes] = {
+    "src/app.py": "import os\n\ndef main():\n    print('hello')\n    return 0\n\n\nmain()\n",
+    "src/util.py": "def helper():\n    return 'Hello'\n",
+    "src/web/page.ts": "const hello = 'hello';\nexport default hello;\n",
+    "docs/guide.md": "Say hello to the app.\n",
+    "data/blob.bin": b"hello\0\x01\x02",
+    ".hidden.cfg": "hello = true\n",
+}
+
+
+def grep_params(**params: Any) -> GrepParams:
+    return GrepParams.model_validate(params)
+
+
+async def python_grep(env: ToolEnv, **params: Any) -> Any:
+    return await Grep(use_rg=False).run(grep_params(**params), env, "call")
+
+
+@pytest.fixture
+def tree(work: Path) -> Path:
+    make(work, TREE)
+    return work
+
+
+async def test_grep_lists_matching_files_newest_first(env: ToolEnv, tree: Path) -> None:
+    os.utime(tree / "src/util.py", (1_000, 1_000))
+    os.utime(tree / "src/app.py", (3_000, 3_000))
+    result = await python_grep(env, pattern="hello", **{"-i": True}, glob="*.py")
+    assert result.output.splitlines() == ["src/app.py", "src/util.py"]
+    assert result.brief == "2 files"
+
+
+async def test_grep_searches_hidden_files_and_skips_binary_ones(env: ToolEnv, tree: Path) -> None:
+    result = await python_grep(env, pattern="hello")
+    files = set(result.output.splitlines())
+    assert ".hidden.cfg" in files
+    assert "data/blob.bin" not in files
+    assert files == {".hidden.cfg", "docs/guide.md", "src/app.py", "src/web/page.ts"}
+
+
+async def test_grep_content_shows_numbered_lines_with_context(env: ToolEnv, tree: Path) -> None:
+    result = await python_grep(
+        env, pattern="print|^main", output_mode="content", path="src/app.py", **{"-C": 1}
+    )
+    assert result.output.splitlines() == [
+        "src/app.py-3-def main():",
+        "src/app.py:4:    print('hello')",
+        "src/app.py-5-    return 0",
+        "--",
+        "src/app.py-7-",
+        "src/app.py:8:main()",
+    ]
+
+
+async def test_grep_context_before_and_after_separately(env: ToolEnv, tree: Path) -> None:
+    result = await python_grep(
+        env, pattern="print", output_mode="content", path="src", **{"-B": 2, "-A": 0, "-C": 5}
+    )
+    assert result.output.splitlines() == [
+        "src/app.py-2-",
+        "src/app.py-3-def main():",
+        "src/app.py:4:    print('hello')",
+    ]
+
+
+async def test_grep_content_separates_files_only_when_showing_context(
+    env: ToolEnv, tree: Path
+) -> None:
+    plain = await python_grep(env, pattern="hello", output_mode="content", type="ts")
+    assert plain.output.splitlines() == [
+        "src/web/page.ts:1:const hello = 'hello';",
+        "src/web/page.ts:2:export default hello;",
+    ]
+    with_context = await python_grep(
+        env, pattern="hello", output_mode="content", glob="*.{md,cfg}", **{"-A": 1}
+    )
+    assert with_context.output.splitlines() == [
+        ".hidden.cfg:1:hello = true",
+        "--",
+        "docs/guide.md:1:Say hello to the app.",
+    ]
+
+
+async def test_grep_content_without_line_numbers(env: ToolEnv, tree: Path) -> None:
+    result = await python_grep(
+        env, pattern="hello", output_mode="content", path="docs", **{"-n": False}
+    )
+    assert result.output == "docs/guide.md:Say hello to the app."
+
+
+async def test_grep_content_drops_the_carriage_returns_of_windows_lines(
+    env: ToolEnv, work: Path
+) -> None:
+    make(work, {"win.txt": "first\r\nsecond\r\n"})
+    result = await python_grep(env, pattern="first", output_mode="content", **{"-A": 1})
+    assert result.output == "win.txt:1:first\nwin.txt-2-second"
+
+
+async def test_grep_counts_matches_per_file_and_in_total(env: ToolEnv, tree: Path) -> None:
+    result = await python_grep(env, pattern="hello", output_mode="count_matches", path="src")
+    assert result.output.splitlines() == ["src/app.py:1", "src/web/page.ts:3"]
+    assert "Found 4 total occurrences across 2 files." in result.message
+
+
+async def test_grep_multiline_matches_span_lines(env: ToolEnv, tree: Path) -> None:
+    result = await python_grep(
+        env, pattern=r"def main\(\):.*?print", output_mode="content", multiline=True
+    )
+    assert result.output.splitlines() == [
+        "src/app.py:3:def main():",
+        "src/app.py:4:    print('hello')",
+    ]
+    single = await python_grep(env, pattern=r"main\(\):\n", output_mode="content")
+    assert single.message.startswith("No matches found")
+
+
+async def test_grep_pages_with_head_limit_and_offset(env: ToolEnv, work: Path) -> None:
+    make(work, {"many.txt": "".join(f"match {n}\n" for n in range(1, 11))})
+    first = await python_grep(env, pattern="match", output_mode="content", head_limit=4)
+    assert first.output.splitlines()[-1] == "many.txt:4:match 4"
+    assert "Results truncated to 4 lines (total: 10). Use offset=4 to see more." in first.message
+    rest = await python_grep(env, pattern="match", output_mode="content", head_limit=4, offset=8)
+    assert rest.output.splitlines() == ["many.txt:9:match 9", "many.txt:10:match 10"]
+    unlimited = await python_grep(env, pattern="match", output_mode="content", head_limit=0)
+    assert len(unlimited.output.splitlines()) == 10
+
+
+async def test_grep_cuts_very_long_lines(env: ToolEnv, work: Path) -> None:
+    make(work, {"min.js": "var a='" + "x" * 5000 + "';\n"})
+    result = await python_grep(env, pattern="var", output_mode="content")
+    assert len(result.output) < 2100
+    assert result.output.endswith("[line cut at 2000 of 5018 chars]")
+
+
+async def test_grep_with_no_match_is_not_an_error(env: ToolEnv, tree: Path) -> None:
+    result = await python_grep(env, pattern="nothing matches this")
+    assert not result.is_error
+    assert result.output == ""
+    assert result.message == "No matches found."
+
+
+async def test_grep_reports_a_bad_regex_and_a_missing_path(env: ToolEnv, tree: Path) -> None:
+    with pytest.raises(ToolError, match="Invalid regular expression"):
+        await python_grep(env, pattern="(unclosed")
+    with pytest.raises(ToolError, match="does not exist"):
+        await python_grep(env, pattern="x", path="nowhere")
+    with pytest.raises(ToolError, match="Unknown file type"):
+        await python_grep(env, pattern="x", type="cobol-ish")
+
+
+def git(work: Path, *args: str) -> None:
+    subprocess.run(["git", "-C", str(work), *args], check=True, capture_output=True)
+
+
+async def test_grep_in_a_git_repo_skips_ignored_files_unless_asked(
+    env: ToolEnv, work: Path
+) -> None:
+    make(
+        work,
+        {
+            ".gitignore": "build/\n*.log\n",
+            "src/a.py": "needle\n",
+            "build/out.py": "needle\n",
+            "debug.log": "needle\n",
+            "untracked.txt": "needle\n",
+        },
+    )
+    git(work, "init", "-q")
+    git(work, "add", "src/a.py")
+    result = await python_grep(env, pattern="needle")
+    assert sorted(result.output.splitlines()) == ["src/a.py", "untracked.txt"]
+    everything = await python_grep(env, pattern="needle", include_ignored=True)
+    assert sorted(everything.output.splitlines()) == [
+        "build/out.py",
+        "debug.log",
+        "src/a.py",
+        "untracked.txt",
+    ]
+    # Pointed at an ignored folder, it is searched all the same (as ripgrep does).
+    named = await python_grep(env, pattern="needle", path="build")
+    assert named.output == "build/out.py"
+
+
+async def test_grep_outside_git_skips_heavy_dirs(env: ToolEnv, work: Path) -> None:
+    make(work, {"a.js": "needle\n", "node_modules/x/b.js": "needle\n", ".git/c": "needle\n"})
+    result = await python_grep(env, pattern="needle")
+    assert result.output == "a.js"
+
+
+async def test_grep_that_runs_out_of_time_returns_partial_results(
+    env: ToolEnv, tree: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(search, "GREP_TIMEOUT", -1.0)
+    result = await python_grep(env, pattern="hello")
+    assert "timed out" in result.message
+
+
+async def test_grep_outside_the_work_dir_needs_a_read_approval(
+    env: ToolEnv, tmp_path: Path
+) -> None:
+    assert await Grep().permission(grep_params(pattern="x"), env) is None
+    other = tmp_path / "other"
+    other.mkdir()
+    permission = await Grep().permission(grep_params(pattern="x", path=str(other)), env)
+    assert permission is not None
+    assert permission.scope == f"read:{other.resolve()}"
+
+
+def test_grep_params_use_kimis_names_and_aliases() -> None:
+    properties = Grep().schema()["function"]["parameters"]["properties"]
+    assert {"pattern", "path", "glob", "output_mode", "-B", "-A", "-C", "-n", "-i"} <= set(
+        properties
+    )
+    assert {"type", "head_limit", "offset", "multiline", "include_ignored"} <= set(properties)
+    assert grep_params(pattern="x", **{"-i": True}).ignore_case
+    assert grep_params(pattern="x", ignore_case=True).ignore_case
+    with pytest.raises(ValidationError):
+        grep_params(pattern="x", output_mode="lines")
+    with pytest.raises(ValidationError):
+        grep_params(pattern="x", head_limit=-1)
+    with pytest.raises(ValidationError):
+        grep_params(path=".")
+
+
+def test_rg_arguments_follow_the_mode() -> None:
+    files = rg_arguments("rg", grep_params(pattern="-x", glob="*.py", **{"-i": True}), ".")
+    assert "--files-with-matches" in files and "--ignore-case" in files
+    assert files[-3:] == ["--", "-x", "."]
+    assert files[files.index("*.py") - 1 : files.index("*.py") + 1] == ["--glob", "*.py"]
+    content = rg_arguments("rg", grep_params(pattern="x", output_mode="content", **{"-C": 2}), ".")
+    assert content[content.index("--before-context") : content.index("--line-number") + 1] == [
+        "--before-context",
+        "2",
+        "--after-context",
+        "2",
+        "--line-number",
+    ]
+    counts = rg_arguments("rg", grep_params(pattern="x", output_mode="count_matches"), "src")
+    assert "--count-matches" in counts and "--sort" in counts
+
+
+def fake_rg(tmp_path: Path, stdout: str, exit_code: int = 0, stderr: str = "") -> str:
+    script = tmp_path / "fake-rg"
+    script.write_text(
+        f"#!/bin/sh\nprintf '%s' '{stdout}'\nprintf '%s' '{stderr}' >&2\nexit {exit_code}\n"
+    )
+    script.chmod(0o755)
+    return str(script)
+
+
+async def test_grep_with_ripgrep_shows_paths_from_the_work_dir(
+    env: ToolEnv, tmp_path: Path
+) -> None:
+    rg = fake_rg(tmp_path, "./src/a.py:3:hit\n./src/a.py-4-after\n")
+    result = await Grep(rg_path=rg).run(grep_params(pattern="hit", output_mode="content"), env, "c")
+    assert result.output.splitlines() == ["src/a.py:3:hit", "src/a.py-4-after"]
+
+
+async def test_grep_with_ripgrep_keeps_results_despite_unreadable_files(
+    env: ToolEnv, tmp_path: Path
+) -> None:
+    rg = fake_rg(tmp_path, "./a.py:2\n", exit_code=2, stderr="secret: Permission denied")
+    result = await Grep(rg_path=rg).run(
+        grep_params(pattern="x", output_mode="count_matches"), env, "c"
+    )
+    assert result.output == "a.py:2"
+    assert "Some files could not be searched: secret: Permission denied" in result.message
+    assert "Found 2 total occurrences across 1 files." in result.message
+    broken = fake_rg(tmp_path, "", exit_code=2, stderr="regex parse error")
+    with pytest.raises(ToolError, match="regex parse error"):
+        await Grep(rg_path=broken).run(grep_params(pattern="("), env, "c")
+
+
+async def test_grep_uses_ripgrep_from_path_when_it_can_run(
+    env: ToolEnv, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    rg = fake_rg(tmp_path, "./from-rg.py\n")
+    monkeypatch.setattr(search, "find_rg", lambda: rg)
+    assert (await Grep().run(grep_params(pattern="x"), env, "c")).output == "from-rg.py"
+    make(env.work_dir, {"from-python.py": "x\n"})
+    monkeypatch.setattr(search, "find_rg", lambda: str(tmp_path / "no-such-rg"))
+    assert (await Grep().run(grep_params(pattern="x"), env, "c")).output == "from-python.py"
+    monkeypatch.setattr(search, "find_rg", lambda: None)
+    assert (await Grep().run(grep_params(pattern="x"), env, "c")).output == "from-python.py"
+
+
+PARITY_CASES: list[dict[str, Any]] = [
+    {"pattern": "hello"},
+    {"pattern": "hello", "-i": True, "output_mode": "content"},
+    {"pattern": "print|^main", "output_mode": "content", "-C": 1},
+    {"pattern": "hello", "output_mode": "content", "-A": 1, "glob": "*.{md,cfg}"},
+    {"pattern": "hello", "output_mode": "count_matches"},
+    {"pattern": "return", "output_mode": "content", "type": "py", "-n": False},
+    {"pattern": r"def main\(\):.*?print", "output_mode": "content", "multiline": True},
+    {"pattern": "hello", "output_mode": "content", "path": "src/web/page.ts"},
+    {"pattern": "o", "output_mode": "content", "head_limit": 3, "offset": 2},
+]
+
+
+@pytest.mark.skipif(find_rg() is None, reason="ripgrep is not installed")
+@pytest.mark.parametrize("params", PARITY_CASES)
+async def test_ripgrep_and_the_python_search_give_the_same_output(
+    env: ToolEnv, tree: Path, params: dict[str, Any]
+) -> None:
+    for n, name in enumerate(sorted(TREE)):
+        os.utime(tree / name, (1_000 + n, 1_000 + n))
+    with_rg = await Grep().run(grep_params(**params), env, "c")
+    with_python = await Grep(use_rg=False).run(grep_params(**params), env, "c")
+    assert with_rg == with_python
+
+
+@pytest.mark.skipif(find_rg() is None, reason="ripgrep is not installed")
+@pytest.mark.parametrize("include_ignored", [False, True])
+async def test_ripgrep_and_the_python_search_ignore_the_same_files(
+    env: ToolEnv, work: Path, include_ignored: bool
+) -> None:
+    make(
+        work,
+        {
+            ".gitignore": "build/\n*.log\n",
+            "src/a.py": "needle\r\nhay\n",
+            "build/out.py": "needle\n",
+            "debug.log": "needle\n",
+            ".env.example": "needle\n",
+        },
+    )
+    git(work, "init", "-q")
+    params = grep_params(
+        pattern="needle", output_mode="content", include_ignored=include_ignored, **{"-A": 1}
+    )
+    with_rg = await Grep().run(params, env, "c")
+    with_python = await Grep(use_rg=False).run(params, env, "c")
+    assert with_rg == with_python

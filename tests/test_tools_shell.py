@@ -1,0 +1,262 @@
+"""Shell: results in Kimi's wording, timeouts and cancellation that leave nothing running, and
+the scope "approve for session" covers."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+import time
+from pathlib import Path
+
+import pytest
+from pydantic import ValidationError
+
+from kode_tui.tools import shell as shell_module
+from kode_tui.tools.base import MAX_OUTPUT_CHARS, ToolEnv, ToolError, ToolOutput
+from kode_tui.tools.shell import OutputBuffer, Shell, ShellParams, command_scope
+from kode_tui.wire.events import ShellBlock
+
+
+@pytest.fixture
+def env(tmp_path: Path) -> ToolEnv:
+    work = tmp_path / "work"
+    work.mkdir()
+    return ToolEnv(work_dir=work)
+
+
+async def shell(env: ToolEnv, command: str, timeout: int = 60) -> ToolOutput:
+    return await Shell().run(ShellParams(command=command, timeout=timeout), env, "call")
+
+
+def live_members(pgid: int) -> list[int]:
+    """Processes of the group that still run (zombies waiting for a reaper do not count)."""
+    alive: list[int] = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            stat = (entry / "stat").read_text()
+        except OSError:
+            continue
+        state, _ppid, group = stat.rsplit(")", 1)[1].split()[:3]
+        if int(group) == pgid and state != "Z":
+            alive.append(int(entry.name))
+    return alive
+
+
+async def wait_until_gone(pgid: int, within: float = 3.0) -> list[int]:
+    deadline = time.monotonic() + within
+    while (alive := live_members(pgid)) and time.monotonic() < deadline:
+        await asyncio.sleep(0.02)
+    return alive
+
+
+async def read_pid(path: Path) -> int:
+    for _ in range(250):
+        if path.exists() and path.read_text().strip():
+            return int(path.read_text())
+        await asyncio.sleep(0.02)
+    raise AssertionError(f"{path} was never written")
+
+
+async def test_shell_runs_in_the_work_dir_and_reports_success(env: ToolEnv) -> None:
+    (env.work_dir / "hello.txt").write_text("hi\n")
+    result = await shell(env, "pwd; ls")
+    assert result.output == f"{env.work_dir}\nhello.txt\n"
+    assert result.message == "Command executed successfully."
+    assert result.brief == "2 lines of output"
+    assert not result.is_error
+
+
+async def test_shell_merges_stderr_into_the_output(env: ToolEnv) -> None:
+    result = await shell(env, "echo out; echo err >&2; echo out2")
+    assert result.output == "out\nerr\nout2\n"
+
+
+async def test_shell_gives_commands_no_input(env: ToolEnv) -> None:
+    started = time.monotonic()
+    result = await shell(env, "cat; read line || echo no-input")
+    assert result.output == "no-input\n"
+    assert time.monotonic() - started < 5
+
+
+async def test_shell_failure_is_an_error_with_kimis_wording_and_the_output(env: ToolEnv) -> None:
+    result = await shell(env, "echo partial; exit 3")
+    assert result.is_error
+    assert result.message == "Command failed with exit code: 3."
+    assert result.output == "partial\n"
+    assert result.brief == "exit code 3"
+
+
+async def test_shell_names_the_signal_that_killed_the_command(env: ToolEnv) -> None:
+    result = await shell(env, "kill -9 $$")
+    assert result.is_error
+    assert result.message == "Command failed with exit code: -9. It was killed by signal SIGKILL."
+
+
+async def test_shell_timeout_kills_the_command_and_keeps_the_output_so_far(
+    env: ToolEnv,
+) -> None:
+    pidfile = env.work_dir / "pgid"
+    started = time.monotonic()
+    result = await shell(env, f"echo $$ > {pidfile}; echo started; sleep 30 & sleep 30", 1)
+    assert time.monotonic() - started < 4
+    assert result.is_error
+    assert "timed out after 1s" in result.message
+    assert result.output == "started\n"
+    assert await wait_until_gone(int(pidfile.read_text())) == []
+
+
+async def test_shell_timeout_kills_processes_that_ignore_sigterm(
+    env: ToolEnv, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(shell_module, "KILL_GRACE", 0.3)
+    pidfile = env.work_dir / "pgid"
+    command = f"echo $$ > {pidfile}; trap '' TERM; sleep 30 & sleep 30"
+    result = await shell(env, command, 1)
+    assert "timed out" in result.message
+    assert await wait_until_gone(int(pidfile.read_text())) == []
+
+
+async def test_shell_cancel_kills_the_whole_process_group(env: ToolEnv) -> None:
+    pidfile = env.work_dir / "pgid"
+    task = asyncio.create_task(shell(env, f"echo $$ > {pidfile}; sleep 100 & sleep 100"))
+    pgid = await read_pid(pidfile)
+    assert len(live_members(pgid)) >= 2  # the shell and its sleeps are running
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    # Killed before CancelledError reached us: nothing of the group may run now.
+    assert await wait_until_gone(pgid, within=0.5) == []
+
+
+async def test_shell_stops_background_jobs_that_keep_the_output_open(env: ToolEnv) -> None:
+    pidfile = env.work_dir / "pgid"
+    started = time.monotonic()
+    result = await shell(env, f"echo $$ > {pidfile}; sleep 100 & echo done")
+    assert time.monotonic() - started < 4
+    assert result.output == "done\n"
+    assert not result.is_error
+    assert "left in the background were stopped" in result.message
+    assert await wait_until_gone(int(pidfile.read_text())) == []
+
+
+async def test_shell_returns_even_when_an_escaped_process_holds_the_output(
+    env: ToolEnv, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(shell_module, "KILL_GRACE", 0.2)
+    pidfile = env.work_dir / "escaped"
+    # setsid leaves the process group, so killing the group cannot reach it.
+    task = asyncio.create_task(
+        shell(env, f"setsid sh -c 'echo $$ > {pidfile}; exec sleep 30' & echo ok")
+    )
+    pid = await read_pid(pidfile)
+    try:
+        result = await asyncio.wait_for(task, 5)
+        assert result.output == "ok\n"
+    finally:
+        os.kill(pid, signal.SIGKILL)
+
+
+async def test_shell_leaves_background_jobs_with_redirected_output_running(env: ToolEnv) -> None:
+    result = await shell(env, "sleep 100 > /dev/null 2>&1 & echo $!")
+    pid = int(result.output)
+    try:
+        assert result.message == "Command executed successfully."
+        os.kill(pid, 0)  # still running
+    finally:
+        os.kill(pid, signal.SIGKILL)
+
+
+async def test_shell_keeps_the_head_and_tail_of_long_output(env: ToolEnv) -> None:
+    result = await shell(env, "seq 1 100000")
+    assert len(result.output) <= MAX_OUTPUT_CHARS + 100
+    lines = result.output.splitlines()
+    assert lines[:3] == ["1", "2", "3"]
+    assert lines[-1] == "100000"
+    assert "bytes of output omitted" in result.output
+    assert "Output truncated" in result.message
+    assert result.message.startswith("Command executed successfully.")
+
+
+def test_output_buffer_keeps_everything_below_the_limit() -> None:
+    buffer = OutputBuffer(limit=10)
+    for chunk in (b"abc", b"def", b"gh"):
+        buffer.add(chunk)
+    assert not buffer.truncated
+    assert buffer.text() == "abcdefgh"
+    buffer.add(b"ijklmnop")
+    assert buffer.truncated
+    assert buffer.text().startswith("abcde")
+    assert buffer.text().endswith("lmnop")
+
+
+async def test_shell_refuses_an_empty_command(env: ToolEnv) -> None:
+    with pytest.raises(ToolError, match="empty"):
+        await shell(env, "   ")
+
+
+def test_shell_params_bound_the_timeout() -> None:
+    assert ShellParams(command="ls").timeout == 60
+    assert ShellParams(command="ls", timeout=300).timeout == 300
+    for bad in (0, 301):
+        with pytest.raises(ValidationError):
+            ShellParams(command="ls", timeout=bad)
+    with pytest.raises(ValidationError):
+        ShellParams.model_validate({"timeout": 5})
+
+
+@pytest.mark.parametrize(
+    ("command", "scope"),
+    [
+        ("git status -s", "git status"),
+        ("ls -la", "ls"),
+        ("ls", "ls"),
+        ("rm -rf x && ls", "rm -rf x && ls"),
+        ("  git  log --oneline  ", "git log"),
+        ("git -C sub status", "git"),
+        ("npm run build", "npm run"),
+        ("make", "make"),
+        ("make test", "make test"),
+        ("cargo test --release", "cargo test"),
+        ("docker compose up -d", "docker compose"),
+        ("python -m pytest -q", "python -m pytest"),
+        ("python3 -m http.server 8000", "python3 -m http.server"),
+        ("python script.py", "python"),
+        ("pytest tests/", "pytest"),
+        ("cat a | grep b", "cat a | grep b"),
+        ("echo hi > out.txt", "echo hi > out.txt"),
+        ("sleep 1 & rm -rf /", "sleep 1 & rm -rf /"),
+        ("echo $(whoami)", "echo $(whoami)"),
+        ("echo `id`", "echo `id`"),
+        ("ls; rm x", "ls; rm x"),
+        ("ls\nrm x", "ls\nrm x"),
+        ("FOO=1 rm -rf x", "FOO=1 rm -rf x"),
+        ("sudo rm -rf x", "sudo rm -rf x"),
+        ("bash -c 'rm -rf x'", "bash -c 'rm -rf x'"),
+    ],
+)
+def test_command_scope(command: str, scope: str) -> None:
+    assert command_scope(command) == scope
+
+
+async def test_shell_permission_names_the_scope(env: ToolEnv) -> None:
+    permission = await Shell().permission(ShellParams(command="git status -s"), env)
+    assert permission is not None
+    assert permission.kind == "shell"
+    assert permission.action == "run command"
+    assert permission.description == "git status -s"
+    assert permission.scope == "shell:git status"
+    assert permission.scope_label == "commands starting with `git status`"
+    assert permission.display == [ShellBlock(command="git status -s")]
+    assert not permission.outside_work_dir
+
+
+async def test_shell_permission_for_a_compound_command_covers_only_that_command(
+    env: ToolEnv,
+) -> None:
+    permission = await Shell().permission(ShellParams(command="rm -rf x && ls"), env)
+    assert permission is not None
+    assert permission.scope == "shell:rm -rf x && ls"
+    assert permission.scope_label == "exactly this command"
