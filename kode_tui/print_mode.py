@@ -47,8 +47,8 @@ class PrintView:
             case ev.ApprovalRequest():
                 event.resolve("reject")
                 self._note(
-                    f"rejected {event.description}: print mode allows no {event.action} "
-                    "without --yolo"
+                    f"rejected {event.description}: it needs approval ({event.action}) and "
+                    "print mode asks no one; --yolo allows every call"
                 )
             case ev.StepRetry():
                 self._note(
@@ -135,11 +135,9 @@ async def run_print(
         await shown.join()
         view.finish()
         await agent.close()
-    err.write(f"kode-tui: resume this session with: kode-tui -S {session.id}\n")
-    if result.stop_reason == "done":
-        return 0
     if result.stop_reason == "rejected":
         err.write("kode-tui: the turn stopped at a rejected tool call.\n")
-    else:
+    elif result.stop_reason != "done":
         err.write(f"kode-tui: {result.error}\n")
-    return 1
+    err.write(f"kode-tui: resume this session with: kode-tui -S {session.id}\n")
+    return 0 if result.stop_reason == "done" else 1

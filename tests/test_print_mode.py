@@ -178,4 +178,5 @@ def test_print_mode_fails_with_one_line_when_the_model_fails(
     monkeypatch.setattr("kode_tui.print_mode.DemoProvider", failing_demo)
     assert main(["-p", "hi", "--print", str(project)]) == 1
     err = capsys.readouterr().err
-    assert err.splitlines()[-1] == "kode-tui: scripted: bad key"
+    assert err.splitlines()[-2] == "kode-tui: scripted: bad key"
+    assert err.splitlines()[-1].startswith("kode-tui: resume this session with: kode-tui -S ")
