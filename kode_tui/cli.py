@@ -208,6 +208,7 @@ def _start_logging() -> None:
     handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
     log.addHandler(handler)
     log.setLevel(logging.INFO)
+    logging.getLogger("watchfiles").setLevel(logging.WARNING)  # "N changes detected" per save
 
 
 if __name__ == "__main__":

@@ -15,7 +15,9 @@ from typing import TextIO
 from kode_tui.config import Config, ModelChoice
 from kode_tui.session import Context, Session
 from kode_tui.soul.agent import open_agent
+from kode_tui.soul.llm import LLMError
 from kode_tui.soul.llm.demo import DemoProvider
+from kode_tui.soul.soul import ContextReport, KodeSoul
 from kode_tui.wire import events as ev
 
 ARGUMENT_WIDTH = 80
@@ -130,6 +132,8 @@ async def run_print(
     view = PrintView(out, err)
     shown = agent.bus.subscribe(callback=view)
     try:
+        if prompt.startswith("/"):
+            return await _command(agent.soul, prompt, out, err)
         result = await agent.soul.run(prompt)
     finally:
         await shown.join()
@@ -141,3 +145,51 @@ async def run_print(
         err.write(f"kode-tui: {result.error}\n")
     err.write(f"kode-tui: resume this session with: kode-tui -S {session.id}\n")
     return 0 if result.stop_reason == "done" else 1
+
+
+COMMANDS = ("/compact [instruction]", "/context [refresh]")
+
+
+async def _command(soul: KodeSoul, line: str, out: TextIO, err: TextIO) -> int:
+    """A slash command instead of a message; the exit status."""
+    name, _, argument = line.strip().partition(" ")
+    argument = argument.strip()
+    if name == "/compact":
+        before = soul.context.token_count_with_pending
+        try:
+            changed = await soul.compact(argument or None)
+        except LLMError as error:
+            err.write(f"kode-tui: compaction failed: {soul.provider.model_name}: {error}\n")
+            return 1
+        if not changed:
+            out.write("Nothing to compact.\n")
+        else:
+            after = soul.context.token_count_with_pending
+            out.write(f"Compacted the context: {before:,} → {after:,} tokens.\n")
+        return 0
+    if name == "/context":
+        if argument == "refresh" and soul.project is not None:
+            await soul.project.refresh()
+        elif argument:
+            err.write("kode-tui: /context takes no argument but `refresh`.\n")
+            return 2
+        out.write(format_report(await soul.context_report()))
+        return 0
+    err.write(f"kode-tui: unknown command {name}; print mode knows {', '.join(COMMANDS)}.\n")
+    return 2
+
+
+def format_report(report: ContextReport) -> str:
+    """`/context` as text: the sizes, the reminders of the last request, the system prompt."""
+    lines = [
+        f"Context: {report.context_tokens:,} of {report.max_context_tokens:,} tokens "
+        f"(compacts at {report.trigger_tokens:,})",
+        "",
+        "What the model is given (estimated tokens):",
+    ]
+    width = max((len(name) for name, _ in report.blocks), default=0)
+    lines += [f"  {name:<{width}}  {tokens:>7,}" for name, tokens in report.blocks]
+    lines += ["", "Reminders of the last request:"]
+    lines += [f"  [{r.kind}] {r.text.splitlines()[0]}" for r in report.reminders] or ["  none"]
+    lines += ["", "System prompt:", "", report.system_prompt, ""]
+    return "\n".join(lines)

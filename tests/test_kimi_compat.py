@@ -196,3 +196,38 @@ async def test_kimi_restores_a_session_our_agent_wrote(tmp_path: Path) -> None:
         expected = kimi_view(ours(context))
     assert '"_file_edit"' in session.context_file.read_text()
     assert kimi(KIMI_RESTORE, session.context_file) == expected
+
+
+async def test_kimi_restores_a_session_we_compacted(tmp_path: Path) -> None:
+    from kode_tui.config import Config, resolve_model
+    from kode_tui.session import Session
+    from kode_tui.soul.agent import open_agent
+    from kode_tui.soul.llm.scripted import ScriptedProvider
+
+    project = tmp_path / "project"
+    project.mkdir()
+    provider = ScriptedProvider(
+        [
+            {"text": "First answer."},
+            {"text": "Second answer."},
+            {"text": "<current_focus>\nAnswering\n</current_focus>"},
+            {"text": "Third answer."},
+        ]
+    )
+    session = await Session.create(project)
+    agent = await open_agent(session, Config(), resolve_model(Config()), provider=provider)
+    await agent.soul.run("one")
+    await agent.soul.run("two")
+    assert await agent.soul.compact()
+    await agent.soul.run("three")
+    await agent.close()
+
+    async with Context(session.context_file) as context:
+        await context.restore()
+        expected = kimi_view(ours(context))
+    assert "compacted" in expected["history"][1]["content"][0]["text"]
+    assert kimi(KIMI_RESTORE, session.context_file) == expected
+    for rotated in session.dir.glob("context_*.jsonl"):
+        async with Context(rotated) as old:
+            await old.restore()
+            assert kimi(KIMI_RESTORE, rotated) == kimi_view(ours(old))

@@ -180,3 +180,29 @@ def test_print_mode_fails_with_one_line_when_the_model_fails(
     err = capsys.readouterr().err
     assert err.splitlines()[-2] == "kode-tui: scripted: bad key"
     assert err.splitlines()[-1].startswith("kode-tui: resume this session with: kode-tui -S ")
+
+
+def test_context_command_shows_what_the_model_is_given(project: Path) -> None:
+    (project / "AGENTS.md").write_text("Greet politely.\n")
+    done = kode("-p", "/context", "--print", str(project))
+
+    assert done.returncode == 0, done.stderr
+    out = done.stdout
+    assert out.startswith("Context: 0 of 128,000 tokens (compacts at 78,000)")
+    for block in ("system prompt", "AGENTS.md", "directoryStructure", "readme"):
+        assert any(line.strip().startswith(block) for line in out.splitlines()), block
+    assert "Reminders of the last request:\n  none" in out
+    assert "Greet politely." in out.split("System prompt:", 1)[1]
+
+
+def test_compact_command_in_print_mode(project: Path) -> None:
+    assert kode("-p", "tour", "--print", "--yolo", str(project)).returncode == 0
+
+    done = kode("-p", "/compact keep the README title", "--print", "-C", str(project))
+
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.startswith("Compacted the context: ")
+    [context] = Path(os.environ["KODE_TUI_HOME"]).glob("sessions/*/*/context.jsonl")
+    assert "The demo cannot summarise" in context.read_text()
+    unknown = kode("-p", "/frobnicate", "--print", "-C", str(project))
+    assert unknown.returncode == 2 and "/compact" in unknown.stderr

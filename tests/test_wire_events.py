@@ -97,6 +97,9 @@ SAMPLES: list[events.Event] = [
     ),
     events.ContextRestored(from_file="context_1.jsonl", rotated_file="context_3.jsonl"),
     events.ContextCleared(rotated_file="context_4.jsonl"),
+    events.SystemReminders(
+        reminders=[events.ReminderItem(kind="todo", text="Your todo list has changed.")]
+    ),
     events.Warning(message="skipped a torn line"),
     events.Error(message="no API key"),
 ]
@@ -108,6 +111,7 @@ def test_every_event_of_the_design_has_a_model_and_a_sample() -> None:
         "ToolCall", "ToolCallPart", "ToolResult", "ApprovalRequest", "ApprovalResolved",
         "CheckpointCreated", "StatusUpdate", "CompactionBegin", "CompactionEnd", "ContextReverted",
         "ContextRestored", "ContextCleared", "Warning", "Error",
+        "SystemReminders",  # issue 4: reminders are shown, never stored in the context
     }  # fmt: skip
     assert set(EVENT_TYPES) == designed
     assert {type(sample).__name__ for sample in SAMPLES} == designed

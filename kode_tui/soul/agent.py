@@ -9,6 +9,7 @@ import asyncio
 import os
 from collections.abc import Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from kode_tui.config import API_KEY_ENV_VARS, Config, ModelChoice
@@ -17,8 +18,11 @@ from kode_tui.session.journal import FileJournal
 from kode_tui.session.state import ApprovalMode
 from kode_tui.soul import prompts
 from kode_tui.soul.approval import Approval
+from kode_tui.soul.compaction import load_strategy
 from kode_tui.soul.llm import ChatProvider
 from kode_tui.soul.llm.demo import DemoProvider
+from kode_tui.soul.project import ProjectContextSource
+from kode_tui.soul.reminders import Reminders
 from kode_tui.soul.soul import KodeSoul, LoopSettings
 from kode_tui.tools.base import Tool, ToolEnv
 from kode_tui.tools.dmail import DenwaRenji, SendDMail
@@ -72,6 +76,8 @@ class Agent:
     recorder: WireRecorder
 
     async def close(self) -> None:
+        if self.soul.project is not None:
+            await self.soul.project.close()
         await self.recorder.close()
         await self.context.close()
 
@@ -86,10 +92,14 @@ async def open_agent(
     bus: WireBus | None = None,
     approval_override: ApprovalMode | None = None,
     tools: Sequence[Tool[Any]] | None = None,
+    watch_project: bool = True,
 ) -> Agent:
     """The agent of `session`, its context restored and wire.jsonl being recorded.
 
     `provider` replaces the one `choice` names (tests); `tools` replaces the usual set.
+    The project context starts collecting in the background; with `watch_project` a change to
+    one of its files makes the next turn collect it again. Raises ConfigError when the
+    configured compaction strategy cannot be loaded.
     """
     work_dir = session.work_dir or session.dir
     if context is None:
@@ -113,10 +123,16 @@ async def open_agent(
         state=session.state,
         save_state=save_state,
     )
+    provider = provider or make_provider(choice)
+    compaction = load_strategy(
+        config.compaction.strategy, {ChatProvider: provider, Config: config, Path: work_dir}
+    )
+    project = ProjectContextSource(work_dir, custom=config.context.custom, watch=watch_project)
+    project.start()
     loop = config.loop_control
     soul = KodeSoul(
         context=context,
-        provider=provider or make_provider(choice),
+        provider=provider,
         bus=bus,
         toolset=toolset,
         env=env,
@@ -129,6 +145,9 @@ async def open_agent(
             compaction_trigger_ratio=loop.compaction_trigger_ratio,
         ),
         system_prompt=prompts.system_prompt(work_dir),
+        compaction=compaction,
+        project=project,
+        reminders=Reminders(work_dir, config.context.max_reminders_per_session),
     )
     recorder = WireRecorder(bus, session.wire_file)
     recorder.start()

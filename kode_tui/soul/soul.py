@@ -13,9 +13,9 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
 import tenacity
 
@@ -40,6 +40,7 @@ from kode_tui.soul.llm import (
     ToolCallStart,
     is_retryable,
 )
+from kode_tui.soul.reminders import Reminder, Reminders, inject
 from kode_tui.tools.base import ToolEnv, ToolOutput
 from kode_tui.tools.dmail import DenwaRenji
 from kode_tui.tools.toolset import PreparedCall, Toolset, rejected, tool_message
@@ -55,6 +56,12 @@ SKIPPED = ToolOutput(
     brief="skipped",
     is_error=True,
 )
+
+if TYPE_CHECKING:
+    # Only the agent that builds a soul loads the project-context machinery (git, watchfiles).
+    from kode_tui.soul.project import ProjectContextSource
+
+T = TypeVar("T")
 
 StopReason = Literal["done", "rejected", "max_steps", "error"]
 
@@ -76,6 +83,21 @@ class TurnResult:
     stop_reason: StopReason
     steps: int
     error: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class ContextReport:
+    """What the model is given (`/context`)."""
+
+    system_prompt: str
+    """The whole system prompt of the next request, project context included."""
+    blocks: list[tuple[str, int]]
+    """Its parts with their estimated tokens: the base prompt, each project doc and block."""
+    reminders: list[Reminder]
+    """What went with the latest request."""
+    context_tokens: int
+    max_context_tokens: int
+    trigger_tokens: int
 
 
 class BackToTheFuture(Exception):
@@ -142,6 +164,8 @@ class KodeSoul:
         settings: LoopSettings | None = None,
         system_prompt: str | None = None,
         compaction: CompactionStrategy | None = None,
+        project: ProjectContextSource | None = None,
+        reminders: Reminders | None = None,
         retry_wait: tenacity.wait.wait_base | None = None,
     ) -> None:
         self.context = context
@@ -152,6 +176,9 @@ class KodeSoul:
         self.approval = approval
         self.settings = settings or LoopSettings()
         self.compaction = compaction
+        self.project = project
+        self.reminders = reminders
+        self._turn_text = ""
         self._denwa_renji = denwa_renji
         self._system_prompt = system_prompt
         # DESIGN.md §7's initial=0.3 (tenacity 9.2 calls it `multiplier`).
@@ -165,7 +192,31 @@ class KodeSoul:
 
     @property
     def system_prompt(self) -> str | None:
+        """The base system prompt: the context's own, else the one this soul was given."""
         return self.context.system_prompt or self._system_prompt
+
+    async def context_report(self) -> ContextReport:
+        base = self.system_prompt or ""
+        if self.project is not None:
+            system_prompt, blocks = await self.project.describe(base)
+        else:
+            system_prompt, blocks = base, [("system prompt", len(base) // 4)]
+        return ContextReport(
+            system_prompt=system_prompt,
+            blocks=blocks,
+            reminders=list(self.reminders.last) if self.reminders is not None else [],
+            context_tokens=self.context.token_count_with_pending,
+            max_context_tokens=self.provider.max_context_size,
+            trigger_tokens=self.trigger_tokens,
+        )
+
+    async def request_system_prompt(self) -> str | None:
+        """What the model is sent as system prompt: the base one with the project context."""
+        base = self.system_prompt
+        if self.project is None:
+            return base
+        system_prompt, _ = await self.project.describe(base or "")
+        return system_prompt
 
     @property
     def reserved_tokens(self) -> int:
@@ -195,6 +246,11 @@ class KodeSoul:
         """One turn for the user's message. Cancelling it (Esc) raises CancelledError after
         StepInterrupted and TurnEnd were sent; the context then holds only whole steps."""
         self.bus.send(ev.TurnBegin(user_input=user_input))
+        self._turn_text = (
+            user_input
+            if isinstance(user_input, str)
+            else "".join(p.text for p in user_input if isinstance(p, TextPart))
+        )
         try:
             if self.context.system_prompt is None and self._system_prompt:
                 await self.context.write_system_prompt(self._system_prompt)
@@ -215,7 +271,7 @@ class KodeSoul:
             self.bus.send(ev.StepBegin(n=step))
             try:
                 if self.context.token_count_with_pending >= self.trigger_tokens:
-                    await self.compact()
+                    await self.compact(step=step)
                 await self._checkpoint()
                 finished = await self._step(step)
             except BackToTheFuture as jump:
@@ -298,6 +354,28 @@ class KodeSoul:
 
     async def _call_llm(self, step: int) -> _Streamed:
         """Stream one response, sending it on the wire, retried as DESIGN.md §7 says."""
+        system_prompt = await self.request_system_prompt()
+        history: Sequence[Message] = self.context.history
+        if self.reminders is not None:
+            chosen = self.reminders.generate(
+                todos=self.env.state.todos,
+                context_tokens=self.context.token_count_with_pending,
+                max_context_tokens=self.provider.max_context_size,
+                user_text=self._turn_text,
+            )
+            if chosen:
+                history = inject(history, chosen)
+                items = [ev.ReminderItem(kind=r.kind, text=r.text) for r in chosen]
+                self.bus.send(ev.SystemReminders(reminders=items))
+        tools = self.toolset.schemas()
+
+        async def attempt() -> _Streamed:
+            return await self._stream_once(system_prompt, history, tools)
+
+        return await self._retry(step, attempt)
+
+    async def _retry(self, step: int, call: Callable[[], Awaitable[T]]) -> T:
+        """`call()`, tried again on transient errors with StepRetry events (DESIGN.md §7)."""
         attempts = self.settings.max_retries_per_step
 
         def before_sleep(state: tenacity.RetryCallState) -> None:
@@ -321,15 +399,17 @@ class KodeSoul:
             before_sleep=before_sleep,
             reraise=True,
         )
-        result: _Streamed = await retrying(self._stream_once)
+        result: T = await retrying(call)
         return result
 
-    async def _stream_once(self) -> _Streamed:
+    async def _stream_once(
+        self,
+        system_prompt: str | None,
+        history: Sequence[Message],
+        tools: list[dict[str, Any]],
+    ) -> _Streamed:
         streamed = _Streamed()
-        stream = self.provider.stream(
-            self.system_prompt, self.context.history, self.toolset.schemas()
-        )
-        async for item in stream:
+        async for item in self.provider.stream(system_prompt, history, tools):
             streamed.add(item)
             if isinstance(item, TextPart | ThinkPart):
                 self.bus.send(ev.ContentPart(part=item))
@@ -366,8 +446,11 @@ class KodeSoul:
 
     # --- compaction ----------------------------------------------------------------------------
 
-    async def compact(self, instruction: str | None = None) -> bool:
-        """Shrink the context with the configured strategy; whether anything changed."""
+    async def compact(self, instruction: str | None = None, *, step: int = 0) -> bool:
+        """Shrink the context with the configured strategy; whether anything changed.
+
+        The strategy's LLM calls are retried like a step's (StepRetry events carry `step`).
+        """
         strategy = self.compaction
         name = type(strategy).__name__ if strategy is not None else ""
         before = self.context.token_count_with_pending
@@ -382,7 +465,7 @@ class KodeSoul:
                 token_count=before,
                 max_context_size=self.provider.max_context_size,
                 reserved_context_size=self.reserved_tokens,
-                llm=self.provider,
+                llm=_RetryingProvider(self, step),
                 instruction=instruction,
             )
         )
@@ -416,3 +499,44 @@ class KodeSoul:
         await self._checkpoint()
         await self.context.append_message(messages)
         return rotated.name if rotated is not None else None
+
+
+class _RetryingProvider:
+    """The soul's provider as a compaction strategy sees it: each call is retried like a step.
+
+    A call's stream is read whole before it is handed on, so a failure halfway is retried too.
+    """
+
+    def __init__(self, soul: KodeSoul, step: int) -> None:
+        self._soul = soul
+        self._step = step
+
+    @property
+    def model_name(self) -> str:
+        return self._soul.provider.model_name
+
+    @property
+    def max_context_size(self) -> int:
+        return self._soul.provider.max_context_size
+
+    def stream(
+        self,
+        system_prompt: str | None,
+        history: Sequence[Message],
+        tools: Sequence[dict[str, Any]],
+    ) -> AsyncIterator[StreamItem]:
+        return self._replay(system_prompt, history, tools)
+
+    async def _replay(
+        self,
+        system_prompt: str | None,
+        history: Sequence[Message],
+        tools: Sequence[dict[str, Any]],
+    ) -> AsyncIterator[StreamItem]:
+        provider = self._soul.provider
+
+        async def read_all() -> list[StreamItem]:
+            return [item async for item in provider.stream(system_prompt, history, tools)]
+
+        for item in await self._soul._retry(self._step, read_all):
+            yield item

@@ -303,6 +303,19 @@ class ContextCleared(Event):
     rotated_file: str
 
 
+class ReminderItem(BaseModel):
+    model_config = ConfigDict(frozen=True)
+    kind: str
+    """`todo`, `context` or `mention`."""
+    text: str
+
+
+class SystemReminders(Event):
+    """Reminders that went with the next LLM request (they are not part of the context)."""
+
+    reminders: list[ReminderItem]
+
+
 class Warning(Event):
     message: str
 
@@ -332,6 +345,7 @@ EVENT_TYPES: Mapping[str, type[Event]] = {
         ContextReverted,
         ContextRestored,
         ContextCleared,
+        SystemReminders,
         Warning,
         Error,
     )

@@ -13,7 +13,7 @@ from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from kode_tui.message import Message, estimate_tokens
+from kode_tui.message import Message, TextPart, estimate_tokens
 from kode_tui.soul.llm import StreamItem
 from kode_tui.soul.llm.scripted import stream_response
 
@@ -24,6 +24,13 @@ INTRO = (
     "**This is kode-tui's offline demo: a scripted agent, not an LLM.** It walks through what "
     "a turn looks like (tool calls, a todo list, an edit that waits for your approval) without "
     "an API key. Your message was not read by a model. First, a look around the project."
+)
+
+
+SUMMARY = (
+    "<current_focus>\nTrying kode-tui with its offline demo model (a scripted agent, not an "
+    "LLM).\n</current_focus>\n<important_context>\n- The demo cannot summarise; this text "
+    "stands in for the summary a real model would write.\n</important_context>"
 )
 
 
@@ -42,7 +49,8 @@ class DemoProvider:
         tools: Sequence[dict[str, Any]],
     ) -> AsyncIterator[StreamItem]:
         turn = _current_turn(history)
-        response = _respond(turn)
+        # A call without tools is a compaction asking for a summary, not a turn of the tour.
+        response = _respond(turn) if tools else {"text": SUMMARY}
         sent = estimate_tokens(history) + len(system_prompt or "") // 4
         return stream_response(response, len(turn), sent, self.delay)
 
@@ -51,9 +59,16 @@ def _current_turn(history: Sequence[Message]) -> list[Message]:
     """The messages since the user's last own message (system notes are not the user's)."""
     for index in range(len(history) - 1, -1, -1):
         message = history[index]
-        if message.role == "user" and not message.text.startswith("<system>"):
+        if message.role == "user" and _written_by_user(message):
             return list(history[index:])
     return []
+
+
+def _written_by_user(message: Message) -> bool:
+    """Whether a user message holds text of the user's (not only `<system>` notes/reminders)."""
+    return any(
+        isinstance(part, TextPart) and not part.text.startswith("<system") for part in message.parts
+    )
 
 
 def _todos(*statuses: str) -> dict[str, Any]:
@@ -166,5 +181,8 @@ def _readme_title(result: Message) -> str:
 
 
 def _user_text(turn: list[Message]) -> str:
-    text = turn[0].text.strip() if turn else ""
+    parts = turn[0].parts if turn else []
+    text = "".join(
+        p.text for p in parts if isinstance(p, TextPart) and not p.text.startswith("<system")
+    ).strip()
     return text if len(text) <= 200 else text[:199] + "…"

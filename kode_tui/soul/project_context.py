@@ -1,0 +1,995 @@
+"""Kode's static project context: what the model is told about the project at the start.
+
+`collect` gathers it once per session (blocking: run it in `asyncio.to_thread`), the way Kode's
+`getContext()` does: a directory snapshot, git status, code style read from config files, the
+README, the user's custom context from config, and the project docs (AGENTS.md, CLAUDE.md,
+KODE.md). `format_system_prompt` appends it to the system prompt like Kode's
+`formatSystemPromptWithContext`, and `ProjectContextWatcher` notices when a file it was built
+from changes, so the owner can collect it again.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import bisect
+import configparser
+import contextlib
+import json
+import logging
+import os
+import re
+import shutil
+import subprocess
+import tomllib
+from collections import deque
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, TypeVar
+
+import watchfiles
+
+log = logging.getLogger(__name__)
+_T = TypeVar("_T")
+
+DOC_NAMES = ("AGENTS.md", "CLAUDE.md", "KODE.md")
+README_NAMES = ("README.md", "README.rst", "README.txt", "README")
+
+TREE_MAX_ENTRIES = 200
+TREE_MAX_PER_DIR = 30
+TREE_MAX_DEPTH = 4
+STATUS_MAX_LINES = 30
+README_MAX_CHARS = 4000
+DOC_MAX_CHARS = 20000
+GIT_TIMEOUT_S = 3.0
+
+TREE_HEADER = (
+    "Below is a snapshot of this project's file structure at the start of the conversation. "
+    "It will not update as the conversation goes on."
+)
+CONTEXT_INTRO = "\nAs you answer the user's questions, you can use the following context:\n"
+
+# Directories a plain walk never shows: tool caches and dependency trees would eat the whole
+# entry budget and tell the model nothing about the project itself.
+SKIP_DIRS = frozenset(
+    {
+        ".git",
+        ".venv",
+        "venv",
+        "node_modules",
+        "__pycache__",
+        ".mypy_cache",
+        ".pytest_cache",
+        ".ruff_cache",
+        "dist",
+        "build",
+        ".tox",
+        "target",
+        ".idea",
+        ".vscode",
+    }
+)
+
+PRETTIER_FILES = (
+    ".prettierrc",
+    ".prettierrc.json",
+    ".prettierrc.json5",
+    ".prettierrc.yaml",
+    ".prettierrc.yml",
+    ".prettierrc.toml",
+    ".prettierrc.js",
+    ".prettierrc.cjs",
+    ".prettierrc.mjs",
+    "prettier.config.js",
+    "prettier.config.cjs",
+    "prettier.config.mjs",
+)
+ESLINT_FILES = (
+    "eslint.config.js",
+    "eslint.config.mjs",
+    "eslint.config.cjs",
+    "eslint.config.ts",
+    ".eslintrc",
+    ".eslintrc.json",
+    ".eslintrc.js",
+    ".eslintrc.cjs",
+    ".eslintrc.yaml",
+    ".eslintrc.yml",
+)
+STYLE_FILES = (
+    "pyproject.toml",
+    "ruff.toml",
+    ".ruff.toml",
+    "setup.cfg",
+    ".flake8",
+    "mypy.ini",
+    "pytest.ini",
+    ".editorconfig",
+    "package.json",
+    "tsconfig.json",
+    "go.mod",
+    "Cargo.toml",
+    *PRETTIER_FILES,
+    *ESLINT_FILES,
+)
+
+
+@dataclass(frozen=True)
+class ProjectDoc:
+    """One instructions file (AGENTS.md, CLAUDE.md or KODE.md) and its (capped) text."""
+
+    path: Path
+    text: str
+
+    @property
+    def name(self) -> str:
+        return self.path.name
+
+
+@dataclass(frozen=True)
+class ProjectContext:
+    """The static context of one work dir, as `collect` found it.
+
+    `blocks` are the `<context name=...>` blocks in prompt order. `project_docs` run from the
+    outermost directory (the git root) to the work dir, so the nearest file comes last and its
+    instructions read as the final word. `watched` holds every path whose creation, change or
+    removal makes this context out of date.
+    """
+
+    work_dir: Path
+    blocks: dict[str, str] = field(default_factory=dict)
+    project_docs: list[ProjectDoc] = field(default_factory=list)
+    watched: frozenset[Path] = frozenset()
+
+
+def collect(work_dir: Path, *, custom: str = "") -> ProjectContext:
+    """Gather the project context of `work_dir`. Blocking; never raises.
+
+    A piece that cannot be built (git missing or failing, a file unreadable) is left out.
+    """
+    work_dir = work_dir.expanduser().resolve()
+    git_root = _find_git_root(work_dir)
+    git_ok = git_root is not None and shutil.which("git") is not None
+    blocks: dict[str, str] = {}
+
+    tree = _guarded("directoryStructure", lambda: _directory_structure(work_dir, git_ok))
+    if tree:
+        blocks["directoryStructure"] = tree
+    if git_ok:
+        status = _guarded("gitStatus", lambda: _git_status(work_dir))
+        if status:
+            blocks["gitStatus"] = status
+    style = _guarded("codeStyle", lambda: _code_style(work_dir))
+    if style:
+        blocks["codeStyle"] = style
+    readme = _guarded("readme", lambda: _readme(work_dir))
+    if readme:
+        blocks["readme"] = readme
+    if custom.strip():
+        blocks["customContext"] = custom.strip()
+
+    doc_dirs = _doc_dirs(work_dir, git_root)
+    docs = _guarded("project docs", lambda: _project_docs(doc_dirs)) or []
+    watched = {d / name for d in doc_dirs for name in DOC_NAMES}
+    watched.update(work_dir / name for name in (*README_NAMES, *STYLE_FILES))
+    watched.update(doc.path for doc in docs)
+    if git_root is not None:
+        head = _git_head(git_root)
+        if head is not None:
+            watched.add(head)
+    return ProjectContext(
+        work_dir=work_dir, blocks=blocks, project_docs=docs, watched=frozenset(watched)
+    )
+
+
+def format_system_prompt(base: str, context: ProjectContext | None) -> str:
+    """`base` followed by the project docs and the context blocks (Kode's layout)."""
+    if context is None:
+        return base
+    parts = [base]
+    if context.project_docs:
+        sections = "\n\n---\n\n".join(
+            _doc_section(doc, context.work_dir) for doc in context.project_docs
+        )
+        # Kode sends "\n---\n" as its own system block; in one string it needs a blank line
+        # before it, or the last doc line and the rule read as a Markdown heading.
+        parts.append(f"\n\n---\n# Project context\n\n{sections}\n\n---\n")
+    if context.blocks:
+        parts.append(CONTEXT_INTRO)
+        parts.append("\n".join(_block(key, value) for key, value in context.blocks.items()))
+    return "".join(parts)
+
+
+def block_sizes(base: str, context: ProjectContext | None) -> list[tuple[str, int]]:
+    """Each part of the full system prompt with its estimated tokens (characters // 4).
+
+    Docs are named by their displayed path, so two AGENTS.md at different levels stay apart.
+    """
+    sizes = [("system prompt", _tokens(base))]
+    if context is None:
+        return sizes
+    for doc in context.project_docs:
+        sizes.append(
+            (
+                _display_path(doc.path, context.work_dir),
+                _tokens(_doc_section(doc, context.work_dir)),
+            )
+        )
+    for key, value in context.blocks.items():
+        sizes.append((key, _tokens(_block(key, value))))
+    return sizes
+
+
+class ProjectContextWatcher:
+    """Marks a `ProjectContext` stale when one of its watched files is added, changed or removed.
+
+    Watches the parent directories of `context.watched` non-recursively and ignores every other
+    file in them. The owner checks `stale` (or awaits `changed`) between turns, collects the
+    context again and calls `reset` with the new one.
+    """
+
+    def __init__(
+        self,
+        context: ProjectContext,
+        *,
+        debounce_ms: int = 300,
+        force_polling: bool | None = None,
+        poll_delay_ms: int = 300,
+    ) -> None:
+        self.changed = asyncio.Event()
+        self._debounce_ms = debounce_ms
+        self._force_polling = force_polling
+        self._poll_delay_ms = poll_delay_ms
+        self._stale = False
+        self._watched: frozenset[str] = frozenset()
+        self._dirs: tuple[Path, ...] = ()
+        self._task: asyncio.Task[None] | None = None
+        self._stop: asyncio.Event | None = None
+        # Tasks told to stop by `reset`, awaited by `stop` so none outlives the watcher.
+        self._retired: set[asyncio.Task[None]] = set()
+        self._follow(context)
+
+    @property
+    def stale(self) -> bool:
+        return self._stale
+
+    @property
+    def running(self) -> bool:
+        return self._task is not None and not self._task.done()
+
+    def start(self) -> None:
+        """Start watching in a task on the running loop (a no-op if already running)."""
+        if self.running or not self._dirs:
+            return
+        self._stop = asyncio.Event()
+        self._task = asyncio.get_running_loop().create_task(
+            self._run(self._dirs, self._stop), name="project-context-watcher"
+        )
+
+    async def stop(self) -> None:
+        """Stop watching and wait until every watch thread has let go."""
+        if self._task is not None:
+            self._retire()
+        tasks, self._retired = self._retired, set()
+        for task in tasks:
+            try:
+                # The watch thread checks the stop event every `step` ms; the timeout only
+                # guards against a backend that never returns.
+                await asyncio.wait_for(asyncio.shield(task), timeout=2)
+            except TimeoutError:
+                task.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await task
+
+    def reset(self, context: ProjectContext) -> None:
+        """Follow a freshly collected context: not stale, and watching its files."""
+        self._stale = False
+        self.changed.clear()
+        old_dirs = self._dirs
+        self._follow(context)
+        if self._dirs != old_dirs and self.running:
+            self._retire()
+            self.start()
+
+    def _retire(self) -> None:
+        assert self._task is not None and self._stop is not None
+        self._stop.set()
+        self._retired.add(self._task)
+        self._task = self._stop = None
+
+    def _follow(self, context: ProjectContext) -> None:
+        self._watched = frozenset(str(path) for path in context.watched)
+        self._dirs = tuple(sorted({p.parent for p in context.watched if p.parent.is_dir()}))
+
+    def _interesting(self, _change: watchfiles.Change, path: str) -> bool:
+        return path in self._watched
+
+    async def _run(self, dirs: tuple[Path, ...], stop: asyncio.Event) -> None:
+        force_polling = self._force_polling
+        while not stop.is_set():
+            try:
+                async for _changes in watchfiles.awatch(
+                    *dirs,
+                    watch_filter=self._interesting,
+                    debounce=self._debounce_ms,
+                    step=min(50, self._debounce_ms),
+                    stop_event=stop,
+                    recursive=False,
+                    force_polling=force_polling,
+                    poll_delay_ms=self._poll_delay_ms,
+                ):
+                    self._stale = True
+                    self.changed.set()
+                return
+            except Exception:
+                if force_polling:
+                    log.debug(
+                        "cannot watch %s; the project context will not refresh", dirs, exc_info=True
+                    )
+                    return
+                # No inotify (too many watches, or a filesystem that has none): poll instead.
+                log.debug("file notifications failed for %s; polling", dirs, exc_info=True)
+                force_polling = True
+
+
+# ---- pieces -------------------------------------------------------------------------------
+
+
+def _guarded(what: str, build: Callable[[], _T]) -> _T | None:
+    try:
+        return build()
+    except Exception:
+        log.debug("project context: %s left out", what, exc_info=True)
+        return None
+
+
+def _find_git_root(work_dir: Path) -> Path | None:
+    # A stat per parent is cheaper than starting git, and works when git is missing.
+    for directory in (work_dir, *work_dir.parents):
+        if (directory / ".git").exists():
+            return directory
+    return None
+
+
+def _git_head(git_root: Path) -> Path | None:
+    dot_git = git_root / ".git"
+    if dot_git.is_dir():
+        return dot_git / "HEAD"
+    try:
+        # A worktree or submodule: ".git" is a file saying "gitdir: <path>".
+        line = dot_git.read_text(encoding="utf-8").strip()
+    except OSError:
+        return None
+    if not line.startswith("gitdir:"):
+        return None
+    git_dir = Path(line.removeprefix("gitdir:").strip())
+    return (git_root / git_dir).resolve() / "HEAD"
+
+
+def _doc_dirs(work_dir: Path, git_root: Path | None) -> list[Path]:
+    """The directories searched for project docs, outermost first."""
+    if git_root is None:
+        return [work_dir]
+    dirs = [work_dir]
+    for parent in work_dir.parents:
+        if not parent.is_relative_to(git_root):
+            break
+        dirs.append(parent)
+    return dirs[::-1]
+
+
+def _project_docs(dirs: list[Path]) -> list[ProjectDoc]:
+    docs = []
+    for directory in dirs:
+        for name in DOC_NAMES:
+            path = directory / name
+            text = _read_text(path)
+            if text is not None and text.strip():
+                docs.append(ProjectDoc(path, _cap_chars(text.strip(), DOC_MAX_CHARS)))
+    return docs
+
+
+def _readme(work_dir: Path) -> str | None:
+    candidates = [work_dir / name for name in README_NAMES]
+    with contextlib.suppress(OSError):
+        candidates += sorted(
+            entry
+            for entry in work_dir.iterdir()
+            if entry.name.lower().startswith("readme") and entry.name not in README_NAMES
+        )
+    for path in candidates:
+        text = _read_text(path)
+        if text is not None and text.strip():
+            return _cap_lines(text.strip(), README_MAX_CHARS)
+    return None
+
+
+def _read_text(path: Path) -> str | None:
+    try:
+        if not path.is_file():
+            return None
+        return path.read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        log.debug("cannot read %s", path, exc_info=True)
+        return None
+
+
+def _cap_chars(text: str, limit: int) -> str:
+    if len(text) <= limit:
+        return text
+    return f"{text[:limit]}\n… (truncated: {len(text) - limit} more characters)"
+
+
+def _cap_lines(text: str, limit: int) -> str:
+    if len(text) <= limit:
+        return text
+    cut = text.rfind("\n", 0, limit)
+    return f"{text[: cut if cut > 0 else limit]}\n… (truncated)"
+
+
+def _tokens(text: str) -> int:
+    return len(text) // 4
+
+
+def _block(key: str, value: str) -> str:
+    return f'<context name="{key}">{value}</context>'
+
+
+def _doc_section(doc: ProjectDoc, work_dir: Path) -> str:
+    return f"# {doc.name} ({_display_path(doc.path, work_dir)})\n\n{doc.text}"
+
+
+def _display_path(path: Path, work_dir: Path) -> str:
+    """`path` relative to the work dir (`../AGENTS.md` for a parent's), else from `~`."""
+    if path.is_relative_to(work_dir) or work_dir.is_relative_to(path.parent):
+        return os.path.relpath(path, work_dir)
+    home = Path.home()
+    if path.is_relative_to(home):
+        return f"~/{path.relative_to(home)}"
+    return str(path)
+
+
+# ---- git ------------------------------------------------------------------------------------
+
+
+def _git(cwd: Path, *args: str) -> str | None:
+    """Stdout of one git command, or None when git fails, is missing or hangs."""
+    env = {**os.environ, "GIT_OPTIONAL_LOCKS": "0", "GIT_TERMINAL_PROMPT": "0"}
+    command = ["git", "-c", "core.quotepath=false", "-c", "color.ui=false", *args]
+    try:
+        done = subprocess.run(
+            command,
+            cwd=cwd,
+            env=env,
+            stdin=subprocess.DEVNULL,
+            capture_output=True,
+            timeout=GIT_TIMEOUT_S,
+            check=False,
+        )
+    except (OSError, subprocess.SubprocessError):
+        log.debug("git %s failed", " ".join(args), exc_info=True)
+        return None
+    if done.returncode != 0:
+        log.debug("git %s: %s", " ".join(args), done.stderr.decode("utf-8", "replace").strip())
+        return None
+    return done.stdout.decode("utf-8", "replace")
+
+
+def _git_status(work_dir: Path) -> str | None:
+    status = _git(work_dir, "status", "--short")
+    if status is None:
+        # Not a repository git will talk about (or git is broken): say nothing rather than guess.
+        return None
+    status_lines = status.rstrip("\n").splitlines()
+    if len(status_lines) > STATUS_MAX_LINES:
+        more = len(status_lines) - STATUS_MAX_LINES
+        status_lines = [*status_lines[:STATUS_MAX_LINES], f"… {more} more"]
+
+    branch = (_git(work_dir, "branch", "--show-current") or "").strip()
+    if not branch:
+        head = (_git(work_dir, "rev-parse", "--short", "HEAD") or "").strip()
+        branch = f"(detached at {head})" if head else "(unknown)"
+
+    if _git(work_dir, "rev-parse", "--verify", "--quiet", "HEAD") is None:
+        recent = mine = "(no commits yet)"
+    else:
+        log_args = ("log", "--oneline", "--no-decorate", "-n", "5")
+        recent = (_git(work_dir, *log_args) or "").strip() or "(none)"
+        email = (_git(work_dir, "config", "user.email") or "").strip()
+        if email:
+            mine = (_git(work_dir, *log_args, f"--author={email}") or "").strip() or "(none)"
+        else:
+            mine = "(git user.email is not set)"
+
+    return "\n".join(
+        [
+            f"Current branch: {branch}",
+            f"Main branch: {_main_branch(work_dir, branch)}",
+            "",
+            "Status:",
+            *(status_lines or ["(clean)"]),
+            "",
+            "Recent commits:",
+            recent,
+            "",
+            "Your recent commits:",
+            mine,
+        ]
+    )
+
+
+def _main_branch(work_dir: Path, current: str) -> str:
+    remote_head = _git(work_dir, "symbolic-ref", "--quiet", "--short", "refs/remotes/origin/HEAD")
+    if remote_head and remote_head.strip():
+        return remote_head.strip().removeprefix("origin/")
+    for name in ("main", "master"):
+        if _git(work_dir, "rev-parse", "--verify", "--quiet", f"refs/heads/{name}") is not None:
+            return name
+    return current
+
+
+# ---- directory structure --------------------------------------------------------------------
+
+# A lister gives the entries of one directory (relative path, "" for the root, "a/b/" below),
+# as (name, is_dir) pairs, or None when the directory cannot be read.
+_Lister = Callable[[str], list[tuple[str, bool]] | None]
+
+
+@dataclass
+class _Node:
+    name: str
+    is_dir: bool
+    children: list[_Node] | None = None  # None: a directory that was not expanded
+    more: int = 0  # entries of this directory that are not shown
+
+
+def _directory_structure(work_dir: Path, use_git: bool) -> str | None:
+    lister: _Lister | None = None
+    if use_git:
+        lister = _git_lister(work_dir)
+    if lister is None:
+        lister = _walk_lister(work_dir)
+    tree = _tree(lister)
+    return f"{TREE_HEADER}\n\n{tree}" if tree is not None else None
+
+
+def _tree(
+    lister: _Lister,
+    *,
+    max_entries: int = TREE_MAX_ENTRIES,
+    max_per_dir: int = TREE_MAX_PER_DIR,
+    max_depth: int = TREE_MAX_DEPTH,
+) -> str | None:
+    """Breadth first, so the top levels are always shown and the budget runs out deep down.
+
+    None when the root itself cannot be listed.
+    """
+    root = _Node(".", True)
+    queue: deque[tuple[_Node, str, int]] = deque([(root, "", 0)])
+    budget = max_entries
+    # Empty directories cost no budget; this bounds the listings a tree of them can cause.
+    listings = max_entries
+    while queue and budget > 0 and listings > 0:
+        node, rel, depth = queue.popleft()
+        listings -= 1
+        entries = lister(rel)
+        if entries is None:
+            continue
+        entries.sort(key=lambda entry: (not entry[1], entry[0].casefold(), entry[0]))
+        shown = entries[: min(max_per_dir, budget)]
+        budget -= len(shown)
+        node.children = [_Node(name, is_dir) for name, is_dir in shown]
+        node.more = len(entries) - len(shown)
+        if depth + 1 < max_depth:
+            queue.extend((c, f"{rel}{c.name}/", depth + 1) for c in node.children if c.is_dir)
+    if root.children is None:
+        return None
+    lines = ["."]
+    unexpanded = _render(root, "", lines)
+    if unexpanded:
+        lines.append(
+            f"(the snapshot stops at {max_depth} levels and {max_entries} entries: "
+            "a directory shown without entries may not be empty)"
+        )
+    return "\n".join(lines)
+
+
+def _render(node: _Node, prefix: str, lines: list[str]) -> bool:
+    """Append the lines below `node`; True if some directory under it was not expanded."""
+    children = node.children or []
+    rows: list[_Node | str] = [*children, *([f"… {node.more} more"] if node.more else [])]
+    unexpanded = False
+    for index, row in enumerate(rows):
+        last = index == len(rows) - 1
+        branch, extend = ("└── ", "    ") if last else ("├── ", "│   ")
+        if isinstance(row, str):
+            lines.append(f"{prefix}{branch}{row}")
+            continue
+        lines.append(f"{prefix}{branch}{row.name}{'/' if row.is_dir else ''}")
+        if row.is_dir:
+            if row.children is None:
+                unexpanded = True
+            else:
+                unexpanded |= _render(row, prefix + extend, lines)
+    return unexpanded
+
+
+def _walk_lister(work_dir: Path) -> _Lister:
+    def entries(rel: str) -> list[tuple[str, bool]] | None:
+        found = []
+        try:
+            with os.scandir(work_dir / rel if rel else work_dir) as scan:
+                for entry in scan:
+                    try:
+                        # Not following links keeps a link to ".." from looping the walk.
+                        is_dir = entry.is_dir(follow_symlinks=False)
+                    except OSError:
+                        is_dir = False
+                    if is_dir and (entry.name in SKIP_DIRS or entry.name.startswith(".")):
+                        continue
+                    found.append((entry.name, is_dir))
+        except OSError:
+            log.debug("cannot list %s", work_dir / rel, exc_info=True)
+            return None
+        return found
+
+    return entries
+
+
+def _git_lister(work_dir: Path) -> _Lister | None:
+    """Lists directories from `git ls-files`: tracked plus untracked files not ignored.
+
+    Git prints paths below the cwd, relative to it. Sorted, every directory is one contiguous
+    run of paths, so each listing jumps from child to child with bisect and never visits the
+    files further down.
+    """
+    out = _git(work_dir, "ls-files", "-z", "--cached", "--others", "--exclude-standard")
+    if out is None:
+        return None
+    paths = sorted(filter(None, out.split("\0")))
+
+    def entries(rel: str) -> list[tuple[str, bool]]:
+        # "/" + 1 is "0": every path under "a/" sorts at or after "a/" and before "a0".
+        lo = bisect.bisect_left(paths, rel)
+        hi = bisect.bisect_left(paths, rel[:-1] + "0") if rel else len(paths)
+        found = []
+        i = lo
+        while i < hi:
+            path = paths[i]
+            rest = path[len(rel) :]
+            slash = rest.find("/")
+            if slash < 0:
+                found.append((rest, False))
+                # A conflicted file is listed once per stage.
+                i = bisect.bisect_right(paths, path, i, hi)
+            else:
+                name = rest[:slash]
+                found.append((name, True))
+                i = bisect.bisect_left(paths, f"{rel}{name}0", i, hi)
+        return found
+
+    return entries
+
+
+# ---- code style -------------------------------------------------------------------------------
+
+
+def _code_style(work_dir: Path) -> str | None:
+    lines: list[str] = []
+    for detect in (_python_style, _editorconfig_style, _js_style, _go_style, _rust_style):
+        try:
+            lines.extend(detect(work_dir))
+        except Exception:
+            log.debug("code style: %s failed", detect.__name__, exc_info=True)
+    return "\n".join(lines) or None
+
+
+def _load_toml(path: Path) -> dict[str, Any] | None:
+    text = _read_text(path)
+    if text is None:
+        return None
+    try:
+        return tomllib.loads(text)
+    except tomllib.TOMLDecodeError:
+        log.debug("bad TOML in %s", path, exc_info=True)
+        return None
+
+
+def _load_ini(path: Path) -> configparser.ConfigParser | None:
+    text = _read_text(path)
+    if text is None:
+        return None
+    parser = configparser.ConfigParser(interpolation=None, strict=False)
+    try:
+        parser.read_string(text, source=str(path))
+    except configparser.Error:
+        log.debug("bad INI in %s", path, exc_info=True)
+        return None
+    return parser
+
+
+def _table(data: Any, *keys: str) -> dict[str, Any]:
+    for key in keys:
+        data = data.get(key) if isinstance(data, dict) else None
+    return data if isinstance(data, dict) else {}
+
+
+def _python_style(work_dir: Path) -> Iterator[str]:
+    tool = _table(_load_toml(work_dir / "pyproject.toml"), "tool")
+    setup_cfg = _load_ini(work_dir / "setup.cfg")
+    tools: list[str] = []
+
+    ruff = tool.get("ruff")
+    for name in ("ruff.toml", ".ruff.toml"):
+        if not isinstance(ruff, dict):
+            ruff = _load_toml(work_dir / name)
+    if isinstance(ruff, dict):
+        details = []
+        if "line-length" in ruff:
+            details.append(f"line length {ruff['line-length']}")
+        select = _table(ruff, "lint").get("select", ruff.get("select"))
+        if isinstance(select, list) and select:
+            details.append("rules " + ", ".join(map(str, select)))
+        tools.append(_with_details("ruff", details))
+
+    black = tool.get("black")
+    if isinstance(black, dict):
+        length = black.get("line-length")
+        tools.append(_with_details("black", [f"line length {length}"] if length else []))
+
+    for ini in (setup_cfg, _load_ini(work_dir / ".flake8")):
+        if ini is not None and ini.has_section("flake8"):
+            length = ini["flake8"].get("max-line-length") or ini["flake8"].get("max_line_length")
+            tools.append(_with_details("flake8", [f"max line length {length}"] if length else []))
+            break
+
+    mypy = tool.get("mypy")
+    for ini in (_load_ini(work_dir / "mypy.ini"), setup_cfg):
+        if not isinstance(mypy, dict) and ini is not None and ini.has_section("mypy"):
+            mypy = {"strict": ini["mypy"].getboolean("strict", fallback=False)}
+    if isinstance(mypy, dict):
+        tools.append("mypy strict" if mypy.get("strict") is True else "mypy")
+
+    if (
+        "pytest" in tool
+        or (work_dir / "pytest.ini").is_file()
+        or (setup_cfg is not None and setup_cfg.has_section("tool:pytest"))
+    ):
+        tools.append("pytest")
+
+    if tools:
+        yield "- Python: " + ", ".join(tools)
+
+
+def _with_details(name: str, details: list[str]) -> str:
+    return f"{name} ({'; '.join(details)})" if details else name
+
+
+def _editorconfig_style(work_dir: Path) -> Iterator[str]:
+    text = _read_text(work_dir / ".editorconfig")
+    if text is None:
+        return
+    sections: dict[str, dict[str, str]] = {}
+    current: dict[str, str] | None = None
+    for raw in text.splitlines():
+        line = raw.strip()
+        if not line or line[0] in "#;":
+            continue
+        if line.startswith("[") and line.endswith("]"):
+            current = sections.setdefault(line[1:-1], {})
+        elif current is not None and "=" in line:
+            key, value = line.split("=", 1)
+            current[key.strip().lower()] = value.strip()
+    # "[*]" first: it applies to everything; a few more sections say what differs.
+    ordered = sorted(sections, key=lambda name: name != "*")
+    shown = 0
+    for name in ordered:
+        details = _editorconfig_details(sections[name])
+        if details and shown < 4:
+            shown += 1
+            yield f"- EditorConfig [{name}]: {', '.join(details)}"
+
+
+def _editorconfig_details(keys: dict[str, str]) -> list[str]:
+    details = []
+    style, size = keys.get("indent_style", "").lower(), keys.get("indent_size")
+    if style == "tab":
+        details.append("indent with tabs")
+    elif style == "space":
+        details.append(f"indent {size} spaces" if size else "indent with spaces")
+    elif size:
+        details.append(f"indent size {size}")
+    if keys.get("max_line_length"):
+        details.append(f"max line length {keys['max_line_length']}")
+    return details
+
+
+def _js_style(work_dir: Path) -> Iterator[str]:
+    package = _load_json(work_dir / "package.json")
+    package = package if isinstance(package, dict) else {}
+
+    prettier_line = _prettier_style(work_dir, package)
+    if prettier_line:
+        yield prettier_line
+
+    tsconfig = work_dir / "tsconfig.json"
+    if tsconfig.is_file():
+        options = _table(_load_json(tsconfig), "compilerOptions")
+        details = []
+        if options.get("strict") is True:
+            details.append("strict mode")
+        if options.get("target"):
+            details.append(f"target {options['target']}")
+        yield "- TypeScript" + (f": {', '.join(details)}" if details else "")
+
+    for name in ESLINT_FILES:
+        path = work_dir / name
+        if path.is_file():
+            config = _load_json(path) if name in {".eslintrc", ".eslintrc.json"} else None
+            yield _eslint_line(config, name)
+            break
+    else:
+        if isinstance(package.get("eslintConfig"), dict):
+            yield _eslint_line(package["eslintConfig"], "package.json")
+
+
+def _eslint_line(config: Any, source: str) -> str:
+    extends = config.get("extends") if isinstance(config, dict) else None
+    if isinstance(extends, str):
+        extends = [extends]
+    if isinstance(extends, list) and extends:
+        return f"- ESLint (extends {', '.join(map(str, extends))})"
+    return f"- ESLint ({source})"
+
+
+def _prettier_style(work_dir: Path, package: dict[str, Any]) -> str | None:
+    options: Any = None
+    source = ""
+    for name in PRETTIER_FILES:
+        path = work_dir / name
+        if not path.is_file():
+            continue
+        source = name
+        if name.endswith(".toml"):
+            options = _load_toml(path)
+        elif name.endswith((".yaml", ".yml")):
+            options = _load_simple_yaml(path)
+        elif not name.endswith("js"):
+            # ".prettierrc" may hold JSON or YAML.
+            options = _load_json(path)
+            if options is None and name == ".prettierrc":
+                options = _load_simple_yaml(path)
+        break
+    if not source:
+        if "prettier" not in package:
+            return None
+        options, source = package["prettier"], "package.json"
+    if isinstance(options, str):
+        return f"- Prettier (shared config {options})"
+    details = _prettier_details(options) if isinstance(options, dict) else []
+    return "- Prettier" + (f": {', '.join(details)}" if details else f" ({source})")
+
+
+def _prettier_details(options: dict[str, Any]) -> list[str]:
+    details = []
+    if "semi" in options:
+        details.append("semicolons" if options["semi"] else "no semicolons")
+    if "singleQuote" in options:
+        details.append("single quotes" if options["singleQuote"] else "double quotes")
+    if options.get("useTabs") is True:
+        details.append("tabs")
+    if "tabWidth" in options:
+        details.append(f"tab width {options['tabWidth']}")
+    if "printWidth" in options:
+        details.append(f"print width {options['printWidth']}")
+    if "trailingComma" in options:
+        details.append(f"trailing commas {options['trailingComma']}")
+    return details
+
+
+def _go_style(work_dir: Path) -> Iterator[str]:
+    text = _read_text(work_dir / "go.mod")
+    if text is None:
+        return
+    details = []
+    for line in text.splitlines():
+        words = line.split()
+        if len(words) == 2 and words[0] in {"module", "go"}:
+            details.append(f"{words[0]} {words[1]}")
+    yield "- Go" + (f": {', '.join(details)}" if details else "") + " (gofmt)"
+
+
+def _rust_style(work_dir: Path) -> Iterator[str]:
+    cargo = _load_toml(work_dir / "Cargo.toml")
+    if cargo is None:
+        return
+    edition = _table(cargo, "package").get("edition") or _table(cargo, "workspace", "package").get(
+        "edition"
+    )
+    yield "- Rust" + (f": edition {edition}" if edition else "") + " (rustfmt)"
+
+
+def _load_json(path: Path) -> Any:
+    text = _read_text(path)
+    if text is None:
+        return None
+    try:
+        return json.loads(_strip_json_comments(text))
+    except ValueError:
+        log.debug("bad JSON in %s", path, exc_info=True)
+        return None
+
+
+def _strip_json_comments(text: str) -> str:
+    """JSON with comments and trailing commas (tsconfig, .eslintrc) made plain JSON.
+
+    Walks the text once so that "//" or "/*" inside a string ("./src/*") stays as it is.
+    """
+    out: list[str] = []
+    i, n = 0, len(text)
+    while i < n:
+        char = text[i]
+        if char == '"':
+            end = i + 1
+            while end < n and text[end] != '"':
+                end += 2 if text[end] == "\\" else 1
+            out.append(text[i : end + 1])
+            i = end + 1
+        elif text.startswith("//", i):
+            i = text.find("\n", i)
+            i = n if i < 0 else i
+        elif text.startswith("/*", i):
+            end = text.find("*/", i + 2)
+            i = n if end < 0 else end + 2
+        else:
+            out.append(char)
+            i += 1
+    return _drop_trailing_commas("".join(out))
+
+
+def _drop_trailing_commas(text: str) -> str:
+    out: list[str] = []
+    i, n = 0, len(text)
+    while i < n:
+        char = text[i]
+        if char == '"':
+            end = i + 1
+            while end < n and text[end] != '"':
+                end += 2 if text[end] == "\\" else 1
+            out.append(text[i : end + 1])
+            i = end + 1
+            continue
+        if char == ",":
+            j = i + 1
+            while j < n and text[j].isspace():
+                j += 1
+            if j < n and text[j] in "}]":
+                i += 1
+                continue
+        out.append(char)
+        i += 1
+    return "".join(out)
+
+
+_YAML_LINE = re.compile(r"^([A-Za-z_][\w-]*)\s*:\s*(.*?)\s*(?:#.*)?$")
+
+
+def _load_simple_yaml(path: Path) -> dict[str, Any] | None:
+    """Top-level `key: scalar` lines: all a Prettier config needs, without a YAML library."""
+    text = _read_text(path)
+    if text is None:
+        return None
+    found: dict[str, Any] = {}
+    for line in text.splitlines():
+        match = _YAML_LINE.match(line)
+        if match:
+            found[match[1]] = _yaml_scalar(match[2])
+    return found or None
+
+
+def _yaml_scalar(value: str) -> Any:
+    if value.lower() in {"true", "false"}:
+        return value.lower() == "true"
+    if re.fullmatch(r"-?\d+", value):
+        return int(value)
+    return value.strip("'\"")

@@ -1,0 +1,533 @@
+"""Kode's static project context: what `collect` finds, how it reads in the system prompt, and
+the watcher that says when it is out of date."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import subprocess
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import watchfiles
+
+from kode_tui.soul import project_context
+from kode_tui.soul.project_context import (
+    ProjectContext,
+    ProjectContextWatcher,
+    ProjectDoc,
+    block_sizes,
+    collect,
+    format_system_prompt,
+)
+
+ME = "me@example.com"
+
+
+@pytest.fixture(autouse=True)
+def plain_git(monkeypatch: pytest.MonkeyPatch) -> None:
+    """No user or system git config may change what git prints, here or inside `collect`."""
+    monkeypatch.setenv("GIT_CONFIG_GLOBAL", "/dev/null")
+    monkeypatch.setenv("GIT_CONFIG_NOSYSTEM", "1")
+
+
+def git(cwd: Path, *args: str) -> str:
+    done = subprocess.run(["git", *args], cwd=cwd, capture_output=True, text=True, check=True)
+    return done.stdout
+
+
+def make_repo(root: Path) -> Path:
+    root.mkdir(parents=True, exist_ok=True)
+    git(root, "init", "-q", "-b", "main")
+    git(root, "config", "user.email", ME)
+    git(root, "config", "user.name", "Me")
+    return root
+
+
+def commit(root: Path, files: dict[str, str], message: str, *, author: str | None = None) -> None:
+    write(root, files)
+    git(root, "add", "-A")
+    git(root, "commit", "-q", "-m", message, *([f"--author={author}"] if author else []))
+
+
+def write(root: Path, files: dict[str, str]) -> None:
+    for name, text in files.items():
+        path = root / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text, encoding="utf-8")
+
+
+def tree_entries(tree: str) -> list[str]:
+    """The entry lines of a directory snapshot (not the "… N more" lines)."""
+    return [line for line in tree.splitlines() if "── " in line and "… " not in line]
+
+
+@pytest.fixture
+def plain_dir(tmp_path: Path) -> Path:
+    work = tmp_path / "plain"
+    work.mkdir()
+    if project_context._find_git_root(work) is not None:
+        pytest.skip("the temp dir is inside a git repository")
+    return work
+
+
+# ---- project docs ---------------------------------------------------------------------------
+
+
+def test_docs_run_from_the_git_root_to_the_work_dir_nearest_last(tmp_path: Path) -> None:
+    write(tmp_path, {"AGENTS.md": "above the repository: never read"})
+    repo = make_repo(tmp_path / "repo")
+    commit(repo, {"AGENTS.md": "root rules", "app/CLAUDE.md": "app rules", "app/x.py": ""}, "init")
+
+    context = collect(repo / "app")
+
+    assert context.project_docs == [
+        ProjectDoc(repo / "AGENTS.md", "root rules"),
+        ProjectDoc(repo / "app" / "CLAUDE.md", "app rules"),
+    ]
+    prompt = format_system_prompt("BASE", context)
+    assert (
+        "# AGENTS.md (../AGENTS.md)\n\nroot rules\n\n---\n\n# CLAUDE.md (CLAUDE.md)\n\napp rules"
+        in (prompt)
+    )
+    assert "never read" not in prompt
+    # Every place a doc could appear is watched, found or not, and the branch via HEAD.
+    for place in ("AGENTS.md", "CLAUDE.md", "KODE.md", "app/AGENTS.md", "app/KODE.md"):
+        assert repo / place in context.watched
+    assert repo / ".git" / "HEAD" in context.watched
+    assert tmp_path / "AGENTS.md" not in context.watched
+
+
+def test_a_huge_doc_is_capped_with_a_note(plain_dir: Path) -> None:
+    write(plain_dir, {"KODE.md": "k" * 25_000})
+
+    (doc,) = collect(plain_dir).project_docs
+
+    assert doc.text.startswith("k" * 20_000)
+    assert doc.text.endswith("… (truncated: 5000 more characters)")
+
+
+# ---- git status -----------------------------------------------------------------------------
+
+
+def test_git_status_shows_branch_capped_status_and_my_commits(tmp_path: Path) -> None:
+    repo = make_repo(tmp_path / "repo")
+    commit(repo, {"a.py": "1"}, "first of mine")
+    commit(repo, {"b.py": "2"}, "someone else's", author="Other <other@example.com>")
+    git(repo, "switch", "-q", "-c", "feature/context")
+    commit(repo, {"c.py": "3"}, "second of mine")
+    write(repo, {"a.py": "changed"})
+    write(repo, {f"new{i:02d}.txt": "" for i in range(40)})
+
+    status = collect(repo).blocks["gitStatus"]
+
+    head, rest = status.split("\n\nStatus:\n")
+    assert head == "Current branch: feature/context\nMain branch: main"
+    changes, recent, mine = rest.split("\n\n")
+    assert changes.splitlines()[0] == " M a.py"
+    assert changes.splitlines()[1:] == [f"?? new{i:02d}.txt" for i in range(29)] + ["… 11 more"]
+    assert [line.split(" ", 1)[1] for line in recent.splitlines()[1:]] == [
+        "second of mine",
+        "someone else's",
+        "first of mine",
+    ]
+    assert mine.startswith("Your recent commits:\n")
+    assert [line.split(" ", 1)[1] for line in mine.splitlines()[1:]] == [
+        "second of mine",
+        "first of mine",
+    ]
+
+
+def test_a_clean_repo_says_clean_and_main_branch_comes_from_origin(tmp_path: Path) -> None:
+    repo = make_repo(tmp_path / "repo")
+    commit(repo, {"a.py": "1"}, "init")
+    git(repo, "branch", "-m", "trunk")
+    git(repo, "update-ref", "refs/remotes/origin/trunk", "HEAD")
+    git(repo, "symbolic-ref", "refs/remotes/origin/HEAD", "refs/remotes/origin/trunk")
+
+    status = collect(repo).blocks["gitStatus"]
+
+    assert status.startswith("Current branch: trunk\nMain branch: trunk\n\nStatus:\n(clean)\n")
+
+
+def test_a_repo_without_commits_says_so(tmp_path: Path) -> None:
+    repo = make_repo(tmp_path / "repo")
+    write(repo, {"start.py": ""})
+
+    context = collect(repo)
+
+    assert context.blocks["gitStatus"] == (
+        "Current branch: main\nMain branch: main\n\nStatus:\n?? start.py\n\n"
+        "Recent commits:\n(no commits yet)\n\nYour recent commits:\n(no commits yet)"
+    )
+    assert "└── start.py" in context.blocks["directoryStructure"]
+
+
+def test_without_git_on_the_path_there_is_no_git_status(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    repo = make_repo(tmp_path / "repo")
+    commit(repo, {"AGENTS.md": "rules", "src/a.py": ""}, "init")
+    write(repo, {".venv/lib/x.py": ""})
+    empty = tmp_path / "no-git-here"
+    empty.mkdir()
+    monkeypatch.setenv("PATH", str(empty))
+
+    context = collect(repo)
+
+    assert "gitStatus" not in context.blocks
+    tree = context.blocks["directoryStructure"]
+    assert "src/" in tree
+    assert ".venv" not in tree
+    assert [doc.text for doc in context.project_docs] == ["rules"]
+
+
+# ---- directory structure --------------------------------------------------------------------
+
+
+def test_a_plain_folder_is_walked_without_caches_or_dependencies(plain_dir: Path) -> None:
+    write(plain_dir.parent, {"AGENTS.md": "outside the work dir: not read without git"})
+    write(
+        plain_dir,
+        {
+            "src/app.py": "",
+            "src/util/io.py": "",
+            ".gitignore": "",
+            "README.md": "# Plain",
+            ".venv/bin/python": "",
+            "node_modules/left-pad/index.js": "",
+            "__pycache__/x.pyc": "",
+            ".cache/blob": "",
+        },
+    )
+
+    context = collect(plain_dir)
+
+    assert "gitStatus" not in context.blocks
+    assert context.project_docs == []
+    header, tree = context.blocks["directoryStructure"].split("\n\n")
+    assert header == project_context.TREE_HEADER
+    assert tree == "\n".join(
+        [
+            ".",
+            "├── src/",
+            "│   ├── util/",
+            "│   │   └── io.py",
+            "│   └── app.py",
+            "├── .gitignore",
+            "└── README.md",
+        ]
+    )
+
+
+@pytest.mark.parametrize("use_git", [False, True], ids=["walk", "git"])
+def test_the_tree_of_thousands_of_files_is_capped(tmp_path: Path, use_git: bool) -> None:
+    work = tmp_path / "big"
+    if use_git:
+        make_repo(work)  # untracked files are listed too: no need to commit them
+    for d in range(40):
+        directory = work / f"dir{d:02d}"
+        directory.mkdir(parents=True)
+        for f in range(75):
+            (directory / f"file{f:02d}.txt").touch()
+    write(work, {"a/b/c/d/e/deep.txt": ""})
+
+    tree = collect(work).blocks["directoryStructure"]
+
+    lines = tree.splitlines()
+    assert len(tree_entries(tree)) == project_context.TREE_MAX_ENTRIES
+    # The root shows 30 of its 41 directories (170 entries left); BFS then lists "a" (1 entry),
+    # five full directories of 30 (150) and the first 19 files of the next one.
+    assert "└── … 11 more" in lines
+    assert lines.count("│   └── … 45 more") == 5
+    assert "│   └── … 56 more" in lines
+    assert "│   └── b/" in lines
+    assert "c/" not in tree  # "b" was queued, but the budget ran out before its turn
+    assert lines[-1].startswith("(the snapshot stops at 4 levels and 200 entries")
+
+
+def test_the_tree_stops_at_the_depth_limit(plain_dir: Path) -> None:
+    write(plain_dir, {"a/b/c/d/e/deep.txt": ""})
+
+    tree = collect(plain_dir).blocks["directoryStructure"]
+
+    assert "            └── d/" in tree.splitlines()
+    assert "e/" not in tree
+    assert tree.endswith("a directory shown without entries may not be empty)")
+
+
+def test_a_missing_work_dir_gives_an_empty_context(tmp_path: Path) -> None:
+    context = collect(tmp_path / "gone")
+
+    assert context.blocks == {}
+    assert context.project_docs == []
+    assert tmp_path / "gone" / "AGENTS.md" in context.watched
+
+
+# ---- code style -----------------------------------------------------------------------------
+
+
+def test_code_style_from_pyproject(plain_dir: Path) -> None:
+    write(
+        plain_dir,
+        {
+            "pyproject.toml": """
+[tool.ruff]
+line-length = 100
+[tool.ruff.lint]
+select = ["E", "F"]
+[tool.mypy]
+strict = true
+[tool.pytest.ini_options]
+testpaths = ["tests"]
+"""
+        },
+    )
+
+    assert collect(plain_dir).blocks["codeStyle"] == (
+        "- Python: ruff (line length 100; rules E, F), mypy strict, pytest"
+    )
+
+
+def test_code_style_from_editorconfig_prettier_and_a_tsconfig_with_comments(
+    plain_dir: Path,
+) -> None:
+    write(
+        plain_dir,
+        {
+            ".editorconfig": "root = true\n\n[*]\nindent_style = space\nindent_size = 2\n"
+            "max_line_length = 100\n\n[Makefile]\nindent_style = tab\n",
+            ".prettierrc": '{"semi": false, "singleQuote": true, "tabWidth": 2, "printWidth": 100}',
+            "tsconfig.json": """{
+  // comments are fine in a tsconfig
+  "compilerOptions": {
+    "strict": true, /* and so are block comments */
+    "target": "ES2022",
+    "paths": {"@/*": ["./src/*"]},  // a "/*" inside a string is not a comment
+  },
+}""",
+            "go.mod": "module example.com/tool\n\ngo 1.22\n",
+            "Cargo.toml": '[package]\nname = "x"\nedition = "2021"\n',
+        },
+    )
+
+    assert collect(plain_dir).blocks["codeStyle"].splitlines() == [
+        "- EditorConfig [*]: indent 2 spaces, max line length 100",
+        "- EditorConfig [Makefile]: indent with tabs",
+        "- Prettier: no semicolons, single quotes, tab width 2, print width 100",
+        "- TypeScript: strict mode, target ES2022",
+        "- Go: module example.com/tool, go 1.22 (gofmt)",
+        "- Rust: edition 2021 (rustfmt)",
+    ]
+
+
+def test_prettier_in_package_json_and_yaml_and_eslint(tmp_path: Path) -> None:
+    one, two = tmp_path / "one", tmp_path / "two"
+    write(one, {"package.json": '{"prettier": {"singleQuote": false}, "eslintConfig": {}}'})
+    write(
+        two,
+        {
+            ".prettierrc.yaml": "semi: true  # yes\nprintWidth: 80\n",
+            ".eslintrc.json": ('{"extends": ["eslint:recommended"]}'),
+        },
+    )
+
+    assert collect(one).blocks["codeStyle"].splitlines() == [
+        "- Prettier: double quotes",
+        "- ESLint (package.json)",
+    ]
+    assert collect(two).blocks["codeStyle"].splitlines() == [
+        "- Prettier: semicolons, print width 80",
+        "- ESLint (extends eslint:recommended)",
+    ]
+
+
+def test_broken_or_unreadable_files_are_left_out(plain_dir: Path) -> None:
+    write(plain_dir, {"pyproject.toml": "[tool.ruff\nline-length = ", "tsconfig.json": "{nope"})
+    (plain_dir / "README.md").mkdir()
+
+    context = collect(plain_dir)
+
+    assert context.blocks["codeStyle"] == "- TypeScript"
+    assert "readme" not in context.blocks
+    assert list(context.blocks) == ["directoryStructure", "codeStyle"]
+
+
+# ---- readme and custom context ---------------------------------------------------------------
+
+
+def test_no_readme_and_no_custom_context_means_no_blocks(plain_dir: Path) -> None:
+    context = collect(plain_dir, custom="   ")
+
+    assert list(context.blocks) == ["directoryStructure"]
+
+
+def test_a_long_readme_is_cut_at_a_line(plain_dir: Path) -> None:
+    line = "x" * 99
+    write(plain_dir, {"README.rst": "\n".join([line] * 100)})
+
+    readme = collect(plain_dir).blocks["readme"]
+
+    assert readme == "\n".join([line] * 40) + "\n… (truncated)"
+
+
+def test_blocks_come_in_kodes_order(tmp_path: Path) -> None:
+    repo = make_repo(tmp_path / "repo")
+    commit(repo, {"README.md": "# Hi\n", "pyproject.toml": "[tool.mypy]\n"}, "init")
+
+    context = collect(repo, custom="Team conventions: tabs.")
+
+    assert list(context.blocks) == [
+        "directoryStructure",
+        "gitStatus",
+        "codeStyle",
+        "readme",
+        "customContext",
+    ]
+    assert context.blocks["readme"] == "# Hi"
+    assert context.blocks["customContext"] == "Team conventions: tabs."
+
+
+# ---- the system prompt ----------------------------------------------------------------------
+
+
+def small_context(work_dir: Path) -> ProjectContext:
+    return ProjectContext(
+        work_dir=work_dir,
+        blocks={"directoryStructure": "TREE", "customContext": "Be brief."},
+        project_docs=[
+            ProjectDoc(work_dir.parent / "AGENTS.md", "Root rules."),
+            ProjectDoc(work_dir / "CLAUDE.md", "Local rules."),
+        ],
+    )
+
+
+def test_format_system_prompt_is_kodes_layout(tmp_path: Path) -> None:
+    prompt = format_system_prompt("You are Kode.", small_context(tmp_path / "app"))
+
+    assert prompt == (
+        "You are Kode.\n\n---\n# Project context\n\n"
+        "# AGENTS.md (../AGENTS.md)\n\nRoot rules.\n\n---\n\n"
+        "# CLAUDE.md (CLAUDE.md)\n\nLocal rules.\n\n---\n"
+        "\nAs you answer the user's questions, you can use the following context:\n"
+        '<context name="directoryStructure">TREE</context>\n'
+        '<context name="customContext">Be brief.</context>'
+    )
+
+
+def test_no_context_leaves_the_prompt_alone(tmp_path: Path) -> None:
+    assert format_system_prompt("You are Kode.", None) == "You are Kode."
+    assert (
+        format_system_prompt("You are Kode.", ProjectContext(work_dir=tmp_path)) == "You are Kode."
+    )
+
+
+def test_a_doc_outside_the_work_dir_chain_is_shown_from_home(tmp_path: Path) -> None:
+    home = Path.home()
+    context = ProjectContext(
+        work_dir=tmp_path / "app", project_docs=[ProjectDoc(home / "notes" / "KODE.md", "Hi.")]
+    )
+
+    assert "# KODE.md (~/notes/KODE.md)\n\nHi." in format_system_prompt("", context)
+
+
+def test_block_sizes_name_every_part(tmp_path: Path) -> None:
+    assert block_sizes("x" * 400, small_context(tmp_path / "app")) == [
+        ("system prompt", 100),
+        ("../AGENTS.md", len("# AGENTS.md (../AGENTS.md)\n\nRoot rules.") // 4),
+        ("CLAUDE.md", len("# CLAUDE.md (CLAUDE.md)\n\nLocal rules.") // 4),
+        ("directoryStructure", len('<context name="directoryStructure">TREE</context>') // 4),
+        ("customContext", len('<context name="customContext">Be brief.</context>') // 4),
+    ]
+    assert block_sizes("abcd", None) == [("system prompt", 1)]
+
+
+# ---- the watcher ----------------------------------------------------------------------------
+
+
+# A polling watcher takes its first snapshot up to one poll interval after it starts; a change
+# made before that is not seen. Notifications (inotify) are ready almost at once.
+SETTLE_S = 0.5 if os.environ.get("WATCHFILES_FORCE_POLLING") else 0.1
+
+
+async def wait_stale(watcher: ProjectContextWatcher) -> None:
+    await asyncio.wait_for(watcher.changed.wait(), timeout=5)
+    assert watcher.stale
+
+
+async def test_the_watcher_notices_a_new_agents_md(plain_dir: Path) -> None:
+    watcher = ProjectContextWatcher(collect(plain_dir), debounce_ms=50)
+    watcher.start()
+    try:
+        await asyncio.sleep(SETTLE_S)  # let the watch thread register its directories
+        (plain_dir / "AGENTS.md").write_text("new rules", encoding="utf-8")
+        await wait_stale(watcher)
+    finally:
+        await watcher.stop()
+
+    assert not watcher.running
+    assert not [t for t in asyncio.all_tasks() if t.get_name() == "project-context-watcher"]
+
+
+async def test_unrelated_changes_do_not_make_it_stale(plain_dir: Path) -> None:
+    write(plain_dir, {"src/keep.py": ""})
+    watcher = ProjectContextWatcher(collect(plain_dir), debounce_ms=50)
+    watcher.start()
+    try:
+        await asyncio.sleep(SETTLE_S)
+        write(plain_dir, {"notes.txt": "x", "src/AGENTS.md": "not a place docs are read from"})
+        await asyncio.sleep(0.6)
+        assert not watcher.stale
+        # The watcher was listening all along.
+        (plain_dir / "pyproject.toml").write_text("[tool.black]\n", encoding="utf-8")
+        await wait_stale(watcher)
+    finally:
+        await watcher.stop()
+
+
+async def test_reset_follows_a_refreshed_context_and_a_branch_switch(tmp_path: Path) -> None:
+    repo = make_repo(tmp_path / "repo")
+    commit(repo, {"README.md": "# R"}, "init")
+    watcher = ProjectContextWatcher(collect(repo), debounce_ms=50)
+    watcher.start()
+    try:
+        await asyncio.sleep(SETTLE_S)
+        (repo / "README.md").write_text("# R2", encoding="utf-8")
+        await wait_stale(watcher)
+
+        watcher.reset(collect(repo))
+        assert not watcher.stale
+        assert not watcher.changed.is_set()
+        git(repo, "switch", "-q", "-c", "topic")
+        await wait_stale(watcher)
+    finally:
+        await watcher.stop()
+    assert not watcher.running
+
+
+async def test_the_watcher_polls_when_notifications_fail(
+    plain_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    real_awatch = watchfiles.awatch
+    modes: list[bool | None] = []
+
+    def awatch(
+        *paths: Path, force_polling: bool | None = None, **options: Any
+    ) -> AsyncIterator[Any]:
+        modes.append(force_polling)
+        if not force_polling:
+            raise OSError(28, "inotify watch limit reached")
+        return real_awatch(*paths, force_polling=True, **options)
+
+    monkeypatch.setattr(watchfiles, "awatch", awatch)
+    watcher = ProjectContextWatcher(collect(plain_dir), debounce_ms=50, poll_delay_ms=50)
+    watcher.start()
+    try:
+        await asyncio.sleep(0.3)
+        (plain_dir / "CLAUDE.md").write_text("rules", encoding="utf-8")
+        await wait_stale(watcher)
+    finally:
+        await watcher.stop()
+    assert modes == [None, True]
