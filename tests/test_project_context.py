@@ -411,7 +411,7 @@ def test_format_system_prompt_is_kodes_layout(tmp_path: Path) -> None:
         "You are Kode.\n\n---\n# Project context\n\n"
         "# AGENTS.md (../AGENTS.md)\n\nRoot rules.\n\n---\n\n"
         "# CLAUDE.md (CLAUDE.md)\n\nLocal rules.\n\n---\n"
-        "\nAs you answer the user's questions, you can use the following context:\n"
+        "\n\nAs you answer the user's questions, you can use the following context:\n"
         '<context name="directoryStructure">TREE</context>\n'
         '<context name="customContext">Be brief.</context>'
     )

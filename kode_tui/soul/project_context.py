@@ -47,7 +47,7 @@ TREE_HEADER = (
     "Below is a snapshot of this project's file structure at the start of the conversation. "
     "It will not update as the conversation goes on."
 )
-CONTEXT_INTRO = "\nAs you answer the user's questions, you can use the following context:\n"
+CONTEXT_INTRO = "\n\nAs you answer the user's questions, you can use the following context:\n"
 
 # Directories a plain walk never shows: tool caches and dependency trees would eat the whole
 # entry budget and tell the model nothing about the project itself.
