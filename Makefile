@@ -11,7 +11,7 @@ PYTHON ?= $(shell for p in python3 python3.13 python3.12 python3.11; do \
 	$$p -c 'import sys; sys.exit(sys.version_info < (3, 11))' >/dev/null 2>&1 && { echo $$p; break; }; \
 	done)
 
-.PHONY: run test bench clean
+.PHONY: run test bench screenshots clean
 
 $(STAMP): pyproject.toml
 	@test -n "$(PYTHON)" || { echo "kode-tui needs Python >= 3.11 on PATH" >&2; exit 1; }
@@ -25,6 +25,9 @@ run: $(STAMP)
 
 test: $(STAMP)
 	$(BIN)/python -m pytest -q $(ARGS)
+
+screenshots: $(STAMP)
+	$(BIN)/python scripts/screenshots.py $(ARGS)
 
 bench: $(STAMP)
 	$(BIN)/python bench/bench_context.py $(ARGS)

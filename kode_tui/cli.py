@@ -16,7 +16,6 @@ from kode_tui import __version__
 from kode_tui.config import Config, ConfigError, load_config, resolve_model
 from kode_tui.fsutil import FILE_MODE, make_private_dir
 from kode_tui.paths import Paths, canonical
-from kode_tui.print_mode import run_print
 from kode_tui.session import Context, Session, SessionLocked
 
 log = logging.getLogger("kode_tui")
@@ -49,7 +48,7 @@ def build_parser() -> argparse.ArgumentParser:
     )  # fmt: skip
     parser.add_argument(
         "-S", "--session", metavar="ID", nargs="?", const="",
-        help="open the session with this id (without one: list the sessions)",
+        help="open the session with this id (without one: pick it from a list)",
     )  # fmt: skip
     parser.add_argument(
         "--session-dir", metavar="DIR", help="open any session folder, a Kimi CLI one too"
@@ -67,6 +66,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument(
         "--yolo", action="store_true", help="approve every tool call (this run only)"
     )
+    parser.add_argument("--theme", metavar="NAME", help="the colour theme (see /theme)")
     parser.add_argument(
         "-p", "--prompt", metavar="TEXT",
         help="the message to send; with --print (or alone) runs one turn headless",
@@ -89,12 +89,12 @@ def main(argv: list[str] | None = None) -> int:
     try:
         work_dir = _work_dir(args.work_dir)
         _start_logging()
-        if args.list_sessions or args.session == "":
+        if args.list_sessions:
             return asyncio.run(_list_sessions(work_dir))
         config = _load_config(args)
         if args.print_mode or args.prompt is not None:
             return asyncio.run(_run_print(args, work_dir, config, _prompt(args)))
-        return asyncio.run(_run_app(args, work_dir))
+        return asyncio.run(_run_app(args, work_dir, config))
     except (UserError, ConfigError) as error:
         print(f"kode-tui: {error}", file=sys.stderr)
         return 2
@@ -124,6 +124,8 @@ def _prompt(args: argparse.Namespace) -> str:
 
 
 async def _run_print(args: argparse.Namespace, work_dir: Path, config: Config, prompt: str) -> int:
+    from kode_tui.print_mode import run_print  # the agent loads only when it is wanted
+
     choice = await asyncio.to_thread(resolve_model, config, args.model)
     opened = await _open(args, work_dir)
     session, context = opened.session, opened.context
@@ -150,18 +152,51 @@ async def _list_sessions(work_dir: Path) -> int:
     return 0
 
 
-async def _run_app(args: argparse.Namespace, work_dir: Path) -> int:
-    opened = await _open(args, work_dir)
+async def _run_app(args: argparse.Namespace, work_dir: Path, config: Config) -> int:
+    choice = await asyncio.to_thread(resolve_model, config, args.model)
+    locked: SessionLocked | None = None
+    try:
+        opened = await _open(args, work_dir)
+    except _Locked as error:
+        opened, locked = error.opened, error.locked
     from kode_tui.ui.app import KodeApp  # Textual loads only when a screen is wanted
 
+    app = KodeApp(
+        opened.work_dir,
+        config,
+        choice,
+        session=opened.session,
+        context=opened.context,
+        locked=locked,
+        theme=args.theme,
+        yolo=args.yolo,
+        pick_session=args.session == "",
+        config_file=Path(args.config).expanduser() if args.config else None,
+    )
     try:
-        await KodeApp(opened.work_dir, opened.session, opened.context).run_async()
+        await app.run_async()
     finally:
         if opened.context is not None:
             await opened.context.close()
-    if opened.session is not None:
-        print(f"Resume this session with: kode-tui -S {opened.session.id}")
+    session = app.session
+    if session is not None and not app.read_only and _has_records(session):
+        print(f"Resume this session with: kode-tui -S {session.id}")
     return 0
+
+
+def _has_records(session: Session) -> bool:
+    try:
+        return session.context_file.stat().st_size > 0
+    except OSError:
+        return False
+
+
+class _Locked(Exception):
+    """The session asked for is open in another kode-tui: the app asks what to do."""
+
+    def __init__(self, opened: Opened, locked: SessionLocked) -> None:
+        self.opened = opened
+        self.locked = locked
 
 
 async def _open(args: argparse.Namespace, work_dir: Path) -> Opened:
@@ -172,7 +207,9 @@ async def _open(args: argparse.Namespace, work_dir: Path) -> Opened:
     try:
         await context.restore()
     except SessionLocked as error:
-        raise UserError(str(error)) from None
+        if args.print_mode or args.prompt is not None:
+            raise UserError(str(error)) from None
+        raise _Locked(Opened(session.work_dir or work_dir, session), error) from None
     if session.work_dir is not None:
         session.mark_last()
     return Opened(session.work_dir or work_dir, session, context)

@@ -18,10 +18,8 @@ import json
 import os
 import re
 import tomllib
-import urllib.request
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from http.client import HTTPException
 from pathlib import Path
 from types import MappingProxyType
 from typing import Any, Literal, get_args, get_origin
@@ -29,6 +27,7 @@ from typing import Any, Literal, get_args, get_origin
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 from pydantic_core import ErrorDetails
 
+from kode_tui.fsutil import atomic_write_bytes, make_private_dir
 from kode_tui.paths import Paths
 
 # The same literal as kode_tui.session.state.ApprovalMode; config may not import session.
@@ -381,6 +380,10 @@ def probe_ollama(url: str | None = None, timeout: float = 0.3) -> str | None:
     base = _ollama_url(os.environ) if url is None else url.strip()
     if not base:
         return None
+    # Imported here: urllib pulls in ssl and http, which the app's start-up never needs.
+    import urllib.request
+    from http.client import HTTPException
+
     # A proxy from http_proxy must not see (or break) a request meant for this machine.
     opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))
     try:
@@ -392,3 +395,129 @@ def probe_ollama(url: str | None = None, timeout: float = 0.3) -> str | None:
     # Embedding models are listed too, but cannot chat.
     chat = [name for name in names if "embed" not in name]
     return f"ollama_chat/{chat[0]}" if chat else None
+
+
+# --- Saving a setting -------------------------------------------------------------------------
+
+_TRAILING_COMMENT = re.compile(r"\s*#[^\"'\n]*$")
+
+
+def save_setting(key: str, value: str, path: Path | None = None) -> None:
+    """Set the top-level string setting `key` (`theme`, `default_model`, ...) to `value` in the
+    config file (default `$KODE_TUI_HOME/config.toml`), keeping the rest of the file as written.
+
+    An existing `key = ...` statement before the first table is replaced (a comment at the end
+    of its line stays); otherwise the line goes after the last top-level setting, or before the
+    first table and the comments right above it. A missing file is created (0600, folder 0700).
+    The file is replaced atomically, so a crash leaves the old or the new file, never a mix; a
+    symlinked file (dotfiles) is written where the link points.
+
+    Raises ValueError when `key` is not a top-level setting or `value` is not valid for it,
+    ConfigError when the file is not valid TOML (it is left untouched), OSError when it cannot
+    be read or written.
+    """
+    if key not in Config.model_fields:
+        raise ValueError(f"'{key}' is not a top-level setting of the config file")
+    try:
+        Config.model_validate({key: value})
+    except ValidationError as exc:
+        raise ValueError(f"{key}: {_describe(exc.errors()[0])}") from None
+    file = Path(os.path.realpath(path if path is not None else Paths.current().config_file))
+    try:
+        raw = file.read_bytes()
+    except FileNotFoundError:
+        raw = b""
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError:
+        raise ConfigError(f"{file}: not a UTF-8 text file") from None
+    try:
+        before = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(_syntax_error(file, text, exc)) from None
+    new_text = _with_setting(text, key, value)
+    after = tomllib.loads(new_text)
+    # The edit works on lines, not on a TOML tree: check it changed exactly this one key.
+    if after.get(key) != value or {**after, key: None} != {**before, key: None}:
+        raise ConfigError(f"{file}: cannot set {key} here without rewriting the file; edit it")
+    make_private_dir(file.parent)
+    atomic_write_bytes(file, new_text.encode("utf-8"))
+
+
+def _with_setting(text: str, key: str, value: str) -> str:
+    newline = "\r\n" if "\r\n" in text else "\n"
+    lines = re.findall(r"[^\n]*\n|[^\n]+$", text)
+    statements, header = _top_level_statements(lines)
+    # JSON's string escapes are all valid in a TOML basic string; TOML also forbids a raw DEL.
+    setting = f"{key} = {json.dumps(value, ensure_ascii=False)}".replace("\x7f", "\\u007f")
+    key_line = re.compile(rf"\s*(?:{key}|\"{key}\"|'{key}')\s*=")
+    for start, end in statements:
+        if key_line.match(lines[start]):
+            last = lines[end - 1]
+            ending = last[len(last.rstrip("\r\n")) :]
+            body = lines[start].rstrip("\r\n")
+            indent = body[: len(body) - len(body.lstrip())]
+            comment = _trailing_comment(body) if end == start + 1 else ""
+            lines[start:end] = [f"{indent}{setting}{comment}{ending}"]
+            return "".join(lines)
+    if statements:
+        at = statements[-1][1]
+        added = setting + newline
+    elif header is not None:
+        at = header
+        while at > 0 and lines[at - 1].lstrip().startswith("#"):
+            at -= 1
+        added = setting + newline + newline
+    else:
+        at = len(lines)
+        added = setting + newline
+    if at == len(lines) and lines and not lines[-1].endswith("\n"):
+        lines[-1] += newline
+    lines.insert(at, added)
+    return "".join(lines)
+
+
+def _top_level_statements(lines: list[str]) -> tuple[list[tuple[int, int]], int | None]:
+    """The (first, end) line ranges of the statements before the first table, and the line of
+    that table's header (None when there is no table).
+
+    A line starts a statement when the lines before it are complete TOML; this keeps a `[` or a
+    `key =` inside a multi-line string or array from being taken for one.
+    """
+    starts: list[int] = []
+    header: int | None = None
+    for number, line in enumerate(lines):
+        stripped = line.strip()
+        if not stripped or stripped.startswith("#") or not _parses(lines[:number]):
+            continue
+        if stripped.startswith("["):
+            header = number
+            break
+        starts.append(number)
+    ranges = []
+    for start in starts:
+        end = start + 1
+        while not _parses(lines[:end]):
+            end += 1
+        ranges.append((start, end))
+    return ranges, header
+
+
+def _parses(lines: list[str]) -> bool:
+    try:
+        tomllib.loads("".join(lines))
+    except tomllib.TOMLDecodeError:
+        return False
+    return True
+
+
+def _trailing_comment(line: str) -> str:
+    """The `  # comment` at the end of a one-line statement, or ""."""
+    match = _TRAILING_COMMENT.search(line)
+    if match is None:
+        return ""
+    try:
+        same = tomllib.loads(line[: match.start()]) == tomllib.loads(line)
+    except tomllib.TOMLDecodeError:
+        return ""
+    return line[match.start() :] if same else ""

@@ -367,7 +367,7 @@ def _result(
         )
     if returncode == 0:
         n_lines = output.count("\n") + (1 if output and not output.endswith("\n") else 0)
-        brief = f"{n_lines} lines of output" if output else "no output"
+        brief = f"{n_lines} line{'' if n_lines == 1 else 's'} of output" if output else "no output"
         return ToolOutput(
             output=output,
             message=" ".join(["Command executed successfully.", *notes]),

@@ -1,82 +1,528 @@
-"""The kode-tui app. Until the conversation screen lands, it shows the opened session: what the
-session engine restored from context.jsonl, and the rotated generations beside it."""
+"""The kode-tui app: one session's agent on the main screen.
+
+The App owns the session and its agent. Widgets render wire events and post intents (a message
+to send, a slash command, an approval answer); the App turns them into soul and session calls.
+Turns run in a worker, so the screen stays live; Esc cancels the running turn, and a message
+typed meanwhile is sent when the turn ends.
+"""
 
 from __future__ import annotations
 
-import time
+import asyncio
+import contextlib
+import logging
+import shutil
+import tempfile
 from pathlib import Path
-from typing import ClassVar
+from typing import TYPE_CHECKING, ClassVar, get_args
 
-from rich.markup import escape
-from rich.table import Table
-from textual.app import App, ComposeResult
+from textual import on, work
+from textual.app import App, SystemCommand
 from textual.binding import Binding, BindingType
-from textual.containers import VerticalScroll
-from textual.widgets import Footer, Header, Static
+from textual.screen import Screen
+from textual.worker import Worker, WorkerState
 
-from kode_tui import __version__
-from kode_tui.session import Context, Session
+from kode_tui.config import Config, ConfigError, ModelChoice, resolve_model, save_setting
+from kode_tui.paths import Paths
+from kode_tui.session import Context, Session, SessionLocked
+from kode_tui.session.state import ApprovalMode
+from kode_tui.ui import commands
+from kode_tui.ui.commands import SlashCommandProvider
+from kode_tui.ui.screens.main import MainScreen
+from kode_tui.ui.themes import register_themes, watch_user_themes
+from kode_tui.ui.widgets.conversation import Conversation
+from kode_tui.ui.widgets.gauge import TokenGauge
+from kode_tui.ui.widgets.history import HistoryPane
+from kode_tui.ui.widgets.prompt import PromptInput
+from kode_tui.ui.widgets.timeline import CheckpointTimeline
+from kode_tui.wire import WireBus
+from kode_tui.wire import events as ev
+
+if TYPE_CHECKING:
+    # The agent (tools, compaction, project context) loads after the first frame.
+    from kode_tui.soul.agent import Agent
+    from kode_tui.soul.llm import ChatProvider
+    from kode_tui.ui.screens.dialogs import LockedChoice
+
+log = logging.getLogger(__name__)
+
+MODES: tuple[ApprovalMode, ...] = get_args(ApprovalMode)
+
+DEMO_BANNER = (
+    "[b]Offline demo.[/b] No model is configured, so kode-tui runs [b]demo[/b]: a scripted "
+    "agent, not an LLM. For a real model set [b]ANTHROPIC_API_KEY[/b], [b]OPENAI_API_KEY[/b] "
+    "(or another key) before starting, or add a [b]\\[models][/b] entry to {config}."
+)
 
 
 class KodeApp(App[None]):
+    """kode-tui's terminal UI."""
+
     TITLE = "kode-tui"
-    CSS = """
-    #summary { padding: 1 2; }
-    #rotations { padding: 0 2 1 2; }
-    """
-    BINDINGS: ClassVar[list[BindingType]] = [Binding("ctrl+q,q", "quit", "Quit", id="quit")]
+    # The panes bring their own stylesheets (DEFAULT_CSS); these are the App's and the rest.
+    CSS_PATH = ["app.tcss", "widgets/prompt.tcss"]  # noqa: RUF012 - typed by App
+    COMMANDS = App.COMMANDS | {SlashCommandProvider}
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("ctrl+q", "quit", "Quit", id="quit", priority=True),
+        Binding("f1", "help", "Help", id="help"),
+        Binding("escape", "interrupt", "Interrupt", id="interrupt"),
+        Binding("ctrl+t", "cycle_mode", "Approval mode", id="cycle_mode"),
+    ]
 
     def __init__(
-        self, work_dir: Path, session: Session | None = None, context: Context | None = None
+        self,
+        work_dir: Path,
+        config: Config | None = None,
+        choice: ModelChoice | None = None,
+        *,
+        session: Session | None = None,
+        context: Context | None = None,
+        locked: SessionLocked | None = None,
+        provider: ChatProvider | None = None,
+        theme: str | None = None,
+        yolo: bool = False,
+        pick_session: bool = False,
+        config_file: Path | None = None,
     ) -> None:
         super().__init__()
         self.work_dir = work_dir
+        self.config = config or Config()
+        self.choice = choice or resolve_model(self.config)
         self.session = session
-        self.context = context
+        self.agent: Agent | None = None
+        self.read_only = False
+        self._opened_context = context
+        self._locked = locked
+        self._provider = provider
+        self._theme_name = theme or self.config.theme
+        self._yolo = yolo
+        self._config_file = config_file
+        self._pick_session = pick_session
+        self._turn: Worker[None] | None = None
+        self._queue: list[str] = []
+        self._history: list[str] = []
+        self._read_only_dir: tempfile.TemporaryDirectory[str] | None = None
 
-    def compose(self) -> ComposeResult:
-        yield Header()
-        with VerticalScroll():
-            yield Static(self._summary(), id="summary")
-            if self.context is not None:
-                yield Static(self._rotations(), id="rotations")
-        yield Footer()
+    # --- start and stop ------------------------------------------------------------------------
 
-    def on_mount(self) -> None:
+    async def on_mount(self) -> None:
+        register_themes(self)
+        watch_user_themes(self)
+        if self._theme_name in self.available_themes:
+            self.theme = self._theme_name
+        # Subscribed after the start-up theme is set, so only a theme the user picks is saved.
+        self.call_after_refresh(self.theme_changed_signal.subscribe, self, self._save_theme)
+        if self._locked is not None:
+            self._ask_locked()
+        elif self._pick_session:
+            self._pick_first_session()
+        else:
+            await self._open(self.session, self._opened_context)
+
+    @work(exclusive=True, group="pick")
+    async def _pick_first_session(self) -> None:
+        from kode_tui.ui.screens.sessions import SessionPicker
+
+        chosen = await self.push_screen_wait(SessionPicker(self.work_dir))
+        if chosen is None:
+            self.exit()
+            return
+        context = Context(chosen.context_file)
+        try:
+            await context.restore()
+        except SessionLocked as locked:
+            self.session, self._locked = chosen, locked
+            self._ask_locked()
+            return
+        await self._open(chosen, context)
+
+    @work(exclusive=True, group="locked")
+    async def _ask_locked(self) -> None:
+        from kode_tui.ui.screens.dialogs import LockedScreen
+
+        assert self.session is not None and self._locked is not None
+        choice: LockedChoice = await self.push_screen_wait(
+            LockedScreen(self.session.title, self._locked.pid)
+        )
+        if choice == "quit":
+            self.exit()
+        elif choice == "new":
+            await self._open(None, None)
+        else:
+            await self._open_read_only(self.session)
+
+    async def _open(self, session: Session | None, context: Context | None) -> None:
+        """Open `session` (a new one when None) and show it.
+
+        The screen is up before the agent is: a new session's first frame waits for nothing.
+        """
+        if session is None:
+            session = await Session.create(self.work_dir)
+        self.session = session
+        self.work_dir = session.work_dir or self.work_dir
+        if context is None:
+            context = Context(session.context_file)
+            try:
+                await context.restore()
+            except SessionLocked as locked:
+                self._locked = locked
+                self._ask_locked()
+                return
+        bus = WireBus()
+        await self._show(context, bus)
+        self.call_after_refresh(self._start_agent, session, context, bus)
+
+    @work(exclusive=True, group="agent")
+    async def _start_agent(self, session: Session, context: Context, bus: WireBus) -> None:
+        from kode_tui.soul.agent import open_agent
+
+        self.agent = await open_agent(
+            session,
+            self.config,
+            self.choice,
+            context=context,
+            bus=bus,
+            provider=self._provider,
+            approval_override="yolo" if self._yolo else None,
+        )
+        if self._has_main():
+            self.screen.query_one(TokenGauge).set_status(self.agent.soul.status())
+        self._update_header()
+        self.refresh_bindings()
+        self._preload_model()
+        if self._queue:  # typed while the agent was starting
+            self.send(self._queue.pop(0))
+
+    async def _open_read_only(self, session: Session) -> None:
+        """Show a copy of a session another kode-tui is writing; nothing can be sent."""
+        self.read_only = True
+        self._read_only_dir = tempfile.TemporaryDirectory(prefix="kode-tui-read-only-")
+        copy = Path(self._read_only_dir.name)
+        for path in session.dir.glob("context*.jsonl"):
+            shutil.copy2(path, copy / path.name)
+        if (session.dir / "rotations.jsonl").exists():
+            shutil.copy2(session.dir / "rotations.jsonl", copy / "rotations.jsonl")
+        context = Context(copy / "context.jsonl")
+        await context.restore()
+        self._opened_context = context
+        await self._show(context, WireBus())
+        self.notify("Read-only: another kode-tui is writing this session.", timeout=6)
+
+    async def _show(self, context: Context, bus: WireBus) -> None:
         session = self.session
-        self.sub_title = f"{self.work_dir}" + (f" · {session.title}" if session else "")
+        assert session is not None
+        banner = None
+        if self.choice.is_demo and not self.read_only:
+            config_path = self._config_file or Paths.current().config_file
+            banner = DEMO_BANNER.format(config=config_path)
+        screen = MainScreen(
+            bus,
+            context,
+            session.work_dir or self.work_dir,
+            commands.completions(),
+            self._history,
+            banner=banner,
+            read_only=self.read_only,
+        )
+        if self._has_main():
+            await self.switch_screen(screen)
+        else:
+            await self.push_screen(screen)
+        await screen.query_one(Conversation).load_history(context.history, session.wire_file)
+        self._update_header()
 
-    def _summary(self) -> str:
-        lines = [f"[b]kode-tui {__version__}[/b] in {escape(str(self.work_dir))}", ""]
-        session, context = self.session, self.context
-        if session is None or context is None:
-            lines += [
-                "No session is open. The conversation screen arrives with the TUI.",
-                "Open an existing session with [b]-C[/b] (the last one), [b]-S ID[/b] or "
-                "[b]--session-dir DIR[/b]; list them with [b]--list-sessions[/b].",
-            ]
-            return "\n".join(lines)
-        lines += [
-            f"Session   {escape(session.title)}  ({session.id})",
-            f"Folder    {escape(str(session.dir))}",
-            f"Messages  {len(context.history)}",
-            f"Checkpoints {context.n_checkpoints}   Tokens {context.token_count:,}",
-        ]
-        lines += [f"[yellow]⚠ {escape(warning)}[/yellow]" for warning in context.warnings]
-        return "\n".join(lines)
+    def _has_main(self) -> bool:
+        return any(isinstance(screen, MainScreen) for screen in self.screen_stack)
 
-    def _rotations(self) -> Table:
-        assert self.context is not None
-        table = Table(title="History (rotated contexts)", title_justify="left", expand=True)
-        for column in ("file", "reason", "when", "size", "tokens", "messages"):
-            table.add_column(column)
-        for rotation in reversed(self.context.rotations()):
-            table.add_row(
-                rotation.path.name,
-                rotation.reason or "-",
-                time.strftime("%Y-%m-%d %H:%M", time.localtime(rotation.time or rotation.mtime)),
-                f"{rotation.size / 1024:.0f} KiB",
-                f"{rotation.tokens:,}" if rotation.tokens is not None else "-",
-                str(rotation.messages) if rotation.messages is not None else "-",
+    def _preload_model(self) -> None:
+        """Import litellm off the UI thread once the first frame is up."""
+        if not self.choice.is_demo:
+            self._preload()
+
+    @work(group="preload", exit_on_error=False)
+    async def _preload(self) -> None:
+        from kode_tui.soul.llm.litellm_provider import preload
+
+        await preload()
+
+    async def action_quit(self) -> None:
+        await self._close_agent()
+        self.exit()
+
+    async def _close_agent(self) -> None:
+        turn = self._turn
+        if turn is not None and turn.is_running:
+            self._queue.clear()
+            turn.cancel()
+            with contextlib.suppress(Exception):
+                await turn.wait()
+        agent, self.agent = self.agent, None
+        if agent is not None:
+            await agent.close()
+        if self._read_only_dir is not None:
+            self._read_only_dir.cleanup()
+            self._read_only_dir = None
+
+    async def on_unmount(self) -> None:
+        await self._close_agent()
+
+    # --- the header ----------------------------------------------------------------------------
+
+    def _update_header(self) -> None:
+        session = self.session
+        where = str(self.work_dir).replace(str(Path.home()), "~", 1)
+        parts = [where]
+        if session is not None:
+            parts.append(f"“{session.title}”")
+        parts.append(self.choice.name)
+        if self.read_only:
+            parts.append("read-only")
+        elif self.agent is not None:
+            parts.append(self.agent.soul.approval.mode)
+        self.sub_title = " · ".join(parts)
+
+    # --- messages and turns --------------------------------------------------------------------
+
+    @on(PromptInput.Submitted)
+    def _submitted(self, event: PromptInput.Submitted) -> None:
+        text = event.text
+        self._history.append(text)
+        parsed = commands.parse(text)
+        if parsed is not None:
+            self.run_command(*parsed)
+            return
+        self.send(text)
+
+    def send(self, text: str) -> None:
+        """Send a message to the agent: now, or when the running turn ends."""
+        if self.read_only:
+            self.notify("This session is read-only.", severity="warning")
+            return
+        if self.agent is None or (self._turn is not None and self._turn.is_running):
+            self._queue.append(text)
+            self.notify("Queued: it is sent when this turn ends (Esc interrupts).", timeout=3)
+            return
+        self._turn = self.run_worker(self._run_turn(text), group="turn", exit_on_error=False)
+        self.refresh_bindings()
+
+    async def _run_turn(self, text: str) -> None:
+        agent = self.agent
+        assert agent is not None
+        prompt = self.screen.query_one(PromptInput) if self._has_main() else None
+        if prompt is not None:
+            prompt.busy = True
+        try:
+            await agent.soul.run(text)
+        except asyncio.CancelledError:
+            raise
+        except Exception as error:  # a bug must not take the app down with it
+            log.exception("the turn failed")
+            agent.bus.send(ev.Error(message=f"The turn failed: {error}"))
+        finally:
+            if prompt is not None:
+                prompt.busy = False
+            await self._after_turn()
+
+    async def _after_turn(self) -> None:
+        if self.session is not None:
+            await self.session.refresh()
+        self._update_header()
+
+    def on_worker_state_changed(self, event: Worker.StateChanged) -> None:
+        if event.worker is self._turn and event.state in (
+            WorkerState.SUCCESS,
+            WorkerState.CANCELLED,
+            WorkerState.ERROR,
+        ):
+            self.refresh_bindings()
+            if self._queue:
+                self.send(self._queue.pop(0))
+
+    def action_interrupt(self) -> None:
+        if self._turn is not None and self._turn.is_running:
+            self._turn.cancel()
+            self.notify("Interrupted.", timeout=2)
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        if action == "interrupt":
+            return self._turn is not None and self._turn.is_running
+        if action == "cycle_mode":
+            return self.agent is not None
+        return True
+
+    async def action_cycle_mode(self) -> None:
+        if self.agent is None:
+            return
+        mode = await self.agent.soul.approval.cycle_mode()
+        self._update_header()
+        self.notify(f"Approval mode: {mode}", timeout=3)
+
+    def action_help(self) -> None:
+        from kode_tui.ui.screens.help import HelpScreen, collect_bindings, focused_help
+
+        # The app's own keys first; the text editor's cursor keys are every editor's.
+        rows = [row for row in collect_bindings(self) if row[2] != "Prompt input"]
+        rows.sort(key=lambda row: row[2] != "App")
+        self.push_screen(HelpScreen(rows, focused_help(self), commands.completions()))
+
+    def get_system_commands(self, screen: Screen[object]):  # type: ignore[no-untyped-def]
+        yield from super().get_system_commands(screen)
+        yield SystemCommand("Approval mode", "Cycle ask / auto-edit / yolo", self.action_cycle_mode)
+
+    # --- slash commands ------------------------------------------------------------------------
+
+    def run_command(self, name: str, argument: str) -> None:
+        """Run a slash command (from the prompt or the palette)."""
+        self._command(name, argument)
+
+    @work(group="command", exit_on_error=False)
+    async def _command(self, name: str, argument: str) -> None:
+        handler = getattr(self, f"_cmd_{name.lstrip('/').replace('-', '_')}", None)
+        if name not in commands.BY_NAME or handler is None:
+            self.notify(f"Unknown command {name}. /help lists them.", severity="warning")
+            return
+        try:
+            await handler(argument)
+        except ConfigError as error:
+            self.notify(str(error), severity="error", timeout=8)
+
+    async def _cmd_help(self, argument: str) -> None:
+        self.action_help()
+
+    async def _cmd_quit(self, argument: str) -> None:
+        await self.action_quit()
+
+    async def _cmd_new(self, argument: str) -> None:
+        await self._close_agent()
+        self.read_only = False
+        await self._open(None, None)
+        self.notify("New session.", timeout=2)
+
+    async def _cmd_sessions(self, argument: str) -> None:
+        from kode_tui.ui.screens.sessions import SessionPicker
+
+        current = self.session.id if self.session is not None else None
+        chosen = await self.push_screen_wait(SessionPicker(self.work_dir, current))
+        if chosen is None or (self.session is not None and chosen.dir == self.session.dir):
+            return
+        await self._close_agent()
+        self.read_only = False
+        await self._open(chosen, None)
+
+    def _busy(self) -> bool:
+        if self._turn is not None and self._turn.is_running:
+            self.notify("Wait for the turn to end, or press Esc.", severity="warning")
+            return True
+        if self.agent is None:
+            self.notify("This session is read-only.", severity="warning")
+            return True
+        return False
+
+    async def _cmd_clear(self, argument: str) -> None:
+        if self._busy():
+            return
+        assert self.agent is not None
+        rotated = await self.agent.context.clear()
+        if rotated is not None:
+            self.agent.bus.send(ev.ContextCleared(rotated_file=rotated.name))
+        self.agent.bus.send(self.agent.soul.status())
+        await self.screen.query_one(Conversation).clear()
+        self.notify("Cleared: the old context is kept in History.", timeout=3)
+
+    async def _cmd_compact(self, argument: str) -> None:
+        if self._busy():
+            return
+        assert self.agent is not None
+        try:
+            changed = await self.agent.soul.compact(argument or None)
+        except Exception as error:  # an LLM failure is shown, the app goes on
+            self.agent.bus.send(ev.Error(message=f"Compaction failed: {error}"))
+            return
+        if not changed:
+            self.notify("Nothing to compact.", timeout=3)
+
+    async def _cmd_model(self, argument: str) -> None:
+        if not argument:
+            aliases = ", ".join(self.config.models) or "none"
+            self.notify(
+                f"Model: {self.choice.name} ({self.choice.model}). Aliases: {aliases}. "
+                "/model NAME switches.",
+                timeout=6,
             )
-        return table
+            return
+        from kode_tui.soul.agent import make_provider
+
+        choice = await asyncio.to_thread(resolve_model, self.config, argument)
+        self.choice = choice
+        if self.agent is not None:
+            self.agent.soul.provider = make_provider(choice)
+            self.agent.bus.send(self.agent.soul.status())
+        self._preload_model()
+        self._update_header()
+        self.notify(f"Model: {choice.name}", timeout=3)
+
+    async def _cmd_mode(self, argument: str) -> None:
+        if self.agent is None:
+            return
+        if not argument:
+            await self.action_cycle_mode()
+            return
+        if argument not in MODES:
+            self.notify(f"Modes are {', '.join(MODES)}.", severity="warning")
+            return
+        mode: ApprovalMode = argument
+        await self.agent.soul.approval.set_mode(mode)
+        self._update_header()
+        self.notify(f"Approval mode: {mode}", timeout=3)
+
+    async def _cmd_theme(self, argument: str) -> None:
+        if not argument:
+            self.action_change_theme()
+            return
+        if argument not in self.available_themes:
+            self.notify(f"No theme {argument}.", severity="warning")
+            return
+        self.theme = argument
+
+    def _save_theme(self, theme: object) -> None:
+        name = self.theme
+        try:
+            save_setting("theme", name, self._config_file)
+        except (OSError, ValueError, ConfigError) as error:
+            log.warning("could not save the theme: %s", error)
+
+    async def _cmd_context(self, argument: str) -> None:
+        from kode_tui.ui.screens.dialogs import ContextScreen
+
+        if self.agent is None:
+            return
+        soul = self.agent.soul
+        if argument == "refresh" and soul.project is not None:
+            await soul.project.refresh()
+            self.notify("Project context collected again.", timeout=3)
+        await self.push_screen(ContextScreen(await soul.context_report()))
+
+    async def _cmd_title(self, argument: str) -> None:
+        session = self.session
+        if session is None:
+            return
+        if not argument:
+            self.notify(f"Title: {session.title}", timeout=4)
+            return
+        session.state.custom_title = argument
+        await asyncio.to_thread(session.save_state)
+        self._update_header()
+
+    # --- intents of the side panes ---------------------------------------------------------
+
+    @on(CheckpointTimeline.RevertRequested)
+    def _revert_requested(self, event: CheckpointTimeline.RevertRequested) -> None:
+        self.notify(
+            f"Checkpoint {event.checkpoint_id}: reverting from the timeline comes with time "
+            "travel.",
+            timeout=4,
+        )
+
+    @on(HistoryPane.PreviewRequested)
+    def _preview_requested(self, event: HistoryPane.PreviewRequested) -> None:
+        self.notify(f"{event.path.name}: previews come with time travel.", timeout=4)

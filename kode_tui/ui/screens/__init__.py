@@ -1,0 +1,1 @@
+"""Screens: the main screen, the session picker, help, full-screen diff."""

@@ -1,0 +1,155 @@
+"""The help screen (F1, /help): the keys that work right now, what the focused pane does, and the
+slash commands.
+
+The caller gathers the keys before pushing the screen (`collect_bindings`, `focused_help`): once
+the help screen is up, the focused widget and its bindings are the help screen's own.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from textwrap import dedent
+from typing import Any, ClassVar
+
+from rich.text import Text
+from textual.app import App, ComposeResult
+from textual.binding import Binding, BindingType
+from textual.containers import VerticalScroll
+from textual.dom import DOMNode
+from textual.screen import ModalScreen
+from textual.widget import Widget
+from textual.widgets import DataTable, Footer, Markdown, Static
+
+KeyRow = tuple[str, str, str]
+"""(keys, description, group) of one action, e.g. ("ctrl+p", "Commands", "App")."""
+
+
+def collect_bindings(app: App[Any]) -> list[KeyRow]:
+    """The keys active on the current screen, focused widget first, as (keys, description, group).
+
+    Bindings without a description (internal ones) and Textual's system bindings are left out;
+    several keys bound to one action of one widget share a row ("f1 ctrl+h").
+    """
+    rows: list[KeyRow] = []
+    row_of: dict[tuple[int, str], int] = {}
+    for active in app.active_bindings.values():
+        binding = active.binding
+        if not binding.description or binding.system:
+            continue
+        key = app.get_key_display(binding)
+        action = (id(active.node), binding.action)
+        if action in row_of:
+            keys, description, group = rows[row_of[action]]
+            if key not in keys.split(" "):
+                rows[row_of[action]] = (f"{keys} {key}", description, group)
+            continue
+        row_of[action] = len(rows)
+        rows.append((key, binding.description, _group(binding, active.node)))
+    return rows
+
+
+def _group(binding: Binding, node: DOMNode) -> str:
+    if binding.group is not None and binding.group.description:
+        return binding.group.description
+    if node.BINDING_GROUP_TITLE:
+        return node.BINDING_GROUP_TITLE
+    if isinstance(node, App):
+        return "App"
+    # "PromptInput" -> "Prompt input": the widget's class is the best name left.
+    words = re.findall(r"[A-Z]+(?![a-z])|[A-Z]?[a-z0-9]+", type(node).__name__)
+    return " ".join(words).capitalize() or type(node).__name__
+
+
+def focused_help(app: App[Any]) -> str | None:
+    """The `HELP` markdown of the focused widget, or of its nearest ancestor that has one."""
+    start: Widget | None = app.focused or app.screen
+    for node in start.ancestors_with_self if start is not None else ():
+        if isinstance(node, Widget) and node.HELP:
+            return dedent(node.HELP).strip()
+    return None
+
+
+class HelpScreen(ModalScreen[None]):
+    """Keys, the focused pane's help and the slash commands; F1, Esc or q closes it."""
+
+    HELP = """\
+## Help
+**↑/↓** or **PgUp/PgDn** scroll; **F1**, **Esc** or **q** closes.
+"""
+    BINDING_GROUP_TITLE = "Help"
+    CSS_PATH = "screens.tcss"
+    AUTO_FOCUS = "#help-body"
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("f1,escape,q", "close", "Close help", id="help.close"),
+    ]
+
+    def __init__(
+        self,
+        bindings: list[KeyRow],
+        focused_help: str | None,
+        commands: Sequence[tuple[str, str]],
+    ) -> None:
+        super().__init__()
+        self.key_rows = list(bindings)
+        self.focused_help = focused_help
+        self.commands = list(commands)
+
+    def compose(self) -> ComposeResult:
+        with VerticalScroll(id="help-body") as body:
+            body.border_title = "Help"
+            if self.focused_help:
+                yield Markdown(self.focused_help, id="help-focused")
+            yield Static("Keys", classes="help-heading")
+            yield self._keys_table()
+            if self.commands:
+                yield Static("Commands", classes="help-heading")
+                yield self._commands_table()
+        yield Footer()
+
+    def _keys_table(self) -> DataTable[Text]:
+        table: DataTable[Text] = DataTable(id="help-keys", show_cursor=False, zebra_stripes=True)
+        # The scroll container takes the arrow keys; a focusable table would swallow them.
+        table.can_focus = False
+        table.add_columns("Key", "Action", "Where")
+        # Grouped, each group where its first key came (the focused widget's first).
+        order = list(dict.fromkeys(group for _, _, group in self.key_rows))
+        rows = sorted(self.key_rows, key=lambda row: order.index(row[2]))
+        # Text, not str: DataTable would read "[" in a key or a description as markup.
+        table.add_rows([tuple(map(Text, row)) for row in rows])
+        return table
+
+    def _commands_table(self) -> DataTable[Text]:
+        table: DataTable[Text] = DataTable(
+            id="help-commands", show_cursor=False, zebra_stripes=True
+        )
+        table.can_focus = False
+        table.add_columns("Command", "What it does")
+        table.add_rows([tuple(map(Text, row)) for row in self.commands])
+        return table
+
+    def action_close(self) -> None:
+        self.dismiss(None)
+
+
+if __name__ == "__main__":
+    from textual.widgets import Input
+
+    class _Prompt(Input):
+        HELP = "## Prompt\nType a message; **Enter** sends it."
+
+    class _Demo(App[None]):
+        BINDINGS: ClassVar[list[BindingType]] = [
+            Binding("f1", "help", "Help", id="app.help"),
+            Binding("ctrl+q", "quit", "Quit", id="app.quit"),
+        ]
+
+        def compose(self) -> ComposeResult:
+            yield _Prompt(placeholder="Press F1")
+            yield Footer()
+
+        def action_help(self) -> None:
+            commands = [("/help", "Show this help"), ("/quit", "Quit")]
+            self.push_screen(HelpScreen(collect_bindings(self), focused_help(self), commands))
+
+    _Demo().run()

@@ -1,0 +1,417 @@
+"""The session picker (/sessions): the sessions of the work dir, or of every work dir, newest first.
+
+Each row shows what a user needs to recognise a conversation — title, age, messages, tokens —
+read cheaply from the session files: the context is scanned for record roles only, never
+restored (restoring takes the session's lock and builds the whole history).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+import time
+from collections.abc import Iterable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import ClassVar
+
+import msgspec
+from rich.text import Text
+from textual import getters, on, work
+from textual.app import ComposeResult
+from textual.binding import Binding, BindingType
+from textual.containers import Horizontal, Vertical
+from textual.reactive import var
+from textual.screen import ModalScreen
+from textual.widgets import DataTable, Footer, Input, Label, Static, Switch
+
+from kode_tui.message import MESSAGE_ROLES
+from kode_tui.paths import Paths, canonical, work_dir_hash
+from kode_tui.session import Session
+from kode_tui.session.metadata import load_metadata
+from kode_tui.session.session import CONTEXT_FILE_NAME, UNTITLED
+
+log = logging.getLogger(__name__)
+
+EMPTY_HERE = "No sessions here yet."
+EMPTY_ANYWHERE = "No sessions yet."
+
+
+# --- What a row shows ---------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class ContextStats:
+    """What the picker shows of a context file without restoring it."""
+
+    messages: int
+    """Lines whose role is a message role (user, assistant, tool, system)."""
+    tokens: int | None
+    """The last `_usage` token count; None when the model never reported one."""
+
+
+class _Record(msgspec.Struct):
+    role: str
+    token_count: int | None = None
+
+
+_decoder = msgspec.json.Decoder(_Record)
+_DECODE_ERRORS = (msgspec.DecodeError, msgspec.ValidationError)
+
+
+def read_context_stats(path: Path) -> ContextStats:
+    """Count the messages of a context file and find its last token count (blocking).
+
+    Bad lines are skipped: the picker lists damaged sessions too, and opening one is where
+    the damage is reported.
+    """
+    try:
+        data = path.read_bytes()
+    except OSError as exc:
+        log.warning("Cannot read %s: %s", path, exc)
+        return ContextStats(0, None)
+    try:
+        # One C call for a clean file; the line-by-line path only runs for a damaged one.
+        records: Iterable[_Record] = _decoder.decode_lines(data)
+    except _DECODE_ERRORS:
+        records = _tolerant_records(data)
+    messages = 0
+    tokens: int | None = None
+    for record in records:
+        if record.role in MESSAGE_ROLES:
+            messages += 1
+        elif record.role == "_usage" and record.token_count is not None:
+            tokens = record.token_count
+    return ContextStats(messages, tokens)
+
+
+def _tolerant_records(data: bytes) -> Iterable[_Record]:
+    for line in data.split(b"\n"):
+        if not line.strip():
+            continue
+        try:
+            yield _decoder.decode(line)
+        except _DECODE_ERRORS:
+            continue
+
+
+def format_age(timestamp: float, now: float | None = None) -> str:
+    """How long ago: "just now", "5m ago", "3h ago", "2d ago", then the date ("2026-11-01")."""
+    seconds = (time.time() if now is None else now) - timestamp
+    if seconds < 60:
+        return "just now"
+    if seconds < 3600:
+        return f"{int(seconds // 60)}m ago"
+    if seconds < 86400:
+        return f"{int(seconds // 3600)}h ago"
+    if seconds < 7 * 86400:
+        return f"{int(seconds // 86400)}d ago"
+    return time.strftime("%Y-%m-%d", time.localtime(timestamp))
+
+
+def format_tokens(tokens: int | None) -> str:
+    """A token count, short: "980", "12.9k", "124k", "1.2M"; "-" when unknown."""
+    if tokens is None:
+        return "-"
+    if tokens < 1000:
+        return str(tokens)
+    # The bounds are where rounding would carry into the next unit ("100.0k", "1000k").
+    if tokens < 99_950:
+        return f"{tokens / 1000:.1f}k"
+    if tokens < 999_500:
+        return f"{tokens / 1000:.0f}k"
+    return f"{tokens / 1_000_000:.1f}M"
+
+
+def _work_dir_label(session: Session) -> str:
+    if session.work_dir is None:
+        # A folder kode.json does not name: its md5 folder is all there is to show.
+        return session.dir.parent.name
+    home = str(Path.home())
+    path = str(session.work_dir)
+    if path == home or path.startswith(home + os.sep):
+        return "~" + path[len(home) :]
+    return path
+
+
+@dataclass(frozen=True, slots=True)
+class _Row:
+    session: Session
+    stats: ContextStats
+
+    @property
+    def key(self) -> str:
+        return str(self.session.dir)
+
+
+_StatsCache = dict[Path, tuple[tuple[int, int], ContextStats]]
+
+
+def _stats_for(paths: list[Path], cache: _StatsCache) -> list[ContextStats]:
+    """Stats of each context file, re-read only when its size or mtime changed (blocking)."""
+    result = []
+    for path in paths:
+        try:
+            info = path.stat()
+        except OSError:
+            result.append(ContextStats(0, None))
+            continue
+        stamp = (info.st_mtime_ns, info.st_size)
+        cached = cache.get(path)
+        if cached is None or cached[0] != stamp:
+            cached = (stamp, read_context_stats(path))
+            cache[path] = cached
+        result.append(cached[1])
+    return result
+
+
+async def _sessions_of_every_work_dir(current_work_dir: Path) -> list[Session]:
+    """Every session folder under the sessions dir; the work dir comes from kode.json."""
+    metadata = await asyncio.to_thread(load_metadata)
+    work_dirs = {work_dir_hash(entry.path): Path(entry.path) for entry in metadata.work_dirs}
+    work_dirs[work_dir_hash(current_work_dir)] = canonical(current_work_dir)
+    folders = await asyncio.to_thread(_hash_folders, Paths.current().sessions_dir)
+    sessions: list[Session] = []
+    for folder in folders:
+        work_dir = work_dirs.get(folder.name)
+        if work_dir is not None:
+            sessions += await Session.list(work_dir)
+            continue
+        for session_dir in await asyncio.to_thread(_session_folders, folder):
+            try:
+                sessions.append(await Session.from_dir(session_dir))
+            except (OSError, ValueError) as exc:  # removed or emptied meanwhile
+                log.debug("Skipping %s: %s", session_dir, exc)
+    return sessions
+
+
+def _hash_folders(sessions_dir: Path) -> list[Path]:
+    try:
+        return sorted(path for path in sessions_dir.iterdir() if path.is_dir())
+    except OSError:
+        return []
+
+
+def _session_folders(folder: Path) -> list[Path]:
+    try:
+        return sorted(path for path in folder.iterdir() if (path / CONTEXT_FILE_NAME).is_file())
+    except OSError:
+        return []
+
+
+# --- The screen ---------------------------------------------------------------------------------
+
+
+class SessionPicker(ModalScreen[Session | None]):
+    """Pick a session to open: dismissed with the chosen `Session`, or None (Esc).
+
+    Sessions of other work dirs (Ctrl+A) come with their own `work_dir` (None when kode.json
+    does not know the folder); the App opens whichever session it gets.
+    """
+
+    HELP = """\
+## Sessions
+Type to filter by title; **↑/↓** choose, **Enter** opens, **Esc** closes.
+**Ctrl+A** lists the sessions of every work dir. ● marks the session open now.
+"""
+    BINDING_GROUP_TITLE = "Session picker"
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("enter", "open", "Open", id="sessions.open", priority=True),
+        Binding("escape", "close", "Close", id="sessions.close"),
+        Binding("ctrl+a", "toggle_all", "All work dirs", id="sessions.all", priority=True),
+        Binding("down", "move(1)", "Next session", show=False, id="sessions.next"),
+        Binding("up", "move(-1)", "Previous session", show=False, id="sessions.previous"),
+        Binding("pagedown", "page(1)", "Page down", show=False, id="sessions.page_down"),
+        Binding("pageup", "page(-1)", "Page up", show=False, id="sessions.page_up"),
+    ]
+
+    CSS_PATH = "screens.tcss"
+    AUTO_FOCUS = "#sessions-filter"
+
+    show_all: var[bool] = var(False, init=False)
+    """List the sessions of every work dir, not only this one's."""
+    filter_text: var[str] = var("", init=False)
+
+    table = getters.query_one("#sessions-table", DataTable)
+    empty = getters.query_one("#sessions-empty", Static)
+    all_switch = getters.query_one("#sessions-all", Switch)
+
+    def __init__(self, work_dir: Path, current_id: str | None = None) -> None:
+        super().__init__()
+        self.work_dir = canonical(work_dir)
+        self.current_id = current_id
+        self._rows: list[_Row] = []
+        self._shown: dict[str, _Row] = {}
+        self._stats_cache: _StatsCache = {}
+        self._loaded = False
+
+    def compose(self) -> ComposeResult:
+        with Vertical(id="sessions-dialog") as dialog:
+            dialog.border_title = "Sessions"
+            with Horizontal(id="sessions-bar"):
+                yield Input(placeholder="Filter by title…", id="sessions-filter")
+                yield Switch(id="sessions-all")
+                yield Label("all work dirs", id="sessions-all-label")
+            yield DataTable(id="sessions-table", cursor_type="row", zebra_stripes=True)
+            yield Static(EMPTY_HERE, id="sessions-empty")
+        yield Footer()
+
+    def on_mount(self) -> None:
+        self.table.loading = True
+        self._load()
+
+    # --- Loading and filtering ---
+
+    def watch_show_all(self, show_all: bool) -> None:
+        self.all_switch.value = show_all
+        self._load()
+
+    def watch_filter_text(self) -> None:
+        self._fill_table()
+
+    @work(exclusive=True, group="session-picker", exit_on_error=False)
+    async def _load(self) -> None:
+        try:
+            if self.show_all:
+                sessions = await _sessions_of_every_work_dir(self.work_dir)
+            else:
+                sessions = await Session.list(self.work_dir)
+            stats = await asyncio.to_thread(
+                _stats_for, [session.context_file for session in sessions], self._stats_cache
+            )
+        except OSError as exc:
+            self.notify(f"Cannot list the sessions: {exc}", severity="error")
+            sessions, stats = [], []
+        rows = [
+            _Row(session, stat)
+            for session, stat in zip(sessions, stats, strict=True)
+            # Session.list leaves out sessions nobody talked in; from_dir does not.
+            if stat.messages or session.title != UNTITLED
+        ]
+        rows.sort(key=lambda row: row.session.updated_at, reverse=True)
+        self._rows = rows
+        self._loaded = True
+        self.table.loading = False
+        self._fill_table()
+
+    def _fill_table(self) -> None:
+        if not self._loaded:
+            return
+        table = self.table
+        needle = self.filter_text.casefold().strip()
+        shown = [row for row in self._rows if needle in row.session.title.casefold()]
+        table.clear(columns=True)
+        table.add_column(" ", key="mark")
+        table.add_column("Title", key="title")
+        if self.show_all:
+            table.add_column("Work dir", key="work_dir")
+        table.add_column("Age", key="age")
+        table.add_column(Text("Messages", justify="right"), key="messages")
+        table.add_column(Text("Tokens", justify="right"), key="tokens")
+        now = time.time()
+        for row in shown:
+            session = row.session
+            current = self._is_current(session)
+            cells: list[Text] = [
+                Text("●" if current else " "),
+                Text(session.title, style="bold" if current else ""),
+            ]
+            if self.show_all:
+                cells.append(Text(_work_dir_label(session)))
+            cells += [
+                Text(format_age(session.updated_at, now)),
+                Text(str(row.stats.messages), justify="right"),
+                Text(format_tokens(row.stats.tokens), justify="right"),
+            ]
+            table.add_row(*cells, key=row.key)
+        self._shown = {row.key: row for row in shown}
+        table.display = bool(shown)
+        self.empty.display = not shown
+        if not shown:
+            self.empty.update(self._empty_text(needle))
+        self.refresh_bindings()
+
+    def _empty_text(self, needle: str) -> str:
+        if needle and self._rows:
+            return f"No session title matches “{self.filter_text.strip()}”."
+        return EMPTY_ANYWHERE if self.show_all else EMPTY_HERE
+
+    def _is_current(self, session: Session) -> bool:
+        return (
+            session.id == self.current_id
+            and session.work_dir is not None
+            and canonical(session.work_dir) == self.work_dir
+        )
+
+    # --- Input ---
+
+    @on(Input.Changed, "#sessions-filter")
+    def _filter_changed(self, event: Input.Changed) -> None:
+        event.stop()
+        self.filter_text = event.value
+
+    @on(Switch.Changed, "#sessions-all")
+    def _switch_changed(self, event: Switch.Changed) -> None:
+        event.stop()
+        self.show_all = event.value
+
+    @on(DataTable.RowSelected, "#sessions-table")
+    def _row_selected(self, event: DataTable.RowSelected) -> None:
+        event.stop()
+        row = self._shown.get(str(event.row_key.value))
+        if row is not None:
+            self.dismiss(row.session)
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        if action in ("open", "move", "page"):
+            # Dimmed, not hidden: the keys still belong here, there is just nothing to pick.
+            return True if self._shown else None
+        return True
+
+    def action_open(self) -> None:
+        session = self.highlighted
+        if session is not None:
+            self.dismiss(session)
+
+    def action_close(self) -> None:
+        self.dismiss(None)
+
+    def action_toggle_all(self) -> None:
+        self.show_all = not self.show_all
+
+    def action_move(self, step: int) -> None:
+        if step > 0:
+            self.table.action_cursor_down()
+        else:
+            self.table.action_cursor_up()
+
+    def action_page(self, step: int) -> None:
+        if step > 0:
+            self.table.action_page_down()
+        else:
+            self.table.action_page_up()
+
+    @property
+    def highlighted(self) -> Session | None:
+        """The session under the cursor, if any row is shown."""
+        row = self._highlighted_row
+        return row.session if row is not None else None
+
+    @property
+    def _highlighted_row(self) -> _Row | None:
+        table = self.table
+        if not self._shown or table.row_count == 0:
+            return None
+        row_key, _ = table.coordinate_to_cell_key(table.cursor_coordinate)
+        return self._shown.get(str(row_key.value))
+
+
+if __name__ == "__main__":
+    from textual.app import App
+
+    class _Demo(App[None]):
+        def on_mount(self) -> None:
+            self.push_screen(SessionPicker(Path.cwd()), lambda session: self.exit())
+
+    _Demo().run()

@@ -1,0 +1,450 @@
+"""The approval panel: asks the user whether a tool call may run (DESIGN.md §6)."""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from itertools import islice
+from typing import ClassVar
+
+from rich.cells import cell_len
+from textual import on
+from textual.app import ComposeResult
+from textual.binding import Binding, BindingType
+from textual.containers import Horizontal
+from textual.content import Content
+from textual.message import Message
+from textual.reactive import reactive
+from textual.widget import Widget
+from textual.widgets import Button, Input, Static
+
+from kode_tui.ui.screens.diff import DiffScreen, diff_lines, render_diff_lines
+from kode_tui.wire import WireBus
+from kode_tui.wire.bus import Subscription
+from kode_tui.wire.events import (
+    ApprovalRequest,
+    ApprovalResolved,
+    ApprovalResponse,
+    DiffBlock,
+    Event,
+    RejectWithFeedback,
+    ShellBlock,
+)
+
+EXCERPT_LINES = 12
+"""Lines of diff or command the panel shows; `d` shows the rest."""
+
+_GROUP = Binding.Group("Approval")
+
+_BUTTON_ACTIONS = {
+    "approval-approve": "approve",
+    "approval-session": "approve_for_session",
+    "approval-reject": "reject",
+    "approval-feedback-button": "feedback",
+    "approval-full-view": "full_view",
+}
+"""Which action each choice button runs."""
+
+_ANSWER_ACTIONS = frozenset(_BUTTON_ACTIONS.values())
+
+_RESPONSES: dict[str, ApprovalResponse] = {
+    "approve": "approve",
+    "approve_for_session": "approve_for_session",
+    "reject": "reject",
+}
+
+KEY_DELAY_S = 0.5
+"""Keys typed this soon after a request shows are ignored: the panel takes focus from the prompt
+and a word being typed there must not answer it ("any" would approve for the session)."""
+
+
+class ApprovalPanel(Widget, can_focus=True):
+    """Shows the tool calls waiting for approval, one at a time, and answers them.
+
+    It subscribes to `ApprovalRequest` and `ApprovalResolved` on the bus; it is hidden until a
+    request arrives, then takes focus so its keys work at once, and hands focus back when the
+    last request is answered (or resolved elsewhere, e.g. by an interrupted turn).
+    """
+
+    HELP: ClassVar[str] = """\
+### Approval
+A tool call waits for your answer.
+- **y** run it once · **a** allow it for the rest of the session (the scope is shown)
+- **n** reject (the turn ends) · **f** reject and tell the agent why (Enter sends, Esc goes back)
+- **d** the full diff or command
+"""
+
+    DEFAULT_CSS = """
+    ApprovalPanel {
+        display: none;
+        &.-active { display: block; }
+        #approval-feedback { display: none; }
+        &.-feedback {
+            #approval-feedback { display: block; }
+            #approval-choices { display: none; }
+        }
+    }
+    """
+
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("y", "approve", "Approve once", id="approval.approve", group=_GROUP),
+        Binding(
+            "a",
+            "approve_for_session",
+            "Approve for session",
+            id="approval.approve_for_session",
+            group=_GROUP,
+        ),
+        Binding("n", "reject", "Reject", id="approval.reject", group=_GROUP),
+        Binding("f", "feedback", "Reject with feedback", id="approval.feedback", group=_GROUP),
+        Binding("d", "full_view", "Full view", id="approval.full_view", group=_GROUP),
+        Binding(
+            "escape",
+            "cancel_feedback",
+            "Back to the choices",
+            id="approval.cancel_feedback",
+            group=_GROUP,
+        ),
+    ]
+
+    feedback_open: reactive[bool] = reactive(False, toggle_class="-feedback")
+    """The feedback input is showing instead of the choices."""
+
+    @dataclass
+    class Answered(Message):
+        """The user answered request `request_id` (already resolved)."""
+
+        request_id: str
+        response: ApprovalResponse
+
+    @dataclass
+    class Done(Message):
+        """No request is waiting any more; the panel hid itself."""
+
+    def __init__(self, bus: WireBus, *, id: str | None = None) -> None:
+        super().__init__(id=id)
+        self.bus = bus
+        self._queue: list[ApprovalRequest] = []
+        self._subscription: Subscription[Event] | None = None
+        self._previous_focus: Widget | None = None
+        self._shown_at = 0.0
+        self.key_delay_s = KEY_DELAY_S
+        """How long after a request shows its keys start to count (the buttons count at once)."""
+
+    @property
+    def current(self) -> ApprovalRequest | None:
+        """The request on show, if any."""
+        return self._queue[0] if self._queue else None
+
+    @property
+    def pending(self) -> list[ApprovalRequest]:
+        """Every request waiting, the one on show first."""
+        return list(self._queue)
+
+    def compose(self) -> ComposeResult:
+        yield Static(id="approval-title")
+        yield Static(id="approval-action")
+        yield Static(id="approval-display")
+        with Horizontal(id="approval-choices"):
+            yield Button("y  once", id="approval-approve", compact=True)
+            yield Button("a  for this session", id="approval-session", compact=True)
+            yield Button("n  reject", id="approval-reject", compact=True)
+            yield Button("f  feedback", id="approval-feedback-button", compact=True)
+            yield Button("d  full diff", id="approval-full-view", compact=True)
+        yield Input(
+            placeholder="Tell the agent what to do instead · Enter send · Esc back",
+            id="approval-feedback",
+        )
+
+    def on_mount(self) -> None:
+        # The buttons are for the mouse; focus stays on the panel so y/a/n/f/d keep working.
+        for button in self.query(Button):
+            button.can_focus = False
+        self._subscription = self.bus.subscribe(
+            ApprovalRequest, ApprovalResolved, callback=self._on_wire_event
+        )
+
+    def on_unmount(self) -> None:
+        if self._subscription is not None:
+            self._subscription.close()
+            self._subscription = None
+
+    # --- wire events -----------------------------------------------------------------------------
+
+    def _on_wire_event(self, event: Event) -> None:
+        if isinstance(event, ApprovalRequest):
+            self._queue.append(event)
+            if len(self._queue) == 1:
+                self._show_current()
+            else:
+                self._update_title()
+        elif isinstance(event, ApprovalResolved):
+            self._drop(event.id)
+
+    def _drop(self, request_id: str) -> None:
+        index = next((i for i, request in enumerate(self._queue) if request.id == request_id), None)
+        if index is None:
+            return
+        if index == 0:
+            self._advance()
+        else:
+            del self._queue[index]
+            self._update_title()
+
+    def _advance(self) -> None:
+        self._queue.pop(0)
+        if self._queue:
+            self._show_current()
+        else:
+            self._finish()
+
+    # --- showing ---------------------------------------------------------------------------------
+
+    def _show_current(self) -> None:
+        request = self.current
+        assert request is not None
+        self._update_title()
+        action = Content.styled(request.action, "$text-muted")
+        if request.outside_work_dir:
+            action = Content.assemble(
+                action, ("  ⚠ outside the working directory", "bold $text-warning")
+            )
+        self.query_one("#approval-action", Static).update(action)
+        excerpt = _excerpt(request)
+        display = self.query_one("#approval-display", Static)
+        display.update(excerpt)
+        display.display = bool(excerpt)
+        self.query_one("#approval-session", Button).display = bool(request.scope_label)
+        full_view = self.query_one("#approval-full-view", Button)
+        only_commands = all(isinstance(block, ShellBlock) for block in request.display)
+        full_view.label = "d  full command" if only_commands else "d  full diff"
+        full_view.display = bool(request.display)
+        # A Button's label is not a layout reactive; without this the old width sticks.
+        full_view.refresh(layout=True)
+        self._fit_session_label()
+        self.feedback_open = False
+        self._shown_at = time.monotonic()
+        if not self.has_class("-active"):
+            focused = self.screen.focused
+            if focused is not None and not self._contains(focused):
+                self._previous_focus = focused
+            self.add_class("-active")
+        self.focus()
+        self.refresh_bindings()
+
+    def on_resize(self) -> None:
+        self._fit_session_label()
+
+    def _fit_session_label(self) -> None:
+        """Shorten the `a` label (the only long one) until the choices fit on their line."""
+        request = self.current
+        if request is None or not request.scope_label:
+            return
+        session = self.query_one("#approval-session", Button)
+        label = f"a  for this session: {request.scope_label}"
+        # Not laid out yet (the panel was hidden): on_resize fits it once it is.
+        if self.content_region.width:
+            others = sum(
+                cell_len(str(button.label)) + 3  # line-pad on both sides and the margin
+                for button in self.query_one("#approval-choices").query(Button)
+                if button is not session and button.display
+            )
+            room = self.content_region.width - others - 3
+            if cell_len(label) > room:
+                label = f"a  session: {request.scope_label}"
+            if cell_len(label) > room:
+                label = label[: max(room - 1, 12)] + "…"
+        session.label = label
+        session.refresh(layout=True)
+
+    def _update_title(self) -> None:
+        request = self.current
+        if request is None:
+            return
+        title = Content.assemble(("Approve ", "bold"), (f"{_subject(request)}?", "bold"))
+        if len(self._queue) > 1:
+            title = Content.assemble(title, (f"  (+{len(self._queue) - 1} more)", "$text-muted"))
+        self.query_one("#approval-title", Static).update(title)
+
+    def _finish(self) -> None:
+        had_focus = self._contains(self.screen.focused)
+        self.feedback_open = False
+        self.remove_class("-active")
+        previous, self._previous_focus = self._previous_focus, None
+        if had_focus:
+            if previous is not None and previous.is_attached and previous.focusable:
+                previous.focus()
+            else:
+                self.screen.set_focus(None)
+        self.refresh_bindings()
+        self.post_message(self.Done())
+
+    def _contains(self, widget: Widget | None) -> bool:
+        return widget is not None and (widget is self or self in widget.ancestors)
+
+    # --- answering -------------------------------------------------------------------------------
+
+    def answer(self, response: ApprovalResponse) -> None:
+        """Resolve the request on show with `response` and move on to the next one."""
+        request = self.current
+        if request is None:
+            return
+        request.resolve(response)
+        self.post_message(self.Answered(request.id, response))
+        self._advance()
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        request = self.current
+        if action in _ANSWER_ACTIONS:
+            if request is None or self.feedback_open:
+                return False
+            if action == "approve_for_session":
+                return bool(request.scope_label)
+            if action == "full_view":
+                return bool(request.display)
+            return True
+        if action == "cancel_feedback":
+            return request is not None and self.feedback_open
+        return True
+
+    def action_approve(self) -> None:
+        """Run this call once."""
+        self._key_choice("approve")
+
+    def action_approve_for_session(self) -> None:
+        """Run this call and, for the rest of the session, the calls in its scope."""
+        self._key_choice("approve_for_session")
+
+    def action_reject(self) -> None:
+        """Do not run it; the turn ends."""
+        self._key_choice("reject")
+
+    def action_feedback(self) -> None:
+        """Open the input for a rejection with feedback."""
+        self._key_choice("feedback")
+
+    def action_full_view(self) -> None:
+        """Open the whole diff or command in a screen of its own."""
+        self._key_choice("full_view")
+
+    def _key_choice(self, action: str) -> None:
+        if time.monotonic() - self._shown_at >= self.key_delay_s:
+            self._choose(action)
+
+    def _choose(self, action: str) -> None:
+        if action in _RESPONSES:
+            self.answer(_RESPONSES[action])
+        elif action == "feedback":
+            self._open_feedback()
+        elif action == "full_view":
+            self._open_full_view()
+
+    def _open_feedback(self) -> None:
+        self.feedback_open = True
+        feedback = self.query_one("#approval-feedback", Input)
+        feedback.value = ""
+        feedback.focus()
+        self.refresh_bindings()
+
+    def action_cancel_feedback(self) -> None:
+        """Back from the feedback input to the choices."""
+        self.feedback_open = False
+        self.focus()
+        self.refresh_bindings()
+
+    def _open_full_view(self) -> None:
+        request = self.current
+        if request is not None:
+            self.app.push_screen(DiffScreen(_subject(request), request.display))
+
+    @on(Input.Submitted, "#approval-feedback")
+    def _feedback_sent(self, event: Input.Submitted) -> None:
+        event.stop()
+        text = event.value.strip()
+        if text:
+            self.answer(RejectWithFeedback(feedback=text))
+
+    @on(Button.Pressed)
+    def _button_pressed(self, event: Button.Pressed) -> None:
+        event.stop()
+        action = _BUTTON_ACTIONS.get(event.button.id or "")
+        if action is not None and self.check_action(action, ()):
+            self._choose(action)
+
+
+def _subject(request: ApprovalRequest) -> str:
+    # Edits describe themselves with the tool's name ("WriteFile a.py"); commands do not.
+    if not request.tool_name or request.description.startswith(request.tool_name):
+        return request.description
+    return f"{request.tool_name}: {request.description}"
+
+
+def _excerpt(request: ApprovalRequest) -> Content:
+    """The start of the request's diffs and commands, at most `EXCERPT_LINES` lines."""
+    diffs = [block for block in request.display if isinstance(block, DiffBlock)]
+    parts: list[Content] = []
+    lines_left = EXCERPT_LINES
+    truncated = False
+    for block in request.display:
+        if isinstance(block, DiffBlock):
+            if len(diffs) > 1:
+                parts.append(Content.styled(block.path, "bold"))
+                lines_left -= 1
+            # One line more than fits tells whether there is more; a new file may be huge.
+            lines = list(
+                islice(diff_lines(block.old_text, block.new_text, context=1), lines_left + 1)
+            )
+            shown = lines[:lines_left]
+            truncated = truncated or len(shown) < len(lines)
+            if shown:
+                parts.append(render_diff_lines(shown))
+            elif not lines:
+                parts.append(Content.styled("(no changes)", "$text-muted"))
+            lines_left -= len(shown)
+        elif isinstance(block, ShellBlock):
+            command = block.command.splitlines() or [""]
+            shown_command = command[:lines_left]
+            truncated = truncated or len(shown_command) < len(command)
+            parts.append(
+                Content.assemble(("$ ", "$text-muted"), ("\n".join(shown_command), "bold"))
+            )
+            lines_left -= len(shown_command)
+        if lines_left <= 0:
+            truncated = truncated or block is not request.display[-1]
+            break
+    if truncated:
+        what = "diff" if diffs else "command"
+        parts.append(Content.styled(f"… d for the full {what}", "$text-muted"))
+    return Content("\n").join(parts)
+
+
+if __name__ == "__main__":
+    from textual.app import App
+
+    class ApprovalDemo(App[None]):
+        CSS_PATH = "prompt.tcss"
+
+        def compose(self) -> ComposeResult:
+            self.bus = WireBus()
+            yield Static("The conversation would be here.")
+            yield ApprovalPanel(self.bus)
+
+        def on_mount(self) -> None:
+            old = "".join(f"line {n}\n" for n in range(40))
+            new = old.replace("line 7\n", "line seven\n").replace("line 30\n", "")
+            self.bus.send(
+                ApprovalRequest(
+                    id="1",
+                    tool_call_id="call-1",
+                    action="edit file",
+                    description="notes.txt",
+                    display=[DiffBlock(path="notes.txt", old_text=old, new_text=new)],
+                    tool_name="StrReplaceFile",
+                    scope_label="all edits in the work dir",
+                )
+            )
+
+        def on_approval_panel_answered(self, message: ApprovalPanel.Answered) -> None:
+            self.notify(f"Answered: {message.response!r}")
+
+    ApprovalDemo().run()

@@ -1,0 +1,260 @@
+"""The token gauge: how full the context is, where compaction starts, and whether it runs."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import ClassVar
+
+from textual.app import RenderResult
+from textual.content import Content
+from textual.reactive import reactive, var
+from textual.widget import Widget
+
+from kode_tui.wire import events as ev
+from kode_tui.wire.bus import Subscription, WireBus
+
+# The three side panes share one stylesheet; as DEFAULT_CSS it needs no App support and
+# an App's CSS still overrides it. Rules for the other panes' types never match here.
+_CSS = Path(__file__).with_name("context.tcss").read_text(encoding="utf-8")
+
+USED = "█"
+PENDING = "▒"
+FREE = "░"
+MARKER = "▲"
+
+# Fill thresholds of the colour levels (DESIGN.md §10): success below 60%, warning below 85%.
+_LEVELS = ((0.60, "-fill-low"), (0.85, "-fill-mid"), (float("inf"), "-fill-high"))
+LEVEL_CLASSES = tuple(name for _, name in _LEVELS)
+
+
+def short_tokens(count: int) -> str:
+    """A token count for a narrow pane: 950, 5.1k, 124k, 1.2M."""
+    if count < 1000:
+        return str(count)
+    if count < 10_000:
+        return f"{count / 1000:.1f}k".replace(".0k", "k")
+    if count < 1_000_000:
+        return f"{round(count / 1000)}k"
+    return f"{count / 1_000_000:.1f}M".replace(".0M", "M")
+
+
+def level_class(fill: float) -> str:
+    """The CSS class that colours a gauge filled to `fill` (0..1, may exceed 1)."""
+    return next(name for limit, name in _LEVELS if fill < limit)
+
+
+def marker_column(trigger_tokens: int, max_tokens: int, width: int) -> int:
+    """The bar cell the compaction marker sits under: the cell holding trigger/max."""
+    if width <= 0 or max_tokens <= 0:
+        return 0
+    return max(0, min(width - 1, trigger_tokens * width // max_tokens))
+
+
+class TokenGauge(Widget):
+    """A bar of the context size against the model's window, with the compaction trigger."""
+
+    DEFAULT_CSS: ClassVar[str] = _CSS
+
+    HELP: ClassVar[str] = """\
+## Context gauge
+
+How much of the model's context window the conversation uses.
+
+- `█` tokens the model reported, `▒` an estimate for messages added since, `░` free.
+- `▲` marks where compaction starts.
+- Green below 60%, yellow below 85%, red above. Hover for the exact numbers.
+"""
+
+    BORDER_TITLE: ClassVar[str] = "Context"
+
+    COMPONENT_CLASSES: ClassVar[set[str]] = {
+        "token-gauge--used",
+        "token-gauge--pending",
+        "token-gauge--free",
+        "token-gauge--marker",
+        "token-gauge--percent",
+        "token-gauge--numbers",
+        "token-gauge--muted",
+        "token-gauge--compacting",
+    }
+
+    status: reactive[ev.StatusUpdate | None] = reactive(None)
+    """The last status the soul sent; None until the first one."""
+    compacting: reactive[bool] = reactive(False, toggle_class="-compacting")
+    stale: var[bool] = var(False, toggle_class="-stale")
+    """The context was rewritten and the numbers wait for the next StatusUpdate."""
+
+    def __init__(self, bus: WireBus, *, id: str | None = None) -> None:
+        super().__init__(id=id)
+        self._bus = bus
+        self._subscription: Subscription[ev.Event] | None = None
+
+    def on_mount(self) -> None:
+        self._subscription = self._bus.subscribe(
+            ev.StatusUpdate,
+            ev.CompactionBegin,
+            ev.CompactionEnd,
+            ev.ContextReverted,
+            ev.ContextRestored,
+            ev.ContextCleared,
+            ev.TurnEnd,
+            callback=self._on_wire_event,
+        )
+
+    def on_unmount(self) -> None:
+        if self._subscription is not None:
+            self._subscription.close()
+            self._subscription = None
+
+    def set_status(self, event: ev.StatusUpdate) -> None:
+        """Show `event`'s numbers (the App calls this once with the soul's status at start)."""
+        self.status = event
+        self.stale = False
+
+    def _on_wire_event(self, event: ev.Event) -> None:
+        if isinstance(event, ev.StatusUpdate):
+            self.set_status(event)
+        elif isinstance(event, ev.CompactionBegin):
+            self.compacting = True
+        elif isinstance(event, ev.CompactionEnd | ev.TurnEnd):
+            # A turn cancelled mid-compaction never sends CompactionEnd.
+            self.compacting = False
+        else:
+            # Revert, restore, clear: the size is unknown until the App's next StatusUpdate.
+            self.compacting = False
+            self.stale = True
+
+    @property
+    def fill(self) -> float:
+        """Context tokens / window size (0 with no status yet)."""
+        status = self.status
+        if status is None or status.max_context_tokens <= 0:
+            return 0.0
+        return status.context_tokens / status.max_context_tokens
+
+    def watch_status(self, status: ev.StatusUpdate | None) -> None:
+        level = level_class(self.fill)
+        for name in LEVEL_CLASSES:
+            self.set_class(name == level, name)
+        self.tooltip = _tooltip(status)
+
+    def render(self) -> RenderResult:
+        width = self.content_size.width
+        return Content("\n").join(
+            [self._bar_line(width), self._marker_line(width), self._numbers_line()]
+        )
+
+    def _bar_line(self, width: int) -> Content:
+        status = self.status
+        if status is None or status.max_context_tokens <= 0:
+            return Content.styled(FREE * width, ".token-gauge--free")
+        window = status.max_context_tokens
+        pending = min(max(status.pending_tokens, 0), status.context_tokens)
+        total_cells = min(width, round(status.context_tokens * width / window))
+        used_cells = min(total_cells, round((status.context_tokens - pending) * width / window))
+        if pending and total_cells == used_cells and total_cells < width:
+            total_cells += 1  # an estimate too small for a cell still shows
+        return Content.assemble(
+            (USED * used_cells, ".token-gauge--used"),
+            (PENDING * (total_cells - used_cells), ".token-gauge--pending"),
+            (FREE * (width - total_cells), ".token-gauge--free"),
+        )
+
+    def _marker_line(self, width: int) -> Content:
+        status = self.status
+        if status is None or status.max_context_tokens <= 0 or width <= 0:
+            return Content("")
+        column = marker_column(status.trigger_tokens, status.max_context_tokens, width)
+        if self.compacting:
+            label = Content.styled("compacting…", ".token-gauge--compacting")
+        else:
+            label = Content.styled(
+                f"compacts at {short_tokens(status.trigger_tokens)}", ".token-gauge--muted"
+            )
+        marker = Content.styled(MARKER, ".token-gauge--marker")
+        if column + 2 + label.cell_length <= width:
+            return Content.assemble(" " * column, marker, " ", label)
+        if label.cell_length + 1 <= column:
+            return Content.assemble(" " * (column - label.cell_length - 1), label, " ", marker)
+        return Content.assemble(" " * column, marker)
+
+    def _numbers_line(self) -> Content:
+        status = self.status
+        if status is None or status.max_context_tokens <= 0:
+            return Content.styled("no token count yet", ".token-gauge--muted")
+        parts: list[Content | str | tuple[str, str]] = [
+            (f"{self.fill:.0%}", ".token-gauge--percent"),
+            " ",
+            (
+                f"{short_tokens(status.context_tokens)}/{short_tokens(status.max_context_tokens)}",
+                ".token-gauge--numbers",
+            ),
+        ]
+        if status.pending_tokens > 0:
+            parts.append((f"  ~{short_tokens(status.pending_tokens)} est.", ".token-gauge--muted"))
+        return Content.assemble(*parts)
+
+
+def _tooltip(status: ev.StatusUpdate | None) -> str:
+    if status is None:
+        return "No token count yet: it comes with the first reply."
+    window = max(status.max_context_tokens, 1)
+    lines = [
+        f"{status.context_tokens:,} of {status.max_context_tokens:,} tokens "
+        f"({status.context_tokens / window:.1%})",
+    ]
+    if status.pending_tokens > 0:
+        lines.append(f"including ~{status.pending_tokens:,} estimated for new messages")
+    lines.append(f"compaction starts at {status.trigger_tokens:,}")
+    lines.append(f"{status.reserved_tokens:,} reserved for the reply")
+    if status.usage is not None:
+        usage = status.usage
+        lines.append(
+            f"last call: {usage.input:,} in · {usage.output:,} out"
+            + (f" · {usage.cache_read:,} cached" if usage.cache_read else "")
+        )
+    return "\n".join(lines)
+
+
+if __name__ == "__main__":
+    from textual.app import App, ComposeResult
+    from textual.binding import Binding, BindingType
+
+    class GaugeDemo(App[None]):
+        """Fills the gauge step by step; `c` toggles compaction."""
+
+        BINDINGS: ClassVar[list[BindingType]] = [
+            Binding("c", "compact", "Compact", id="demo.compact"),
+        ]
+
+        def __init__(self) -> None:
+            super().__init__()
+            self.bus = WireBus()
+            self.tokens = 0
+
+        def compose(self) -> ComposeResult:
+            yield TokenGauge(self.bus)
+
+        def on_mount(self) -> None:
+            self.set_interval(0.3, self.grow)
+
+        def grow(self) -> None:
+            self.tokens = (self.tokens + 7_000) % 200_000
+            self.bus.send(
+                ev.StatusUpdate(
+                    context_tokens=self.tokens,
+                    pending_tokens=self.tokens // 10,
+                    max_context_tokens=200_000,
+                    reserved_tokens=50_000,
+                    trigger_tokens=150_000,
+                )
+            )
+
+        def action_compact(self) -> None:
+            gauge = self.query_one(TokenGauge)
+            if gauge.compacting:
+                self.bus.send(ev.CompactionEnd(tokens_before=self.tokens, tokens_after=3000))
+            else:
+                self.bus.send(ev.CompactionBegin(strategy="demo"))
+
+    GaugeDemo().run()

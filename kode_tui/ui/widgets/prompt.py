@@ -1,0 +1,540 @@
+"""The prompt: a multi-line input with history and `/` command and `@` path completion."""
+
+from __future__ import annotations
+
+import asyncio
+import heapq
+import logging
+import os
+import re
+import subprocess
+import time
+from collections import deque
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import ClassVar, Literal
+
+from textual import on, work
+from textual.binding import Binding, BindingType
+from textual.content import Content
+from textual.geometry import Offset
+from textual.message import Message
+from textual.reactive import reactive
+from textual.widgets import OptionList, TextArea
+from textual.widgets.option_list import Option
+from textual.widgets.text_area import Location
+
+log = logging.getLogger(__name__)
+
+PLACEHOLDER = "Ask anything · / commands · @ files · Enter send · Ctrl+J newline"
+BUSY_HINT = "(queued after this turn)"
+
+MAX_COMPLETIONS = 20
+"""Rows a completion list may hold; more would only be noise."""
+VISIBLE_COMPLETIONS = 10
+"""Rows shown at once; the rest scroll."""
+
+SKIP_DIRS = frozenset({".git", ".venv", "venv", "node_modules", "__pycache__", ".mypy_cache"})
+"""Folders never offered for `@` completion (they dwarf the project and nobody mentions them)."""
+
+_PROMPT_GROUP = Binding.Group("Prompt")
+
+
+class PathIndex:
+    """The files and folders of a work dir as relative paths, for `@` completion.
+
+    Folders end with `/`. In a git repository the list comes from `git ls-files` (tracked and
+    untracked-but-not-ignored files); elsewhere from a breadth-first walk that stops at `limit`
+    entries. `load()` blocks: call it from a thread.
+    """
+
+    def __init__(self, root: Path, *, max_age_s: float = 5.0, limit: int = 20_000) -> None:
+        self.root = root
+        self.max_age_s = max_age_s
+        self.limit = limit
+        self.paths: list[str] = []
+        self._loaded_at: float | None = None
+
+    @property
+    def stale(self) -> bool:
+        """Whether the list was never loaded or is older than `max_age_s`."""
+        return self._loaded_at is None or time.monotonic() - self._loaded_at > self.max_age_s
+
+    def load(self) -> list[str]:
+        """List the paths again, keep them in `paths` and return them."""
+        paths = self._from_git()
+        if paths is None:
+            paths = self._walk()
+        self.paths = paths
+        self._loaded_at = time.monotonic()
+        return paths
+
+    def _from_git(self) -> list[str] | None:
+        command = ["git", "-C", str(self.root), "ls-files", "-z", "--cached", "--others"]
+        try:
+            result = subprocess.run(
+                [*command, "--exclude-standard"], capture_output=True, timeout=5, check=False
+            )
+        except (OSError, subprocess.SubprocessError):
+            return None
+        if result.returncode != 0:
+            return None
+        found: dict[str, None] = {}
+        for raw in result.stdout.split(b"\0"):
+            if not raw:
+                continue
+            path = raw.decode("utf-8", errors="replace")
+            parts = path.split("/")
+            if SKIP_DIRS.intersection(parts[:-1]):
+                continue
+            for depth in range(1, len(parts)):
+                found.setdefault("/".join(parts[:depth]) + "/")
+            found[path] = None
+            if len(found) >= self.limit:
+                break
+        return list(found)
+
+    def _walk(self) -> list[str]:
+        found: list[str] = []
+        # Breadth first, so that a deep tree cut off at the limit still lists the top levels.
+        pending: deque[tuple[Path, str]] = deque([(self.root, "")])
+        while pending and len(found) < self.limit:
+            folder, prefix = pending.popleft()
+            try:
+                entries = sorted(os.scandir(folder), key=lambda entry: entry.name)
+            except OSError:
+                continue
+            for entry in entries:
+                if len(found) >= self.limit:
+                    break
+                try:
+                    is_dir = entry.is_dir(follow_symlinks=False)
+                except OSError:
+                    continue
+                if is_dir:
+                    if entry.name in SKIP_DIRS:
+                        continue
+                    found.append(f"{prefix}{entry.name}/")
+                    pending.append((Path(entry.path), f"{prefix}{entry.name}/"))
+                else:
+                    found.append(f"{prefix}{entry.name}")
+        return found
+
+
+def match_paths(paths: Sequence[str], query: str, limit: int = MAX_COMPLETIONS) -> list[str]:
+    """The paths best matching `query`: prefix, then name prefix, substring, then subsequence.
+
+    Shallow and short paths come first within each kind; the query itself is left out (nothing
+    to complete).
+    """
+    needle = query.lower()
+    subsequence = re.compile(".*?".join(map(re.escape, needle)))
+    ranked: list[tuple[int, int, int, str]] = []
+    for path in paths:
+        lowered = path.lower()
+        if lowered == needle:
+            continue
+        stripped = lowered.rstrip("/")
+        if lowered.startswith(needle):
+            rank = 0
+        elif stripped.rsplit("/", 1)[-1].startswith(needle):
+            rank = 1
+        elif needle in lowered:
+            rank = 2
+        elif subsequence.search(lowered):
+            rank = 3
+        else:
+            continue
+        ranked.append((rank, stripped.count("/"), len(path), path))
+    return [entry[-1] for entry in heapq.nsmallest(limit, ranked)]
+
+
+def match_commands(
+    commands: Sequence[tuple[str, str]], query: str, limit: int = MAX_COMPLETIONS
+) -> list[tuple[str, str]]:
+    """The commands whose name starts with `query`, then those that merely contain it."""
+    needle = query.lower()
+    prefix = [command for command in commands if command[0].lower().startswith(needle)]
+    inner = needle.lstrip("/")
+    contains = [
+        command
+        for command in commands
+        if command not in prefix and inner and inner in command[0].lower()
+    ]
+    return [*prefix, *contains][:limit]
+
+
+@dataclass(frozen=True)
+class _Completion:
+    """The token under the cursor that a completion would replace."""
+
+    kind: Literal["command", "path"]
+    start: Location
+    end: Location
+    query: str
+
+
+@dataclass(frozen=True)
+class _Candidate:
+    insert: str
+    """Replaces the whole token."""
+    label: Content
+
+
+class CompletionList(OptionList, can_focus=False):
+    """The completion dropdown of a `PromptInput`; it floats over the screen above the prompt.
+
+    It never takes focus, so typing goes on in the prompt while it is open.
+    """
+
+    DEFAULT_CSS = """
+    CompletionList {
+        overlay: screen;
+        display: none;
+        &.-open { display: block; }
+    }
+    """
+
+    def __init__(self, prompt: PromptInput) -> None:
+        super().__init__()
+        self._prompt = prompt
+
+    @on(OptionList.OptionSelected)
+    def _clicked(self, event: OptionList.OptionSelected) -> None:
+        event.stop()
+        self._prompt.accept_completion(event.option_index)
+        self._prompt.focus()
+
+
+class PromptInput(TextArea):
+    """Where the user writes: Enter sends, Ctrl+J adds a line, Up/Down walk the input history.
+
+    `/` at the start completes slash commands, `@` completes paths in the work dir. While a turn
+    runs (`busy`) the prompt stays usable and Enter still sends: the App queues the message.
+    """
+
+    HELP: ClassVar[str] = """\
+### Prompt
+- **Enter** send (while a turn runs it is queued) · **Ctrl+J** / **Shift+Enter** new line
+- **↑ / ↓** on the first / last line walk the input history; your draft comes back at the end
+- **/** at the start completes commands · **@** completes files of the work dir
+- While the list is open: **↑ / ↓** choose, **Tab** or **Enter** take it, **Esc** closes it
+"""
+
+    BINDINGS: ClassVar[list[BindingType]] = [
+        # Priority, because TextArea turns Enter into a newline before bindings are looked at.
+        Binding(
+            "enter",
+            "accept_completion",
+            "Complete",
+            id="prompt.complete_enter",
+            group=_PROMPT_GROUP,
+            priority=True,
+            show=False,
+        ),
+        Binding("enter", "submit", "Send", id="prompt.submit", group=_PROMPT_GROUP, priority=True),
+        Binding(
+            "ctrl+j,shift+enter", "newline", "Newline", id="prompt.newline", group=_PROMPT_GROUP
+        ),
+        Binding("tab", "accept_completion", "Complete", id="prompt.complete", group=_PROMPT_GROUP),
+        Binding(
+            "escape",
+            "close_completions",
+            "Close list",
+            id="prompt.close_completions",
+            group=_PROMPT_GROUP,
+        ),
+        Binding(
+            "up", "previous", "History back", id="prompt.previous", group=_PROMPT_GROUP, show=False
+        ),
+        Binding(
+            "down", "next", "History forward", id="prompt.next", group=_PROMPT_GROUP, show=False
+        ),
+    ]
+
+    busy: reactive[bool] = reactive(False, toggle_class="-busy")
+    """A turn is running; what is sent now is queued after it."""
+
+    @dataclass
+    class Submitted(Message):
+        """The user sent `text` (stripped, never empty)."""
+
+        prompt: PromptInput
+        text: str
+
+        @property
+        def control(self) -> PromptInput:
+            return self.prompt
+
+    def __init__(
+        self,
+        work_dir: Path,
+        *,
+        commands: Sequence[tuple[str, str]] = (),
+        history: Sequence[str] = (),
+        id: str | None = None,
+    ) -> None:
+        """`commands` are `(name, one-line help)` pairs such as `("/compact", "Summarise ...")`;
+        `history` holds earlier inputs, oldest first."""
+        super().__init__(
+            id=id,
+            soft_wrap=True,
+            tab_behavior="focus",
+            show_line_numbers=False,
+            highlight_cursor_line=False,
+            placeholder=PLACEHOLDER,
+        )
+        self.work_dir = work_dir
+        self.commands: list[tuple[str, str]] = list(commands)
+        self._history: list[str] = []
+        self._history_index: int | None = None
+        """Where the history walk is; None while editing the draft."""
+        self._draft = ""
+        for text in history:
+            self.add_history(text)
+        self._paths = PathIndex(work_dir)
+        self._loading_paths = False
+        self._completions = CompletionList(self)
+        self._completion: _Completion | None = None
+        self._candidates: list[_Candidate] = []
+        self._dismissed: _Completion | None = None
+        """The token Esc closed the list for; it stays closed until the token changes."""
+
+    # --- public API ------------------------------------------------------------------------------
+
+    @property
+    def input_history(self) -> list[str]:
+        """Earlier inputs, oldest first."""
+        return list(self._history)
+
+    def add_history(self, text: str) -> None:
+        """Remember `text` for the Up/Down walk (a repeat of the newest entry is not added)."""
+        text = text.strip()
+        if text and (not self._history or self._history[-1] != text):
+            self._history.append(text)
+        self._history_index = None
+
+    @property
+    def completions_open(self) -> bool:
+        """Whether the completion list is showing."""
+        return bool(self._candidates) and self._completions.has_class("-open")
+
+    @property
+    def completion_labels(self) -> list[str]:
+        """What the open completion list offers, as plain text (empty when closed)."""
+        if not self.completions_open:
+            return []
+        return [candidate.label.plain for candidate in self._candidates]
+
+    def accept_completion(self, index: int | None = None) -> None:
+        """Put the highlighted completion (or the one at `index`) in place of the token."""
+        completion = self._completion
+        if completion is None or not self._candidates:
+            return
+        if index is None:
+            index = self._completions.highlighted or 0
+        candidate = self._candidates[index]
+        result = self.replace(
+            candidate.insert, completion.start, completion.end, maintain_selection_offset=False
+        )
+        self.move_cursor(result.end_location)
+        self._close_completions()
+
+    # --- lifecycle -------------------------------------------------------------------------------
+
+    def on_mount(self) -> None:
+        # On the screen, not inside the TextArea: it must float over the conversation above.
+        self.screen.mount(self._completions)
+
+    def on_unmount(self) -> None:
+        if self._completions.is_attached:
+            self._completions.remove()
+
+    def watch_busy(self, busy: bool) -> None:
+        self.border_subtitle = BUSY_HINT if busy else ""
+
+    # --- actions ---------------------------------------------------------------------------------
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        if action in ("accept_completion", "close_completions"):
+            return self.completions_open
+        return super().check_action(action, parameters)
+
+    def action_submit(self) -> None:
+        """Send the text, unless it is blank."""
+        text = self.text.strip()
+        if not text:
+            return
+        self.post_message(self.Submitted(self, text))
+        self.add_history(text)
+        self._draft = ""
+        self.clear()
+        self._close_completions()
+
+    def action_newline(self) -> None:
+        """Insert a line break at the cursor."""
+        start, end = self.selection
+        result = self.replace("\n", start, end, maintain_selection_offset=False)
+        self.move_cursor(result.end_location)
+
+    def action_accept_completion(self) -> None:
+        self.accept_completion()
+
+    def action_close_completions(self) -> None:
+        self._dismissed = self._completion
+        self._close_completions()
+
+    def action_previous(self) -> None:
+        """Up: move in the completion list, else the cursor, else back in history."""
+        if self.completions_open:
+            self._completions.action_cursor_up()
+        elif self._history and self.navigator.is_first_wrapped_line(self.cursor_location):
+            if self._history_index is None:
+                self._draft = self.text
+                self._history_index = len(self._history) - 1
+            elif self._history_index > 0:
+                self._history_index -= 1
+            else:
+                return
+            self._show_history_text(self._history[self._history_index])
+        else:
+            self.action_cursor_up()
+
+    def action_next(self) -> None:
+        """Down: move in the completion list, else the cursor, else forward in history."""
+        if self.completions_open:
+            self._completions.action_cursor_down()
+        elif self._history_index is not None and self.navigator.is_last_wrapped_line(
+            self.cursor_location
+        ):
+            self._history_index += 1
+            if self._history_index >= len(self._history):
+                self._history_index = None
+                self._show_history_text(self._draft)
+            else:
+                self._show_history_text(self._history[self._history_index])
+        else:
+            self.action_cursor_down()
+
+    def _show_history_text(self, text: str) -> None:
+        # replace(), unlike load_text(), keeps the undo stack: Ctrl+Z brings the draft back.
+        result = self.replace(text, (0, 0), self.document.end, maintain_selection_offset=False)
+        self.move_cursor(result.end_location)
+        # A recalled "/compact" must not pop the command list up and take over Up/Down.
+        self._dismissed = self._find_completion()
+        self._close_completions()
+
+    # --- completion ------------------------------------------------------------------------------
+
+    @on(TextArea.Changed)
+    @on(TextArea.SelectionChanged)
+    def _text_or_cursor_moved(self) -> None:
+        self._refresh_completions()
+
+    def _find_completion(self) -> _Completion | None:
+        """The `/command` or `@path` token the cursor is in, if any."""
+        start, end = self.selection
+        if start != end:
+            return None
+        row, column = end
+        line = self.document[row]
+        before, after = line[:column], line[column:]
+        tail = re.match(r"\S*", after)
+        token_end = (row, column + (tail.end() if tail else 0))
+        if row == 0 and re.fullmatch(r"/\S*", before):
+            return _Completion("command", (0, 0), token_end, before)
+        mention = re.search(r"(?:^|\s)@(\S*)$", before)
+        if mention:
+            return _Completion("path", (row, mention.start(1) - 1), token_end, mention.group(1))
+        return None
+
+    def _refresh_completions(self, *, reload: bool = True) -> None:
+        completion = self._find_completion()
+        if completion is None or completion == self._dismissed:
+            self._completion = None
+            self._close_completions()
+            return
+        self._dismissed = None
+        self._completion = completion
+        if completion.kind == "command":
+            width = max((len(name) for name, _ in self.commands), default=0)
+            candidates = [
+                _Candidate(
+                    f"{name} ",
+                    Content.assemble((name.ljust(width), "bold"), "  ", (help_, "$text-muted")),
+                )
+                for name, help_ in match_commands(self.commands, completion.query)
+            ]
+        else:
+            if reload and self._paths.stale and not self._loading_paths:
+                self._loading_paths = True
+                self._load_paths()
+            candidates = [
+                _Candidate(f"@{path}" if path.endswith("/") else f"@{path} ", Content(path))
+                for path in match_paths(self._paths.paths, completion.query)
+            ]
+        self._show_completions(candidates)
+
+    @work(exclusive=True, group="prompt-paths", exit_on_error=False)
+    async def _load_paths(self) -> None:
+        try:
+            await asyncio.to_thread(self._paths.load)
+        finally:
+            self._loading_paths = False
+        if self._completion is not None and self._completion.kind == "path":
+            self._refresh_completions(reload=False)
+
+    def _show_completions(self, candidates: list[_Candidate]) -> None:
+        dropdown = self._completions
+        if not candidates:
+            self._close_completions()
+            return
+        if [c.insert for c in candidates] != [c.insert for c in self._candidates]:
+            self._candidates = candidates
+            dropdown.set_options(Option(candidate.label) for candidate in candidates)
+            dropdown.highlighted = 0
+        rows = min(len(candidates), VISIBLE_COMPLETIONS)
+        # Border and padding of the list, from prompt.tcss.
+        height = rows + 2
+        width = max(candidate.label.cell_length for candidate in candidates) + 4
+        region = self.region
+        screen_width = self.screen.size.width
+        width = max(min(width, screen_width - region.x), 10)
+        y = region.y - height
+        if y < 0:
+            y = region.bottom
+        dropdown.styles.height = height
+        dropdown.styles.width = width
+        dropdown.absolute_offset = Offset(region.x, y)
+        dropdown.add_class("-open")
+
+    def _close_completions(self) -> None:
+        self._candidates = []
+        self._completions.remove_class("-open")
+
+
+if __name__ == "__main__":
+    from textual.app import App, ComposeResult
+    from textual.widgets import Footer, Static
+
+    class PromptDemo(App[None]):
+        CSS_PATH = "prompt.tcss"
+        CSS = "#log { height: 1fr; }"
+
+        def compose(self) -> ComposeResult:
+            yield Static("Type, try / and @, Ctrl+B toggles busy.", id="log")
+            yield PromptInput(Path.cwd(), commands=[("/compact", "Summarise"), ("/help", "Keys")])
+            yield Footer()
+
+        def on_mount(self) -> None:
+            self.bind("ctrl+b", "toggle_busy", description="Busy")
+
+        def action_toggle_busy(self) -> None:
+            prompt = self.query_one(PromptInput)
+            prompt.busy = not prompt.busy
+
+        def on_prompt_input_submitted(self, message: PromptInput.Submitted) -> None:
+            self.query_one("#log", Static).update(f"Sent: {message.text}")
+
+    PromptDemo().run()

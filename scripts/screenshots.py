@@ -1,0 +1,204 @@
+"""Regenerate screenshots/*.svg from the real app, driven by scripted models (`make screenshots`).
+
+Each scene runs kode-tui headless in a throwaway KODE_TUI_HOME and project, so nothing on this
+machine is read or changed, and saves what the screen shows as an SVG.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import sys
+import tempfile
+import time
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parent.parent
+OUT = ROOT / "screenshots"
+SIZE = (130, 38)
+
+Scene = Callable[[Path], Awaitable[None]]
+
+
+def project_files(project: Path) -> None:
+    (project / "README.md").write_text("# Greeter\n\nA tiny project that says hello.\n")
+    (project / "hello.py").write_text("def main():\n    print('hello')\n\n\nmain()\n")
+    (project / "AGENTS.md").write_text("Run `python hello.py` to check a change.\n")
+
+
+async def until(pilot: Any, condition: Callable[[], object], timeout: float = 15) -> None:
+    deadline = time.monotonic() + timeout
+    while not condition():
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"scene timed out waiting for {condition}")
+        await pilot.pause(0.05)
+
+
+async def ready(pilot: Any) -> None:
+    from kode_tui.ui.widgets.approval import ApprovalPanel
+    from kode_tui.ui.widgets.prompt import PromptInput
+
+    app = pilot.app
+    await until(pilot, lambda: bool(app.screen.query(PromptInput)) and app.agent is not None)
+    for panel in app.screen.query(ApprovalPanel):
+        panel.key_delay_s = 0
+    app.screen.query_one(PromptInput).cursor_blink = False
+    await pilot.pause(0.2)
+
+
+async def send(pilot: Any, text: str) -> None:
+    from kode_tui.ui.widgets.prompt import PromptInput
+
+    prompt = pilot.app.screen.query_one(PromptInput)
+    prompt.text = text
+    await pilot.press("enter")
+
+
+def app_for(project: Path, script: list[dict[str, Any]] | None, **options: Any) -> Any:
+    from kode_tui.config import Config, ModelChoice
+    from kode_tui.soul.llm.demo import DemoProvider
+    from kode_tui.soul.llm.scripted import ScriptedProvider
+    from kode_tui.ui.app import KodeApp
+
+    if script is None:
+        provider: Any = DemoProvider(delay=0)
+        choice = ModelChoice(name="demo", model="demo", source="demo")
+    else:
+        provider = ScriptedProvider(
+            script, model_name="claude-sonnet-4-5", max_context_size=200_000
+        )
+        choice = ModelChoice(name="sonnet", model="anthropic/claude-sonnet-4-5", source="config")
+    return KodeApp(project, Config(), choice, provider=provider, **options)
+
+
+TOUR = [
+    {
+        "think": "I should look at the code before changing it.",
+        "text": "I'll read `hello.py` first.",
+        "tool_calls": [{"name": "ReadFile", "arguments": {"path": "hello.py"}}],
+        "usage": {"input": 61_000, "output": 60},
+    },
+    {
+        "text": "Adding a `greet(name)` function and using it from `main()`.",
+        "tool_calls": [
+            {
+                "name": "StrReplaceFile",
+                "arguments": {
+                    "path": "hello.py",
+                    "edit": {
+                        "old": "def main():\n    print('hello')\n",
+                        "new": "def greet(name):\n    return f'Hello, {name}!'\n\n\n"
+                        "def main():\n    print(greet('world'))\n",
+                    },
+                },
+            }
+        ],
+        "usage": {"input": 118_500, "output": 120},
+    },
+    {
+        "text": "Checking that it runs.",
+        "tool_calls": [{"name": "Shell", "arguments": {"command": "python3 hello.py"}}],
+        "usage": {"input": 119_200, "output": 30},
+    },
+    {
+        "text": "Done: `hello.py` now has **greet(name)**, and `main()` prints `Hello, world!`.",
+        "usage": {"input": 119_500, "output": 25},
+    },
+]
+
+
+async def main_screen(project: Path) -> None:
+    app = app_for(project, [*TOUR, {"text": "Streaming the next answer", "hang": True}], yolo=True)
+    async with app.run_test(size=SIZE) as pilot:
+        await ready(pilot)
+        await send(pilot, "Add a greet(name) function to hello.py and use it")
+        await until(
+            pilot, lambda: len(app.agent.soul.provider.requests) >= 4 and not app._turn.is_running
+        )
+        await send(pilot, "Now add a test for it")
+        await until(pilot, lambda: len(app.agent.soul.provider.requests) >= 5)
+        await pilot.pause(0.5)
+        app.save_screenshot("main.svg", str(OUT))
+
+
+async def approval(project: Path) -> None:
+    app = app_for(project, TOUR)
+    async with app.run_test(size=SIZE) as pilot:
+        await ready(pilot)
+        await send(pilot, "Add a greet(name) function to hello.py and use it")
+        from kode_tui.ui.widgets.approval import ApprovalPanel
+
+        panel = app.screen.query_one(ApprovalPanel)
+        await until(
+            pilot, lambda: panel.current is not None and "StrReplace" in panel.current.tool_name
+        )
+        await pilot.pause(0.3)
+        app.save_screenshot("approval.svg", str(OUT))
+
+
+async def demo_first_run(project: Path) -> None:
+    app = app_for(project, None)
+    async with app.run_test(size=SIZE) as pilot:
+        await ready(pilot)
+        await send(pilot, "What does this project do?")
+        from kode_tui.ui.widgets.approval import ApprovalPanel
+
+        panel = app.screen.query_one(ApprovalPanel)
+        await until(pilot, lambda: panel.current is not None)
+        await pilot.press("y")
+        await until(pilot, lambda: not app._turn.is_running)
+        await pilot.pause(0.3)
+        app.save_screenshot("demo.svg", str(OUT))
+
+
+async def narrow(project: Path) -> None:
+    app = app_for(project, TOUR, yolo=True)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await ready(pilot)
+        await send(pilot, "Add a greet(name) function to hello.py and use it")
+        await until(pilot, lambda: len(app.agent.soul.provider.requests) >= 4)
+        await until(pilot, lambda: not app._turn.is_running)
+        await pilot.pause(0.3)
+        app.save_screenshot("narrow.svg", str(OUT))
+
+
+async def light(project: Path) -> None:
+    app = app_for(project, TOUR, theme="kode-light", yolo=True)
+    async with app.run_test(size=SIZE) as pilot:
+        await ready(pilot)
+        await send(pilot, "Add a greet(name) function to hello.py and use it")
+        await until(pilot, lambda: len(app.agent.soul.provider.requests) >= 4)
+        await until(pilot, lambda: not app._turn.is_running)
+        await pilot.pause(0.3)
+        app.save_screenshot("light.svg", str(OUT))
+
+
+SCENES: dict[str, Scene] = {
+    "main": main_screen,
+    "approval": approval,
+    "demo": demo_first_run,
+    "narrow": narrow,
+    "light": light,
+}
+
+
+def main() -> None:
+    wanted = sys.argv[1:] or list(SCENES)
+    OUT.mkdir(exist_ok=True)
+    for name in wanted:
+        with tempfile.TemporaryDirectory(prefix="kode-tui-shot-") as tmp:
+            base = Path(tmp)
+            project = base / "greeter"
+            project.mkdir()
+            project_files(project)
+            os.environ["KODE_TUI_HOME"] = str(base / "home")
+            os.environ["HOME"] = str(base)
+            os.environ["KODE_TUI_OLLAMA_URL"] = ""
+            asyncio.run(SCENES[name](project))
+            print(f"screenshots/{name}.svg")
+
+
+if __name__ == "__main__":
+    main()

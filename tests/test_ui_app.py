@@ -1,0 +1,282 @@
+"""The whole app driven with Pilot: what the user sees, and what lands on disk."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from kode_tui.config import load_config
+from kode_tui.session import Context, Session, SessionLocked
+from kode_tui.soul.llm.demo import NOTES_FILE, DemoProvider
+from kode_tui.soul.llm.scripted import ScriptedProvider
+from kode_tui.ui.screens.dialogs import ContextScreen, LockedScreen
+from kode_tui.ui.screens.help import HelpScreen
+from kode_tui.ui.screens.sessions import SessionPicker
+from kode_tui.ui.widgets.approval import ApprovalPanel
+from kode_tui.ui.widgets.conversation import Conversation
+from kode_tui.ui.widgets.gauge import TokenGauge
+from kode_tui.ui.widgets.history import HistoryPane
+from kode_tui.ui.widgets.prompt import PromptInput
+from kode_tui.ui.widgets.timeline import CheckpointTimeline
+from tests.conftest import KIMI_FIXTURE
+
+from .ui_helpers import make_app, ready, screen_text, send, turn_running, wait_for
+
+
+@pytest.fixture
+def project(tmp_path: Path) -> Path:
+    project = tmp_path / "project"
+    project.mkdir()
+    (project / "README.md").write_text("# Tiny project\n")
+    return project
+
+
+def records(session: Session | None) -> list[dict[str, Any]]:
+    assert session is not None
+    return [json.loads(line) for line in session.context_file.read_text().splitlines()]
+
+
+async def test_first_run_demo_banner_then_approve_an_edit_with_y(project: Path) -> None:
+    app = make_app(project, DemoProvider(delay=0))
+    async with app.run_test(size=(140, 40)) as pilot:
+        await ready(pilot)
+        assert "Offline demo" in screen_text(app) and "not an LLM" in screen_text(app)
+
+        await send(pilot, "What is this?")
+        panel = app.screen.query_one(ApprovalPanel)
+        await wait_for(pilot, lambda: panel.current is not None)
+        assert "WriteFile" in screen_text(app) and "+# Notes from the kode-tui demo" in screen_text(
+            app
+        )
+        await pilot.press("y")
+        await wait_for(pilot, lambda: not turn_running(app))
+
+        assert (project / NOTES_FILE).exists()
+        assert len(app.screen.query_one(CheckpointTimeline).checkpoint_ids) >= 5
+        assert "✎" in screen_text(app)
+        gauge = app.screen.query_one(TokenGauge)
+        assert "0%" not in str(gauge.render()) or "1%" in str(gauge.render())
+        assert "That was the whole demo" in screen_text(app)
+    assert any(r["role"] == "_file_edit" for r in records(app.session))
+
+
+async def test_n_rejects_and_the_turn_ends(project: Path) -> None:
+    app = make_app(project, DemoProvider(delay=0))
+    async with app.run_test(size=(140, 40)) as pilot:
+        await ready(pilot)
+        await send(pilot, "go")
+        panel = app.screen.query_one(ApprovalPanel)
+        await wait_for(pilot, lambda: panel.current is not None)
+        await pilot.press("n")
+        await wait_for(pilot, lambda: not turn_running(app))
+        assert not (project / NOTES_FILE).exists()
+        assert "That was the whole demo" not in screen_text(app)
+    tools = [r for r in records(app.session) if r["role"] == "tool"]
+    assert "rejected by the user" in tools[-1]["content"][0]["text"]
+
+
+async def test_f_sends_feedback_and_the_turn_goes_on(project: Path) -> None:
+    app = make_app(project, DemoProvider(delay=0))
+    async with app.run_test(size=(140, 40)) as pilot:
+        await ready(pilot)
+        await send(pilot, "go")
+        panel = app.screen.query_one(ApprovalPanel)
+        await wait_for(pilot, lambda: panel.current is not None)
+        await pilot.press("f")
+        await pilot.press(*"not now")
+        await pilot.press("enter")
+        await wait_for(pilot, lambda: not turn_running(app))
+        assert "rejected the edit with feedback" in screen_text(app)
+    assert not (project / NOTES_FILE).exists()
+
+
+async def test_escape_interrupts_and_a_queued_message_is_sent_after(project: Path) -> None:
+    provider = ScriptedProvider(
+        [{"text": "Thinking about it", "hang": True}, {"text": "Second answer."}]
+    )
+    app = make_app(project, provider)
+    async with app.run_test(size=(140, 40)) as pilot:
+        await ready(pilot)
+        await send(pilot, "first")
+        await wait_for(pilot, lambda: "Thinking about it" in screen_text(app))
+        await send(pilot, "second")  # typed while the turn runs: queued
+        assert app._queue == ["second"]
+        await pilot.press("escape")
+        await wait_for(pilot, lambda: len(provider.requests) == 2 and not turn_running(app))
+        assert "Second answer." in screen_text(app)
+    roles = [r["role"] for r in records(app.session)]
+    assert roles.count("assistant") == 1  # the interrupted step left nothing behind
+
+
+async def test_a_failing_model_shows_one_clear_message_and_the_app_goes_on(
+    project: Path,
+) -> None:
+    provider = ScriptedProvider(
+        [{"error": {"status": 401, "message": "invalid api key"}}, {"text": "Back again."}]
+    )
+    app = make_app(project, provider)
+    async with app.run_test(size=(140, 40)) as pilot:
+        await ready(pilot)
+        await send(pilot, "hi")
+        await wait_for(pilot, lambda: "invalid api key" in screen_text(app))
+        await wait_for(pilot, lambda: not turn_running(app))
+        await send(pilot, "again")
+        await wait_for(pilot, lambda: "Back again." in screen_text(app))
+
+
+async def test_mode_cycles_with_ctrl_t_and_slash_mode(project: Path) -> None:
+    app = make_app(project, DemoProvider(delay=0))
+    async with app.run_test(size=(140, 40)) as pilot:
+        await ready(pilot)
+        assert app.sub_title.endswith("· ask")
+        await pilot.press("ctrl+t")
+        await wait_for(pilot, lambda: app.sub_title.endswith("· auto-edit"))
+        await send(pilot, "/mode yolo")
+        await wait_for(pilot, lambda: app.sub_title.endswith("· yolo"))
+        await send(pilot, "/mode")
+        await wait_for(pilot, lambda: app.sub_title.endswith("· ask"))
+    assert app.session is not None
+    state = json.loads(app.session.state_file.read_text())
+    assert state["approval_mode"] == "ask"
+
+
+async def test_slash_title_clear_and_context(project: Path) -> None:
+    provider = ScriptedProvider([{"text": "One."}])
+    app = make_app(project, provider)
+    async with app.run_test(size=(140, 40)) as pilot:
+        await ready(pilot)
+        await send(pilot, "hello")
+        await wait_for(pilot, lambda: "One." in screen_text(app) and not turn_running(app))
+
+        await send(pilot, "/title Greeting test")
+        await wait_for(pilot, lambda: "Greeting test" in app.sub_title)
+
+        await send(pilot, "/clear")
+        history = app.screen.query_one(HistoryPane)
+        await wait_for(pilot, lambda: len(history.paths) == 1)
+        assert "clear" in screen_text(app)
+
+        await send(pilot, "/context")
+        await wait_for(pilot, lambda: isinstance(app.screen, ContextScreen))
+        assert "directoryStructure" in screen_text(app)
+        await pilot.press("escape")
+        await wait_for(pilot, lambda: not isinstance(app.screen, ContextScreen))
+    assert app.session is not None and app.session.title == "Greeting test"
+    assert records(app.session) == []
+
+
+async def test_theme_switch_is_saved_to_config(project: Path, home: Path) -> None:
+    app = make_app(project, DemoProvider(delay=0))
+    async with app.run_test(size=(140, 40)) as pilot:
+        await ready(pilot)
+        assert app.theme == "kode-dark"
+        await send(pilot, "/theme kode-light")
+        await wait_for(pilot, lambda: app.theme == "kode-light")
+        await pilot.pause(0.2)
+    assert load_config().theme == "kode-light"
+
+
+async def test_f1_shows_keys_and_the_focused_panes_help(project: Path) -> None:
+    app = make_app(project, DemoProvider(delay=0))
+    async with app.run_test(size=(140, 40)) as pilot:
+        await ready(pilot)
+        await pilot.press("f1")
+        await wait_for(pilot, lambda: isinstance(app.screen, HelpScreen))
+        text = screen_text(app)
+        assert "Approval mode" in text and "/compact" in text
+        await pilot.press("escape")
+
+
+async def test_narrow_terminals_put_the_side_panes_behind_a_tab(project: Path) -> None:
+    app = make_app(project, DemoProvider(delay=0))
+    async with app.run_test(size=(80, 24)) as pilot:
+        await ready(pilot)
+        screen = app.screen
+        assert screen.has_class("-narrow")
+        assert not screen.query_one("#side").display or not screen.query_one("#side").region
+        await pilot.click("#tab-context")
+        await pilot.pause()
+        assert screen.query_one("#side").region.width > 0
+        assert "Checkpoints" in screen_text(app)
+        await pilot.click("#tab-conversation")
+        await pilot.pause()
+        assert screen.query_one(Conversation).region.width > 0
+
+
+async def test_a_resumed_kimi_session_shows_its_history(tmp_path: Path) -> None:
+    folder = tmp_path / "kimi-session"
+    shutil.copytree(KIMI_FIXTURE, folder)
+    session = await Session.from_dir(folder)
+    context = Context(session.context_file)
+    await context.restore()
+    app = make_app(tmp_path, ScriptedProvider([]), session=session, context=context)
+    async with app.run_test(size=(140, 40)) as pilot:
+        await ready(pilot)
+        await pilot.pause(0.3)
+        text = screen_text(app)
+        assert "We created hello.py" in text
+        assert "context_3" in text and "context_1" in text
+        assert len(app.screen.query_one(CheckpointTimeline).checkpoint_ids) == 3
+
+
+async def test_a_session_open_elsewhere_can_be_viewed_read_only(tmp_path: Path) -> None:
+    folder = tmp_path / "kimi-session"
+    shutil.copytree(KIMI_FIXTURE, folder)
+    holder = Context(folder / "context.jsonl")
+    await holder.restore()
+    session = await Session.from_dir(folder)
+    locked = SessionLocked(folder / "lock", 4242)
+    app = make_app(tmp_path, ScriptedProvider([]), session=session, locked=locked)
+    async with app.run_test(size=(140, 40)) as pilot:
+        await wait_for(pilot, lambda: isinstance(app.screen, LockedScreen))
+        assert "process 4242" in screen_text(app)
+        await pilot.press("r")
+        await ready(pilot)
+        assert app.read_only and "read-only" in app.sub_title
+        assert "We created hello.py" in screen_text(app)
+        assert app.screen.query_one(PromptInput).disabled
+    await holder.close()
+
+
+async def test_sessions_picker_switches_session(project: Path) -> None:
+    first = await Session.create(project)
+    first.context_file.write_text(
+        json.dumps({"role": "user", "content": "the older session"}) + "\n"
+    )
+    first.state.custom_title = "Older work"
+    first.save_state()
+    app = make_app(project, ScriptedProvider([]), pick_session=True)
+    async with app.run_test(size=(140, 40)) as pilot:
+        await wait_for(pilot, lambda: isinstance(app.screen, SessionPicker))
+        await wait_for(pilot, lambda: "Older work" in screen_text(app))
+        await pilot.press("enter")
+        await ready(pilot)
+        assert app.session is not None and app.session.id == first.id
+        assert "the older session" in screen_text(app)
+
+
+async def test_new_starts_another_session(project: Path) -> None:
+    app = make_app(project, ScriptedProvider([{"text": "Hi."}]))
+    async with app.run_test(size=(140, 40)) as pilot:
+        await ready(pilot)
+        await send(pilot, "hello")
+        await wait_for(pilot, lambda: "Hi." in screen_text(app) and not turn_running(app))
+        first = app.session
+        await send(pilot, "/new")
+        await wait_for(pilot, lambda: app.session is not first)
+        await ready(pilot)
+        assert "Hi." not in screen_text(app)
+
+
+async def test_the_configured_theme_is_used_at_start(project: Path, home: Path) -> None:
+    home.mkdir(exist_ok=True)
+    (home / "config.toml").write_text('theme = "kode-high-contrast"\n')
+    app = make_app(project, DemoProvider(delay=0), config=load_config())
+    async with app.run_test(size=(140, 40)) as pilot:
+        await ready(pilot)
+        assert app.theme == "kode-high-contrast"
+        assert "Offline demo" not in screen_text(app) or app.choice.is_demo

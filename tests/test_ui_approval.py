@@ -1,0 +1,293 @@
+"""The approval panel: requests from the wire, the answers, the queue, focus and the full view."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+from typing import ClassVar
+
+from textual.app import App, ComposeResult
+from textual.binding import Binding, BindingType
+from textual.message import Message
+from textual.widgets import Button, Input, Static
+
+from kode_tui.ui.screens.diff import DiffScreen
+from kode_tui.ui.widgets import approval as approval_module
+from kode_tui.ui.widgets.approval import ApprovalPanel
+from kode_tui.wire import WireBus
+from kode_tui.wire.events import (
+    ApprovalRequest,
+    ApprovalResolved,
+    ApprovalResponse,
+    DiffBlock,
+    RejectWithFeedback,
+    ShellBlock,
+)
+
+OLD = "".join(f"line {n}\n" for n in range(1, 41))
+NEW = "".join(
+    f"line {n}\n" if n not in (3, 4, 5, 6, 7, 8, 30) else f"line {n}!\n" for n in range(1, 41)
+)
+"""Two hunks, the second beyond the panel's excerpt."""
+
+
+class ApprovalHost(App[None]):
+    CSS_PATH = Path(approval_module.__file__).with_name("prompt.tcss")
+    BINDINGS: ClassVar[list[BindingType]] = [Binding("escape", "interrupt", "Interrupt")]
+
+    def __init__(self, bus: WireBus) -> None:
+        super().__init__()
+        self.bus = bus
+        self.messages: list[Message] = []
+        self.interrupts = 0
+
+    def compose(self) -> ComposeResult:
+        yield Static("conversation")
+        yield ApprovalPanel(self.bus, id="approval")
+        yield Input(id="prompt")
+
+    def on_mount(self) -> None:
+        # The guard against keys typed before the panel showed is tested on its own.
+        self.query_one(ApprovalPanel).key_delay_s = 0
+        self.query_one("#prompt").focus()
+
+    def on_approval_panel_answered(self, message: ApprovalPanel.Answered) -> None:
+        self.messages.append(message)
+
+    def on_approval_panel_done(self, message: ApprovalPanel.Done) -> None:
+        self.messages.append(message)
+
+    def action_interrupt(self) -> None:
+        self.interrupts += 1
+
+
+def edit_request(
+    request_id: str = "r1", *, scope: str = "all edits in the work dir", outside: bool = False
+) -> ApprovalRequest:
+    return ApprovalRequest(
+        id=request_id,
+        tool_call_id=f"call-{request_id}",
+        action="edit file",
+        description="notes.txt",
+        display=[DiffBlock(path="notes.txt", old_text=OLD, new_text=NEW)],
+        tool_name="StrReplaceFile",
+        scope_label=scope,
+        outside_work_dir=outside,
+    )
+
+
+def shell_request(request_id: str = "r2") -> ApprovalRequest:
+    return ApprovalRequest(
+        id=request_id,
+        tool_call_id=f"call-{request_id}",
+        action="run command",
+        description="git status",
+        display=[ShellBlock(command="git status --short")],
+        tool_name="Shell",
+        scope_label="git status",
+    )
+
+
+def text(app: App[None], selector: str) -> str:
+    return str(app.query_one(selector, Static).render())
+
+
+async def answer_of(request: ApprovalRequest) -> ApprovalResponse:
+    return await asyncio.wait_for(request.wait(), timeout=2)
+
+
+async def test_panel_is_hidden_until_a_request_arrives() -> None:
+    bus = WireBus()
+    app = ApprovalHost(bus)
+    async with app.run_test(size=(120, 40)) as pilot:
+        panel = app.query_one(ApprovalPanel)
+        assert not panel.display
+        bus.send(edit_request(outside=True))
+        await pilot.pause()
+        assert panel.display
+        assert app.focused is panel
+        assert text(app, "#approval-title") == "Approve StrReplaceFile: notes.txt?"
+        action = text(app, "#approval-action")
+        assert action.startswith("edit file")
+        assert "outside the working directory" in action
+        excerpt = text(app, "#approval-display").splitlines()
+        assert len(excerpt) <= 13
+        assert "-line 3" in excerpt
+        assert "+line 3!" in excerpt
+        assert excerpt[-1] == "… d for the full diff"
+        label = str(app.query_one("#approval-session", Button).label)
+        assert label == "a  for this session: all edits in the work dir"
+
+
+async def test_no_warning_for_a_call_inside_the_work_dir() -> None:
+    bus = WireBus()
+    app = ApprovalHost(bus)
+    async with app.run_test() as pilot:
+        bus.send(shell_request())
+        await pilot.pause()
+        assert text(app, "#approval-action") == "run command"
+        assert text(app, "#approval-display") == "$ git status --short"
+        assert str(app.query_one("#approval-full-view", Button).label) == "d  full command"
+
+
+async def test_keys_answer_each_queued_request_in_turn() -> None:
+    bus = WireBus()
+    app = ApprovalHost(bus)
+    requests = [edit_request(f"r{n}") for n in range(1, 5)]
+    async with app.run_test() as pilot:
+        for request in requests:
+            bus.send(request)
+        await pilot.pause()
+        assert text(app, "#approval-title").endswith("(+3 more)")
+        await pilot.press("y")
+        assert await answer_of(requests[0]) == "approve"
+        assert text(app, "#approval-title").endswith("(+2 more)")
+        await pilot.press("a")
+        assert await answer_of(requests[1]) == "approve_for_session"
+        await pilot.press("n")
+        assert await answer_of(requests[2]) == "reject"
+        await pilot.press("f", "t", "a", "b", "s", "space", "!", "enter")
+        assert await answer_of(requests[3]) == RejectWithFeedback(feedback="tabs !")
+        await pilot.pause()
+        answered = [m for m in app.messages if isinstance(m, ApprovalPanel.Answered)]
+        assert [(m.request_id, m.response) for m in answered[:3]] == [
+            ("r1", "approve"),
+            ("r2", "approve_for_session"),
+            ("r3", "reject"),
+        ]
+        assert isinstance(app.messages[-1], ApprovalPanel.Done)
+
+
+async def test_panel_hides_and_gives_focus_back_after_the_last_answer() -> None:
+    bus = WireBus()
+    app = ApprovalHost(bus)
+    async with app.run_test() as pilot:
+        bus.send(edit_request())
+        await pilot.pause()
+        assert app.focused is app.query_one(ApprovalPanel)
+        await pilot.press("y")
+        await pilot.pause()
+        assert not app.query_one(ApprovalPanel).display
+        assert app.focused is app.query_one("#prompt")
+        assert any(isinstance(m, ApprovalPanel.Done) for m in app.messages)
+
+
+async def test_feedback_escape_goes_back_to_the_choices() -> None:
+    bus = WireBus()
+    app = ApprovalHost(bus)
+    request = edit_request()
+    async with app.run_test() as pilot:
+        bus.send(request)
+        await pilot.pause()
+        panel = app.query_one(ApprovalPanel)
+        await pilot.press("f")
+        await pilot.pause()
+        assert panel.feedback_open
+        assert app.focused is app.query_one("#approval-feedback", Input)
+        # Typed into the input, not taken as answers.
+        await pilot.press("y", "n", "escape")
+        await pilot.pause()
+        assert not panel.feedback_open
+        assert app.focused is panel
+        assert panel.current is request
+        assert app.interrupts == 0
+        # With the choices showing, Esc is the App's (it interrupts the turn).
+        await pilot.press("escape")
+        assert app.interrupts == 1
+        await pilot.press("n")
+        assert await answer_of(request) == "reject"
+
+
+async def test_d_opens_the_full_diff_and_escape_comes_back() -> None:
+    bus = WireBus()
+    app = ApprovalHost(bus)
+    request = edit_request()
+    async with app.run_test() as pilot:
+        bus.send(request)
+        await pilot.pause()
+        await pilot.press("d")
+        await pilot.pause()
+        assert isinstance(app.screen, DiffScreen)
+        shown = "\n".join(str(widget.render()) for widget in app.screen.query(".diff-text"))
+        assert "+line 30!" in shown
+        assert "-line 30" in shown
+        await pilot.press("escape")
+        await pilot.pause()
+        assert not isinstance(app.screen, DiffScreen)
+        assert app.focused is app.query_one(ApprovalPanel)
+        await pilot.press("y")
+        assert await answer_of(request) == "approve"
+
+
+async def test_buttons_answer_when_clicked() -> None:
+    bus = WireBus()
+    app = ApprovalHost(bus)
+    first, second, third = edit_request("r1"), shell_request("r2"), edit_request("r3")
+    async with app.run_test(size=(120, 40)) as pilot:
+        for request in (first, second, third):
+            bus.send(request)
+        await pilot.pause()
+        assert await pilot.click("#approval-session")
+        assert await answer_of(first) == "approve_for_session"
+        await pilot.pause()
+        assert await pilot.click("#approval-approve")
+        assert await answer_of(second) == "approve"
+        await pilot.pause()
+        assert await pilot.click("#approval-reject")
+        assert await answer_of(third) == "reject"
+
+
+async def test_a_request_resolved_elsewhere_leaves_the_queue() -> None:
+    bus = WireBus()
+    app = ApprovalHost(bus)
+    requests = [edit_request("r1"), shell_request("r2"), edit_request("r3")]
+    async with app.run_test() as pilot:
+        panel = app.query_one(ApprovalPanel)
+        for request in requests:
+            bus.send(request)
+        bus.send(ApprovalResolved(id="r2", response="reject"))
+        await pilot.pause()
+        assert [request.id for request in panel.pending] == ["r1", "r3"]
+        assert text(app, "#approval-title").endswith("(+1 more)")
+        # The one on show, cancelled by an interrupted turn: the next one takes its place.
+        bus.send(ApprovalResolved(id="r1", response="reject"))
+        await pilot.pause()
+        assert panel.current is requests[2]
+        bus.send(ApprovalResolved(id="r3", response="reject"))
+        await pilot.pause()
+        assert not panel.display
+        assert app.focused is app.query_one("#prompt")
+
+
+async def test_a_is_not_offered_without_a_scope() -> None:
+    bus = WireBus()
+    app = ApprovalHost(bus)
+    request = edit_request(scope="", outside=True)
+    async with app.run_test() as pilot:
+        bus.send(request)
+        await pilot.pause()
+        panel = app.query_one(ApprovalPanel)
+        assert not app.query_one("#approval-session", Button).display
+        assert panel.check_action("approve_for_session", ()) is False
+        assert panel.check_action("approve", ()) is True
+        await pilot.press("a")
+        await pilot.pause()
+        assert panel.current is request
+        await pilot.press("y")
+        assert await answer_of(request) == "approve"
+
+
+async def test_keys_typed_as_the_panel_shows_do_not_answer_it() -> None:
+    bus = WireBus()
+    app = ApprovalHost(bus)
+    request = edit_request()
+    async with app.run_test() as pilot:
+        panel = app.query_one(ApprovalPanel)
+        panel.key_delay_s = 60
+        bus.send(request)
+        await pilot.pause()
+        await pilot.press("a")
+        assert panel.current is request
+        # The mouse is deliberate: a button answers at once.
+        assert await pilot.click("#approval-reject")
+        assert await answer_of(request) == "reject"

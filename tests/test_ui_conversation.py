@@ -1,0 +1,577 @@
+"""The conversation pane: blocks streamed from the wire, restored sessions, pruning."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+from textual.app import App, ComposeResult
+from textual.pilot import Pilot
+from textual.widget import Widget
+
+from kode_tui.message import (
+    FunctionBody,
+    ImageURL,
+    ImageURLPart,
+    Message,
+    TextPart,
+    ThinkPart,
+    ToolCall,
+    parse_record,
+)
+from kode_tui.session import Context
+from kode_tui.ui.widgets.conversation import (
+    AssistantBlock,
+    Conversation,
+    DetailBlock,
+    MarkerBlock,
+    NoticeBlock,
+    PruneMarker,
+    ThinkingBlock,
+    ToolBlock,
+    UserBlock,
+    format_tokens,
+    tool_summary,
+)
+from kode_tui.wire import WireBus
+from kode_tui.wire import events as ev
+from tests.conftest import KIMI_FIXTURE
+
+DIFF = ev.DiffBlock(path="hello.py", old_text="print('hi')\n", new_text="print('hello')\n")
+
+
+class Host(App[None]):
+    def __init__(self, bus: WireBus, max_blocks: int = 300) -> None:
+        super().__init__()
+        self.bus = bus
+        self.max_blocks = max_blocks
+
+    def compose(self) -> ComposeResult:
+        yield Conversation(self.bus, max_blocks=self.max_blocks, id="conversation")
+
+
+async def settle(pilot: Pilot[None]) -> Conversation:
+    """Wait until the pane has handled every event sent so far, and return it."""
+    conversation = pilot.app.query_one(Conversation)
+    # The pane's own subscription: join() returns once its callback took every event.
+    subscription = conversation._subscription
+    assert subscription is not None
+    await subscription.join()
+    await pilot.pause()
+    return conversation
+
+
+def header(block: Widget) -> str:
+    return str(block.render()).splitlines()[0]
+
+
+def describe(conversation: Conversation) -> list[str]:
+    """Each block as a line a reader would recognise."""
+    lines: list[str] = []
+    for block in conversation.blocks:
+        if isinstance(block, UserBlock):
+            lines.append(f"user: {block.text}")
+        elif isinstance(block, AssistantBlock):
+            lines.append(f"assistant: {block.source}")
+        elif isinstance(block, ThinkingBlock):
+            lines.append(f"thinking: {block.text}")
+        elif isinstance(block, DetailBlock):
+            lines.append(f"{block.kind}: {block.title}")
+        elif isinstance(block, ToolBlock):
+            lines.append(f"tool: {header(block)}")
+        elif isinstance(block, NoticeBlock):
+            lines.append(f"{block.kind}: {block.text}")
+        elif isinstance(block, MarkerBlock):
+            lines.append(f"marker: {block.text}")
+        else:
+            lines.append(f"? {type(block).__name__}")
+    return lines
+
+
+def call(call_id: str, name: str, arguments: str = "") -> ev.ToolCall:
+    return ev.ToolCall(id=call_id, function=FunctionBody(name=name, arguments=arguments))
+
+
+def text(delta: str) -> ev.ContentPart:
+    return ev.ContentPart(part=TextPart(text=delta))
+
+
+async def test_a_turn_streams_into_blocks_and_a_retry_discards_the_partial_answer() -> None:
+    bus = WireBus()
+    async with Host(bus).run_test(size=(100, 60)) as pilot:
+        for event in (
+            ev.TurnBegin(user_input="Make hello.py say hello"),
+            ev.StepBegin(n=1),
+            ev.ContentPart(part=ThinkPart(think="A one-line ")),
+            ev.ContentPart(part=ThinkPart(think="edit.")),
+            text("I'll edit "),
+            text("**hello.py**."),
+            call("t1", "StrReplaceFile"),
+            ev.ToolCallPart(id="t1", arguments_delta='{"path": "hel'),
+        ):
+            bus.send(event)
+        conversation = await settle(pilot)
+        tool = conversation.query_one(ToolBlock)
+        assert header(tool) == "▸ StrReplaceFile  running…"
+
+        bus.send(ev.ToolCallPart(id="t1", arguments_delta='lo.py", "edit": {"old": "hi"}}'))
+        bus.send(
+            ev.ApprovalRequest(
+                id="a1", tool_call_id="t1", action="edit file", description="", display=[DIFF]
+            )
+        )
+        await settle(pilot)
+        assert header(tool) == "▾ StrReplaceFile hello.py  waiting for approval"
+        assert tool.expanded, "an edit opens to show its diff"
+
+        bus.send(ev.ApprovalResolved(id="a1", response="approve"))
+        await settle(pilot)
+        assert header(tool) == "▾ StrReplaceFile hello.py  running…"
+
+        brief = ev.BriefBlock(text="1 edit")
+        bus.send(ev.ToolResult(tool_call_id="t1", message="File edited.", display=[brief, DIFF]))
+        bus.send(ev.StepBegin(n=2))
+        bus.send(text("Partial answ"))
+        conversation = await settle(pilot)
+        assert "assistant: Partial answ" in describe(conversation)
+
+        error = "Connection reset by peer"
+        bus.send(ev.StepRetry(n=2, attempt=1, max_attempts=3, wait_s=0.4, error=error))
+        bus.send(text("Done: it says hello."))
+        bus.send(ev.Error(message="demo/model: the model stopped answering"))
+        bus.send(ev.TurnEnd())
+        conversation = await settle(pilot)
+
+        assert describe(conversation) == [
+            "user: Make hello.py say hello",
+            "thinking: A one-line edit.",
+            "assistant: I'll edit **hello.py**.",
+            "tool: ▾ StrReplaceFile hello.py  ✔ 1 edit",
+            f"note: retrying in 0.4 s (attempt 1 of 3): {error}",
+            "assistant: Done: it says hello.",
+            "error: ✘ demo/model: the model stopped answering",
+        ]
+        shown = tool.render()
+        assert "-print('hi')" in str(shown)
+        added = str(shown).index("+print('hello')")
+        assert any(
+            span.start <= added < span.end and "$success" in str(span.style) for span in shown.spans
+        ), "added lines are coloured as a success"
+        thinking = conversation.query_one(ThinkingBlock)
+        assert not thinking.expanded
+
+
+async def test_tool_results_show_ok_error_and_rejected() -> None:
+    bus = WireBus()
+    async with Host(bus).run_test(size=(100, 40)) as pilot:
+        rejected = (
+            "The tool call is rejected by the user. "
+            "Stop what you are doing and wait for the user to tell you how to proceed."
+        )
+        for event in (
+            ev.TurnBegin(user_input="Clean up"),
+            ev.StepBegin(n=1),
+            call("s1", "Shell", '{"command": "ls"}'),
+            call("s2", "Shell", '{"command": "rm -rf build"}'),
+            call("g1", "Grep", '{"pattern": "TODO", "path": "src"}'),
+            ev.ToolResult(tool_call_id="s1", output="a\nb\n", message="Command executed."),
+            ev.ToolResult(
+                tool_call_id="s2",
+                is_error=True,
+                message=rejected,
+                display=[ev.BriefBlock(text="Rejected by user")],
+            ),
+            ev.ToolResult(
+                tool_call_id="g1",
+                is_error=True,
+                output="",
+                message="rg exited with code 2",
+                display=[ev.BriefBlock(text="search failed")],
+            ),
+        ):
+            bus.send(event)
+        conversation = await settle(pilot)
+        ok, refused, failed = conversation.query(ToolBlock)
+        assert header(ok) == "▸ Shell ls  ✔ Command executed."
+        assert header(refused) == "▸ Shell rm -rf build  ⊘ Rejected by user"
+        assert header(failed) == "▸ Grep TODO  ✘ search failed"
+        assert refused.has_class("-rejected") and failed.has_class("-error")
+
+        await pilot.click(failed)
+        assert failed.expanded
+        assert "rg exited with code 2" in str(failed.render())
+
+
+async def test_long_output_shows_its_first_lines_and_how_many_more() -> None:
+    bus = WireBus()
+    async with Host(bus).run_test(size=(100, 60)) as pilot:
+        output = "".join(f"line {n}\n" for n in range(1, 51))
+        bus.send(ev.StepBegin(n=1))
+        bus.send(call("r1", "ReadFile", '{"path": "big.txt"}'))
+        bus.send(ev.ToolResult(tool_call_id="r1", output=output, message="50 lines read."))
+        conversation = await settle(pilot)
+        block = conversation.query_one(ToolBlock)
+        block.toggle()
+        shown = str(block.render())
+        assert "line 20" in shown and "line 21" not in shown
+        assert "… 30 more lines" in shown
+
+
+async def test_an_interrupted_step_keeps_what_was_shown() -> None:
+    bus = WireBus()
+    async with Host(bus).run_test() as pilot:
+        for event in (
+            ev.TurnBegin(user_input="Run the tests"),
+            ev.StepBegin(n=1),
+            text("Running them now."),
+            call("s1", "Shell", '{"command": "pytest"}'),
+            ev.StepInterrupted(reason="interrupted by the user"),
+            ev.TurnEnd(),
+        ):
+            bus.send(event)
+        conversation = await settle(pilot)
+        assert describe(conversation) == [
+            "user: Run the tests",
+            "assistant: Running them now.",
+            "tool: ▸ Shell pytest  interrupted",
+            "note: interrupted",
+        ]
+
+        failure = "demo/model: 503 Service Unavailable"
+        for failed in (
+            ev.TurnBegin(user_input="Try again"),
+            ev.StepBegin(n=1),
+            ev.StepInterrupted(reason=failure),
+            ev.Error(message=failure),
+            ev.TurnEnd(),
+        ):
+            bus.send(failed)
+        conversation = await settle(pilot)
+        assert describe(conversation)[-2:] == ["user: Try again", f"error: ✘ {failure}"]
+
+
+async def test_compaction_revert_restore_clear_reminders_and_warnings_are_marked() -> None:
+    bus = WireBus()
+    async with Host(bus).run_test(size=(120, 50)) as pilot:
+        bus.send(ev.CompactionBegin(strategy="LLMSummaryCompaction"))
+        conversation = await settle(pilot)
+        running = conversation.query_one(MarkerBlock)
+        assert running.text == "── compacting… ──"
+        assert running.has_class("-running")
+
+        for event in (
+            ev.CompactionEnd(tokens_before=48_000, tokens_after=3_000, rotated_file="context_1"),
+            ev.ContextReverted(checkpoint_id=3, rotated_file="context_2.jsonl", reason="dmail"),
+            ev.ContextReverted(
+                checkpoint_id=3,
+                rotated_file="context_3.jsonl",
+                files_restored=["src/a.py"],
+                conflicts=["src/b.py"],
+            ),
+            ev.ContextRestored(from_file="/s/context_1.jsonl", rotated_file="/s/context_4.jsonl"),
+            ev.ContextCleared(rotated_file="/s/context_5.jsonl"),
+            ev.SystemReminders(
+                reminders=[
+                    ev.ReminderItem(kind="todo", text="1 task in progress: write tests"),
+                    ev.ReminderItem(kind="mention", text="@README.md was mentioned"),
+                ]
+            ),
+            ev.Warning(message="Stopped after 100 steps."),
+        ):
+            bus.send(event)
+        conversation = await settle(pilot)
+        assert describe(conversation) == [
+            "marker: ── compacted: 48k → 3k tokens (LLMSummaryCompaction) ──",
+            "marker: ── reverted to checkpoint 3 (D-Mail) ──",
+            "marker: ── reverted to checkpoint 3 ──\n"
+            "   files restored: src/a.py\n"
+            "   changed since, left alone: src/b.py",
+            "marker: ── restored context_1.jsonl (the previous context kept as context_4.jsonl) ──",
+            "marker: ── context cleared (kept as context_5.jsonl) ──",
+            "reminders: reminders: todo, mention",
+            "warning: ⚠ Stopped after 100 steps.",
+        ]
+        assert not running.has_class("-running")
+        reminders = conversation.query_one(DetailBlock)
+        assert "write tests" not in str(reminders.render())
+        await pilot.click(reminders)
+        assert "@README.md was mentioned" in str(reminders.render())
+
+
+def kimi_messages(name: str) -> list[Message]:
+    lines = (KIMI_FIXTURE / name).read_text(encoding="utf-8").splitlines()
+    return [r for r in map(parse_record, lines) if isinstance(r, Message)]
+
+
+async def test_a_kimi_session_renders_its_messages_tool_results_and_diffs() -> None:
+    async with Host(WireBus()).run_test(size=(120, 60)) as pilot:
+        conversation = pilot.app.query_one(Conversation)
+        messages = kimi_messages("context_1.jsonl")
+        await conversation.load_history(messages, KIMI_FIXTURE / "wire.jsonl")
+        await pilot.pause()
+        lines = describe(conversation)
+        assert lines[:8] == [
+            "user: Create hello.py",
+            "assistant: Let me look at the files.",
+            'tool: ▸ SetTodoList {"pattern": "*"}  ✔',
+            "assistant: Reading the readme.",
+            "tool: ▸ ReadFile README.md  ✔ 3 lines read from file starting from line 1. "
+            "Total lines in…",
+            "assistant: Now I will write a file.",
+            "tool: ▾ WriteFile hello.py  ✔ File successfully overwritten. Current size: 15 bytes.",
+            "assistant: Done: created hello.py which prints hello.",
+        ]
+        assert lines[8:11] == [
+            "user: Read big.txt and summarise it",
+            "thinking: The user wants a summary of big.txt; I should read it first.",
+            "assistant: Reading big.txt.",
+        ]
+        _, readme, write, big = conversation.query(ToolBlock)
+        assert "+print('hello')" in str(write.render()), "the diff comes from wire.jsonl"
+        readme.toggle()
+        assert "# Demo repo" in str(readme.render())
+        big.toggle()
+        assert "more lines" in str(big.render())
+        assert conversation.hidden_count == 0
+
+
+async def test_a_kimi_session_after_compaction_shows_the_summary_block(tmp_path: Path) -> None:
+    folder = tmp_path / "kimi-session"
+    shutil.copytree(KIMI_FIXTURE, folder)
+    context = Context(folder / "context.jsonl")
+    await context.restore()
+    try:
+        async with Host(WireBus()).run_test(size=(120, 40)) as pilot:
+            conversation = pilot.app.query_one(Conversation)
+            await conversation.load_history(context.history)
+            await pilot.pause()
+            assert describe(conversation) == [
+                "compaction: ── compacted: summary ──",
+                "assistant: Running it.",
+                "tool: ▸ Shell python3 hello.py  ✔ Command executed successfully.",
+                "assistant: hello.py now defines greet() and prints hello world.",
+                "user: What did we do so far?",
+                "assistant: We created hello.py, summarised big.txt and added greet().",
+            ]
+            summary = conversation.query_one(DetailBlock)
+            summary.toggle()
+            assert "Adding a greeting function" in str(summary.render())
+    finally:
+        await context.close()
+
+
+def tool_message(call_id: str, *parts: str) -> Message:
+    return Message(role="tool", tool_call_id=call_id, content=[TextPart(text=p) for p in parts])
+
+
+async def test_restored_markers_d_mail_errors_and_rejections() -> None:
+    edit = ToolCall(id="c1", function=FunctionBody(name="WriteFile", arguments='{"path": "a"}'))
+    shell = ToolCall(id="c2", function=FunctionBody(name="Shell", arguments='{"command": "x"}'))
+    dmail = (
+        "<system>You just got a D-Mail from your future self. It is likely that ... "
+        "D-Mail content:\n\nDo not touch a.py</system>"
+    )
+    image = ImageURLPart(image_url=ImageURL(url="data:image/png;base64,AAAA"))
+    messages = [
+        Message(role="user", content=[TextPart(text="Look at this"), image]),
+        Message(role="user", content="<system>CHECKPOINT 1</system>"),
+        Message(
+            role="assistant",
+            content=[ThinkPart(think="Try both."), TextPart(text="Trying.")],
+            tool_calls=[edit, shell],
+        ),
+        tool_message("c1", "<system>ERROR: The tool call is rejected by the user.</system>"),
+        tool_message("c2", "<system>ERROR: Command failed with exit code 1.</system>", "boom"),
+        Message(role="user", content=[TextPart(text=dmail)]),
+    ]
+    async with Host(WireBus()).run_test(size=(120, 40)) as pilot:
+        conversation = pilot.app.query_one(Conversation)
+        await conversation.load_history(messages)
+        await pilot.pause()
+        assert describe(conversation) == [
+            "user: Look at this [image] ",
+            "thinking: Try both.",
+            "assistant: Trying.",
+            "tool: ▸ WriteFile a  ⊘ The tool call is rejected by the user.",
+            "tool: ▸ Shell x  ✘ Command failed with exit code 1.",
+            "dmail: ── D-Mail from the future ──",
+        ]
+        failed = conversation.query(ToolBlock)[1]
+        failed.toggle()
+        assert "boom" in str(failed.render())
+        mail = conversation.query(DetailBlock).last()
+        mail.toggle()
+        assert "Do not touch a.py" in str(mail.render())
+
+
+async def test_restored_tool_blocks_take_their_brief_from_the_wire(tmp_path: Path) -> None:
+    arguments = '{"command": "make test"}'
+    wire = tmp_path / "wire.jsonl"
+    records = [
+        ev.ToolCall(id="c1", function=FunctionBody(name="Shell", arguments="")),
+        ev.ToolCallPart(id="c1", arguments_delta=arguments),
+        ev.ToolResult(
+            tool_call_id="c1",
+            output="ok",
+            message="Command executed successfully.",
+            display=[ev.BriefBlock(text="exit 0, 12 tests")],
+        ),
+    ]
+    wire.write_text(
+        json.dumps(ev.METADATA)
+        + "\n"
+        + "".join(json.dumps(ev.to_record(r, 1.0)) + "\n" for r in records)
+    )
+    shell = ToolCall(id="c1", function=FunctionBody(name="Shell", arguments=arguments))
+    messages = [
+        Message(role="assistant", content="Testing.", tool_calls=[shell]),
+        tool_message("c1", "<system>Command executed successfully.</system>", "ok"),
+    ]
+    async with Host(WireBus()).run_test() as pilot:
+        conversation = pilot.app.query_one(Conversation)
+        await conversation.load_history(messages, wire)
+        await pilot.pause()
+        assert header(conversation.query_one(ToolBlock)) == "▸ Shell make test  ✔ exit 0, 12 tests"
+
+
+async def test_live_blocks_beyond_max_blocks_are_pruned_with_a_marker() -> None:
+    bus = WireBus()
+    async with Host(bus, max_blocks=5).run_test() as pilot:
+        for n in range(8):
+            bus.send(ev.TurnBegin(user_input=f"question {n}"))
+        conversation = await settle(pilot)
+        assert describe(conversation) == [f"user: question {n}" for n in range(3, 8)]
+        marker = conversation.children[0]
+        assert isinstance(marker, PruneMarker)
+        assert str(marker.render()) == "… 3 earlier messages not shown"
+
+
+def chat(turns: int) -> list[Message]:
+    messages: list[Message] = []
+    for n in range(turns):
+        messages.append(Message(role="user", content=f"question {n}"))
+        messages.append(Message(role="assistant", content=f"answer **{n}**"))
+    return messages
+
+
+async def test_a_long_history_keeps_the_newest_blocks_and_mounts_old_ones_on_scrolling_up() -> None:
+    async with Host(WireBus(), max_blocks=100).run_test(size=(80, 24)) as pilot:
+        conversation = pilot.app.query_one(Conversation)
+        await conversation.load_history(chat(1650))  # 3,300 messages
+        await pilot.pause()
+        assert conversation.hidden_count == 3200
+        assert str(conversation.children[0].render()) == "… 3200 earlier messages not shown"
+        mounted = len(conversation.blocks)
+        assert mounted < 100
+        assert mounted + conversation.pending_count == 100
+        assert describe(conversation)[-1] == "assistant: answer **1649**"
+
+        oldest = conversation.blocks[0]
+        conversation.scroll_home(animate=False, immediate=True)
+        await pilot.pause()
+        await pilot.app.workers.wait_for_complete()
+        assert conversation.pending_count < 100 - mounted
+        # Blocks came in above it, yet it stays where scrolling up put it: under the marker.
+        assert oldest.region.y == conversation.content_region.y + 2
+        while conversation.pending_count:
+            conversation.scroll_home(animate=False, immediate=True)
+            await pilot.pause()
+            await pilot.app.workers.wait_for_complete()
+        lines = describe(conversation)
+        assert len(lines) == 100
+        assert lines[:2] == ["user: question 1600", "assistant: answer **1600**"]
+        assert lines[-1] == "assistant: answer **1649**"
+
+
+async def test_blocks_far_above_the_bottom_leave_the_dom_and_come_back_in_order() -> None:
+    bus = WireBus()
+    async with Host(bus).run_test(size=(80, 24)) as pilot:
+        conversation = pilot.app.query_one(Conversation)
+        await conversation.load_history(chat(60))
+        await pilot.pause()
+        while conversation.pending_count:
+            conversation.scroll_home(animate=False, immediate=True)
+            await pilot.pause()
+            await pilot.app.workers.wait_for_complete()
+        assert len(conversation.blocks) == 120
+        conversation.anchor()
+        await pilot.pause()
+
+        bus.send(ev.TurnBegin(user_input="one more"))
+        await settle(pilot)
+        assert len(conversation.blocks) < 60, "old blocks were unmounted"
+        assert conversation.pending_count + len(conversation.blocks) == 121
+
+        while conversation.pending_count:
+            conversation.scroll_home(animate=False, immediate=True)
+            await pilot.pause()
+            await pilot.app.workers.wait_for_complete()
+        lines = describe(conversation)
+        assert lines == [
+            *(
+                line
+                for n in range(60)
+                for line in (f"user: question {n}", f"assistant: answer **{n}**")
+            ),
+            "user: one more",
+        ]
+
+
+async def test_clear_removes_every_block() -> None:
+    bus = WireBus()
+    async with Host(bus, max_blocks=2).run_test() as pilot:
+        for n in range(3):
+            bus.send(ev.TurnBegin(user_input=f"question {n}"))
+        conversation = await settle(pilot)
+        await conversation.clear()
+        assert list(conversation.children) == []
+        assert conversation.hidden_count == 0
+
+
+async def test_the_keyboard_cursor_opens_and_closes_blocks() -> None:
+    bus = WireBus()
+    async with Host(bus).run_test() as pilot:
+        bus.send(ev.StepBegin(n=1))
+        bus.send(call("r1", "ReadFile", '{"path": "a.txt"}'))
+        bus.send(call("r2", "ReadFile", '{"path": "b.txt"}'))
+        conversation = await settle(pilot)
+        first, second = conversation.query(ToolBlock)
+        conversation.focus()
+        await pilot.press("alt+up")
+        assert second.has_class("-cursor")
+        await pilot.press("alt+up", "enter")
+        assert first.expanded and not second.expanded
+        await pilot.press("enter")
+        assert not first.expanded
+
+
+async def test_the_pane_unsubscribes_when_unmounted() -> None:
+    bus = WireBus()
+    async with Host(bus).run_test() as pilot:
+        conversation = pilot.app.query_one(Conversation)
+        assert bus._subscriptions
+        await conversation.remove()
+        assert not bus._subscriptions
+        bus.send(ev.TurnBegin(user_input="nobody listens"))
+        await pilot.pause()
+
+
+def test_the_summary_is_the_main_argument() -> None:
+    assert tool_summary("ReadFile", '{"path": "src/a.py", "line_offset": 3}') == "src/a.py"
+    assert tool_summary("Shell", '{"command": "git status\\ngit diff"}') == "git status …"
+    assert tool_summary("Glob", '{"pattern": "**/*.py"}') == "**/*.py"
+    assert tool_summary("Other", '{"a": "' + "x" * 100 + '"}') == '{"a": "' + "x" * 52 + "…"
+    assert tool_summary("Shell", '{"command": "ls"') is None
+    assert tool_summary("Shell", "") is None
+    assert tool_summary("TodoWrite", "{}") == ""
+
+
+def test_token_counts_are_short() -> None:
+    assert [format_tokens(n) for n in (950, 3_000, 3_240, 48_000, 124_500)] == [
+        "950",
+        "3k",
+        "3.2k",
+        "48k",
+        "124k",
+    ]

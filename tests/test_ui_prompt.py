@@ -1,0 +1,313 @@
+"""The prompt: sending, new lines, history, busy queueing, and `/` and `@` completion."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+from collections.abc import Sequence
+from pathlib import Path
+from typing import ClassVar
+
+import pytest
+from textual.app import App, ComposeResult
+from textual.binding import Binding, BindingType
+from textual.pilot import Pilot
+from textual.widgets import Static
+
+from kode_tui.ui.widgets import prompt as prompt_module
+from kode_tui.ui.widgets.prompt import (
+    BUSY_HINT,
+    PathIndex,
+    PromptInput,
+    match_commands,
+    match_paths,
+)
+
+COMMANDS = [
+    ("/clear", "Start a fresh context"),
+    ("/compact", "Summarise the context"),
+    ("/context", "Show what is in the context"),
+    ("/help", "Show the keys"),
+]
+
+
+class PromptHost(App[None]):
+    CSS_PATH = Path(prompt_module.__file__).with_name("prompt.tcss")
+    # Stands in for the App's Esc, which interrupts a running turn.
+    BINDINGS: ClassVar[list[BindingType]] = [Binding("escape", "interrupt", "Interrupt")]
+    CSS = "#conversation { height: 1fr; }"
+
+    def __init__(self, work_dir: Path, history: Sequence[str] = ()) -> None:
+        super().__init__()
+        self.work_dir = work_dir
+        self.initial_history = list(history)
+        self.submitted: list[str] = []
+        self.interrupts = 0
+
+    def compose(self) -> ComposeResult:
+        yield Static("conversation", id="conversation")
+        yield PromptInput(
+            self.work_dir, commands=COMMANDS, history=self.initial_history, id="prompt"
+        )
+
+    def on_mount(self) -> None:
+        prompt = self.query_one(PromptInput)
+        prompt.cursor_blink = False
+        prompt.focus()
+
+    def on_prompt_input_submitted(self, message: PromptInput.Submitted) -> None:
+        self.submitted.append(message.text)
+
+    def action_interrupt(self) -> None:
+        self.interrupts += 1
+
+
+async def type_text(pilot: Pilot[None], text: str) -> None:
+    await pilot.press(*("space" if char == " " else char for char in text))
+
+
+def prompt_of(app: App[None]) -> PromptInput:
+    return app.query_one(PromptInput)
+
+
+@pytest.fixture
+def work_dir(tmp_path: Path) -> Path:
+    root = tmp_path / "project"
+    (root / "src").mkdir(parents=True)
+    (root / "src" / "main.py").write_text("print('hi')\n")
+    (root / "src" / "mailbox.py").write_text("")
+    (root / "README.md").write_text("# project\n")
+    (root / "node_modules" / "left-pad").mkdir(parents=True)
+    (root / "node_modules" / "left-pad" / "index.js").write_text("")
+    return root
+
+
+async def test_enter_sends_the_text_and_clears_the_prompt(work_dir: Path) -> None:
+    app = PromptHost(work_dir)
+    async with app.run_test() as pilot:
+        await type_text(pilot, "a b")
+        await pilot.press("enter")
+        await pilot.pause()
+        assert app.submitted == ["a b"]
+        assert prompt_of(app).text == ""
+
+
+async def test_ctrl_j_inserts_a_newline_instead_of_sending(work_dir: Path) -> None:
+    app = PromptHost(work_dir)
+    async with app.run_test() as pilot:
+        await pilot.press("a", "ctrl+j", "b")
+        await pilot.pause()
+        assert prompt_of(app).text == "a\nb"
+        assert app.submitted == []
+        await pilot.press("enter")
+        await pilot.pause()
+        assert app.submitted == ["a\nb"]
+
+
+async def test_blank_input_is_not_sent(work_dir: Path) -> None:
+    app = PromptHost(work_dir)
+    async with app.run_test() as pilot:
+        await pilot.press("enter", "space", "ctrl+j", "enter")
+        await pilot.pause()
+        assert app.submitted == []
+
+
+async def test_up_and_down_walk_the_history_and_bring_the_draft_back(work_dir: Path) -> None:
+    app = PromptHost(work_dir, history=["first", "second"])
+    async with app.run_test() as pilot:
+        prompt = prompt_of(app)
+        await type_text(pilot, "wip")
+        await pilot.press("up")
+        assert prompt.text == "second"
+        await pilot.press("up")
+        assert prompt.text == "first"
+        await pilot.press("up")
+        assert prompt.text == "first"
+        await pilot.press("down")
+        assert prompt.text == "second"
+        await pilot.press("down")
+        assert prompt.text == "wip"
+        assert prompt.cursor_location == (0, len("wip"))
+
+
+async def test_sent_text_joins_the_history(work_dir: Path) -> None:
+    app = PromptHost(work_dir)
+    async with app.run_test() as pilot:
+        await pilot.press("h", "i", "enter", "up")
+        assert prompt_of(app).text == "hi"
+        assert prompt_of(app).input_history == ["hi"]
+
+
+async def test_up_moves_the_cursor_before_it_walks_the_history(work_dir: Path) -> None:
+    app = PromptHost(work_dir, history=["older"])
+    async with app.run_test() as pilot:
+        prompt = prompt_of(app)
+        await pilot.press("a", "ctrl+j", "b", "up")
+        assert prompt.text == "a\nb"
+        assert prompt.cursor_location[0] == 0
+        await pilot.press("up")
+        assert prompt.text == "older"
+
+
+async def test_a_busy_prompt_still_sends_and_says_it_queues(work_dir: Path) -> None:
+    app = PromptHost(work_dir)
+    async with app.run_test() as pilot:
+        prompt = prompt_of(app)
+        prompt.busy = True
+        await pilot.pause()
+        assert prompt.has_class("-busy")
+        assert not prompt.disabled
+        assert BUSY_HINT in str(prompt.border_subtitle)
+        await pilot.press("o", "k", "enter")
+        await pilot.pause()
+        assert app.submitted == ["ok"]
+        prompt.busy = False
+        await pilot.pause()
+        assert not prompt.border_subtitle
+
+
+async def test_slash_lists_matching_commands_and_tab_completes(work_dir: Path) -> None:
+    app = PromptHost(work_dir)
+    async with app.run_test() as pilot:
+        prompt = prompt_of(app)
+        await type_text(pilot, "/co")
+        await pilot.pause()
+        labels = prompt.completion_labels
+        assert [label.split()[0] for label in labels] == ["/compact", "/context"]
+        assert "Summarise the context" in labels[0]
+        await pilot.press("tab")
+        await pilot.pause()
+        assert prompt.text == "/compact "
+        assert not prompt.completions_open
+        assert app.submitted == []
+
+
+async def test_enter_takes_the_highlighted_completion_without_sending(work_dir: Path) -> None:
+    app = PromptHost(work_dir)
+    async with app.run_test() as pilot:
+        prompt = prompt_of(app)
+        await type_text(pilot, "/co")
+        await pilot.press("down", "enter")
+        await pilot.pause()
+        assert prompt.text == "/context "
+        assert app.submitted == []
+        await pilot.press("enter")
+        await pilot.pause()
+        assert app.submitted == ["/context"]
+
+
+async def test_at_completes_paths_of_the_work_dir(work_dir: Path) -> None:
+    app = PromptHost(work_dir)
+    async with app.run_test() as pilot:
+        prompt = prompt_of(app)
+        await type_text(pilot, "@src/ma")
+        await app.workers.wait_for_complete()
+        await pilot.pause()
+        assert prompt.completion_labels == ["src/main.py", "src/mailbox.py"]
+        await pilot.press("tab")
+        await pilot.pause()
+        assert prompt.text == "@src/main.py "
+
+
+async def test_completing_a_folder_keeps_the_list_open_inside_it(work_dir: Path) -> None:
+    app = PromptHost(work_dir)
+    async with app.run_test() as pilot:
+        prompt = prompt_of(app)
+        await type_text(pilot, "@sr")
+        await app.workers.wait_for_complete()
+        await pilot.pause()
+        assert prompt.completion_labels[0] == "src/"
+        await pilot.press("enter")
+        await pilot.pause()
+        assert prompt.text == "@src/"
+        assert prompt.completion_labels == ["src/main.py", "src/mailbox.py"]
+        assert app.submitted == []
+
+
+async def test_escape_closes_the_list_without_reaching_the_app(work_dir: Path) -> None:
+    app = PromptHost(work_dir)
+    async with app.run_test() as pilot:
+        prompt = prompt_of(app)
+        await type_text(pilot, "/c")
+        await pilot.pause()
+        assert prompt.completions_open
+        await pilot.press("escape")
+        await pilot.pause()
+        assert not prompt.completions_open
+        assert app.interrupts == 0
+        # Closed, Enter sends and Up walks the history again.
+        await pilot.press("escape")
+        assert app.interrupts == 1
+        await pilot.press("enter")
+        await pilot.pause()
+        assert app.submitted == ["/c"]
+
+
+async def test_clicking_a_completion_takes_it(work_dir: Path) -> None:
+    app = PromptHost(work_dir)
+    async with app.run_test() as pilot:
+        prompt = prompt_of(app)
+        await type_text(pilot, "/h")
+        await pilot.pause()
+        assert await pilot.click(prompt_module.CompletionList, offset=(3, 1))
+        await pilot.pause()
+        assert prompt.text == "/help "
+        assert app.focused is prompt
+
+
+async def test_a_recalled_command_does_not_open_the_list(work_dir: Path) -> None:
+    app = PromptHost(work_dir, history=["/compact", "hello"])
+    async with app.run_test() as pilot:
+        prompt = prompt_of(app)
+        await pilot.press("up", "up")
+        await pilot.pause()
+        assert prompt.text == "/compact"
+        assert not prompt.completions_open
+        await pilot.press("down")
+        assert prompt.text == "hello"
+
+
+def test_path_index_walk_lists_folders_with_a_slash_and_skips_heavy_ones(work_dir: Path) -> None:
+    paths = PathIndex(work_dir).load()
+    assert set(paths) == {"README.md", "src/", "src/main.py", "src/mailbox.py"}
+
+
+@pytest.mark.skipif(shutil.which("git") is None, reason="needs git")
+def test_path_index_uses_git_and_its_ignores(work_dir: Path) -> None:
+    subprocess.run(["git", "init", "-q", str(work_dir)], check=True)
+    (work_dir / ".gitignore").write_text("build/\n")
+    (work_dir / "build").mkdir()
+    (work_dir / "build" / "out.bin").write_text("")
+    paths = PathIndex(work_dir).load()
+    assert "src/main.py" in paths
+    assert "src/" in paths
+    assert not any(path.startswith(("build", "node_modules")) for path in paths)
+
+
+def test_path_index_is_stale_until_loaded_and_again_after_its_max_age(work_dir: Path) -> None:
+    index = PathIndex(work_dir, max_age_s=0)
+    assert index.stale
+    index.max_age_s = 60
+    index.load()
+    assert not index.stale
+
+
+def test_match_paths_ranks_prefix_then_name_then_substring_then_subsequence() -> None:
+    paths = ["docs/main.md", "main.py", "src/domain.py", "src/m_a_i_n.txt", "other.py"]
+    assert match_paths(paths, "main") == [
+        "main.py",
+        "docs/main.md",
+        "src/domain.py",
+        "src/m_a_i_n.txt",
+    ]
+    assert "main.py" not in match_paths(paths, "main.py")
+    assert len(match_paths([f"f{n}.py" for n in range(50)], "")) == 20
+
+
+def test_match_commands_puts_prefix_matches_first() -> None:
+    assert [name for name, _ in match_commands(COMMANDS, "/c")] == [
+        "/clear",
+        "/compact",
+        "/context",
+    ]
+    assert [name for name, _ in match_commands(COMMANDS, "/text")] == ["/context"]

@@ -1,0 +1,135 @@
+"""SVG snapshots of the screens a user meets (`pytest --snapshot-update` after a deliberate change).
+
+Paths shown on screen must not change between runs, so these tests work in fixed folders
+under the system temp dir rather than in pytest's numbered ones.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import tempfile
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from textual.pilot import Pilot
+
+from kode_tui.session import Session
+from kode_tui.soul.llm.demo import DemoProvider
+from kode_tui.soul.llm.scripted import ScriptedProvider
+from kode_tui.ui.screens.sessions import SessionPicker
+from kode_tui.ui.widgets.approval import ApprovalPanel
+from tests.conftest import KIMI_FIXTURE
+
+from .ui_helpers import make_app, ready, send, turn_running, wait_for
+
+ROOT = Path(tempfile.gettempdir()) / "kode-tui-snapshots"
+
+
+@pytest.fixture
+def place(monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
+    shutil.rmtree(ROOT, ignore_errors=True)
+    project = ROOT / "project"
+    project.mkdir(parents=True)
+    (project / "README.md").write_text("# Greeter\n\nSays hello.\n")
+    (project / "hello.py").write_text("print('hello')\n")
+    monkeypatch.setenv("KODE_TUI_HOME", str(ROOT / "home"))
+    monkeypatch.setenv("HOME", str(ROOT / "user-home"))
+    yield project
+    shutil.rmtree(ROOT, ignore_errors=True)
+
+
+SIZE = (120, 36)
+
+
+def test_empty_session(place: Path, snap_compare: Any) -> None:
+    app = make_app(place, DemoProvider(delay=0))
+    assert snap_compare(app, run_before=ready, terminal_size=SIZE)
+
+
+def test_a_finished_tool_using_turn(place: Path, snap_compare: Any) -> None:
+    provider = ScriptedProvider(
+        [
+            {
+                "think": "The README will say what this is.",
+                "text": "Let me read the README.",
+                "tool_calls": [{"name": "ReadFile", "arguments": {"path": "README.md"}}],
+                "usage": {"input": 2400, "output": 40},
+            },
+            {
+                "text": "It is **Greeter**: a tiny project that says hello.",
+                "usage": {"input": 2520, "output": 14},
+            },
+        ]
+    )
+    app = make_app(place, provider)
+
+    async def run_before(pilot: Pilot[Any]) -> None:
+        await ready(pilot)
+        await send(pilot, "What is this project?")
+        await wait_for(pilot, lambda: not turn_running(app) and len(provider.requests) == 2)
+        await pilot.pause(0.3)
+
+    assert snap_compare(app, run_before=run_before, terminal_size=SIZE)
+
+
+def test_a_pending_approval_with_its_diff(place: Path, snap_compare: Any) -> None:
+    app = make_app(place, DemoProvider(delay=0))
+
+    async def run_before(pilot: Pilot[Any]) -> None:
+        await ready(pilot)
+        await send(pilot, "Show me around")
+        panel = app.screen.query_one(ApprovalPanel)
+        await wait_for(pilot, lambda: panel.current is not None)
+        await pilot.pause(0.3)
+
+    assert snap_compare(app, run_before=run_before, terminal_size=SIZE)
+
+
+def test_the_session_picker(place: Path, snap_compare: Any) -> None:
+    import asyncio
+
+    async def sessions() -> None:
+        for title, age in (("Add a greet() function", 7200), ("Fix the README", 90)):
+            session = await Session.create(place)
+            session.context_file.write_text('{"role":"user","content":"x"}\n')
+            session.state.custom_title = title
+            session.save_state()
+            then = time.time() - age
+            os.utime(session.context_file, (then, then))
+
+    asyncio.run(sessions())
+    app = make_app(place, ScriptedProvider([]), pick_session=True)
+
+    async def run_before(pilot: Pilot[Any]) -> None:
+        await wait_for(pilot, lambda: isinstance(app.screen, SessionPicker))
+        await pilot.pause(0.5)
+
+    assert snap_compare(app, run_before=run_before, terminal_size=SIZE)
+
+
+def test_the_history_pane_of_a_kimi_session(place: Path, snap_compare: Any) -> None:
+    import asyncio
+
+    folder = ROOT / "kimi-session"
+    shutil.copytree(KIMI_FIXTURE, folder)
+    then = time.time() - 3 * 3600
+    for path in folder.iterdir():
+        os.utime(path, (then, then))
+
+    session = asyncio.run(Session.from_dir(folder))
+    app = make_app(place, ScriptedProvider([]), session=session)
+
+    async def run_before(pilot: Pilot[Any]) -> None:
+        await ready(pilot)
+        await pilot.pause(0.5)
+
+    assert snap_compare(app, run_before=run_before, terminal_size=SIZE)
+
+
+def test_the_narrow_layout(place: Path, snap_compare: Any) -> None:
+    app = make_app(place, DemoProvider(delay=0))
+    assert snap_compare(app, run_before=ready, terminal_size=(80, 24))
