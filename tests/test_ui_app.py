@@ -280,3 +280,40 @@ async def test_the_configured_theme_is_used_at_start(project: Path, home: Path) 
         await ready(pilot)
         assert app.theme == "kode-high-contrast"
         assert "Offline demo" not in screen_text(app) or app.choice.is_demo
+
+
+async def test_slash_commands_are_in_the_palette(project: Path) -> None:
+    app = make_app(project, DemoProvider(delay=0))
+    async with app.run_test(size=(140, 40)) as pilot:
+        await ready(pilot)
+        await pilot.press("ctrl+p")
+        await pilot.pause(0.2)
+        await pilot.press(*"cycle or set")
+        await pilot.pause(0.3)
+        assert "/mode" in screen_text(app)
+        await pilot.press("enter")
+        await wait_for(pilot, lambda: app.sub_title.endswith("· auto-edit"))
+
+
+async def test_tab_moves_between_the_panes(project: Path) -> None:
+    app = make_app(project, DemoProvider(delay=0))
+    async with app.run_test(size=(140, 40)) as pilot:
+        await ready(pilot)
+        seen = set()
+        for _ in range(8):
+            await pilot.press("tab")
+            await pilot.pause()
+            seen.add(type(app.focused).__name__)
+        assert {"Conversation", "CheckpointTimeline", "HistoryPane", "PromptInput"} <= seen
+        await pilot.press("ctrl+l")
+        assert isinstance(app.focused, PromptInput)
+
+
+async def test_a_large_terminal_shows_every_pane(project: Path) -> None:
+    app = make_app(project, DemoProvider(delay=0))
+    async with app.run_test(size=(200, 60)) as pilot:
+        await ready(pilot)
+        assert not app.screen.has_class("-narrow")
+        for pane in ("Conversation", "Context", "Checkpoints", "History"):
+            assert pane in screen_text(app)
+        assert app.screen.query_one("#side").region.width >= 34
