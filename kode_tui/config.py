@@ -48,7 +48,7 @@ class ConfigError(Exception):
 
 
 class _Table(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    model_config = ConfigDict(frozen=True, extra="forbid", defer_build=True)
 
 
 class ModelConfig(_Table):

@@ -36,7 +36,7 @@ class _Model(BaseModel):
     always writes: the `_always` keys even at their default, the `_unless_none` keys only when
     not None. So Kimi's lines come back byte for byte, and new ones look like Kimi's."""
 
-    model_config = ConfigDict(extra="allow")
+    model_config = ConfigDict(extra="allow", defer_build=True)
 
     _always: ClassVar[frozenset[str]] = frozenset()
     _unless_none: ClassVar[frozenset[str]] = frozenset()

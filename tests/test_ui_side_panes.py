@@ -46,6 +46,9 @@ SIZE = (50, 40)
 class Host(App[None]):
     """Mounts the widgets a test makes and records the messages they post."""
 
+    # The panes' shared stylesheet, as KodeApp loads it.
+    CSS_PATH = str(Path(__file__).parent.parent / "kode_tui/ui/widgets/context.tcss")
+
     def __init__(self, make: Callable[[], list[Widget]]) -> None:
         super().__init__()
         self._make = make

@@ -22,7 +22,7 @@ class WorkDirMeta(BaseModel):
     """One work dir: its canonical path and the session opened there last."""
 
     # Keys written by a newer kode-tui survive a load/save by this one.
-    model_config = ConfigDict(extra="allow")
+    model_config = ConfigDict(extra="allow", defer_build=True)
 
     path: str
     last_session_id: str | None = None
@@ -31,7 +31,7 @@ class WorkDirMeta(BaseModel):
 class Metadata(BaseModel):
     """The content of `kode.json`."""
 
-    model_config = ConfigDict(extra="allow")
+    model_config = ConfigDict(extra="allow", defer_build=True)
 
     work_dirs: list[WorkDirMeta] = Field(default_factory=list)
 

@@ -27,7 +27,7 @@ TodoStatus = Literal["pending", "in_progress", "done"]
 class TodoItem(BaseModel):
     """One entry of the session's todo list."""
 
-    model_config = ConfigDict(extra="allow", validate_assignment=True)
+    model_config = ConfigDict(extra="allow", validate_assignment=True, defer_build=True)
 
     title: str
     status: TodoStatus
@@ -36,7 +36,7 @@ class TodoItem(BaseModel):
 class SessionState(BaseModel):
     """What a session remembers besides its context; unknown keys survive a load/save."""
 
-    model_config = ConfigDict(extra="allow", validate_assignment=True)
+    model_config = ConfigDict(extra="allow", validate_assignment=True, defer_build=True)
 
     version: int = 1
     custom_title: str | None = None

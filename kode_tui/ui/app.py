@@ -59,8 +59,9 @@ class KodeApp(App[None]):
     """kode-tui's terminal UI."""
 
     TITLE = "kode-tui"
-    # The panes bring their own stylesheets (DEFAULT_CSS); these are the App's and the rest.
-    CSS_PATH = ["app.tcss", "widgets/prompt.tcss"]  # noqa: RUF012 - typed by App
+    # The conversation brings its own stylesheet (DEFAULT_CSS). The side panes share one,
+    # parsed once here rather than once per pane class.
+    CSS_PATH = ["app.tcss", "widgets/context.tcss", "widgets/prompt.tcss"]  # noqa: RUF012
     COMMANDS = App.COMMANDS | {SlashCommandProvider}
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("ctrl+q", "quit", "Quit", id="quit", priority=True),

@@ -45,7 +45,7 @@ class Event(BaseModel):
     """Base of every wire event; the event's name on disk is its class name."""
 
     # Subscribers share one instance of each event, so none of them may change it for the others.
-    model_config = ConfigDict(frozen=True)
+    model_config = ConfigDict(frozen=True, defer_build=True)
 
     def payload(self) -> dict[str, Any]:
         """The JSON object stored as this event's record payload."""
@@ -61,7 +61,7 @@ class Event(BaseModel):
 
 
 class _Block(BaseModel):
-    model_config = ConfigDict(frozen=True)
+    model_config = ConfigDict(frozen=True, defer_build=True)
 
 
 class DiffBlock(_Block):
@@ -196,7 +196,7 @@ class ToolResult(Event):
 class RejectWithFeedback(BaseModel):
     """A rejection whose feedback goes to the model; the turn goes on."""
 
-    model_config = ConfigDict(frozen=True)
+    model_config = ConfigDict(frozen=True, defer_build=True)
     feedback: str
 
 
@@ -255,7 +255,7 @@ class CheckpointCreated(Event):
 
 
 class TokenUsage(BaseModel):
-    model_config = ConfigDict(frozen=True)
+    model_config = ConfigDict(frozen=True, defer_build=True)
     input: int
     output: int
     cache_read: int = 0
@@ -304,7 +304,7 @@ class ContextCleared(Event):
 
 
 class ReminderItem(BaseModel):
-    model_config = ConfigDict(frozen=True)
+    model_config = ConfigDict(frozen=True, defer_build=True)
     kind: str
     """`todo`, `context` or `mention`."""
     text: str

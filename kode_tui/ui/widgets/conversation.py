@@ -912,6 +912,8 @@ again.
             factory = block.factory()
             self._reserve.append(factory)
             if block in self._streamed:
+                # Held here, the widget could not be freed (a long answer is many blocks).
+                self._streamed.remove(block)
                 self._streamed_away.append(factory)
         await self.remove_children(victims)
 

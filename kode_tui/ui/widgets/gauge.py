@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import ClassVar
 
 from textual.app import RenderResult
@@ -12,10 +11,6 @@ from textual.widget import Widget
 
 from kode_tui.wire import events as ev
 from kode_tui.wire.bus import Subscription, WireBus
-
-# The three side panes share one stylesheet; as DEFAULT_CSS it needs no App support and
-# an App's CSS still overrides it. Rules for the other panes' types never match here.
-_CSS = Path(__file__).with_name("context.tcss").read_text(encoding="utf-8")
 
 USED = "█"
 PENDING = "▒"
@@ -53,7 +48,6 @@ def marker_column(trigger_tokens: int, max_tokens: int, width: int) -> int:
 class TokenGauge(Widget):
     """A bar of the context size against the model's window, with the compaction trigger."""
 
-    DEFAULT_CSS: ClassVar[str] = _CSS
 
     HELP: ClassVar[str] = """\
 ## Context gauge

@@ -32,10 +32,6 @@ from kode_tui.ui.widgets.gauge import short_tokens
 from kode_tui.wire import events as ev
 from kode_tui.wire.bus import Subscription, WireBus
 
-# The three side panes share one stylesheet; as DEFAULT_CSS it needs no App support and
-# an App's CSS still overrides it. Rules for the other panes' types never match here.
-_CSS = Path(__file__).with_name("context.tcss").read_text(encoding="utf-8")
-
 log = logging.getLogger(__name__)
 
 AGE_REFRESH_SECONDS = 30.0
@@ -61,7 +57,6 @@ class _Entry:
 class HistoryPane(OptionList):
     """The rotated contexts of the session, newest first; Enter asks for a preview."""
 
-    DEFAULT_CSS: ClassVar[str] = _CSS
 
     HELP: ClassVar[str] = """\
 ## History

@@ -13,7 +13,6 @@ import json
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any, ClassVar, NamedTuple
 
 from textual import on
@@ -33,10 +32,6 @@ from kode_tui.session import Checkpoint, Context
 from kode_tui.soul.compaction import COMPACTION_OUTPUT_PREFIX
 from kode_tui.wire import events as ev
 from kode_tui.wire.bus import Subscription, WireBus
-
-# The three side panes share one stylesheet; as DEFAULT_CSS it needs no App support and
-# an App's CSS still overrides it. Rules for the other panes' types never match here.
-_CSS = Path(__file__).with_name("context.tcss").read_text(encoding="utf-8")
 
 _CHECKPOINT_NOTE = re.compile(r"<system>CHECKPOINT \d+</system>")
 _COMPACTED = f"<system>{COMPACTION_OUTPUT_PREFIX}"
@@ -127,7 +122,6 @@ _LABEL_STYLES = {
 class CheckpointTimeline(OptionList):
     """The checkpoints of the live context, oldest first; Enter asks to revert to one."""
 
-    DEFAULT_CSS: ClassVar[str] = _CSS
 
     HELP: ClassVar[str] = """\
 ## Checkpoints
@@ -364,7 +358,6 @@ a tool changed files.
 class CheckpointDetails(Static):
     """What the highlighted checkpoint holds; the App feeds it `CheckpointTimeline.Highlighted`."""
 
-    DEFAULT_CSS: ClassVar[str] = _CSS
 
     HELP: ClassVar[str] = """\
 ## Checkpoint details
