@@ -60,6 +60,7 @@ def markdown_tokens(count: int, seed: int = 7) -> list[str]:
                 tokens.append("\n")
             tokens.append("\n")
         else:
+            tokens.append(rng.choice(WORDS).capitalize())
             tokens += [" " + rng.choice(WORDS) for _ in range(rng.randint(20, 80))]
             tokens += [".", "\n\n"]
     return tokens[:count]

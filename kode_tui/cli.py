@@ -11,12 +11,18 @@ import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from kode_tui import __version__
-from kode_tui.config import Config, ConfigError, load_config, resolve_model
+from kode_tui.errors import ConfigError
 from kode_tui.fsutil import FILE_MODE, make_private_dir
 from kode_tui.paths import Paths, canonical
-from kode_tui.session import Context, Session, SessionLocked
+
+if TYPE_CHECKING:
+    # The session engine loads only when a command needs it (the TUI opens a new session
+    # itself, after its first frame).
+    from kode_tui.config import Config
+    from kode_tui.session import Context, Session, SessionLocked
 
 log = logging.getLogger("kode_tui")
 
@@ -91,10 +97,11 @@ def main(argv: list[str] | None = None) -> int:
         _start_logging()
         if args.list_sessions:
             return asyncio.run(_list_sessions(work_dir))
-        config = _load_config(args)
         if args.print_mode or args.prompt is not None:
-            return asyncio.run(_run_print(args, work_dir, config, _prompt(args)))
-        return asyncio.run(_run_app(args, work_dir, config))
+            prompt = _prompt(args)
+            return asyncio.run(_run_print(args, work_dir, _load_config(args), prompt))
+        # The app reads the config itself, after its first frame.
+        return asyncio.run(_run_app(args, work_dir))
     except (UserError, ConfigError) as error:
         print(f"kode-tui: {error}", file=sys.stderr)
         return 2
@@ -106,8 +113,14 @@ def main(argv: list[str] | None = None) -> int:
         return 130
 
 
+def _config_file(args: argparse.Namespace) -> Path | None:
+    return Path(args.config).expanduser() if args.config else None
+
+
 def _load_config(args: argparse.Namespace) -> Config:
-    return load_config(Path(args.config).expanduser() if args.config else None)
+    from kode_tui.config import load_config
+
+    return load_config(_config_file(args))
 
 
 def _prompt(args: argparse.Namespace) -> str:
@@ -124,12 +137,15 @@ def _prompt(args: argparse.Namespace) -> str:
 
 
 async def _run_print(args: argparse.Namespace, work_dir: Path, config: Config, prompt: str) -> int:
+    from kode_tui.config import resolve_model
     from kode_tui.print_mode import run_print  # the agent loads only when it is wanted
 
     choice = await asyncio.to_thread(resolve_model, config, args.model)
     opened = await _open(args, work_dir)
     session, context = opened.session, opened.context
     if session is None:
+        from kode_tui.session import Session
+
         session = await Session.create(work_dir)
     return await run_print(session, context, config, choice, prompt, yolo=args.yolo)
 
@@ -142,6 +158,8 @@ def _work_dir(raw: str) -> Path:
 
 
 async def _list_sessions(work_dir: Path) -> int:
+    from kode_tui.session import Session
+
     sessions = await Session.list(work_dir)
     if not sessions:
         print(f"No sessions in {work_dir} yet.")
@@ -152,8 +170,7 @@ async def _list_sessions(work_dir: Path) -> int:
     return 0
 
 
-async def _run_app(args: argparse.Namespace, work_dir: Path, config: Config) -> int:
-    choice = await asyncio.to_thread(resolve_model, config, args.model)
+async def _run_app(args: argparse.Namespace, work_dir: Path) -> int:
     locked: SessionLocked | None = None
     try:
         opened = await _open(args, work_dir)
@@ -163,21 +180,22 @@ async def _run_app(args: argparse.Namespace, work_dir: Path, config: Config) -> 
 
     app = KodeApp(
         opened.work_dir,
-        config,
-        choice,
+        model=args.model,
         session=opened.session,
         context=opened.context,
         locked=locked,
         theme=args.theme,
         yolo=args.yolo,
         pick_session=args.session == "",
-        config_file=Path(args.config).expanduser() if args.config else None,
+        config_file=_config_file(args),
     )
     try:
         await app.run_async()
     finally:
         if opened.context is not None:
             await opened.context.close()
+    if app.config_error is not None:
+        raise app.config_error
     session = app.session
     if session is not None and not app.read_only and _has_records(session):
         print(f"Resume this session with: kode-tui -S {session.id}")
@@ -200,6 +218,10 @@ class _Locked(Exception):
 
 
 async def _open(args: argparse.Namespace, work_dir: Path) -> Opened:
+    if not (args.session_dir or args.session or args.continue_):
+        return Opened(work_dir)  # a new session, made where it is used
+    from kode_tui.session import Context, SessionLocked
+
     session = await _find_session(args, work_dir)
     if session is None:
         return Opened(work_dir)
@@ -216,6 +238,8 @@ async def _open(args: argparse.Namespace, work_dir: Path) -> Opened:
 
 
 async def _find_session(args: argparse.Namespace, work_dir: Path) -> Session | None:
+    from kode_tui.session import Session
+
     if args.session_dir:
         try:
             return await Session.from_dir(Path(args.session_dir).expanduser())

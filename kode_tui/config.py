@@ -27,6 +27,7 @@ from typing import Any, Literal, get_args, get_origin
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 from pydantic_core import ErrorDetails
 
+from kode_tui.errors import ConfigError as ConfigError
 from kode_tui.fsutil import atomic_write_bytes, make_private_dir
 from kode_tui.paths import Paths
 
@@ -41,10 +42,6 @@ OLLAMA_URL_ENV = "KODE_TUI_OLLAMA_URL"
 _STRATEGY_SHAPE = re.compile(r"[A-Za-z_]\w*(\.[A-Za-z_]\w*)*:[A-Za-z_]\w*")
 _BARE_KEY = re.compile(r"[A-Za-z0-9_-]+")
 _TOML_POSITION = re.compile(r"\s*\(at (?:line (\d+), column (\d+)|end of document)\)\s*$")
-
-
-class ConfigError(Exception):
-    """A config file or a model name the user got wrong; the message is one line to show as is."""
 
 
 class _Table(BaseModel):

@@ -8,7 +8,14 @@ from pathlib import Path
 import kode_tui
 
 PACKAGE = Path(kode_tui.__file__).parent
-BOTTOM = {"kode_tui", "kode_tui.message", "kode_tui.paths", "kode_tui.config", "kode_tui.fsutil"}
+BOTTOM = {
+    "kode_tui",
+    "kode_tui.message",
+    "kode_tui.paths",
+    "kode_tui.config",
+    "kode_tui.errors",
+    "kode_tui.fsutil",
+}
 
 # What each layer may import from kode_tui besides itself and the bottom layer.
 ALLOWED = {
@@ -16,6 +23,7 @@ ALLOWED = {
     "kode_tui.paths": set(),
     "kode_tui.config": set(),
     "kode_tui.fsutil": set(),
+    "kode_tui.errors": set(),
     "kode_tui.session": set(),
     "kode_tui.wire": set(),
     "kode_tui.tools": {"kode_tui.session", "kode_tui.wire"},

@@ -317,3 +317,16 @@ async def test_a_large_terminal_shows_every_pane(project: Path) -> None:
         for pane in ("Conversation", "Context", "Checkpoints", "History"):
             assert pane in screen_text(app)
         assert app.screen.query_one("#side").region.width >= 34
+
+
+async def test_a_bad_config_stops_the_app_with_exit_status_2(project: Path, home: Path) -> None:
+    from kode_tui.ui.app import KodeApp
+
+    bad = home / "bad.toml"
+    bad.parent.mkdir(exist_ok=True)
+    bad.write_text("[loop_control]\nmax_steps_per_run = 'many'\n")
+    app = KodeApp(project, config_file=bad)
+    async with app.run_test(size=(100, 30)) as pilot:
+        await wait_for(pilot, lambda: app.config_error is not None)
+    assert app.return_code == 2
+    assert str(app.config_error).startswith(f"{bad}:2: loop_control.max_steps_per_run")

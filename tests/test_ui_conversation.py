@@ -162,6 +162,46 @@ async def test_a_turn_streams_into_blocks_and_a_retry_discards_the_partial_answe
         assert not thinking.expanded
 
 
+async def test_a_long_answer_goes_on_in_new_blocks_at_paragraph_breaks_outside_code() -> None:
+    paragraph = " ".join(["word"] * 240) + "."
+    code = "```python\n" + f"x = '{'a' * 90}'\n\n" * 25 + "```\n\n"
+    fragments = [paragraph, "\n\n", paragraph, "\n\n", *code.splitlines(keepends=True)]
+    fragments += ["   indented, so it continues\n\n", "Last paragraph.\n"]
+    bus = WireBus()
+    async with Host(bus).run_test(size=(100, 60)) as pilot:
+        bus.send(ev.StepBegin(n=1))
+        for fragment in fragments:
+            bus.send(text(fragment))
+        bus.send(ev.TurnEnd())
+        conversation = await settle(pilot)
+        assert conversation.pending_count == 0
+        assert [block.source for block in conversation.query(AssistantBlock)] == [
+            f"{paragraph}\n\n{paragraph}\n\n",
+            code + "   indented, so it continues\n\n",
+            "Last paragraph.\n",
+        ]
+
+
+async def test_a_retry_also_discards_parts_of_the_answer_that_left_the_dom() -> None:
+    paragraph = " ".join(["word"] * 420) + ".\n\n"
+    bus = WireBus()
+    async with Host(bus).run_test(size=(80, 12)) as pilot:
+        bus.send(ev.TurnBegin(user_input="Write a lot"))
+        bus.send(ev.StepBegin(n=1))
+        for _ in range(6):
+            bus.send(text(paragraph))
+        conversation = await settle(pilot)
+        assert conversation.pending_count > 0, "the start of the answer left the DOM"
+
+        bus.send(ev.StepRetry(n=1, attempt=1, max_attempts=3, wait_s=1, error="timeout"))
+        conversation = await settle(pilot)
+        assert conversation.pending_count == 0
+        assert describe(conversation) == [
+            "user: Write a lot",
+            "note: retrying in 1.0 s (attempt 1 of 3): timeout",
+        ]
+
+
 async def test_tool_results_show_ok_error_and_rejected() -> None:
     bus = WireBus()
     async with Host(bus).run_test(size=(100, 40)) as pilot:

@@ -50,9 +50,10 @@ async def wait_for(pilot: Pilot[Any], condition: Callable[[], object], timeout: 
 
 
 async def ready(pilot: Pilot[Any]) -> None:
-    """Wait until the main screen is up with its prompt, and make approvals answer at once."""
+    """Wait until the main screen and the agent are up, and make approvals answer at once."""
     app = pilot.app
-    await wait_for(pilot, lambda: bool(app.screen.query(PromptInput)))
+    # The prompt is up first; the panes and then the agent follow (see MainScreen).
+    await wait_for(pilot, lambda: app._attached() and (app.agent is not None or app.read_only))
     for panel in app.screen.query(ApprovalPanel):
         panel.key_delay_s = 0
     prompt = app.screen.query_one(PromptInput)
@@ -70,3 +71,17 @@ async def send(pilot: Pilot[Any], text: str) -> None:
 def turn_running(app: KodeApp) -> bool:
     turn = app._turn
     return turn is not None and turn.is_running
+
+
+async def settled(pilot: Pilot[Any]) -> None:
+    """Wait until the conversation has scrolled to its end and stays there (for snapshots)."""
+    from kode_tui.ui.widgets.conversation import Conversation
+
+    conversation = pilot.app.screen.query_one(Conversation)
+    last = None
+    for _ in range(60):
+        await pilot.pause(0.05)
+        now = (conversation.scroll_y, conversation.max_scroll_y, conversation.virtual_size)
+        if now == last and conversation.scroll_y >= conversation.max_scroll_y:
+            return
+        last = now

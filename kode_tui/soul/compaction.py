@@ -25,7 +25,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol, runtime_checkable
 
-from kode_tui.config import ConfigError
+from kode_tui.errors import ConfigError
 from kode_tui.message import ImageURLPart, Message, TextPart, ThinkPart, system
 from kode_tui.soul import prompts
 from kode_tui.soul.llm import ChatProvider, LLMError

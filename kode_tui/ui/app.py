@@ -14,7 +14,7 @@ import logging
 import shutil
 import tempfile
 from pathlib import Path
-from typing import TYPE_CHECKING, ClassVar, get_args
+from typing import TYPE_CHECKING, ClassVar
 
 from textual import on, work
 from textual.app import App, SystemCommand
@@ -22,31 +22,29 @@ from textual.binding import Binding, BindingType
 from textual.screen import Screen
 from textual.worker import Worker, WorkerState
 
-from kode_tui.config import Config, ConfigError, ModelChoice, resolve_model, save_setting
+from kode_tui.errors import ConfigError
 from kode_tui.paths import Paths
-from kode_tui.session import Context, Session, SessionLocked
-from kode_tui.session.state import ApprovalMode
 from kode_tui.ui import commands
 from kode_tui.ui.commands import SlashCommandProvider
 from kode_tui.ui.screens.main import MainScreen
-from kode_tui.ui.themes import register_themes, watch_user_themes
-from kode_tui.ui.widgets.conversation import Conversation
-from kode_tui.ui.widgets.gauge import TokenGauge
-from kode_tui.ui.widgets.history import HistoryPane
+from kode_tui.ui.themes import configured_theme, register_themes, watch_user_themes
 from kode_tui.ui.widgets.prompt import PromptInput
-from kode_tui.ui.widgets.timeline import CheckpointTimeline
-from kode_tui.wire import WireBus
-from kode_tui.wire import events as ev
 
 if TYPE_CHECKING:
-    # The agent (tools, compaction, project context) loads after the first frame.
+    # The config, the session engine, the wire, the panes and the agent (tools, compaction,
+    # project context) load after the first frame.
+    from kode_tui.config import ApprovalMode, Config, ModelChoice
+    from kode_tui.session import Context, Session, SessionLocked
     from kode_tui.soul.agent import Agent
     from kode_tui.soul.llm import ChatProvider
     from kode_tui.ui.screens.dialogs import LockedChoice
+    from kode_tui.ui.widgets.history import HistoryPane
+    from kode_tui.ui.widgets.timeline import CheckpointTimeline
+    from kode_tui.wire import WireBus
 
 log = logging.getLogger(__name__)
 
-MODES: tuple[ApprovalMode, ...] = get_args(ApprovalMode)
+MODES: tuple[ApprovalMode, ...] = ("ask", "auto-edit", "yolo")
 
 DEMO_BANNER = (
     "[b]Offline demo.[/b] No model is configured, so kode-tui runs [b]demo[/b]: a scripted "
@@ -76,6 +74,7 @@ class KodeApp(App[None]):
         config: Config | None = None,
         choice: ModelChoice | None = None,
         *,
+        model: str | None = None,
         session: Session | None = None,
         context: Context | None = None,
         locked: SessionLocked | None = None,
@@ -87,15 +86,18 @@ class KodeApp(App[None]):
     ) -> None:
         super().__init__()
         self.work_dir = work_dir
-        self.config = config or Config()
-        self.choice = choice or resolve_model(self.config)
+        self._config = config
+        self._choice = choice
+        self._model_flag = model
+        self.config_error: ConfigError | None = None
+        """Why the app stopped at start, when the config was wrong (the command shows it)."""
         self.session = session
         self.agent: Agent | None = None
         self.read_only = False
         self._opened_context = context
         self._locked = locked
         self._provider = provider
-        self._theme_name = theme or self.config.theme
+        self._theme_name = theme or (config.theme if config else configured_theme(config_file))
         self._yolo = yolo
         self._config_file = config_file
         self._pick_session = pick_session
@@ -103,6 +105,33 @@ class KodeApp(App[None]):
         self._queue: list[str] = []
         self._history: list[str] = []
         self._read_only_dir: tempfile.TemporaryDirectory[str] | None = None
+
+    @property
+    def config(self) -> Config:
+        assert self._config is not None, "the config is read after the first frame"
+        return self._config
+
+    @property
+    def choice(self) -> ModelChoice:
+        assert self._choice is not None, "the model is chosen after the first frame"
+        return self._choice
+
+    async def _load_settings(self) -> bool:
+        """Read the config and choose the model, unless given; False (and exit 2) when wrong."""
+        from kode_tui.config import load_config, resolve_model
+
+        try:
+            if self._config is None:
+                self._config = await asyncio.to_thread(load_config, self._config_file)
+            if self._choice is None:
+                self._choice = await asyncio.to_thread(
+                    resolve_model, self._config, self._model_flag
+                )
+        except ConfigError as error:
+            self.config_error = error
+            self.exit(return_code=2)
+            return False
+        return True
 
     # --- start and stop ------------------------------------------------------------------------
 
@@ -118,12 +147,21 @@ class KodeApp(App[None]):
         elif self._pick_session:
             self._pick_first_session()
         else:
+            await self._frame()
+            self.call_after_refresh(self._open_after_frame)
+
+    @work(exclusive=True, group="open")
+    async def _open_after_frame(self) -> None:
+        if await self._load_settings():
             await self._open(self.session, self._opened_context)
 
     @work(exclusive=True, group="pick")
     async def _pick_first_session(self) -> None:
+        from kode_tui.session import Context, SessionLocked
         from kode_tui.ui.screens.sessions import SessionPicker
 
+        if not await self._load_settings():
+            return
         chosen = await self.push_screen_wait(SessionPicker(self.work_dir))
         if chosen is None:
             self.exit()
@@ -142,6 +180,8 @@ class KodeApp(App[None]):
         from kode_tui.ui.screens.dialogs import LockedScreen
 
         assert self.session is not None and self._locked is not None
+        if not await self._load_settings():
+            return
         choice: LockedChoice = await self.push_screen_wait(
             LockedScreen(self.session.title, self._locked.pid)
         )
@@ -157,6 +197,9 @@ class KodeApp(App[None]):
 
         The screen is up before the agent is: a new session's first frame waits for nothing.
         """
+        from kode_tui.session import Context, Session, SessionLocked
+        from kode_tui.wire import WireBus
+
         if session is None:
             session = await Session.create(self.work_dir)
         self.session = session
@@ -171,7 +214,7 @@ class KodeApp(App[None]):
                 return
         bus = WireBus()
         await self._show(context, bus)
-        self.call_after_refresh(self._start_agent, session, context, bus)
+        self._start_agent(session, context, bus)
 
     @work(exclusive=True, group="agent")
     async def _start_agent(self, session: Session, context: Context, bus: WireBus) -> None:
@@ -186,7 +229,9 @@ class KodeApp(App[None]):
             provider=self._provider,
             approval_override="yolo" if self._yolo else None,
         )
-        if self._has_main():
+        if self._attached():
+            from kode_tui.ui.widgets.gauge import TokenGauge
+
             self.screen.query_one(TokenGauge).set_status(self.agent.soul.status())
         self._update_header()
         self.refresh_bindings()
@@ -196,6 +241,9 @@ class KodeApp(App[None]):
 
     async def _open_read_only(self, session: Session) -> None:
         """Show a copy of a session another kode-tui is writing; nothing can be sent."""
+        from kode_tui.session import Context
+        from kode_tui.wire import WireBus
+
         self.read_only = True
         self._read_only_dir = tempfile.TemporaryDirectory(prefix="kode-tui-read-only-")
         copy = Path(self._read_only_dir.name)
@@ -209,31 +257,43 @@ class KodeApp(App[None]):
         await self._show(context, WireBus())
         self.notify("Read-only: another kode-tui is writing this session.", timeout=6)
 
-    async def _show(self, context: Context, bus: WireBus) -> None:
-        session = self.session
-        assert session is not None
-        banner = None
-        if self.choice.is_demo and not self.read_only:
-            config_path = self._config_file or Paths.current().config_file
-            banner = DEMO_BANNER.format(config=config_path)
+    async def _frame(self) -> MainScreen:
+        """A fresh main screen, its panes not attached yet (see MainScreen)."""
         screen = MainScreen(
-            bus,
-            context,
-            session.work_dir or self.work_dir,
-            commands.completions(),
-            self._history,
-            banner=banner,
-            read_only=self.read_only,
+            self.work_dir, commands.completions(), self._history, read_only=self.read_only
         )
         if self._has_main():
             await self.switch_screen(screen)
         else:
             await self.push_screen(screen)
+        self._update_header()
+        return screen
+
+    async def _show(self, context: Context, bus: WireBus) -> None:
+        """Attach the panes of `context` to the main screen (a fresh one if it has panes)."""
+        from kode_tui.ui.widgets.conversation import Conversation
+
+        session = self.session
+        assert session is not None
+        current = self.screen
+        if isinstance(current, MainScreen) and not current.attached:
+            screen = current
+        else:
+            screen = await self._frame()
+        banner = None
+        if self.choice.is_demo and not self.read_only:
+            config_path = self._config_file or Paths.current().config_file
+            banner = DEMO_BANNER.format(config=config_path)
+        await screen.attach(bus, context, banner)
         await screen.query_one(Conversation).load_history(context.history, session.wire_file)
         self._update_header()
 
     def _has_main(self) -> bool:
         return any(isinstance(screen, MainScreen) for screen in self.screen_stack)
+
+    def _attached(self) -> bool:
+        screen = self.screen
+        return isinstance(screen, MainScreen) and screen.attached
 
     def _preload_model(self) -> None:
         """Import litellm off the UI thread once the first frame is up."""
@@ -275,7 +335,8 @@ class KodeApp(App[None]):
         parts = [where]
         if session is not None:
             parts.append(f"“{session.title}”")
-        parts.append(self.choice.name)
+        if self._choice is not None:
+            parts.append(self._choice.name)
         if self.read_only:
             parts.append("read-only")
         elif self.agent is not None:
@@ -309,7 +370,7 @@ class KodeApp(App[None]):
     async def _run_turn(self, text: str) -> None:
         agent = self.agent
         assert agent is not None
-        prompt = self.screen.query_one(PromptInput) if self._has_main() else None
+        prompt = self.screen.query_one(PromptInput) if self._attached() else None
         if prompt is not None:
             prompt.busy = True
         try:
@@ -318,7 +379,9 @@ class KodeApp(App[None]):
             raise
         except Exception as error:  # a bug must not take the app down with it
             log.exception("the turn failed")
-            agent.bus.send(ev.Error(message=f"The turn failed: {error}"))
+            from kode_tui.wire.events import Error
+
+            agent.bus.send(Error(message=f"The turn failed: {error}"))
         finally:
             if prompt is not None:
                 prompt.busy = False
@@ -425,8 +488,12 @@ class KodeApp(App[None]):
         assert self.agent is not None
         rotated = await self.agent.context.clear()
         if rotated is not None:
-            self.agent.bus.send(ev.ContextCleared(rotated_file=rotated.name))
+            from kode_tui.wire.events import ContextCleared
+
+            self.agent.bus.send(ContextCleared(rotated_file=rotated.name))
         self.agent.bus.send(self.agent.soul.status())
+        from kode_tui.ui.widgets.conversation import Conversation
+
         await self.screen.query_one(Conversation).clear()
         self.notify("Cleared: the old context is kept in History.", timeout=3)
 
@@ -437,7 +504,9 @@ class KodeApp(App[None]):
         try:
             changed = await self.agent.soul.compact(argument or None)
         except Exception as error:  # an LLM failure is shown, the app goes on
-            self.agent.bus.send(ev.Error(message=f"Compaction failed: {error}"))
+            from kode_tui.wire.events import Error
+
+            self.agent.bus.send(Error(message=f"Compaction failed: {error}"))
             return
         if not changed:
             self.notify("Nothing to compact.", timeout=3)
@@ -451,10 +520,11 @@ class KodeApp(App[None]):
                 timeout=6,
             )
             return
+        from kode_tui.config import resolve_model
         from kode_tui.soul.agent import make_provider
 
         choice = await asyncio.to_thread(resolve_model, self.config, argument)
-        self.choice = choice
+        self._choice = choice
         if self.agent is not None:
             self.agent.soul.provider = make_provider(choice)
             self.agent.bus.send(self.agent.soul.status())
@@ -468,10 +538,10 @@ class KodeApp(App[None]):
         if not argument:
             await self.action_cycle_mode()
             return
-        if argument not in MODES:
+        mode = next((m for m in MODES if m == argument), None)
+        if mode is None:
             self.notify(f"Modes are {', '.join(MODES)}.", severity="warning")
             return
-        mode: ApprovalMode = argument
         await self.agent.soul.approval.set_mode(mode)
         self._update_header()
         self.notify(f"Approval mode: {mode}", timeout=3)
@@ -486,6 +556,8 @@ class KodeApp(App[None]):
         self.theme = argument
 
     def _save_theme(self, theme: object) -> None:
+        from kode_tui.config import save_setting
+
         name = self.theme
         try:
             save_setting("theme", name, self._config_file)
@@ -516,14 +588,14 @@ class KodeApp(App[None]):
 
     # --- intents of the side panes ---------------------------------------------------------
 
-    @on(CheckpointTimeline.RevertRequested)
-    def _revert_requested(self, event: CheckpointTimeline.RevertRequested) -> None:
+    def on_checkpoint_timeline_revert_requested(
+        self, event: CheckpointTimeline.RevertRequested
+    ) -> None:
         self.notify(
             f"Checkpoint {event.checkpoint_id}: reverting from the timeline comes with time "
             "travel.",
             timeout=4,
         )
 
-    @on(HistoryPane.PreviewRequested)
-    def _preview_requested(self, event: HistoryPane.PreviewRequested) -> None:
+    def on_history_pane_preview_requested(self, event: HistoryPane.PreviewRequested) -> None:
         self.notify(f"{event.path.name}: previews come with time travel.", timeout=4)

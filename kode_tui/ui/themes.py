@@ -123,3 +123,17 @@ async def _watch(app: App[Any], directory: Path, debounce_ms: int) -> None:
         # A file's theme name need not match its file name, so whichever file changed, the
         # current theme is applied again (cheap); the name did not change, hence the mutate.
         app.mutate_reactive(App.theme)
+
+
+DEFAULT_THEME = "kode-dark"
+
+
+def configured_theme(config_file: Path | None = None) -> str:
+    """The `theme` of config.toml, read with tomllib alone so the first frame has its colours
+    before the config is validated; the default when there is none or the file is bad."""
+    path = config_file or Paths.current().config_file
+    try:
+        value = tomllib.loads(path.read_text(encoding="utf-8")).get("theme")
+    except (OSError, ValueError):
+        return DEFAULT_THEME
+    return value if isinstance(value, str) and value else DEFAULT_THEME

@@ -2,12 +2,16 @@
 
 Below 100 columns the side panes move behind a tab bar (`Conversation | Context`), so the
 conversation keeps the whole width.
+
+The screen comes up in two moves: its frame and the prompt first (Textual alone, so the first
+frame is quick and the user can start typing), then `attach()` mounts the panes, which need
+the session, the wire and their heavier modules.
 """
 
 from __future__ import annotations
 
 from pathlib import Path
-from typing import ClassVar
+from typing import TYPE_CHECKING, ClassVar
 
 from textual import on
 from textual.app import ComposeResult
@@ -17,14 +21,14 @@ from textual.events import Resize
 from textual.screen import Screen
 from textual.widgets import Footer, Header, Static, Tab, Tabs
 
-from kode_tui.session import Context
-from kode_tui.ui.widgets.approval import ApprovalPanel
-from kode_tui.ui.widgets.conversation import Conversation
-from kode_tui.ui.widgets.gauge import TokenGauge
-from kode_tui.ui.widgets.history import HistoryPane
 from kode_tui.ui.widgets.prompt import PromptInput
-from kode_tui.ui.widgets.timeline import CheckpointDetails, CheckpointTimeline
-from kode_tui.wire import WireBus
+
+if TYPE_CHECKING:
+    from kode_tui.session import Context
+    from kode_tui.ui.widgets.timeline import CheckpointTimeline
+    from kode_tui.wire import WireBus
+
+    CheckpointTimelineHighlighted = CheckpointTimeline.Highlighted
 
 NARROW_WIDTH = 100
 
@@ -45,21 +49,17 @@ class MainScreen(Screen[None]):
 
     def __init__(
         self,
-        bus: WireBus,
-        context: Context,
         work_dir: Path,
         commands: list[tuple[str, str]],
         history: list[str],
-        banner: str | None = None,
         read_only: bool = False,
     ) -> None:
         super().__init__()
-        self._bus = bus
-        self._live_context = context
+        self.attached = False
+        """Whether the panes are mounted (see `attach`)."""
         self._work_dir = work_dir
         self._commands = commands
         self._history = history
-        self._banner = banner
         self._read_only = read_only
 
     def compose(self) -> ComposeResult:
@@ -71,15 +71,8 @@ class MainScreen(Screen[None]):
         )
         with Horizontal(id="body"):
             with Vertical(id="main-column"):
-                if self._banner:
-                    yield Banner(self._banner, id="banner")
-                yield Conversation(self._bus, id="conversation")
-            with Vertical(id="side"):
-                yield TokenGauge(self._bus, id="gauge")
-                yield CheckpointTimeline(self._bus, self._live_context, id="timeline")
-                yield CheckpointDetails(id="checkpoint-details")
-                yield HistoryPane(self._bus, self._live_context, id="history")
-        yield ApprovalPanel(self._bus, id="approval")
+                yield Static(id="conversation-frame", classes="pane-frame")
+            yield Vertical(id="side")
         prompt = PromptInput(
             self._work_dir, commands=self._commands, history=self._history, id="prompt"
         )
@@ -90,6 +83,31 @@ class MainScreen(Screen[None]):
     def on_mount(self) -> None:
         self._apply_width(self.app.size.width)
         self.query_one(PromptInput).focus()
+        self.query_one("#conversation-frame").border_title = "Conversation"
+
+    async def attach(self, bus: WireBus, context: Context, banner: str | None = None) -> None:
+        """Mount the panes, subscribed to `bus`, showing `context`, under `banner` if any."""
+        from kode_tui.ui.widgets.approval import ApprovalPanel
+        from kode_tui.ui.widgets.conversation import Conversation
+        from kode_tui.ui.widgets.gauge import TokenGauge
+        from kode_tui.ui.widgets.history import HistoryPane
+        from kode_tui.ui.widgets.timeline import CheckpointDetails, CheckpointTimeline
+
+        await self.query_one("#conversation-frame").remove()
+        column = self.query_one("#main-column")
+        if banner:
+            await column.mount(Banner(banner, id="banner"))
+        await column.mount(Conversation(bus, id="conversation"))
+        await self.query_one("#side").mount_all(
+            [
+                TokenGauge(bus, id="gauge"),
+                CheckpointTimeline(bus, context, id="timeline"),
+                CheckpointDetails(id="checkpoint-details"),
+                HistoryPane(bus, context, id="history"),
+            ]
+        )
+        await self.mount(ApprovalPanel(bus, id="approval"), before=self.query_one(PromptInput))
+        self.attached = True
 
     def on_resize(self, event: Resize) -> None:
         self._apply_width(event.size.width)
@@ -101,8 +119,9 @@ class MainScreen(Screen[None]):
     def _switch_tab(self, event: Tabs.TabActivated) -> None:
         self.set_class(event.tab.id == "tab-context", "-show-context")
 
-    @on(CheckpointTimeline.Highlighted)
-    def _show_checkpoint(self, event: CheckpointTimeline.Highlighted) -> None:
+    def on_checkpoint_timeline_highlighted(self, event: CheckpointTimelineHighlighted) -> None:
+        from kode_tui.ui.widgets.timeline import CheckpointDetails
+
         self.query_one(CheckpointDetails).show(event.details_text)
 
     def action_focus_prompt(self) -> None:

@@ -748,6 +748,7 @@ again.
         self._written: list[str] = []
         """What was streamed into the current assistant block, and its length."""
         self._written_chars = 0
+        self._split_ready = False
         self._thinking: ThinkingBlock | None = None
         self._streamed: list[Widget] = []
         self._streamed_away: list[BlockFactory] = []
@@ -982,11 +983,13 @@ again.
         stream, self._stream, self._assistant = self._stream, None, None
         self._written = []
         self._written_chars = 0
+        self._split_ready = False
         if stream is not None:
             await stream.stop()
 
     def _at_split_point(self, fragment: str) -> bool:
-        """Whether the streamed block is long and just ended a paragraph outside code."""
+        """Whether the streamed block is long and just ended a paragraph outside code: text
+        that follows at the start of a line may then go on in a new block."""
         self._written.append(fragment)
         self._written_chars += len(fragment)
         if not fragment.endswith("\n") or self._written_chars < SPLIT_CHARS:
@@ -1046,6 +1049,11 @@ again.
     async def _content_part(self, event: ev.ContentPart) -> None:
         part = event.part
         if isinstance(part, TextPart) and part.text:
+            if self._split_ready and part.text.strip():
+                # Indented text after the blank line continues the paragraph or list above.
+                if not part.text[0].isspace():
+                    await self._close_text()
+                self._split_ready = False
             if self._stream is None:
                 self._assistant = AssistantBlock()
                 await self._add(self._assistant, streamed=True)
@@ -1055,8 +1063,7 @@ again.
             # 30 ms instead saved a fifth of the CPU but doubled the p95 lag in
             # bench/bench_stream.py.)
             await self._stream.write(part.text)
-            if self._at_split_point(part.text):
-                await self._close_text()
+            self._split_ready = self._at_split_point(part.text)
         elif isinstance(part, ThinkPart) and part.think:
             if self._thinking is None:
                 self._thinking = ThinkingBlock()

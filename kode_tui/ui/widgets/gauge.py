@@ -48,7 +48,6 @@ def marker_column(trigger_tokens: int, max_tokens: int, width: int) -> int:
 class TokenGauge(Widget):
     """A bar of the context size against the model's window, with the compaction trigger."""
 
-
     HELP: ClassVar[str] = """\
 ## Context gauge
 

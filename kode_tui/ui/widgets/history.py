@@ -57,7 +57,6 @@ class _Entry:
 class HistoryPane(OptionList):
     """The rotated contexts of the session, newest first; Enter asks for a preview."""
 
-
     HELP: ClassVar[str] = """\
 ## History
 

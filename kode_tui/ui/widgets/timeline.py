@@ -122,7 +122,6 @@ _LABEL_STYLES = {
 class CheckpointTimeline(OptionList):
     """The checkpoints of the live context, oldest first; Enter asks to revert to one."""
 
-
     HELP: ClassVar[str] = """\
 ## Checkpoints
 
@@ -357,7 +356,6 @@ a tool changed files.
 
 class CheckpointDetails(Static):
     """What the highlighted checkpoint holds; the App feeds it `CheckpointTimeline.Highlighted`."""
-
 
     HELP: ClassVar[str] = """\
 ## Checkpoint details
