@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import shutil
+from collections.abc import Callable
 from pathlib import Path
 
 from textual.app import App, ComposeResult
@@ -60,6 +61,15 @@ async def settle(pilot: Pilot[None]) -> Conversation:
     await subscription.join()
     await pilot.pause()
     return conversation
+
+
+async def wait_for(pilot: Pilot[None], condition: Callable[[], bool]) -> None:
+    """Pause until `condition()` holds; fail after 5 s."""
+    for _ in range(100):
+        if condition():
+            return
+        await pilot.pause(0.05)
+    raise AssertionError("the condition never held")
 
 
 def header(block: Widget) -> str:
@@ -191,11 +201,12 @@ async def test_a_retry_also_discards_parts_of_the_answer_that_left_the_dom() -> 
         for _ in range(6):
             bus.send(text(paragraph))
         conversation = await settle(pilot)
-        assert conversation.pending_count > 0, "the start of the answer left the DOM"
+        await wait_for(pilot, lambda: conversation.pending_count > 0)  # left the DOM
 
         bus.send(ev.StepRetry(n=1, attempt=1, max_attempts=3, wait_s=1, error="timeout"))
         conversation = await settle(pilot)
-        assert conversation.pending_count == 0
+        # The user's message left the DOM too; with the answer gone it comes back.
+        await wait_for(pilot, lambda: conversation.pending_count == 0)
         assert describe(conversation) == [
             "user: Write a lot",
             "note: retrying in 1.0 s (attempt 1 of 3): timeout",
@@ -511,6 +522,7 @@ async def test_a_long_history_keeps_the_newest_blocks_and_mounts_old_ones_on_scr
         conversation.scroll_home(animate=False, immediate=True)
         await pilot.pause()
         await pilot.app.workers.wait_for_complete()
+        await pilot.pause()
         assert conversation.pending_count < 100 - mounted
         # Blocks came in above it, yet it stays where scrolling up put it: under the marker.
         assert oldest.region.y == conversation.content_region.y + 2
@@ -540,7 +552,7 @@ async def test_blocks_far_above_the_bottom_leave_the_dom_and_come_back_in_order(
 
         bus.send(ev.TurnBegin(user_input="one more"))
         await settle(pilot)
-        assert len(conversation.blocks) < 60, "old blocks were unmounted"
+        await wait_for(pilot, lambda: len(conversation.blocks) < 60)  # old ones were unmounted
         assert conversation.pending_count + len(conversation.blocks) == 121
 
         while conversation.pending_count:

@@ -59,6 +59,8 @@ INITIAL_BLOCKS = 30
 REVEAL_BATCH = 5
 TRIM_SCREENS = 3
 """How many screens of blocks stay mounted above the view when trimming."""
+TRIM_DELAY = 0.2
+"""Seconds from a new block (or the end of a step) to looking for blocks to unmount."""
 SPLIT_CHARS = 2000
 """A streamed answer continues in a new block after this many characters (at a paragraph
 break outside code), so that the start of a very long answer can leave the DOM too."""
@@ -316,7 +318,9 @@ class ToolState:
 
 def _body(state: ToolState) -> list[Segment]:
     segments: list[Segment] = []
-    if state.arguments.strip():
+    # An edit shows as its diff: its arguments (the old and new text as JSON) say it again.
+    has_diff = any(isinstance(block, ev.DiffBlock) for block in state.display)
+    if state.arguments.strip() and not has_diff:
         try:
             pretty = json.dumps(json.loads(state.arguments), indent=2, ensure_ascii=False)
         except ValueError:
@@ -741,6 +745,7 @@ again.
         self._reserve: list[BlockFactory] = []
         """Blocks above the mounted ones, oldest first: mounted as the user scrolls up to them."""
         self._revealing = False
+        self._trim_scheduled = False
         self._cursor: FoldingBlock | None = None
         # The step being streamed.
         self._assistant: AssistantBlock | None = None
@@ -844,8 +849,7 @@ again.
                 await self._set_hidden(hidden)
             await self.mount_all(make() for make in factories[-INITIAL_BLOCKS:])
         self.anchor()
-        if self._reserve:
-            self.call_after_refresh(self._reveal)
+        self.call_after_refresh(self._maybe_reveal)
 
     # -- mounting, pruning and revealing
 
@@ -854,7 +858,7 @@ again.
         if streamed:
             self._streamed.append(block)
         await self._prune()
-        await self._trim()
+        self._schedule_trim()
 
     async def _prune(self) -> None:
         blocks = self.blocks
@@ -882,12 +886,20 @@ again.
         """Whether the view sticks to the bottom (it keeps its place there by itself)."""
         return self.is_anchored and self.scroll_y >= self.max_scroll_y
 
+    def _schedule_trim(self) -> None:
+        # Later, not now: where blocks are is known only once the screen has laid out what
+        # was streamed into them.
+        if not self._trim_scheduled:
+            self._trim_scheduled = True
+            self.set_timer(TRIM_DELAY, self._trim)
+
     async def _trim(self) -> None:
         """Unmount blocks far above a view that follows the bottom; they wait in the reserve.
 
         Textual lays out every mounted widget on each change, so a long session streams as
         smoothly as a short one only if old answers leave the DOM.
         """
+        self._trim_scheduled = False
         if self._revealing or not self._following():
             return
         cut = self.scroll_y - TRIM_SCREENS * self.scrollable_content_region.height
@@ -919,7 +931,10 @@ again.
         await self.remove_children(victims)
 
     def _scrolled(self, scroll_y: float) -> None:
-        if self._reserve and not self._revealing and scroll_y <= self._reveal_margin:
+        self._maybe_reveal()
+
+    def _maybe_reveal(self) -> None:
+        if self._reserve and not self._revealing and self.scroll_y <= self._reveal_margin:
             self._reveal()
 
     @property
@@ -947,7 +962,11 @@ again.
                     await self.mount_all(batch, before=first)
                 else:
                     await self.mount_all(batch)
-                await self._refreshed()
+                # A busy screen may draw a frame before it lays out what was just mounted.
+                for _ in range(10):
+                    await self._refreshed()
+                    if all(block.virtual_region for block in batch):
+                        break
                 if first is not None and not following and first.parent is self:
                     grown = first.virtual_region.y - top
                     self.scroll_to(y=self.scroll_y + grown, animate=False, immediate=True)
@@ -1002,6 +1021,7 @@ again.
     async def _end_step(self) -> None:
         await self._close_text()
         self._reset_step()
+        self._schedule_trim()
 
     async def _turn_begin(self, event: ev.TurnBegin) -> None:
         await self._end_step()
@@ -1027,6 +1047,8 @@ again.
         self._streamed_away = []
         if discarded:
             await self.remove_children(discarded)
+            # Less is above the view now; what waits in the reserve may be needed.
+            self.call_after_refresh(self._maybe_reveal)
         text = (
             f"retrying in {event.wait_s:.1f} s "
             f"(attempt {event.attempt} of {event.max_attempts}): {event.error}"
