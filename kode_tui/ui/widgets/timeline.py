@@ -390,10 +390,14 @@ def _label(history: Sequence[ChatMessage], start: int, end: int) -> _Label:
         if message.role == "assistant":
             if message.tool_calls:
                 return _Label("tool", _first_line(_tool_summary(message.tool_calls)))
-            words = _first_line(message.text)
+            # An answer is Markdown: its emphasis and code marks are noise in a one-line label.
+            words = _first_line(_MARKDOWN_MARKS.sub("", message.text))
             if words:
                 return _Label("text", words)
     return _Label("none", "—")
+
+
+_MARKDOWN_MARKS = re.compile(r"\*\*|__|`|^#+\s+", re.MULTILINE)
 
 
 def _first_line(text: str, limit: int = _MAX_LABEL) -> str:
