@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import gc
 import logging
 import shutil
 import tempfile
@@ -236,6 +237,9 @@ class KodeApp(App[None]):
         self._update_header()
         self.refresh_bindings()
         self._preload_model()
+        # What start-up made lives as long as the app: keep the collector from walking it
+        # again and again while answers stream (its pauses were the longest stalls).
+        gc.freeze()
         if self._queue:  # typed while the agent was starting
             self.send(self._queue.pop(0))
 
