@@ -15,6 +15,7 @@ import asyncio
 import logging
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
 import tenacity
@@ -29,6 +30,7 @@ from kode_tui.message import (
     system,
 )
 from kode_tui.session import Context
+from kode_tui.session.timetravel import FilePlan, apply_file_revert, plan_file_revert
 from kode_tui.soul import prompts
 from kode_tui.soul.approval import Approval
 from kode_tui.soul.compaction import CompactionContext, CompactionStrategy
@@ -98,6 +100,26 @@ class ContextReport:
     context_tokens: int
     max_context_tokens: int
     trigger_tokens: int
+
+
+@dataclass(frozen=True, slots=True)
+class RevertPreview:
+    """What reverting to a checkpoint would do, for the user to confirm."""
+
+    checkpoint_id: int
+    messages_leaving: int
+    tokens_freed: int
+    files: list[FilePlan]
+    next_user_text: str
+    """The user's message that followed the checkpoint (it goes back into the prompt)."""
+
+
+@dataclass(frozen=True, slots=True)
+class RevertOutcome:
+    rotated_file: Path
+    files_restored: list[str]
+    conflicts: list[str]
+    next_user_text: str
 
 
 class BackToTheFuture(Exception):
@@ -444,6 +466,65 @@ class KodeSoul:
             await self.context.update_token_count(usage.input + usage.output)
         await self.context.append_message([tool_message(i, r) for i, r in results])
 
+    # --- time travel ---------------------------------------------------------------------------
+
+    def revert_preview(self, checkpoint_id: int) -> RevertPreview:
+        """What `revert(checkpoint_id)` would do; ValueError when there is no such checkpoint."""
+        context = self.context
+        checkpoint = next((c for c in context.checkpoints if c.id == checkpoint_id), None)
+        if checkpoint is None:
+            raise ValueError(f"there is no checkpoint {checkpoint_id}")
+        history = context.history
+        files: list[FilePlan] = []
+        if self.env.journal is not None:
+            edits = context.file_edits_since(checkpoint_id)
+            files = plan_file_revert(edits, self.env.work_dir, self.env.journal)
+        return RevertPreview(
+            checkpoint_id=checkpoint_id,
+            messages_leaving=len(history) - checkpoint.message_index,
+            tokens_freed=max(0, context.token_count_with_pending - checkpoint.token_count),
+            files=files,
+            next_user_text=_user_text_after(history, checkpoint.message_index),
+        )
+
+    async def revert(self, checkpoint_id: int, *, files: bool = False) -> RevertOutcome:
+        """Take the context back to `checkpoint_id` (the rest is kept in a rotated file), and
+        with `files` put back the files the agent changed since, where nobody else did."""
+        preview = self.revert_preview(checkpoint_id)
+        rotated = await asyncio.shield(self.context.revert_to(checkpoint_id))
+        restored: list[str] = []
+        conflicts = [p.path for p in preview.files if p.action in ("conflict", "missing")]
+        if files and self.env.journal is not None:
+            restored, conflicts = await asyncio.to_thread(
+                apply_file_revert, preview.files, self.env.journal
+            )
+        if self._denwa_renji is not None:
+            self._denwa_renji.set_n_checkpoints(self.context.n_checkpoints)
+        self.bus.send(
+            ev.ContextReverted(
+                checkpoint_id=checkpoint_id,
+                rotated_file=rotated.name,
+                reason="user",
+                files_restored=restored,
+                conflicts=conflicts,
+            )
+        )
+        self.bus.send(self.status())
+        return RevertOutcome(rotated, restored, conflicts, preview.next_user_text)
+
+    async def restore(self, source: Path) -> Path | None:
+        """Make the rotated context `source` live again; the current one is rotated first."""
+        rotated = await asyncio.shield(self.context.restore_from(source))
+        if self._denwa_renji is not None:
+            self._denwa_renji.set_n_checkpoints(self.context.n_checkpoints)
+        self.bus.send(
+            ev.ContextRestored(
+                from_file=source.name, rotated_file=rotated.name if rotated is not None else ""
+            )
+        )
+        self.bus.send(self.status())
+        return rotated
+
     # --- compaction ----------------------------------------------------------------------------
 
     async def compact(self, instruction: str | None = None, *, step: int = 0) -> bool:
@@ -540,3 +621,11 @@ class _RetryingProvider:
 
         for item in await self._soul._retry(self._step, read_all):
             yield item
+
+
+def _user_text_after(history: Sequence[Message], start: int) -> str:
+    """The first message of the user's own (not a `<system>` note) from `start` on."""
+    for message in history[start : start + 20]:
+        if message.role == "user" and not message.text.startswith("<system>"):
+            return message.text
+    return ""

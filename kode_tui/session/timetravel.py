@@ -1,0 +1,192 @@
+"""Time travel over a session's files: what a revert would undo, reading a rotated context
+without taking the session's lock, and comparing two contexts.
+
+Reverting "conversation and files" to checkpoint k undoes the `_file_edit`s after k, newest
+first (DESIGN.md §2). Per file that comes down to: if the file still has the content of the
+agent's newest edit, put back what it held before the agent's oldest edit after k; if it does
+not, someone changed it since, and it is a conflict that is reported and left alone.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import stat
+import tempfile
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Literal
+
+from kode_tui.fsutil import fsync_dir, write_all
+from kode_tui.message import (
+    CheckpointRecord,
+    FileEditRecord,
+    Message,
+    SystemPromptRecord,
+    UsageRecord,
+    parse_record,
+)
+from kode_tui.session.journal import FileJournal
+
+FileAction = Literal["restore", "delete", "conflict", "missing"]
+
+
+@dataclass(frozen=True, slots=True)
+class FilePlan:
+    """What reverting does to one file the agent edited after the checkpoint."""
+
+    path: str
+    """As the edit recorded it (relative to the work dir when inside it)."""
+    target: Path
+    action: FileAction
+    """`restore` its earlier content, `delete` a file the agent created, `conflict` (changed
+    since the agent's edit: left alone), `missing` (the earlier content is not in the blobs)."""
+    expected: str | None
+    """The sha256 the file must have now (the agent's newest edit), None: absent."""
+    restore_to: str | None
+    """The sha256 of the content put back, None: the file did not exist."""
+
+
+def plan_file_revert(
+    edits: Sequence[FileEditRecord], work_dir: Path, journal: FileJournal
+) -> list[FilePlan]:
+    """The plan for undoing `edits` (oldest first, as the context holds them), one per file."""
+    newest: dict[str, FileEditRecord] = {}
+    oldest: dict[str, FileEditRecord] = {}
+    for edit in edits:
+        oldest.setdefault(edit.path, edit)
+        newest[edit.path] = edit
+    plans = []
+    for path, last in newest.items():
+        first = oldest[path]
+        target = Path(path) if os.path.isabs(path) else work_dir / path
+        now = _hash_of(target)
+        if now != last.after:
+            action: FileAction = "conflict"
+        elif first.before is None:
+            action = "delete"
+        elif journal.blob(first.before) is None:
+            action = "missing"
+        else:
+            action = "restore"
+        plans.append(FilePlan(path, target, action, last.after, first.before))
+    return plans
+
+
+def apply_file_revert(
+    plans: Sequence[FilePlan], journal: FileJournal
+) -> tuple[list[str], list[str]]:
+    """Carry out a plan; (files restored or deleted, files left alone). Each file is checked
+    again just before it is written, so a change made meanwhile is a conflict too."""
+    restored: list[str] = []
+    skipped: list[str] = []
+    for plan in plans:
+        if plan.action in ("conflict", "missing") or _hash_of(plan.target) != plan.expected:
+            skipped.append(plan.path)
+            continue
+        if plan.action == "delete":
+            plan.target.unlink(missing_ok=True)
+        else:
+            assert plan.restore_to is not None
+            content = journal.blob(plan.restore_to)
+            if content is None:
+                skipped.append(plan.path)
+                continue
+            _replace(plan.target, content)
+        restored.append(plan.path)
+    return restored, skipped
+
+
+def _hash_of(path: Path) -> str | None:
+    try:
+        return hashlib.sha256(path.read_bytes()).hexdigest()
+    except (FileNotFoundError, IsADirectoryError, NotADirectoryError):
+        return None
+
+
+def _replace(path: Path, content: bytes) -> None:
+    """Write `content` over `path` atomically, keeping its mode (a user's file, not ours)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        mode: int | None = stat.S_IMODE(path.stat().st_mode)
+    except FileNotFoundError:
+        mode = None
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        try:
+            if mode is not None:
+                os.fchmod(fd, mode)
+            write_all(fd, content)
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+    fsync_dir(path.parent)
+
+
+# --- reading a context without opening it -------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class ContextSnapshot:
+    """A context file as it is on disk, read without the session's lock (for previews)."""
+
+    path: Path
+    messages: list[Message]
+    n_checkpoints: int
+    token_count: int
+    system_prompt: str | None
+    file_edits: list[FileEditRecord]
+    skipped_lines: int
+
+
+def read_snapshot(path: Path) -> ContextSnapshot:
+    """Read a context file; lines that are not records are counted and skipped."""
+    messages: list[Message] = []
+    edits: list[FileEditRecord] = []
+    checkpoints = tokens = skipped = 0
+    system_prompt: str | None = None
+    with path.open("rb") as file:
+        for line in file:
+            if not line.strip():
+                continue
+            try:
+                record = parse_record(json.loads(line))
+            except ValueError:
+                skipped += 1
+                continue
+            if isinstance(record, Message):
+                messages.append(record)
+            elif isinstance(record, CheckpointRecord):
+                checkpoints += 1
+            elif isinstance(record, UsageRecord):
+                tokens = record.token_count
+            elif isinstance(record, SystemPromptRecord):
+                system_prompt = record.content
+            elif isinstance(record, FileEditRecord):
+                edits.append(record)
+    return ContextSnapshot(path, messages, checkpoints, tokens, system_prompt, edits, skipped)
+
+
+@dataclass(frozen=True, slots=True)
+class Comparison:
+    """How two contexts differ: the messages they share at the start, and the rest of each."""
+
+    common: int
+    only_there: list[Message]
+    only_here: list[Message]
+
+
+def compare(there: Sequence[Message], here: Sequence[Message]) -> Comparison:
+    """Messages are equal when their JSON is; contexts share a prefix, then branch."""
+    common = 0
+    for a, b in zip(there, here, strict=False):
+        if a.to_json() != b.to_json():
+            break
+        common += 1
+    return Comparison(common, list(there[common:]), list(here[common:]))

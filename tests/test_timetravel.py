@@ -1,0 +1,175 @@
+"""Time travel in the engine: reverting the conversation and the files, restoring rotations."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+from kode_tui.config import Config, resolve_model
+from kode_tui.session import Context, Session
+from kode_tui.session.timetravel import compare, read_snapshot
+from kode_tui.soul.agent import open_agent
+from kode_tui.soul.llm.scripted import ScriptedProvider
+from kode_tui.wire import events as ev
+from tests.conftest import KIMI_FIXTURE
+
+from .session_helpers import records_on_disk
+
+
+def write(path: str, content: str) -> dict[str, object]:
+    return {"name": "WriteFile", "arguments": {"path": path, "content": content}}
+
+
+async def three_turns(project: Path) -> tuple[object, list[ev.Event]]:
+    """Turn 1 writes a.txt, turn 2 rewrites a.txt and creates b.txt, turn 3 only talks."""
+    (project / "a.txt").write_text("original a\n")
+    provider = ScriptedProvider(
+        [
+            {"tool_calls": [write("a.txt", "agent a 1\n")]},
+            {"text": "First done."},
+            {"tool_calls": [write("a.txt", "agent a 2\n"), write("b.txt", "new b\n")]},
+            {"text": "Second done."},
+            {"text": "Third: just talking."},
+        ]
+    )
+    session = await Session.create(project)
+    agent = await open_agent(
+        session, Config(), resolve_model(Config()), provider=provider, approval_override="yolo"
+    )
+    events: list[ev.Event] = []
+    agent.bus.subscribe(callback=events.append)
+    for text in ("first", "second", "third"):
+        assert (await agent.soul.run(text)).stop_reason == "done"
+    return agent, events
+
+
+def user_checkpoint(agent: object, text: str) -> int:
+    """The checkpoint right before the user's message `text`."""
+    soul = agent.soul  # type: ignore[attr-defined]
+    history = soul.context.history
+    for checkpoint in soul.context.checkpoints:
+        following = [m for m in history[checkpoint.message_index :] if m.role == "user"]
+        if following and following[0].text == "<system>CHECKPOINT %d</system>" % checkpoint.id:
+            following = following[1:]
+        if following and following[0].text == text:
+            return int(checkpoint.id)
+    raise AssertionError(f"no checkpoint before {text!r}")
+
+
+async def test_revert_with_files_puts_back_what_the_agent_changed(tmp_path: Path) -> None:
+    project = tmp_path / "project"
+    project.mkdir()
+    agent, events = await three_turns(project)
+    soul = agent.soul  # type: ignore[attr-defined]
+    k = user_checkpoint(agent, "second")
+
+    preview = soul.revert_preview(k)
+    assert {(p.path, p.action) for p in preview.files} == {
+        ("a.txt", "restore"),
+        ("b.txt", "delete"),
+    }
+    assert preview.next_user_text == "second" and preview.messages_leaving > 0
+
+    outcome = await soul.revert(k, files=True)
+    await agent.close()  # type: ignore[attr-defined]
+
+    assert (project / "a.txt").read_text() == "agent a 1\n"
+    assert not (project / "b.txt").exists()
+    assert sorted(outcome.files_restored) == ["a.txt", "b.txt"] and outcome.conflicts == []
+    assert outcome.next_user_text == "second"
+    live = agent.session.context_file.read_text()  # type: ignore[attr-defined]
+    assert '"second"' not in live and '"first"' in live
+    assert outcome.rotated_file.name == "context_1.jsonl"
+    note = json.loads(
+        (outcome.rotated_file.parent / "rotations.jsonl").read_text().splitlines()[-1]
+    )
+    assert note["reason"] == "revert"
+    reverted = [e for e in events if isinstance(e, ev.ContextReverted)]
+    assert reverted[-1].files_restored and reverted[-1].reason == "user"
+
+
+async def test_revert_of_the_conversation_only_leaves_files_alone(tmp_path: Path) -> None:
+    project = tmp_path / "project"
+    project.mkdir()
+    agent, _ = await three_turns(project)
+    k = user_checkpoint(agent, "first")
+
+    outcome = await agent.soul.revert(k)  # type: ignore[attr-defined]
+    await agent.close()  # type: ignore[attr-defined]
+
+    assert (project / "a.txt").read_text() == "agent a 2\n"
+    assert (project / "b.txt").read_text() == "new b\n"
+    assert outcome.files_restored == []
+
+
+async def test_a_file_changed_by_the_user_is_a_conflict_and_left_as_it_is(tmp_path: Path) -> None:
+    project = tmp_path / "project"
+    project.mkdir()
+    agent, _ = await three_turns(project)
+    (project / "a.txt").write_text("the user's own change\n")
+    k = user_checkpoint(agent, "first")
+
+    preview = agent.soul.revert_preview(k)  # type: ignore[attr-defined]
+    assert {(p.path, p.action) for p in preview.files} == {
+        ("a.txt", "conflict"),
+        ("b.txt", "delete"),
+    }
+    outcome = await agent.soul.revert(k, files=True)  # type: ignore[attr-defined]
+    await agent.close()  # type: ignore[attr-defined]
+
+    assert (project / "a.txt").read_text() == "the user's own change\n"
+    assert outcome.conflicts == ["a.txt"] and outcome.files_restored == ["b.txt"]
+    assert not (project / "b.txt").exists()
+
+
+async def test_restoring_a_kimi_rotation_and_back_ends_where_it_began(tmp_path: Path) -> None:
+    folder = tmp_path / "kimi-session"
+    shutil.copytree(KIMI_FIXTURE, folder)
+    before = (folder / "context.jsonl").read_bytes()
+    session = await Session.from_dir(folder)
+    agent = await open_agent(
+        session, Config(), resolve_model(Config()), provider=ScriptedProvider([])
+    )
+    soul = agent.soul
+
+    first = await soul.restore(folder / "context_1.jsonl")
+    assert first is not None
+    assert (folder / "context.jsonl").read_bytes() == (folder / "context_1.jsonl").read_bytes()
+    back = await soul.restore(first)
+    await agent.close()
+
+    assert (folder / "context.jsonl").read_bytes() == before
+    assert back is not None and back.name == "context_5.jsonl"
+    assert sorted(p.name for p in folder.glob("context_*.jsonl")) == [
+        f"context_{n}.jsonl" for n in range(1, 6)
+    ]
+
+
+async def test_fifty_reverts_and_restores_keep_every_record(tmp_path: Path) -> None:
+    project = tmp_path / "project"
+    project.mkdir()
+    agent, _ = await three_turns(project)
+    soul = agent.soul  # type: ignore[attr-defined]
+    directory = agent.session.dir  # type: ignore[attr-defined]
+    seen = records_on_disk(directory)
+    for round_number in range(25):
+        rotated = await soul.revert(soul.context.checkpoints[-1].id)
+        await soul.restore(rotated.rotated_file)
+        now = records_on_disk(directory)
+        assert seen <= now, f"round {round_number} lost records"
+        seen = now
+    await agent.close()  # type: ignore[attr-defined]
+    assert len(list(directory.glob("context_*.jsonl"))) == 50
+
+
+async def test_a_snapshot_is_read_without_the_lock_and_compared(tmp_path: Path) -> None:
+    folder = tmp_path / "kimi-session"
+    shutil.copytree(KIMI_FIXTURE, folder)
+    async with Context(folder / "context.jsonl") as live:
+        await live.restore()
+        snapshot = read_snapshot(folder / "context_1.jsonl")
+        comparison = compare(snapshot.messages, list(live.history))
+    assert snapshot.n_checkpoints >= 1 and snapshot.messages
+    assert comparison.common + len(comparison.only_there) == len(snapshot.messages)
+    assert comparison.only_here
