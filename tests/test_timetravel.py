@@ -50,7 +50,7 @@ def user_checkpoint(agent: object, text: str) -> int:
     history = soul.context.history
     for checkpoint in soul.context.checkpoints:
         following = [m for m in history[checkpoint.message_index :] if m.role == "user"]
-        if following and following[0].text == "<system>CHECKPOINT %d</system>" % checkpoint.id:
+        if following and following[0].text == f"<system>CHECKPOINT {checkpoint.id}</system>":
             following = following[1:]
         if following and following[0].text == text:
             return int(checkpoint.id)
