@@ -484,7 +484,11 @@ class KodeSoul:
             messages_leaving=len(history) - checkpoint.message_index,
             tokens_freed=max(0, context.token_count_with_pending - checkpoint.token_count),
             files=files,
-            next_user_text=_user_text_after(history, checkpoint.message_index),
+            next_user_text=_user_text_after(
+                history,
+                checkpoint.message_index,
+                _next_start(context.checkpoints, checkpoint_id, len(history)),
+            ),
         )
 
     async def revert(self, checkpoint_id: int, *, files: bool = False) -> RevertOutcome:
@@ -623,9 +627,16 @@ class _RetryingProvider:
             yield item
 
 
-def _user_text_after(history: Sequence[Message], start: int) -> str:
-    """The first message of the user's own (not a `<system>` note) from `start` on."""
-    for message in history[start : start + 20]:
+def _next_start(checkpoints: Sequence[Any], checkpoint_id: int, end: int) -> int:
+    """Where the messages after `checkpoint_id` stop: at the next checkpoint, or at `end`."""
+    later = [c.message_index for c in checkpoints if c.id > checkpoint_id]
+    return min(later, default=end)
+
+
+def _user_text_after(history: Sequence[Message], start: int, stop: int) -> str:
+    """The user's own message (not a `<system>` note) between the checkpoint and the next one:
+    what they typed at that point. A step's checkpoint has none."""
+    for message in history[start:stop]:
         if message.role == "user" and not message.text.startswith("<system>"):
             return message.text
     return ""

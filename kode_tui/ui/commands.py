@@ -32,6 +32,8 @@ COMMANDS: tuple[SlashCommand, ...] = (
     SlashCommand("/mode", "[ask|auto-edit|yolo]", "Cycle or set the approval mode"),
     SlashCommand("/theme", "[name]", "Pick a theme (live preview), or set one by name"),
     SlashCommand("/context", "[refresh]", "Show what the model is given"),
+    SlashCommand("/revert", "N", "Take the conversation (and files) back to checkpoint N"),
+    SlashCommand("/restore", "N", "Preview context_N.jsonl and make it live again"),
     SlashCommand("/title", "[text]", "Show or set the session title"),
     SlashCommand("/quit", "", "Quit kode-tui"),
 )

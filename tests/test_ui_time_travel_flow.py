@@ -1,0 +1,140 @@
+"""Reverting from the timeline and restoring from the History pane, as a user does it."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+from textual.pilot import Pilot
+
+from kode_tui.soul.llm.scripted import ScriptedProvider
+from kode_tui.ui.screens.timetravel import PreviewScreen, RevertDialog
+from kode_tui.ui.widgets.history import HistoryPane
+from kode_tui.ui.widgets.prompt import PromptInput
+from kode_tui.ui.widgets.timeline import CheckpointTimeline
+
+from .ui_helpers import make_app, ready, screen_text, send, turn_running, wait_for
+
+
+def write(path: str, content: str) -> dict[str, object]:
+    return {"name": "WriteFile", "arguments": {"path": path, "content": content}}
+
+
+SCRIPT = [
+    {"text": "Hello."},
+    {"tool_calls": [write("a.txt", "agent a\n")]},
+    {"text": "Wrote a."},
+    {"tool_calls": [write("b.txt", "agent b\n")]},
+    {"text": "Wrote b."},
+]
+
+
+@pytest.fixture
+def project(tmp_path: Path) -> Path:
+    project = tmp_path / "project"
+    project.mkdir()
+    (project / "a.txt").write_text("original a\n")
+    return project
+
+
+async def three_turns(pilot: Pilot[Any]) -> None:
+    app = pilot.app
+    await ready(pilot)
+    for text in ("hello", "write a", "write b"):
+        await send(pilot, text)
+        await wait_for(pilot, lambda: not turn_running(app))
+
+
+async def open_revert(pilot: Pilot[Any], checkpoint_id: int) -> None:
+    timeline = pilot.app.screen.query_one(CheckpointTimeline)
+    timeline.focus()
+    timeline.highlighted = timeline.checkpoint_ids.index(checkpoint_id)
+    await pilot.press("enter")
+    await wait_for(pilot, lambda: isinstance(pilot.app.screen, RevertDialog))
+
+
+def lines(path: Path) -> list[dict[str, Any]]:
+    return [json.loads(line) for line in path.read_text().splitlines()]
+
+
+async def test_f_reverts_the_conversation_and_the_files(project: Path) -> None:
+    app = make_app(project, ScriptedProvider(SCRIPT), yolo=True)
+    async with app.run_test(size=(140, 40)) as pilot:
+        await three_turns(pilot)
+        assert (project / "a.txt").read_text() == "agent a\n"
+        await open_revert(pilot, 1)
+        assert "a.txt" in screen_text(app) and "b.txt" in screen_text(app)
+        await pilot.press("f")
+        await wait_for(pilot, lambda: not isinstance(app.screen, RevertDialog))
+        history = app.screen.query_one(HistoryPane)
+        await wait_for(pilot, lambda: len(history.paths) == 1)
+
+    assert (project / "a.txt").read_text() == "original a\n"
+    assert not (project / "b.txt").exists()
+    session = app.session
+    assert session is not None
+    live = lines(session.context_file)
+    assert [r["id"] for r in live if r["role"] == "_checkpoint"] == [0]
+    assert [r["content"] for r in live if r["role"] == "user"][-1] == "hello"
+    rotated = session.dir / "context_1.jsonl"
+    assert '"write b"' in rotated.read_text()
+    note = json.loads((session.dir / "rotations.jsonl").read_text().splitlines()[-1])
+    assert note["reason"] == "revert"
+
+
+async def test_c_reverts_the_conversation_only_and_refills_the_prompt(project: Path) -> None:
+    app = make_app(project, ScriptedProvider(SCRIPT), yolo=True)
+    async with app.run_test(size=(140, 40)) as pilot:
+        await three_turns(pilot)
+        await open_revert(pilot, 2)  # the checkpoint before "write a"
+        await pilot.press("c")
+        await wait_for(pilot, lambda: app.screen.query_one(PromptInput).text == "write a")
+    assert (project / "a.txt").read_text() == "agent a\n"
+    assert (project / "b.txt").read_text() == "agent b\n"
+
+
+async def test_escape_cancels_a_revert(project: Path) -> None:
+    app = make_app(project, ScriptedProvider(SCRIPT), yolo=True)
+    async with app.run_test(size=(140, 40)) as pilot:
+        await three_turns(pilot)
+        await open_revert(pilot, 1)
+        await pilot.press("escape")
+        await wait_for(pilot, lambda: not isinstance(app.screen, RevertDialog))
+    assert app.session is not None
+    assert not (app.session.dir / "context_1.jsonl").exists()
+
+
+async def test_a_user_change_is_a_conflict_and_is_left_alone(project: Path) -> None:
+    app = make_app(project, ScriptedProvider(SCRIPT), yolo=True)
+    async with app.run_test(size=(140, 40)) as pilot:
+        await three_turns(pilot)
+        (project / "a.txt").write_text("mine now\n")
+        await open_revert(pilot, 1)
+        assert "conflict" in screen_text(app)
+        await pilot.press("f")
+        await wait_for(pilot, lambda: not isinstance(app.screen, RevertDialog))
+        await wait_for(pilot, lambda: not (project / "b.txt").exists())
+    assert (project / "a.txt").read_text() == "mine now\n"
+    assert not (project / "b.txt").exists()
+
+
+async def test_restore_from_the_history_pane_after_a_preview(project: Path) -> None:
+    app = make_app(project, ScriptedProvider(SCRIPT), yolo=True)
+    async with app.run_test(size=(140, 40)) as pilot:
+        await three_turns(pilot)
+        await open_revert(pilot, 2)
+        await pilot.press("c")
+        history = app.screen.query_one(HistoryPane)
+        await wait_for(pilot, lambda: len(history.paths) == 1)
+        await send(pilot, "/restore 1")
+        await wait_for(pilot, lambda: isinstance(app.screen, PreviewScreen))
+        assert "write b" in screen_text(app)
+        await pilot.press("r")
+        await pilot.press("y")
+        await wait_for(pilot, lambda: not isinstance(app.screen, PreviewScreen))
+        await wait_for(pilot, lambda: len(history.paths) == 2)
+        assert "Wrote b." in screen_text(app)
+    assert app.session is not None
+    assert '"write b"' in app.session.context_file.read_text()
