@@ -595,11 +595,109 @@ class KodeApp(App[None]):
     def on_checkpoint_timeline_revert_requested(
         self, event: CheckpointTimeline.RevertRequested
     ) -> None:
-        self.notify(
-            f"Checkpoint {event.checkpoint_id}: reverting from the timeline comes with time "
-            "travel.",
-            timeout=4,
-        )
+        self._revert(event.checkpoint_id)
 
     def on_history_pane_preview_requested(self, event: HistoryPane.PreviewRequested) -> None:
-        self.notify(f"{event.path.name}: previews come with time travel.", timeout=4)
+        self._preview(event.path)
+
+    # --- time travel ---------------------------------------------------------------------------
+
+    @work(exclusive=True, group="time-travel", exit_on_error=False)
+    async def _revert(self, checkpoint_id: int) -> None:
+        """Ask what reverting to `checkpoint_id` should take back, then do it."""
+        from kode_tui.ui.screens.timetravel import RevertDialog
+        from kode_tui.ui.widgets.prompt import PromptInput
+
+        if self._busy():
+            return
+        assert self.agent is not None
+        soul = self.agent.soul
+        try:
+            preview = soul.revert_preview(checkpoint_id)
+        except ValueError as error:
+            self.notify(f"{error}.", severity="warning")
+            return
+        label = preview.next_user_text.splitlines()[0] if preview.next_user_text else ""
+        choice = await self.push_screen_wait(
+            RevertDialog(
+                checkpoint_id,
+                label,
+                preview.messages_leaving,
+                preview.tokens_freed,
+                preview.files,
+                preview.next_user_text,
+            )
+        )
+        if choice is None:
+            return
+        outcome = await soul.revert(checkpoint_id, files=choice == "files")
+        await self._reload_conversation()
+        prompt = self.screen.query_one(PromptInput)
+        prompt.text = outcome.next_user_text
+        prompt.focus()
+        parts = [
+            f"Reverted to checkpoint {checkpoint_id}; {outcome.rotated_file.name} keeps the rest."
+        ]
+        if outcome.files_restored:
+            parts.append(f"Restored {len(outcome.files_restored)} file(s).")
+        if choice == "files" and outcome.conflicts:
+            parts.append(f"Left alone (changed since): {', '.join(outcome.conflicts)}.")
+        self.notify(
+            " ".join(parts), timeout=8, severity="warning" if outcome.conflicts else "information"
+        )
+
+    @work(exclusive=True, group="time-travel", exit_on_error=False)
+    async def _preview(self, path: Path) -> None:
+        """Show a rotated context read-only; restore it when the user says so."""
+        from kode_tui.session.timetravel import read_snapshot
+        from kode_tui.ui.screens.timetravel import PreviewScreen
+
+        if self.agent is None:
+            return
+        context = self.agent.context
+        try:
+            snapshot = await asyncio.to_thread(read_snapshot, path)
+        except OSError as error:
+            self.notify(f"Cannot read {path.name}: {error.strerror or error}", severity="error")
+            return
+        rotation = next((r for r in context.rotations() if r.path.name == path.name), None)
+        wire_file = self.session.wire_file if self.session is not None else None
+        restore = await self.push_screen_wait(
+            PreviewScreen(snapshot, rotation, list(context.history), wire_file=wire_file)
+        )
+        if not restore or self._busy():
+            return
+        rotated = await self.agent.soul.restore(path)
+        await self._reload_conversation()
+        kept = f"; the previous one is kept as {rotated.name}" if rotated is not None else ""
+        self.notify(f"Restored {path.name}{kept}.", timeout=6)
+
+    async def _reload_conversation(self) -> None:
+        from kode_tui.ui.widgets.conversation import Conversation
+
+        if self.agent is None or not self._attached():
+            return
+        conversation = self.screen.query_one(Conversation)
+        await conversation.clear()
+        session = self.session
+        await conversation.load_history(
+            self.agent.context.history, session.wire_file if session is not None else None
+        )
+
+    async def _cmd_revert(self, argument: str) -> None:
+        if not argument.isdigit():
+            self.notify("/revert N: N is a checkpoint of the timeline.", severity="warning")
+            return
+        self._revert(int(argument))
+
+    async def _cmd_restore(self, argument: str) -> None:
+        if self.agent is None:
+            return
+        name = argument if argument.endswith(".jsonl") else f"context_{argument}.jsonl"
+        path = self.agent.context.path.with_name(name)
+        if not argument or not path.is_file():
+            self.notify(
+                "/restore N: N is a rotated context of the History pane.", severity="warning"
+            )
+            return
+        self._preview(path)

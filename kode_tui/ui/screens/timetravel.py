@@ -1,0 +1,443 @@
+"""Time travel, as the user sees it: the question asked before a revert, and the read-only
+preview of a rotated context with "restore this context".
+
+Both screens only ask: they dismiss with the user's answer and the App does the revert or the
+restore (DESIGN.md §10). What they show comes from `kode_tui.session.timetravel`: the file plan
+of a revert, and a snapshot of a rotated file read without the session's lock.
+"""
+
+from __future__ import annotations
+
+import re
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import ClassVar, Literal
+
+from textual import on
+from textual.app import ComposeResult
+from textual.binding import Binding, BindingType
+from textual.containers import Horizontal, Vertical, VerticalScroll
+from textual.content import Content
+from textual.reactive import reactive
+from textual.screen import ModalScreen, Screen
+from textual.widgets import Button, Footer, Static
+
+from kode_tui.message import Message, TextPart
+from kode_tui.session.rotation import Rotation
+from kode_tui.session.timetravel import ContextSnapshot, FileAction, FilePlan, compare
+from kode_tui.ui.widgets.conversation import USER_MARK, Conversation
+from kode_tui.ui.widgets.gauge import short_tokens
+from kode_tui.ui.widgets.history import age_text, reason_text
+from kode_tui.wire import WireBus
+
+RevertChoice = Literal["conversation", "files"]
+"""Revert the conversation only, or the conversation and the files the agent changed."""
+
+PROMPT_TEXT_CHARS = 60
+"""How much of the user's message the revert dialog quotes."""
+COMPARED_SHOWN = 5
+"""Messages listed under each side of the comparison."""
+COMPARED_CHARS = 60
+
+_RESTORABLE: frozenset[FileAction] = frozenset(("restore", "delete"))
+_SYSTEM_TAGS = re.compile(r"</?system>")
+_ROLE_MARKS = {"user": USER_MARK, "assistant": "●", "tool": "↳", "system": "◆"}
+
+
+def _plural(count: int, word: str) -> str:
+    return f"{count} {word}" if count == 1 else f"{count} {word}s"
+
+
+def shorten(text: str, limit: int) -> str:
+    """The first non-empty line of `text`, cut to `limit` characters with "…" (also when
+    lines were left out)."""
+    lines = [line.strip() for line in text.strip().splitlines()]
+    first = next((line for line in lines if line), "")
+    if len(first) > limit:
+        return first[: limit - 1].rstrip() + "…"
+    return first + ("…" if len(lines) > 1 else "")
+
+
+def file_row(plan: FilePlan) -> Content:
+    """One line of the revert dialog: what reverting does to a file, and why."""
+    if plan.action == "restore":
+        return Content.assemble(("✔ restore ", "$text-success"), " ", plan.path)
+    if plan.action == "delete":
+        return Content.assemble(
+            ("✔ delete  ", "$text-success"), " ", plan.path, (" (the agent created it)", "dim")
+        )
+    if plan.action == "conflict":
+        return Content.assemble(
+            ("⚠ conflict", "$text-warning"),
+            " ",
+            plan.path,
+            (" — changed since the agent's edit, will be left as it is", "dim"),
+        )
+    return Content.assemble(
+        ("⚠ missing ", "$text-warning"),
+        " ",
+        plan.path,
+        (" — its earlier content was not saved", "dim"),
+    )
+
+
+# --- Revert ---------------------------------------------------------------------------------------
+
+_REVERT = Binding.Group("Revert")
+
+
+class RevertDialog(ModalScreen[RevertChoice | None]):
+    """Ask how to revert to a checkpoint; dismissed with "conversation", "files" or None.
+
+    `files` is the plan of the files the agent changed after the checkpoint
+    (`plan_file_revert`); "files" is offered only when some of them can be restored.
+    """
+
+    HELP: ClassVar[str] = """\
+## Revert
+
+Going back to a checkpoint takes the messages after it out of the live context. They are not
+deleted: the whole context is kept as a rotated `context_N.jsonl` (see History), and your
+message from that point goes back into the prompt to edit and send again.
+
+- **c** reverts the conversation only: files stay as they are.
+- **f** also puts back the files the agent changed after the checkpoint. A file changed since
+  the agent's edit is a *conflict*: it is left alone, never overwritten.
+- **Esc** cancels.
+"""
+
+    CSS_PATH = "timetravel.tcss"
+
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding(
+            "c",
+            "choose('conversation')",
+            "Conversation only",
+            id="revert.conversation",
+            group=_REVERT,
+        ),
+        Binding("f", "choose('files')", "Conversation and files", id="revert.files", group=_REVERT),
+        Binding("escape", "cancel", "Cancel", id="revert.cancel", group=_REVERT),
+    ]
+
+    def __init__(
+        self,
+        checkpoint_id: int,
+        label: str,
+        messages_leaving: int,
+        tokens_freed: int,
+        files: Sequence[FilePlan],
+        next_user_text: str,
+    ) -> None:
+        super().__init__()
+        self.checkpoint_id = checkpoint_id
+        self.label = label
+        self.messages_leaving = messages_leaving
+        self.tokens_freed = tokens_freed
+        self.files = list(files)
+        self.next_user_text = next_user_text
+
+    @property
+    def can_restore_files(self) -> bool:
+        """Whether any file would be restored or deleted (else there is no "files" choice)."""
+        return any(plan.action in _RESTORABLE for plan in self.files)
+
+    def compose(self) -> ComposeResult:
+        with Vertical(id="revert-dialog"):
+            yield Static(
+                f"Revert to checkpoint {self.checkpoint_id}: {self.label}",
+                id="revert-title",
+                markup=False,
+            )
+            yield Static(
+                f"{_plural(self.messages_leaving, 'message')} "
+                f"(~{short_tokens(self.tokens_freed)} tokens) leave the live context. "
+                "They are kept in a rotated file: nothing is lost.",
+                id="revert-summary",
+                markup=False,
+            )
+            if prompt_text := shorten(self.next_user_text, PROMPT_TEXT_CHARS):
+                yield Static(
+                    f"Your message from that point ('{prompt_text}') goes back into the prompt "
+                    "to edit and resend.",
+                    id="revert-prompt",
+                    markup=False,
+                )
+            if self.files:
+                yield Static(
+                    f"The agent changed {_plural(len(self.files), 'file')} after this checkpoint:",
+                    id="revert-files-heading",
+                    markup=False,
+                )
+                yield Static(
+                    Content("\n").join(file_row(plan) for plan in self.files), id="revert-files"
+                )
+            if not self.can_restore_files:
+                yield Static("No files to restore.", id="revert-no-files")
+            yield Static(self._keys_text(), id="revert-keys")
+            with Horizontal(id="revert-buttons"):
+                yield Button(
+                    "Conversation only", variant="primary", id="revert-conversation", compact=True
+                )
+                if self.can_restore_files:
+                    yield Button(
+                        "Conversation and files",
+                        variant="warning",
+                        id="revert-with-files",
+                        compact=True,
+                    )
+                yield Button("Cancel", id="revert-cancel", compact=True)
+
+    def _keys_text(self) -> Content:
+        keys = [("c", "revert the conversation only (files stay as they are)")]
+        if self.can_restore_files:
+            keys.append(("f", "revert the conversation and restore the files"))
+        keys.append(("Esc", "cancel"))
+        return Content("\n").join(
+            Content.assemble((f"{key:<4}", "bold $text-accent"), text) for key, text in keys
+        )
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        if action == "choose" and parameters == ("files",):
+            return self.can_restore_files
+        return True
+
+    def action_choose(self, choice: RevertChoice) -> None:
+        """Revert, to the conversation only or to the files too."""
+        self.dismiss(choice)
+
+    def action_cancel(self) -> None:
+        """Leave the context as it is."""
+        self.dismiss(None)
+
+    @on(Button.Pressed, "#revert-conversation")
+    def _conversation_pressed(self, event: Button.Pressed) -> None:
+        event.stop()
+        self.action_choose("conversation")
+
+    @on(Button.Pressed, "#revert-with-files")
+    def _files_pressed(self, event: Button.Pressed) -> None:
+        event.stop()
+        self.action_choose("files")
+
+    @on(Button.Pressed, "#revert-cancel")
+    def _cancel_pressed(self, event: Button.Pressed) -> None:
+        event.stop()
+        self.action_cancel()
+
+
+# --- Preview --------------------------------------------------------------------------------------
+
+
+def message_line(message: Message) -> Content:
+    """A message in one short line, marked with its role: what the comparison lists."""
+    # Parts on their own lines: a tool result's status line and its output are two parts.
+    text = "\n".join(part.text for part in message.parts if isinstance(part, TextPart))
+    text = _SYSTEM_TAGS.sub("", text)
+    if not text.strip() and message.tool_calls:
+        text = ", ".join(call.function.name for call in message.tool_calls)
+    mark = _ROLE_MARKS.get(message.role, "·")
+    line = shorten(text, COMPARED_CHARS) or "(empty)"
+    return Content.assemble((f"{mark} ", "$text-muted"), line)
+
+
+def _compared_lines(messages: Sequence[Message]) -> list[Content]:
+    lines = [Content.assemble("  ", message_line(m)) for m in messages[:COMPARED_SHOWN]]
+    if len(messages) > COMPARED_SHOWN:
+        more = f"… {len(messages) - COMPARED_SHOWN} more"
+        lines.append(Content.assemble("  ", (more, "dim italic")))
+    return lines
+
+
+class PreviewScreen(Screen[bool]):
+    """A rotated context, read-only: its conversation and how it differs from the live one.
+
+    Dismissed with True when the user confirms "restore this context", else False.
+    `rotation` is what rotations.jsonl says of the file (None: nothing known); `now` fixes
+    the clock its age is measured against (tests); `wire_file` lets tool calls show their
+    diffs and briefs.
+    """
+
+    HELP: ClassVar[str] = """\
+## Preview of a rotated context
+
+An earlier generation of this session's context, as it is on disk; nothing here changes it.
+The panel on the right compares it with the live context: the messages both start with, and
+what only each of them holds.
+
+- **r** restores this context: it becomes the live one again, and the live context is kept as
+  a new rotated file, so nothing is lost. **y** confirms, **n** thinks again.
+- **Esc** or **q** closes the preview.
+"""
+
+    CSS_PATH = "timetravel.tcss"
+
+    # Not `group=`: the footer shows a group's keys under one label, and each of these keys
+    # needs its own words. F1 help groups them under this title instead.
+    BINDING_GROUP_TITLE = "Preview"
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("r", "restore", "Restore this context", id="preview.restore"),
+        Binding("y", "confirm", "Yes, restore", id="preview.confirm"),
+        Binding("n", "cancel_restore", "No", id="preview.cancel"),
+        Binding("escape,q", "close", "Close", id="preview.close"),
+    ]
+
+    confirming: reactive[bool] = reactive(False, bindings=True)
+    """Whether the screen is asking "restore this context?"."""
+
+    def __init__(
+        self,
+        snapshot: ContextSnapshot,
+        rotation: Rotation | None,
+        live_messages: Sequence[Message],
+        *,
+        now: float | None = None,
+        wire_file: Path | None = None,
+    ) -> None:
+        super().__init__()
+        self.snapshot = snapshot
+        self.rotation = rotation
+        self.comparison = compare(snapshot.messages, live_messages)
+        self._now = now
+        self._wire_file = wire_file
+
+    @property
+    def name_shown(self) -> str:
+        """The file's name, as the screen calls it."""
+        return self.snapshot.path.name
+
+    def compose(self) -> ComposeResult:
+        with Vertical(id="preview-top"):
+            yield Static(self._header_text(), id="preview-header", markup=False)
+            if compacted := self._compaction_text():
+                yield Static(compacted, id="preview-compaction", markup=False)
+        with Horizontal(id="preview-body"):
+            yield Conversation(WireBus(), id="preview-conversation")
+            with VerticalScroll(id="preview-compare") as panel:
+                panel.border_title = "Compared with the live context"
+                yield Static(self._comparison_text(), id="preview-comparison")
+        yield Static(
+            Content.assemble(
+                f"Restore {self.name_shown}? The live context is kept as a new rotated file.  ",
+                ("y", "bold"),
+                " restore · ",
+                ("n", "bold"),
+                " cancel",
+            ),
+            id="preview-confirm",
+        )
+        yield Footer()
+
+    async def on_mount(self) -> None:
+        conversation = self.query_one(Conversation)
+        conversation.border_title = "Conversation (read-only)"
+        conversation.focus()
+        await conversation.load_history(self.snapshot.messages, self._wire_file)
+
+    def _header_text(self) -> str:
+        snapshot, rotation = self.snapshot, self.rotation
+        facts = [self.name_shown]
+        if rotation is not None:
+            facts.append(reason_text(rotation))
+            when = rotation.time if rotation.time is not None else rotation.mtime
+            now = self._now if self._now is not None else time.time()
+            facts.append(age_text(max(0.0, now - when)))
+        facts += [
+            _plural(snapshot.n_checkpoints, "checkpoint"),
+            f"{short_tokens(snapshot.token_count)} tokens",
+            _plural(len(snapshot.messages), "message"),
+        ]
+        return " · ".join(facts)
+
+    def _compaction_text(self) -> str | None:
+        rotation = self.rotation
+        if rotation is None or rotation.reason != "compaction":
+            return None
+        before = rotation.info.get("tokens_before", rotation.tokens)
+        after = rotation.info.get("tokens_after")
+        if not isinstance(before, int) or not isinstance(after, int):
+            return None
+        strategy = rotation.info.get("strategy")
+        by = f" by {strategy}" if isinstance(strategy, str) and strategy else ""
+        return f"compacted {short_tokens(before)} → {short_tokens(after)}{by}"
+
+    def _comparison_text(self) -> Content:
+        comparison = self.comparison
+        lines = [
+            Content.styled(f"{_plural(comparison.common, 'message')} in common", "bold"),
+            Content(""),
+            Content.styled(f"{len(comparison.only_there)} only here (this file)", "bold"),
+            *_compared_lines(comparison.only_there),
+            Content(""),
+            Content.styled(f"{len(comparison.only_here)} only in the live context", "bold"),
+            *_compared_lines(comparison.only_here),
+        ]
+        return Content("\n").join(lines)
+
+    def watch_confirming(self, confirming: bool) -> None:
+        self.set_class(confirming, "-confirming")
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        if action == "restore":
+            return not self.confirming
+        if action in ("confirm", "cancel_restore"):
+            return self.confirming
+        return True
+
+    def action_restore(self) -> None:
+        """Ask whether to restore this context."""
+        self.confirming = True
+
+    def action_confirm(self) -> None:
+        """Restore it: the App makes this file the live context."""
+        self.dismiss(True)
+
+    def action_cancel_restore(self) -> None:
+        """Keep looking instead of restoring."""
+        self.confirming = False
+
+    def action_close(self) -> None:
+        """Close the preview; while asking, Esc and q only take the question back."""
+        if self.confirming:
+            self.confirming = False
+        else:
+            self.dismiss(False)
+
+
+if __name__ == "__main__":
+    import sys
+
+    from textual.app import App
+
+    from kode_tui.session.rotation import list_rotations
+    from kode_tui.session.timetravel import read_snapshot
+
+    class _Demo(App[None]):
+        """`python -m kode_tui.ui.screens.timetravel [SESSION_DIR]`: the revert dialog, then
+        a preview of the session's first rotated context."""
+
+        def on_mount(self) -> None:
+            files = [
+                FilePlan("hello.py", Path("hello.py"), "restore", None, "a"),
+                FilePlan("greet.py", Path("greet.py"), "delete", None, None),
+                FilePlan("README.md", Path("README.md"), "conflict", None, "b"),
+            ]
+            dialog = RevertDialog(
+                3, "WriteFile hello.py", 12, 4100, files, "Create hello.py with a greeting"
+            )
+            self.push_screen(dialog, self._preview)
+
+        def _preview(self, choice: RevertChoice | None) -> None:
+            self.notify(f"revert: {choice}")
+            folder = Path(sys.argv[1]) if len(sys.argv) > 1 else Path("tests/fixtures/kimi-session")
+            live = folder / "context.jsonl"
+            rotations = list_rotations(live)
+            if rotations:
+                live_messages = read_snapshot(live).messages
+                screen = PreviewScreen(
+                    read_snapshot(rotations[0].path), rotations[0], live_messages
+                )
+                self.push_screen(screen, lambda restore: self.notify(f"restore: {restore}"))
+
+    _Demo().run()

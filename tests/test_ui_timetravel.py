@@ -1,0 +1,252 @@
+"""The revert dialog and the preview of a rotated context, driven as a user would."""
+
+from __future__ import annotations
+
+import html
+import re
+import shutil
+from pathlib import Path
+from typing import Any, Generic, TypeVar
+
+import pytest
+from textual.app import App
+from textual.pilot import Pilot
+from textual.screen import Screen
+from textual.widgets import Static
+
+from kode_tui.message import Message
+from kode_tui.session.rotation import Rotation
+from kode_tui.session.timetravel import ContextSnapshot, FilePlan, read_snapshot
+from kode_tui.ui.screens.timetravel import PreviewScreen, RevertDialog
+from kode_tui.ui.widgets.conversation import USER_MARK, Conversation, UserBlock
+from tests.conftest import KIMI_FIXTURE
+
+ResultT = TypeVar("ResultT")
+
+ROTATED_AT = 1_700_000_000.0
+"""A fixed rotation time, so that the age on screen does not depend on the clock."""
+
+
+class Host(App[None], Generic[ResultT]):
+    """Pushes one screen and records what it is dismissed with."""
+
+    def __init__(self, screen: Screen[ResultT]) -> None:
+        super().__init__()
+        self.pushed = screen
+        self.results: list[ResultT | None] = []
+
+    def on_mount(self) -> None:
+        self.push_screen(self.pushed, self.results.append)
+
+
+def screen_text(app: App[Any]) -> str:
+    svg = app.export_screenshot()
+    return html.unescape(re.sub(r"<[^>]+>", "", svg)).replace("\xa0", " ")
+
+
+def static_text(app: App[Any]) -> str:
+    """The text of the screen's Statics, unwrapped (sentences stay whole)."""
+    return "\n".join(str(static.render()) for static in app.screen.query(Static))
+
+
+def plan(path: str, action: Any) -> FilePlan:
+    return FilePlan(path, Path("/nowhere") / path, action, "after", "before")
+
+
+MIXED_FILES = [
+    plan("hello.py", "restore"),
+    plan("greet.py", "delete"),
+    plan("README.md", "conflict"),
+]
+
+
+def revert_dialog(files: list[FilePlan]) -> RevertDialog:
+    return RevertDialog(
+        3,
+        "WriteFile hello.py",
+        12,
+        4100,
+        files,
+        "Create hello.py that prints a friendly greeting to whoever runs it\nthen run it",
+    )
+
+
+# --- Revert dialog --------------------------------------------------------------------------------
+
+
+async def test_revert_dialog_explains_what_leaves_and_what_each_file_becomes() -> None:
+    app: Host[Any] = Host(revert_dialog(MIXED_FILES))
+    async with app.run_test(size=(110, 36)) as pilot:
+        await pilot.pause()
+        text = static_text(app)
+    assert "Revert to checkpoint 3: WriteFile hello.py" in text
+    assert "12 messages (~4.1k tokens) leave the live context." in text
+    assert "nothing is lost" in text
+    assert "('Create hello.py that prints a friendly greeting to whoever…')" in text
+    assert "The agent changed 3 files after this checkpoint:" in text
+    assert "✔ restore  hello.py" in text
+    assert "✔ delete   greet.py (the agent created it)" in text
+    assert "⚠ conflict README.md — changed since the agent's edit, will be left as it is" in text
+    assert "revert the conversation and restore the files" in text
+    assert "No files to restore" not in text
+
+
+@pytest.mark.parametrize(
+    ("key", "expected"), [("c", "conversation"), ("f", "files"), ("escape", None)]
+)
+async def test_revert_dialog_keys_answer(key: str, expected: str | None) -> None:
+    app: Host[Any] = Host(revert_dialog(MIXED_FILES))
+    async with app.run_test() as pilot:
+        await pilot.pause()
+        await pilot.press(key)
+        await pilot.pause()
+        assert app.results == [expected]
+        assert not isinstance(app.screen, RevertDialog)
+
+
+async def test_revert_dialog_buttons_answer_too() -> None:
+    app: Host[Any] = Host(revert_dialog(MIXED_FILES))
+    async with app.run_test(size=(110, 36)) as pilot:
+        await pilot.pause()
+        await pilot.click("#revert-with-files")
+        await pilot.pause()
+        assert app.results == ["files"]
+
+
+@pytest.mark.parametrize(
+    "files",
+    [[], [plan("README.md", "conflict"), plan("old.txt", "missing")]],
+    ids=["none", "none restorable"],
+)
+async def test_revert_dialog_offers_no_file_restore_without_restorable_files(
+    files: list[FilePlan],
+) -> None:
+    app: Host[Any] = Host(revert_dialog(files))
+    async with app.run_test(size=(110, 36)) as pilot:
+        await pilot.pause()
+        text = screen_text(app)
+        assert "No files to restore" in text
+        assert "restore the files" not in text
+        assert not app.screen.query("#revert-with-files")
+        await pilot.press("f")
+        await pilot.pause()
+        assert app.results == []
+        await pilot.press("c")
+        await pilot.pause()
+        assert app.results == ["conversation"]
+    if files:
+        assert "⚠ missing  old.txt — its earlier content was not saved" in text
+    else:
+        assert "The agent changed" not in text
+
+
+# --- Preview --------------------------------------------------------------------------------------
+
+
+def fixture_snapshot(folder: Path) -> tuple[ContextSnapshot, list[Message]]:
+    """The fixture's context_1.jsonl (read from a copy) and its live context's messages."""
+    for name in ("context.jsonl", "context_1.jsonl"):
+        shutil.copy(KIMI_FIXTURE / name, folder / name)
+    return read_snapshot(folder / "context_1.jsonl"), read_snapshot(
+        folder / "context.jsonl"
+    ).messages
+
+
+def compaction_rotation(path: Path) -> Rotation:
+    return Rotation(
+        path,
+        1,
+        size=1000,
+        mtime=ROTATED_AT,
+        reason="compaction",
+        time=ROTATED_AT,
+        tokens=48_000,
+        info={"tokens_before": 48_000, "tokens_after": 3_000, "strategy": "LLMSummaryCompaction"},
+    )
+
+
+def preview(folder: Path) -> PreviewScreen:
+    snapshot, live = fixture_snapshot(folder)
+    return PreviewScreen(snapshot, compaction_rotation(snapshot.path), live, now=ROTATED_AT + 300)
+
+
+async def test_preview_shows_the_rotated_conversation_and_how_it_differs(tmp_path: Path) -> None:
+    app: Host[bool] = Host(preview(tmp_path))
+    async with app.run_test(size=(120, 36)) as pilot:
+        await pilot.pause()
+        conversation = app.screen.query_one(Conversation)
+        users = [str(block.render()) for block in conversation.query(UserBlock)]
+        text = screen_text(app)
+    assert any("Create hello.py" in user for user in users)
+    assert any("Read big.txt and summarise it" in user for user in users)
+    assert (
+        "context_1.jsonl · compaction 48k→3k · 5m ago · 7 checkpoints · 4.1k tokens · 11 messages"
+        in text
+    )
+    assert "compacted 48k → 3k by LLMSummaryCompaction" in text
+    assert "Compared with the live context" in text
+    assert "0 messages in common" in text
+    assert "11 only here (this file)" in text
+    assert "6 only in the live context" in text
+    assert f"{USER_MARK} What did we do so far?" in text
+
+
+async def test_preview_restores_only_after_yes(tmp_path: Path) -> None:
+    app: Host[bool] = Host(preview(tmp_path))
+    async with app.run_test(size=(120, 36)) as pilot:
+        await pilot.pause()
+        await pilot.press("r")
+        await pilot.pause()
+        assert (
+            "Restore context_1.jsonl? The live context is kept as a new rotated file."
+            in screen_text(app)
+        )
+        await pilot.press("n")
+        await pilot.pause()
+        assert app.results == []
+        assert "Restore context_1.jsonl?" not in screen_text(app)
+        await pilot.press("y")  # not asked: nothing to confirm
+        await pilot.pause()
+        assert app.results == []
+        await pilot.press("r", "y")
+        await pilot.pause()
+        assert app.results == [True]
+
+
+async def test_preview_escape_closes_without_restoring(tmp_path: Path) -> None:
+    app: Host[bool] = Host(preview(tmp_path))
+    async with app.run_test() as pilot:
+        await pilot.pause()
+        await pilot.press("escape")
+        await pilot.pause()
+        assert app.results == [False]
+
+
+async def test_preview_without_a_rotation_note_shows_what_the_file_says(tmp_path: Path) -> None:
+    snapshot, live = fixture_snapshot(tmp_path)
+    app: Host[bool] = Host(PreviewScreen(snapshot, None, live))
+    async with app.run_test(size=(120, 36)) as pilot:
+        await pilot.pause()
+        text = screen_text(app)
+    assert "context_1.jsonl · 7 checkpoints · 4.1k tokens · 11 messages" in text
+    assert "compacted 48k" not in text
+
+
+# --- Snapshots ------------------------------------------------------------------------------------
+
+
+async def _settle(pilot: Pilot[Any]) -> None:
+    await pilot.pause()
+    await pilot.wait_for_scheduled_animations()
+    await pilot.pause()
+
+
+def test_snapshot_revert_dialog_with_files_and_a_conflict(snap_compare: Any) -> None:
+    app: Host[Any] = Host(revert_dialog([*MIXED_FILES, plan("notes.txt", "missing")]))
+    assert snap_compare(app, run_before=_settle, terminal_size=(110, 34))
+
+
+def test_snapshot_preview_of_a_compaction(tmp_path: Path, snap_compare: Any) -> None:
+    # The screen shows the file's name only, never the temp folder it was copied to.
+    app: Host[bool] = Host(preview(tmp_path))
+    assert snap_compare(app, run_before=_settle, terminal_size=(120, 36))
