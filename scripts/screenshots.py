@@ -175,12 +175,49 @@ async def light(project: Path) -> None:
         app.save_screenshot("light.svg", str(OUT))
 
 
+async def revert(project: Path) -> None:
+    app = app_for(project, TOUR, yolo=True)
+    async with app.run_test(size=SIZE) as pilot:
+        await ready(pilot)
+        await send(pilot, "Add a greet(name) function to hello.py and use it")
+        await until(pilot, lambda: len(app.agent.soul.provider.requests) >= 4)
+        await until(pilot, lambda: not app._turn.is_running)
+        from kode_tui.ui.screens.timetravel import RevertDialog
+        from kode_tui.ui.widgets.timeline import CheckpointTimeline
+
+        timeline = app.screen.query_one(CheckpointTimeline)
+        timeline.focus()
+        timeline.highlighted = 1
+        await pilot.press("enter")
+        await until(pilot, lambda: isinstance(app.screen, RevertDialog))
+        await pilot.pause(0.3)
+        app.save_screenshot("revert.svg", str(OUT))
+
+
+async def preview(project: Path) -> None:
+    app = app_for(project, [*TOUR, {"text": "Here is the test."}], yolo=True)
+    async with app.run_test(size=SIZE) as pilot:
+        await ready(pilot)
+        await send(pilot, "Add a greet(name) function to hello.py and use it")
+        await until(pilot, lambda: len(app.agent.soul.provider.requests) >= 4)
+        await until(pilot, lambda: not app._turn.is_running)
+        await app.agent.soul.revert(2)
+        await send(pilot, "/restore 1")
+        from kode_tui.ui.screens.timetravel import PreviewScreen
+
+        await until(pilot, lambda: isinstance(app.screen, PreviewScreen))
+        await pilot.pause(0.5)
+        app.save_screenshot("preview.svg", str(OUT))
+
+
 SCENES: dict[str, Scene] = {
     "main": main_screen,
     "approval": approval,
     "demo": demo_first_run,
     "narrow": narrow,
     "light": light,
+    "revert": revert,
+    "preview": preview,
 }
 
 

@@ -617,7 +617,7 @@ class KodeApp(App[None]):
         except ValueError as error:
             self.notify(f"{error}.", severity="warning")
             return
-        label = preview.next_user_text.splitlines()[0] if preview.next_user_text else ""
+        label = _checkpoint_label(soul.context, checkpoint_id, preview.next_user_text)
         choice = await self.push_screen_wait(
             RevertDialog(
                 checkpoint_id,
@@ -701,3 +701,18 @@ class KodeApp(App[None]):
             )
             return
         self._preview(path)
+
+
+def _checkpoint_label(context: Context, checkpoint_id: int, user_text: str) -> str:
+    """A checkpoint in a few words: the user's message there, else what the agent did next."""
+    if user_text.strip():
+        return user_text.strip().splitlines()[0]
+    checkpoint = next(c for c in context.checkpoints if c.id == checkpoint_id)
+    for message in context.history[checkpoint.message_index : checkpoint.message_index + 5]:
+        if message.role != "assistant":
+            continue
+        if message.tool_calls:
+            return ", ".join(call.function.name for call in message.tool_calls)
+        if message.text.strip():
+            return message.text.strip().splitlines()[0]
+    return ""
