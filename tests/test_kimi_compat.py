@@ -231,3 +231,24 @@ async def test_kimi_restores_a_session_we_compacted(tmp_path: Path) -> None:
         async with Context(rotated) as old:
             await old.restore()
             assert kimi(KIMI_RESTORE, rotated) == kimi_view(ours(old))
+
+
+async def test_kimi_restores_its_session_after_we_restored_a_rotation_and_back(
+    tmp_path: Path,
+) -> None:
+    import shutil
+
+    from tests.conftest import KIMI_FIXTURE
+
+    folder = tmp_path / "kimi-session"
+    shutil.copytree(KIMI_FIXTURE, folder)
+    original = (folder / "context.jsonl").read_bytes()
+    async with Context(folder / "context.jsonl") as context:
+        await context.restore()
+        rotated = await context.restore_from(folder / "context_1.jsonl")
+        assert rotated is not None
+        assert kimi(KIMI_RESTORE, folder / "context.jsonl") == kimi_view(ours(context))
+        await context.restore_from(rotated)
+        expected = kimi_view(ours(context))
+    assert (folder / "context.jsonl").read_bytes() == original
+    assert kimi(KIMI_RESTORE, folder / "context.jsonl") == expected
