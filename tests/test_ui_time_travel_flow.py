@@ -138,3 +138,24 @@ async def test_restore_from_the_history_pane_after_a_preview(project: Path) -> N
         assert "Wrote b." in screen_text(app)
     assert app.session is not None
     assert '"write b"' in app.session.context_file.read_text()
+
+
+async def test_d_on_a_checkpoint_shows_what_changed_since(project: Path) -> None:
+    from kode_tui.ui.screens.compare import CompareScreen
+
+    app = make_app(project, ScriptedProvider(SCRIPT), yolo=True)
+    async with app.run_test(size=(140, 40)) as pilot:
+        await three_turns(pilot)
+        timeline = app.screen.query_one(CheckpointTimeline)
+        timeline.focus()
+        timeline.highlighted = timeline.checkpoint_ids.index(2)
+        await pilot.press("d")
+        await wait_for(pilot, lambda: isinstance(app.screen, CompareScreen))
+        text = screen_text(app)
+        assert "a.txt" in text and "+agent a" in text and "-original a" in text
+        assert "b.txt" in text
+        await pilot.press("escape")
+        await wait_for(pilot, lambda: not isinstance(app.screen, CompareScreen))
+        await send(pilot, "/diff 2 5")
+        await wait_for(pilot, lambda: isinstance(app.screen, CompareScreen))
+        assert "a.txt" in screen_text(app) and "b.txt" not in screen_text(app)

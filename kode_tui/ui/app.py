@@ -600,6 +600,37 @@ class KodeApp(App[None]):
     def on_history_pane_preview_requested(self, event: HistoryPane.PreviewRequested) -> None:
         self._preview(event.path)
 
+    def on_checkpoint_timeline_diff_requested(
+        self, event: CheckpointTimeline.DiffRequested
+    ) -> None:
+        self._diff(event.checkpoint_id, None)
+
+    @work(exclusive=True, group="time-travel", exit_on_error=False)
+    async def _diff(self, first: int, second: int | None) -> None:
+        """What changed between two checkpoints (or from one to now): messages and files."""
+        from kode_tui.session.compare import diff_checkpoints
+        from kode_tui.ui.screens.compare import CompareScreen
+
+        agent = self.agent
+        if agent is None or agent.soul.env.journal is None:
+            return
+        try:
+            diff = await asyncio.to_thread(
+                diff_checkpoints, agent.context, first, second, agent.soul.env.journal
+            )
+        except ValueError as error:
+            self.notify(f"{error}.", severity="warning")
+            return
+        to = f"checkpoint {second}" if second is not None else "now"
+        await self.push_screen(CompareScreen(f"From checkpoint {first} to {to}", diff))
+
+    async def _cmd_diff(self, argument: str) -> None:
+        numbers = argument.split()
+        if not numbers or len(numbers) > 2 or not all(n.isdigit() for n in numbers):
+            self.notify("/diff A [B]: checkpoints of the timeline (B: now).", severity="warning")
+            return
+        self._diff(int(numbers[0]), int(numbers[1]) if len(numbers) == 2 else None)
+
     # --- time travel ---------------------------------------------------------------------------
 
     @work(exclusive=True, group="time-travel", exit_on_error=False)

@@ -34,6 +34,7 @@ COMMANDS: tuple[SlashCommand, ...] = (
     SlashCommand("/context", "[refresh]", "Show what the model is given"),
     SlashCommand("/revert", "N", "Take the conversation (and files) back to checkpoint N"),
     SlashCommand("/restore", "N", "Preview context_N.jsonl and make it live again"),
+    SlashCommand("/diff", "A [B]", "What changed from checkpoint A to B (or to now)"),
     SlashCommand("/title", "[text]", "Show or set the session title"),
     SlashCommand("/quit", "", "Quit kode-tui"),
 )

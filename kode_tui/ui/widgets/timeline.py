@@ -139,6 +139,7 @@ a tool changed files.
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("enter", "select", "Revert here", id="checkpoints.revert", group=_GROUP),
         Binding("end", "last", "Newest", id="checkpoints.newest", group=_GROUP),
+        Binding("d", "diff", "Diff to now", id="checkpoints.diff", group=_GROUP),
     ]
 
     COMPONENT_CLASSES: ClassVar[set[str]] = OptionList.COMPONENT_CLASSES | {
@@ -154,6 +155,17 @@ a tool changed files.
     @dataclass
     class RevertRequested(Message):
         """The user chose a checkpoint to revert to (the App asks how, then does it)."""
+
+        checkpoint_id: int
+        timeline: CheckpointTimeline
+
+        @property
+        def control(self) -> CheckpointTimeline:
+            return self.timeline
+
+    @dataclass
+    class DiffRequested(Message):
+        """The user asked what changed from a checkpoint to now (messages and files)."""
 
         checkpoint_id: int
         timeline: CheckpointTimeline
@@ -221,6 +233,11 @@ a tool changed files.
         if index is None or not 0 <= index < len(self._rows):
             return None
         return self._rows[index].checkpoint.id
+
+    def action_diff(self) -> None:
+        checkpoint_id = self.highlighted_checkpoint
+        if checkpoint_id is not None:
+            self.post_message(self.DiffRequested(checkpoint_id, self))
 
     def _on_wire_event(self, event: ev.Event) -> None:
         if isinstance(event, ev.ContextRestored | ev.ContextCleared | ev.CompactionEnd):
