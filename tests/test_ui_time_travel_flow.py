@@ -159,3 +159,35 @@ async def test_d_on_a_checkpoint_shows_what_changed_since(project: Path) -> None
         await send(pilot, "/diff 2 5")
         await wait_for(pilot, lambda: isinstance(app.screen, CompareScreen))
         assert "a.txt" in screen_text(app) and "b.txt" not in screen_text(app)
+
+
+async def test_a_dmail_shows_its_jump_on_the_timeline(project: Path) -> None:
+    from kode_tui.wire import events as ev
+
+    provider = ScriptedProvider(
+        [
+            {"tool_calls": [{"name": "ReadFile", "arguments": {"path": "a.txt"}}]},
+            {
+                "tool_calls": [
+                    {
+                        "name": "SendDMail",
+                        "arguments": {"checkpoint_id": 1, "message": "a.txt says original a"},
+                    }
+                ]
+            },
+            {"text": "It says original a."},
+        ]
+    )
+    app = make_app(project, provider, yolo=True)
+    async with app.run_test(size=(140, 40)) as pilot:
+        await ready(pilot)
+        reverted: list[ev.ContextReverted] = []
+        assert app.agent is not None
+        app.agent.bus.subscribe(ev.ContextReverted, callback=reverted.append)
+        await send(pilot, "what does a.txt say?")
+        await wait_for(pilot, lambda: not turn_running(app) and len(provider.requests) == 3)
+        await wait_for(pilot, lambda: "D-Mail ↩ from 2" in screen_text(app))
+        assert [r.reason for r in reverted] == ["dmail"]
+        history = app.screen.query_one(HistoryPane)
+        await wait_for(pilot, lambda: len(history.paths) == 1)
+        assert "dmail" in screen_text(app)

@@ -73,8 +73,10 @@ class _Row(Visual):
         end: int,
         has_edits: bool,
         id_width: int,
+        jump_from: int | None = None,
     ) -> None:
         self.checkpoint = checkpoint
+        self._jump_from = jump_from
         self.has_edits = has_edits
         self._history = history
         self._end = end
@@ -86,7 +88,13 @@ class _Row(Visual):
     @property
     def label(self) -> _Label:
         if self._label is None:
-            self._label = _label(self._history, self.checkpoint.message_index, self._end)
+            label = _label(self._history, self.checkpoint.message_index, self._end)
+            if self._jump_from is not None and label.text == "D-Mail":
+                # The model sent itself back here from a later checkpoint: show where from.
+                label = label._replace(
+                    text=f"D-Mail \N{LEFTWARDS ARROW WITH HOOK} from {self._jump_from}"
+                )
+            self._label = label
             self._history = ()  # a replaced history (restore, clear) must not stay open for us
         return self._label
 
@@ -195,6 +203,8 @@ a tool changed files.
         # Not `_context`: MessagePump has a method of that name.
         self._live_context = context
         self._subscription: Subscription[ev.Event] | None = None
+        self._jumps: dict[int, int] = {}
+        """D-Mail jumps: the checkpoint gone back to -> the newest checkpoint it came from."""
         self._rows: list[_Row] = []
         self._cache: dict[tuple[int, ...], _Row] = {}
         self._history: Sequence[ChatMessage] | None = None
@@ -243,6 +253,13 @@ a tool changed files.
         if isinstance(event, ev.ContextRestored | ev.ContextCleared | ev.CompactionEnd):
             # A different file is live: equal offsets and ids no longer mean equal rows.
             self._cache.clear()
+            self._jumps.clear()
+        elif isinstance(event, ev.ContextReverted):
+            target = event.checkpoint_id
+            self._jumps = {k: v for k, v in self._jumps.items() if k < target}
+            if event.reason == "dmail" and self._rows:
+                # The rows still show the context before the jump.
+                self._jumps[target] = self._rows[-1].checkpoint.id
         if not self._rebuild_scheduled:
             # Steps send events in bursts (tool results, a checkpoint, a status): one rebuild.
             self._rebuild_scheduled = True
@@ -270,6 +287,7 @@ a tool changed files.
                 else history_length
             )
             has_edits = position in edited
+            jump_from = self._jumps.get(checkpoint.id)
             key = (
                 checkpoint.id,
                 checkpoint.offset,
@@ -277,10 +295,11 @@ a tool changed files.
                 end,
                 has_edits,
                 id_width,
+                -1 if jump_from is None else jump_from,
             )
             row = cache.get(key)
             if row is None:
-                row = _Row(checkpoint, history, end, has_edits, id_width)
+                row = _Row(checkpoint, history, end, has_edits, id_width, jump_from)
             fresh[key] = row
             rows.append(row)
         self._cache = fresh
