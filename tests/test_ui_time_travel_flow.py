@@ -191,3 +191,22 @@ async def test_a_dmail_shows_its_jump_on_the_timeline(project: Path) -> None:
         history = app.screen.query_one(HistoryPane)
         await wait_for(pilot, lambda: len(history.paths) == 1)
         assert "dmail" in screen_text(app)
+
+
+async def test_p_in_a_preview_copies_its_own_messages_into_the_prompt(project: Path) -> None:
+    app = make_app(project, ScriptedProvider(SCRIPT), yolo=True)
+    async with app.run_test(size=(140, 40)) as pilot:
+        await three_turns(pilot)
+        await open_revert(pilot, 2)
+        await pilot.press("c")
+        history = app.screen.query_one(HistoryPane)
+        await wait_for(pilot, lambda: len(history.paths) == 1)
+        app.screen.query_one(PromptInput).text = ""
+        await send(pilot, "/restore 1")
+        await wait_for(pilot, lambda: isinstance(app.screen, PreviewScreen))
+        await pilot.press("p")
+        await wait_for(pilot, lambda: not isinstance(app.screen, PreviewScreen))
+        text = app.screen.query_one(PromptInput).text
+        assert text.startswith("From an earlier context:")
+        assert "user: write b" in text and "assistant: Wrote b." in text
+        assert "CHECKPOINT" not in text

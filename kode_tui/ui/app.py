@@ -696,6 +696,13 @@ class KodeApp(App[None]):
         restore = await self.push_screen_wait(
             PreviewScreen(snapshot, rotation, list(context.history), wire_file=wire_file)
         )
+        if isinstance(restore, str):
+            from kode_tui.ui.widgets.prompt import PromptInput
+
+            prompt = self.screen.query_one(PromptInput)
+            prompt.text = restore if not prompt.text else f"{prompt.text}\n\n{restore}"
+            prompt.focus()
+            return
         if not restore or self._busy():
             return
         rotated = await self.agent.soul.restore(path)

@@ -250,7 +250,7 @@ def _compared_lines(messages: Sequence[Message]) -> list[Content]:
     return lines
 
 
-class PreviewScreen(Screen[bool]):
+class PreviewScreen(Screen[bool | str]):
     """A rotated context, read-only: its conversation and how it differs from the live one.
 
     Dismissed with True when the user confirms "restore this context", else False.
@@ -268,6 +268,8 @@ what only each of them holds.
 
 - **r** restores this context: it becomes the live one again, and the live context is kept as
   a new rotated file, so nothing is lost. **y** confirms, **n** thinks again.
+- **p** copies the messages only this file has (what a compaction summarised away, say) into
+  the prompt, to bring them back into the conversation.
 - **Esc** or **q** closes the preview.
 """
 
@@ -278,6 +280,7 @@ what only each of them holds.
     BINDING_GROUP_TITLE = "Preview"
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("r", "restore", "Restore this context", id="preview.restore"),
+        Binding("p", "to_prompt", "Copy to the prompt", id="preview.to_prompt"),
         Binding("y", "confirm", "Yes, restore", id="preview.confirm"),
         Binding("n", "cancel_restore", "No", id="preview.cancel"),
         Binding("escape,q", "close", "Close", id="preview.close"),
@@ -383,6 +386,8 @@ what only each of them holds.
             return not self.confirming
         if action in ("confirm", "cancel_restore"):
             return self.confirming
+        if action == "to_prompt":
+            return not self.confirming and bool(self.comparison.only_there)
         return True
 
     def action_restore(self) -> None:
@@ -397,12 +402,31 @@ what only each of them holds.
         """Keep looking instead of restoring."""
         self.confirming = False
 
+    def action_to_prompt(self) -> None:
+        """Close with the text of the messages only this file has, for the prompt."""
+        self.dismiss(messages_as_text(self.comparison.only_there))
+
     def action_close(self) -> None:
         """Close the preview; while asking, Esc and q only take the question back."""
         if self.confirming:
             self.confirming = False
         else:
             self.dismiss(False)
+
+
+PROMPT_CHARS = 20_000
+
+
+def messages_as_text(messages: Sequence[Message]) -> str:
+    """User and assistant text as a quote to paste into the prompt (tool output left out)."""
+    lines = ["From an earlier context:", ""]
+    for message in messages:
+        text = _SYSTEM_TAGS.sub("", message.text).strip()
+        if message.role in ("user", "assistant") and text and not text.startswith("CHECKPOINT "):
+            lines.append(f"{message.role}: {text}")
+            lines.append("")
+    quoted = "\n".join(lines).strip()
+    return quoted if len(quoted) <= PROMPT_CHARS else quoted[: PROMPT_CHARS - 1] + "…"
 
 
 if __name__ == "__main__":
