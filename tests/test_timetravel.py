@@ -173,3 +173,21 @@ async def test_a_snapshot_is_read_without_the_lock_and_compared(tmp_path: Path) 
     assert snapshot.n_checkpoints >= 1 and snapshot.messages
     assert comparison.common + len(comparison.only_there) == len(snapshot.messages)
     assert comparison.only_here
+
+
+def test_lineage_marks_what_the_live_context_descends_from() -> None:
+    from kode_tui.session.timetravel import lineage
+
+    # 1 revert, 2 compaction, 3 restore of 1 (3 is the context that was live), 4 revert.
+    found = lineage(
+        [
+            (1, "revert", None),
+            (2, "compaction", None),
+            (3, "restore", "context_1.jsonl"),
+            (4, "revert", None),
+        ]
+    )
+    assert found.parent == {1: None, 2: 1, 3: 2, 4: 1}
+    assert found.live_path == {4, 1}  # 2 and 3 are a branch left behind
+    assert lineage([(1, None, None), (2, None, None)]).live_path == {1, 2}  # Kimi: no reasons
+    assert lineage([]).live_path == frozenset()

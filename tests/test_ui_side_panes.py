@@ -480,7 +480,7 @@ async def test_history_of_a_kimi_session_lists_its_rotations_newest_first(
         await settle(pilot)
         assert pane.border_title == "History"
         drawn = lines(pane)
-        assert [line.split()[1] for line in drawn[1:7:2]] == ["context_3", "context_2", "context_1"]
+        assert [line.split()[2] for line in drawn[1:7:2]] == ["context_3", "context_2", "context_1"]
         for line in drawn[1:7:2]:
             assert " — " in line  # Kimi CLI records no reason
         # Kimi's files have no notes: messages and tokens are counted from the file.

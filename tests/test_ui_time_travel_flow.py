@@ -136,6 +136,8 @@ async def test_restore_from_the_history_pane_after_a_preview(project: Path) -> N
         await wait_for(pilot, lambda: not isinstance(app.screen, PreviewScreen))
         await wait_for(pilot, lambda: len(history.paths) == 2)
         assert "Wrote b." in screen_text(app)
+        # The live context continues context_1 again; context_2 is the branch left behind.
+        assert "● context_1" in screen_text(app) and "○ context_2" in screen_text(app)
     assert app.session is not None
     assert '"write b"' in app.session.context_file.read_text()
 

@@ -190,3 +190,45 @@ def compare(there: Sequence[Message], here: Sequence[Message]) -> Comparison:
             break
         common += 1
     return Comparison(common, list(there[common:]), list(here[common:]))
+
+
+# --- branches -----------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class Lineage:
+    """Where each rotated context came from, and which ones the live context descends from.
+
+    A rotation is the live context as it was just before a revert, compaction, clear, restore
+    or D-Mail. The live context after it continues that file (a prefix of it, or its summary),
+    except after a restore, when it continues the restored file's line instead: the file that
+    was live then is left as a side branch.
+    """
+
+    parent: dict[int, int | None]
+    """Rotation number -> the rotation its content continued (None: the session's start)."""
+    live_path: frozenset[int]
+    """The rotations the live context descends from."""
+
+
+def lineage(rotations: Sequence[tuple[int, str | None, str | None]]) -> Lineage:
+    """The lineage of rotations given as (number, reason, restore source file name), oldest
+    first."""
+    parent: dict[int, int | None] = {}
+    current: int | None = None
+    for number, reason, source in rotations:
+        parent[number] = current
+        restored = _rotation_number(source) if reason == "restore" else None
+        current = restored if restored is not None else number
+    path: set[int] = set()
+    while current is not None and current not in path:
+        path.add(current)
+        current = parent.get(current)
+    return Lineage(parent, frozenset(path))
+
+
+def _rotation_number(name: str | None) -> int | None:
+    if not name or not name.startswith("context_") or not name.endswith(".jsonl"):
+        return None
+    digits = name[len("context_") : -len(".jsonl")]
+    return int(digits) if digits.isdigit() else None

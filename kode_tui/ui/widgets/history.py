@@ -28,6 +28,7 @@ from watchfiles import Change, awatch
 from kode_tui.session import Context, Rotation
 from kode_tui.session.rotation import ROTATIONS_LOG
 from kode_tui.session.scan import scan
+from kode_tui.session.timetravel import lineage
 from kode_tui.ui.widgets.gauge import short_tokens
 from kode_tui.wire import events as ev
 from kode_tui.wire.bus import Subscription, WireBus
@@ -52,6 +53,8 @@ class _Entry:
     rotation: Rotation
     messages: int | None
     tokens: int | None
+    on_live_path: bool = True
+    """Whether the live context descends from it (else it is an abandoned branch)."""
 
 
 class HistoryPane(OptionList):
@@ -65,6 +68,8 @@ clear or a restore keeps the context it replaced as `context_N.jsonl`: nothing i
 
 - Each row: the file, why it was made (`revert → 4`, `compaction 48k→3k`, `—` when unknown,
   as for Kimi CLI's files), how long ago, its size, messages and tokens.
+- ● the live context descends from this file; ○ a branch left behind (by a restore):
+  restoring it switches to that branch.
 - **Enter** or a click opens a read-only preview, from which it can be restored.
 """
 
@@ -162,15 +167,18 @@ clear or a restore keeps the context it replaced as `context_N.jsonl`: nothing i
         return self._rotation_name.fullmatch(os.path.basename(path)) is not None
 
     def _load(self) -> list[_Entry]:
+        rotations = self._live_context.rotations()
+        source = [(r.number, r.reason, _source(r)) for r in rotations]
+        live_path = lineage(source).live_path
         entries = []
-        for rotation in reversed(self._live_context.rotations()):
+        for rotation in reversed(rotations):
             messages, tokens = rotation.messages, rotation.tokens
             if messages is None or tokens is None:
                 summary = self._summary(rotation)
                 if summary is not None:
                     messages = summary.messages if messages is None else messages
                     tokens = summary.tokens if tokens is None else tokens
-            entries.append(_Entry(rotation, messages, tokens))
+            entries.append(_Entry(rotation, messages, tokens, rotation.number in live_path))
         return entries
 
     def _summary(self, rotation: Rotation) -> _Summary | None:
@@ -278,6 +286,11 @@ def size_text(size: int) -> str:
     raise AssertionError("unreachable")
 
 
+def _source(rotation: Rotation) -> str | None:
+    value = rotation.info.get("source")
+    return value if isinstance(value, str) else None
+
+
 def _row_content(entry: _Entry, now: float) -> Content:
     rotation = entry.rotation
     when = rotation.time if rotation.time is not None else rotation.mtime
@@ -290,7 +303,10 @@ def _row_content(entry: _Entry, now: float) -> Content:
     if rotation.reason == "compaction" and isinstance(strategy, str) and strategy:
         # The class names all end so; the pane is narrow.
         facts.append(strategy.removesuffix("Compaction") or strategy)
+    # ● the live context descends from it; ○ an abandoned branch (restore it to switch).
+    mark = "\N{BLACK CIRCLE} " if entry.on_live_path else "\N{WHITE CIRCLE} "
     return Content.assemble(
+        (mark, ".history-pane--name" if entry.on_live_path else ".history-pane--muted"),
         (rotation.path.stem, ".history-pane--name"),
         "  ",
         (reason_text(rotation), ".history-pane--reason"),
