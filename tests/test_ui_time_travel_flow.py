@@ -113,6 +113,13 @@ async def test_a_user_change_is_a_conflict_and_is_left_alone(project: Path) -> N
         (project / "a.txt").write_text("mine now\n")
         await open_revert(pilot, 1)
         assert "conflict" in screen_text(app)
+        from kode_tui.ui.screens.diff import DiffScreen
+
+        await pilot.press("d")  # the conflict: the agent's version against the file now
+        await wait_for(pilot, lambda: isinstance(app.screen, DiffScreen))
+        assert "-agent a" in screen_text(app) and "+mine now" in screen_text(app)
+        await pilot.press("escape")
+        await wait_for(pilot, lambda: isinstance(app.screen, RevertDialog))
         await pilot.press("f")
         await wait_for(pilot, lambda: not isinstance(app.screen, RevertDialog))
         await wait_for(pilot, lambda: not (project / "b.txt").exists())
@@ -131,6 +138,13 @@ async def test_restore_from_the_history_pane_after_a_preview(project: Path) -> N
         await send(pilot, "/restore 1")
         await wait_for(pilot, lambda: isinstance(app.screen, PreviewScreen))
         assert "write b" in screen_text(app)
+        from kode_tui.ui.screens.compare import CompareScreen
+
+        await pilot.press("v")
+        await wait_for(pilot, lambda: isinstance(app.screen, CompareScreen))
+        assert "write b" in screen_text(app)
+        await pilot.press("escape")
+        await wait_for(pilot, lambda: isinstance(app.screen, PreviewScreen))
         await pilot.press("r")
         await pilot.press("y")
         await wait_for(pilot, lambda: not isinstance(app.screen, PreviewScreen))

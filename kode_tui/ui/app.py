@@ -34,14 +34,19 @@ from kode_tui.ui.widgets.prompt import PromptInput
 if TYPE_CHECKING:
     # The config, the session engine, the wire, the panes and the agent (tools, compaction,
     # project context) load after the first frame.
+    from collections.abc import Sequence
+
     from kode_tui.config import ApprovalMode, Config, ModelChoice
     from kode_tui.session import Context, Session, SessionLocked
+    from kode_tui.session.journal import FileJournal
+    from kode_tui.session.timetravel import FilePlan
     from kode_tui.soul.agent import Agent
     from kode_tui.soul.llm import ChatProvider
     from kode_tui.ui.screens.dialogs import LockedChoice
     from kode_tui.ui.widgets.history import HistoryPane
     from kode_tui.ui.widgets.timeline import CheckpointTimeline
     from kode_tui.wire import WireBus
+    from kode_tui.wire.events import DiffBlock
 
 log = logging.getLogger(__name__)
 
@@ -657,6 +662,7 @@ class KodeApp(App[None]):
                 preview.tokens_freed,
                 preview.files,
                 preview.next_user_text,
+                await asyncio.to_thread(_conflict_diffs, preview.files, soul.env.journal),
             )
         )
         if choice is None:
@@ -754,3 +760,26 @@ def _checkpoint_label(context: Context, checkpoint_id: int, user_text: str) -> s
         if message.text.strip():
             return message.text.strip().splitlines()[0]
     return ""
+
+
+def _conflict_diffs(plans: Sequence[FilePlan], journal: FileJournal | None) -> list[DiffBlock]:
+    """For each conflicting file: what the agent left in it against what it holds now."""
+    from kode_tui.wire.events import DiffBlock
+
+    diffs = []
+    for plan in plans:
+        if plan.action != "conflict" or journal is None:
+            continue
+        agent = journal.blob(plan.expected) if plan.expected is not None else b""
+        try:
+            now = plan.target.read_bytes()
+        except OSError:
+            now = b""
+        diffs.append(
+            DiffBlock(
+                path=plan.path,
+                old_text=(agent or b"").decode("utf-8", "replace"),
+                new_text=now.decode("utf-8", "replace"),
+            )
+        )
+    return diffs

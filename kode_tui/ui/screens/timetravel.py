@@ -30,6 +30,7 @@ from kode_tui.ui.widgets.conversation import USER_MARK, Conversation
 from kode_tui.ui.widgets.gauge import short_tokens
 from kode_tui.ui.widgets.history import age_text, reason_text
 from kode_tui.wire import WireBus
+from kode_tui.wire.events import DiffBlock
 
 RevertChoice = Literal["conversation", "files"]
 """Revert the conversation only, or the conversation and the files the agent changed."""
@@ -104,6 +105,7 @@ message from that point goes back into the prompt to edit and send again.
 - **c** reverts the conversation only: files stay as they are.
 - **f** also puts back the files the agent changed after the checkpoint. A file changed since
   the agent's edit is a *conflict*: it is left alone, never overwritten.
+- **d** shows the conflicts: the agent's version of each file against what it holds now.
 - **Esc** cancels.
 """
 
@@ -119,6 +121,7 @@ message from that point goes back into the prompt to edit and send again.
         ),
         Binding("f", "choose('files')", "Conversation and files", id="revert.files", group=_REVERT),
         Binding("escape", "cancel", "Cancel", id="revert.cancel", group=_REVERT),
+        Binding("d", "conflicts", "Conflict diffs", id="revert.conflicts", group=_REVERT),
     ]
 
     def __init__(
@@ -129,8 +132,11 @@ message from that point goes back into the prompt to edit and send again.
         tokens_freed: int,
         files: Sequence[FilePlan],
         next_user_text: str,
+        conflict_diffs: Sequence[DiffBlock] = (),
     ) -> None:
+        """`conflict_diffs`: for each conflict, the agent's version against the file now."""
         super().__init__()
+        self.conflict_diffs = list(conflict_diffs)
         self.checkpoint_id = checkpoint_id
         self.label = label
         self.messages_leaving = messages_leaving
@@ -201,7 +207,17 @@ message from that point goes back into the prompt to edit and send again.
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         if action == "choose" and parameters == ("files",):
             return self.can_restore_files
+        if action == "conflicts":
+            return bool(self.conflict_diffs)
         return True
+
+    def action_conflicts(self) -> None:
+        """Show how each conflicting file differs from what the agent left in it."""
+        from kode_tui.ui.screens.diff import DiffScreen
+
+        self.app.push_screen(
+            DiffScreen("Changed since the agent's edit (agent → now)", self.conflict_diffs)
+        )
 
     def action_choose(self, choice: RevertChoice) -> None:
         """Revert, to the conversation only or to the files too."""
@@ -268,6 +284,7 @@ what only each of them holds.
 
 - **r** restores this context: it becomes the live one again, and the live context is kept as
   a new rotated file, so nothing is lost. **y** confirms, **n** thinks again.
+- **v** lists the messages only this file has and only the live context has.
 - **p** copies the messages only this file has (what a compaction summarised away, say) into
   the prompt, to bring them back into the conversation.
 - **Esc** or **q** closes the preview.
@@ -281,6 +298,7 @@ what only each of them holds.
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("r", "restore", "Restore this context", id="preview.restore"),
         Binding("p", "to_prompt", "Copy to the prompt", id="preview.to_prompt"),
+        Binding("v", "diff", "Diff with live", id="preview.diff"),
         Binding("y", "confirm", "Yes, restore", id="preview.confirm"),
         Binding("n", "cancel_restore", "No", id="preview.cancel"),
         Binding("escape,q", "close", "Close", id="preview.close"),
@@ -401,6 +419,16 @@ what only each of them holds.
     def action_cancel_restore(self) -> None:
         """Keep looking instead of restoring."""
         self.confirming = False
+
+    def action_diff(self) -> None:
+        """The messages only this file has, and only the live context has, side by side."""
+        from kode_tui.session.compare import diff_snapshot
+        from kode_tui.ui.screens.compare import CompareScreen
+
+        live = [*self.comparison.only_here]
+        common = self.snapshot.messages[: self.comparison.common]
+        diff = diff_snapshot([*common, *live], self.snapshot)
+        self.app.push_screen(CompareScreen(f"{self.name_shown} → the live context", diff))
 
     def action_to_prompt(self) -> None:
         """Close with the text of the messages only this file has, for the prompt."""
