@@ -152,6 +152,11 @@ async def test_restore_from_the_history_pane_after_a_preview(project: Path) -> N
         assert "Wrote b." in screen_text(app)
         # The live context continues context_1 again; context_2 is the branch left behind.
         assert "● context_1" in screen_text(app) and "○ context_2" in screen_text(app)
+        # A later rotation continues context_1's line, not context_2's: the pane says so.
+        assert app.agent is not None
+        await app.agent.soul.revert(app.agent.context.checkpoints[-1].id)
+        await wait_for(pilot, lambda: len(history.paths) == 3)
+        assert "from context_1" in screen_text(app) and "● context_3" in screen_text(app)
     assert app.session is not None
     assert '"write b"' in app.session.context_file.read_text()
 

@@ -55,6 +55,8 @@ class _Entry:
     tokens: int | None
     on_live_path: bool = True
     """Whether the live context descends from it (else it is an abandoned branch)."""
+    parent: int | None = None
+    """The rotated context this one continued, when that is not simply the one before it."""
 
 
 class HistoryPane(OptionList):
@@ -69,7 +71,8 @@ clear or a restore keeps the context it replaced as `context_N.jsonl`: nothing i
 - Each row: the file, why it was made (`revert → 4`, `compaction 48k→3k`, `—` when unknown,
   as for Kimi CLI's files), how long ago, its size, messages and tokens.
 - ● the live context descends from this file; ○ a branch left behind (by a restore):
-  restoring it switches to that branch.
+  restoring it switches to that branch. `from context_N` names the file a context continued
+  when that is not the one just before it (after a restore).
 - **Enter** or a click opens a read-only preview, from which it can be restored.
 """
 
@@ -169,7 +172,8 @@ clear or a restore keeps the context it replaced as `context_N.jsonl`: nothing i
     def _load(self) -> list[_Entry]:
         rotations = self._live_context.rotations()
         source = [(r.number, r.reason, _source(r)) for r in rotations]
-        live_path = lineage(source).live_path
+        found = lineage(source)
+        live_path = found.live_path
         entries = []
         for rotation in reversed(rotations):
             messages, tokens = rotation.messages, rotation.tokens
@@ -178,7 +182,17 @@ clear or a restore keeps the context it replaced as `context_N.jsonl`: nothing i
                 if summary is not None:
                     messages = summary.messages if messages is None else messages
                     tokens = summary.tokens if tokens is None else tokens
-            entries.append(_Entry(rotation, messages, tokens, rotation.number in live_path))
+            parent = found.parent.get(rotation.number)
+            branched = parent is not None and parent != rotation.number - 1
+            entries.append(
+                _Entry(
+                    rotation,
+                    messages,
+                    tokens,
+                    rotation.number in live_path,
+                    parent if branched else None,
+                )
+            )
         return entries
 
     def _summary(self, rotation: Rotation) -> _Summary | None:
@@ -295,6 +309,8 @@ def _row_content(entry: _Entry, now: float) -> Content:
     rotation = entry.rotation
     when = rotation.time if rotation.time is not None else rotation.mtime
     facts = [size_text(rotation.size)]
+    if entry.parent is not None:
+        facts.insert(0, f"from context_{entry.parent}")
     if entry.messages is not None:
         facts.append(f"{entry.messages} msgs")
     if entry.tokens is not None:
