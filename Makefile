@@ -31,6 +31,9 @@ screenshots: $(STAMP)
 
 bench: $(STAMP)
 	$(BIN)/python bench/bench_context.py $(ARGS)
+	$(BIN)/python bench/bench_tui.py
+	$(BIN)/python bench/bench_stream.py --tokens 20000
+	$(BIN)/python bench/bench_history.py
 
 clean:
 	rm -rf $(VENV) .pytest_cache
