@@ -93,7 +93,7 @@ def test_ask_approve_and_revert_in_a_real_terminal(
     term.wait_for("Create hello.py")
     term.keys("Enter")
     try:
-        term.wait_for("› Create hello.py", timeout=3)
+        term.wait_for("\N{SINGLE RIGHT-POINTING ANGLE QUOTATION MARK} Create hello.py", timeout=3)
     except AssertionError:
         # Seen rarely in tmux just after start: the first Enter does not arrive. Once more.
         term.keys("Enter")
