@@ -254,6 +254,11 @@ class LLMServer:
         with self._lock:
             return len(self._replies)
 
+    def drop_pending(self) -> None:
+        """Forget the scripted replies nobody asked for (a client that was killed, say)."""
+        with self._lock:
+            self._replies.clear()
+
     def _push(self, reply: _Reply) -> None:
         with self._lock:
             self._replies.append(reply)

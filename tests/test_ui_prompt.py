@@ -196,6 +196,21 @@ async def test_enter_takes_the_highlighted_completion_without_sending(work_dir: 
         assert app.submitted == ["/context"]
 
 
+async def test_enter_sends_a_command_typed_in_full(work_dir: Path) -> None:
+    # `/compact` then Enter runs it, as in every other agent; the open list must not eat the key.
+    app = PromptHost(work_dir)
+    async with app.run_test() as pilot:
+        prompt = prompt_of(app)
+        await type_text(pilot, "/compact")
+        await pilot.pause()
+        assert prompt.completions_open
+        await pilot.press("enter")
+        await pilot.pause()
+        assert app.submitted == ["/compact"]
+        assert prompt.text == ""
+        assert not prompt.completions_open
+
+
 async def test_at_completes_paths_of_the_work_dir(work_dir: Path) -> None:
     app = PromptHost(work_dir)
     async with app.run_test() as pilot:

@@ -226,7 +226,7 @@ class PromptInput(TextArea):
         # Priority, because TextArea turns Enter into a newline before bindings are looked at.
         Binding(
             "enter",
-            "accept_completion",
+            "complete_or_submit",
             "Complete",
             id="prompt.complete_enter",
             group=_PROMPT_GROUP,
@@ -357,7 +357,7 @@ class PromptInput(TextArea):
     # --- actions ---------------------------------------------------------------------------------
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
-        if action in ("accept_completion", "close_completions"):
+        if action in ("accept_completion", "complete_or_submit", "close_completions"):
             return self.completions_open
         return super().check_action(action, parameters)
 
@@ -379,6 +379,19 @@ class PromptInput(TextArea):
         self.move_cursor(result.end_location)
 
     def action_accept_completion(self) -> None:
+        self.accept_completion()
+
+    def action_complete_or_submit(self) -> None:
+        """Enter while the list is open: take the highlighted completion, or, when it is what
+        is already typed (`/compact` in full), send the text as Enter does anywhere else."""
+        completion = self._completion
+        if completion is not None and self._candidates:
+            candidate = self._candidates[self._completions.highlighted or 0]
+            typed = self.get_text_range(completion.start, completion.end)
+            if candidate.insert.strip().lower() == typed.strip().lower():
+                self._close_completions()
+                self.action_submit()
+                return
         self.accept_completion()
 
     def action_close_completions(self) -> None:
