@@ -198,7 +198,7 @@ async def _run_app(args: argparse.Namespace, work_dir: Path) -> int:
         raise app.config_error
     session = app.session
     if session is not None and not app.read_only and _has_records(session):
-        print(f"Resume this session with: kode-tui -S {session.id}")
+        print(f"Resume this session with: {session.resume_command()}")
     return 0
 
 

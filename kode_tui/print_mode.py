@@ -143,7 +143,7 @@ async def run_print(
         err.write("kode-tui: the turn stopped at a rejected tool call.\n")
     elif result.stop_reason != "done":
         err.write(f"kode-tui: {result.error}\n")
-    err.write(f"kode-tui: resume this session with: kode-tui -S {session.id}\n")
+    err.write(f"kode-tui: resume this session with: {session.resume_command()}\n")
     return 0 if result.stop_reason == "done" else 1
 
 

@@ -195,13 +195,22 @@ async def revert(project: Path) -> None:
 
 
 async def preview(project: Path) -> None:
-    app = app_for(project, [*TOUR, {"text": "Here is the test."}], yolo=True)
+    summary = (
+        "<current_focus>Adding a test for greet(name) in hello.py.</current_focus>\n"
+        "<code_state>hello.py defines greet(name) and main() prints greet('world'); "
+        "`python3 hello.py` prints Hello, world!</code_state>"
+    )
+    app = app_for(project, [*TOUR, {"text": summary}], yolo=True)
     async with app.run_test(size=SIZE) as pilot:
         await ready(pilot)
         await send(pilot, "Add a greet(name) function to hello.py and use it")
         await until(pilot, lambda: len(app.agent.soul.provider.requests) >= 4)
         await until(pilot, lambda: not app._turn.is_running)
-        await app.agent.soul.revert(2)
+        await send(pilot, "/compact keep the plan for the test")
+        folder = app.agent.session.dir
+        await until(pilot, lambda: (folder / "context_1.jsonl").exists())
+        await until(pilot, lambda: not app._turn or not app._turn.is_running)
+        await pilot.pause(0.3)
         await send(pilot, "/restore 1")
         from kode_tui.ui.screens.timetravel import PreviewScreen
 

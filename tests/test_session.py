@@ -536,3 +536,22 @@ async def test_home_is_read_at_call_time(
 
     assert await Session.find(work_dir, session.id) is None
     assert await Session.continue_(work_dir) is None
+
+
+async def test_resume_command_reopens_the_session_from_where_it_is_typed(
+    work_dir: Path, tmp_path: Path
+) -> None:
+    session = await Session.create(work_dir)
+    assert session.resume_command(work_dir) == f"kode-tui -S {session.id}"
+    elsewhere = session.resume_command(tmp_path)
+    assert elsewhere == f"kode-tui -S {session.id} {canonical(work_dir)}"
+    found = await Session.find(canonical(work_dir), session.id)
+    assert found is not None and found.dir == session.dir
+
+
+async def test_resume_command_of_a_folder_opened_by_path_names_the_folder(tmp_path: Path) -> None:
+    # A Kimi CLI session, or any copied folder: `-S id` would not find it.
+    folder = tmp_path / "copied session"
+    shutil.copytree(KIMI_FIXTURE, folder)
+    session = await Session.from_dir(folder)
+    assert session.resume_command() == f"kode-tui --session-dir '{folder}'"

@@ -10,6 +10,7 @@ import builtins
 import json
 import logging
 import os
+import shlex
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -56,6 +57,19 @@ class Session:
     @property
     def state_file(self) -> Path:
         return self.dir / session_state.STATE_FILE_NAME
+
+    def resume_command(self, cwd: str | os.PathLike[str] | None = None) -> str:
+        """The command that opens this session again, typed in `cwd` (default: here).
+
+        `-S id` finds a session only under its work dir's folder in KODE_TUI_HOME; one opened
+        elsewhere (a Kimi CLI session, a copied folder) is reopened by its path.
+        """
+        work_dir = self.work_dir
+        if work_dir is None or self.dir != Paths.current().work_dir_sessions(work_dir) / self.id:
+            return f"kode-tui --session-dir {shlex.quote(str(self.dir))}"
+        if canonical(cwd if cwd is not None else Path.cwd()) == work_dir:
+            return f"kode-tui -S {self.id}"
+        return f"kode-tui -S {self.id} {shlex.quote(str(work_dir))}"
 
     @classmethod
     async def create(
