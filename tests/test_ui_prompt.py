@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import ClassVar
 
 import pytest
+from textual import events
 from textual.app import App, ComposeResult
 from textual.binding import Binding, BindingType
 from textual.pilot import Pilot
@@ -194,6 +195,22 @@ async def test_enter_takes_the_highlighted_completion_without_sending(work_dir: 
         await pilot.press("enter")
         await pilot.pause()
         assert app.submitted == ["/context"]
+
+
+async def test_a_burst_of_keys_ending_in_enter_sends_all_of_it(work_dir: Path) -> None:
+    # What a paste without bracketed paste, tmux send-keys or expect delivers: the keys arrive
+    # together, and Enter must not overtake the characters before it.
+    app = PromptHost(work_dir)
+    async with app.run_test() as pilot:
+        prompt = prompt_of(app)
+        for character in "fix the test":
+            key = "space" if character == " " else character
+            app.post_message(events.Key(key, character))
+        app.post_message(events.Key("enter", "\r"))
+        await pilot.pause()
+        await pilot.pause()
+        assert app.submitted == ["fix the test"]
+        assert prompt.text == ""
 
 
 async def test_enter_sends_a_command_typed_in_full(work_dir: Path) -> None:

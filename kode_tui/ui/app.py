@@ -369,7 +369,11 @@ class KodeApp(App[None]):
         if self.read_only:
             self.notify("This session is read-only.", severity="warning")
             return
-        if self.agent is None or (self._turn is not None and self._turn.is_running):
+        if self.agent is None:
+            self._queue.append(text)
+            self.notify("The agent is starting: your message goes as soon as it is ready.")
+            return
+        if self._turn is not None and self._turn.is_running:
             self._queue.append(text)
             self.notify("Queued: it is sent when this turn ends (Esc interrupts).", timeout=3)
             return

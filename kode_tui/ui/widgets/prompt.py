@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import ClassVar, Literal
 
-from textual import on, work
+from textual import events, on, work
 from textual.binding import Binding, BindingType
 from textual.content import Content
 from textual.geometry import Offset
@@ -223,17 +223,16 @@ class PromptInput(TextArea):
 """
 
     BINDINGS: ClassVar[list[BindingType]] = [
-        # Priority, because TextArea turns Enter into a newline before bindings are looked at.
+        # Enter itself is handled in `_on_key` (see there); these two name it in the footer.
         Binding(
             "enter",
             "complete_or_submit",
             "Complete",
             id="prompt.complete_enter",
             group=_PROMPT_GROUP,
-            priority=True,
             show=False,
         ),
-        Binding("enter", "submit", "Send", id="prompt.submit", group=_PROMPT_GROUP, priority=True),
+        Binding("enter", "submit", "Send", id="prompt.submit", group=_PROMPT_GROUP),
         Binding(
             "ctrl+j,shift+enter", "newline", "Newline", id="prompt.newline", group=_PROMPT_GROUP
         ),
@@ -353,6 +352,22 @@ class PromptInput(TextArea):
 
     def watch_busy(self, busy: bool) -> None:
         self.border_subtitle = BUSY_HINT if busy else ""
+
+    # --- keys ------------------------------------------------------------------------------------
+
+    async def _on_key(self, event: events.Key) -> None:
+        # Enter is handled here, in the order the keys reach the prompt, not by a priority
+        # binding: those run as the app receives a key, before the characters that came just
+        # ahead of it are in the text. A burst such as "fix the test\r" (a terminal without
+        # bracketed paste, tmux send-keys, expect) would send an empty or cut-off message.
+        # (TextArea's own handler, which would insert a newline, is skipped.)
+        if event.key == "enter":
+            event.stop()
+            event.prevent_default()
+            if self.completions_open:
+                self.action_complete_or_submit()
+            else:
+                self.action_submit()
 
     # --- actions ---------------------------------------------------------------------------------
 
