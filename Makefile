@@ -29,11 +29,9 @@ test: $(STAMP)
 screenshots: $(STAMP)
 	$(BIN)/python scripts/screenshots.py $(ARGS)
 
+# Every benchmark, then one results table (bench/run_all.py --help for ARGS).
 bench: $(STAMP)
-	$(BIN)/python bench/bench_context.py $(ARGS)
-	$(BIN)/python bench/bench_tui.py
-	$(BIN)/python bench/bench_stream.py --tokens 20000
-	$(BIN)/python bench/bench_history.py
+	$(BIN)/python bench/run_all.py $(ARGS)
 
 clean:
 	rm -rf $(VENV) .pytest_cache

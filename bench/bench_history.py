@@ -1,13 +1,14 @@
 """Time `Conversation.load_history` on a long generated session in a headless App.
 
 usage: .venv/bin/python bench/bench_history.py [--messages 3300] [--runs 5] [--max-blocks 300]
+                                               [--json OUT]
 
 The session is turns of user message, assistant text with a tool call, tool result, and a
 final answer (4 messages a turn), written as context.jsonl and read back with `Context`, as the
 App does. Per run: the time until `load_history` returns (the newest blocks mounted), until
 the screen shows them (laid out and drawn), and then, scrolling to the top again and again,
 the time each batch of older blocks takes to appear and the total until all `max_blocks` are
-mounted. Prints medians.
+mounted. Prints medians; `--json OUT` also writes them (in seconds) to OUT.
 """
 
 from __future__ import annotations
@@ -141,6 +142,7 @@ def main() -> None:
         action="store_true",
         help="gc.freeze() before scrolling up, as an App could after startup",
     )
+    parser.add_argument("--json", type=Path, metavar="OUT", help="write the numbers as JSON")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
         context_file = Path(tmp) / "session" / "context.jsonl"
@@ -168,6 +170,21 @@ def main() -> None:
         f"  meanwhile the event loop was blocked at most {max(blocked) * 1000:.0f} ms "
         f"(p95 {statistics.quantiles(blocked, n=20)[-1] * 1000:.0f} ms)"
     )
+    if args.json:
+        numbers = {
+            "messages": args.messages,
+            "max_blocks": args.max_blocks,
+            "runs": args.runs,
+            "blocks_shown": results[0].shown,
+            "returned_s": statistics.median(r.mounted for r in results),
+            "drawn_s": statistics.median(r.drawn for r in results),
+            "reveal_batch_s": statistics.median(batches) if batches else 0.0,
+            "reveal_batch_max_s": max(batches, default=0.0),
+            "reveal_total_s": statistics.median(r.reveal_total for r in results),
+            "blocks_at_top": results[0].blocks_at_top,
+            "loop_blocked_max_s": max(blocked),
+        }
+        args.json.write_text(json.dumps(numbers, indent=2) + "\n")
 
 
 if __name__ == "__main__":

@@ -1,6 +1,7 @@
 """Does the conversation keep up with a fast model? Streams tokens into it in a headless App.
 
 usage: .venv/bin/python bench/bench_stream.py [--tokens 2000] [--rate 300] [--history 0]
+                                              [--json OUT]
 
 ContentPart events go on the wire at `--rate` tokens per second (a token is ~4 characters of
 Markdown: paragraphs, lists, code blocks), as the soul sends them. The lag of a token is the
@@ -9,7 +10,8 @@ the script prints the median, 95th percentile and maximum lag, the lag of the la
 how far the sender itself fell behind its schedule (the UI shares its event loop). 20,000
 tokens at 300/s take about 67 s; the default is a short run. `--history N` first restores a
 session of N messages and mounts all its blocks, so the stream runs next to a full pane;
-`--gc-freeze` shows what `gc.freeze()` after startup would do to the pauses.
+`--gc-freeze` shows what `gc.freeze()` after startup would do to the pauses. `--json OUT`
+writes the numbers (in seconds) to OUT.
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ import argparse
 import asyncio
 import bisect
 import gc
+import json
 import random
 import statistics
 import sys
@@ -151,7 +154,9 @@ def history(messages: int) -> list[Message]:
     return result
 
 
-async def run(tokens: list[str], rate: float, history_messages: int, freeze: bool) -> None:
+async def run(
+    tokens: list[str], rate: float, history_messages: int, freeze: bool
+) -> dict[str, float]:
     bus = WireBus()
     app = Host(bus)
     async with app.run_test(size=(120, 50)) as pilot:
@@ -192,6 +197,22 @@ async def run(tokens: list[str], rate: float, history_messages: int, freeze: boo
             f"  the sender fell behind its schedule by at most {streamed.behind * 1000:.1f} ms; "
             + monitor.summary()
         )
+        blocked = monitor.delays or [0.0]
+        return {
+            "tokens": len(tokens),
+            "rate_per_s": rate,
+            "characters": streamed.ends[-1],
+            "history_messages": history_messages,
+            "lag_median_s": statistics.median(lags),
+            "lag_p95_s": quantiles[-1],
+            "lag_max_s": max(lags),
+            "lag_last_s": lags[-1],
+            "sender_behind_max_s": streamed.behind,
+            "loop_blocked_max_s": max(blocked),
+            "loop_blocked_p95_s": (
+                statistics.quantiles(blocked, n=20)[-1] if len(blocked) > 1 else 0.0
+            ),
+        }
 
 
 @dataclass
@@ -242,8 +263,13 @@ def main() -> None:
         action="store_true",
         help="gc.freeze() before streaming, as an App could after startup (shorter GC pauses)",
     )
+    parser.add_argument("--json", type=Path, metavar="OUT", help="write the numbers as JSON")
     args = parser.parse_args()
-    asyncio.run(run(markdown_tokens(args.tokens), args.rate, args.history, args.gc_freeze))
+    numbers = asyncio.run(
+        run(markdown_tokens(args.tokens), args.rate, args.history, args.gc_freeze)
+    )
+    if args.json:
+        args.json.write_text(json.dumps(numbers, indent=2) + "\n")
 
 
 if __name__ == "__main__":

@@ -1,0 +1,425 @@
+"""Run every benchmark and print one results table: what `make bench` does.
+
+usage: .venv/bin/python bench/run_all.py [--kimi PYTHON | --no-kimi] [--markdown OUT]
+                                         [--json OUT] [--only NAME,...] [--context-runs 5] ...
+
+Each benchmark runs as its own process, its output streamed as it comes, its headline numbers
+written as JSON to a scratch file; at the end one Markdown table holds them all with the
+reference measured in the same run (Kimi CLI for the engine, a minimal Textual app for the
+first frame, an empty session for memory), the ratio, the issue's target and PASS/FAIL. Kimi CLI
+is used when `--kimi PYTHON` is given, else `$KODE_TUI_KIMI_PYTHON`, else /tmp/kimi-ref/bin/python
+when it exists (`../shared/bench/setup_kimi.sh /tmp/kimi-ref` installs it). The whole run takes
+about four minutes on a 2-core machine.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import json
+import os
+import platform
+import re
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+BENCH = Path(__file__).resolve().parent
+REPO = BENCH.parent
+sys.path.insert(0, str(BENCH))
+from bench_context import ISSUE_TURNS, KIMI, METRICS, OURS, Metric  # noqa: E402
+from bench_tui import DEMO, LITELLM, MINIMAL, RESUME  # noqa: E402
+
+DEFAULT_KIMI = Path("/tmp/kimi-ref/bin/python")
+KIMI_ENV = "KODE_TUI_KIMI_PYTHON"
+BENCHMARKS = ("context", "tui", "stream", "history", "memory")
+
+# The targets of the issues that bench_context.py does not already carry.
+FIRST_FRAME_MAX_RATIO = 1.5  # issue 5: first frame <= 1.5x the minimal Textual app
+RESUME_MAX_S = 1.5  # issue 5: a resumed 500-turn session is interactive within 1.5 s
+STREAM_LAG_MAX_S = 0.1  # issue 5: streaming lag < 100 ms at the end
+
+
+@dataclass(slots=True)
+class Row:
+    metric: str
+    ours: str
+    reference: str = "—"
+    ratio: str = "—"
+    target: str = "—"
+    verdict: str = "—"
+
+
+@dataclass(slots=True)
+class Outcome:
+    name: str
+    argv: list[str]
+    seconds: float
+    code: int
+    numbers: dict[str, Any] | None
+
+
+# --- formatting ----------------------------------------------------------------------------------
+
+
+def fmt_s(seconds: float) -> str:
+    if seconds < 0.01:
+        return f"{seconds * 1000:.1f} ms"
+    if seconds < 1:
+        return f"{seconds * 1000:.0f} ms"
+    return f"{seconds:.2f} s"
+
+
+def fmt_value(value: float, unit: str) -> str:
+    if unit == "MiB":
+        return f"{value:.1f} MiB"
+    if unit == "/s":
+        return f"{value:,.0f}/s"
+    return fmt_s(value)
+
+
+def fmt_x(ratio: float) -> str:
+    return f"{ratio:.2f}x" if ratio < 10 else f"{ratio:.1f}x"
+
+
+def verdict(ok: bool) -> str:
+    return "PASS" if ok else "FAIL"
+
+
+# --- the rows of each benchmark ------------------------------------------------------------------
+
+
+def engine_ratio(metric: Metric, ours: float, kimi: float) -> str:
+    if metric.unit == "s":
+        return f"{fmt_x(kimi / ours)} faster"
+    if metric.unit == "/s":
+        return f"{fmt_x(ours / kimi)} the rate"
+    return f"{fmt_x(ours / kimi)} the RSS"
+
+
+def context_rows(numbers: dict[str, Any]) -> list[Row]:
+    rows: list[Row] = []
+    for file in numbers["files"]:
+        turns = file["turns"]
+        what = f"engine, {turns} turns ({file['size_bytes'] / 1e6:.1f} MB)"
+        summary = file["summary"]
+        for metric in METRICS:
+            if metric.kimi_key is None:
+                continue
+            row = summary[metric.key]
+            ours = row[OURS]["median"]
+            applies = metric.target is not None and metric.target_turns in (None, turns)
+            line = Row(f"{what}: {metric.label.strip()}", fmt_value(ours, metric.unit))
+            if applies:
+                line.target = metric.target_text
+                line.verdict = "not run (no kimi-cli)"
+            if KIMI in row:
+                kimi = row[KIMI]["median"]
+                line.reference = fmt_value(kimi, metric.unit)
+                line.ratio = engine_ratio(metric, ours, kimi)
+                if "pass" in row:
+                    line.verdict = verdict(row["pass"])
+            rows.append(line)
+    return rows
+
+
+def tui_rows(numbers: dict[str, Any]) -> list[Row]:
+    minimal = numbers[MINIMAL]["median_s"]
+    rows = []
+    for key, label in ((DEMO, "demo model"), (LITELLM, "litellm model configured")):
+        ours = numbers[key]["median_s"]
+        rows.append(
+            Row(
+                f"cold start, first frame, new session ({label})",
+                fmt_s(ours),
+                fmt_s(minimal),
+                f"{fmt_x(ours / minimal)} the time",
+                f"<= {FIRST_FRAME_MAX_RATIO}x the minimal app",
+                verdict(ours / minimal <= FIRST_FRAME_MAX_RATIO),
+            )
+        )
+    resume = numbers[RESUME]["median_s"]
+    rows.append(
+        Row(
+            "resume the 500-turn session, last message on screen",
+            fmt_s(resume),
+            target=f"<= {RESUME_MAX_S} s",
+            verdict=verdict(resume <= RESUME_MAX_S),
+        )
+    )
+    return rows
+
+
+def stream_rows(numbers: dict[str, Any]) -> list[Row]:
+    what = f"streaming {numbers['tokens']:,} tokens at {numbers['rate_per_s']:g}/s (headless)"
+    last = numbers["lag_last_s"]
+    return [
+        Row(
+            f"{what}: lag of the last token",
+            fmt_s(last),
+            target=f"< {STREAM_LAG_MAX_S * 1000:.0f} ms",
+            verdict=verdict(last < STREAM_LAG_MAX_S),
+        ),
+        Row(
+            f"{what}: lag median / p95 / max",
+            " / ".join(fmt_s(numbers[k]) for k in ("lag_median_s", "lag_p95_s", "lag_max_s")),
+        ),
+    ]
+
+
+def history_rows(numbers: dict[str, Any]) -> list[Row]:
+    what = f"load_history of {numbers['messages']:,} messages"
+    returned, drawn = fmt_s(numbers["returned_s"]), fmt_s(numbers["drawn_s"])
+    reveal, blocked = fmt_s(numbers["reveal_batch_s"]), fmt_s(numbers["loop_blocked_max_s"])
+    return [
+        Row(f"{what}: returned / on screen", f"{returned} / {drawn}"),
+        Row(
+            f"{what}: scrolling up to all {numbers['blocks_at_top']} blocks, "
+            "each reveal / event loop blocked at most",
+            f"{reveal} / {blocked}",
+        ),
+    ]
+
+
+def memory_rows(numbers: dict[str, Any]) -> list[Row]:
+    full, empty = numbers["median"]["full"], numbers["median"]["empty"]
+    what = f"{numbers['messages']:,}-message session rendered"
+
+    def pair(label: str, key: str) -> Row:
+        ours, ref = full[key], empty[key]
+        ratio = f"{fmt_x(ours / ref)} (+{ours - ref:.1f} MiB)"
+        return Row(f"{what}: {label}", f"{ours:.1f} MiB", f"{ref:.1f} MiB", ratio)
+
+    return [
+        pair("RSS after render", "rss_mib"),
+        pair("peak RSS", "hwm_mib"),
+        Row(
+            f"{what}: last message on screen (from process start)",
+            fmt_s(full["shown_s"]),
+            fmt_s(empty["shown_s"]),
+            f"{fmt_x(full['shown_s'] / empty['shown_s'])} "
+            f"(+{fmt_s(full['shown_s'] - empty['shown_s'])})",
+        ),
+        pair(f"RSS scrolled to the top ({numbers['top_blocks_mounted']} blocks)", "top_rss_mib"),
+    ]
+
+
+ROWS: dict[str, Callable[[dict[str, Any]], list[Row]]] = {
+    "context": context_rows,
+    "tui": tui_rows,
+    "stream": stream_rows,
+    "history": history_rows,
+    "memory": memory_rows,
+}
+
+
+# --- the machine ---------------------------------------------------------------------------------
+
+
+def read_text(path: str) -> str:
+    try:
+        return Path(path).read_text()
+    except OSError:
+        return ""
+
+
+def machine() -> dict[str, str]:
+    cpu = re.search(r"^model name\s*:\s*(.+)$", read_text("/proc/cpuinfo"), re.M)
+    ram = re.search(r"^MemTotal:\s+(\d+) kB", read_text("/proc/meminfo"), re.M)
+    os_name = re.search(r'^PRETTY_NAME="?([^"\n]+)', read_text("/etc/os-release"), re.M)
+    textual = subprocess.run(
+        [sys.executable, "-c", "import importlib.metadata as m; print(m.version('textual'))"],
+        capture_output=True,
+        text=True,
+    ).stdout.strip()
+    commit = subprocess.run(
+        ["git", "-C", str(REPO), "describe", "--always", "--dirty"], capture_output=True, text=True
+    ).stdout.strip()
+    return {
+        "date": datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%d %H:%M UTC"),
+        "cpu": cpu.group(1).strip() if cpu else platform.processor() or "unknown",
+        "cores": str(os.cpu_count()),
+        "ram": f"{int(ram.group(1)) / 1024**2:.1f} GiB" if ram else "unknown",
+        "os": f"{os_name.group(1) if os_name else platform.system()} (kernel {platform.release()})",
+        "python": platform.python_version(),
+        "textual": textual or "unknown",
+        "commit": commit or "unknown",
+    }
+
+
+def kimi_version(python: Path) -> str | None:
+    """kimi-cli's version in `python` (and that Python's), or None when it cannot import it."""
+    code = (
+        "import importlib.metadata as m, platform, kimi_cli; "
+        "print(m.version('kimi-cli'), 'on Python', platform.python_version())"
+    )
+    try:
+        done = subprocess.run([str(python), "-c", code], capture_output=True, text=True)
+    except OSError:
+        return None
+    return done.stdout.strip() if done.returncode == 0 else None
+
+
+def find_kimi(args: argparse.Namespace) -> tuple[Path | None, str]:
+    """The Python with kimi-cli to compare with, and a line saying what was found."""
+    if args.no_kimi:
+        return None, "not used (--no-kimi)"
+    if args.kimi:
+        python, source = args.kimi, "--kimi"
+    elif os.environ.get(KIMI_ENV):
+        python, source = Path(os.environ[KIMI_ENV]), f"${KIMI_ENV}"
+    else:
+        python, source = DEFAULT_KIMI, "the default place"
+    if not os.access(python, os.X_OK):
+        return None, f"not found ({python}, {source}): engine rows show kode-tui alone"
+    version = kimi_version(python)
+    if version is None:
+        return None, f"not found ({python} cannot import kimi_cli): engine rows show kode-tui alone"
+    return python, f"kimi-cli {version} ({python}, {source})"
+
+
+# --- running -------------------------------------------------------------------------------------
+
+
+def commands(args: argparse.Namespace, kimi: Path | None, out: Path) -> dict[str, list[str]]:
+    """Each benchmark's command line; each writes its numbers to OUT/<name>.json."""
+    options = {
+        "context": ["--runs", str(args.context_runs), "--turns", f"500,{ISSUE_TURNS}"],
+        "tui": ["--runs", str(args.tui_runs)],
+        "stream": ["--tokens", str(args.tokens), "--rate", str(args.rate)],
+        "history": ["--runs", str(args.history_runs)],
+        "memory": ["--runs", str(args.memory_runs)],
+    }
+    if kimi is not None:
+        options["context"] += ["--kimi", str(kimi)]
+    return {
+        name: [
+            sys.executable,
+            str(BENCH / f"bench_{name}.py"),
+            *extra,
+            "--json",
+            str(out / f"{name}.json"),
+        ]
+        for name, extra in options.items()
+    }
+
+
+def run_one(name: str, argv: list[str], out: Path) -> Outcome:
+    shown = " ".join(Path(a).name if a == sys.executable else a for a in argv)
+    shown = shown.replace(str(REPO) + "/", "").replace(str(out) + "/", "")
+    print(f"\n=== {name}: {shown}", flush=True)
+    start = time.monotonic()
+    code = subprocess.run(argv, cwd=REPO).returncode  # its output goes straight to ours
+    seconds = time.monotonic() - start
+    result = out / f"{name}.json"
+    numbers = json.loads(result.read_text()) if code == 0 and result.exists() else None
+    print(f"=== {name}: {'done' if numbers else f'FAILED (exit {code})'} in {seconds:.0f} s")
+    return Outcome(name, argv, seconds, code, numbers)
+
+
+# --- the table -----------------------------------------------------------------------------------
+
+
+def table(rows: list[Row]) -> list[str]:
+    head = ("metric", "ours (median)", "reference (same run)", "ratio", "target", "verdict")
+    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    for r in rows:
+        cells = (r.metric, r.ours, r.reference, r.ratio, r.target, r.verdict)
+        lines.append("| " + " | ".join(cells) + " |")
+    return lines
+
+
+def report(facts: dict[str, str], kimi_line: str, outcomes: list[Outcome], total: float) -> str:
+    rows: list[Row] = []
+    for outcome in outcomes:
+        if outcome.numbers is None:
+            rows.append(Row(f"{outcome.name}: the benchmark failed (exit {outcome.code})", "—"))
+            continue
+        try:
+            rows += ROWS[outcome.name](outcome.numbers)
+        except (KeyError, TypeError, ZeroDivisionError) as error:
+            rows.append(Row(f"{outcome.name}: unreadable results ({error!r})", "—"))
+    verdicts = [r.verdict for r in rows if r.verdict in ("PASS", "FAIL")]
+    lines = [
+        f"- date: {facts['date']}",
+        f"- machine: {facts['cpu']}, {facts['cores']} cores, {facts['ram']} RAM",
+        f"- OS: {facts['os']}",
+        f"- Python {facts['python']}, Textual {facts['textual']}, kode-tui {facts['commit']}",
+        f"- kimi-cli: {kimi_line}",
+        "",
+        *table(rows),
+        "",
+        "References: Kimi CLI's `Context` on the same file for the engine rows, "
+        "`bench/minimal_app.py` for the first frame, a session holding only the last exchange "
+        "for the memory rows. "
+        f"{verdicts.count('PASS')} PASS, {verdicts.count('FAIL')} FAIL; "
+        f"the whole run took {f'{total / 60:.1f} min' if total >= 60 else f'{total:.0f} s'} "
+        f"({', '.join(f'{o.name} {o.seconds:.0f} s' for o in outcomes)}).",
+    ]
+    return "\n".join(lines)
+
+
+def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
+    which = parser.add_mutually_exclusive_group()
+    which.add_argument(
+        "--kimi", type=Path, metavar="PYTHON", help=f"a Python with kimi-cli (else ${KIMI_ENV})"
+    )
+    which.add_argument("--no-kimi", action="store_true", help="measure kode-tui alone")
+    parser.add_argument("--markdown", type=Path, metavar="OUT", help="write the table to OUT too")
+    parser.add_argument("--json", type=Path, metavar="OUT", help="write every number as JSON")
+    parser.add_argument(
+        "--only",
+        default=",".join(BENCHMARKS),
+        help="comma-separated benchmarks to run (default: %(default)s)",
+    )
+    parser.add_argument("--context-runs", type=int, default=5, metavar="N")
+    parser.add_argument("--tui-runs", type=int, default=9, metavar="N")
+    parser.add_argument("--history-runs", type=int, default=3, metavar="N")
+    parser.add_argument("--memory-runs", type=int, default=3, metavar="N")
+    parser.add_argument("--tokens", type=int, default=20_000, help="streamed tokens")
+    parser.add_argument("--rate", type=float, default=300.0, help="tokens per second")
+    args = parser.parse_args(argv)
+    args.only = [name.strip() for name in args.only.split(",") if name.strip()]
+    unknown = sorted(set(args.only) - set(BENCHMARKS))
+    if unknown:
+        parser.error(f"unknown benchmark(s) {', '.join(unknown)}; choose from {BENCHMARKS}")
+    return args
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = parse_args(argv)
+    start = time.monotonic()
+    facts = machine()
+    kimi, kimi_line = find_kimi(args) if "context" in args.only else (None, "not needed")
+    print(f"kimi-cli: {kimi_line}", flush=True)
+    outcomes: list[Outcome] = []
+    with tempfile.TemporaryDirectory(prefix="kode-bench-all-") as tmp:
+        out = Path(tmp)
+        argvs = commands(args, kimi, out)
+        for name in (name for name in BENCHMARKS if name in args.only):
+            outcomes.append(run_one(name, argvs[name], out))
+    text = report(facts, kimi_line, outcomes, time.monotonic() - start)
+    print("\n## Results\n\n" + text)
+    if args.markdown:
+        args.markdown.write_text(text + "\n")
+    if args.json:
+        raw = {
+            "machine": facts,
+            "kimi": kimi_line,
+            "benchmarks": {
+                o.name: {"argv": o.argv, "seconds": o.seconds, "exit": o.code, "numbers": o.numbers}
+                for o in outcomes
+            },
+        }
+        args.json.write_text(json.dumps(raw, indent=2) + "\n")
+    return 0 if all(o.numbers is not None for o in outcomes) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
