@@ -154,8 +154,11 @@ class Message(_Model):
 
     def estimated_tokens(self) -> int:
         """A rough token count (chars / 4) of what the model reads from this message."""
+        content = self.content
         chars = 0
-        for part in self.parts:
+        if isinstance(content, str):  # the common case: no part objects needed to count
+            chars = len(content)
+        for part in content if isinstance(content, list) else ():
             if isinstance(part, TextPart):
                 chars += len(part.text)
             elif isinstance(part, ThinkPart):
