@@ -56,7 +56,9 @@ SUMMARY_CHARS = 60
 USER_MARK = "\N{SINGLE RIGHT-POINTING ANGLE QUOTATION MARK}"
 INITIAL_BLOCKS = 30
 """Blocks `load_history` mounts at once; the rest are mounted as the user scrolls up."""
-REVEAL_BATCH = 5
+REVEAL_BATCH = 30
+"""Blocks mounted per step while scrolling up: each step lays out every mounted block, so few
+big steps cost far less than many small ones."""
 TRIM_SCREENS = 3
 """How many screens of blocks stay mounted above the view when trimming."""
 TRIM_DELAY = 0.2
