@@ -330,3 +330,27 @@ async def test_a_bad_config_stops_the_app_with_exit_status_2(project: Path, home
         await wait_for(pilot, lambda: app.config_error is not None)
     assert app.return_code == 2
     assert str(app.config_error).startswith(f"{bad}:2: loop_control.max_steps_per_run")
+
+
+async def test_a_command_typed_while_the_agent_starts_waits_for_it(
+    project: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import asyncio
+
+    from kode_tui.soul import agent as agent_module
+
+    real_open_agent = agent_module.open_agent
+
+    async def slow_open_agent(*args: Any, **kwargs: Any) -> Any:
+        await asyncio.sleep(0.5)
+        return await real_open_agent(*args, **kwargs)
+
+    monkeypatch.setattr(agent_module, "open_agent", slow_open_agent)
+    app = make_app(project, ScriptedProvider([]))
+    async with app.run_test(size=(140, 40)) as pilot:
+        await wait_for(pilot, lambda: app._attached())
+        assert app.agent is None
+        await send(pilot, "/mode auto-edit")
+        await wait_for(pilot, lambda: app.agent is not None)
+        await wait_for(pilot, lambda: app.agent.soul.approval.mode == "auto-edit")
+        assert "read-only" not in screen_text(app)

@@ -213,6 +213,20 @@ async def test_a_burst_of_keys_ending_in_enter_sends_all_of_it(work_dir: Path) -
         assert prompt.text == ""
 
 
+async def test_a_command_typed_in_full_in_a_burst_is_sent(work_dir: Path) -> None:
+    # The completion list still shows "/compac" when Enter arrives with the last letter.
+    app = PromptHost(work_dir)
+    async with app.run_test() as pilot:
+        await type_text(pilot, "/compac")
+        await pilot.pause()
+        assert prompt_of(app).completions_open
+        app.post_message(events.Key("t", "t"))
+        app.post_message(events.Key("enter", "\r"))
+        await pilot.pause()
+        await pilot.pause()
+        assert app.submitted == ["/compact"]
+
+
 async def test_enter_sends_a_command_typed_in_full(work_dir: Path) -> None:
     # `/compact` then Enter runs it, as in every other agent; the open list must not eat the key.
     app = PromptHost(work_dir)

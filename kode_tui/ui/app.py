@@ -109,6 +109,8 @@ class KodeApp(App[None]):
         self._pick_session = pick_session
         self._turn: Worker[None] | None = None
         self._queue: list[str] = []
+        self._agent_starting = False
+        """Between the session being on screen and its agent being ready (or failing)."""
         self._history: list[str] = []
         self._read_only_dir: tempfile.TemporaryDirectory[str] | None = None
 
@@ -220,21 +222,25 @@ class KodeApp(App[None]):
                 return
         bus = WireBus()
         await self._show(context, bus)
+        self._agent_starting = True
         self._start_agent(session, context, bus)
 
     @work(exclusive=True, group="agent")
     async def _start_agent(self, session: Session, context: Context, bus: WireBus) -> None:
         from kode_tui.soul.agent import open_agent
 
-        self.agent = await open_agent(
-            session,
-            self.config,
-            self.choice,
-            context=context,
-            bus=bus,
-            provider=self._provider,
-            approval_override="yolo" if self._yolo else None,
-        )
+        try:
+            self.agent = await open_agent(
+                session,
+                self.config,
+                self.choice,
+                context=context,
+                bus=bus,
+                provider=self._provider,
+                approval_override="yolo" if self._yolo else None,
+            )
+        finally:
+            self._agent_starting = False
         if self._attached():
             from kode_tui.ui.widgets.gauge import TokenGauge
 
@@ -458,6 +464,9 @@ class KodeApp(App[None]):
         if name not in commands.BY_NAME or handler is None:
             self.notify(f"Unknown command {name}. /help lists them.", severity="warning")
             return
+        # Typed the moment the session appeared: wait for the agent, as a message would.
+        while self.agent is None and self._agent_starting:
+            await asyncio.sleep(0.02)
         try:
             await handler(argument)
         except ConfigError as error:
@@ -491,7 +500,8 @@ class KodeApp(App[None]):
             self.notify("Wait for the turn to end, or press Esc.", severity="warning")
             return True
         if self.agent is None:
-            self.notify("This session is read-only.", severity="warning")
+            message = "This session is read-only." if self.read_only else "No agent is running."
+            self.notify(message, severity="warning")
             return True
         return False
 

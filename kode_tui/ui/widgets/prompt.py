@@ -364,6 +364,9 @@ class PromptInput(TextArea):
         if event.key == "enter":
             event.stop()
             event.prevent_default()
+            # The list may still show the text before the last keys (their Changed messages
+            # queue behind this key): decide on the text as it is now.
+            self._refresh_completions(reload=False)
             if self.completions_open:
                 self.action_complete_or_submit()
             else:
