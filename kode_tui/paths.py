@@ -24,6 +24,15 @@ def canonical(path: str | os.PathLike[str]) -> Path:
     return Path(os.path.normpath(os.path.abspath(path)))
 
 
+def tilde(path: str | os.PathLike[str]) -> str:
+    """`path` for people to read: under the user's home it starts with `~`."""
+    text = str(path)
+    user_home = str(Path.home())
+    if user_home != os.sep and (text == user_home or text.startswith(user_home + os.sep)):
+        return "~" + text[len(user_home) :]
+    return text
+
+
 def work_dir_hash(work_dir: str | os.PathLike[str]) -> str:
     return md5(str(canonical(work_dir)).encode("utf-8")).hexdigest()
 

@@ -239,7 +239,7 @@ def main() -> None:
             project = base / "greeter"
             project.mkdir()
             project_files(project)
-            os.environ["KODE_TUI_HOME"] = str(base / "home")
+            os.environ["KODE_TUI_HOME"] = str(base / ".kode-tui")
             os.environ["HOME"] = str(base)
             os.environ["KODE_TUI_OLLAMA_URL"] = ""
             asyncio.run(SCENES[name](project))

@@ -555,3 +555,13 @@ async def test_resume_command_of_a_folder_opened_by_path_names_the_folder(tmp_pa
     shutil.copytree(KIMI_FIXTURE, folder)
     session = await Session.from_dir(folder)
     assert session.resume_command() == f"kode-tui --session-dir '{folder}'"
+
+
+def test_tilde_shortens_paths_under_the_home_dir_only(monkeypatch: pytest.MonkeyPatch) -> None:
+    from kode_tui.paths import tilde
+
+    monkeypatch.setenv("HOME", "/home/al")
+    assert tilde("/home/al/.kode-tui/config.toml") == "~/.kode-tui/config.toml"
+    assert tilde("/home/al") == "~"
+    assert tilde("/home/alice/project") == "/home/alice/project"
+    assert tilde("/srv/home/al") == "/srv/home/al"

@@ -24,7 +24,7 @@ from textual.screen import Screen
 from textual.worker import Worker, WorkerState
 
 from kode_tui.errors import ConfigError
-from kode_tui.paths import Paths
+from kode_tui.paths import Paths, tilde
 from kode_tui.ui import commands
 from kode_tui.ui.commands import SlashCommandProvider
 from kode_tui.ui.screens.main import MainScreen
@@ -298,7 +298,7 @@ class KodeApp(App[None]):
         banner = None
         if self.choice.is_demo and not self.read_only:
             config_path = self._config_file or Paths.current().config_file
-            banner = DEMO_BANNER.format(config=config_path)
+            banner = DEMO_BANNER.format(config=tilde(config_path))
         await screen.attach(bus, context, banner)
         await screen.query_one(Conversation).load_history(context.history, session.wire_file)
         self._update_header()
@@ -346,7 +346,7 @@ class KodeApp(App[None]):
 
     def _update_header(self) -> None:
         session = self.session
-        where = str(self.work_dir).replace(str(Path.home()), "~", 1)
+        where = tilde(self.work_dir)
         parts = [where]
         if session is not None:
             parts.append(f"“{session.title}”")
