@@ -179,6 +179,24 @@ async def test_continue_opens_the_session_marked_last(work_dir: Path) -> None:
     assert continued is not None and continued.id == older.id
 
 
+async def test_continue_skips_a_last_session_nothing_was_said_in(work_dir: Path) -> None:
+    talked = await talked_session(work_dir)
+    empty = await Session.create(work_dir)  # started and quit; now marked last
+
+    continued = await Session.continue_(work_dir)
+    assert continued is not None and continued.id == talked.id
+    assert empty.id != talked.id
+
+
+async def test_continue_opens_an_empty_last_session_when_there_is_nothing_else(
+    work_dir: Path,
+) -> None:
+    empty = await Session.create(work_dir)
+
+    continued = await Session.continue_(work_dir)
+    assert continued is not None and continued.id == empty.id
+
+
 async def test_continue_returns_none_when_the_last_session_was_deleted(work_dir: Path) -> None:
     session = await talked_session(work_dir)
     shutil.rmtree(session.dir)

@@ -114,11 +114,16 @@ class Session:
 
     @classmethod
     async def continue_(cls, work_dir: str | os.PathLike[str]) -> Session | None:
-        """The session last opened in `work_dir`, if it still exists."""
+        """The session last opened in `work_dir`; if nothing was said in it (kode-tui started
+        and quit, a `-p /context` run), the newest session something was said in."""
         entry = load_metadata().get(work_dir)
-        if entry is None or entry.last_session_id is None:
-            return None
-        return await cls.find(work_dir, entry.last_session_id)
+        last = None
+        if entry is not None and entry.last_session_id is not None:
+            last = await cls.find(work_dir, entry.last_session_id)
+            if last is not None and not await asyncio.to_thread(last._is_empty):
+                return last
+        talked = await cls.list(work_dir)
+        return talked[0] if talked else last
 
     @classmethod
     async def from_dir(
