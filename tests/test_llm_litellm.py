@@ -497,6 +497,20 @@ async def test_without_a_key_variable_litellm_looks_for_its_own_and_the_error_na
     assert server.requests == []
 
 
+async def test_a_hosted_model_without_its_key_fails_before_any_request(
+    litellm: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    calls: list[object] = []
+    monkeypatch.setattr(litellm, "acompletion", lambda *a, **k: calls.append(k))
+    provider = LiteLLMProvider("anthropic/claude-sonnet-4-5")  # conftest unset the key
+
+    error = await failure(provider)
+
+    assert str(error) == "no API key for anthropic/claude-sonnet-4-5: set ANTHROPIC_API_KEY"
+    assert not is_retryable(error)
+    assert calls == []
+
+
 async def test_a_context_overflow_says_the_conversation_is_too_long(
     server: LLMServer, provider: LiteLLMProvider
 ) -> None:

@@ -237,11 +237,24 @@ async def test_a_fatal_error_ends_the_turn_at_once_and_keeps_the_context(
     assert result.stop_reason == "error" and "bad key" in (result.error or "")
     assert rig.provider.remaining == 1
     assert rig.of(ev.Error)[0].message.endswith("bad key")
+    model = rig.provider.model_name
+    assert rig.of(ev.Error)[0].message == f"{model}: bad key"  # which model failed
     assert roles(rig.lines()) == ["_system_prompt", "_checkpoint:0", "user", "_checkpoint:1"]
     # The next turn works on the same context.
     rig.provider.script.append({"text": "hello"})
     rig.provider.script.pop(1)
     assert (await rig.soul.run("again")).stop_reason == "done"
+
+
+async def test_an_error_that_names_its_model_does_not_name_it_twice(tmp_path: Path) -> None:
+    rig = await make_rig(tmp_path, [{"error": {"status": 401, "message": "placeholder"}}])
+    model = rig.provider.model_name
+    rig.provider.script[0] = {"error": {"status": 401, "message": f"no API key for {model}"}}
+
+    result = await rig.soul.run("hi")
+
+    assert result.error == f"no API key for {model}"
+    assert roles(rig.lines()) == ["_system_prompt", "_checkpoint:0", "user", "_checkpoint:1"]
 
 
 async def test_retries_give_up_after_max_retries_per_step(tmp_path: Path) -> None:

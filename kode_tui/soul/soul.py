@@ -303,7 +303,8 @@ class KodeSoul:
                 self.bus.send(ev.StepInterrupted(reason="interrupted by the user"))
                 raise
             except LLMError as error:
-                message = f"{self.provider.model_name}: {error}"
+                model = self.provider.model_name
+                message = str(error) if model in str(error) else f"{model}: {error}"
                 log.warning("step %d failed: %s", step, message)
                 self.bus.send(ev.StepInterrupted(reason=message))
                 self.bus.send(ev.Error(message=message))

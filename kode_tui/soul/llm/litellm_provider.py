@@ -21,6 +21,7 @@ import warnings
 from collections.abc import AsyncIterator, Iterator, Sequence
 from typing import Any
 
+from kode_tui.config import API_KEY_ENV_VARS
 from kode_tui.message import ImageURLPart, Message, TextPart, ThinkPart
 from kode_tui.soul.llm import (
     DEFAULT_MAX_CONTEXT_SIZE,
@@ -213,6 +214,11 @@ class LiteLLMProvider:
 
     def _api_key(self) -> str | None:
         if self._api_key_env is None:
+            # A hosted provider's key that is not set: say so before any request (litellm
+            # would report it as an authentication failure, or send the request without it).
+            hint = self._key_hint()
+            if self._api_base is None and hint in API_KEY_ENV_VARS and not os.environ.get(hint):
+                raise LLMError(f"no API key for {self._model}: set {hint}")
             return None
         key = os.environ.get(self._api_key_env)
         if not key:
