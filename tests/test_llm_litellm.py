@@ -509,6 +509,9 @@ async def test_a_hosted_model_without_its_key_fails_before_any_request(
     assert str(error) == "no API key for anthropic/claude-sonnet-4-5: set ANTHROPIC_API_KEY"
     assert not is_retryable(error)
     assert calls == []
+    # litellm's other credential variables count.
+    monkeypatch.setenv("ANTHROPIC_AUTH_TOKEN", "token")
+    assert provider._api_key() is None
 
 
 async def test_a_context_overflow_says_the_conversation_is_too_long(

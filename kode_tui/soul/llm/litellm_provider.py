@@ -217,7 +217,12 @@ class LiteLLMProvider:
             # A hosted provider's key that is not set: say so before any request (litellm
             # would report it as an authentication failure, or send the request without it).
             hint = self._key_hint()
-            if self._api_base is None and hint in API_KEY_ENV_VARS and not os.environ.get(hint):
+            names = (hint, *_OTHER_KEY_VARS.get(hint, ()))
+            if (
+                self._api_base is None
+                and hint in API_KEY_ENV_VARS
+                and not any(os.environ.get(name) for name in names)
+            ):
                 raise LLMError(f"no API key for {self._model}: set {hint}")
             return None
         key = os.environ.get(self._api_key_env)
@@ -275,6 +280,13 @@ class LiteLLMProvider:
         if status == 400:
             return LLMStatusError(f"{model} rejected the request (HTTP 400): {detail}", 400)
         return LLMStatusError(f"{model} answered HTTP {status}: {detail}", status)
+
+
+_OTHER_KEY_VARS = {
+    "ANTHROPIC_API_KEY": ("ANTHROPIC_AUTH_TOKEN",),
+    "GEMINI_API_KEY": ("GOOGLE_API_KEY",),
+}
+"""Other variables litellm takes a provider's credentials from."""
 
 
 class _ChunkReader:
