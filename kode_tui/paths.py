@@ -20,8 +20,9 @@ def home() -> Path:
 
 
 def canonical(path: str | os.PathLike[str]) -> Path:
-    """Absolute and normalised, without resolving symlinks (as Kimi CLI does)."""
-    return Path(os.path.normpath(os.path.abspath(path)))
+    """Absolute and normalised, without resolving symlinks (as Kimi CLI does); `~` is the
+    user's home."""
+    return Path(os.path.normpath(os.path.abspath(os.path.expanduser(path))))
 
 
 def tilde(path: str | os.PathLike[str]) -> str:

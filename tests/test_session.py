@@ -583,3 +583,11 @@ def test_tilde_shortens_paths_under_the_home_dir_only(monkeypatch: pytest.Monkey
     assert tilde("/home/al") == "~"
     assert tilde("/home/alice/project") == "/home/alice/project"
     assert tilde("/srv/home/al") == "/srv/home/al"
+
+
+async def test_a_work_dir_given_with_a_tilde_is_under_the_home_dir(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("HOME", str(tmp_path))
+    session = await Session.create("~/src/app")
+    assert session.work_dir == tmp_path / "src" / "app"
