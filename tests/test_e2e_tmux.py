@@ -92,11 +92,6 @@ def test_ask_approve_and_revert_in_a_real_terminal(
     term.keys("Create hello.py")
     term.wait_for("Create hello.py")
     term.keys("Enter")
-    try:
-        term.wait_for("\N{SINGLE RIGHT-POINTING ANGLE QUOTATION MARK} Create hello.py", timeout=3)
-    except AssertionError:
-        # Seen rarely in tmux just after start: the first Enter does not arrive. Once more.
-        term.keys("Enter")
     term.wait_for("Approve WriteFile hello.py?")
     time.sleep(0.7)  # the panel ignores keys for 0.5 s, so a word being typed cannot answer it
     term.keys("y")
