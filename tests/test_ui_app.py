@@ -354,3 +354,37 @@ async def test_a_command_typed_while_the_agent_starts_waits_for_it(
         await wait_for(pilot, lambda: app.agent is not None)
         await wait_for(pilot, lambda: app.agent.soul.approval.mode == "auto-edit")
         assert "read-only" not in screen_text(app)
+
+
+async def test_ctrl_c_interrupts_then_clears_the_prompt_then_quits_on_a_second_press(
+    project: Path,
+) -> None:
+    provider = ScriptedProvider([{"text": "Thinking about it", "hang": True}])
+    app = make_app(project, provider)
+    async with app.run_test(size=(140, 40)) as pilot:
+        await ready(pilot)
+        await send(pilot, "first")
+        await wait_for(pilot, lambda: "Thinking about it" in screen_text(app))
+        await pilot.press("ctrl+c")
+        await wait_for(pilot, lambda: not turn_running(app))
+        assert app.is_running
+
+        prompt = app.screen.query_one(PromptInput)
+        prompt.focus()
+        prompt.text = "half a thought"
+        prompt.select_all()
+        await pilot.press("ctrl+c")  # a selection is copied, as in any text field
+        await pilot.pause()
+        assert prompt.text == "half a thought"
+        prompt.move_cursor(prompt.document.end)
+        await pilot.press("ctrl+c")
+        await pilot.pause()
+        assert prompt.text == ""
+
+        await pilot.press("ctrl+c")
+        await pilot.pause()
+        assert app.is_running
+        notices = [notice.message for notice in app._notifications]
+        assert "Press Ctrl+C again to quit." in notices
+        await pilot.press("ctrl+c")
+        await wait_for(pilot, lambda: not app.is_running)

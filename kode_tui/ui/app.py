@@ -14,6 +14,7 @@ import gc
 import logging
 import shutil
 import tempfile
+import time
 from pathlib import Path
 from typing import TYPE_CHECKING, ClassVar
 
@@ -51,6 +52,8 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 MODES: tuple[ApprovalMode, ...] = ("ask", "auto-edit", "yolo")
+CTRL_C_WINDOW_S = 2.0
+"""A second Ctrl+C within this time quits."""
 
 DEMO_BANNER = (
     "[b]Offline demo.[/b] No model is configured, so kode-tui runs [b]demo[/b]: a scripted "
@@ -69,6 +72,8 @@ class KodeApp(App[None]):
     COMMANDS = App.COMMANDS | {SlashCommandProvider}
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("ctrl+q", "quit", "Quit", id="quit", priority=True),
+        # In place of Textual's "press Ctrl+Q to quit" (a selection in the prompt still copies).
+        Binding("ctrl+c", "interrupt_or_quit", show=False, system=True),
         Binding("f1", "help", "Help", id="help"),
         Binding("escape", "interrupt", "Interrupt", id="interrupt"),
         Binding("ctrl+t", "cycle_mode", "Approval mode", id="cycle_mode"),
@@ -109,6 +114,7 @@ class KodeApp(App[None]):
         self._pick_session = pick_session
         self._turn: Worker[None] | None = None
         self._queue: list[str] = []
+        self._ctrl_c_at = -CTRL_C_WINDOW_S
         self._agent_starting = False
         """Between the session being on screen and its agent being ready (or failing)."""
         self._history: list[str] = []
@@ -425,6 +431,23 @@ class KodeApp(App[None]):
         if self._turn is not None and self._turn.is_running:
             self._turn.cancel()
             self.notify("Interrupted.", timeout=2)
+
+    async def action_interrupt_or_quit(self) -> None:
+        """Ctrl+C as in other terminal agents: interrupt the turn, else clear the prompt, else
+        quit when it is pressed again within two seconds."""
+        if self._turn is not None and self._turn.is_running:
+            self.action_interrupt()
+            return
+        prompt = self.focused if isinstance(self.focused, PromptInput) else None
+        if prompt is not None and prompt.text:
+            prompt.clear()
+            return
+        now = time.monotonic()
+        if now - self._ctrl_c_at < CTRL_C_WINDOW_S:
+            await self.action_quit()
+            return
+        self._ctrl_c_at = now
+        self.notify("Press Ctrl+C again to quit.", timeout=CTRL_C_WINDOW_S)
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         if action == "interrupt":
