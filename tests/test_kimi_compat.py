@@ -252,3 +252,60 @@ async def test_kimi_restores_its_session_after_we_restored_a_rotation_and_back(
         expected = kimi_view(ours(context))
     assert (folder / "context.jsonl").read_bytes() == original
     assert kimi(KIMI_RESTORE, folder / "context.jsonl") == expected
+
+
+KIMI_READ_WIRE = textwrap.dedent(
+    """
+    import json, sys
+    from kimi_cli.wire.file import WireFileMetadata, parse_wire_file_line
+
+    read, unread = [], []
+    for line in open(sys.argv[1], encoding="utf-8"):
+        kind = json.loads(line).get("message", {}).get("type", "metadata")
+        try:
+            record = parse_wire_file_line(line)
+            if not isinstance(record, WireFileMetadata):
+                record.to_wire_message()
+            read.append(kind)
+        except Exception:
+            unread.append(kind)
+    print(json.dumps({"read": sorted(set(read)), "unread": sorted(set(unread))}))
+    """
+)
+
+
+async def test_kimi_reads_the_wire_records_it_has_types_for(tmp_path: Path) -> None:
+    # Kimi CLI replays the last turns of a session from wire.jsonl: our tool results and
+    # approval requests must be in its shapes. Records of events Kimi has no type for are
+    # skipped by its reader (it logs them).
+    from kode_tui.config import Config, resolve_model
+    from kode_tui.session import Session
+    from kode_tui.soul.agent import open_agent
+    from kode_tui.soul.llm.scripted import ScriptedProvider
+    from kode_tui.wire import events
+
+    project = tmp_path / "project"
+    project.mkdir()
+    provider = ScriptedProvider(
+        [
+            {
+                "text": "Writing and running it.",
+                "tool_calls": [
+                    {"name": "WriteFile", "arguments": {"path": "a.py", "content": "print(1)\n"}},
+                    {"name": "Shell", "arguments": {"command": "python3 a.py"}},
+                ],
+            },
+            {"text": "Done."},
+        ]
+    )
+    session = await Session.create(project)
+    agent = await open_agent(session, Config(), resolve_model(Config()), provider=provider)
+    agent.bus.subscribe(events.ApprovalRequest, callback=lambda request: request.resolve("approve"))
+    assert (await agent.soul.run("Write a.py and run it")).stop_reason == "done"
+    await agent.close()
+
+    seen = kimi(KIMI_READ_WIRE, session.wire_file)
+    for kind in ("metadata", "TurnBegin", "StepBegin", "ContentPart", "ToolCall", "ToolResult"):
+        assert kind in seen["read"], kind
+    assert "ApprovalRequest" in seen["read"]
+    assert not {"ToolResult", "ApprovalRequest", "StatusUpdate", "TurnEnd"} & set(seen["unread"])

@@ -3,7 +3,10 @@
 A record is `{"timestamp": <float>, "message": {"type": "<EventClass>", "payload": {...}}}`, as in
 Kimi CLI's wire.jsonl. The payload is the event's fields, except for `ContentPart`, whose payload is
 the part itself (`{"type": "text", "text": "..."}`); a `ToolCall`'s fields are those of a tool call,
-so both look exactly like Kimi's.
+so both look exactly like Kimi's. A `ToolResult` is written in Kimi's nested form
+(`{"tool_call_id": ..., "return_value": {...}}`) and an `ApprovalRequest` with Kimi's `sender`, so
+Kimi CLI's replay of a session we wrote reads them; events Kimi has no type for (CheckpointCreated,
+SystemReminders, ...) are skipped by its reader.
 
 Reading is lenient in one direction only: unknown payload keys are ignored (the raw record keeps
 them), but an event whose required fields are missing is not guessed at. Such records, and records
@@ -73,6 +76,8 @@ class DiffBlock(_Block):
 
 class ShellBlock(_Block):
     type: Literal["shell"] = "shell"
+    language: str = "bash"
+    """Kimi CLI's field; it needs it to read the block."""
     command: str
 
 
@@ -181,6 +186,11 @@ class ToolResult(Event):
     """The status line the model reads in `<system>` tags, e.g. `Command executed successfully.`"""
     display: list[DisplayBlock] = Field(default_factory=list)
 
+    def payload(self) -> dict[str, Any]:
+        # Kimi CLI's form, so that its replay of a session we wrote shows the results too.
+        value = self.model_dump(mode="json", exclude={"tool_call_id"})
+        return {"tool_call_id": self.tool_call_id, "return_value": {**value, "extras": None}}
+
     @model_validator(mode="before")
     @classmethod
     def _flatten_kimi_return_value(cls, data: Any) -> Any:
@@ -225,6 +235,10 @@ class ApprovalRequest(Event):
     outside_work_dir: bool = False
 
     _future: asyncio.Future[ApprovalResponse] | None = PrivateAttr(default=None)
+
+    def payload(self) -> dict[str, Any]:
+        # Kimi CLI requires `sender` (the tool asking) to read the record.
+        return {**super().payload(), "sender": self.tool_name or "kode-tui"}
 
     def resolve(self, response: ApprovalResponse) -> None:
         """Answer the request; later answers, and any after the wait was cancelled, are ignored."""
