@@ -275,9 +275,8 @@ KIMI_READ_WIRE = textwrap.dedent(
 
 
 async def test_kimi_reads_the_wire_records_it_has_types_for(tmp_path: Path) -> None:
-    # Kimi CLI replays the last turns of a session from wire.jsonl: our tool results and
-    # approval requests must be in its shapes. Records of events Kimi has no type for are
-    # skipped by its reader (it logs them).
+    # Our tool results and approval requests are in Kimi's shapes. (Records of events Kimi has
+    # no type for make its shell replay a resumed session from context.jsonl instead.)
     from kode_tui.config import Config, resolve_model
     from kode_tui.session import Session
     from kode_tui.soul.agent import open_agent

@@ -5,8 +5,8 @@ Kimi CLI's wire.jsonl. The payload is the event's fields, except for `ContentPar
 the part itself (`{"type": "text", "text": "..."}`); a `ToolCall`'s fields are those of a tool call,
 so both look exactly like Kimi's. A `ToolResult` is written in Kimi's nested form
 (`{"tool_call_id": ..., "return_value": {...}}`) and an `ApprovalRequest` with Kimi's `sender`, so
-Kimi CLI's replay of a session we wrote reads them; events Kimi has no type for (CheckpointCreated,
-SystemReminders, ...) are skipped by its reader.
+Kimi CLI's wire reader takes them; it has no types for some of ours (CheckpointCreated,
+SystemReminders, ...), and its shell then replays a resumed session from context.jsonl instead.
 
 Reading is lenient in one direction only: unknown payload keys are ignored (the raw record keeps
 them), but an event whose required fields are missing is not guessed at. Such records, and records
