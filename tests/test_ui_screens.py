@@ -425,3 +425,28 @@ async def test_the_help_screen_shows_keys_focused_help_and_commands_and_f1_close
             await pilot.press(key)
             await pilot.pause()
             assert not isinstance(app.screen, HelpScreen)
+
+
+@pytest.mark.parametrize(
+    ("old", "new"),
+    [
+        ("", "x\ny\n"),  # a new file
+        ("a\nb\n", ""),  # emptied
+        ("a\nb\nc\n", "a\nB\nc\n"),
+        ("one\n", "two\n"),  # single-line ranges are written without ",1"
+        ("a\n" * 10, "a\n" * 5 + "z\n" + "a\n" * 5),
+    ],
+)
+def test_diff_hunk_headers_are_those_of_diff_u(old: str, new: str) -> None:
+    # The approval panel and the diff screens must number hunks as the conversation does.
+    import difflib
+
+    from kode_tui.ui.screens.diff import diff_lines
+
+    ours = [line.text for line in diff_lines(old, new) if line.kind == "hunk"]
+    reference = [
+        line.strip()
+        for line in difflib.unified_diff(old.splitlines(), new.splitlines(), lineterm="")
+        if line.startswith("@@")
+    ]
+    assert ours == reference

@@ -43,10 +43,9 @@ def diff_lines(old_text: str, new_text: str, *, context: int = 3) -> Iterator[Di
     matcher = difflib.SequenceMatcher(None, old, new, autojunk=False)
     for group in matcher.get_grouped_opcodes(context):
         first, last = group[0], group[-1]
-        yield DiffLine(
-            "hunk",
-            f"@@ -{first[1] + 1},{last[2] - first[1]} +{first[3] + 1},{last[4] - first[3]} @@",
-        )
+        old_range = _unified_range(first[1], last[2])
+        new_range = _unified_range(first[3], last[4])
+        yield DiffLine("hunk", f"@@ -{old_range} +{new_range} @@")
         for tag, old_start, old_end, new_start, new_end in group:
             if tag == "equal":
                 for offset in range(old_end - old_start):
@@ -61,6 +60,15 @@ def diff_lines(old_text: str, new_text: str, *, context: int = 3) -> Iterator[Di
                 yield DiffLine("delete", old[index], old_number=index + 1)
             for index in range(new_start, new_end):
                 yield DiffLine("add", new[index], new_number=index + 1)
+
+
+def _unified_range(start: int, stop: int) -> str:
+    """A hunk's range as `diff -u` writes it: `3,4`, `3` for one line, `2,0` for none (the line
+    before the gap), so hunks read the same here as in the conversation's diffs."""
+    length = stop - start
+    if length == 1:
+        return str(start + 1)
+    return f"{start + 1 if length else start},{length}"
 
 
 def render_diff_lines(lines: Sequence[DiffLine], *, line_numbers: bool = False) -> Content:
