@@ -379,7 +379,9 @@ class Context:
     async def _rewrite(self, write_new: Any, reason: str | None, **note: Any) -> Path | None:
         """Swap in new content (kept as a rotation unless `reason` is None), then read it back."""
         state = self._state
-        note = {"tokens": state.token_count, "messages": len(state.history), **note}
+        # The size the gauge shows: the last reported count plus the estimate of what followed.
+        tokens = state.token_count + state.pending_tokens
+        note = {"tokens": tokens, "messages": len(state.history), **note}
         rotated = await asyncio.to_thread(
             rotation.swap, self._path, write_new, self._fd, rotate=reason is not None
         )
