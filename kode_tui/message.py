@@ -14,6 +14,7 @@ what Kimi CLI (kosong) reads and writes, so either tool opens the other's sessio
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Callable, Iterable
 from typing import Annotated, Any, ClassVar, Literal
 
@@ -166,6 +167,15 @@ class Message(_Model):
         for call in self.tool_calls or ():
             chars += len(call.function.name) + len(call.function.arguments or "")
         return chars // 4
+
+
+_CHECKPOINT_NOTE = re.compile(r"\s*<system>CHECKPOINT \d+</system>\s*")
+
+
+def is_checkpoint_note(text: str) -> bool:
+    """Whether a user message's text is only the `<system>CHECKPOINT n</system>` note that tells
+    the model a checkpoint's id (for D-Mail): something for the model, not the user's words."""
+    return _CHECKPOINT_NOTE.fullmatch(text) is not None
 
 
 def system(text: str) -> TextPart:

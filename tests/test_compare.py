@@ -174,3 +174,22 @@ def test_the_compare_screen(snap_compare: Any) -> None:
 
     app = Host(CompareScreen("Checkpoint 0 → 2", sample_diff()))
     assert snap_compare(app, run_before=run_before, terminal_size=(90, 36))
+
+
+def test_checkpoint_notes_for_the_model_are_not_listed_or_counted() -> None:
+    from kode_tui.message import Message
+    from kode_tui.ui.screens.compare import messages_body
+    from kode_tui.ui.screens.timetravel import shown_messages
+
+    messages = [
+        Message(role="user", content="<system>CHECKPOINT 3</system>"),
+        Message(role="user", content="Add a test"),
+        Message(role="assistant", content="Done: CHECKPOINT notes are the model's."),
+    ]
+    assert [m.text for m in shown_messages(messages)] == [
+        "Add a test",
+        "Done: CHECKPOINT notes are the model's.",
+    ]
+    body = messages_body(messages).plain
+    assert "CHECKPOINT 3" not in body and "Add a test" in body
+    assert messages_body(messages[:1]).plain == "(none)"

@@ -17,7 +17,7 @@ from textual.widgets import Static
 from kode_tui.message import Message
 from kode_tui.session.compare import CheckpointDiff, FileChange
 from kode_tui.ui.screens.diff import diff_lines, render_diff_lines
-from kode_tui.ui.screens.timetravel import message_line
+from kode_tui.ui.screens.timetravel import message_line, shown_messages
 
 
 def file_heading(change: FileChange) -> Content:
@@ -44,7 +44,8 @@ def file_body(change: FileChange) -> Content:
 
 
 def messages_body(messages: Sequence[Message]) -> Content:
-    """One line per message, marked with its role."""
+    """One line per message, marked with its role (checkpoint notes for the model left out)."""
+    messages = shown_messages(messages)
     if not messages:
         return Content.styled("(none)", "$text-muted")
     return Content("\n").join(message_line(message) for message in messages)
@@ -114,9 +115,9 @@ closes it.
 
     def _sections(self) -> Iterator[Widget]:
         diff = self.diff
-        yield _section(f"Messages added ({len(diff.added)})")
+        yield _section(f"Messages added ({len(shown_messages(diff.added))})")
         yield Static(messages_body(diff.added), classes="compare-text", id="compare-added")
-        yield _section(f"Messages removed ({len(diff.removed)})")
+        yield _section(f"Messages removed ({len(shown_messages(diff.removed))})")
         yield Static(messages_body(diff.removed), classes="compare-text", id="compare-removed")
         yield _section(f"Files changed ({len(diff.files)})" if diff.files else "No file changes")
         for change in diff.files:

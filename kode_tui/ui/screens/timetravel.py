@@ -23,7 +23,7 @@ from textual.reactive import reactive
 from textual.screen import ModalScreen, Screen
 from textual.widgets import Button, Footer, Static
 
-from kode_tui.message import Message, TextPart
+from kode_tui.message import Message, TextPart, is_checkpoint_note
 from kode_tui.session.rotation import Rotation
 from kode_tui.session.timetravel import ContextSnapshot, FileAction, FilePlan, compare
 from kode_tui.ui.widgets.conversation import USER_MARK, Conversation
@@ -258,7 +258,14 @@ def message_line(message: Message) -> Content:
     return Content.assemble((f"{mark} ", "$text-muted"), line)
 
 
+def shown_messages(messages: Sequence[Message]) -> list[Message]:
+    """The messages a person would call the conversation: checkpoint notes for the model left
+    out."""
+    return [m for m in messages if not (m.role == "user" and is_checkpoint_note(m.text))]
+
+
 def _compared_lines(messages: Sequence[Message]) -> list[Content]:
+    messages = shown_messages(messages)
     lines = [Content.assemble("  ", message_line(m)) for m in messages[:COMPARED_SHOWN]]
     if len(messages) > COMPARED_SHOWN:
         more = f"… {len(messages) - COMPARED_SHOWN} more"
@@ -388,10 +395,14 @@ what only each of them holds.
         lines = [
             Content.styled(f"{_plural(comparison.common, 'message')} in common", "bold"),
             Content(""),
-            Content.styled(f"{len(comparison.only_there)} only here (this file)", "bold"),
+            Content.styled(
+                f"{len(shown_messages(comparison.only_there))} only here (this file)", "bold"
+            ),
             *_compared_lines(comparison.only_there),
             Content(""),
-            Content.styled(f"{len(comparison.only_here)} only in the live context", "bold"),
+            Content.styled(
+                f"{len(shown_messages(comparison.only_here))} only in the live context", "bold"
+            ),
             *_compared_lines(comparison.only_here),
         ]
         return Content("\n").join(lines)
@@ -450,7 +461,7 @@ def messages_as_text(messages: Sequence[Message]) -> str:
     lines = ["From an earlier context:", ""]
     for message in messages:
         text = _SYSTEM_TAGS.sub("", message.text).strip()
-        if message.role in ("user", "assistant") and text and not text.startswith("CHECKPOINT "):
+        if message.role in ("user", "assistant") and text and not is_checkpoint_note(message.text):
             lines.append(f"{message.role}: {text}")
             lines.append("")
     quoted = "\n".join(lines).strip()

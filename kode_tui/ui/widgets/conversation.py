@@ -43,6 +43,7 @@ from kode_tui.message import (
     Message,
     TextPart,
     ThinkPart,
+    is_checkpoint_note,
 )
 from kode_tui.wire import WireBus
 from kode_tui.wire import events as ev
@@ -68,7 +69,6 @@ SPLIT_CHARS = 2000
 break outside code), so that the start of a very long answer can leave the DOM too."""
 
 # Kimi CLI's markers in stored user and tool messages (ours follow them).
-_CHECKPOINT_MESSAGE = re.compile(r"\s*<system>CHECKPOINT \d+</system>\s*")
 _COMPACTED_PREFIX = "<system>Previous context has been compacted"
 _DMAIL_PREFIX = "<system>You just got a D-Mail"
 _DMAIL_CONTENT = "D-Mail content:"
@@ -682,7 +682,7 @@ def _message_blocks(
 
 def _user_blocks(message: Message) -> list[BlockFactory]:
     text = _user_text(message.content or "")
-    if _CHECKPOINT_MESSAGE.fullmatch(text):
+    if is_checkpoint_note(text):
         return []
     if text.startswith(_COMPACTED_PREFIX):
         _, _, summary = text.partition("</system>")

@@ -27,13 +27,12 @@ from textual.widgets import OptionList, Static
 from textual.widgets.option_list import Option
 
 from kode_tui.message import Message as ChatMessage
-from kode_tui.message import ToolCall
+from kode_tui.message import ToolCall, is_checkpoint_note
 from kode_tui.session import Checkpoint, Context
 from kode_tui.soul.compaction import COMPACTION_OUTPUT_PREFIX
 from kode_tui.wire import events as ev
 from kode_tui.wire.bus import Subscription, WireBus
 
-_CHECKPOINT_NOTE = re.compile(r"<system>CHECKPOINT \d+</system>")
 _COMPACTED = f"<system>{COMPACTION_OUTPUT_PREFIX}"
 _LOOKAHEAD = 8
 """Messages read to label a row: past a CHECKPOINT note, think-only replies and tool results."""
@@ -416,7 +415,7 @@ def _label(history: Sequence[ChatMessage], start: int, end: int) -> _Label:
         message = history[index]
         if message.role == "user":
             text = message.text.strip()
-            if _CHECKPOINT_NOTE.fullmatch(text):
+            if is_checkpoint_note(text):
                 continue
             if text.startswith(_COMPACTED):
                 return _Label("marker", "compacted summary")
