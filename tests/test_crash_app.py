@@ -34,7 +34,21 @@ from kode_tui.soul.llm.scripted import ScriptedProvider
 from .llm_server import LLMServer
 from .pty_app import KODE, PtyApp
 
-pytestmark = pytest.mark.skipif(not KODE.exists(), reason="kode-tui is not installed")
+
+def _has_pty() -> bool:
+    try:
+        leader, follower = os.openpty()
+    except OSError:
+        return False
+    os.close(leader)
+    os.close(follower)
+    return True
+
+
+pytestmark = [
+    pytest.mark.skipif(not KODE.exists(), reason="kode-tui is not installed"),
+    pytest.mark.skipif(not _has_pty(), reason="no pseudo-terminal can be opened here"),
+]
 
 ROUNDS = int(os.environ.get("KODE_TUI_CRASH_ROUNDS", "3"))
 SEED = int(os.environ.get("KODE_TUI_CRASH_SEED", str(time.time_ns() % 1_000_000)))
