@@ -388,3 +388,13 @@ async def test_ctrl_c_interrupts_then_clears_the_prompt_then_quits_on_a_second_p
         assert "Press Ctrl+C again to quit." in notices
         await pilot.press("ctrl+c")
         await wait_for(pilot, lambda: not app.is_running)
+
+
+async def test_the_help_lists_ctrl_c(project: Path) -> None:
+    from kode_tui.ui.screens.help import collect_bindings
+
+    app = make_app(project, ScriptedProvider([]))
+    async with app.run_test(size=(140, 40)) as pilot:
+        await ready(pilot)
+        rows = {description: keys for keys, description, _ in collect_bindings(app)}
+        assert rows["Interrupt, clear the prompt, or quit"] == "^c"

@@ -73,7 +73,7 @@ class KodeApp(App[None]):
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("ctrl+q", "quit", "Quit", id="quit", priority=True),
         # In place of Textual's "press Ctrl+Q to quit" (a selection in the prompt still copies).
-        Binding("ctrl+c", "interrupt_or_quit", show=False, system=True),
+        Binding("ctrl+c", "interrupt_or_quit", "Interrupt, clear the prompt, or quit", show=False),
         Binding("f1", "help", "Help", id="help"),
         Binding("escape", "interrupt", "Interrupt", id="interrupt"),
         Binding("ctrl+t", "cycle_mode", "Approval mode", id="cycle_mode"),
