@@ -48,11 +48,11 @@ def collect_bindings(app: App[Any]) -> list[KeyRow]:
         rows.append((key, binding.description, _group(binding, active.node)))
     # An app key the focused widget also binds (Ctrl+C: the prompt copies a selection, the app
     # interrupts or quits otherwise) is not among the active bindings, but it still works.
-    active = app.active_bindings
+    by_key = app.active_bindings
     for binding in getattr(type(app), "BINDINGS", []):
         if not isinstance(binding, Binding) or not binding.description or binding.system:
             continue
-        shadowed = binding.key in active and active[binding.key].node is not app
+        shadowed = binding.key in by_key and by_key[binding.key].node is not app
         if shadowed and (id(app), binding.action) not in row_of:
             row_of[(id(app), binding.action)] = len(rows)
             rows.append((app.get_key_display(binding), binding.description, _group(binding, app)))
