@@ -6,17 +6,14 @@ from __future__ import annotations
 from collections.abc import Iterator, Sequence
 from typing import ClassVar
 
-from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
-from textual.containers import Vertical, VerticalScroll
 from textual.content import Content
-from textual.screen import ModalScreen
 from textual.widget import Widget
 from textual.widgets import Static
 
 from kode_tui.message import Message
 from kode_tui.session.compare import CheckpointDiff, FileChange
-from kode_tui.ui.screens.diff import diff_lines, render_diff_lines
+from kode_tui.ui.screens.diff import ScrollDialog, diff_lines, render_diff_lines
 from kode_tui.ui.screens.timetravel import message_line, shown_messages
 
 
@@ -51,7 +48,7 @@ def messages_body(messages: Sequence[Message]) -> Content:
     return Content("\n").join(message_line(message) for message in messages)
 
 
-class CompareScreen(ModalScreen[None]):
+class CompareScreen(ScrollDialog):
     """The difference between two points of a session; Esc or q closes it."""
 
     HELP: ClassVar[str] = """\
@@ -63,36 +60,11 @@ closes it.
 
     DEFAULT_CSS = """
     CompareScreen {
-        align: center middle;
         background: $background 60%;
-        #compare-dialog {
-            width: 1fr;
-            height: 1fr;
-            margin: 1 2;
-            border: round $primary;
-            border-title-color: $primary;
-            border-title-style: bold;
-            border-subtitle-color: $text-muted;
-            background: $surface;
-        }
-        #compare-body {
-            overflow-x: auto;
-            padding: 0 1;
-        }
-        .compare-section {
-            text-style: bold;
-            color: $accent;
-            margin: 1 0 0 0;
-            &:first-child { margin: 0; }
-        }
         .compare-file {
             text-style: bold;
             color: $primary;
             margin: 1 0 0 0;
-        }
-        .compare-text {
-            width: auto;
-            min-width: 100%;
         }
     }
     """
@@ -100,40 +72,26 @@ closes it.
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("escape,q", "close", "Close", id="compare.close", group=Binding.Group("Compare")),
     ]
+    NAME = "compare"
 
     def __init__(self, title: str, diff: CheckpointDiff) -> None:
-        super().__init__()
-        self.title_text = title
+        super().__init__(title)
         self.diff = diff
 
-    def compose(self) -> ComposeResult:
-        with Vertical(id="compare-dialog") as dialog:
-            dialog.border_title = self.title_text
-            dialog.border_subtitle = "Esc / q close"
-            with VerticalScroll(id="compare-body"):
-                yield from self._sections()
-
-    def _sections(self) -> Iterator[Widget]:
+    def body(self) -> Iterator[Widget]:
         diff = self.diff
         yield _section(f"Messages added ({len(shown_messages(diff.added))})")
-        yield Static(messages_body(diff.added), classes="compare-text", id="compare-added")
+        yield Static(messages_body(diff.added), classes="dialog-text", id="compare-added")
         yield _section(f"Messages removed ({len(shown_messages(diff.removed))})")
-        yield Static(messages_body(diff.removed), classes="compare-text", id="compare-removed")
+        yield Static(messages_body(diff.removed), classes="dialog-text", id="compare-removed")
         yield _section(f"Files changed ({len(diff.files)})" if diff.files else "No file changes")
         for change in diff.files:
             yield Static(file_heading(change), classes="compare-file")
-            yield Static(file_body(change), classes="compare-text compare-diff")
-
-    def on_mount(self) -> None:
-        self.query_one("#compare-body").focus()
-
-    def action_close(self) -> None:
-        """Back to where the screen was opened from."""
-        self.dismiss(None)
+            yield Static(file_body(change), classes="dialog-text compare-diff")
 
 
 def _section(title: str) -> Static:
-    return Static(title, classes="compare-section", markup=False)
+    return Static(title, classes="dialog-heading", markup=False)
 
 
 if __name__ == "__main__":

@@ -12,6 +12,7 @@ from textual.binding import Binding, BindingType
 from textual.containers import Vertical, VerticalScroll
 from textual.content import Content
 from textual.screen import ModalScreen
+from textual.widget import Widget
 from textual.widgets import Static
 
 from kode_tui.wire.events import BriefBlock, DiffBlock, DisplayBlock, ShellBlock, TodoBlock
@@ -115,19 +116,14 @@ def block_title(block: DisplayBlock) -> str:
     return ""
 
 
-class DiffScreen(ModalScreen[None]):
-    """The full diffs (with line numbers) or commands of a tool call; Esc or q closes it."""
-
-    HELP: ClassVar[str] = """\
-### Full view
-The complete change a tool call would make. Scroll with the arrows, PgUp/PgDn or the mouse;
-**Esc** or **q** closes it.
-"""
+class ScrollDialog(ModalScreen[None]):
+    """A full-size dialog: a titled frame around a scrolling body of headings and texts (which
+    `body()` yields); Esc or q closes it. The diff and compare screens are two."""
 
     DEFAULT_CSS = """
-    DiffScreen {
+    ScrollDialog {
         align: center middle;
-        #diff-dialog {
+        .dialog-frame {
             width: 1fr;
             height: 1fr;
             margin: 1 2;
@@ -137,51 +133,73 @@ The complete change a tool call would make. Scroll with the arrows, PgUp/PgDn or
             border-subtitle-color: $text-muted;
             background: $surface;
         }
-        #diff-body {
+        .dialog-body {
             overflow-x: auto;
             padding: 0 1;
         }
-        .diff-heading {
+        .dialog-heading {
             text-style: bold;
             color: $accent;
             margin: 1 0 0 0;
             &:first-child { margin: 0; }
         }
-        .diff-text {
+        .dialog-text {
             width: auto;
             min-width: 100%;
         }
     }
     """
 
-    BINDINGS: ClassVar[list[BindingType]] = [
-        Binding("escape,q", "close", "Close", id="diff.close", group=Binding.Group("Full view")),
-    ]
+    NAME: ClassVar[str] = "dialog"
+    """Prefix of the frame's and the body's ids (`#diff-dialog`, `#diff-body`)."""
 
-    def __init__(self, title: str, blocks: Sequence[DisplayBlock]) -> None:
+    def __init__(self, title: str) -> None:
         super().__init__()
         self.title_text = title
-        self.blocks = list(blocks)
 
     def compose(self) -> ComposeResult:
-        with Vertical(id="diff-dialog") as dialog:
+        with Vertical(id=f"{self.NAME}-dialog", classes="dialog-frame") as dialog:
             dialog.border_title = self.title_text
             dialog.border_subtitle = "Esc / q close"
-            with VerticalScroll(id="diff-body"):
-                shown = [
-                    (block, content) for block in self.blocks if (content := render_block(block))
-                ]
-                for block, content in shown:
-                    heading = block_title(block)
-                    if heading and (len(shown) > 1 or isinstance(block, DiffBlock)):
-                        yield Static(heading, classes="diff-heading", markup=False)
-                    yield Static(content, classes="diff-text")
-                if not shown:
-                    yield Static(Content.styled("Nothing to show.", "$text-muted"))
+            with VerticalScroll(id=f"{self.NAME}-body", classes="dialog-body"):
+                yield from self.body()
+
+    def body(self) -> Iterator[Widget]:
+        """The headings and texts the dialog scrolls through."""
+        raise NotImplementedError
 
     def on_mount(self) -> None:
-        self.query_one("#diff-body").focus()
+        self.query_one(".dialog-body").focus()
 
     def action_close(self) -> None:
         """Back to where the screen was opened from."""
         self.dismiss(None)
+
+
+class DiffScreen(ScrollDialog):
+    """The full diffs (with line numbers) or commands of a tool call; Esc or q closes it."""
+
+    HELP: ClassVar[str] = """\
+### Full view
+The complete change a tool call would make. Scroll with the arrows, PgUp/PgDn or the mouse;
+**Esc** or **q** closes it.
+"""
+
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("escape,q", "close", "Close", id="diff.close", group=Binding.Group("Full view")),
+    ]
+    NAME = "diff"
+
+    def __init__(self, title: str, blocks: Sequence[DisplayBlock]) -> None:
+        super().__init__(title)
+        self.blocks = list(blocks)
+
+    def body(self) -> Iterator[Widget]:
+        shown = [(block, content) for block in self.blocks if (content := render_block(block))]
+        for block, content in shown:
+            heading = block_title(block)
+            if heading and (len(shown) > 1 or isinstance(block, DiffBlock)):
+                yield Static(heading, classes="dialog-heading", markup=False)
+            yield Static(content, classes="dialog-text diff-text")
+        if not shown:
+            yield Static(Content.styled("Nothing to show.", "$text-muted"))
