@@ -56,6 +56,17 @@ async def send(pilot: Any, text: str) -> None:
     await pilot.press("enter")
 
 
+ASK = "Add a greet(name) function to hello.py and use it"
+
+
+async def tour(pilot: Any) -> None:
+    """Ask for the TOUR's change and wait until its turn has ended."""
+    app = pilot.app
+    await send(pilot, ASK)
+    await until(pilot, lambda: len(app.agent.soul.provider.requests) >= 4)
+    await until(pilot, lambda: not app._turn.is_running)
+
+
 def app_for(project: Path, script: list[dict[str, Any]] | None, **options: Any) -> Any:
     from kode_tui.config import Config, ModelChoice
     from kode_tui.soul.llm.demo import DemoProvider
@@ -113,10 +124,7 @@ async def main_screen(project: Path) -> None:
     app = app_for(project, [*TOUR, {"text": "Streaming the next answer", "hang": True}], yolo=True)
     async with app.run_test(size=SIZE) as pilot:
         await ready(pilot)
-        await send(pilot, "Add a greet(name) function to hello.py and use it")
-        await until(
-            pilot, lambda: len(app.agent.soul.provider.requests) >= 4 and not app._turn.is_running
-        )
+        await tour(pilot)
         await send(pilot, "Now add a test for it")
         await until(pilot, lambda: len(app.agent.soul.provider.requests) >= 5)
         await pilot.pause(0.5)
@@ -127,7 +135,7 @@ async def approval(project: Path) -> None:
     app = app_for(project, TOUR)
     async with app.run_test(size=SIZE) as pilot:
         await ready(pilot)
-        await send(pilot, "Add a greet(name) function to hello.py and use it")
+        await send(pilot, ASK)
         from kode_tui.ui.widgets.approval import ApprovalPanel
 
         panel = app.screen.query_one(ApprovalPanel)
@@ -157,9 +165,7 @@ async def narrow(project: Path) -> None:
     app = app_for(project, TOUR, yolo=True)
     async with app.run_test(size=(80, 24)) as pilot:
         await ready(pilot)
-        await send(pilot, "Add a greet(name) function to hello.py and use it")
-        await until(pilot, lambda: len(app.agent.soul.provider.requests) >= 4)
-        await until(pilot, lambda: not app._turn.is_running)
+        await tour(pilot)
         await pilot.pause(0.3)
         app.save_screenshot("narrow.svg", str(OUT))
 
@@ -168,9 +174,7 @@ async def light(project: Path) -> None:
     app = app_for(project, TOUR, theme="kode-light", yolo=True)
     async with app.run_test(size=SIZE) as pilot:
         await ready(pilot)
-        await send(pilot, "Add a greet(name) function to hello.py and use it")
-        await until(pilot, lambda: len(app.agent.soul.provider.requests) >= 4)
-        await until(pilot, lambda: not app._turn.is_running)
+        await tour(pilot)
         await pilot.pause(0.3)
         app.save_screenshot("light.svg", str(OUT))
 
@@ -179,9 +183,7 @@ async def revert(project: Path) -> None:
     app = app_for(project, TOUR, yolo=True)
     async with app.run_test(size=SIZE) as pilot:
         await ready(pilot)
-        await send(pilot, "Add a greet(name) function to hello.py and use it")
-        await until(pilot, lambda: len(app.agent.soul.provider.requests) >= 4)
-        await until(pilot, lambda: not app._turn.is_running)
+        await tour(pilot)
         from kode_tui.ui.screens.timetravel import RevertDialog
         from kode_tui.ui.widgets.timeline import CheckpointTimeline
 
@@ -203,9 +205,7 @@ async def preview(project: Path) -> None:
     app = app_for(project, [*TOUR, {"text": summary}], yolo=True)
     async with app.run_test(size=SIZE) as pilot:
         await ready(pilot)
-        await send(pilot, "Add a greet(name) function to hello.py and use it")
-        await until(pilot, lambda: len(app.agent.soul.provider.requests) >= 4)
-        await until(pilot, lambda: not app._turn.is_running)
+        await tour(pilot)
         await send(pilot, "/compact keep the plan for the test")
         folder = app.agent.session.dir
         await until(pilot, lambda: (folder / "context_1.jsonl").exists())
