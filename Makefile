@@ -24,7 +24,7 @@ run: $(STAMP)
 	$(BIN)/kode-tui $(ARGS)
 
 test: $(STAMP)
-	$(BIN)/python -m pytest -q $(ARGS)
+	$(BIN)/python -m pytest -q -n auto $(ARGS)
 
 screenshots: $(STAMP)
 	$(BIN)/python scripts/screenshots.py $(ARGS)
