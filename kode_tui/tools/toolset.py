@@ -15,12 +15,11 @@ from typing import Any
 
 from pydantic import BaseModel, ValidationError
 
+from kode_tui import masking
 from kode_tui.message import ContentPart, Message, TextPart, ToolCall, system
 from kode_tui.tools.base import Permission, Tool, ToolEnv, ToolError, ToolOutput
 
 log = logging.getLogger(__name__)
-
-MASK = "***"
 
 REJECTED = (
     "The tool call is rejected by the user. "
@@ -72,6 +71,8 @@ class Toolset:
                 call, f"Tool `{name}` not found. The tools are: {known}.", "no such tool"
             )
         raw = call.function.arguments or "{}"
+        if tool.restores_masked:
+            raw = masking.unmask_json(raw)
         try:
             arguments = json.loads(raw)
         except json.JSONDecodeError as error:
@@ -100,11 +101,8 @@ class Toolset:
         """The call's result; an API key in it (`env` printed by Shell, a .env file read) is
         masked, so it never reaches the model or context.jsonl."""
         result = await self._run(prepared, env)
-        if any(secret in result.output or secret in result.message for secret in env.secrets):
-            output, message = result.output, result.message
-            for secret in env.secrets:
-                output = output.replace(secret, MASK)
-                message = message.replace(secret, MASK)
+        output, message = masking.mask(result.output), masking.mask(result.message)
+        if output is not result.output or message is not result.message:
             result = dataclasses.replace(result, output=output, message=message)
         return result
 
