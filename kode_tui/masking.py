@@ -272,16 +272,18 @@ class MaskingFormatter(logging.Formatter):
         return mask(super().format(record))
 
 
-def unmask_json(text: str) -> str:
-    """`text`, JSON (a tool call's arguments), with each marker of a known secret replaced by
-    the secret spelled as a JSON string: what a file-writing tool needs to put back a key the
-    model only saw masked (rewriting a `.env`, say)."""
+def unmask_json(text: str, *, only_in: str) -> str:
+    """`text`, JSON (a tool call's arguments), with each marker of a secret that `only_in` holds
+    replaced by that secret spelled as a JSON string: a file writer puts back the key a model
+    only saw masked where the file already has it (rewriting a `.env`, say)."""
     if "[masked: " not in text:
         return text
     values = _SECRETS.table().values
 
     def value(found: re.Match[str]) -> str:
         secret = values.get(found.group(1))
-        return found.group() if secret is None else json.dumps(secret, ensure_ascii=False)[1:-1]
+        if secret is None or secret not in only_in:
+            return found.group()
+        return json.dumps(secret, ensure_ascii=False)[1:-1]
 
     return _MARKER.sub(value, text)

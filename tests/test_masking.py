@@ -149,6 +149,20 @@ async def test_a_model_writing_back_the_marker_keeps_the_real_key_in_the_file(
     assert files_holding(agent.session.dir, key) == []
 
 
+async def test_a_marker_written_to_a_file_without_the_key_stays_a_marker(
+    project: Path, server: LLMServer, key: str
+) -> None:
+    leak = {"path": "settings.py", "content": f'KEY = "{MARKER}"\n'}
+    server.reply_tool_calls([("call_w", "WriteFile", json.dumps(leak))])
+    server.reply_text("Written.")
+    agent, _ = await start(project, server)
+
+    assert (await agent.soul.run("Put the key in settings.py")).stop_reason == "done"
+    await agent.close()
+
+    assert (project / "settings.py").read_text() == f'KEY = "{MARKER}"\n'
+
+
 async def test_a_key_the_user_typed_stays_out_of_requests_compaction_and_state(
     project: Path, server: LLMServer, key: str
 ) -> None:
@@ -323,9 +337,10 @@ def test_messages_are_copied_only_where_they_hold_a_key(key: str) -> None:
     assert masked[2].model_dump()["content"] == [{"type": "audio", "k": MARKER}]
 
 
-def test_a_marker_in_arguments_becomes_the_key_again_as_a_json_string(key: str) -> None:
+def test_a_marker_becomes_the_key_again_only_where_the_text_holds_that_key(key: str) -> None:
     arguments = json.dumps({"content": f"{VAR}={MARKER}\nOTHER=[masked: NOT_KNOWN]\n"})
 
-    assert json.loads(masking.unmask_json(arguments)) == {
+    assert json.loads(masking.unmask_json(arguments, only_in=f"{VAR}={key}")) == {
         "content": f"{VAR}={key}\nOTHER=[masked: NOT_KNOWN]\n"
     }
+    assert masking.unmask_json(arguments, only_in="DEBUG=1") == arguments

@@ -124,9 +124,9 @@ class Tool(ABC, Generic[P]):
     description: ClassVar[str]
     params: type[P]
     restores_masked: ClassVar[bool] = False
-    """Whether `[masked: NAME]` in the call's arguments becomes the key again before the tool
-    runs. File writers say yes, so a model that rewrites a `.env` it read masked keeps the key
-    in the file; tools that send their arguments anywhere must say no."""
+    """Whether `[masked: NAME]` in the arguments becomes the key again when the file named by
+    the `path` parameter already holds that key (file writers: rewriting a `.env` read masked
+    keeps its key). Tools that send their arguments anywhere must leave it False."""
 
     def schema(self) -> dict[str, Any]:
         """The tool in the OpenAI function-calling format litellm takes."""

@@ -6,11 +6,13 @@ tool, a `ToolError` and even a tool's own bug all come back as an error result t
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
 import json
 import logging
 from collections.abc import Iterable
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from pydantic import BaseModel, ValidationError
@@ -71,8 +73,6 @@ class Toolset:
                 call, f"Tool `{name}` not found. The tools are: {known}.", "no such tool"
             )
         raw = call.function.arguments or "{}"
-        if tool.restores_masked:
-            raw = masking.unmask_json(raw)
         try:
             arguments = json.loads(raw)
         except json.JSONDecodeError as error:
@@ -91,6 +91,7 @@ class Toolset:
 
     async def permission(self, prepared: PreparedCall, env: ToolEnv) -> Permission | None:
         """What the call needs allowed; a ToolError here is reported by `run` instead."""
+        prepared = await _restore_masked(prepared, env)
         assert prepared.tool is not None and prepared.params is not None
         try:
             return await prepared.tool.permission(prepared.params, env)
@@ -109,6 +110,7 @@ class Toolset:
     async def _run(self, prepared: PreparedCall, env: ToolEnv) -> ToolOutput:
         if prepared.error is not None:
             return prepared.error
+        prepared = await _restore_masked(prepared, env)
         assert prepared.tool is not None and prepared.params is not None
         try:
             return await prepared.tool.run(prepared.params, env, prepared.call.id)
@@ -126,6 +128,38 @@ class Toolset:
                 brief="tool failed",
                 is_error=True,
             )
+
+
+async def _restore_masked(prepared: PreparedCall, env: ToolEnv) -> PreparedCall:
+    """A file writer's call with each `[masked: NAME]` turned back into the key, where the file
+    it writes already holds that key: a model that rewrites a `.env` it read masked keeps the
+    key in it, but cannot plant a key in a file that did not have it."""
+    tool, params, raw = prepared.tool, prepared.params, prepared.call.function.arguments or ""
+    if tool is None or not tool.restores_masked or "[masked: " not in raw:
+        return prepared
+    path = getattr(params, "path", None)
+    if not isinstance(path, str):
+        return prepared
+    held = await asyncio.to_thread(_text_of, env.resolve(path))
+    restored = masking.unmask_json(raw, only_in=held)
+    if restored == raw:
+        return prepared
+    try:
+        return dataclasses.replace(prepared, params=tool.params.model_validate_json(restored))
+    except ValidationError:
+        return prepared
+
+
+_RESTORE_LIMIT = 1 << 20
+
+
+def _text_of(path: Path) -> str:
+    """The start of the file at `path` (a .env is small); empty when there is none."""
+    try:
+        with path.open("rb") as file:
+            return file.read(_RESTORE_LIMIT).decode("utf-8", errors="replace")
+    except OSError:
+        return ""
 
 
 def _failed(call: ToolCall, message: str, brief: str) -> PreparedCall:
