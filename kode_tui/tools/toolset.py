@@ -154,8 +154,11 @@ _RESTORE_LIMIT = 1 << 20
 
 
 def _text_of(path: Path) -> str:
-    """The start of the file at `path` (a .env is small); empty when there is none."""
+    """The start of the file at `path` (a .env is small); empty when there is none or it is no
+    regular file (a FIFO would block)."""
     try:
+        if not path.is_file():
+            return ""
         with path.open("rb") as file:
             return file.read(_RESTORE_LIMIT).decode("utf-8", errors="replace")
     except OSError:
