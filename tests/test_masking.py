@@ -204,6 +204,20 @@ async def test_a_library_users_own_provider_never_sees_the_key(tmp_path: Path, k
     assert key in str(rig.context.history[0].content)
 
 
+async def test_a_key_set_after_the_soul_started_is_masked_from_its_next_turn(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    masking.refresh()  # what the environment held before the key was set
+    rig = await make_rig(tmp_path, [{"text": "Noted."}])
+    late = "sk-test-late-" + "".join(random.choices(string.ascii_letters, k=20))
+    monkeypatch.setenv(VAR, late)
+
+    assert (await rig.soul.run(f"My key is {late}")).stop_reason == "done"
+
+    assert late not in rig.context.path.read_text()
+    assert late not in json.dumps([m.model_dump() for m in rig.provider.requests[0].history])
+
+
 def test_the_log_file_masks_messages_arguments_and_tracebacks(home: Path, key: str) -> None:
     logger = logging.getLogger("kode_tui")
     before = list(logger.handlers)

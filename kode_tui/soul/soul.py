@@ -268,6 +268,7 @@ class KodeSoul:
     async def run(self, user_input: str | list[ContentPart]) -> TurnResult:
         """One turn for the user's message. Cancelling it (Esc) raises CancelledError after
         StepInterrupted and TurnEnd were sent; the context then holds only whole steps."""
+        masking.refresh()  # a key set since the last turn is masked in what this turn writes
         self.bus.send(ev.TurnBegin(user_input=user_input))
         self._turn_text = (
             user_input
