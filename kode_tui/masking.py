@@ -13,8 +13,9 @@ rotations.jsonl, kode.json), the log handler and the soul (every request) call t
 the blob store, which keeps file images for revert, does not.
 
 The set of secrets is taken from the environment on first use and again at each `refresh()`
-(an agent opening, each request): reading the environment costs microseconds, so it is not done
-on every write, and a write with no secret in it costs one substring search per value.
+(an agent opening, each turn and request): reading the environment costs microseconds, so it is
+not done on every write, and a write with no secret in it costs one substring search per form of
+each value.
 """
 
 from __future__ import annotations
