@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING
 from kode_tui import __version__
 from kode_tui.errors import ConfigError
 from kode_tui.fsutil import FILE_MODE, make_private_dir
+from kode_tui.masking import MaskingFormatter
 from kode_tui.paths import Paths, canonical
 
 if TYPE_CHECKING:
@@ -266,7 +267,7 @@ def _start_logging() -> None:
     make_private_dir(log_file.parent)
     os.close(os.open(log_file, os.O_WRONLY | os.O_CREAT | os.O_APPEND, FILE_MODE))
     handler = logging.FileHandler(log_file, encoding="utf-8")
-    handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
+    handler.setFormatter(MaskingFormatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
     log.addHandler(handler)
     log.setLevel(logging.INFO)
     logging.getLogger("watchfiles").setLevel(logging.WARNING)  # "N changes detected" per save

@@ -14,6 +14,8 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
+from kode_tui.masking import mask
+
 DIR_MODE = 0o700
 FILE_MODE = 0o600
 
@@ -69,14 +71,16 @@ def atomic_write_bytes(path: Path, data: bytes) -> None:
 
 
 def atomic_write_json(path: Path, obj: Any) -> None:
-    atomic_write_bytes(path, (json.dumps(obj, ensure_ascii=False, indent=2) + "\n").encode())
+    """Replace `path` with `obj` as JSON, API keys masked (state.json, kode.json)."""
+    atomic_write_bytes(path, (mask(json.dumps(obj, ensure_ascii=False, indent=2)) + "\n").encode())
 
 
 def append_line(path: Path, line: str) -> None:
-    """Append one line to a small log file (created 0600), handed to the OS before returning."""
+    """Append one line to a small log file (created 0600), handed to the OS before returning;
+    API keys in it are masked (rotations.jsonl)."""
     fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, FILE_MODE)
     try:
-        write_all(fd, (line + "\n").encode())
+        write_all(fd, (mask(line) + "\n").encode())
     finally:
         os.close(fd)
 

@@ -241,4 +241,4 @@ async def test_an_api_key_printed_by_a_tool_never_reaches_the_context(
     assert KEY not in agent.session.context_file.read_text()
     assert KEY not in agent.session.wire_file.read_text()
     assert KEY not in json.dumps(server.requests)
-    assert "***" in next(e for e in events if isinstance(e, ev.ToolResult)).output
+    assert f"[masked: {KEY_ENV}]" in next(e for e in events if isinstance(e, ev.ToolResult)).output

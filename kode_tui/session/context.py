@@ -30,6 +30,7 @@ from kode_tui.fsutil import (
     make_private_dir,
     write_all,
 )
+from kode_tui.masking import mask_bytes
 from kode_tui.message import (
     CheckpointRecord,
     FileEditRecord,
@@ -286,7 +287,7 @@ class Context:
             state = self._state
             if state.system_prompt == prompt and state.system_prompt_spans:
                 return
-            line = (SystemPromptRecord(content=prompt).to_json() + "\n").encode()
+            line = mask_bytes((SystemPromptRecord(content=prompt).to_json() + "\n").encode())
             if self._size == 0:
                 self._write(line)
                 state.system_prompt = prompt
@@ -451,6 +452,7 @@ class Context:
 
     def _write(self, data: bytes) -> None:
         assert self._fd is not None
+        data = mask_bytes(data)  # API keys never reach the disk (the history in memory keeps them)
         write_all(self._fd, data)
         self._size += len(data)
 

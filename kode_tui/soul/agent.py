@@ -6,13 +6,13 @@
 from __future__ import annotations
 
 import asyncio
-import os
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from kode_tui.config import API_KEY_ENV_VARS, Config, ModelChoice
+from kode_tui import masking
+from kode_tui.config import Config, ModelChoice
 from kode_tui.session import Context, Session
 from kode_tui.session.journal import FileJournal
 from kode_tui.session.state import ApprovalMode
@@ -39,6 +39,7 @@ def make_provider(choice: ModelChoice) -> ChatProvider:
     """The provider for a chosen model; litellm is not imported until its first call."""
     if choice.is_demo:
         return DemoProvider()
+    masking.watch_env([choice.api_key_env or ""])
     from kode_tui.soul.llm.litellm_provider import LiteLLMProvider
 
     return LiteLLMProvider(
@@ -114,11 +115,12 @@ async def open_agent(
 
     denwa_renji = DenwaRenji() if config.tools.dmail else None
     toolset = Toolset(tools) if tools is not None else make_toolset(denwa_renji)
-    key_vars = {*API_KEY_ENV_VARS, choice.api_key_env or ""}
-    secrets = tuple(os.environ[v] for v in key_vars if len(os.environ.get(v, "")) >= 8)
+    # Every configured model's key is masked, not only the chosen one's: /model may switch.
+    masking.watch_env(
+        [choice.api_key_env or "", *(m.api_key_env or "" for m in config.models.values())]
+    )
     env = ToolEnv(
         work_dir=work_dir,
-        secrets=secrets,
         journal=FileJournal(context),
         state=session.state,
         save_state=save_state,

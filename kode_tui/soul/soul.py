@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
 import tenacity
 
+from kode_tui import masking
 from kode_tui.message import (
     ContentPart,
     FunctionBody,
@@ -267,6 +268,7 @@ class KodeSoul:
     async def run(self, user_input: str | list[ContentPart]) -> TurnResult:
         """One turn for the user's message. Cancelling it (Esc) raises CancelledError after
         StepInterrupted and TurnEnd were sent; the context then holds only whole steps."""
+        masking.refresh()  # a key set since the last turn is masked in what this turn writes
         self.bus.send(ev.TurnBegin(user_input=user_input))
         self._turn_text = (
             user_input
@@ -432,6 +434,7 @@ class KodeSoul:
         tools: list[dict[str, Any]],
     ) -> _Streamed:
         streamed = _Streamed()
+        system_prompt, history = _masked(system_prompt, history)
         async for item in self.provider.stream(system_prompt, history, tools):
             streamed.add(item)
             if isinstance(item, TextPart | ThinkPart):
@@ -620,12 +623,23 @@ class _RetryingProvider:
         tools: Sequence[dict[str, Any]],
     ) -> AsyncIterator[StreamItem]:
         provider = self._soul.provider
+        system_prompt, history = _masked(system_prompt, history)
 
         async def read_all() -> list[StreamItem]:
             return [item async for item in provider.stream(system_prompt, history, tools)]
 
         for item in await self._soul._retry(self._step, read_all):
             yield item
+
+
+def _masked(
+    system_prompt: str | None, history: Sequence[Message]
+) -> tuple[str | None, list[Message]]:
+    """What a provider may see: the request with every API key masked (a key the user typed,
+    or one in a file they mentioned, stays on this machine). The environment is read again first:
+    this is where a changed key is noticed."""
+    masking.refresh()
+    return masking.mask_value(system_prompt), masking.mask_each(history)
 
 
 def _next_start(checkpoints: Sequence[Any], checkpoint_id: int, end: int) -> int:

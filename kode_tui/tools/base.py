@@ -85,8 +85,6 @@ class ToolEnv:
     state: SessionState = field(default_factory=SessionState)
     save_state: Callable[[], Awaitable[None]] | None = None
     """Persists `state` (state.json) after a tool changed it."""
-    secrets: tuple[str, ...] = ()
-    """Values (API keys) no tool result may carry into the context: they are masked."""
 
     def resolve(self, raw: str) -> Path:
         """`raw` as an absolute, normalised path (relative ones are taken from the work dir).
@@ -125,6 +123,10 @@ class Tool(ABC, Generic[P]):
     name: ClassVar[str]
     description: ClassVar[str]
     params: type[P]
+    restores_masked: ClassVar[bool] = False
+    """Whether `[masked: NAME]` in the arguments becomes the key again when the file named by
+    the `path` parameter already holds that key (file writers: rewriting a `.env` read masked
+    keeps its key). Tools that send their arguments anywhere must leave it False."""
 
     def schema(self) -> dict[str, Any]:
         """The tool in the OpenAI function-calling format litellm takes."""

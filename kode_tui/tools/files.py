@@ -408,6 +408,7 @@ class WriteFile(Tool[WriteFileParams]):
     """Creates, overwrites or appends to a file, atomically, recording the change."""
 
     name = "WriteFile"
+    restores_masked = True
     description = (
         "Write text to a file: create it, replace all of it (`mode` `overwrite`, the default) or "
         "add to its end (`mode` `append`). Missing parent directories are created and an "
@@ -483,6 +484,7 @@ class StrReplaceFile(Tool[StrReplaceFileParams]):
     """Replaces exact strings in a text file; all edits of a call apply, or none."""
 
     name = "StrReplaceFile"
+    restores_masked = True
     description = (
         "Edit a text file by replacing exact strings: each edit's `old` text must appear in the "
         "file exactly as given (whitespace and indentation included) and, unless `replace_all` "

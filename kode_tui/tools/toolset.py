@@ -6,21 +6,22 @@ tool, a `ToolError` and even a tool's own bug all come back as an error result t
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
 import json
 import logging
 from collections.abc import Iterable
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from pydantic import BaseModel, ValidationError
 
+from kode_tui import masking
 from kode_tui.message import ContentPart, Message, TextPart, ToolCall, system
 from kode_tui.tools.base import Permission, Tool, ToolEnv, ToolError, ToolOutput
 
 log = logging.getLogger(__name__)
-
-MASK = "***"
 
 REJECTED = (
     "The tool call is rejected by the user. "
@@ -90,6 +91,7 @@ class Toolset:
 
     async def permission(self, prepared: PreparedCall, env: ToolEnv) -> Permission | None:
         """What the call needs allowed; a ToolError here is reported by `run` instead."""
+        prepared = await _restore_masked(prepared, env)
         assert prepared.tool is not None and prepared.params is not None
         try:
             return await prepared.tool.permission(prepared.params, env)
@@ -100,17 +102,15 @@ class Toolset:
         """The call's result; an API key in it (`env` printed by Shell, a .env file read) is
         masked, so it never reaches the model or context.jsonl."""
         result = await self._run(prepared, env)
-        if any(secret in result.output or secret in result.message for secret in env.secrets):
-            output, message = result.output, result.message
-            for secret in env.secrets:
-                output = output.replace(secret, MASK)
-                message = message.replace(secret, MASK)
+        output, message = masking.mask(result.output), masking.mask(result.message)
+        if output is not result.output or message is not result.message:
             result = dataclasses.replace(result, output=output, message=message)
         return result
 
     async def _run(self, prepared: PreparedCall, env: ToolEnv) -> ToolOutput:
         if prepared.error is not None:
             return prepared.error
+        prepared = await _restore_masked(prepared, env)
         assert prepared.tool is not None and prepared.params is not None
         try:
             return await prepared.tool.run(prepared.params, env, prepared.call.id)
@@ -128,6 +128,41 @@ class Toolset:
                 brief="tool failed",
                 is_error=True,
             )
+
+
+async def _restore_masked(prepared: PreparedCall, env: ToolEnv) -> PreparedCall:
+    """A file writer's call with each `[masked: NAME]` turned back into the key, where the file
+    it writes already holds that key: a model that rewrites a `.env` it read masked keeps the
+    key in it, but cannot plant a key in a file that did not have it."""
+    tool, params, raw = prepared.tool, prepared.params, prepared.call.function.arguments or ""
+    if tool is None or not tool.restores_masked or "[masked: " not in raw:
+        return prepared
+    path = getattr(params, "path", None)
+    if not isinstance(path, str):
+        return prepared
+    held = await asyncio.to_thread(_text_of, env.resolve(path))
+    restored = masking.unmask_json(raw, only_in=held)
+    if restored == raw:
+        return prepared
+    try:
+        return dataclasses.replace(prepared, params=tool.params.model_validate_json(restored))
+    except ValidationError:
+        return prepared
+
+
+_RESTORE_LIMIT = 1 << 20
+
+
+def _text_of(path: Path) -> str:
+    """The start of the file at `path` (a .env is small); empty when there is none or it is no
+    regular file (a FIFO would block)."""
+    try:
+        if not path.is_file():
+            return ""
+        with path.open("rb") as file:
+            return file.read(_RESTORE_LIMIT).decode("utf-8", errors="replace")
+    except OSError:
+        return ""
 
 
 def _failed(call: ToolCall, message: str, brief: str) -> PreparedCall:

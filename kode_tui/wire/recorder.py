@@ -18,6 +18,7 @@ from types import TracebackType
 from typing import Any
 
 from kode_tui.fsutil import FILE_MODE, make_private_dir, write_all
+from kode_tui.masking import mask_bytes
 from kode_tui.message import TextPart, ThinkPart
 from kode_tui.wire.bus import Subscription, WireBus
 from kode_tui.wire.events import (
@@ -162,7 +163,7 @@ class _Run:
 
 
 def _line(record: dict[str, Any]) -> bytes:
-    return (json.dumps(record, ensure_ascii=False) + "\n").encode()
+    return mask_bytes((json.dumps(record, ensure_ascii=False) + "\n").encode())
 
 
 def _sync_and_close(fd: int) -> None:
