@@ -15,6 +15,7 @@ BOTTOM = {
     "kode_tui.config",
     "kode_tui.errors",
     "kode_tui.fsutil",
+    "kode_tui.pathnames",
 }
 
 # What each layer may import from kode_tui besides itself and the bottom layer.

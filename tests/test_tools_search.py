@@ -405,9 +405,10 @@ def test_rg_arguments_follow_the_mode() -> None:
 
 
 def fake_rg(tmp_path: Path, stdout: str, exit_code: int = 0, stderr: str = "") -> str:
+    """A stand-in `rg` printing `stdout` (`\\0` in it is a NUL, as `--null` prints)."""
     script = tmp_path / "fake-rg"
     script.write_text(
-        f"#!/bin/sh\nprintf '%s' '{stdout}'\nprintf '%s' '{stderr}' >&2\nexit {exit_code}\n"
+        f"#!/bin/sh\nprintf '{stdout}'\nprintf '%s' '{stderr}' >&2\nexit {exit_code}\n"
     )
     script.chmod(0o755)
     return str(script)
@@ -416,7 +417,7 @@ def fake_rg(tmp_path: Path, stdout: str, exit_code: int = 0, stderr: str = "") -
 async def test_grep_with_ripgrep_shows_paths_from_the_work_dir(
     env: ToolEnv, tmp_path: Path
 ) -> None:
-    rg = fake_rg(tmp_path, "./src/a.py:3:hit\n./src/a.py-4-after\n")
+    rg = fake_rg(tmp_path, "./src/a.py\\0003:hit\\n./src/a.py\\0004-after\\n")
     result = await Grep(rg_path=rg).run(grep_params(pattern="hit", output_mode="content"), env, "c")
     assert result.output.splitlines() == ["src/a.py:3:hit", "src/a.py-4-after"]
 
@@ -424,7 +425,7 @@ async def test_grep_with_ripgrep_shows_paths_from_the_work_dir(
 async def test_grep_with_ripgrep_keeps_results_despite_unreadable_files(
     env: ToolEnv, tmp_path: Path
 ) -> None:
-    rg = fake_rg(tmp_path, "./a.py:2\n", exit_code=2, stderr="secret: Permission denied")
+    rg = fake_rg(tmp_path, "./a.py\\0002\\n", exit_code=2, stderr="secret: Permission denied")
     result = await Grep(rg_path=rg).run(
         grep_params(pattern="x", output_mode="count_matches"), env, "c"
     )
@@ -439,7 +440,7 @@ async def test_grep_with_ripgrep_keeps_results_despite_unreadable_files(
 async def test_grep_uses_ripgrep_from_path_when_it_can_run(
     env: ToolEnv, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    rg = fake_rg(tmp_path, "./from-rg.py\n")
+    rg = fake_rg(tmp_path, "./from-rg.py\\000")
     monkeypatch.setattr(search, "find_rg", lambda: rg)
     assert (await Grep().run(grep_params(pattern="x"), env, "c")).output == "from-rg.py"
     make(env.work_dir, {"from-python.py": "x\n"})
