@@ -16,7 +16,9 @@ from typing import Any
 from pydantic import BaseModel, ValidationError
 
 from kode_tui.message import ContentPart, Message, TextPart, ToolCall, system
+from kode_tui.pathnames import scrub_text
 from kode_tui.tools.base import Permission, Tool, ToolEnv, ToolError, ToolOutput
+from kode_tui.wire.events import DisplayBlock
 
 log = logging.getLogger(__name__)
 
@@ -99,7 +101,7 @@ class Toolset:
     async def run(self, prepared: PreparedCall, env: ToolEnv) -> ToolOutput:
         """The call's result; an API key in it (`env` printed by Shell, a .env file read) is
         masked, so it never reaches the model or context.jsonl."""
-        result = await self._run(prepared, env)
+        result = _encodable(await self._run(prepared, env))
         if any(secret in result.output or secret in result.message for secret in env.secrets):
             output, message = result.output, result.message
             for secret in env.secrets:
@@ -128,6 +130,34 @@ class Toolset:
                 brief="tool failed",
                 is_error=True,
             )
+
+
+def _encodable(result: ToolOutput) -> ToolOutput:
+    """`result` with every lone surrogate shown as `\\xHH` (`kode_tui.pathnames.scrub_text`).
+
+    A path that is not UTF-8 in a message (`caf\\xe9.txt` does not exist) would otherwise break
+    the context file, the wire log and every later request.
+    """
+    output, message, brief = (scrub_text(t) for t in (result.output, result.message, result.brief))
+    display = [_encodable_block(block) for block in result.display]
+    if (
+        output is result.output
+        and message is result.message
+        and brief is result.brief
+        and all(new is old for new, old in zip(display, result.display, strict=True))
+    ):
+        return result
+    return dataclasses.replace(result, output=output, message=message, brief=brief, display=display)
+
+
+def _encodable_block(block: DisplayBlock) -> DisplayBlock:
+    # scrub_text returns the very string it was given when there is nothing to change.
+    update = {
+        name: clean
+        for name, value in block
+        if isinstance(value, str) and (clean := scrub_text(value)) is not value
+    }
+    return block.model_copy(update=update) if update else block
 
 
 def _failed(call: ToolCall, message: str, brief: str) -> PreparedCall:
