@@ -89,24 +89,36 @@ def is_within(path: Path, root: Path) -> bool:
 
 
 class InsideChecker:
-    """`is_within(path, root)` for many paths of one tree, resolving each directory once.
+    """`is_within(path, root)` for many paths of one tree, at about one `lstat` per path.
 
-    A path is inside when its directory, resolved, is inside and the path itself is not a
-    symlink leading out. Listings (git's, a walk's) check thousands of names this way without
-    resolving every component of every one.
+    The real location of each directory is worked out once, from its parent's, so listings
+    (git's, a walk's) of thousands of names need not resolve every component of every one.
     """
 
     def __init__(self, root: Path) -> None:
         self.root = root.resolve()
-        self._dirs: dict[Path, bool] = {}
+        self._real: dict[Path, Path | None] = {}
 
     def __call__(self, path: Path) -> bool:
-        parent = path.parent
-        inside = self._dirs.get(parent)
-        if inside is None:
-            inside = self._dirs[parent] = is_within(parent, self.root)
-        if not inside:
+        real = self._real_dir(path.parent)
+        if real is None:
             return False
-        if not os.path.islink(path):
-            return True
-        return is_within(path, self.root)
+        if os.path.islink(path):
+            return is_within(path, self.root)
+        return (real / path.name).is_relative_to(self.root)
+
+    def _real_dir(self, folder: Path) -> Path | None:
+        """`folder` with its symlinks resolved (None when that fails), remembered."""
+        if folder in self._real:
+            return self._real[folder]
+        real: Path | None
+        try:
+            if folder.parent == folder or os.path.islink(folder):
+                real = folder.resolve()
+            else:
+                parent = self._real_dir(folder.parent)
+                real = None if parent is None else parent / folder.name
+        except (OSError, RuntimeError, ValueError):
+            real = None
+        self._real[folder] = real
+        return real

@@ -860,10 +860,12 @@ def _search_lines(
             break
         if prefilter is not None and not after_left and not prefilter.search(text):
             # Most blocks hold no match: one search over the block, then on to the next.
-            lines = _split_lines(text)
-            tail = lines[-before:] if before else []
-            recent.extend(enumerate(tail, number + len(lines) - len(tail) + 1))
-            number += len(lines)
+            body = text.removesuffix("\n")
+            count = body.count("\n") + 1
+            if before:
+                tail = body.rsplit("\n", before)[-before:]
+                recent.extend(enumerate(tail, number + count - len(tail) + 1))
+            number += count
             continue
         for line in _split_lines(text):
             number += 1
@@ -923,13 +925,14 @@ def _files_to_search(base: Path, include_ignored: bool, root: Path) -> list[Path
     if base.is_file():
         return [base]
     files = None if include_ignored else _git_files(base)
+    if files is not None:
+        inside = InsideChecker(root)
+        files = [path for path in files if inside(path)]
     if files is None:
         files = list(_walk(base, VCS_DIRS if include_ignored else HEAVY_DIRS))
     elif not files and _git_ignores(base):
         # ripgrep searches a folder it is pointed at even when .gitignore names it.
         files = list(_walk(base, VCS_DIRS))
-    inside = InsideChecker(root)
-    files = [path for path in files if inside(path)]
     return sorted(files, key=lambda path: _path_key(str(path.relative_to(base))))
 
 
