@@ -144,3 +144,33 @@ def test_print_mode_globs_and_reads_a_name_that_is_not_utf8(
         json.loads(line).get("tool_call_id") for line in context_file.read_text().splitlines()
     }
     assert {"call_g", "call_r", "call_m"} <= answered
+
+
+async def test_an_approved_edit_of_a_name_that_is_not_utf8_is_asked_shown_and_logged(
+    project: Path, server: LLMServer
+) -> None:
+    real = os.fsencode(project) + b"/" + LATIN_NAME
+    with open(real, "wb") as file:
+        file.write(b"hi\n")
+    edit = {"path": "caf\\xe9.txt", "edit": {"old": "hi", "new": "ho"}}
+    server.reply_tool_calls([("call_e", "StrReplaceFile", json.dumps(edit))])
+    server.reply_text("Done.")
+    session = await Session.create(project)
+    agent = await open_agent(session, Config(), choice(server))
+    asked: list[str] = []
+
+    def approve(event: ev.Event) -> None:
+        if isinstance(event, ev.ApprovalRequest):
+            asked.append(event.description)
+            event.resolve("approve")
+
+    agent.bus.subscribe(callback=approve)
+    result = await agent.soul.run("Change it")
+    await agent.close()
+
+    assert result.stop_reason == "done", result.error
+    assert asked == ["StrReplaceFile caf\\xe9.txt"]
+    with open(real, "rb") as file:
+        assert file.read() == b"ho\n"
+    wire = session.wire_file.read_text(encoding="utf-8")
+    assert '"type": "ApprovalRequest"' in wire and "caf\\\\xe9.txt" in wire

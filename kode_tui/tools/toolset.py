@@ -16,7 +16,7 @@ from typing import Any
 from pydantic import BaseModel, ValidationError
 
 from kode_tui.message import ContentPart, Message, TextPart, ToolCall, system
-from kode_tui.pathnames import scrub_text
+from kode_tui.pathnames import escape_name, scrub_text
 from kode_tui.tools.base import Permission, Tool, ToolEnv, ToolError, ToolOutput
 from kode_tui.wire.events import DisplayBlock
 
@@ -94,9 +94,10 @@ class Toolset:
         """What the call needs allowed; a ToolError here is reported by `run` instead."""
         assert prepared.tool is not None and prepared.params is not None
         try:
-            return await prepared.tool.permission(prepared.params, env)
+            permission = await prepared.tool.permission(prepared.params, env)
         except ToolError:
             return None  # nothing will happen: run() raises the same error for the model
+        return None if permission is None else _encodable_permission(permission)
 
     async def run(self, prepared: PreparedCall, env: ToolEnv) -> ToolOutput:
         """The call's result; an API key in it (`env` printed by Shell, a .env file read) is
@@ -148,6 +149,23 @@ def _encodable(result: ToolOutput) -> ToolOutput:
     ):
         return result
     return dataclasses.replace(result, output=output, message=message, brief=brief, display=display)
+
+
+def _encodable_permission(permission: Permission) -> Permission:
+    """`permission` as text that can be shown, logged and kept in state.json.
+
+    A path that is not UTF-8 appears escaped; the scope (a session approval's key) with
+    `escape_name`, which is lossless, so two folders never share one approval.
+    """
+    display = [_encodable_block(block) for block in permission.display]
+    return dataclasses.replace(
+        permission,
+        action=scrub_text(permission.action),
+        description=scrub_text(permission.description),
+        scope=escape_name(permission.scope),
+        scope_label=scrub_text(permission.scope_label),
+        display=display,
+    )
 
 
 def _encodable_block(block: DisplayBlock) -> DisplayBlock:
