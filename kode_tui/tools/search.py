@@ -168,7 +168,8 @@ class Glob(Tool[GlobParams]):
         "folders such as `node_modules`, `.venv`, `__pycache__` or `.git`; name them in the "
         "pattern to search inside (e.g. `node_modules/react/*`). A pattern may not start with "
         "`**`: that would walk the whole tree, so start it with a directory instead. To search "
-        "file contents use Grep."
+        "file contents use Grep. A name that is not valid UTF-8 is shown with `\\xHH` escapes "
+        "(`caf\\xe9.txt`); pass it to any tool exactly as shown."
     )
     params = GlobParams
 
