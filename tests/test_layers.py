@@ -16,6 +16,7 @@ BOTTOM = {
     "kode_tui.errors",
     "kode_tui.fsutil",
     "kode_tui.masking",
+    "kode_tui.pathnames",
 }
 
 # What each layer may import from kode_tui besides itself and the bottom layer.

@@ -344,6 +344,52 @@ async def test_throttling_and_server_errors_are_retryable_status_errors(
     assert "try again later" in str(error) and "litellm" not in str(error)
 
 
+async def test_text_that_is_not_valid_utf8_is_sent_escaped_instead_of_failing(
+    server: LLMServer, provider: LiteLLMProvider
+) -> None:
+    # What os.listdir gives for the bytes name caf\xe9.txt: a lone surrogate.
+    name = b"caf\xe9.txt".decode("utf-8", "surrogateescape")
+    server.reply_text("Seen.")
+    history = [
+        Message(role="user", content=f"Look at {name}"),
+        Message(
+            role="assistant",
+            content="",
+            tool_calls=[ToolCall(id="c1", function=FunctionBody(name="Glob", arguments="{}"))],
+        ),
+        Message(role="tool", content=[TextPart(text=name)], tool_call_id="c1"),
+        Message(role="user", content=[TextPart(text=f"and {name}")]),
+    ]
+
+    items = await collect(provider, history, system_prompt=f"Files: {name}")
+
+    assert [item.text for item in items if isinstance(item, TextPart)] == ["Seen."]
+    [request] = server.requests
+    sent = json.dumps(request["messages"])
+    assert sent.count("caf\\\\xe9.txt") == 4  # JSON escapes the backslash once more
+
+
+async def test_a_local_encoding_error_is_not_a_server_error_and_not_retried(
+    server: LLMServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv(KEY_ENV, KEY)
+    # An HTTP header must be ASCII: the request fails while it is built, before it is sent.
+    provider = LiteLLMProvider(
+        MODEL,
+        api_base=server.url,
+        api_key_env=KEY_ENV,
+        extra={"extra_headers": {"X-Note": "snow \u2603"}},
+    )
+
+    error = await failure(provider)
+
+    assert not isinstance(error, LLMStatusError)
+    assert not is_retryable(error)
+    assert "could not be encoded, nothing was sent" in str(error)
+    assert "server error" not in str(error) and "500" not in str(error)
+    assert server.requests == []
+
+
 async def test_a_401_names_the_key_variable_and_never_the_key(
     server: LLMServer, provider: LiteLLMProvider
 ) -> None:

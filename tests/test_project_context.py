@@ -531,3 +531,72 @@ async def test_the_watcher_polls_when_notifications_fail(
     finally:
         await watcher.stop()
     assert modes == [None, True]
+
+
+# ---- confinement and names ------------------------------------------------------------------
+
+MARKER = "MARKER-outside-the-work-dir"
+
+
+@pytest.mark.parametrize("use_git", [False, True], ids=["plain", "git"])
+def test_no_symlink_leading_out_of_the_work_dir_reaches_the_system_prompt(
+    tmp_path: Path, use_git: bool
+) -> None:
+    outside = tmp_path / "outside"
+    write(
+        outside,
+        {
+            "secret.md": f"# {MARKER}\n",
+            "go.mod": f"module {MARKER}\ngo 1.22\n",
+            "pyproject.toml": f'[tool.ruff]\nline-length = 4242\nselect = ["{MARKER}"]\n',
+            f"{MARKER}.txt": "x",
+        },
+    )
+    repo = tmp_path / "repo"
+    work = repo / "app"
+    work.mkdir(parents=True)
+    if use_git:
+        make_repo(repo)
+    elif project_context._find_git_root(work) is not None:
+        pytest.skip("the temp dir is inside a git repository")
+    write(work, {"docs/agents.md": "Use tabs.\n", "main.py": "print()\n"})
+    for name in ("README.md", "CLAUDE.md", "notes.md"):
+        (work / name).symlink_to(outside / "secret.md")
+    (work / "go.mod").symlink_to(outside / "go.mod")
+    (work / "pyproject.toml").symlink_to(outside / "pyproject.toml")
+    (work / "shared").symlink_to(outside)
+    (work / "AGENTS.md").symlink_to("docs/agents.md")  # a link that stays inside is read
+    (repo / "KODE.md").symlink_to(outside / "secret.md")  # a parent's doc, linked out
+    if use_git:
+        git(repo, "add", "-A")
+
+    context = collect(work)
+    prompt = format_system_prompt("base", context)
+
+    assert MARKER not in prompt and "4242" not in prompt
+    assert [doc.path.name for doc in context.project_docs] == ["AGENTS.md"]
+    assert "Use tabs." in prompt
+    entries = [line.split("── ")[1] for line in tree_entries(context.blocks["directoryStructure"])]
+    assert "main.py" in entries and "AGENTS.md" in entries
+    assert not {"shared", "shared/", "README.md", "go.mod"} & set(entries)
+
+
+@pytest.mark.parametrize("use_git", [False, True], ids=["plain", "git"])
+def test_names_that_are_not_utf8_are_listed_escaped(tmp_path: Path, use_git: bool) -> None:
+    work = tmp_path / "work"
+    work.mkdir()
+    if use_git:
+        make_repo(work)
+    elif project_context._find_git_root(work) is not None:
+        pytest.skip("the temp dir is inside a git repository")
+    with open(os.fsencode(work) + b"/caf\xe9.txt", "wb") as file:
+        file.write(b"latin-1 name\n")
+    (work / "back\\xe9slash.txt").write_text("a real backslash\n")
+
+    prompt = format_system_prompt("base", collect(work))
+
+    prompt.encode("utf-8")  # no lone surrogate: the request can be sent
+    assert "caf\\xe9.txt" in prompt and "back\\x5cxe9slash.txt" in prompt
+    if use_git:
+        status = collect(work).blocks["gitStatus"]
+        assert "?? caf\\xe9.txt" in status

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 from kode_tui.message import Message, TextPart
@@ -109,3 +110,36 @@ def test_inject_puts_reminders_in_the_last_user_message_of_a_copy() -> None:
     assert history[2].content == "second"  # the context's message is untouched
     assert request[0] is history[0] and request[3] is history[3]
     assert inject(history, []) == history
+
+
+def test_a_mention_never_reads_through_a_symlink_leading_outside(tmp_path: Path) -> None:
+    work, outside = tmp_path / "work", tmp_path / "outside"
+    work.mkdir()
+    outside.mkdir()
+    marker = "MARKER-outside-the-work-dir"
+    (outside / "secret.txt").write_text(f"{marker}\n")
+    (work / "notes.txt").symlink_to(outside / "secret.txt")
+    (work / "shared").symlink_to(outside)
+    (work / "own.txt").symlink_to("real.txt")
+    (work / "real.txt").write_text("mine\n")
+    reminders = Reminders(work)
+    generate(reminders)
+
+    found = generate(reminders, user_text="See @notes.txt @shared/secret.txt @own.txt")
+
+    assert [r.text.splitlines()[0] for r in found] == [
+        "The user mentioned @own.txt. Its first lines:"
+    ]
+    assert marker not in "".join(r.text for r in found)
+
+
+def test_a_mention_of_an_escaped_name_reads_the_file_it_names(tmp_path: Path) -> None:
+    with open(os.fsencode(tmp_path) + b"/caf\xe9.txt", "wb") as file:
+        file.write(b"latin-1 name\n")
+    reminders = Reminders(tmp_path)
+    generate(reminders)
+
+    [found] = generate(reminders, user_text="Look at @caf\\xe9.txt")
+
+    assert "latin-1 name" in found.text
+    found.text.encode("utf-8")

@@ -405,9 +405,10 @@ def test_rg_arguments_follow_the_mode() -> None:
 
 
 def fake_rg(tmp_path: Path, stdout: str, exit_code: int = 0, stderr: str = "") -> str:
+    """A stand-in `rg` printing `stdout` (`\\0` in it is a NUL, as `--null` prints)."""
     script = tmp_path / "fake-rg"
     script.write_text(
-        f"#!/bin/sh\nprintf '%s' '{stdout}'\nprintf '%s' '{stderr}' >&2\nexit {exit_code}\n"
+        f"#!/bin/sh\nprintf '{stdout}'\nprintf '%s' '{stderr}' >&2\nexit {exit_code}\n"
     )
     script.chmod(0o755)
     return str(script)
@@ -416,7 +417,7 @@ def fake_rg(tmp_path: Path, stdout: str, exit_code: int = 0, stderr: str = "") -
 async def test_grep_with_ripgrep_shows_paths_from_the_work_dir(
     env: ToolEnv, tmp_path: Path
 ) -> None:
-    rg = fake_rg(tmp_path, "./src/a.py:3:hit\n./src/a.py-4-after\n")
+    rg = fake_rg(tmp_path, "./src/a.py\\0003:hit\\n./src/a.py\\0004-after\\n")
     result = await Grep(rg_path=rg).run(grep_params(pattern="hit", output_mode="content"), env, "c")
     assert result.output.splitlines() == ["src/a.py:3:hit", "src/a.py-4-after"]
 
@@ -424,7 +425,7 @@ async def test_grep_with_ripgrep_shows_paths_from_the_work_dir(
 async def test_grep_with_ripgrep_keeps_results_despite_unreadable_files(
     env: ToolEnv, tmp_path: Path
 ) -> None:
-    rg = fake_rg(tmp_path, "./a.py:2\n", exit_code=2, stderr="secret: Permission denied")
+    rg = fake_rg(tmp_path, "./a.py\\0002\\n", exit_code=2, stderr="secret: Permission denied")
     result = await Grep(rg_path=rg).run(
         grep_params(pattern="x", output_mode="count_matches"), env, "c"
     )
@@ -439,7 +440,7 @@ async def test_grep_with_ripgrep_keeps_results_despite_unreadable_files(
 async def test_grep_uses_ripgrep_from_path_when_it_can_run(
     env: ToolEnv, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    rg = fake_rg(tmp_path, "./from-rg.py\n")
+    rg = fake_rg(tmp_path, "./from-rg.py\\000")
     monkeypatch.setattr(search, "find_rg", lambda: rg)
     assert (await Grep().run(grep_params(pattern="x"), env, "c")).output == "from-rg.py"
     make(env.work_dir, {"from-python.py": "x\n"})
@@ -459,6 +460,7 @@ PARITY_CASES: list[dict[str, Any]] = [
     {"pattern": r"def main\(\):.*?print", "output_mode": "content", "multiline": True},
     {"pattern": "hello", "output_mode": "content", "path": "src/web/page.ts"},
     {"pattern": "o", "output_mode": "content", "head_limit": 3, "offset": 2},
+    {"pattern": "hello|main", "output_mode": "content", "-C": 1, "-n": False},
 ]
 
 
@@ -496,3 +498,181 @@ async def test_ripgrep_and_the_python_search_ignore_the_same_files(
     with_rg = await Grep().run(params, env, "c")
     with_python = await Grep(use_rg=False).run(params, env, "c")
     assert with_rg == with_python
+
+
+# --- confinement: symlinks that lead out of the work dir ------------------------------------------
+
+MARKER = "MARKER-outside-the-work-dir"
+
+
+@pytest.fixture
+def outside_links(tmp_path: Path, work: Path) -> Path:
+    """A work dir with a symlink to a file and one to a folder outside it, both holding MARKER."""
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / f"{MARKER}.txt").write_text(f"{MARKER}\n")
+    (outside / "secret.txt").write_text(f"token = {MARKER}\n")
+    (work / "notes.txt").symlink_to(outside / "secret.txt")
+    (work / "shared").symlink_to(outside)
+    (work / "own.txt").write_text("token = mine\n")
+    return outside
+
+
+BACKENDS = [pytest.param(False, id="python")] + (
+    [pytest.param(True, id="ripgrep")] if find_rg() is not None else []
+)
+
+
+@pytest.mark.parametrize("use_rg", BACKENDS)
+@pytest.mark.parametrize("in_git", [False, True], ids=["plain", "git"])
+async def test_grep_never_reads_a_symlinked_file_or_folder_outside_the_work_dir(
+    env: ToolEnv, work: Path, outside_links: Path, use_rg: bool, in_git: bool
+) -> None:
+    if in_git:
+        git(work, "init", "-q")
+        git(work, "add", "-A")  # git tracks the links themselves
+    for mode in ("content", "files_with_matches", "count_matches"):
+        params = grep_params(pattern="token|MARKER", output_mode=mode, include_ignored=not in_git)
+        result = await Grep(use_rg=use_rg).run(params, env, "c")
+        assert MARKER not in result.output + result.message
+        assert "own.txt" in result.output
+
+
+async def test_grep_skips_files_git_lists_under_a_folder_now_linked_outside(
+    env: ToolEnv, work: Path, tmp_path: Path
+) -> None:
+    make(work, {"docs/a.txt": "token = mine\n", "b.txt": "token = mine\n"})
+    git(work, "init", "-q")
+    git(work, "add", "-A")
+    outside = tmp_path / "elsewhere"
+    outside.mkdir()
+    (outside / "a.txt").write_text(f"token = {MARKER}\n")
+    (work / "docs/a.txt").unlink()
+    (work / "docs").rmdir()
+    (work / "docs").symlink_to(outside)  # the index still lists docs/a.txt
+    result = await python_grep(env, pattern="token", output_mode="content")
+    assert result.output == "b.txt:1:token = mine"
+
+
+async def test_glob_neither_lists_nor_enters_symlinks_leading_outside(
+    env: ToolEnv, work: Path, outside_links: Path
+) -> None:
+    (work / "sub").mkdir()
+    (work / "sub/inner.txt").write_text("x")
+    (work / "near").symlink_to(work / "sub")  # a link that stays inside is fine
+    for pattern in ("*", "*.txt", "*/*", "shared/*", "sub/**/*", "shared/**/*", "{near,shared}/*"):
+        result = await glob(env, pattern)
+        assert MARKER not in result.output
+        assert "notes.txt" not in result.output.splitlines()
+        assert "shared" not in result.output.splitlines()
+    assert (await glob(env, "*")).output.splitlines() == ["near", "own.txt", "sub"]
+    assert (await glob(env, "near/*")).output == "near/inner.txt"
+    with pytest.raises(ToolError) as refused:
+        await glob(env, "**/*")
+    assert "shared" not in refused.value.output and "notes.txt" not in refused.value.output
+
+
+async def test_a_path_argument_through_a_symlink_leading_outside_asks_first(
+    env: ToolEnv, work: Path, outside_links: Path
+) -> None:
+    for permission in (
+        await Grep().permission(grep_params(pattern="x", path="shared"), env),
+        await Grep().permission(grep_params(pattern="x", path="notes.txt"), env),
+        await Glob().permission(GlobParams(pattern="*", directory="shared"), env),
+    ):
+        assert permission is not None and permission.outside_work_dir
+        assert permission.scope == f"read:{outside_links.resolve()}"
+    # Approved, the folder is searched, and the files in it are shown.
+    result = await Grep(use_rg=False).run(grep_params(pattern="MARKER", path="shared"), env, "c")
+    assert set(result.output.splitlines()) == {f"shared/{MARKER}.txt", "shared/secret.txt"}
+
+
+# --- names that are not UTF-8 --------------------------------------------------------------------
+
+
+@pytest.fixture
+def odd_names(work: Path) -> Path:
+    """`caf\\xe9.txt` (Latin-1 bytes) and, apart from it, a name with a real backslash."""
+    with open(os.fsencode(work) + b"/caf\xe9.txt", "wb") as file:
+        file.write(b"latin needle\n")
+    (work / "caf\\xe9.txt").write_text("backslash needle\n")
+    return work
+
+
+async def test_glob_shows_names_that_are_not_utf8_escaped_and_apart_from_real_backslashes(
+    env: ToolEnv, odd_names: Path
+) -> None:
+    result = await glob(env, "caf*")
+    assert result.output.splitlines() == ["caf\\x5cxe9.txt", "caf\\xe9.txt"]
+    result.output.encode("utf-8")  # no lone surrogate: it can be sent
+    # The name as shown finds the same file again, in Glob and in every path a tool takes.
+    assert (await glob(env, "caf\\xe9.txt")).output == "caf\\xe9.txt"
+    assert os.fsencode(env.resolve("caf\\xe9.txt")).endswith(b"/caf\xe9.txt")
+    assert env.resolve("caf\\x5cxe9.txt") == odd_names / "caf\\xe9.txt"
+
+
+@pytest.mark.parametrize("use_rg", BACKENDS)
+async def test_grep_shows_names_that_are_not_utf8_escaped(
+    env: ToolEnv, odd_names: Path, use_rg: bool
+) -> None:
+    for mode, expected in (
+        ("files_with_matches", {"caf\\xe9.txt", "caf\\x5cxe9.txt"}),
+        ("content", {"caf\\xe9.txt:1:latin needle", "caf\\x5cxe9.txt:1:backslash needle"}),
+        ("count_matches", {"caf\\xe9.txt:1", "caf\\x5cxe9.txt:1"}),
+    ):
+        params = grep_params(pattern="needle", output_mode=mode)
+        result = await Grep(use_rg=use_rg).run(params, env, "c")
+        assert set(result.output.splitlines()) == expected
+        result.output.encode("utf-8")
+    one = grep_params(pattern="needle", path="caf\\xe9.txt", output_mode="content")
+    assert (await Grep(use_rg=use_rg).run(one, env, "c")).output == "caf\\xe9.txt:1:latin needle"
+
+
+# --- bounded memory ------------------------------------------------------------------------------
+
+
+async def test_python_grep_reads_a_huge_single_line_file_in_bounded_slices(
+    env: ToolEnv, work: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import tracemalloc
+
+    monkeypatch.setattr(search, "GREP_LINE_BYTES", 64 << 10)
+    monkeypatch.setattr(search, "GREP_FILE_BYTES", 4 << 20)
+    size = 3 << 20
+    (work / "one-line.txt").write_bytes(b"needle " + b"x" * size + b" tail\nneedle again\n")
+    (work / "big.txt").write_bytes(b"a\n" * (5 << 19) + b"needle late\n")
+    (work / "small.txt").write_text("first\nneedle here\nlast\n")
+    tracemalloc.start()
+    try:
+        result = await python_grep(env, pattern="needle|tail", output_mode="content", **{"-C": 1})
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert peak < size // 2  # the old search held the whole file (and its text) at once
+    lines = result.output.splitlines()
+    assert "small.txt:2:needle here" in lines and "small.txt-1-first" in lines
+    assert "one-line.txt:2:needle again" in lines
+    assert any(line.startswith("one-line.txt:1:needle xxx") for line in lines)
+    assert not any("tail" in line for line in lines)  # past the cut: said, not searched
+    assert "needle late" not in result.output  # past the per-file limit
+    assert "Only the first 4 MiB of `big.txt` were searched." in result.message
+    assert "1 line of `one-line.txt` longer than 0.0625 MiB" in result.message
+
+
+async def test_python_grep_keeps_context_across_the_slices_it_reads(
+    env: ToolEnv, work: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(search, "GREP_LINE_BYTES", 64)
+    text = "".join(f"line {n:04}\n" for n in range(1, 200)).replace("line 0100", "hit  0100")
+    (work / "f.txt").write_text(text)
+    result = await python_grep(env, pattern="hit", output_mode="content", **{"-B": 3, "-A": 2})
+    assert result.output.splitlines() == [
+        "f.txt-97-line 0097",
+        "f.txt-98-line 0098",
+        "f.txt-99-line 0099",
+        "f.txt:100:hit  0100",
+        "f.txt-101-line 0101",
+        "f.txt-102-line 0102",
+    ]
+    counted = await python_grep(env, pattern="line", output_mode="count_matches")
+    assert counted.output == "f.txt:198"

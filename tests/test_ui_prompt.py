@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import shutil
 import subprocess
 from collections.abc import Sequence
@@ -357,3 +358,50 @@ def test_match_commands_puts_prefix_matches_first() -> None:
         "/context",
     ]
     assert [name for name, _ in match_commands(COMMANDS, "/text")] == ["/context"]
+
+
+MARKER = "MARKER-outside-the-work-dir"
+
+
+@pytest.mark.parametrize("use_git", [False, True], ids=["walk", "git"])
+def test_path_index_offers_nothing_a_symlink_leads_to_outside(
+    work_dir: Path, tmp_path: Path, use_git: bool
+) -> None:
+    if use_git and shutil.which("git") is None:
+        pytest.skip("needs git")
+    outside = tmp_path / "outside"
+    (outside / MARKER).mkdir(parents=True)
+    (outside / MARKER / "secret.txt").write_text("x")
+    (work_dir / "shared").symlink_to(outside)
+    (work_dir / "notes.txt").symlink_to(outside / MARKER / "secret.txt")
+    (work_dir / "main-link.py").symlink_to("src/main.py")  # stays inside: offered
+    (work_dir / "docs").mkdir()
+    (work_dir / "docs" / f"{MARKER}.md").write_text("x")
+    if use_git:
+        subprocess.run(["git", "init", "-q", str(work_dir)], check=True)
+        subprocess.run(["git", "-C", str(work_dir), "add", "-A"], check=True)
+    # A tracked folder replaced by a link: git still lists the files it had.
+    (work_dir / "docs" / f"{MARKER}.md").unlink()
+    (work_dir / "docs").rmdir()
+    (work_dir / "docs").symlink_to(outside / MARKER)
+
+    paths = PathIndex(work_dir).load()
+
+    assert not any(MARKER in path for path in paths)
+    assert not {"shared", "shared/", "notes.txt", "docs", "docs/"} & set(paths)
+    assert {"src/main.py", "main-link.py"} <= set(paths)
+
+
+@pytest.mark.parametrize("use_git", [False, True], ids=["walk", "git"])
+def test_path_index_offers_names_that_are_not_utf8_escaped(work_dir: Path, use_git: bool) -> None:
+    if use_git and shutil.which("git") is None:
+        pytest.skip("needs git")
+    with open(os.fsencode(work_dir) + b"/caf\xe9.txt", "wb") as file:
+        file.write(b"x")
+    if use_git:
+        subprocess.run(["git", "init", "-q", str(work_dir)], check=True)
+
+    paths = PathIndex(work_dir).load()
+
+    assert "caf\\xe9.txt" in paths
+    "".join(paths).encode("utf-8")

@@ -29,6 +29,8 @@ from typing import Any, TypeVar
 
 import watchfiles
 
+from kode_tui.pathnames import InsideChecker, escape_name, is_within, unescape_name
+
 log = logging.getLogger(__name__)
 _T = TypeVar("_T")
 
@@ -405,8 +407,13 @@ def _readme(work_dir: Path) -> str | None:
 
 
 def _read_text(path: Path) -> str | None:
+    """The text of a file in the work dir or in one of its parents (docs), else None.
+
+    A symlink is read only when its target lies in the folder that holds the link: a hostile
+    repo's README.md linked to `~/.ssh/id_rsa` must not land in the system prompt.
+    """
     try:
-        if not path.is_file():
+        if not path.is_file() or not is_within(path, path.parent):
             return None
         return path.read_text(encoding="utf-8", errors="replace")
     except OSError:
@@ -442,11 +449,11 @@ def _doc_section(doc: ProjectDoc, work_dir: Path) -> str:
 def _display_path(path: Path, work_dir: Path) -> str:
     """`path` relative to the work dir (`../AGENTS.md` for a parent's), else from `~`."""
     if path.is_relative_to(work_dir) or work_dir.is_relative_to(path.parent):
-        return os.path.relpath(path, work_dir)
+        return escape_name(os.path.relpath(path, work_dir))
     home = Path.home()
     if path.is_relative_to(home):
-        return f"~/{path.relative_to(home)}"
-    return str(path)
+        return escape_name(f"~/{path.relative_to(home)}")
+    return escape_name(str(path))
 
 
 # ---- git ------------------------------------------------------------------------------------
@@ -472,7 +479,8 @@ def _git(cwd: Path, *args: str) -> str | None:
     if done.returncode != 0:
         log.debug("git %s: %s", " ".join(args), done.stderr.decode("utf-8", "replace").strip())
         return None
-    return done.stdout.decode("utf-8", "replace")
+    # Names that are not UTF-8 (in ls-files, status, ...) come out escaped, never lost.
+    return escape_name(done.stdout)
 
 
 def _git_status(work_dir: Path) -> str | None:
@@ -618,16 +626,19 @@ def _walk_lister(work_dir: Path) -> _Lister:
     def entries(rel: str) -> list[tuple[str, bool]] | None:
         found = []
         try:
-            with os.scandir(work_dir / rel if rel else work_dir) as scan:
+            with os.scandir(work_dir / unescape_name(rel) if rel else work_dir) as scan:
                 for entry in scan:
                     try:
                         # Not following links keeps a link to ".." from looping the walk.
                         is_dir = entry.is_dir(follow_symlinks=False)
+                        leads_out = entry.is_symlink() and not is_within(Path(entry), work_dir)
                     except OSError:
-                        is_dir = False
-                    if is_dir and (entry.name in SKIP_DIRS or entry.name.startswith(".")):
+                        is_dir, leads_out = False, True
+                    if leads_out or (
+                        is_dir and (entry.name in SKIP_DIRS or entry.name.startswith("."))
+                    ):
                         continue
-                    found.append((entry.name, is_dir))
+                    found.append((escape_name(entry.name), is_dir))
         except OSError:
             log.debug("cannot list %s", work_dir / rel, exc_info=True)
             return None
@@ -647,6 +658,9 @@ def _git_lister(work_dir: Path) -> _Lister | None:
     if out is None:
         return None
     paths = sorted(filter(None, out.split("\0")))
+    # git lists a symlink as a file, and files of a folder that is a symlink now: neither may
+    # show what lies outside the work dir.
+    inside = InsideChecker(work_dir)
 
     def entries(rel: str) -> list[tuple[str, bool]]:
         # "/" + 1 is "0": every path under "a/" sorts at or after "a/" and before "a0".
@@ -659,12 +673,14 @@ def _git_lister(work_dir: Path) -> _Lister | None:
             rest = path[len(rel) :]
             slash = rest.find("/")
             if slash < 0:
-                found.append((rest, False))
+                if inside(work_dir / unescape_name(path)):
+                    found.append((rest, False))
                 # A conflicted file is listed once per stage.
                 i = bisect.bisect_right(paths, path, i, hi)
             else:
                 name = rest[:slash]
-                found.append((name, True))
+                if inside(work_dir / unescape_name(f"{rel}{name}")):
+                    found.append((name, True))
                 i = bisect.bisect_left(paths, f"{rel}{name}0", i, hi)
         return found
 

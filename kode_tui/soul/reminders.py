@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Literal
 
 from kode_tui.message import ContentPart, Message, TextPart
+from kode_tui.pathnames import is_within, unescape_name
 from kode_tui.session.state import TodoItem
 
 MAX_PER_REQUEST = 5
@@ -126,11 +127,14 @@ class Reminders:
     def _mentions(self, user_text: str) -> list[Reminder]:
         reminders = []
         for raw in dict.fromkeys(m.rstrip(".,;:!?)]}'\"") for m in _MENTION.findall(user_text)):
-            path = (self.work_dir / raw).resolve()
+            # The completion offers names that are not UTF-8 escaped (kode_tui.pathnames); what
+            # a symlink leads to outside the work dir is never read.
+            path = self.work_dir / unescape_name(raw)
+            if not is_within(path, self.work_dir):
+                continue
             try:
-                path.relative_to(self.work_dir.resolve())
                 stat = path.stat()
-            except (ValueError, OSError):
+            except (OSError, ValueError):
                 continue
             if not path.is_file():
                 continue

@@ -18,6 +18,7 @@ from typing import Any, ClassVar, Generic, Literal, TypeVar
 
 from pydantic import BaseModel
 
+from kode_tui.pathnames import is_within, unescape_name
 from kode_tui.session.journal import FileJournal
 from kode_tui.session.state import SessionState
 from kode_tui.wire.events import BriefBlock, DisplayBlock
@@ -92,19 +93,16 @@ class ToolEnv:
         Symlinks are not followed, so the path stays the one the model named; `is_inside` checks
         the resolved target.
         """
-        path = Path(os.path.expanduser(raw))
+        # A name the tools showed escaped (`caf\\xe9.txt`, see kode_tui.pathnames) comes back
+        # as the file it names.
+        path = Path(os.path.expanduser(unescape_name(raw)))
         if not path.is_absolute():
             path = self.work_dir / path
         return Path(os.path.normpath(path))
 
     def is_inside(self, path: Path) -> bool:
         """Whether `path` (and the file a symlink there points to) lies in the work dir."""
-        root = self.work_dir.resolve()
-        try:
-            path.resolve().relative_to(root)
-        except ValueError:
-            return False
-        return True
+        return is_within(path, self.work_dir)
 
     def display_path(self, path: Path) -> str:
         """`path` relative to the work dir when it is inside, else absolute."""

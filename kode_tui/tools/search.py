@@ -17,13 +17,15 @@ import shutil
 import subprocess
 import threading
 import time
+from collections import deque
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Literal
+from typing import BinaryIO, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from kode_tui.pathnames import InsideChecker, escape_name, is_within, unescape_name
 from kode_tui.tools.base import (
     MAX_LINE_CHARS,
     MAX_OUTPUT_CHARS,
@@ -63,6 +65,16 @@ HEAVY_DIRS = VCS_DIRS | frozenset(
 MAX_GLOB_MATCHES = 1000
 GREP_TIMEOUT = 30.0
 """Seconds a search may take; after that the results found so far are returned."""
+
+# The Python search reads files in bounded slices (ripgrep has its own limits): a 400 MiB
+# one-line file must not cost gigabytes. What a limit leaves unsearched is said in the result.
+GREP_LINE_BYTES = 1 << 20
+"""Of a longer line, only this much is searched."""
+GREP_FILE_BYTES = 64 << 20
+"""Of a larger file, only this much is searched."""
+GREP_MULTILINE_BYTES = 16 << 20
+"""A multiline search needs a file's whole text at once: of a larger file, only this much."""
+MAX_GREP_NOTES = 5
 
 _RG_MAX_OUTPUT = 20 << 20
 
@@ -156,7 +168,8 @@ class Glob(Tool[GlobParams]):
         "folders such as `node_modules`, `.venv`, `__pycache__` or `.git`; name them in the "
         "pattern to search inside (e.g. `node_modules/react/*`). A pattern may not start with "
         "`**`: that would walk the whole tree, so start it with a directory instead. To search "
-        "file contents use Grep."
+        "file contents use Grep. A name that is not valid UTF-8 is shown with `\\xHH` escapes "
+        "(`caf\\xe9.txt`); pass it to any tool exactly as shown."
     )
     params = GlobParams
 
@@ -177,7 +190,8 @@ class Glob(Tool[GlobParams]):
         while pattern.startswith("./"):
             pattern = pattern[2:]
         if pattern.startswith("**"):
-            listing = await asyncio.to_thread(_top_level, folder)
+            root = (env.work_dir if env.is_inside(folder) else folder).resolve()
+            listing = await asyncio.to_thread(_top_level, folder, root)
             raise ToolError(
                 f"Pattern `{pattern}` starts with `**`, which is not allowed: it would walk the "
                 "whole tree, dependency folders included, and flood the context. Start the "
@@ -192,8 +206,13 @@ class Glob(Tool[GlobParams]):
                 "set `directory` to search somewhere else.",
                 brief="Invalid pattern",
             )
-        found = await asyncio.to_thread(_glob, folder, pattern, params.include_dirs)
-        paths = sorted((env.display_path(path) for path in found), key=_path_key)
+        # Only what lies in the work dir (or in the folder outside it the user approved) is
+        # listed: a symlink leading elsewhere is neither shown nor followed.
+        root = (env.work_dir if env.is_inside(folder) else folder).resolve()
+        found = await asyncio.to_thread(
+            _glob, folder, unescape_name(pattern), params.include_dirs, root
+        )
+        paths = sorted((escape_name(env.display_path(path)) for path in found), key=_path_key)
         if not paths:
             return ToolOutput(
                 message=f"No matches found for pattern `{pattern}`.", brief="no matches"
@@ -213,62 +232,79 @@ class Glob(Tool[GlobParams]):
         )
 
 
-def _top_level(folder: Path) -> str:
-    names = [entry.name + ("/" if _is_dir(entry) else "") for entry in _scan(folder)]
+def _top_level(folder: Path, root: Path) -> str:
+    names = [
+        escape_name(entry.name) + ("/" if _is_dir(entry) else "")
+        for entry in _scan(folder)
+        if not _leads_out(entry, root)
+    ]
     return "\n".join(sorted(names)[:MAX_GLOB_MATCHES])
 
 
-def _glob(folder: Path, pattern: str, include_dirs: bool) -> set[Path]:
+def _leads_out(entry: os.DirEntry[str] | Path, root: Path) -> bool:
+    """Whether `entry` is a symlink whose target, resolved, lies outside `root`."""
+    try:
+        link = entry.is_symlink()
+    except OSError:
+        return True
+    return link and not is_within(Path(entry), root)
+
+
+def _glob(folder: Path, pattern: str, include_dirs: bool, root: Path) -> set[Path]:
     found: set[Path] = set()
     for variant in expand_braces(pattern):
         segments = [segment for segment in variant.split("/") if segment not in ("", ".")]
         if segments:
-            _match(folder, segments, 0, include_dirs, found)
+            _match(folder, segments, 0, include_dirs, root, found)
     return found
 
 
-def _match(folder: Path, segments: list[str], i: int, dirs: bool, found: set[Path]) -> None:
+def _match(
+    folder: Path, segments: list[str], i: int, dirs: bool, root: Path, found: set[Path]
+) -> None:
     segment = segments[i]
     last = i == len(segments) - 1
     if segment == "**":
         if last:
-            for path, is_dir in _descendants(folder):
+            for path, is_dir in _descendants(folder, root):
                 if dirs or not is_dir:
                     found.add(path)
             return
-        _match(folder, segments, i + 1, dirs, found)
+        _match(folder, segments, i + 1, dirs, root, found)
         for entry in _scan(folder):
             # Symlinked folders are not followed through `**`: they can loop.
             if entry.name not in HEAVY_DIRS and _is_dir(entry, follow=False):
-                _match(Path(entry.path), segments, i, dirs, found)
+                _match(Path(entry.path), segments, i, dirs, root, found)
         return
     if not _has_magic(segment):
         child = folder / segment
+        if _leads_out(child, root):
+            return
         if last:
             if child.exists() and (dirs or not child.is_dir()):
                 found.add(child)
         elif child.is_dir():
-            _match(child, segments, i + 1, dirs, found)
+            _match(child, segments, i + 1, dirs, root, found)
         return
     regex = re.compile(fnmatch.translate(segment))
     for entry in _scan(folder):
-        if entry.name in HEAVY_DIRS or not regex.match(entry.name):
+        if entry.name in HEAVY_DIRS or not regex.match(entry.name) or _leads_out(entry, root):
             continue
         is_dir = _is_dir(entry)
         if last:
             if dirs or not is_dir:
                 found.add(Path(entry.path))
         elif is_dir:
-            _match(Path(entry.path), segments, i + 1, dirs, found)
+            _match(Path(entry.path), segments, i + 1, dirs, root, found)
 
 
-def _descendants(folder: Path) -> Iterator[tuple[Path, bool]]:
+def _descendants(folder: Path, root: Path) -> Iterator[tuple[Path, bool]]:
     for entry in _scan(folder):
-        if entry.name in HEAVY_DIRS:
+        if entry.name in HEAVY_DIRS or _leads_out(entry, root):
             continue
         yield Path(entry.path), _is_dir(entry)
         if _is_dir(entry, follow=False):
-            yield from _descendants(Path(entry.path))
+            yield from _descendants(Path(entry.path), root)
 
 
 # --- Grep ----------------------------------------------------------------------------------------
@@ -386,6 +422,8 @@ class SearchResult:
     lines: list[str] = field(default_factory=list)
     timed_out: bool = False
     warning: str = ""
+    notes: list[str] = field(default_factory=list)
+    """What was left unsearched (parts of very large files), one sentence each."""
 
 
 def find_rg() -> str | None:
@@ -443,6 +481,9 @@ def _grep_output(params: GrepParams, result: SearchResult, env: ToolEnv) -> Tool
     notes: list[str] = []
     if result.warning:
         notes.append(result.warning)
+    notes += result.notes[:MAX_GREP_NOTES]
+    if len(result.notes) > MAX_GREP_NOTES:
+        notes.append(f"{len(result.notes) - MAX_GREP_NOTES} more files were searched in part.")
     if result.timed_out:
         notes.append(f"Grep timed out after {GREP_TIMEOUT:g}s; the results are partial.")
     if params.output_mode == "files_with_matches":
@@ -490,7 +531,7 @@ def _cut(line: str) -> str:
 def _newest_first(paths: list[str], env: ToolEnv) -> list[str]:
     def mtime(shown: str) -> float:
         try:
-            return (env.work_dir / shown).stat().st_mtime
+            return env.resolve(shown).stat().st_mtime
         except OSError:
             return 0.0
 
@@ -503,7 +544,9 @@ def _newest_first(paths: list[str], env: ToolEnv) -> list[str]:
 
 def rg_arguments(rg: str, params: GrepParams, target: str) -> list[str]:
     """The ripgrep command line for a search of `target` (a path as the work dir shows it)."""
-    args = [rg, "--no-heading", "--with-filename", "--color", "never", "--hidden"]
+    # `--null` ends each path with a NUL, so a name with `:` or bytes that are not UTF-8 is
+    # still told apart from the line after it (see `_rg_lines`).
+    args = [rg, "--no-heading", "--with-filename", "--null", "--color", "never", "--hidden"]
     if params.include_ignored:
         args.append("--no-ignore")
     for name in sorted(VCS_DIRS):
@@ -513,7 +556,7 @@ def rg_arguments(rg: str, params: GrepParams, target: str) -> list[str]:
     if params.multiline:
         args += ["--multiline", "--multiline-dotall"]
     if params.glob:
-        args += ["--glob", params.glob]
+        args += ["--glob", unescape_name(params.glob)]
     if params.type:
         args += ["--type", params.type]
     if params.output_mode == "files_with_matches":
@@ -526,7 +569,8 @@ def rg_arguments(rg: str, params: GrepParams, target: str) -> list[str]:
         else:
             before, after = params.around()
             args += ["--before-context", str(before), "--after-context", str(after)]
-            args.append("--line-number" if params.line_number else "--no-line-number")
+            # Always numbered: with `--null` the number's `:`/`-` is what marks a match.
+            args.append("--line-number")
     return [*args, "--", params.pattern, target]
 
 
@@ -557,21 +601,60 @@ async def search_with_rg(rg: str, params: GrepParams, base: Path, env: ToolEnv) 
     except asyncio.CancelledError:
         await terminate_group(process)
         raise
-    text = out.decode("utf-8", errors="replace")
-    if len(out) >= _RG_MAX_OUTPUT or result.timed_out:
-        text = text[: text.rfind("\n") + 1]  # a line cut in the middle is dropped
-    # A path given as `.` comes back as `./src/a.py`; the work dir shows it as `src/a.py`.
-    # Split on newlines only: ripgrep prints a line's other breaks (\r, \f, ...) as they are.
-    lines = text.split("\n")
-    if lines[-1] == "":
-        lines.pop()
-    result.lines = [line.removeprefix("./") for line in lines]
+    result.lines = _rg_lines(bytes(out), params)
     problem = err.decode("utf-8", errors="replace").strip()
     if not result.timed_out and process.returncode not in (0, 1):
         if not result.lines:
             raise ToolError(f"Failed to grep: {problem or 'ripgrep failed'}", brief="Grep failed")
         result.warning = f"Some files could not be searched: {problem.splitlines()[0]}"
     return result
+
+
+_RG_NUMBERED = re.compile(rb"(\d+)([:-])")
+
+
+def _rg_lines(out: bytes, params: GrepParams) -> list[str]:
+    """ripgrep's `--null` output as lines in its usual format, names escaped (`escape_name`).
+
+    A record cut short (the output limit, a timeout) is dropped.
+    """
+    lines: list[str] = []
+    context = params.output_mode == "content" and any(params.around())
+    position = 0
+    while position < len(out):
+        if context and out.startswith(b"--\n", position):
+            lines.append("--")
+            position += 3
+            continue
+        nul = out.find(b"\0", position)
+        if nul < 0:
+            break
+        # A path given as `.` comes back as `./src/a.py`; the work dir shows it as `src/a.py`.
+        shown = escape_name(out[position:nul].removeprefix(b"./"))
+        if params.output_mode == "files_with_matches":
+            lines.append(shown)
+            position = nul + 1
+            continue
+        # Split on newlines only: ripgrep prints a line's other breaks (\r, \f, ...) as they are.
+        end = out.find(b"\n", nul)
+        if end < 0:
+            break
+        rest = out[nul + 1 : end].decode("utf-8", errors="replace")
+        position = end + 1
+        if params.output_mode == "count_matches":
+            lines.append(f"{shown}:{rest}")
+            continue
+        numbered = _RG_NUMBERED.match(out, nul + 1, end)
+        if numbered is None:
+            lines.append(f"{shown}:{rest}")
+            continue
+        mark = numbered[2].decode()
+        text = rest[numbered.end() - nul - 1 :]
+        if params.line_number:
+            lines.append(f"{shown}{mark}{numbered[1].decode()}{mark}{text}")
+        else:
+            lines.append(f"{shown}{mark}{text}")
+    return lines
 
 
 async def _drain(stream: asyncio.StreamReader, buffer: bytearray, limit: int) -> None:
@@ -616,32 +699,206 @@ def _python_search(
     result = SearchResult()
     before, after = params.around()
     prefilter = _prefilter(params, regex)
-    for path in _files_to_search(base, params.include_ignored):
+
+    def stopped() -> bool:
         if stop.is_set():
-            break
+            return True
         if time.monotonic() > deadline:
             result.timed_out = True
+            return True
+        return False
+
+    for path in _files_to_search(base, params.include_ignored, _search_root(env, base)):
+        if stopped():
             break
         if not keep(path):
             continue
-        text = _read_text(path)
-        if text is None:
+        shown = escape_name(env.display_path(path))
+        try:
+            with open(path, "rb") as file:
+                if b"\0" in file.read(SNIFF_BYTES):
+                    continue  # binary, as ripgrep decides it
+                file.seek(0)
+                if params.multiline:
+                    scan = _search_whole(file, regex, shown, before, after, params)
+                else:
+                    scan = _search_lines(
+                        file, regex, prefilter, shown, before, after, params, stopped
+                    )
+        except OSError:
             continue
-        if prefilter is not None and not prefilter.search(text):
-            continue
-        shown = env.display_path(path)
+        if scan.capped:
+            result.notes.append(f"Only the first {_mib(scan.capped)} of `{shown}` were searched.")
+        if scan.long_lines:
+            result.notes.append(
+                f"{_count(scan.long_lines, 'line', 'lines')} of `{shown}` longer than "
+                f"{_mib(GREP_LINE_BYTES)} were searched in their first {_mib(GREP_LINE_BYTES)} "
+                "only."
+            )
         if params.output_mode == "content":
-            matched = _matched_lines(regex, text, params.multiline)
-            if matched:
+            if scan.lines:
                 if (before or after) and result.lines:
                     result.lines.append("--")
-                result.lines += _content_lines(shown, text, matched, before, after, params)
+                result.lines += scan.lines
         elif params.output_mode == "files_with_matches":
-            if _has_match(regex, text, params.multiline):
+            if scan.count:
                 result.lines.append(shown)
-        elif count := _count_matches(regex, text, params.multiline):
-            result.lines.append(f"{shown}:{count}")
+        elif scan.count:
+            result.lines.append(f"{shown}:{scan.count}")
     return result
+
+
+def _search_root(env: ToolEnv, base: Path) -> Path:
+    """What the files searched must lie in: the work dir, or the approved folder outside it."""
+    if env.is_inside(base):
+        return env.work_dir
+    real = base.resolve()
+    return real if real.is_dir() else real.parent
+
+
+def _mib(size: int) -> str:
+    return f"{size / (1 << 20):g} MiB"
+
+
+@dataclass(slots=True)
+class _FileScan:
+    """What the search of one file found (`count`: matches, or 1 for a match when listing)."""
+
+    lines: list[str] = field(default_factory=list)
+    count: int = 0
+    long_lines: int = 0
+    capped: int = 0
+    """The byte limit the file was cut at, 0 when it was read whole."""
+
+
+def _search_whole(
+    file: BinaryIO,
+    regex: re.Pattern[str],
+    shown: str,
+    before: int,
+    after: int,
+    params: GrepParams,
+) -> _FileScan:
+    """A multiline search: the pattern may span lines, so it sees (up to a cap) the whole text."""
+    data = file.read(GREP_MULTILINE_BYTES + 1)
+    scan = _FileScan()
+    if len(data) > GREP_MULTILINE_BYTES:
+        data, scan.capped = data[:GREP_MULTILINE_BYTES], GREP_MULTILINE_BYTES
+    text = data.decode("utf-8", errors="replace")
+    del data
+    if params.output_mode == "content":
+        matched = _matched_lines(regex, text, multiline=True)
+        if matched:
+            scan.lines = _content_lines(shown, text, matched, before, after, params)
+            scan.count = len(matched)
+    elif params.output_mode == "files_with_matches":
+        scan.count = int(_has_match(regex, text, multiline=True))
+    else:
+        scan.count = _count_matches(regex, text, multiline=True)
+    return scan
+
+
+def _blocks(file: BinaryIO, scan: _FileScan) -> Iterator[str]:
+    """The file as text in blocks of whole lines, never more than about two line limits.
+
+    A line longer than `GREP_LINE_BYTES` keeps only its first `GREP_LINE_BYTES` (counted in
+    `scan.long_lines`); reading stops after `GREP_FILE_BYTES` (`scan.capped`). So one huge
+    single-line file costs a few MiB, not several times its size.
+    """
+    step = GREP_LINE_BYTES  # a line that fits in one read is never longer than the limit
+    budget = GREP_FILE_BYTES
+    carry = b""  # the start of a line that goes on in the next read
+    dropping = False  # the line in `carry` was cut: the rest of it is skipped
+    while True:
+        data = file.read(min(step, budget)) if budget > 0 else b""
+        if not data:
+            if budget <= 0 and file.read(1):
+                scan.capped = GREP_FILE_BYTES
+            if carry:
+                yield carry.decode("utf-8", errors="replace")
+            return
+        budget -= len(data)
+        first = data.find(b"\n")
+        if first < 0:
+            if not dropping:
+                room = GREP_LINE_BYTES - len(carry)
+                if len(data) > room:
+                    dropping = True
+                    scan.long_lines += 1
+                carry += data[:room]
+            continue
+        head = data[:first]
+        if not dropping and len(carry) + len(head) > GREP_LINE_BYTES:
+            scan.long_lines += 1
+            head = head[: GREP_LINE_BYTES - len(carry)]
+        elif dropping:
+            head = b""
+        last = data.rfind(b"\n")
+        block = carry + head + data[first : last + 1]
+        carry, dropping = data[last + 1 :], False
+        yield block.decode("utf-8", errors="replace")
+
+
+def _search_lines(
+    file: BinaryIO,
+    regex: re.Pattern[str],
+    prefilter: re.Pattern[str] | None,
+    shown: str,
+    before: int,
+    after: int,
+    params: GrepParams,
+    stopped: Callable[[], bool],
+) -> _FileScan:
+    """A line-by-line search of a file read in bounded blocks (see `_blocks`)."""
+    scan = _FileScan()
+    content = params.output_mode == "content"
+    recent: deque[tuple[int, str]] = deque(maxlen=before)  # context lines before a match
+    after_left = 0  # context lines still to show after the last match
+    printed = 0  # the number of the last line shown
+    number = 0  # the number of the last line read
+    for text in _blocks(file, scan):
+        if stopped():
+            break
+        if prefilter is not None and not after_left and not prefilter.search(text):
+            # Most blocks hold no match: one search over the block, then on to the next.
+            body = text.removesuffix("\n")
+            count = body.count("\n") + 1
+            if before:
+                tail = body.rsplit("\n", before)[-before:]
+                recent.extend(enumerate(tail, number + count - len(tail) + 1))
+            number += count
+            continue
+        for line in _split_lines(text):
+            number += 1
+            if params.output_mode == "count_matches":
+                scan.count += sum(1 for _ in regex.finditer(line))
+                continue
+            if regex.search(line) is None:
+                if after_left:
+                    after_left -= 1
+                    scan.lines.append(_content_line(shown, number, line, "-", params))
+                    printed = number
+                else:
+                    recent.append((number, line))
+                continue
+            scan.count += 1
+            if not content:
+                return scan  # files_with_matches: one match is enough
+            first = recent[0][0] if recent else number
+            if (before or after) and printed and first > printed + 1:
+                scan.lines.append("--")
+            for old_number, old_line in recent:
+                scan.lines.append(_content_line(shown, old_number, old_line, "-", params))
+            recent.clear()
+            scan.lines.append(_content_line(shown, number, line, ":", params))
+            printed, after_left = number, after
+    return scan
+
+
+def _content_line(shown: str, number: int, line: str, mark: str, params: GrepParams) -> str:
+    if params.line_number:
+        return f"{shown}{mark}{number}{mark}{line}"
+    return f"{shown}{mark}{line}"
 
 
 _LINE_BOUND_SYNTAX = re.compile(r"\\[AZzB]|\(\?<[=!]")
@@ -659,20 +916,19 @@ def _prefilter(params: GrepParams, regex: re.Pattern[str]) -> re.Pattern[str] | 
     return re.compile(params.pattern, regex.flags | re.MULTILINE)
 
 
-def _read_text(path: Path) -> str | None:
-    try:
-        data = path.read_bytes()
-    except OSError:
-        return None
-    if b"\0" in data[:SNIFF_BYTES]:
-        return None  # binary, as ripgrep decides it
-    return data.decode("utf-8", errors="replace")
+def _files_to_search(base: Path, include_ignored: bool, root: Path) -> list[Path]:
+    """The files under `base` a search reads, in path order.
 
-
-def _files_to_search(base: Path, include_ignored: bool) -> list[Path]:
+    A file named explicitly is read as it is (its approval covered where it leads). Files found
+    by walking are regular files only, as ripgrep finds them: symlinks are not followed, and a
+    file git lists is skipped when its folder, symlinks resolved, lies outside `root`.
+    """
     if base.is_file():
         return [base]
     files = None if include_ignored else _git_files(base)
+    if files is not None:
+        inside = InsideChecker(root)
+        files = [path for path in files if inside(path)]
     if files is None:
         files = list(_walk(base, VCS_DIRS if include_ignored else HEAVY_DIRS))
     elif not files and _git_ignores(base):
@@ -702,8 +958,9 @@ def _git_files(base: Path) -> list[Path] | None:
     except (OSError, subprocess.SubprocessError):
         return None
     paths = {base / name for name in listed.decode("utf-8", "surrogateescape").split("\0") if name}
-    # --cached lists files deleted from the work tree, and submodules as entries.
-    return [path for path in paths if path.is_file()]
+    # --cached lists files deleted from the work tree, and submodules as entries; a symlink is
+    # not a file git holds but where it leads (ripgrep skips them too).
+    return [path for path in paths if not path.is_symlink() and path.is_file()]
 
 
 def _git_ignores(path: Path) -> bool:
@@ -725,7 +982,7 @@ def _walk(folder: Path, skip: frozenset[str]) -> Iterator[Path]:
         if _is_dir(entry, follow=False):
             if entry.name not in skip:
                 yield from _walk(Path(entry.path), skip)
-        elif entry.is_file():
+        elif entry.is_file(follow_symlinks=False):
             yield Path(entry.path)
 
 
@@ -734,7 +991,7 @@ def _file_filter(params: GrepParams, base: Path) -> Callable[[Path], bool]:
     excludes: list[str] = []
     if params.glob:
         negated = params.glob.startswith("!")
-        globs = expand_braces(params.glob.removeprefix("!"))
+        globs = expand_braces(unescape_name(params.glob.removeprefix("!")))
         (excludes if negated else includes).extend(globs)
     types = FILE_TYPES.get(params.type, ()) if params.type else ()
     explicit_file = base.is_file()

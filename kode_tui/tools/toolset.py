@@ -19,7 +19,9 @@ from pydantic import BaseModel, ValidationError
 
 from kode_tui import masking
 from kode_tui.message import ContentPart, Message, TextPart, ToolCall, system
+from kode_tui.pathnames import escape_name, scrub_text
 from kode_tui.tools.base import Permission, Tool, ToolEnv, ToolError, ToolOutput
+from kode_tui.wire.events import DisplayBlock
 
 log = logging.getLogger(__name__)
 
@@ -94,14 +96,15 @@ class Toolset:
         prepared = await _restore_masked(prepared, env)
         assert prepared.tool is not None and prepared.params is not None
         try:
-            return await prepared.tool.permission(prepared.params, env)
+            permission = await prepared.tool.permission(prepared.params, env)
         except ToolError:
             return None  # nothing will happen: run() raises the same error for the model
+        return None if permission is None else _encodable_permission(permission)
 
     async def run(self, prepared: PreparedCall, env: ToolEnv) -> ToolOutput:
         """The call's result; an API key in it (`env` printed by Shell, a .env file read) is
         masked, so it never reaches the model or context.jsonl."""
-        result = await self._run(prepared, env)
+        result = _encodable(await self._run(prepared, env))
         output, message = masking.mask(result.output), masking.mask(result.message)
         if output is not result.output or message is not result.message:
             result = dataclasses.replace(result, output=output, message=message)
@@ -163,6 +166,51 @@ def _text_of(path: Path) -> str:
             return file.read(_RESTORE_LIMIT).decode("utf-8", errors="replace")
     except OSError:
         return ""
+
+
+def _encodable(result: ToolOutput) -> ToolOutput:
+    """`result` with every lone surrogate shown as `\\xHH` (`kode_tui.pathnames.scrub_text`).
+
+    A path that is not UTF-8 in a message (`caf\\xe9.txt` does not exist) would otherwise break
+    the context file, the wire log and every later request.
+    """
+    output, message, brief = (scrub_text(t) for t in (result.output, result.message, result.brief))
+    display = [_encodable_block(block) for block in result.display]
+    if (
+        output is result.output
+        and message is result.message
+        and brief is result.brief
+        and all(new is old for new, old in zip(display, result.display, strict=True))
+    ):
+        return result
+    return dataclasses.replace(result, output=output, message=message, brief=brief, display=display)
+
+
+def _encodable_permission(permission: Permission) -> Permission:
+    """`permission` as text that can be shown, logged and kept in state.json.
+
+    A path that is not UTF-8 appears escaped; the scope (a session approval's key) with
+    `escape_name`, which is lossless, so two folders never share one approval.
+    """
+    display = [_encodable_block(block) for block in permission.display]
+    return dataclasses.replace(
+        permission,
+        action=scrub_text(permission.action),
+        description=scrub_text(permission.description),
+        scope=escape_name(permission.scope),
+        scope_label=scrub_text(permission.scope_label),
+        display=display,
+    )
+
+
+def _encodable_block(block: DisplayBlock) -> DisplayBlock:
+    # scrub_text returns the very string it was given when there is nothing to change.
+    update = {
+        name: clean
+        for name, value in block
+        if isinstance(value, str) and (clean := scrub_text(value)) is not value
+    }
+    return block.model_copy(update=update) if update else block
 
 
 def _failed(call: ToolCall, message: str, brief: str) -> PreparedCall:

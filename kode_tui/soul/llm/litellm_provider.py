@@ -23,6 +23,7 @@ from typing import Any
 
 from kode_tui.config import API_KEY_ENV_VARS
 from kode_tui.message import ImageURLPart, Message, TextPart, ThinkPart
+from kode_tui.pathnames import scrub_text
 from kode_tui.soul.llm import (
     DEFAULT_MAX_CONTEXT_SIZE,
     LLMConnectionError,
@@ -243,6 +244,12 @@ class LiteLLMProvider:
         """One `LLMError` for whatever litellm raised, its text free of the key."""
         model = self._model
         detail = _redact(_detail(exc), api_key)
+        encoding = next((e for e in _causes(exc) if isinstance(e, UnicodeEncodeError)), None)
+        if encoding is not None:
+            # Raised while the request was being built, before anything was sent: litellm
+            # calls it a server error (500), but no retry can help. Not an LLMStatusError.
+            why = _redact(" ".join(str(encoding).split()), api_key)
+            return LLMError(f"the request to {model} could not be encoded, nothing was sent: {why}")
         status = getattr(exc, "status_code", None)
         transport = _transport_failure(exc)
         if transport == "timeout":
@@ -386,7 +393,20 @@ def to_openai_messages(
             messages.append(converted)
     if anthropic:
         _mark_cache_breakpoints(messages)
-    return messages
+    return [_without_surrogates(message) for message in messages]
+
+
+def _without_surrogates(value: Any) -> Any:
+    """`value` with every string made encodable: a lone surrogate (a file name that is not
+    UTF-8, say, that escaped every other guard) is shown as `\\xHH` instead of failing the
+    request, now and on every later turn."""
+    if isinstance(value, str):
+        return scrub_text(value)
+    if isinstance(value, dict):
+        return {key: _without_surrogates(item) for key, item in value.items()}
+    if isinstance(value, list):
+        return [_without_surrogates(item) for item in value]
+    return value
 
 
 def _convert(message: Message, anthropic: bool) -> dict[str, Any] | None:

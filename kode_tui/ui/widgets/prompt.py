@@ -25,6 +25,8 @@ from textual.widgets import OptionList, TextArea
 from textual.widgets.option_list import Option
 from textual.widgets.text_area import Location
 
+from kode_tui.pathnames import InsideChecker, escape_name, is_within
+
 log = logging.getLogger(__name__)
 
 PLACEHOLDER = "Ask anything · / commands · @ files · Enter send · Ctrl+J newline"
@@ -81,10 +83,13 @@ class PathIndex:
         if result.returncode != 0:
             return None
         found: dict[str, None] = {}
+        # git lists symlinks as files, and the files of a folder that became a symlink: only
+        # what really lies in the work dir is offered.
+        inside = InsideChecker(self.root)
         for raw in result.stdout.split(b"\0"):
-            if not raw:
+            if not raw or not inside(self.root / os.fsdecode(raw)):
                 continue
-            path = raw.decode("utf-8", errors="replace")
+            path = escape_name(raw)
             parts = path.split("/")
             if SKIP_DIRS.intersection(parts[:-1]):
                 continue
@@ -110,15 +115,18 @@ class PathIndex:
                     break
                 try:
                     is_dir = entry.is_dir(follow_symlinks=False)
+                    if entry.is_symlink() and not is_within(Path(entry), self.root):
+                        continue  # where it leads is outside the work dir
                 except OSError:
                     continue
+                name = escape_name(entry.name)
                 if is_dir:
                     if entry.name in SKIP_DIRS:
                         continue
-                    found.append(f"{prefix}{entry.name}/")
-                    pending.append((Path(entry.path), f"{prefix}{entry.name}/"))
+                    found.append(f"{prefix}{name}/")
+                    pending.append((Path(entry.path), f"{prefix}{name}/"))
                 else:
-                    found.append(f"{prefix}{entry.name}")
+                    found.append(f"{prefix}{name}")
         return found
 
 
