@@ -260,12 +260,26 @@ async def _find_session(args: argparse.Namespace, work_dir: Path) -> Session | N
     return None
 
 
+class _QuietFileHandler(logging.FileHandler):
+    """A log line that cannot be written (a full disk) is dropped: logging's default prints a
+    traceback to stderr for each one, over the screen and on every start."""
+
+    def handleError(self, record: logging.LogRecord) -> None:  # noqa: N802 (logging's name)
+        pass
+
+
 def _start_logging() -> None:
     """Log to $KODE_TUI_HOME/logs/kode-tui.log (0600); the screen is the app's."""
     log_file = Paths.current().log_file
-    make_private_dir(log_file.parent)
-    os.close(os.open(log_file, os.O_WRONLY | os.O_CREAT | os.O_APPEND, FILE_MODE))
-    handler = logging.FileHandler(log_file, encoding="utf-8")
+    try:
+        make_private_dir(log_file.parent)
+        os.close(os.open(log_file, os.O_WRONLY | os.O_CREAT | os.O_APPEND, FILE_MODE))
+        handler = _QuietFileHandler(log_file, encoding="utf-8")
+    except OSError:
+        # No room (or no right) to log: kode-tui works without its log, and a handler that
+        # drops everything keeps logging's last resort from printing warnings over the screen.
+        log.addHandler(logging.NullHandler())
+        return
     handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
     log.addHandler(handler)
     log.setLevel(logging.INFO)
