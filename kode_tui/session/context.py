@@ -602,6 +602,26 @@ class Context:
         self._write((record.to_json() + "\n").encode())
 
 
+_CANNOT_WRITE = (errno.EACCES, errno.EPERM, errno.EROFS)
+
+
+async def restore_or_view(path: str | os.PathLike[str]) -> Context:
+    """The context at `path`, restored for writing, or for viewing only (`read_only`) when its
+    folder cannot be written (read-only media, a folder without write permission): such a
+    session can still be looked at. SessionLocked still means another kode-tui is writing it."""
+    context = Context(path)
+    try:
+        await context.restore()
+    except OSError as error:
+        if error.errno not in _CANNOT_WRITE:
+            raise
+        await context.close()
+        log.info("%s cannot be written (%s): opened read-only", path, error)
+        context = Context(path, read_only=True)
+        await context.restore()
+    return context
+
+
 def _cut_back(fd: int, size: int) -> bool:
     """Cut what a failed write left after `size`; False when even that failed."""
     try:
