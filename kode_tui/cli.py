@@ -271,7 +271,7 @@ class _QuietFileHandler(logging.FileHandler):
     """A log line that cannot be written (a full disk) is dropped: logging's default prints a
     traceback to stderr for each one, over the screen and on every start."""
 
-    def handleError(self, record: logging.LogRecord) -> None:  # noqa: N802 (logging's name)
+    def handleError(self, record: logging.LogRecord) -> None:
         pass
 
 

@@ -7,7 +7,7 @@ from pathlib import Path
 
 from kode_tui.wire import events as ev
 
-from .soul_helpers import call, make_rig
+from .soul_helpers import make_rig
 from .test_context_steps import assert_paired
 
 

@@ -204,7 +204,9 @@ class Context:
         self._write(b"".join(_dump_message(m, exclude_unset=True) + b"\n" for m in results))
         self._state.history.extend(results)
         self._state.pending_tokens += estimate_tokens(results)
-        log.warning("%s: %d tool call(s) had no result; marked interrupted", self._path, len(missing))
+        log.warning(
+            "%s: %d tool call(s) had no result; marked interrupted", self._path, len(missing)
+        )
 
     async def _load(self) -> bool:
         if not self._path.exists():
@@ -250,7 +252,9 @@ class Context:
                 try:
                     aside = self._copy_aside(live_fd, size)
                 except OSError as error:
-                    log.warning("could not copy %s aside (%s): its torn line stays", self._path, error)
+                    log.warning(
+                        "could not copy %s aside (%s): its torn line stays", self._path, error
+                    )
                     warnings.append(
                         f"{self._path.name}: the torn last line was kept (no room to copy the "
                         "file aside first)"

@@ -181,9 +181,7 @@ class _Streamed:
             self.usage = item
 
     def _fresh_id(self, base: str) -> str:
-        return next(
-            f"{base}_{n}" for n in itertools.count(2) if f"{base}_{n}" not in self.calls
-        )
+        return next(f"{base}_{n}" for n in itertools.count(2) if f"{base}_{n}" not in self.calls)
 
     def is_empty(self) -> bool:
         """No text, no thought, no tool call: nothing a message could hold."""
@@ -524,9 +522,7 @@ class KodeSoul:
                 )
             elif isinstance(item, ToolCallDelta):
                 self.bus.send(
-                    ev.ToolCallPart(
-                        id=streamed.call_id(item), arguments_delta=item.arguments_delta
-                    )
+                    ev.ToolCallPart(id=streamed.call_id(item), arguments_delta=item.arguments_delta)
                 )
         return streamed
 
