@@ -34,7 +34,11 @@ class FullDisk:
     the disk fills at the first write holding those bytes."""
 
     def __init__(
-        self, monkeypatch: pytest.MonkeyPatch, suffix: str, room: int = 10, when: bytes = b""
+        self,
+        monkeypatch: pytest.MonkeyPatch,
+        suffix: str | tuple[str, ...],
+        room: int = 10,
+        when: bytes = b"",
     ) -> None:
         self.suffix = suffix
         self.room = room
@@ -366,3 +370,37 @@ async def test_on_a_really_full_disk_no_record_is_lost_and_work_goes_on_when_roo
     lines = lines_of(rig.context.path)  # no torn line, nothing glued
     assert any(line.get("content") == "third" for line in lines)
     assert any("A" * 2000 in json.dumps(line) for line in lines)
+
+
+async def test_a_compaction_that_hits_a_full_disk_leaves_the_context_whole(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from kode_tui.soul.compaction import LLMSummaryCompaction
+
+    rig = await make_rig(
+        tmp_path,
+        [
+            {"text": "First."},
+            {"text": "Second."},
+            {"text": "<current_focus>x</current_focus>"},
+            {"text": "<current_focus>y</current_focus>"},
+        ],
+    )
+    rig.soul.compaction = LLMSummaryCompaction()
+    await rig.soul.run("one")
+    await rig.soul.run("two")
+    before = rig.context.path.read_bytes()
+    texts = [m.text for m in rig.context.history]
+
+    FullDisk(monkeypatch, ("context.jsonl", "context.jsonl.tmp"), room=20)
+    with pytest.raises(OSError) as caught:
+        await rig.soul.compact()
+
+    assert str(caught.value).startswith("disk full:") and "nothing was lost" in str(caught.value)
+    assert rig.context.path.read_bytes() == before
+    assert [m.text for m in rig.context.history] == texts
+    assert not rig.context.path.with_name("context.jsonl.tmp").exists()
+    monkeypatch.undo()
+    assert await rig.soul.compact()  # room again: it goes through
+    assert "<current_focus>y</current_focus>" in rig.context.path.read_text()
+    assert_paired(list(rig.context.history))

@@ -73,11 +73,11 @@ class ContextWriteError(OSError):
     def __str__(self) -> str:
         if self.disk_full:
             return (
-                f"disk full: {self.path.name} could not be written, so the step was not saved "
-                "and the session is as it was before it (nothing was lost); free some space "
-                "and send your message again"
+                f"disk full: {self.path.name} could not be written, so the last change was not "
+                "saved and the session is as it was before it (nothing was lost); free some "
+                "space and try again"
             )
-        return f"could not write {self.path}: {self.strerror}; the step was not saved"
+        return f"could not write {self.path}: {self.strerror}; the last change was not saved"
 
 
 @dataclass(slots=True)
@@ -456,12 +456,15 @@ class Context:
                 "tokens": state.token_count,
                 "messages": len(state.history),
             }
-            rotated = await asyncio.to_thread(
-                rotation.swap,
-                self._path,
-                lambda fd: copy_range(source_fd, fd, 0, entry.offset),
-                source_fd,
-            )
+            try:
+                rotated = await asyncio.to_thread(
+                    rotation.swap,
+                    self._path,
+                    lambda fd: copy_range(source_fd, fd, 0, entry.offset),
+                    source_fd,
+                )
+            except OSError as error:
+                raise ContextWriteError(self._path, error) from error
             assert rotated is not None  # a file holding a checkpoint is not empty
             self._reopen()
             state.checkpoints.truncate(position)
@@ -487,6 +490,26 @@ class Context:
                 self._state = _State()
                 return None
             return await self._rewrite(lambda fd: None, reason, **note)
+
+    async def replace_all(
+        self,
+        records: Sequence[Message | CheckpointRecord | SystemPromptRecord],
+        *,
+        reason: str,
+        **note: Any,
+    ) -> Path | None:
+        """Make `records` the whole live context in one crash-safe swap (a compaction's
+        result): at every instant the file holds the old context or all of the new one, never
+        an empty one waiting for its content. The old one is kept as the returned rotation."""
+        data = b"".join(
+            _dump_message(r, exclude_unset=True) + b"\n"
+            if isinstance(r, Message)
+            else (r.to_json() + "\n").encode()
+            for r in records
+        )
+        async with self._mutex:
+            await self._ensure_writable()
+            return await self._rewrite(lambda fd: write_all(fd, data), reason, **note)
 
     async def restore_from(self, source: str | os.PathLike[str]) -> Path | None:
         """Make a copy of `source` (a rotated context, say) the live context. The current one is
@@ -514,9 +537,13 @@ class Context:
         # The size the gauge shows: the last reported count plus the estimate of what followed.
         tokens = state.token_count + state.pending_tokens
         note = {"tokens": tokens, "messages": len(state.history), **note}
-        rotated = await asyncio.to_thread(
-            rotation.swap, self._path, write_new, self._fd, rotate=reason is not None
-        )
+        try:
+            rotated = await asyncio.to_thread(
+                rotation.swap, self._path, write_new, self._fd, rotate=reason is not None
+            )
+        except OSError as error:
+            # Nothing was swapped: the live file and the memory are as they were.
+            raise ContextWriteError(self._path, error) from error
         self._close_fd()
         self._state = _State()
         await self._load()

@@ -23,9 +23,11 @@ from typing import TYPE_CHECKING, Any, Literal, TypeVar
 import tenacity
 
 from kode_tui.message import (
+    CheckpointRecord,
     ContentPart,
     FunctionBody,
     Message,
+    SystemPromptRecord,
     TextPart,
     ThinkPart,
     ToolCall,
@@ -661,13 +663,25 @@ class KodeSoul:
         before: int,
         after: int,
     ) -> str | None:
-        rotated = await self.context.clear(
-            reason="compaction", strategy=strategy, tokens_before=before, tokens_after=after
-        )
+        # The new context (prompt, checkpoint 0, the summary) goes live in one swap: a kill or
+        # a full disk halfway must not leave an emptied context behind.
+        records: list[Message | CheckpointRecord | SystemPromptRecord] = []
         if prompt:
-            await self.context.write_system_prompt(prompt)
-        await self._checkpoint()
-        await self.context.append_message(messages)
+            records.append(SystemPromptRecord(content=prompt))
+        records.append(CheckpointRecord(id=0))
+        if self._checkpoint_messages:
+            records.append(Message(role="user", content="<system>CHECKPOINT 0</system>"))
+        records.extend(messages)
+        rotated = await self.context.replace_all(
+            records,
+            reason="compaction",
+            strategy=strategy,
+            tokens_before=before,
+            tokens_after=after,
+        )
+        if self._denwa_renji is not None:
+            self._denwa_renji.set_n_checkpoints(self.context.n_checkpoints)
+        self.bus.send(ev.CheckpointCreated(id=0))
         return rotated.name if rotated is not None else None
 
 
@@ -727,9 +741,8 @@ def _storage_message(error: OSError) -> str:
         return str(error)
     if error.errno in (errno.ENOSPC, errno.EDQUOT):
         return (
-            "disk full: the session could not be saved, so the step was not saved and the "
-            "session is as it was before it (nothing was lost); free some space and send your "
-            "message again"
+            "disk full: the session could not be saved, so the last change was not saved and "
+            "the session is as it was before it (nothing was lost); free some space and try again"
         )
     where = f": {error.filename}" if error.filename else ""
     return f"could not write the session: {error.strerror or error}{where}"
