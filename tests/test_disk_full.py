@@ -140,3 +140,22 @@ async def test_a_copy_already_made_is_not_made_again(
     (aside,) = tmp_path.glob("context.jsonl.damaged-*")
     assert aside.read_bytes() == TORN
     assert path.read_bytes() == b'{"role":"user","content":"one"}\n'
+
+
+async def test_continuing_a_session_on_a_full_disk_opens_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from kode_tui.session import Session
+    from tests.session_helpers import write_turns
+
+    project = tmp_path / "project"
+    project.mkdir()
+    session = await Session.create(project)
+    async with Context(session.context_file) as context:
+        await write_turns(context, 1)
+    FullDisk(monkeypatch, ".tmp", room=0)  # kode.json (the last session) cannot be rewritten
+
+    opened = await cli._open(cli.build_parser().parse_args(["-C", str(project)]), project)
+
+    assert opened.context is not None and len(opened.context.history) == 3
+    await opened.context.close()

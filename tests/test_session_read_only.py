@@ -5,6 +5,7 @@ sentence."""
 from __future__ import annotations
 
 import argparse
+import asyncio
 import errno
 import os
 import shutil
@@ -16,10 +17,11 @@ from typing import Any
 import pytest
 
 from kode_tui import cli
-from kode_tui.session import Session
+from kode_tui.session import Context, Session
 from kode_tui.soul.llm.scripted import ScriptedProvider
 from kode_tui.ui.widgets.prompt import PromptInput
 from tests.conftest import KIMI_FIXTURE
+from tests.session_helpers import write_turns
 
 from .ui_helpers import make_app, ready, screen_text
 
@@ -37,9 +39,8 @@ def folder(tmp_path: Path) -> Path:
     return copy
 
 
-@pytest.fixture
-def read_only_mount(folder: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
-    """The folder as on a read-only file system: opening anything in it to write is EROFS.
+def mount_read_only(folder: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """`folder` as on a read-only file system: opening anything in it to write is EROFS.
     (Works as root too, where chmod stops nothing.)"""
     real_open = os.open
 
@@ -49,6 +50,11 @@ def read_only_mount(folder: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[P
         return real_open(path, flags, *args, **kwargs)
 
     monkeypatch.setattr(os, "open", guarded)
+
+
+@pytest.fixture
+def read_only_mount(folder: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
+    mount_read_only(folder, monkeypatch)
     yield folder
 
 
@@ -115,3 +121,28 @@ async def test_the_tui_shows_a_read_only_session_without_an_agent(
         assert app.screen.query_one(PromptInput).disabled
     assert opened.context is not None
     await opened.context.close()
+
+
+async def test_a_read_only_session_found_by_id_opens_for_viewing_and_print_mode_refuses_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    project = tmp_path / "project"
+    project.mkdir()
+    session = await Session.create(project)
+    async with Context(session.context_file) as context:
+        await write_turns(context, 2)
+    mount_read_only(session.dir, monkeypatch)
+    before = snapshot(session.dir)
+
+    args = cli.build_parser().parse_args(["-S", session.id, str(project)])
+    opened = await cli._open(args, project)
+    assert opened.context is not None and opened.context.read_only
+    assert len(opened.context.history) == 6
+    await opened.context.close()
+
+    status = await asyncio.to_thread(
+        cli.main, ["-S", session.id, "-p", "hi", "--model", "demo", str(project)]
+    )
+    err = capsys.readouterr().err
+    assert status == 2 and "cannot be written" in err and f"-S {session.id}" in err
+    assert snapshot(session.dir) == before

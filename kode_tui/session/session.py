@@ -155,7 +155,11 @@ class Session:
         if canonical(self.dir) != expected:
             logger.debug("Not recording %s as last session: outside %s", self.dir, expected.parent)
             return
-        record_last_session(self.work_dir, self.id)
+        try:
+            record_last_session(self.work_dir, self.id)
+        except OSError as error:
+            # Only `-C` reads it back: a full disk must not keep the session from opening.
+            logger.warning("Could not record %s as the last session: %s", self.id, error)
 
     async def refresh(self) -> None:
         """Re-read the title and `updated_at` from disk."""
