@@ -158,7 +158,7 @@ def _read_notes(path: Path) -> dict[str, dict[str, Any]]:
     for line in text.splitlines():
         try:
             note = json.loads(line)
-        except ValueError:
+        except (ValueError, RecursionError):  # RecursionError: nested too deeply
             log.warning("%s: skipped a line that is not JSON", path)
             continue
         if isinstance(note, dict) and isinstance(note.get("file"), str):

@@ -267,7 +267,7 @@ def _any_record(path: Path, matches: Callable[[Any], bool]) -> bool:
                     continue
                 try:
                     record = json.loads(line)
-                except ValueError:
+                except (ValueError, RecursionError):  # RecursionError: nested too deeply
                     return True
                 if matches(record):
                     return True
@@ -300,7 +300,7 @@ def _wire_title(path: Path) -> str:
 def _turn_begin_input(line: bytes) -> str | list[Any] | None:
     try:
         record = json.loads(line)
-    except ValueError:
+    except (ValueError, RecursionError):  # RecursionError: nested too deeply
         return None
     message = record.get("message") if isinstance(record, dict) else None
     if not isinstance(message, dict) or message.get("type") != "TurnBegin":
