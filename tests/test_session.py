@@ -506,8 +506,9 @@ async def test_kode_json_is_replaced_atomically(
         raise OSError("disk pulled out")
 
     monkeypatch.setattr(os, "replace", crash)
-    with pytest.raises(OSError, match="disk pulled out"):
-        await Session.create(work_dir)
+    # Noting the last session is best effort (a full disk must not stop a session from
+    # opening); the old kode.json stays whole.
+    await Session.create(work_dir)
 
     assert (home / "kode.json").read_bytes() == before
     assert json.loads(before)["work_dirs"][0]["last_session_id"] == first.id

@@ -555,10 +555,15 @@ class Context:
     async def close(self) -> None:
         """Make writes durable and let another process open the session."""
         async with self._mutex:
-            if self._fd is not None:
-                await asyncio.to_thread(os.fsync, self._fd)
-            self._close_fd()
-            self._lock.release()
+            try:
+                if self._fd is not None:
+                    await asyncio.to_thread(os.fsync, self._fd)
+            except OSError as error:
+                # Every record was handed to the OS; closing must still let go of the session.
+                log.warning("could not fsync %s: %s", self._path, error)
+            finally:
+                self._close_fd()
+                self._lock.release()
 
     async def __aenter__(self) -> Context:
         return self
