@@ -39,14 +39,14 @@ def folder(tmp_path: Path) -> Path:
     return copy
 
 
-def mount_read_only(folder: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """`folder` as on a read-only file system: opening anything in it to write is EROFS.
-    (Works as root too, where chmod stops nothing.)"""
+def mount_read_only(folder: Path, monkeypatch: pytest.MonkeyPatch, code: int = errno.EROFS) -> None:
+    """`folder` as on a read-only file system (EROFS), or without write permission (EACCES):
+    opening anything in it to write fails. (Works as root too, where chmod stops nothing.)"""
     real_open = os.open
 
     def guarded(path: Any, flags: int, *args: Any, **kwargs: Any) -> int:
         if flags & WRITING and Path(os.fspath(path)).absolute().is_relative_to(folder):
-            raise OSError(errno.EROFS, os.strerror(errno.EROFS), os.fspath(path))
+            raise OSError(code, os.strerror(code), os.fspath(path))
         return real_open(path, flags, *args, **kwargs)
 
     monkeypatch.setattr(os, "open", guarded)
@@ -55,6 +55,12 @@ def mount_read_only(folder: Path, monkeypatch: pytest.MonkeyPatch) -> None:
 @pytest.fixture
 def read_only_mount(folder: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
     mount_read_only(folder, monkeypatch)
+    yield folder
+
+
+@pytest.fixture
+def no_write_permission(folder: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
+    mount_read_only(folder, monkeypatch, errno.EACCES)
     yield folder
 
 
@@ -76,7 +82,7 @@ def args_for(folder: Path, *extra: str) -> argparse.Namespace:
     return cli.build_parser().parse_args(["--session-dir", str(folder), *extra])
 
 
-@pytest.mark.parametrize("variant", ["read_only_mount", "chmodded"])
+@pytest.mark.parametrize("variant", ["read_only_mount", "no_write_permission", "chmodded"])
 async def test_a_session_folder_that_cannot_be_written_opens_for_viewing(
     request: pytest.FixtureRequest, variant: str, tmp_path: Path
 ) -> None:
@@ -91,7 +97,7 @@ async def test_a_session_folder_that_cannot_be_written_opens_for_viewing(
     assert snapshot(folder) == before  # no lock, no state.json, no wire.jsonl, nothing cut
 
 
-@pytest.mark.parametrize("variant", ["read_only_mount", "chmodded"])
+@pytest.mark.parametrize("variant", ["read_only_mount", "no_write_permission", "chmodded"])
 def test_print_mode_refuses_a_read_only_session_in_one_sentence(
     request: pytest.FixtureRequest,
     variant: str,
