@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import errno
 import logging
 import os
 import sys
@@ -144,6 +145,11 @@ async def _run_print(args: argparse.Namespace, work_dir: Path, config: Config, p
     choice = await asyncio.to_thread(resolve_model, config, args.model)
     opened = await _open(args, work_dir)
     session, context = opened.session, opened.context
+    if session is not None and context is not None and context.read_only:
+        raise UserError(
+            f"{session.dir} cannot be written, so this session cannot go on here; "
+            f"look at it read-only with: {session.resume_command()}"
+        )
     if session is None:
         from kode_tui.session import Session
 
@@ -221,14 +227,15 @@ class _Locked(Exception):
 async def _open(args: argparse.Namespace, work_dir: Path) -> Opened:
     if not (args.session_dir or args.session or args.continue_):
         return Opened(work_dir)  # a new session, made where it is used
-    from kode_tui.session import Context, SessionLocked
+    from kode_tui.session import SessionLocked
+    from kode_tui.session.context import restore_or_view
 
     session = await _find_session(args, work_dir)
     if session is None:
         return Opened(work_dir)
-    context = Context(session.context_file)
     try:
-        await context.restore()
+        # A folder that cannot be written opens read-only, for viewing.
+        context = await restore_or_view(session.context_file)
     except SessionLocked as error:
         if args.print_mode or args.prompt is not None:
             raise UserError(str(error)) from None
@@ -261,12 +268,28 @@ async def _find_session(args: argparse.Namespace, work_dir: Path) -> Session | N
     return None
 
 
+class _QuietFileHandler(logging.FileHandler):
+    """A log line that cannot be written (a full disk) is dropped: logging's default prints a
+    traceback to stderr for each one, over the screen and on every start."""
+
+    def handleError(self, record: logging.LogRecord) -> None:
+        pass
+
+
 def _start_logging() -> None:
     """Log to $KODE_TUI_HOME/logs/kode-tui.log (0600); the screen is the app's."""
     log_file = Paths.current().log_file
-    make_private_dir(log_file.parent)
-    os.close(os.open(log_file, os.O_WRONLY | os.O_CREAT | os.O_APPEND, FILE_MODE))
-    handler = logging.FileHandler(log_file, encoding="utf-8")
+    try:
+        make_private_dir(log_file.parent)
+        os.close(os.open(log_file, os.O_WRONLY | os.O_CREAT | os.O_APPEND, FILE_MODE))
+        handler = _QuietFileHandler(log_file, encoding="utf-8")
+    except OSError as error:
+        if error.errno not in (errno.ENOSPC, errno.EDQUOT):
+            raise
+        # No room to log: kode-tui works without its log, and a handler that drops everything
+        # keeps logging's last resort from printing warnings over the screen.
+        log.addHandler(logging.NullHandler())
+        return
     handler.setFormatter(MaskingFormatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
     log.addHandler(handler)
     log.setLevel(logging.INFO)

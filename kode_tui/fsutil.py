@@ -80,7 +80,14 @@ def append_line(path: Path, line: str) -> None:
     API keys in it are masked (rotations.jsonl)."""
     fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, FILE_MODE)
     try:
-        write_all(fd, (mask(line) + "\n").encode())
+        size = os.fstat(fd).st_size
+        try:
+            write_all(fd, (mask(line) + "\n").encode())
+        except OSError:
+            # A torn line (a full disk) would swallow the next one: cut it off.
+            with contextlib.suppress(OSError):
+                os.ftruncate(fd, size)
+            raise
     finally:
         os.close(fd)
 

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from typing import Annotated, Any, ClassVar, Literal
 
 from pydantic import (
@@ -185,6 +185,61 @@ def system(text: str) -> TextPart:
 
 def estimate_tokens(messages: Iterable[Message]) -> int:
     return sum(message.estimated_tokens() for message in messages)
+
+
+# --- tool calls and their results ---------------------------------------------------------------
+
+INTERRUPTED_RESULT = "<system>The tool call was interrupted and did not finish.</system>"
+
+
+def interrupted_result(tool_call_id: str) -> Message:
+    """The result a tool call gets when it has none (a kill, a failed write): providers refuse
+    a history holding a call without its result (HTTP 400), so every later turn would fail."""
+    return Message(role="tool", content=INTERRUPTED_RESULT, tool_call_id=tool_call_id)
+
+
+def unanswered_at_end(history: Sequence[Message]) -> list[str]:
+    """The ids of the last assistant message's tool calls that have no result, when nothing but
+    tool messages follows it (results can then be appended; anywhere else see `paired`)."""
+    index = len(history) - 1
+    while index >= 0 and history[index].role == "tool":
+        index -= 1
+    if index < 0:
+        return []
+    calls = history[index].tool_calls
+    if history[index].role != "assistant" or not calls:
+        return []
+    answered = {message.tool_call_id for message in history[index + 1 :]}
+    return [call_id for call_id in dict.fromkeys(c.id for c in calls) if call_id not in answered]
+
+
+def paired(history: Iterable[Message]) -> list[Message]:
+    """`history` as it can be sent: each assistant message's tool calls followed by exactly one
+    result each, in the provider's order.
+
+    A call without a result gets `interrupted_result` right after its group's results. A tool
+    message that answers no call of the assistant message right before it (an orphan, or a
+    second result for one call) is left out: providers refuse it too. The file keeps them.
+    """
+    out: list[Message] = []
+    waiting: dict[str, None] = {}
+
+    def close_group() -> None:
+        out.extend(interrupted_result(call_id) for call_id in waiting)
+        waiting.clear()
+
+    for message in history:
+        if message.role == "tool":
+            if message.tool_call_id in waiting:
+                del waiting[message.tool_call_id]
+                out.append(message)
+            continue
+        close_group()
+        out.append(message)
+        if message.role == "assistant" and message.tool_calls:
+            waiting.update(dict.fromkeys(call.id for call in message.tool_calls))
+    close_group()
+    return out
 
 
 # --- the `_` records ---------------------------------------------------------------------------

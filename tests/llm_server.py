@@ -68,6 +68,8 @@ class _Stream:
     usage: Usage
     delay: float = 0.0
     hold: HeldReply | None = None
+    cut: bool = False
+    """End the stream after the deltas: no finish reason, no usage, no `[DONE]`."""
 
 
 @dataclass
@@ -231,6 +233,14 @@ class LLMServer:
         """Stream each dict as a chunk's `choices[0].delta`, verbatim (for odd shapes)."""
         self._push(_Stream(list(deltas), finish_reason, usage, delay))
 
+    def reply_cut(
+        self, text: str | Sequence[str] = "This answer will be cut", *, usage: Usage = None
+    ) -> None:
+        """Stream `text` (and the usage chunk, if given), then end the response cleanly but
+        early: no chunk with a finish reason, no `data: [DONE]` (a proxy that dropped the rest)."""
+        deltas = [{"content": piece} for piece in text_pieces(text)]
+        self._push(_Stream(deltas, "stop", usage, cut=True))
+
     def reply_status(
         self, code: int, message: str = "scripted error", *, headers: dict[str, str] | None = None
     ) -> None:
@@ -288,7 +298,9 @@ class LLMServer:
             if first and reply.hold is not None:
                 yield None
             first = False
-        yield {**base, "choices": [{"index": 0, "delta": {}, "finish_reason": reply.finish_reason}]}
+        if not reply.cut:
+            choice = {"index": 0, "delta": {}, "finish_reason": reply.finish_reason}
+            yield {**base, "choices": [choice]}
         usage = _usage_object(reply.usage)
         if usage is not None and (body.get("stream_options") or {}).get("include_usage"):
             yield {**base, "choices": [], "usage": usage}
@@ -399,7 +411,8 @@ class _Handler(BaseHTTPRequestHandler):
                 self._send_chunk(f"data: {json.dumps(chunk)}\n\n")
                 if reply.delay:
                     time.sleep(reply.delay)
-            self._send_chunk("data: [DONE]\n\n")
+            if not reply.cut:
+                self._send_chunk("data: [DONE]\n\n")
             self.wfile.write(b"0\r\n\r\n")
             self.wfile.flush()
         except (BrokenPipeError, ConnectionResetError):

@@ -174,3 +174,30 @@ async def test_an_approved_edit_of_a_name_that_is_not_utf8_is_asked_shown_and_lo
         assert file.read() == b"ho\n"
     wire = session.wire_file.read_text(encoding="utf-8")
     assert '"type": "ApprovalRequest"' in wire and "caf\\\\xe9.txt" in wire
+
+
+def test_print_mode_sends_a_prompt_that_is_not_utf8_escaped(
+    project: Path, server: LLMServer, home: Path
+) -> None:
+    config = home / "config.toml"
+    config.parent.mkdir(parents=True, exist_ok=True)
+    config.write_text(
+        'default_model = "local"\n[models.local]\nmodel = "openai/test-model"\n'
+        f'api_base = "{server.url}"\napi_key_env = "{KEY_ENV}"\n'
+    )
+    server.reply_text("Read it.")
+
+    # A prompt typed in a Latin-1 terminal: argv holds a byte that is not UTF-8.
+    done = subprocess.run(
+        [sys.executable, "-m", "kode_tui", "-p", b"open caf\xe9.txt", "--print", str(project)],
+        capture_output=True,
+        timeout=60,
+        env={**os.environ},
+    )
+
+    assert done.returncode == 0, done.stderr
+    assert b"Traceback" not in done.stderr
+    assert len(server.requests) == 1
+    assert "open caf\\\\xe9.txt" in json.dumps(server.requests[0]["messages"])
+    context = next((home / "sessions").glob("*/*/context.jsonl")).read_text()
+    assert "open caf\\\\xe9.txt" in context

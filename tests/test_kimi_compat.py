@@ -308,3 +308,21 @@ async def test_kimi_reads_the_wire_records_it_has_types_for(tmp_path: Path) -> N
         assert kind in seen["read"], kind
     assert "ApprovalRequest" in seen["read"]
     assert not {"ToolResult", "ApprovalRequest", "StatusUpdate", "TurnEnd"} & set(seen["unread"])
+
+
+async def test_kimi_reads_the_interrupted_result_given_to_an_unanswered_tool_call(
+    tmp_path: Path,
+) -> None:
+    from tests.session_helpers import assistant_with_tool_call
+
+    live = tmp_path / "session" / "context.jsonl"
+    live.parent.mkdir()
+    # A kill left the tool call without its result.
+    live.write_text(
+        user("list").to_json() + "\n" + assistant_with_tool_call("call_cut", "ls").to_json() + "\n"
+    )
+    async with Context(live) as context:
+        await context.restore()
+        expected = kimi_view(ours(context))
+    assert expected["history"][-1]["tool_call_id"] == "call_cut"
+    assert kimi(KIMI_RESTORE, live) == expected

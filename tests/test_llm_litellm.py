@@ -571,3 +571,14 @@ async def test_a_context_overflow_says_the_conversation_is_too_long(
 
     assert isinstance(error, LLMStatusError) and error.status_code == 400
     assert "too long" in str(error) and "8192" in str(error)
+
+
+async def test_a_stream_that_stops_without_a_finish_reason_is_a_cut_off_answer_retried(
+    server: LLMServer, provider: LiteLLMProvider
+) -> None:
+    server.reply_cut("This answer will be cut", usage=(10, 5))
+
+    error = await failure(provider)
+
+    assert isinstance(error, LLMConnectionError) and is_retryable(error)
+    assert "cut off" in str(error) and "litellm" not in str(error)

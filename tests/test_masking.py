@@ -358,3 +358,18 @@ def test_a_marker_becomes_the_key_again_only_where_the_text_holds_that_key(key: 
         "content": f"{VAR}={key}\nOTHER=[masked: NOT_KNOWN]\n"
     }
     assert masking.unmask_json(arguments, only_in="DEBUG=1") == arguments
+
+
+async def test_a_compacted_context_written_in_one_swap_holds_no_key(
+    tmp_path: Path, key: str
+) -> None:
+    context = Context(tmp_path / "context.jsonl")
+    await context.append_message(Message(role="user", content=f"my key is {key}"))
+    # A strategy that keeps messages verbatim (tool-result hiding) hands them back as they are.
+    await context.replace_all(
+        [Message(role="user", content=f"my key is {key}")], reason="compaction"
+    )
+    await context.close()
+
+    assert files_holding(tmp_path, key) == []
+    assert MARKER in (tmp_path / "context.jsonl").read_text()

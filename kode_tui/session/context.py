@@ -13,6 +13,8 @@ restore its files.
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import errno
 import logging
 import mmap
 import os
@@ -38,6 +40,8 @@ from kode_tui.message import (
     SystemPromptRecord,
     UsageRecord,
     estimate_tokens,
+    interrupted_result,
+    unanswered_at_end,
 )
 from kode_tui.session import rotation
 from kode_tui.session.checkpoints import Checkpoint, CheckpointIndex
@@ -53,6 +57,28 @@ _dump_message = Message.__pydantic_serializer__.to_json
 # Reading a context is CPU work (a few ms per 10 MB). Below this size it runs on the event loop:
 # handing it to a thread would cost more than it takes. Above, the thread lets the UI breathe.
 _READ_IN_THREAD_FROM = 16 << 20
+
+
+class ContextWriteError(OSError):
+    """A record could not be written (a full disk, say). The file was cut back to its last
+    whole record and nothing in memory changed: the context is as it was before the call."""
+
+    def __init__(self, path: Path, error: OSError) -> None:
+        super().__init__(error.errno, error.strerror or str(error), str(path))
+        self.path = path
+
+    @property
+    def disk_full(self) -> bool:
+        return self.errno in (errno.ENOSPC, errno.EDQUOT)
+
+    def __str__(self) -> str:
+        if self.disk_full:
+            return (
+                f"disk full: {self.path.name} could not be written, so the last change was not "
+                "saved and the session is as it was before it (nothing was lost); free some "
+                "space and try again"
+            )
+        return f"could not write {self.path}: {self.strerror}; the last change was not saved"
 
 
 @dataclass(slots=True)
@@ -78,12 +104,15 @@ class Context:
     gets `SessionLocked` naming the pid that holds it.
     """
 
-    def __init__(self, path: str | os.PathLike[str]) -> None:
+    def __init__(self, path: str | os.PathLike[str], *, read_only: bool = False) -> None:
         self._path = Path(path)
         self._lock = SessionLock(self._path.with_name("lock"))
         self._mutex = asyncio.Lock()
         self._fd: int | None = None
         self._size = 0
+        # A write failed and cutting it off failed too: cut before the next write appends.
+        self._cut_pending = False
+        self._read_only = read_only
         self._loaded = False
         self._state = _State()
 
@@ -92,6 +121,11 @@ class Context:
     @property
     def path(self) -> Path:
         return self._path
+
+    @property
+    def read_only(self) -> bool:
+        """Opened for viewing only: no lock is taken, nothing is written or cut."""
+        return self._read_only
 
     @property
     def history(self) -> Sequence[Message]:
@@ -150,17 +184,37 @@ class Context:
 
         Bad lines are skipped with one warning each (see `warnings`) and stay in the file; a
         torn last line is cut off after the whole file is copied to `context.jsonl.damaged-<ts>`.
+        Tool calls at the end that have no result (a kill between the steps of an old version,
+        a file edited by hand) get an "interrupted" result appended, so the next request is one
+        a provider accepts and Kimi CLI reads the same history.
         """
         async with self._mutex:
             if self._loaded or len(self._state.history):
                 raise RuntimeError("this context was already restored or written to")
-            return await self._load()
+            restored = await self._load()
+            if restored and not self._read_only:
+                await self._answer_unanswered()
+            return restored
+
+    async def _answer_unanswered(self) -> None:
+        missing = unanswered_at_end(self._state.history)
+        if not missing:
+            return
+        results = [interrupted_result(call_id) for call_id in missing]
+        await self._ensure_writable()
+        self._write(b"".join(_dump_message(m, exclude_unset=True) + b"\n" for m in results))
+        self._state.history.extend(results)
+        self._state.pending_tokens += estimate_tokens(results)
+        log.warning(
+            "%s: %d tool call(s) had no result; marked interrupted", self._path, len(missing)
+        )
 
     async def _load(self) -> bool:
         if not self._path.exists():
             self._loaded = True
             return False
-        self._lock.acquire()
+        if not self._read_only:
+            self._lock.acquire()
         if self._path.stat().st_size < _READ_IN_THREAD_FROM:
             state = self._read_file()
         else:
@@ -180,11 +234,63 @@ class Context:
             return _State()
         with mmap.mmap(reader.fd, size, access=mmap.ACCESS_READ) as view:
             found = scan(view, self._path.name)
-        if found.torn_tail:
-            self._cut_torn_tail(found.good_size)
+        if found.torn_tail and not self._read_only:
+            self._cut_torn_tail(found.good_size, found.warnings)
         return _state_from_scan(found, reader)
 
-    def _cut_torn_tail(self, good_size: int) -> None:
+    def _cut_torn_tail(self, good_size: int, warnings: list[str]) -> None:
+        """Copy the file aside, then cut its torn last line off.
+
+        A copy identical to one made before is not made again (a start that fails before it can
+        cut would otherwise add one per start). If the copy cannot be made (a full disk), nothing
+        is cut: the torn line stays, skipped as damaged, until a later start can keep it aside.
+        """
+        live_fd = os.open(self._path, os.O_RDWR)
+        try:
+            size = os.fstat(live_fd).st_size
+            aside = self._same_copy(live_fd, size)
+            if aside is None:
+                try:
+                    aside = self._copy_aside(live_fd, size)
+                except OSError as error:
+                    log.warning(
+                        "could not copy %s aside (%s): its torn line stays", self._path, error
+                    )
+                    warnings.append(
+                        f"{self._path.name}: the torn last line was kept (no room to copy the "
+                        "file aside first)"
+                    )
+                    return
+            try:
+                os.ftruncate(live_fd, good_size)
+                os.fsync(live_fd)
+            except OSError as error:
+                log.warning("could not cut the torn line of %s: %s", self._path, error)
+                return
+        finally:
+            os.close(live_fd)
+        log.warning("copied %s to %s and cut off its torn last line", self._path, aside.name)
+
+    def _same_copy(self, live_fd: int, size: int) -> Path | None:
+        """A `.damaged-*` copy already holding exactly the live file's bytes."""
+        for candidate in self._path.parent.glob(f"{self._path.name}.damaged-*"):
+            try:
+                if candidate.stat().st_size != size:
+                    continue
+                with candidate.open("rb") as copy:
+                    offset = 0
+                    while offset < size:
+                        chunk = copy.read(1 << 20)
+                        if not chunk or chunk != os.pread(live_fd, len(chunk), offset):
+                            break
+                        offset += len(chunk)
+                    else:
+                        return candidate
+            except OSError:
+                continue
+        return None
+
+    def _copy_aside(self, live_fd: int, size: int) -> Path:
         stamp = time.strftime("%Y%m%d-%H%M%S")
         for attempt in range(1000):
             suffix = f"-{attempt}" if attempt else ""
@@ -196,19 +302,19 @@ class Context:
             break
         else:
             raise RuntimeError(f"no free name to copy {self._path} aside")
-        live_fd = os.open(self._path, os.O_RDWR)
         try:
             try:
-                copy_range(live_fd, aside_fd, 0, os.fstat(live_fd).st_size)
+                copy_range(live_fd, aside_fd, 0, size)
                 os.fsync(aside_fd)
             finally:
                 os.close(aside_fd)
             fsync_dir(self._path.parent)
-            os.ftruncate(live_fd, good_size)
-            os.fsync(live_fd)
-        finally:
-            os.close(live_fd)
-        log.warning("copied %s to %s and cut off its torn last line", self._path, aside.name)
+        except OSError:
+            # A half copy is no copy: it must not pass for one at the next start.
+            with contextlib.suppress(OSError):
+                os.unlink(aside)
+            raise
+        return aside
 
     # --- appending -----------------------------------------------------------------------------
 
@@ -222,6 +328,32 @@ class Context:
             state = self._state
             state.history.extend(messages)
             state.pending_tokens += estimate_tokens(messages)
+
+    async def append_records(self, records: Sequence[Message | UsageRecord]) -> None:
+        """Append messages and usage records in ONE write: a step's assistant message, its
+        usage and its tool results reach the file together or not at all (a kill between
+        separate writes would leave tool calls without results, which providers refuse)."""
+        if not records:
+            return
+        async with self._mutex:
+            await self._ensure_writable()
+            self._write(
+                b"".join(
+                    _dump_message(r, exclude_unset=True) + b"\n"
+                    if isinstance(r, Message)
+                    else (r.to_json() + "\n").encode()
+                    for r in records
+                )
+            )
+            state = self._state
+            for record in records:
+                if isinstance(record, Message):
+                    state.history.append(record)
+                    state.pending_tokens += record.estimated_tokens()
+                else:
+                    state.token_count = record.token_count
+                    state.usage_index = len(state.history)
+                    state.pending_tokens = 0
 
     async def checkpoint(self, add_user_message: bool = False) -> int:
         """Mark a point the context can be reverted to; returns its id.
@@ -325,12 +457,15 @@ class Context:
                 "tokens": state.token_count,
                 "messages": len(state.history),
             }
-            rotated = await asyncio.to_thread(
-                rotation.swap,
-                self._path,
-                lambda fd: copy_range(source_fd, fd, 0, entry.offset),
-                source_fd,
-            )
+            try:
+                rotated = await asyncio.to_thread(
+                    rotation.swap,
+                    self._path,
+                    lambda fd: copy_range(source_fd, fd, 0, entry.offset),
+                    source_fd,
+                )
+            except OSError as error:
+                raise ContextWriteError(self._path, error) from error
             assert rotated is not None  # a file holding a checkpoint is not empty
             self._reopen()
             state.checkpoints.truncate(position)
@@ -356,6 +491,28 @@ class Context:
                 self._state = _State()
                 return None
             return await self._rewrite(lambda fd: None, reason, **note)
+
+    async def replace_all(
+        self,
+        records: Sequence[Message | CheckpointRecord | SystemPromptRecord],
+        *,
+        reason: str,
+        **note: Any,
+    ) -> Path | None:
+        """Make `records` the whole live context in one crash-safe swap (a compaction's
+        result): at every instant the file holds the old context or all of the new one, never
+        an empty one waiting for its content. The old one is kept as the returned rotation."""
+        data = mask_bytes(
+            b"".join(
+                _dump_message(r, exclude_unset=True) + b"\n"
+                if isinstance(r, Message)
+                else (r.to_json() + "\n").encode()
+                for r in records
+            )
+        )
+        async with self._mutex:
+            await self._ensure_writable()
+            return await self._rewrite(lambda fd: write_all(fd, data), reason, **note)
 
     async def restore_from(self, source: str | os.PathLike[str]) -> Path | None:
         """Make a copy of `source` (a rotated context, say) the live context. The current one is
@@ -383,9 +540,13 @@ class Context:
         # The size the gauge shows: the last reported count plus the estimate of what followed.
         tokens = state.token_count + state.pending_tokens
         note = {"tokens": tokens, "messages": len(state.history), **note}
-        rotated = await asyncio.to_thread(
-            rotation.swap, self._path, write_new, self._fd, rotate=reason is not None
-        )
+        try:
+            rotated = await asyncio.to_thread(
+                rotation.swap, self._path, write_new, self._fd, rotate=reason is not None
+            )
+        except OSError as error:
+            # Nothing was swapped: the live file and the memory are as they were.
+            raise ContextWriteError(self._path, error) from error
         self._close_fd()
         self._state = _State()
         await self._load()
@@ -397,10 +558,15 @@ class Context:
     async def close(self) -> None:
         """Make writes durable and let another process open the session."""
         async with self._mutex:
-            if self._fd is not None:
-                await asyncio.to_thread(os.fsync, self._fd)
-            self._close_fd()
-            self._lock.release()
+            try:
+                if self._fd is not None:
+                    await asyncio.to_thread(os.fsync, self._fd)
+            except OSError as error:
+                # Every record was handed to the OS; closing must still let go of the session.
+                log.warning("could not fsync %s: %s", self._path, error)
+            finally:
+                self._close_fd()
+                self._lock.release()
 
     async def __aenter__(self) -> Context:
         return self
@@ -424,6 +590,8 @@ class Context:
         raise ValueError(f"checkpoint {checkpoint_id!r} does not exist")
 
     async def _ensure_writable(self) -> None:
+        if self._read_only:
+            raise PermissionError(errno.EROFS, "opened read-only", str(self._path))
         if self._fd is not None:
             return
         if not self._loaded:
@@ -437,7 +605,12 @@ class Context:
         size = os.fstat(fd).st_size
         if size and os.pread(fd, 1, size - 1) != b"\n":
             # A last line without its newline (a crash, an edit by hand) must not swallow ours.
-            write_all(fd, b"\n")
+            try:
+                write_all(fd, b"\n")
+            except OSError as error:
+                _cut_back(fd, size)
+                os.close(fd)
+                raise ContextWriteError(self._path, error) from error
             size += 1
         self._fd, self._size = fd, size
 
@@ -451,13 +624,52 @@ class Context:
             self._fd = None
 
     def _write(self, data: bytes) -> None:
+        """Append `data` whole, or raise ContextWriteError with the file cut back to where it
+        was: a torn line must never be left for the next record to be glued onto."""
         assert self._fd is not None
         data = mask_bytes(data)  # API keys never reach the disk (the history in memory keeps them)
-        write_all(self._fd, data)
+        try:
+            if self._cut_pending:
+                os.ftruncate(self._fd, self._size)
+                self._cut_pending = False
+            write_all(self._fd, data)
+        except OSError as error:
+            self._cut_pending = not _cut_back(self._fd, self._size)
+            raise ContextWriteError(self._path, error) from error
         self._size += len(data)
 
     def _write_record(self, record: CheckpointRecord | UsageRecord | FileEditRecord) -> None:
         self._write((record.to_json() + "\n").encode())
+
+
+_CANNOT_WRITE = (errno.EACCES, errno.EPERM, errno.EROFS)
+
+
+async def restore_or_view(path: str | os.PathLike[str]) -> Context:
+    """The context at `path`, restored for writing, or for viewing only (`read_only`) when its
+    folder cannot be written (read-only media, a folder without write permission): such a
+    session can still be looked at. SessionLocked still means another kode-tui is writing it."""
+    context = Context(path)
+    try:
+        await context.restore()
+    except OSError as error:
+        if error.errno not in _CANNOT_WRITE:
+            raise
+        await context.close()
+        log.info("%s cannot be written (%s): opened read-only", path, error)
+        context = Context(path, read_only=True)
+        await context.restore()
+    return context
+
+
+def _cut_back(fd: int, size: int) -> bool:
+    """Cut what a failed write left after `size`; False when even that failed."""
+    try:
+        os.ftruncate(fd, size)
+    except OSError as error:
+        log.warning("could not cut a failed write back: %s", error)
+        return False
+    return True
 
 
 def _state_from_scan(found: Scan, reader: SpanReader) -> _State:

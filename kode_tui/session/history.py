@@ -137,11 +137,11 @@ def _parse(raw: bytes, flags: int, reader: SpanReader) -> Message:
     if not flags:
         try:
             return Message.model_validate_json(raw)
-        except ValidationError:
+        except (ValidationError, RecursionError):
             pass
     try:
         obj = json.loads(raw.decode("utf-8", "replace"), strict=False)
-    except ValueError:
+    except (ValueError, RecursionError):
         # The scan saw a JSON object here: someone rewrote the file under us.
         log.warning("%s: a message can no longer be read", reader.path)
         return Message.model_construct(role="user", content=[UnknownPart(type="unreadable")])
@@ -149,7 +149,13 @@ def _parse(raw: bytes, flags: int, reader: SpanReader) -> Message:
         return Message.model_validate(obj)
     except ValidationError as error:
         log.warning("a context message does not match the schema; keeping what fits: %s", error)
-    return _salvage(obj)
+    except RecursionError:
+        # Nested deeper than the validators go: what fits is salvaged, the rest kept opaque.
+        log.warning("%s: a message is nested too deeply to read whole", reader.path)
+    try:
+        return _salvage(obj)
+    except RecursionError:
+        return Message.model_construct(role="user", content=[UnknownPart(type="unreadable")])
 
 
 def _salvage(obj: dict[str, Any]) -> Message:

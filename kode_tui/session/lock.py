@@ -44,8 +44,11 @@ class SessionLock:
             pid = _read_pid(fd)
             os.close(fd)
             raise SessionLocked(self.path, pid) from None
-        os.ftruncate(fd, 0)
-        write_all(fd, f"{os.getpid()}\n".encode())
+        try:
+            os.ftruncate(fd, 0)
+            write_all(fd, f"{os.getpid()}\n".encode())
+        except OSError:
+            pass  # the pid only names the holder to a second opener; a full disk must not stop us
         self._fd = fd
 
     def release(self) -> None:

@@ -56,7 +56,8 @@ def load_metadata() -> Metadata:
         return Metadata.model_validate(json.loads(path.read_bytes()))
     except FileNotFoundError:
         return Metadata()
-    except (OSError, ValueError) as exc:  # ValidationError and JSON/Unicode errors are ValueErrors
+    # ValidationError and JSON/Unicode errors are ValueErrors; RecursionError: nested too deeply.
+    except (OSError, ValueError, RecursionError) as exc:
         logger.warning("Ignoring unreadable %s; starting with empty metadata: %s", path, exc)
         return Metadata()
 

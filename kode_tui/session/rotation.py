@@ -10,6 +10,7 @@ content; a crash at any point leaves every record in some file.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import os
@@ -88,10 +89,16 @@ def swap(
     tmp = live.with_name(live.name + ".tmp")
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, FILE_MODE)
     try:
-        write_new(fd)
-        sync_data(fd)
-    finally:
-        os.close(fd)
+        try:
+            write_new(fd)
+            sync_data(fd)
+        finally:
+            os.close(fd)
+    except OSError:
+        # A half-written new content (a full disk) must not take up room nor pass for one.
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise
     if live_fd is not None:
         fsync(live_fd)  # the rotation must hold every record, durably
     rotated = None
@@ -106,7 +113,12 @@ def finish(live: Path, rotated: Path | None, reason: str, **fields: Any) -> None
     fsync_dir(live.parent)
     if rotated is not None:
         record = {"file": rotated.name, "reason": reason, "time": time.time(), **fields}
-        append_line(live.parent / ROTATIONS_LOG, json.dumps(record, ensure_ascii=False))
+        try:
+            append_line(live.parent / ROTATIONS_LOG, json.dumps(record, ensure_ascii=False))
+        except OSError as error:
+            # The rotation itself is done and durable; only why it was made goes unrecorded
+            # (the note is optional for readers), so the operation is not reported as failed.
+            log.warning("could not note %s in %s: %s", rotated.name, ROTATIONS_LOG, error)
 
 
 def list_rotations(live: Path) -> list[Rotation]:
@@ -146,7 +158,7 @@ def _read_notes(path: Path) -> dict[str, dict[str, Any]]:
     for line in text.splitlines():
         try:
             note = json.loads(line)
-        except ValueError:
+        except (ValueError, RecursionError):  # RecursionError: nested too deeply
             log.warning("%s: skipped a line that is not JSON", path)
             continue
         if isinstance(note, dict) and isinstance(note.get("file"), str):

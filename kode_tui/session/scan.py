@@ -50,7 +50,8 @@ class _SystemPromptLine(msgspec.Struct):
 
 _line_decoder = msgspec.json.Decoder(_Line)
 _system_prompt_decoder = msgspec.json.Decoder(_SystemPromptLine)
-_DECODE_ERRORS = (msgspec.DecodeError, msgspec.ValidationError)
+# A line nested deeper than the decoder's limit raises RecursionError: damaged like any bad line.
+_DECODE_ERRORS = (msgspec.DecodeError, msgspec.ValidationError, RecursionError)
 
 
 class FileEdit(NamedTuple):
@@ -293,6 +294,8 @@ def _lenient(raw: bytes) -> _LenientLine | str:
         obj = json.loads(raw.decode("utf-8", "replace"), strict=False)
     except ValueError:
         return NOT_JSON
+    except RecursionError:
+        return "nested too deeply"
     if not isinstance(obj, dict):
         return "not a JSON object"
     if not isinstance(obj.get("role"), str):

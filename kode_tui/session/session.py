@@ -155,7 +155,11 @@ class Session:
         if canonical(self.dir) != expected:
             logger.debug("Not recording %s as last session: outside %s", self.dir, expected.parent)
             return
-        record_last_session(self.work_dir, self.id)
+        try:
+            record_last_session(self.work_dir, self.id)
+        except OSError as error:
+            # Only `-C` reads it back: a full disk must not keep the session from opening.
+            logger.warning("Could not record %s as the last session: %s", self.id, error)
 
     async def refresh(self) -> None:
         """Re-read the title and `updated_at` from disk."""
@@ -263,7 +267,7 @@ def _any_record(path: Path, matches: Callable[[Any], bool]) -> bool:
                     continue
                 try:
                     record = json.loads(line)
-                except ValueError:
+                except (ValueError, RecursionError):  # RecursionError: nested too deeply
                     return True
                 if matches(record):
                     return True
@@ -296,7 +300,7 @@ def _wire_title(path: Path) -> str:
 def _turn_begin_input(line: bytes) -> str | list[Any] | None:
     try:
         record = json.loads(line)
-    except ValueError:
+    except (ValueError, RecursionError):  # RecursionError: nested too deeply
         return None
     message = record.get("message") if isinstance(record, dict) else None
     if not isinstance(message, dict) or message.get("type") != "TurnBegin":

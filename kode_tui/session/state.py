@@ -55,7 +55,7 @@ def load_state(path: Path) -> SessionState:
         data: Any = json.loads(path.read_bytes())
     except FileNotFoundError:
         return SessionState()
-    except (OSError, ValueError) as exc:
+    except (OSError, ValueError, RecursionError) as exc:  # RecursionError: nested too deeply
         logger.warning("Ignoring unreadable %s; using defaults: %s", path, exc)
         return SessionState()
     if not isinstance(data, dict):

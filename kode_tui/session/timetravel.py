@@ -157,7 +157,7 @@ def read_snapshot(path: Path) -> ContextSnapshot:
                 continue
             try:
                 record = parse_record(json.loads(line))
-            except ValueError:
+            except (ValueError, RecursionError):  # nested too deeply: damaged like the rest
                 skipped += 1
                 continue
             if isinstance(record, Message):

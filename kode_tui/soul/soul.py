@@ -12,6 +12,8 @@ The soul only talks to the outside through the WireBus: it never knows who is wa
 from __future__ import annotations
 
 import asyncio
+import errno
+import itertools
 import logging
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
@@ -22,15 +24,21 @@ import tenacity
 
 from kode_tui import masking
 from kode_tui.message import (
+    CheckpointRecord,
     ContentPart,
     FunctionBody,
     Message,
+    SystemPromptRecord,
     TextPart,
     ThinkPart,
     ToolCall,
+    UsageRecord,
+    paired,
     system,
 )
+from kode_tui.pathnames import scrub_text
 from kode_tui.session import Context
+from kode_tui.session.context import ContextWriteError
 from kode_tui.session.timetravel import FilePlan, apply_file_revert, plan_file_revert
 from kode_tui.soul import prompts
 from kode_tui.soul.approval import Approval
@@ -139,6 +147,13 @@ class _Streamed:
     parts: list[ContentPart] = field(default_factory=list)
     calls: dict[str, ToolCall] = field(default_factory=dict)
     usage: TokenUsage | None = None
+    renamed: dict[str, str] = field(default_factory=dict)
+    """Provider id -> the id the call is kept under: a repeated (or empty) id gets a new one, so
+    two calls are never merged into one and each gets its own result."""
+
+    def call_id(self, item: ToolCallStart | ToolCallDelta) -> str:
+        """The id a streamed tool-call item belongs to in this response."""
+        return self.renamed.get(item.id, item.id)
 
     def add(self, item: StreamItem) -> None:
         if isinstance(item, TextPart | ThinkPart):
@@ -151,16 +166,34 @@ class _Streamed:
             else:
                 self.parts.append(item.model_copy())
         elif isinstance(item, ToolCallStart):
-            self.calls[item.id] = ToolCall(
-                id=item.id, function=FunctionBody(name=item.name, arguments="")
+            call_id = item.id
+            if not call_id or call_id in self.calls:
+                call_id = self._fresh_id(call_id or "call")
+                self.renamed[item.id] = call_id
+            else:
+                self.renamed.pop(item.id, None)
+            self.calls[call_id] = ToolCall(
+                id=call_id, function=FunctionBody(name=item.name, arguments="")
             )
         elif isinstance(item, ToolCallDelta):
-            if item.id not in self.calls:  # a provider that never announced the call
-                self.calls[item.id] = ToolCall(id=item.id, function=FunctionBody(name=""))
-            function = self.calls[item.id].function
+            call_id = self.call_id(item)
+            if call_id not in self.calls:  # a provider that never announced the call
+                self.calls[call_id] = ToolCall(id=call_id, function=FunctionBody(name=""))
+            function = self.calls[call_id].function
             function.arguments = (function.arguments or "") + item.arguments_delta
         else:
             self.usage = item
+
+    def _fresh_id(self, base: str) -> str:
+        return next(f"{base}_{n}" for n in itertools.count(2) if f"{base}_{n}" not in self.calls)
+
+    def is_empty(self) -> bool:
+        """No text, no thought, no tool call: nothing a message could hold."""
+        return not self.calls and not any(
+            not isinstance(p, TextPart | ThinkPart)
+            or (p.text if isinstance(p, TextPart) else p.think)
+            for p in self.parts
+        )
 
     def message(self) -> Message:
         parts = [p for p in self.parts if not isinstance(p, TextPart) or p.text]
@@ -202,6 +235,7 @@ class KodeSoul:
         self.project = project
         self.reminders = reminders
         self._turn_text = ""
+        self._notices: list[str] = _damaged_notice(context)
         self._denwa_renji = denwa_renji
         self._system_prompt = system_prompt
         # DESIGN.md §7's initial=0.3 (tenacity 9.2 calls it `multiplier`).
@@ -263,31 +297,63 @@ class KodeSoul:
             usage=usage,
         )
 
+    def send_notices(self) -> None:
+        """Send, once, what the user should know about the session as it was opened (damaged
+        lines skipped in its context). `run()` sends them after the first TurnBegin; a front end
+        whose views are subscribed earlier may call this at open to show them at once."""
+        notices, self._notices = self._notices, []
+        for notice in notices:
+            self.bus.send(ev.Warning(message=notice))
+
     # --- a turn --------------------------------------------------------------------------------
 
     async def run(self, user_input: str | list[ContentPart]) -> TurnResult:
         """One turn for the user's message. Cancelling it (Esc) raises CancelledError after
         StepInterrupted and TurnEnd were sent; the context then holds only whole steps."""
         masking.refresh()  # a key set since the last turn is masked in what this turn writes
+        user_input = _encodable_input(user_input)
         self.bus.send(ev.TurnBegin(user_input=user_input))
+        self.send_notices()
         self._turn_text = (
             user_input
             if isinstance(user_input, str)
             else "".join(p.text for p in user_input if isinstance(p, TextPart))
         )
         try:
-            if self.context.system_prompt is None and self._system_prompt:
-                await self.context.write_system_prompt(self._system_prompt)
-            await self._checkpoint()
-            await self.context.append_message(Message(role="user", content=user_input))
+            try:
+                if self.context.system_prompt is None and self._system_prompt:
+                    await self.context.write_system_prompt(self._system_prompt)
+                await self._checkpoint()
+                await self.context.append_message(Message(role="user", content=user_input))
+            except OSError as error:
+                return self._storage_failed(0, error)
             self.bus.send(self.status())
             result = await self._agent_loop()
         finally:
             try:
-                await asyncio.shield(self.context.sync())
+                await asyncio.shield(self._sync())
             finally:
                 self.bus.send(ev.TurnEnd())
         return result
+
+    async def _sync(self) -> None:
+        try:
+            await self.context.sync()
+        except OSError as error:
+            # Every record was handed to the OS; only durability against a crash is at stake.
+            log.warning("could not fsync %s: %s", self.context.path, error)
+
+    def _storage_failed(self, step: int, error: OSError) -> TurnResult:
+        """A session file could not be written: one sentence for the user, the turn ends.
+
+        The context cut the failed write back and kept its memory as it was, so the next turn
+        (once there is room again) goes on from the last whole step."""
+        message = _storage_message(error)
+        log.warning("step %d: %s", step, error)
+        if step:
+            self.bus.send(ev.StepInterrupted(reason=message))
+        self.bus.send(ev.Error(message=message))
+        return TurnResult("error", step, message)
 
     async def _agent_loop(self) -> TurnResult:
         step = 1
@@ -299,7 +365,10 @@ class KodeSoul:
                 await self._checkpoint()
                 finished = await self._step(step)
             except BackToTheFuture as jump:
-                await self._travel(jump)
+                try:
+                    await self._travel(jump)
+                except OSError as error:
+                    return self._storage_failed(step, error)
                 continue
             except asyncio.CancelledError:
                 self.bus.send(ev.StepInterrupted(reason="interrupted by the user"))
@@ -311,6 +380,9 @@ class KodeSoul:
                 self.bus.send(ev.StepInterrupted(reason=message))
                 self.bus.send(ev.Error(message=message))
                 return TurnResult("error", step, message)
+            except OSError as error:
+                # Tools report their own OSErrors as results: this is a session file.
+                return self._storage_failed(step, error)
             if finished is not None:
                 return TurnResult(finished, step)
             step += 1
@@ -346,6 +418,14 @@ class KodeSoul:
         streamed = await self._call_llm(step)
         if streamed.usage is not None:
             await self.context.update_token_count(streamed.usage.input)
+        if streamed.is_empty():
+            # An empty assistant message is refused by some providers in later requests, and
+            # would show as nothing: it is not kept, and the user is told.
+            self.bus.send(
+                ev.Warning(message="the model returned an empty answer; nothing was added")
+            )
+            self.bus.send(self.status(streamed.usage))
+            return "done"
         message = streamed.message()
         results: list[tuple[str, ToolOutput]] = []
         any_rejected = False
@@ -380,7 +460,8 @@ class KodeSoul:
     async def _call_llm(self, step: int) -> _Streamed:
         """Stream one response, sending it on the wire, retried as DESIGN.md §7 says."""
         system_prompt = await self.request_system_prompt()
-        history: Sequence[Message] = self.context.history
+        # Every tool call goes with exactly one result, or the provider refuses the request.
+        history: Sequence[Message] = paired(self.context.history)
         if self.reminders is not None:
             chosen = self.reminders.generate(
                 todos=self.env.state.todos,
@@ -441,10 +522,15 @@ class KodeSoul:
                 self.bus.send(ev.ContentPart(part=item))
             elif isinstance(item, ToolCallStart):
                 self.bus.send(
-                    ev.ToolCall(id=item.id, function=FunctionBody(name=item.name, arguments=""))
+                    ev.ToolCall(
+                        id=streamed.call_id(item),
+                        function=FunctionBody(name=item.name, arguments=""),
+                    )
                 )
             elif isinstance(item, ToolCallDelta):
-                self.bus.send(ev.ToolCallPart(id=item.id, arguments_delta=item.arguments_delta))
+                self.bus.send(
+                    ev.ToolCallPart(id=streamed.call_id(item), arguments_delta=item.arguments_delta)
+                )
         return streamed
 
     async def _run_tool(self, prepared: PreparedCall) -> tuple[ToolOutput, bool]:
@@ -465,10 +551,12 @@ class KodeSoul:
     async def _grow_context(
         self, message: Message, usage: TokenUsage | None, results: list[tuple[str, ToolOutput]]
     ) -> None:
-        await self.context.append_message(message)
+        # One write: a kill or a full disk leaves the whole step on disk or none of it.
+        records: list[Message | UsageRecord] = [message]
         if usage is not None:
-            await self.context.update_token_count(usage.input + usage.output)
-        await self.context.append_message([tool_message(i, r) for i, r in results])
+            records.append(UsageRecord(token_count=usage.input + usage.output))
+        records.extend(tool_message(i, r) for i, r in results)
+        await self.context.append_records(records)
 
     # --- time travel ---------------------------------------------------------------------------
 
@@ -580,13 +668,25 @@ class KodeSoul:
         before: int,
         after: int,
     ) -> str | None:
-        rotated = await self.context.clear(
-            reason="compaction", strategy=strategy, tokens_before=before, tokens_after=after
-        )
+        # The new context (prompt, checkpoint 0, the summary) goes live in one swap: a kill or
+        # a full disk halfway must not leave an emptied context behind.
+        records: list[Message | CheckpointRecord | SystemPromptRecord] = []
         if prompt:
-            await self.context.write_system_prompt(prompt)
-        await self._checkpoint()
-        await self.context.append_message(messages)
+            records.append(SystemPromptRecord(content=prompt))
+        records.append(CheckpointRecord(id=0))
+        if self._checkpoint_messages:
+            records.append(Message(role="user", content="<system>CHECKPOINT 0</system>"))
+        records.extend(messages)
+        rotated = await self.context.replace_all(
+            records,
+            reason="compaction",
+            strategy=strategy,
+            tokens_before=before,
+            tokens_after=after,
+        )
+        if self._denwa_renji is not None:
+            self._denwa_renji.set_n_checkpoints(self.context.n_checkpoints)
+        self.bus.send(ev.CheckpointCreated(id=0))
         return rotated.name if rotated is not None else None
 
 
@@ -623,7 +723,7 @@ class _RetryingProvider:
         tools: Sequence[dict[str, Any]],
     ) -> AsyncIterator[StreamItem]:
         provider = self._soul.provider
-        system_prompt, history = _masked(system_prompt, history)
+        system_prompt, history = _masked(system_prompt, paired(history))
 
         async def read_all() -> list[StreamItem]:
             return [item async for item in provider.stream(system_prompt, history, tools)]
@@ -640,6 +740,38 @@ def _masked(
     this is where a changed key is noticed."""
     masking.refresh()
     return masking.mask_value(system_prompt), masking.mask_each(history)
+
+
+def _encodable_input(user_input: str | list[ContentPart]) -> str | list[ContentPart]:
+    """The user's message with bytes that are not UTF-8 (an argv or a pipe in another encoding)
+    shown as `\\xHH`: a lone surrogate would fail every write and request of the session."""
+    if isinstance(user_input, str):
+        return scrub_text(user_input)
+    return [
+        p.model_copy(update={"text": scrub_text(p.text)}) if isinstance(p, TextPart) else p
+        for p in user_input
+    ]
+
+
+def _damaged_notice(context: Context) -> list[str]:
+    """The one line telling the user that opening the context skipped damaged lines."""
+    count = len(context.warnings)
+    if not count:
+        return []
+    lines = "1 damaged line was" if count == 1 else f"{count} damaged lines were"
+    return [f"{context.path.name}: {lines} skipped (kept on disk; details in the log)"]
+
+
+def _storage_message(error: OSError) -> str:
+    if isinstance(error, ContextWriteError):
+        return str(error)
+    if error.errno in (errno.ENOSPC, errno.EDQUOT):
+        return (
+            "disk full: the session could not be saved, so the last change was not saved and "
+            "the session is as it was before it (nothing was lost); free some space and try again"
+        )
+    where = f": {error.filename}" if error.filename else ""
+    return f"could not write the session: {error.strerror or error}{where}"
 
 
 def _next_start(checkpoints: Sequence[Any], checkpoint_id: int, end: int) -> int:

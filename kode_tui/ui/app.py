@@ -158,6 +158,8 @@ class KodeApp(App[None]):
         self.call_after_refresh(self.theme_changed_signal.subscribe, self, self._save_theme)
         if self._locked is not None:
             self._ask_locked()
+        elif self._opened_context is not None and self._opened_context.read_only:
+            self._view_read_only()
         elif self._pick_session:
             self._pick_first_session()
         else:
@@ -169,9 +171,17 @@ class KodeApp(App[None]):
         if await self._load_settings():
             await self._open(self.session, self._opened_context)
 
+    @work(exclusive=True, group="open")
+    async def _view_read_only(self) -> None:
+        """The session's folder cannot be written: show it, with no agent."""
+        assert self.session is not None and self._opened_context is not None
+        if await self._load_settings():
+            await self._open_read_only(self.session, self._opened_context)
+
     @work(exclusive=True, group="pick")
     async def _pick_first_session(self) -> None:
-        from kode_tui.session import Context, SessionLocked
+        from kode_tui.session import SessionLocked
+        from kode_tui.session.context import restore_or_view
         from kode_tui.ui.screens.sessions import SessionPicker
 
         if not await self._load_settings():
@@ -180,12 +190,15 @@ class KodeApp(App[None]):
         if chosen is None:
             self.exit()
             return
-        context = Context(chosen.context_file)
         try:
-            await context.restore()
+            context = await restore_or_view(chosen.context_file)
         except SessionLocked as locked:
             self.session, self._locked = chosen, locked
             self._ask_locked()
+            return
+        if context.read_only:
+            self.session = chosen
+            await self._open_read_only(chosen, context)
             return
         await self._open(chosen, context)
 
@@ -260,12 +273,18 @@ class KodeApp(App[None]):
         if self._queue:  # typed while the agent was starting
             self.send(self._queue.pop(0))
 
-    async def _open_read_only(self, session: Session) -> None:
-        """Show a copy of a session another kode-tui is writing; nothing can be sent."""
+    async def _open_read_only(self, session: Session, context: Context | None = None) -> None:
+        """Show a copy of a session another kode-tui is writing, or `context` opened read-only
+        (its folder cannot be written); nothing can be sent."""
         from kode_tui.session import Context
         from kode_tui.wire import WireBus
 
         self.read_only = True
+        if context is not None:
+            self._opened_context = context
+            await self._show(context, WireBus())
+            self.notify("Read-only: this session's folder cannot be written.", timeout=6)
+            return
         self._read_only_dir = tempfile.TemporaryDirectory(prefix="kode-tui-read-only-")
         copy = Path(self._read_only_dir.name)
         for path in session.dir.glob("context*.jsonl"):

@@ -428,7 +428,7 @@ def read_wire(path: Path | str) -> Iterator[WireRecord]:
         for number, line in enumerate(file, start=1):
             try:
                 record = _parse_line(line)
-            except ValueError as error:
+            except (ValueError, RecursionError) as error:  # RecursionError: nested too deeply
                 logger.warning(
                     "%s:%d: skipped a line that is not a wire record: %s", path, number, error
                 )

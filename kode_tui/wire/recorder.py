@@ -9,7 +9,9 @@ the run. Records are handed to the OS as they are written and fsynced at the end
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
+import logging
 import os
 import time
 from dataclasses import dataclass
@@ -30,6 +32,12 @@ from kode_tui.wire.events import (
     to_record,
 )
 
+log = logging.getLogger(__name__)
+
+# What is held back while the disk is full, at most; beyond it new records are dropped (counted
+# in the log), so a long outage cannot eat the memory.
+_MAX_HELD = 16 << 20
+
 
 class WireRecorder:
     """Records every event sent on `bus` to `path`, appending when the file already has records."""
@@ -40,6 +48,12 @@ class WireRecorder:
         self._fd: int | None = None
         self._subscription: Subscription[Event] | None = None
         self._run: _Run | None = None
+        self._size = 0
+        self._held: list[bytes] = []
+        """Records a failed write (a full disk) could not hand over: written first next time."""
+        self._held_size = 0
+        self._dropped = 0
+        self._failing = False
 
     def start(self) -> None:
         """Open the file and subscribe; needs a running event loop."""
@@ -47,18 +61,20 @@ class WireRecorder:
             raise RuntimeError(f"{self._path} is already being recorded")
         make_private_dir(self._path.parent)
         fd = os.open(self._path, os.O_RDWR | os.O_CREAT | os.O_APPEND, FILE_MODE)
-        size = os.fstat(fd).st_size
-        if size == 0:
-            write_all(fd, _line(METADATA))
-        elif os.pread(fd, 1, size - 1) != b"\n":
+        self._size = os.fstat(fd).st_size
+        self._fd = fd
+        if self._size == 0:
+            self._hold(_line(METADATA))
+        elif os.pread(fd, 1, self._size - 1) != b"\n":
             # A crash tore the last line; start ours on a line of their own.
-            write_all(fd, b"\n")
+            self._hold(b"\n")
+        self._write_held()
         try:
             self._subscription = self._bus.subscribe(callback=self._record)
         except BaseException:
+            self._fd = None
             os.close(fd)
             raise
-        self._fd = fd
 
     async def flush(self) -> None:
         """Write every event sent so far, ending the current run of deltas."""
@@ -75,8 +91,18 @@ class WireRecorder:
             return
         if self._subscription is not None:
             self._subscription.close()
+        self._write_held()
+        if self._held:
+            log.warning(
+                "%s: %d bytes of records could not be written (disk full?)",
+                self._path,
+                self._held_size,
+            )
         fd, self._fd = self._fd, None
-        await asyncio.to_thread(_sync_and_close, fd)
+        try:
+            await asyncio.to_thread(_sync_and_close, fd)
+        except OSError as error:
+            log.warning("could not fsync %s: %s", self._path, error)
 
     async def __aenter__(self) -> WireRecorder:
         self.start()
@@ -102,7 +128,10 @@ class WireRecorder:
             return
         self._write(to_record(event, now))
         if isinstance(event, TurnEnd) and self._fd is not None:
-            await asyncio.to_thread(os.fsync, self._fd)
+            try:
+                await asyncio.to_thread(os.fsync, self._fd)
+            except OSError as error:
+                log.warning("could not fsync %s: %s", self._path, error)
 
     def _end_run(self) -> None:
         if self._run is not None:
@@ -110,8 +139,41 @@ class WireRecorder:
             self._write(to_record(run.event(), run.timestamp))
 
     def _write(self, record: dict[str, Any]) -> None:
-        if self._fd is not None:
-            write_all(self._fd, _line(record))
+        if self._fd is None:
+            return
+        self._hold(_line(record))
+        self._write_held()
+
+    def _hold(self, line: bytes) -> None:
+        if self._held_size + len(line) > _MAX_HELD:
+            self._dropped += 1
+            log.warning("%s: dropped a record, %d so far (disk full?)", self._path, self._dropped)
+            return
+        self._held.append(line)
+        self._held_size += len(line)
+
+    def _write_held(self) -> None:
+        """Hand the held records over in one write; when it fails (a full disk), cut the file
+        back to its last whole line and keep them for the next write: no torn line for the next
+        record to be glued onto, and no record lost once there is room again."""
+        if not self._held or self._fd is None:
+            return
+        try:
+            if self._failing:
+                os.ftruncate(self._fd, self._size)  # what the last failed write left
+            data = b"".join(self._held)
+            write_all(self._fd, data)
+        except OSError as error:
+            with contextlib.suppress(OSError):
+                os.ftruncate(self._fd, self._size)
+            if not self._failing:
+                log.warning("could not write %s, holding records back: %s", self._path, error)
+            self._failing = True
+            return
+        self._failing = False
+        self._size += len(data)
+        self._held.clear()
+        self._held_size = 0
 
 
 @dataclass(frozen=True, slots=True)

@@ -199,6 +199,8 @@ class LiteLLMProvider:
                 except StopAsyncIteration:
                     break
                 except Exception as exc:
+                    if _CUT_OFF.search(str(exc)):
+                        raise self._cut_off() from exc
                     raise self._error(exc, api_key) from exc
                 for item in reader.read(chunk):
                     yield item
@@ -210,8 +212,17 @@ class LiteLLMProvider:
                     await close()
                 except Exception:
                     logging.getLogger(__name__).debug("closing the stream failed", exc_info=True)
+        if not reader.finished:
+            # A stream that just stops (a proxy or server that dropped the rest) is not an
+            # answer: taking it as one would keep half a message, or tool calls cut in two.
+            raise self._cut_off()
         if reader.usage is not None:
             yield reader.usage
+
+    def _cut_off(self) -> LLMConnectionError:
+        return LLMConnectionError(
+            f"the answer from {self._model} was cut off (the stream ended before it finished)"
+        )
 
     def _api_key(self) -> str | None:
         if self._api_key_env is None:
@@ -289,6 +300,9 @@ class LiteLLMProvider:
         return LLMStatusError(f"{model} answered HTTP {status}: {detail}", status)
 
 
+# litellm's words when it notices a stream that ended early itself.
+_CUT_OFF = re.compile(r"ended before a finish_reason", re.IGNORECASE)
+
 _OTHER_KEY_VARS = {
     "ANTHROPIC_API_KEY": ("ANTHROPIC_AUTH_TOKEN",),
     "GEMINI_API_KEY": ("GOOGLE_API_KEY",),
@@ -301,6 +315,8 @@ class _ChunkReader:
 
     def __init__(self) -> None:
         self.usage: TokenUsage | None = None
+        self.finished = False
+        """A chunk said why the answer ended (a finish reason): it came whole."""
         self._call_ids: dict[Any, str] = {}
 
     def read(self, chunk: Any) -> Iterator[StreamItem]:
@@ -310,6 +326,8 @@ class _ChunkReader:
         choices = getattr(chunk, "choices", None) or ()
         if not choices:
             return
+        if _field(choices[0], "finish_reason"):
+            self.finished = True
         delta = getattr(choices[0], "delta", None)
         if delta is None:
             return
