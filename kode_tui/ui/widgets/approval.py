@@ -18,7 +18,15 @@ from textual.reactive import reactive
 from textual.widget import Widget
 from textual.widgets import Button, Input, Static
 
-from kode_tui.ui.screens.diff import DiffScreen, diff_lines, render_diff_lines
+from kode_tui.safetext import visible
+from kode_tui.ui.screens.diff import (
+    DiffScreen,
+    command_lines,
+    command_text,
+    command_warnings,
+    diff_lines,
+    render_diff_lines,
+)
 from kode_tui.wire import WireBus
 from kode_tui.wire.bus import Subscription
 from kode_tui.wire.events import (
@@ -33,6 +41,16 @@ from kode_tui.wire.events import (
 
 EXCERPT_LINES = 12
 """Lines of diff or command the panel shows; `d` shows the rest."""
+TAIL_LINES = 3
+"""Of a command longer than the excerpt, the last lines shown too: what runs last is where a
+long command would hide its point."""
+TITLE_CHARS = 60
+"""The title quotes this much of a command the panel shows in full below it."""
+LINE_CHARS = 300
+"""A command line longer than this shows its start and end, and how much lies between."""
+SPACE_RUN = 8
+"""Spaces in a row from which a command line says how many there are instead of showing them
+(they could push the rest of the line out of sight)."""
 
 _GROUP = Binding.Group("Approval")
 
@@ -204,7 +222,7 @@ A tool call waits for your answer.
         request = self.current
         assert request is not None
         self._update_title()
-        action = Content.styled(request.action, "$text-muted")
+        action = Content.styled(visible(request.action, multiline=False), "$text-muted")
         if request.outside_work_dir:
             action = Content.assemble(
                 action, ("  ⚠ outside the working directory", "bold $text-warning")
@@ -241,7 +259,8 @@ A tool call waits for your answer.
         if request is None or not request.scope_label:
             return
         session = self.query_one("#approval-session", Button)
-        label = f"a  for this session: {request.scope_label}"
+        scope = visible(request.scope_label, multiline=False)
+        label = f"a  for this session: {scope}"
         # Not laid out yet (the panel was hidden): on_resize fits it once it is.
         if self.content_region.width:
             others = sum(
@@ -251,10 +270,11 @@ A tool call waits for your answer.
             )
             room = self.content_region.width - others - 3
             if cell_len(label) > room:
-                label = f"a  session: {request.scope_label}"
+                label = f"a  session: {scope}"
             if cell_len(label) > room:
                 label = label[: max(room - 1, 12)] + "…"
-        session.label = label
+        # Content, not str: a Button reads a str label as markup.
+        session.label = Content(label)
         session.refresh(layout=True)
 
     def _update_title(self) -> None:
@@ -373,10 +393,27 @@ A tool call waits for your answer.
 
 
 def _subject(request: ApprovalRequest) -> str:
+    description = request.description
+    shown_below = any(
+        isinstance(block, ShellBlock) and block.command == description for block in request.display
+    )
+    if shown_below:
+        # A command shows whole in the body (and in the full view); the title only names it.
+        lines = description.split("\n")
+        first = command_text(lines[0].strip())
+        if len(first) > TITLE_CHARS:
+            first = first[: TITLE_CHARS - 1] + "…"
+        if len(lines) > 1:
+            description = f"{first} … ({len(lines)} lines)" if first else f"({len(lines)} lines)"
+        else:
+            description = first
+    else:
+        description = visible(description, multiline=False)
+    tool = visible(request.tool_name, multiline=False)
     # Edits describe themselves with the tool's name ("WriteFile a.py"); commands do not.
-    if not request.tool_name or request.description.startswith(request.tool_name):
-        return request.description
-    return f"{request.tool_name}: {request.description}"
+    if not tool or description.startswith(tool):
+        return description
+    return f"{tool}: {description}"
 
 
 def _excerpt(request: ApprovalRequest) -> Content:
@@ -388,7 +425,7 @@ def _excerpt(request: ApprovalRequest) -> Content:
     for block in request.display:
         if isinstance(block, DiffBlock):
             if len(diffs) > 1:
-                parts.append(Content.styled(block.path, "bold"))
+                parts.append(Content.styled(visible(block.path, multiline=False), "bold"))
                 lines_left -= 1
             # One line more than fits tells whether there is more; a new file may be huge.
             lines = list(
@@ -402,13 +439,12 @@ def _excerpt(request: ApprovalRequest) -> Content:
                 parts.append(Content.styled("(no changes)", "$text-muted"))
             lines_left -= len(shown)
         elif isinstance(block, ShellBlock):
-            command = block.command.splitlines() or [""]
-            shown_command = command[:lines_left]
-            truncated = truncated or len(shown_command) < len(command)
-            parts.append(
-                Content.assemble(("$ ", "$text-muted"), ("\n".join(shown_command), "bold"))
-            )
-            lines_left -= len(shown_command)
+            warnings = command_warnings(block.command)
+            parts += [Content.styled(warning, "bold $text-warning") for warning in warnings]
+            # A command cut short says so in its own words (and keeps its last lines).
+            shown_command = _command_excerpt(block.command, max(lines_left, TAIL_LINES + 2))
+            parts += shown_command
+            lines_left -= len(shown_command) + len(warnings)
         if lines_left <= 0:
             truncated = truncated or block is not request.display[-1]
             break
@@ -416,6 +452,37 @@ def _excerpt(request: ApprovalRequest) -> Content:
         what = "diff" if diffs else "command"
         parts.append(Content.styled(f"… d for the full {what}", "$text-muted"))
     return Content("\n").join(parts)
+
+
+def _command_excerpt(command: str, room: int) -> list[Content]:
+    """The lines of a command the panel shows in `room` lines.
+
+    Nothing goes unsaid: runs of empty lines become one line that counts them, and a command
+    still too long shows its first lines, how many follow, and its last `TAIL_LINES` lines.
+    """
+    raw = command.split("\n")
+    rendered = command_lines(command, max_chars=LINE_CHARS)
+    lines: list[Content] = rendered[:1]
+    index = 1
+    while index < len(raw):
+        end = index
+        while end < len(raw) - 1 and not raw[end].strip():
+            end += 1
+        if end - index >= 2:
+            # `index` .. `end - 1` are empty and each ends with a line break.
+            lines.append(Content.styled(f"  ⋮ {end - index} empty lines ↵", "italic $text-warning"))
+            index = end
+            continue
+        lines.append(rendered[index])
+        index += 1
+    if len(lines) <= room:
+        return lines
+    head = room - TAIL_LINES - 1
+    left_out = len(lines) - head - TAIL_LINES
+    marker = Content.styled(
+        f"  ⋮ {left_out} more lines · d shows the whole command", "italic $text-warning"
+    )
+    return [*lines[:head], marker, *lines[-TAIL_LINES:]]
 
 
 if __name__ == "__main__":
