@@ -30,7 +30,9 @@ HOSTILE = (
 )
 """Every kind of character that must not reach the terminal as it is."""
 
-_FORBIDDEN = re.compile("[\x00-\x09\x0b-\x1f\x7f-\x9f\u061c\u200b\u200e\u200f\u202a-\u202e\u2066-\u2069]")
+_FORBIDDEN = re.compile(
+    "[\x00-\x09\x0b-\x1f\x7f-\x9f\u061c\u200b\u200e\u200f\u202a-\u202e\u2066-\u2069]"
+)
 """What must never be in a segment: C0 (a line feed ends a line of the update, so it is not in
 one), DEL, C1, bidirectional controls, zero-width space. Tabs too: Textual expands them."""
 
@@ -38,9 +40,7 @@ one), DEL, C1, bidirectional controls, zero-width space. Tabs too: Textual expan
 def terminal_text(app: App[Any]) -> str:
     """What the current screen writes to the terminal, Textual's own escape sequences aside:
     the text of every segment and the target of every link, a line per screen row."""
-    update = app.screen._compositor.render_update(
-        full=True, screen_stack=app._background_screens
-    )
+    update = app.screen._compositor.render_update(full=True, screen_stack=app._background_screens)
     rows: list[str] = []
     for line in update.strips:  # type: ignore[attr-defined]
         pieces: list[str] = []
