@@ -25,6 +25,8 @@ from textual.widgets import OptionList, TextArea
 from textual.widgets.option_list import Option
 from textual.widgets.text_area import Location
 
+from kode_tui.safetext import has_hidden, visible
+
 log = logging.getLogger(__name__)
 
 PLACEHOLDER = "Ask anything · / commands · @ files · Enter send · Ctrl+J newline"
@@ -180,6 +182,13 @@ class _Candidate:
     insert: str
     """Replaces the whole token."""
     label: Content
+
+
+def _visible_label(label: Content) -> Content:
+    """A candidate's label with no control character left raw (file names may hold any)."""
+    if not has_hidden(label.plain) and "\n" not in label.plain and "\t" not in label.plain:
+        return label
+    return Content(visible(label.plain, multiline=False))
 
 
 class CompletionList(OptionList, can_focus=False):
@@ -523,7 +532,7 @@ class PromptInput(TextArea):
             return
         if [c.insert for c in candidates] != [c.insert for c in self._candidates]:
             self._candidates = candidates
-            dropdown.set_options(Option(candidate.label) for candidate in candidates)
+            dropdown.set_options(Option(_visible_label(c.label)) for c in candidates)
             dropdown.highlighted = 0
         rows = min(len(candidates), VISIBLE_COMPLETIONS)
         # Border and padding of the list, from prompt.tcss.
