@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from rich.console import Console
-from textual import on
+from textual import events, on
 from textual.app import App, ComposeResult
 from textual.screen import Screen
 
@@ -32,6 +32,7 @@ from kode_tui.ui.screens.timetravel import RevertDialog
 from kode_tui.ui.widgets import timeline as timeline_module
 from kode_tui.ui.widgets.conversation import Conversation, FoldingBlock
 from kode_tui.ui.widgets.history import HistoryPane
+from kode_tui.ui.widgets.prompt import PromptInput
 from kode_tui.ui.widgets.timeline import CheckpointDetails, CheckpointTimeline
 from kode_tui.wire import WireBus
 from kode_tui.wire import events as ev
@@ -407,3 +408,26 @@ async def test_a_warning_event_shows_as_a_notice_in_the_conversation() -> None:
         shown = terminal_text(pilot.app)
 
     assert "⚠ 2 damaged lines of context.jsonl were skipped" in shown
+
+
+# --- the prompt ----------------------------------------------------------------------------------
+
+
+async def test_text_pasted_or_put_into_the_prompt_shows_escapes_visibly(tmp_path: Path) -> None:
+    class PromptHost(App[None]):
+        def compose(self) -> ComposeResult:
+            yield PromptInput(tmp_path)
+
+    app = PromptHost()
+    async with app.run_test(size=(200, 10)) as pilot:
+        prompt = app.query_one(PromptInput)
+        # As a revert or "copy to the prompt" of a preview puts model text there.
+        prompt.text = f"restored {HOSTILE}"
+        prompt.focus()
+        prompt.post_message(events.Paste(f" pasted {ESC}[8mhidden"))
+        await pilot.pause()
+        shown = terminal_text(app)
+
+    assert_nothing_raw(shown)
+    assert_shown_visibly(shown)
+    assert "pasted ␛[8mhidden" in shown

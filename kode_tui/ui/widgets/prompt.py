@@ -23,7 +23,7 @@ from textual.message import Message
 from textual.reactive import reactive
 from textual.widgets import OptionList, TextArea
 from textual.widgets.option_list import Option
-from textual.widgets.text_area import Location
+from textual.widgets.text_area import Edit, EditResult, Location
 
 from kode_tui.safetext import has_hidden, visible
 
@@ -308,6 +308,18 @@ class PromptInput(TextArea):
         self._candidates: list[_Candidate] = []
         self._dismissed: _Completion | None = None
         """The token Esc closed the list for; it stays closed until the token changes."""
+
+    # Text comes in pasted, completed, restored from a revert or copied from a preview, and may
+    # hold control characters: they go in as `visible()` shows them, never drawn raw. (The
+    # document is what is sent and what the cursor walks, so it is changed, not the drawing.)
+
+    def edit(self, edit: Edit) -> EditResult:
+        if has_hidden(edit.text):
+            edit.text = visible(edit.text)
+        return super().edit(edit)
+
+    def load_text(self, text: str) -> None:
+        super().load_text(visible(text))
 
     # --- public API ------------------------------------------------------------------------------
 
