@@ -120,7 +120,8 @@ class PrintView:
         name = call.function.name if call is not None else "tool"
         arguments = _short(self._arguments.get(result.tool_call_id, ""))
         brief = next((b.text for b in result.display if isinstance(b, ev.BriefBlock)), "")
-        status = brief or next(iter(result.message.splitlines()), "")
+        # Visible before splitting: only a line feed ends the status line.
+        status = brief or next(iter(visible(result.message).splitlines()), "")
         mark = "✗" if result.is_error else "✓"
         if not self._at_line_start:
             self._write("\n")
