@@ -114,7 +114,7 @@ class _Row(Visual):
         return self.content.get_optimal_width(rules, container_width)
 
     def get_height(self, rules: RulesMap, width: int) -> int:
-        return 1  # labels are one line (control characters are removed), drawn without wrapping
+        return 1  # labels are one line (`_first_line`), drawn without wrapping
 
 
 _LABEL_STYLES = {
