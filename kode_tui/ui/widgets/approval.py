@@ -48,9 +48,8 @@ TITLE_CHARS = 60
 """The title quotes this much of a command the panel shows in full below it."""
 LINE_CHARS = 300
 """A command line longer than this shows its start and end, and how much lies between."""
-SPACE_RUN = 8
-"""Spaces in a row from which a command line says how many there are instead of showing them
-(they could push the rest of the line out of sight)."""
+PANEL_LINES = 5
+"""Lines of the panel besides the excerpt: its border, title, action and choices."""
 
 _GROUP = Binding.Group("Approval")
 
@@ -146,6 +145,7 @@ A tool call waits for your answer.
         self._subscription: Subscription[Event] | None = None
         self._previous_focus: Widget | None = None
         self._shown_at = 0.0
+        self._excerpt_room = 0
         self.key_delay_s = KEY_DELAY_S
         """How long after a request shows its keys start to count (the buttons count at once)."""
 
@@ -228,10 +228,7 @@ A tool call waits for your answer.
                 action, ("  ⚠ outside the working directory", "bold $text-warning")
             )
         self.query_one("#approval-action", Static).update(action)
-        excerpt = _excerpt(request)
-        display = self.query_one("#approval-display", Static)
-        display.update(excerpt)
-        display.display = bool(excerpt)
+        self._show_excerpt()
         self.query_one("#approval-session", Button).display = bool(request.scope_label)
         full_view = self.query_one("#approval-full-view", Button)
         only_commands = all(isinstance(block, ShellBlock) for block in request.display)
@@ -252,6 +249,22 @@ A tool call waits for your answer.
 
     def on_resize(self) -> None:
         self._fit_session_label()
+        if self.current is not None:
+            self._show_excerpt(again=True)
+
+    def _show_excerpt(self, *, again: bool = False) -> None:
+        request = self.current
+        assert request is not None
+        # The panel takes at most half the screen, and a short one clips the excerpt's end,
+        # where a long command's last lines are: fit the excerpt to the room there is.
+        room = max(3, min(EXCERPT_LINES, self.screen.size.height // 2 - PANEL_LINES))
+        if again and room == self._excerpt_room:
+            return
+        self._excerpt_room = room
+        excerpt = _excerpt(request, room)
+        display = self.query_one("#approval-display", Static)
+        display.update(excerpt)
+        display.display = bool(excerpt)
 
     def _fit_session_label(self) -> None:
         """Shorten the `a` label (the only long one) until the choices fit on their line."""
@@ -416,11 +429,12 @@ def _subject(request: ApprovalRequest) -> str:
     return f"{tool}: {description}"
 
 
-def _excerpt(request: ApprovalRequest) -> Content:
-    """The start of the request's diffs and commands, at most `EXCERPT_LINES` lines."""
+def _excerpt(request: ApprovalRequest, room: int = EXCERPT_LINES) -> Content:
+    """The start of the request's diffs and commands in about `room` lines (a command's
+    warnings come on top)."""
     diffs = [block for block in request.display if isinstance(block, DiffBlock)]
     parts: list[Content] = []
-    lines_left = EXCERPT_LINES
+    lines_left = room
     truncated = False
     for block in request.display:
         if isinstance(block, DiffBlock):
@@ -442,7 +456,7 @@ def _excerpt(request: ApprovalRequest) -> Content:
             warnings = command_warnings(block.command)
             parts += [Content.styled(warning, "bold $text-warning") for warning in warnings]
             # A command cut short says so in its own words (and keeps its last lines).
-            shown_command = _command_excerpt(block.command, max(lines_left, TAIL_LINES + 2))
+            shown_command = _command_excerpt(block.command, max(3, lines_left - len(warnings)))
             parts += shown_command
             lines_left -= len(shown_command) + len(warnings)
         if lines_left <= 0:
@@ -455,7 +469,7 @@ def _excerpt(request: ApprovalRequest) -> Content:
 
 
 def _command_excerpt(command: str, room: int) -> list[Content]:
-    """The lines of a command the panel shows in `room` lines.
+    """The lines of a command the panel shows in `room` lines (at least 3).
 
     Nothing goes unsaid: runs of empty lines become one line that counts them, and a command
     still too long shows its first lines, how many follow, and its last `TAIL_LINES` lines.
@@ -477,12 +491,13 @@ def _command_excerpt(command: str, room: int) -> list[Content]:
         index += 1
     if len(lines) <= room:
         return lines
-    head = room - TAIL_LINES - 1
-    left_out = len(lines) - head - TAIL_LINES
+    tail = min(TAIL_LINES, room - 2)
+    head = room - tail - 1
+    left_out = len(lines) - head - tail
     marker = Content.styled(
         f"  ⋮ {left_out} more lines · d shows the whole command", "italic $text-warning"
     )
-    return [*lines[:head], marker, *lines[-TAIL_LINES:]]
+    return [*lines[:head], marker, *lines[-tail:]]
 
 
 if __name__ == "__main__":
