@@ -1,9 +1,17 @@
 """Print mode: one turn, headless (`kode-tui -p "prompt" --print`).
 
 The answer streams to stdout, with one line per tool call; what the user should know but a pipe
-should not get (retries, the session id, why it failed) goes to stderr. Approvals are rejected
-unless `--yolo` (or the configured approval mode lets the call through). The exit status is 0
-when the turn finished, 1 when it failed or stopped, 130 on Ctrl+C.
+should not get (retries, warnings, the session id, why it failed) goes to stderr, one line each.
+Approvals are rejected unless `--yolo` (or the configured approval mode lets the call through).
+The exit status is 0 when the turn finished, 1 when it failed or stopped, 130 on Ctrl+C.
+
+Nothing the model, a tool or a file says reaches the terminal as it is: control characters and
+escape sequences are shown as `kode_tui.safetext.visible` shows them (`␛[8m`).
+
+When a step's model call fails midway and is tried again, what that attempt said is void. On a
+terminal it has been seen already: the note on stderr says so and the new attempt starts on a
+new line. Into a pipe or a file, a step's text is written once its model call has ended, so the
+output holds only what the final attempt said.
 """
 
 from __future__ import annotations
@@ -13,9 +21,10 @@ import sys
 from typing import TextIO
 
 from kode_tui.config import Config, ModelChoice
+from kode_tui.safetext import visible
 from kode_tui.session import Context, Session
 from kode_tui.soul.agent import open_agent
-from kode_tui.soul.llm import LLMError
+from kode_tui.soul.llm import ChatProvider, LLMError
 from kode_tui.soul.llm.demo import DemoProvider
 from kode_tui.soul.soul import ContextReport, KodeSoul
 from kode_tui.wire import events as ev
@@ -32,11 +41,24 @@ class PrintView:
         self._calls: dict[str, ev.ToolCall] = {}
         self._arguments: dict[str, str] = {}
         self._at_line_start = True
+        self._live = _is_terminal(out)
+        """Whether text is written as it arrives (else once the model call that said it ended)."""
+        self._attempt: list[str] = []
+        """What the running model call said so far (written already when live)."""
 
     def __call__(self, event: ev.Event) -> None:
+        if isinstance(event, ev.ContentPart):
+            if getattr(event.part, "type", None) == "text":
+                self._say(getattr(event.part, "text", ""))
+            return
+        if isinstance(event, ev.StepRetry):
+            self._retry(event)
+            return
+        # Any other event of a step comes once its model call has ended (tool calls stream
+        # within it, but are written only with their results).
+        if not isinstance(event, ev.ToolCall | ev.ToolCallPart):
+            self._end_attempt()
         match event:
-            case ev.ContentPart(part=part) if getattr(part, "type", None) == "text":
-                self._write(getattr(part, "text", ""))
             case ev.ToolCall():
                 self._calls[event.id] = event
                 self._arguments[event.id] = event.function.arguments or ""
@@ -52,11 +74,6 @@ class PrintView:
                     f"rejected {event.description}: it needs approval ({event.action}) and "
                     "print mode asks no one; --yolo allows every call"
                 )
-            case ev.StepRetry():
-                self._note(
-                    f"{event.error}; retrying in {event.wait_s:.1f} s "
-                    f"(attempt {event.attempt} of {event.max_attempts})"
-                )
             case ev.ContextReverted(reason="dmail"):
                 self._note(f"D-Mail: the context went back to checkpoint {event.checkpoint_id}")
             case ev.CompactionEnd(rotated_file=str()):
@@ -67,12 +84,34 @@ class PrintView:
                 pass
 
     def finish(self) -> None:
+        self._end_attempt()
         if not self._at_line_start:
             self._write("\n")
 
+    def _say(self, text: str) -> None:
+        self._attempt.append(text)
+        if self._live:
+            self._write(text)
+
+    def _end_attempt(self) -> None:
+        said, self._attempt = self._attempt, []
+        if not self._live:
+            self._write("".join(said))
+
+    def _retry(self, event: ev.StepRetry) -> None:
+        void = "".join(self._attempt).strip()
+        self._attempt = []
+        if void and self._live and not self._at_line_start:
+            self._write("\n")
+        self._note(
+            f"{event.error}; retrying in {event.wait_s:.1f} s "
+            f"(attempt {event.attempt} of {event.max_attempts})"
+            + ("; the text above from the failed attempt is void" if void and self._live else "")
+        )
+
     def _write(self, text: str) -> None:
         if text:
-            self._out.write(text)
+            self._out.write(visible(text))
             self._out.flush()
             self._at_line_start = text.endswith("\n")
 
@@ -81,15 +120,29 @@ class PrintView:
         name = call.function.name if call is not None else "tool"
         arguments = _short(self._arguments.get(result.tool_call_id, ""))
         brief = next((b.text for b in result.display if isinstance(b, ev.BriefBlock)), "")
-        status = brief or next(iter(result.message.splitlines()), "")
+        # Visible before splitting: only a line feed ends the status line.
+        status = brief or next(iter(visible(result.message).splitlines()), "")
         mark = "✗" if result.is_error else "✓"
         if not self._at_line_start:
             self._write("\n")
-        self._write(f"· {name} {arguments}  {mark} {status}".rstrip() + "\n")
+        line = f"· {visible(name, multiline=False)} {arguments}  {mark} "
+        self._write((line + visible(status, multiline=False)).rstrip() + "\n")
 
     def _note(self, text: str) -> None:
-        self._err.write(f"kode-tui: {text}\n")
-        self._err.flush()
+        note(self._err, text)
+
+
+def note(err: TextIO, text: str) -> None:
+    """Write `text` to stderr as one line, `kode-tui: ...`, whatever characters it holds."""
+    err.write(f"kode-tui: {visible(text, multiline=False)}\n")
+    err.flush()
+
+
+def _is_terminal(stream: TextIO) -> bool:
+    try:
+        return stream.isatty()
+    except (AttributeError, ValueError):  # a closed or odd stream: treat it as a file
+        return False
 
 
 def _short(arguments: str) -> str:
@@ -97,6 +150,8 @@ def _short(arguments: str) -> str:
         compact = json.dumps(json.loads(arguments), ensure_ascii=False)
     except ValueError:
         compact = arguments
+    # Visible before cutting, so that a cut never splits a stand-in from what it stands for.
+    compact = visible(compact, multiline=False)
     return compact if len(compact) <= ARGUMENT_WIDTH else compact[: ARGUMENT_WIDTH - 1] + "…"
 
 
@@ -110,12 +165,13 @@ async def run_print(
     yolo: bool = False,
     out: TextIO | None = None,
     err: TextIO | None = None,
+    provider: ChatProvider | None = None,
 ) -> int:
-    """Run one turn of `session` for `prompt`; the exit status."""
+    """Run one turn of `session` for `prompt`; the exit status. `provider` answers instead of
+    the model `choice` names (a scripted one, say)."""
     out = out or sys.stdout
     err = err or sys.stderr
-    provider = None
-    if choice.is_demo:
+    if provider is None and choice.is_demo:
         err.write(
             "kode-tui: no model is configured, so this is the offline demo: "
             "a scripted agent, not an LLM.\n"
@@ -140,10 +196,10 @@ async def run_print(
         view.finish()
         await agent.close()
     if result.stop_reason == "rejected":
-        err.write("kode-tui: the turn stopped at a rejected tool call.\n")
+        note(err, "the turn stopped at a rejected tool call.")
     elif result.stop_reason != "done":
-        err.write(f"kode-tui: {result.error}\n")
-    err.write(f"kode-tui: resume this session with: {session.resume_command()}\n")
+        note(err, str(result.error))
+    note(err, f"resume this session with: {session.resume_command()}")
     return 0 if result.stop_reason == "done" else 1
 
 
@@ -159,7 +215,7 @@ async def _command(soul: KodeSoul, line: str, out: TextIO, err: TextIO) -> int:
         try:
             changed = await soul.compact(argument or None)
         except LLMError as error:
-            err.write(f"kode-tui: compaction failed: {soul.provider.model_name}: {error}\n")
+            note(err, f"compaction failed: {soul.provider.model_name}: {error}")
             return 1
         if not changed:
             out.write("Nothing to compact.\n")
@@ -173,9 +229,10 @@ async def _command(soul: KodeSoul, line: str, out: TextIO, err: TextIO) -> int:
         elif argument:
             err.write("kode-tui: /context takes no argument but `refresh`.\n")
             return 2
-        out.write(format_report(await soul.context_report()))
+        # The system prompt holds the project's files (README.md, AGENTS.md) as they are.
+        out.write(visible(format_report(await soul.context_report())))
         return 0
-    err.write(f"kode-tui: unknown command {name}; print mode knows {', '.join(COMMANDS)}.\n")
+    note(err, f"unknown command {name}; print mode knows {', '.join(COMMANDS)}.")
     return 2
 
 

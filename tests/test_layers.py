@@ -17,6 +17,7 @@ BOTTOM = {
     "kode_tui.fsutil",
     "kode_tui.masking",
     "kode_tui.pathnames",
+    "kode_tui.safetext",
 }
 
 # What each layer may import from kode_tui besides itself and the bottom layer.
@@ -25,7 +26,11 @@ ALLOWED = {
     "kode_tui.paths": set(),
     "kode_tui.config": set(),
     "kode_tui.fsutil": set(),
+<<<<<<< HEAD
     "kode_tui.masking": set(),
+=======
+    "kode_tui.safetext": set(),
+>>>>>>> i12-term
     "kode_tui.errors": set(),
     "kode_tui.session": set(),
     "kode_tui.wire": set(),

@@ -2,21 +2,30 @@
 
 from __future__ import annotations
 
+import io
 import json
 import os
+import re
 import subprocess
 import sys
+from collections.abc import AsyncIterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from kode_tui.cli import main
-from kode_tui.config import Config, resolve_model
+from kode_tui.config import Config, ModelChoice, resolve_model
+from kode_tui.message import TextPart
+from kode_tui.print_mode import PrintView, run_print
 from kode_tui.session import Session
 from kode_tui.soul.agent import open_agent
+from kode_tui.soul.llm import LLMConnectionError, StreamItem
 from kode_tui.soul.llm.demo import INTRO, NOTES_FILE, DemoProvider
+from kode_tui.soul.llm.scripted import ScriptedProvider
 from kode_tui.wire import events as ev
 from kode_tui.wire.events import read_wire
+from tests.soul_helpers import make_rig
 
 
 @pytest.fixture
@@ -206,3 +215,108 @@ def test_compact_command_in_print_mode(project: Path) -> None:
     assert "The demo cannot summarise" in context.read_text()
     unknown = kode("-p", "/frobnicate", "--print", "-C", str(project))
     assert unknown.returncode == 2 and "/compact" in unknown.stderr
+
+
+# --- what reaches the terminal -------------------------------------------------------------------
+
+HOSTILE = "start\x1b[8mhidden\x1b[0m \x1b]0;pwned\x07 csi\x9b31m cr\rover bidi\u202eevil end"
+RAW = re.compile("[\x00-\x09\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
+"""What must not reach stdout or stderr: every control character but the line feed."""
+
+
+async def test_print_mode_shows_escapes_from_the_model_and_tools_visibly(project: Path) -> None:
+    provider = ScriptedProvider(
+        [
+            {
+                "text": f"answer {HOSTILE}",
+                "tool_calls": [{"name": "No\x1b[8mTool", "arguments": {"path": "a\x9b31m"}}],
+            },
+            {"error": {"status": 400, "message": f"bad request {HOSTILE}"}},
+        ]
+    )
+    session = await Session.create(project)
+    out, err = io.StringIO(), io.StringIO()
+    choice = ModelChoice(name="scripted", model="scripted", source="flag")
+
+    status = await run_print(
+        session, None, Config(), choice, "hi", out=out, err=err, provider=provider
+    )
+
+    assert status == 1
+    for stream in (out.getvalue(), err.getvalue()):
+        assert not RAW.findall(stream), stream
+    assert (
+        "answer start␛[8mhidden␛[0m ␛]0;pwned␇ csi\\x9b31m cr␍over bidi\\u202eevil"
+        in out.getvalue()
+    )
+    assert '· No␛[8mTool {"path": "a\\x9b31m"}' in out.getvalue()
+    assert "bad request start␛[8mhidden" in err.getvalue()
+
+
+def test_print_mode_writes_a_warning_as_one_line_on_stderr() -> None:
+    out, err = io.StringIO(), io.StringIO()
+    view = PrintView(out, err)
+
+    view(ev.Warning(message="3 damaged lines were skipped\nsee \x1b[31mthe log"))
+    view.finish()
+
+    assert out.getvalue() == ""
+    assert err.getvalue() == "kode-tui: 3 damaged lines were skipped↵see ␛[31mthe log\n"
+
+
+class CutFirstAttempt(ScriptedProvider):
+    """The first call's stream drops after its first piece of text; later calls are as scripted."""
+
+    def stream(self, *args: Any) -> AsyncIterator[StreamItem]:
+        items = super().stream(*args)
+        return self._cut(items) if len(self.requests) == 1 else items
+
+    async def _cut(self, items: AsyncIterator[StreamItem]) -> AsyncIterator[StreamItem]:
+        async for item in items:
+            yield item
+            if isinstance(item, TextPart):
+                break
+        raise LLMConnectionError("the connection dropped mid-answer")
+
+
+class Terminal(io.StringIO):
+    def isatty(self) -> bool:
+        return True
+
+
+async def retried_turn(tmp_path: Path, out: io.StringIO) -> str:
+    """Run a turn whose first answer is cut and retried; what went to stderr."""
+    rig = await make_rig(tmp_path, [])
+    rig.soul.provider = CutFirstAttempt(
+        [{"text": "This answer will be cut"}, {"text": "retry answer"}]
+    )
+    err = io.StringIO()
+    view = PrintView(out, err)
+    shown = rig.bus.subscribe(callback=view)
+    result = await rig.soul.run("hi")
+    await shown.join()
+    view.finish()
+    assert result.stop_reason == "done" and rig.of(ev.StepRetry)
+    return err.getvalue()
+
+
+async def test_print_mode_into_a_pipe_writes_only_what_the_final_attempt_said(
+    tmp_path: Path,
+) -> None:
+    out = io.StringIO()
+
+    err = await retried_turn(tmp_path, out)
+
+    assert out.getvalue() == "retry answer\n"
+    assert "retrying" in err and "void" not in err
+
+
+async def test_print_mode_on_a_terminal_marks_the_text_of_a_failed_attempt_void(
+    tmp_path: Path,
+) -> None:
+    out = Terminal()
+
+    err = await retried_turn(tmp_path, out)
+
+    assert out.getvalue() == "This answer will \nretry answer\n"
+    assert "the text above from the failed attempt is void" in err

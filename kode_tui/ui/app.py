@@ -21,11 +21,14 @@ from typing import TYPE_CHECKING, ClassVar
 from textual import on, work
 from textual.app import App, SystemCommand
 from textual.binding import Binding, BindingType
+from textual.content import Content
+from textual.notifications import SeverityLevel
 from textual.screen import Screen
 from textual.worker import Worker, WorkerState
 
 from kode_tui.errors import ConfigError
 from kode_tui.paths import Paths, tilde
+from kode_tui.safetext import visible
 from kode_tui.ui import commands
 from kode_tui.ui.commands import SlashCommandProvider
 from kode_tui.ui.screens.main import MainScreen
@@ -367,7 +370,32 @@ class KodeApp(App[None]):
     async def on_unmount(self) -> None:
         await self._close_agent()
 
-    # --- the header ----------------------------------------------------------------------------
+    # --- the header and notifications ----------------------------------------------------------
+
+    def format_title(self, title: str, sub_title: str) -> Content:
+        # Session titles come from the first message, and work dirs from the file system.
+        return super().format_title(
+            visible(title, multiline=False), visible(sub_title, multiline=False)
+        )
+
+    def notify(
+        self,
+        message: str,
+        *,
+        title: str = "",
+        severity: SeverityLevel = "information",
+        timeout: float | None = None,
+        markup: bool = True,
+    ) -> None:
+        """Every notification, the screens' and widgets' too: its text is never markup (errors
+        and file names hold `[`) and shows control characters visibly."""
+        super().notify(
+            visible(message),
+            title=visible(title, multiline=False),
+            severity=severity,
+            timeout=timeout,
+            markup=False,
+        )
 
     def _update_header(self) -> None:
         session = self.session

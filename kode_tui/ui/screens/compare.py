@@ -12,6 +12,7 @@ from textual.widget import Widget
 from textual.widgets import Static
 
 from kode_tui.message import Message
+from kode_tui.safetext import visible
 from kode_tui.session.compare import CheckpointDiff, FileChange
 from kode_tui.ui.screens.diff import ScrollDialog, diff_lines, render_diff_lines
 from kode_tui.ui.screens.timetravel import message_line, shown_messages
@@ -27,7 +28,7 @@ def file_heading(change: FileChange) -> Content:
         note = " (deleted)"
     else:
         note = ""
-    return Content.assemble(change.path, (note, "$text-muted"))
+    return Content.assemble(visible(change.path, multiline=False), (note, "$text-muted"))
 
 
 def file_body(change: FileChange) -> Content:

@@ -5,13 +5,14 @@ from __future__ import annotations
 
 from typing import ClassVar, Literal
 
-from rich.markup import escape
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Vertical, VerticalScroll
+from textual.content import Content
 from textual.screen import ModalScreen
 from textual.widgets import Static
 
+from kode_tui.safetext import visible
 from kode_tui.soul.soul import ContextReport
 
 
@@ -33,22 +34,29 @@ class ContextScreen(ModalScreen[None]):
         with Vertical():
             yield Static("What the model is given", classes="dialog-title")
             share = report.context_tokens / max(report.max_context_tokens, 1)
+            # Content, not markup: names, reminders and the prompt hold file text (and `[`).
             lines = [
-                f"Context [b]{report.context_tokens:,}[/b] of {report.max_context_tokens:,} "
-                f"tokens ({share:.0%}); compacts at {report.trigger_tokens:,}",
-                "",
+                Content.assemble(
+                    "Context ",
+                    (f"{report.context_tokens:,}", "bold"),
+                    f" of {report.max_context_tokens:,} tokens ({share:.0%}); "
+                    f"compacts at {report.trigger_tokens:,}",
+                ),
+                Content(""),
             ]
-            width = max((len(name) for name, _ in report.blocks), default=0)
+            blocks = [(visible(name, multiline=False), tokens) for name, tokens in report.blocks]
+            width = max((len(name) for name, _ in blocks), default=0)
+            lines += [Content(f"  {name:<{width}}  {tokens:>8,} tokens") for name, tokens in blocks]
+            lines += [Content(""), Content.styled("Reminders of the last request", "bold")]
             lines += [
-                f"  {escape(name):<{width}}  {tokens:>8,} tokens" for name, tokens in report.blocks
-            ]
-            lines += ["", "[b]Reminders of the last request[/b]"]
-            lines += [
-                f"  [{r.kind}] {escape(r.text.splitlines()[0])}" for r in report.reminders
-            ] or ["  none"]
-            yield Static("\n".join(lines), id="context-summary")
+                Content(
+                    visible(f"  [{r.kind}] {(r.text.splitlines() or [''])[0]}", multiline=False)
+                )
+                for r in report.reminders
+            ] or [Content("  none")]
+            yield Static(Content("\n").join(lines), id="context-summary")
             with VerticalScroll(id="context-prompt"):
-                yield Static(report.system_prompt, markup=False)
+                yield Static(Content(visible(report.system_prompt)))
             yield Static("Esc close · /context refresh collects the project again",
                          classes="dialog-keys")  # fmt: skip
 
@@ -76,8 +84,10 @@ class LockedScreen(ModalScreen[LockedChoice]):
         with Vertical():
             yield Static("This session is already open", classes="dialog-title")
             yield Static(
-                f"“{escape(self._title)}” is open in kode-tui ({owner}). Only one kode-tui "
-                "can write to a session at a time."
+                Content(
+                    f"“{visible(self._title, multiline=False)}” is open in kode-tui ({owner}). "
+                    "Only one kode-tui can write to a session at a time."
+                )
             )
             yield Static(
                 "[b]r[/b] look at it read-only   [b]n[/b] start a new session   [b]q[/b] quit",

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import difflib
+import re
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import ClassVar, Literal
@@ -15,6 +16,7 @@ from textual.screen import ModalScreen
 from textual.widget import Widget
 from textual.widgets import Static
 
+from kode_tui.safetext import has_hidden, visible
 from kode_tui.wire.events import BriefBlock, DiffBlock, DisplayBlock, ShellBlock, TodoBlock
 
 LineKind = Literal["hunk", "add", "delete", "same"]
@@ -39,8 +41,9 @@ class DiffLine:
 
 
 def diff_lines(old_text: str, new_text: str, *, context: int = 3) -> Iterator[DiffLine]:
-    """The unified diff of two texts, line by line (without the `---`/`+++` header)."""
-    old, new = old_text.splitlines(), new_text.splitlines()
+    """The unified diff of two texts, line by line (without the `---`/`+++` header); control
+    characters are shown as `visible()` shows them (and break no line: only a line feed does)."""
+    old, new = visible(old_text).splitlines(), visible(new_text).splitlines()
     matcher = difflib.SequenceMatcher(None, old, new, autojunk=False)
     for group in matcher.get_grouped_opcodes(context):
         first, last = group[0], group[-1]
@@ -80,7 +83,8 @@ def render_diff_lines(lines: Sequence[DiffLine], *, line_numbers: bool = False) 
     )
     rendered: list[Content] = []
     for line in lines:
-        body = Content.styled(f"{_SIGNS[line.kind]}{line.text}", _STYLES[line.kind])
+        text = visible(line.text, multiline=False)
+        body = Content.styled(f"{_SIGNS[line.kind]}{text}", _STYLES[line.kind])
         if line_numbers:
             numbers = " ".join(
                 f"{number:>{width}}" if number else " " * width
@@ -99,18 +103,75 @@ def render_block(block: DisplayBlock, *, line_numbers: bool = True) -> Content:
             return Content.styled("(no changes)", "$text-muted")
         return render_diff_lines(lines, line_numbers=line_numbers)
     if isinstance(block, ShellBlock):
-        return Content.assemble(("$ ", "$text-muted"), (block.command, "bold"))
+        warnings = [
+            Content.styled(text, "bold $text-warning") for text in command_warnings(block.command)
+        ]
+        return Content("\n").join([*warnings, *command_lines(block.command)])
     if isinstance(block, BriefBlock):
-        return Content(block.text)
+        return Content(visible(block.text))
     if isinstance(block, TodoBlock):
-        return Content("\n").join(Content(f"[{item.status}] {item.title}") for item in block.items)
+        return Content("\n").join(
+            Content(visible(f"[{item.status}] {item.title}", multiline=False))
+            for item in block.items
+        )
     return Content("")
+
+
+_SPACE_RUN = re.compile(" {8,}")
+
+
+def command_lines(command: str, *, max_chars: int | None = None) -> list[Content]:
+    """Every line of a shell command as it is shown: `$ ` before the first, `↵` where a line
+    breaks, control characters visible, a long run of spaces counted instead of drawn (it could
+    push the rest of the line out of sight); a line longer than `max_chars` shows its start and
+    its end and how many characters lie between."""
+    lines = command.split("\n")
+    shown: list[Content] = []
+    for number, line in enumerate(lines):
+        text = command_text(line)
+        parts: list[tuple[str, str]] = [("$ " if number == 0 else "  ", "$text-muted")]
+        if max_chars is not None and len(text) > max_chars:
+            head, tail = text[: max_chars * 2 // 3], text[-(max_chars // 3) :]
+            between = len(text) - len(head) - len(tail)
+            parts += [(head, "bold"), (f" ⋯ {between} more characters ⋯ ", "italic $text-warning")]
+            parts.append((tail, "bold"))
+        else:
+            parts.append((text, "bold"))
+        if number < len(lines) - 1:
+            parts.append((" ↵", "$text-warning"))
+        shown.append(Content.assemble(*parts))
+    return shown
+
+
+def command_text(line: str) -> str:
+    """A line of a command as it is shown: control characters visible, a run of 8 spaces or
+    more counted instead of drawn."""
+    return _SPACE_RUN.sub(_counted_spaces, visible(line, multiline=False))
+
+
+def _counted_spaces(match: re.Match[str]) -> str:
+    return f" ⟨{len(match.group())} spaces⟩ "
+
+
+def command_warnings(command: str) -> list[str]:
+    """What a user should know before running `command` that a glance at it would not tell:
+    that it spans several lines, that it holds control characters (and how they are shown)."""
+    warnings = []
+    if "\n" in command:
+        warnings.append(f"⚠ {command.count(chr(10)) + 1} lines, each marked ↵ where it ends")
+    if has_hidden(command):
+        found = dict.fromkeys(
+            visible(character, multiline=False) for character in command if has_hidden(character)
+        )
+        shown = ", ".join(list(found)[:6]) + (", …" if len(found) > 6 else "")
+        warnings.append(f"⚠ contains control characters (shown as {shown})")
+    return warnings
 
 
 def block_title(block: DisplayBlock) -> str:
     """What a block is about, as a heading."""
     if isinstance(block, DiffBlock):
-        return block.path
+        return visible(block.path, multiline=False)
     if isinstance(block, ShellBlock):
         return "command"
     return ""
@@ -159,7 +220,8 @@ class ScrollDialog(ModalScreen[None]):
 
     def compose(self) -> ComposeResult:
         with Vertical(id=f"{self.NAME}-dialog", classes="dialog-frame") as dialog:
-            dialog.border_title = self.title_text
+            # Content, not str: a border title in a str is read as markup.
+            dialog.border_title = Content(visible(self.title_text, multiline=False))
             dialog.border_subtitle = "Esc / q close"
             with VerticalScroll(id=f"{self.NAME}-body", classes="dialog-body"):
                 yield from self.body()
@@ -199,7 +261,7 @@ The complete change a tool call would make. Scroll with the arrows, PgUp/PgDn or
         for block, content in shown:
             heading = block_title(block)
             if heading and (len(shown) > 1 or isinstance(block, DiffBlock)):
-                yield Static(heading, classes="dialog-heading", markup=False)
+                yield Static(Content(heading), classes="dialog-heading")
             yield Static(content, classes="dialog-text diff-text")
         if not shown:
             yield Static(Content.styled("Nothing to show.", "$text-muted"))

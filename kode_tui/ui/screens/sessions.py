@@ -22,12 +22,14 @@ from textual import getters, on, work
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, Vertical
+from textual.content import Content
 from textual.reactive import var
 from textual.screen import ModalScreen
 from textual.widgets import DataTable, Footer, Input, Label, Static, Switch
 
 from kode_tui.message import MESSAGE_ROLES
 from kode_tui.paths import Paths, canonical, work_dir_hash
+from kode_tui.safetext import visible
 from kode_tui.session import Session
 from kode_tui.session.metadata import load_metadata
 from kode_tui.session.session import CONTEXT_FILE_NAME, UNTITLED
@@ -315,10 +317,10 @@ Type to filter by title; **↑/↓** choose, **Enter** opens, **Esc** closes.
             current = self._is_current(session)
             cells: list[Text] = [
                 Text("●" if current else " "),
-                Text(session.title, style="bold" if current else ""),
+                Text(visible(session.title, multiline=False), style="bold" if current else ""),
             ]
             if self.show_all:
-                cells.append(Text(_work_dir_label(session)))
+                cells.append(Text(visible(_work_dir_label(session), multiline=False)))
             cells += [
                 Text(format_age(session.updated_at, now)),
                 Text(str(row.stats.messages), justify="right"),
@@ -329,7 +331,8 @@ Type to filter by title; **↑/↓** choose, **Enter** opens, **Esc** closes.
         table.display = bool(shown)
         self.empty.display = not shown
         if not shown:
-            self.empty.update(self._empty_text(needle))
+            # Content: the filter the user typed is not markup.
+            self.empty.update(Content(visible(self._empty_text(needle), multiline=False)))
         self.refresh_bindings()
 
     def _empty_text(self, needle: str) -> str:

@@ -24,6 +24,7 @@ from textual.screen import ModalScreen, Screen
 from textual.widgets import Button, Footer, Static
 
 from kode_tui.message import Message, TextPart, is_checkpoint_note
+from kode_tui.safetext import visible
 from kode_tui.session.rotation import Rotation
 from kode_tui.session.timetravel import ContextSnapshot, FileAction, FilePlan, compare
 from kode_tui.ui.widgets.conversation import USER_MARK, Conversation
@@ -53,8 +54,8 @@ def _plural(count: int, word: str) -> str:
 def shorten(text: str, limit: int) -> str:
     """The first non-empty line of `text`, cut to `limit` characters with "…" (also when
     lines were left out)."""
-    lines = [line.strip() for line in text.strip().splitlines()]
-    first = next((line for line in lines if line), "")
+    lines = [line.strip() for line in visible(text).strip().splitlines()]
+    first = visible(next((line for line in lines if line), ""), multiline=False)
     if len(first) > limit:
         return first[: limit - 1].rstrip() + "…"
     return first + ("…" if len(lines) > 1 else "")
@@ -62,23 +63,24 @@ def shorten(text: str, limit: int) -> str:
 
 def file_row(plan: FilePlan) -> Content:
     """One line of the revert dialog: what reverting does to a file, and why."""
+    path = visible(plan.path, multiline=False)
     if plan.action == "restore":
-        return Content.assemble(("✔ restore ", "$text-success"), " ", plan.path)
+        return Content.assemble(("✔ restore ", "$text-success"), " ", path)
     if plan.action == "delete":
         return Content.assemble(
-            ("✔ delete  ", "$text-success"), " ", plan.path, (" (the agent created it)", "dim")
+            ("✔ delete  ", "$text-success"), " ", path, (" (the agent created it)", "dim")
         )
     if plan.action == "conflict":
         return Content.assemble(
             ("⚠ conflict", "$text-warning"),
             " ",
-            plan.path,
+            path,
             (" — changed since the agent's edit, will be left as it is", "dim"),
         )
     return Content.assemble(
         ("⚠ missing ", "$text-warning"),
         " ",
-        plan.path,
+        path,
         (" — its earlier content was not saved", "dim"),
     )
 
@@ -152,9 +154,11 @@ message from that point goes back into the prompt to edit and send again.
     def compose(self) -> ComposeResult:
         with Vertical(id="revert-dialog"):
             yield Static(
-                f"Revert to checkpoint {self.checkpoint_id}: {self.label}",
+                Content(
+                    f"Revert to checkpoint {self.checkpoint_id}: "
+                    + visible(self.label, multiline=False)
+                ),
                 id="revert-title",
-                markup=False,
             )
             yield Static(
                 f"{_plural(self.messages_leaving, 'message')} "
@@ -252,7 +256,9 @@ def message_line(message: Message) -> Content:
     text = "\n".join(part.text for part in message.parts if isinstance(part, TextPart))
     text = _SYSTEM_TAGS.sub("", text)
     if not text.strip() and message.tool_calls:
-        text = ", ".join(call.function.name for call in message.tool_calls)
+        text = ", ".join(
+            visible(call.function.name, multiline=False) for call in message.tool_calls
+        )
     mark = _ROLE_MARKS.get(message.role, "·")
     line = shorten(text, COMPARED_CHARS) or "(empty)"
     return Content.assemble((f"{mark} ", "$text-muted"), line)
@@ -333,13 +339,13 @@ what only each of them holds.
     @property
     def name_shown(self) -> str:
         """The file's name, as the screen calls it."""
-        return self.snapshot.path.name
+        return visible(self.snapshot.path.name, multiline=False)
 
     def compose(self) -> ComposeResult:
         with Vertical(id="preview-top"):
-            yield Static(self._header_text(), id="preview-header", markup=False)
+            yield Static(Content(self._header_text()), id="preview-header")
             if compacted := self._compaction_text():
-                yield Static(compacted, id="preview-compaction", markup=False)
+                yield Static(Content(compacted), id="preview-compaction")
         with Horizontal(id="preview-body"):
             yield Conversation(WireBus(), id="preview-conversation")
             with VerticalScroll(id="preview-compare") as panel:
@@ -376,7 +382,7 @@ what only each of them holds.
             f"{short_tokens(snapshot.token_count)} tokens",
             _plural(len(snapshot.messages), "message"),
         ]
-        return " · ".join(facts)
+        return visible(" · ".join(facts), multiline=False)
 
     def _compaction_text(self) -> str | None:
         rotation = self.rotation
@@ -387,7 +393,11 @@ what only each of them holds.
         if not isinstance(before, int) or not isinstance(after, int):
             return None
         strategy = rotation.info.get("strategy")
-        by = f" by {strategy}" if isinstance(strategy, str) and strategy else ""
+        by = (
+            f" by {visible(strategy, multiline=False)}"
+            if isinstance(strategy, str) and strategy
+            else ""
+        )
         return f"compacted {short_tokens(before)} → {short_tokens(after)}{by}"
 
     def _comparison_text(self) -> Content:

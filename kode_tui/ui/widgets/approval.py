@@ -18,7 +18,15 @@ from textual.reactive import reactive
 from textual.widget import Widget
 from textual.widgets import Button, Input, Static
 
-from kode_tui.ui.screens.diff import DiffScreen, diff_lines, render_diff_lines
+from kode_tui.safetext import visible
+from kode_tui.ui.screens.diff import (
+    DiffScreen,
+    command_lines,
+    command_text,
+    command_warnings,
+    diff_lines,
+    render_diff_lines,
+)
 from kode_tui.wire import WireBus
 from kode_tui.wire.bus import Subscription
 from kode_tui.wire.events import (
@@ -33,6 +41,15 @@ from kode_tui.wire.events import (
 
 EXCERPT_LINES = 12
 """Lines of diff or command the panel shows; `d` shows the rest."""
+TAIL_LINES = 3
+"""Of a command longer than the excerpt, the last lines shown too: what runs last is where a
+long command would hide its point."""
+TITLE_CHARS = 60
+"""The title quotes this much of a command the panel shows in full below it."""
+LINE_CHARS = 300
+"""A command line longer than this shows its start and end, and how much lies between."""
+PANEL_LINES = 5
+"""Lines of the panel besides the excerpt: its border, title, action and choices."""
 
 _GROUP = Binding.Group("Approval")
 
@@ -128,6 +145,7 @@ A tool call waits for your answer.
         self._subscription: Subscription[Event] | None = None
         self._previous_focus: Widget | None = None
         self._shown_at = 0.0
+        self._excerpt_room = 0
         self.key_delay_s = KEY_DELAY_S
         """How long after a request shows its keys start to count (the buttons count at once)."""
 
@@ -204,16 +222,13 @@ A tool call waits for your answer.
         request = self.current
         assert request is not None
         self._update_title()
-        action = Content.styled(request.action, "$text-muted")
+        action = Content.styled(visible(request.action, multiline=False), "$text-muted")
         if request.outside_work_dir:
             action = Content.assemble(
                 action, ("  ⚠ outside the working directory", "bold $text-warning")
             )
         self.query_one("#approval-action", Static).update(action)
-        excerpt = _excerpt(request)
-        display = self.query_one("#approval-display", Static)
-        display.update(excerpt)
-        display.display = bool(excerpt)
+        self._show_excerpt()
         self.query_one("#approval-session", Button).display = bool(request.scope_label)
         full_view = self.query_one("#approval-full-view", Button)
         only_commands = all(isinstance(block, ShellBlock) for block in request.display)
@@ -234,6 +249,22 @@ A tool call waits for your answer.
 
     def on_resize(self) -> None:
         self._fit_session_label()
+        if self.current is not None:
+            self._show_excerpt(again=True)
+
+    def _show_excerpt(self, *, again: bool = False) -> None:
+        request = self.current
+        assert request is not None
+        # The panel takes at most half the screen, and a short one clips the excerpt's end,
+        # where a long command's last lines are: fit the excerpt to the room there is.
+        room = max(3, min(EXCERPT_LINES, self.screen.size.height // 2 - PANEL_LINES))
+        if again and room == self._excerpt_room:
+            return
+        self._excerpt_room = room
+        excerpt = _excerpt(request, room)
+        display = self.query_one("#approval-display", Static)
+        display.update(excerpt)
+        display.display = bool(excerpt)
 
     def _fit_session_label(self) -> None:
         """Shorten the `a` label (the only long one) until the choices fit on their line."""
@@ -241,7 +272,8 @@ A tool call waits for your answer.
         if request is None or not request.scope_label:
             return
         session = self.query_one("#approval-session", Button)
-        label = f"a  for this session: {request.scope_label}"
+        scope = visible(request.scope_label, multiline=False)
+        label = f"a  for this session: {scope}"
         # Not laid out yet (the panel was hidden): on_resize fits it once it is.
         if self.content_region.width:
             others = sum(
@@ -251,10 +283,11 @@ A tool call waits for your answer.
             )
             room = self.content_region.width - others - 3
             if cell_len(label) > room:
-                label = f"a  session: {request.scope_label}"
+                label = f"a  session: {scope}"
             if cell_len(label) > room:
                 label = label[: max(room - 1, 12)] + "…"
-        session.label = label
+        # Content, not str: a Button reads a str label as markup.
+        session.label = Content(label)
         session.refresh(layout=True)
 
     def _update_title(self) -> None:
@@ -373,22 +406,40 @@ A tool call waits for your answer.
 
 
 def _subject(request: ApprovalRequest) -> str:
+    description = request.description
+    shown_below = any(
+        isinstance(block, ShellBlock) and block.command == description for block in request.display
+    )
+    if shown_below:
+        # A command shows whole in the body (and in the full view); the title only names it.
+        lines = description.split("\n")
+        first = command_text(lines[0].strip())
+        if len(first) > TITLE_CHARS:
+            first = first[: TITLE_CHARS - 1] + "…"
+        if len(lines) > 1:
+            description = f"{first} … ({len(lines)} lines)" if first else f"({len(lines)} lines)"
+        else:
+            description = first
+    else:
+        description = visible(description, multiline=False)
+    tool = visible(request.tool_name, multiline=False)
     # Edits describe themselves with the tool's name ("WriteFile a.py"); commands do not.
-    if not request.tool_name or request.description.startswith(request.tool_name):
-        return request.description
-    return f"{request.tool_name}: {request.description}"
+    if not tool or description.startswith(tool):
+        return description
+    return f"{tool}: {description}"
 
 
-def _excerpt(request: ApprovalRequest) -> Content:
-    """The start of the request's diffs and commands, at most `EXCERPT_LINES` lines."""
+def _excerpt(request: ApprovalRequest, room: int = EXCERPT_LINES) -> Content:
+    """The start of the request's diffs and commands in about `room` lines (a command's
+    warnings come on top)."""
     diffs = [block for block in request.display if isinstance(block, DiffBlock)]
     parts: list[Content] = []
-    lines_left = EXCERPT_LINES
+    lines_left = room
     truncated = False
     for block in request.display:
         if isinstance(block, DiffBlock):
             if len(diffs) > 1:
-                parts.append(Content.styled(block.path, "bold"))
+                parts.append(Content.styled(visible(block.path, multiline=False), "bold"))
                 lines_left -= 1
             # One line more than fits tells whether there is more; a new file may be huge.
             lines = list(
@@ -402,13 +453,12 @@ def _excerpt(request: ApprovalRequest) -> Content:
                 parts.append(Content.styled("(no changes)", "$text-muted"))
             lines_left -= len(shown)
         elif isinstance(block, ShellBlock):
-            command = block.command.splitlines() or [""]
-            shown_command = command[:lines_left]
-            truncated = truncated or len(shown_command) < len(command)
-            parts.append(
-                Content.assemble(("$ ", "$text-muted"), ("\n".join(shown_command), "bold"))
-            )
-            lines_left -= len(shown_command)
+            warnings = command_warnings(block.command)
+            parts += [Content.styled(warning, "bold $text-warning") for warning in warnings]
+            # A command cut short says so in its own words (and keeps its last lines).
+            shown_command = _command_excerpt(block.command, max(3, lines_left - len(warnings)))
+            parts += shown_command
+            lines_left -= len(shown_command) + len(warnings)
         if lines_left <= 0:
             truncated = truncated or block is not request.display[-1]
             break
@@ -416,6 +466,38 @@ def _excerpt(request: ApprovalRequest) -> Content:
         what = "diff" if diffs else "command"
         parts.append(Content.styled(f"… d for the full {what}", "$text-muted"))
     return Content("\n").join(parts)
+
+
+def _command_excerpt(command: str, room: int) -> list[Content]:
+    """The lines of a command the panel shows in `room` lines (at least 3).
+
+    Nothing goes unsaid: runs of empty lines become one line that counts them, and a command
+    still too long shows its first lines, how many follow, and its last `TAIL_LINES` lines.
+    """
+    raw = command.split("\n")
+    rendered = command_lines(command, max_chars=LINE_CHARS)
+    lines: list[Content] = rendered[:1]
+    index = 1
+    while index < len(raw):
+        end = index
+        while end < len(raw) - 1 and not raw[end].strip():
+            end += 1
+        if end - index >= 2:
+            # `index` .. `end - 1` are empty and each ends with a line break.
+            lines.append(Content.styled(f"  ⋮ {end - index} empty lines ↵", "italic $text-warning"))
+            index = end
+            continue
+        lines.append(rendered[index])
+        index += 1
+    if len(lines) <= room:
+        return lines
+    tail = min(TAIL_LINES, room - 2)
+    head = room - tail - 1
+    left_out = len(lines) - head - tail
+    marker = Content.styled(
+        f"  ⋮ {left_out} more lines · d shows the whole command", "italic $text-warning"
+    )
+    return [*lines[:head], marker, *lines[-tail:]]
 
 
 if __name__ == "__main__":

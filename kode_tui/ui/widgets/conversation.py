@@ -26,6 +26,8 @@ from functools import partial
 from pathlib import Path
 from typing import Any, ClassVar, Literal
 
+from markdown_it import MarkdownIt
+from markdown_it.rules_core import StateCore
 from textual import events, on, work
 from textual.binding import Binding, BindingType
 from textual.containers import VerticalScroll
@@ -45,6 +47,7 @@ from kode_tui.message import (
     ThinkPart,
     is_checkpoint_note,
 )
+from kode_tui.safetext import visible, visible_model
 from kode_tui.wire import WireBus
 from kode_tui.wire import events as ev
 from kode_tui.wire.bus import Subscription
@@ -136,8 +139,9 @@ def format_tokens(count: int) -> str:
 
 
 def _one_line(text: str, limit: int) -> str:
-    stripped = text.strip()
+    stripped = visible(text).strip()
     first = stripped.splitlines()[0] if stripped else ""
+    first = visible(first, multiline=False)
     if len(first) > limit:
         return first[: limit - 1] + "…"
     return first + (" …" if first != stripped else "")
@@ -180,7 +184,9 @@ Segment = tuple[str, str]
 
 def _lines(text: str, style: str, limit: int) -> list[Segment]:
     """The first `limit` lines of `text`, then "… N more lines" (never for a single line)."""
-    lines = text.expandtabs(4).splitlines()
+    # Visible first: JSON arguments decode to any character, and splitlines() would break
+    # lines at form feeds and separators that the text does not break at.
+    lines = visible(text).expandtabs(4).splitlines()
     if len(lines) <= limit + 1:
         return [(line, style) for line in lines]
     shown = [(line, style) for line in lines[:limit]]
@@ -241,7 +247,7 @@ class DetailBlock(FoldingBlock):
 
     def __init__(self, title: str, text: str, *, kind: str, expanded: bool = False) -> None:
         super().__init__(expanded=expanded, classes=f"block detail {kind}")
-        self.title = title
+        self.title = visible(title, multiline=False)
         self.text = text
         self.kind = kind
 
@@ -337,16 +343,20 @@ def _body(state: ToolState) -> list[Segment]:
             segments += _diff(block)
         elif isinstance(block, ev.TodoBlock):
             marks = {"done": "☑", "completed": "☑", "in_progress": "◐"}
-            segments += [(f"{marks.get(i.status, '☐')} {i.title}", "") for i in block.items]
+            segments += [
+                (f"{marks.get(i.status, '☐')} {visible(i.title, multiline=False)}", "")
+                for i in block.items
+            ]
     return segments
 
 
 def _diff(block: ev.DiffBlock) -> list[Segment]:
+    path = visible(block.path, multiline=False)
     lines = difflib.unified_diff(
-        block.old_text.splitlines(),
-        block.new_text.splitlines(),
-        fromfile=block.path,
-        tofile=block.path,
+        visible(block.old_text).splitlines(),
+        visible(block.new_text).splitlines(),
+        fromfile=path,
+        tofile=path,
         lineterm="",
     )
     segments: list[Segment] = []
@@ -442,12 +452,15 @@ the diff.
 
     def render(self) -> Content:
         state = self.state
-        head: list[str | tuple[str, str]] = [self._symbol(), (state.name, _NAME)]
+        head: list[str | tuple[str, str]] = [
+            self._symbol(),
+            (visible(state.name, multiline=False), _NAME),
+        ]
         if state.summary:
             head += [" ", (state.summary, _SUMMARY)]
         if label := _STATUS_LABEL[state.status]:
             head += ["  ", (label, _STATUS_STYLE[state.status])]
-        brief = state.brief or _one_line(state.message, SUMMARY_CHARS)
+        brief = _one_line(state.brief or state.message, SUMMARY_CHARS)
         if brief and state.status not in ("running", "waiting", "interrupted"):
             head += [" ", (brief, _MUTED)]
         if not self.expanded:
@@ -474,13 +487,33 @@ class UserBlock(Static):
         return partial(UserBlock, self.text)
 
 
+def _markdown_parser() -> MarkdownIt:
+    parser = MarkdownIt("gfm-like")
+    parser.core.ruler.push("visible", _visible_tokens)
+    return parser
+
+
+def _visible_tokens(state: StateCore) -> None:
+    """Make what the parser made of the text visible: it decodes entities (`&#x202e;`), so a
+    character that was not in the source can be in a token."""
+    stack = list(state.tokens)
+    while stack:
+        token = stack.pop()
+        token.content = visible(token.content)
+        token.info = visible(token.info, multiline=False)
+        for name, value in token.attrs.items():
+            if isinstance(value, str):
+                token.attrs[name] = visible(value, multiline=False)
+        stack += token.children or ()
+
+
 class AssistantBlock(Markdown):
     """The assistant's text of one step, as Markdown (streamed while it arrives)."""
 
     HELP = "The assistant's answer, shown as Markdown while it streams in."
 
     def __init__(self, markdown: str | None = None) -> None:
-        super().__init__(markdown, classes="block assistant")
+        super().__init__(markdown, classes="block assistant", parser_factory=_markdown_parser)
 
     def factory(self) -> BlockFactory:
         """Makes a fresh block showing the same; it holds the data, not this widget."""
@@ -596,7 +629,7 @@ class _WireResults:
     def find(self, call_id: str, arguments: str) -> ev.ToolResult | None:
         for recorded, result in reversed(self._by_id.get(call_id, ())):
             if not recorded or _same_arguments(recorded, arguments):
-                return result
+                return visible_model(result)
         return None
 
 
@@ -638,7 +671,8 @@ def _history_blocks(
     index = len(messages)
     while index > 0 and count < limit:
         index -= 1
-        message = messages[index]
+        # Visible here, where stored text enters the pane, as live events do in `_on_event`.
+        message = visible_model(messages[index])
         if message.role == "tool":
             if message.tool_call_id is not None:
                 results[message.tool_call_id] = message
@@ -986,7 +1020,9 @@ again.
     async def _on_event(self, event: ev.Event) -> None:
         handler = self._handlers.get(type(event))
         if handler is not None and self.is_attached:
-            await handler(event)
+            # Every text of the event, shown as the user must see it: control characters
+            # visible, none reaching the terminal (one regex search per string when clean).
+            await handler(visible_model(event))
 
     def _reset_step(self) -> None:
         # Tool calls, approvals and results all happen within their step.

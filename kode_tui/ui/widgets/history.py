@@ -25,6 +25,7 @@ from textual.widgets import OptionList
 from textual.widgets.option_list import Option
 from watchfiles import Change, awatch
 
+from kode_tui.safetext import visible
 from kode_tui.session import Context, Rotation
 from kode_tui.session.rotation import ROTATIONS_LOG
 from kode_tui.session.scan import scan
@@ -321,15 +322,16 @@ def _row_content(entry: _Entry, now: float) -> Content:
         facts.append(strategy.removesuffix("Compaction") or strategy)
     # ● the live context descends from it; ○ an abandoned branch (restore it to switch).
     mark = "\N{BLACK CIRCLE} " if entry.on_live_path else "\N{WHITE CIRCLE} "
+    # The file's name and what rotations.jsonl says of it are shown, so they are made visible.
     return Content.assemble(
         (mark, ".history-pane--name" if entry.on_live_path else ".history-pane--muted"),
-        (rotation.path.stem, ".history-pane--name"),
+        (visible(rotation.path.stem, multiline=False), ".history-pane--name"),
         "  ",
-        (reason_text(rotation), ".history-pane--reason"),
+        (visible(reason_text(rotation), multiline=False), ".history-pane--reason"),
         "  ",
         (age_text(max(0.0, now - when)), ".history-pane--age"),
         "\n  ",
-        (" · ".join(facts), ".history-pane--muted"),
+        (visible(" · ".join(facts), multiline=False), ".history-pane--muted"),
     )
 
 

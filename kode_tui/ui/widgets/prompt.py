@@ -23,7 +23,9 @@ from textual.message import Message
 from textual.reactive import reactive
 from textual.widgets import OptionList, TextArea
 from textual.widgets.option_list import Option
-from textual.widgets.text_area import Location
+from textual.widgets.text_area import Edit, EditResult, Location
+
+from kode_tui.safetext import has_hidden, visible
 
 from kode_tui.pathnames import InsideChecker, escape_name, is_within
 
@@ -190,6 +192,13 @@ class _Candidate:
     label: Content
 
 
+def _visible_label(label: Content) -> Content:
+    """A candidate's label with no control character left raw (file names may hold any)."""
+    if not has_hidden(label.plain) and "\n" not in label.plain and "\t" not in label.plain:
+        return label
+    return Content(visible(label.plain, multiline=False))
+
+
 class CompletionList(OptionList, can_focus=False):
     """The completion dropdown of a `PromptInput`; it floats over the screen above the prompt.
 
@@ -307,6 +316,18 @@ class PromptInput(TextArea):
         self._candidates: list[_Candidate] = []
         self._dismissed: _Completion | None = None
         """The token Esc closed the list for; it stays closed until the token changes."""
+
+    # Text comes in pasted, completed, restored from a revert or copied from a preview, and may
+    # hold control characters: they go in as `visible()` shows them, never drawn raw. (The
+    # document is what is sent and what the cursor walks, so it is changed, not the drawing.)
+
+    def edit(self, edit: Edit) -> EditResult:
+        if has_hidden(edit.text):
+            edit.text = visible(edit.text)
+        return super().edit(edit)
+
+    def load_text(self, text: str) -> None:
+        super().load_text(visible(text))
 
     # --- public API ------------------------------------------------------------------------------
 
@@ -531,7 +552,7 @@ class PromptInput(TextArea):
             return
         if [c.insert for c in candidates] != [c.insert for c in self._candidates]:
             self._candidates = candidates
-            dropdown.set_options(Option(candidate.label) for candidate in candidates)
+            dropdown.set_options(Option(_visible_label(c.label)) for c in candidates)
             dropdown.highlighted = 0
         rows = min(len(candidates), VISIBLE_COMPLETIONS)
         # Border and padding of the list, from prompt.tcss.

@@ -28,6 +28,7 @@ from textual.widgets.option_list import Option
 
 from kode_tui.message import Message as ChatMessage
 from kode_tui.message import ToolCall, is_checkpoint_note
+from kode_tui.safetext import visible
 from kode_tui.session import Checkpoint, Context
 from kode_tui.soul.compaction import COMPACTION_OUTPUT_PREFIX
 from kode_tui.wire import events as ev
@@ -38,7 +39,6 @@ _LOOKAHEAD = 8
 """Messages read to label a row: past a CHECKPOINT note, think-only replies and tool results."""
 _KEY_ARGUMENTS = ("path", "file_path", "command", "pattern", "url", "query")
 _MAX_LABEL = 80
-_CONTROL_CHARACTERS = dict.fromkeys([*range(32), 127], " ")
 _MAX_DETAILS_TEXT = 2000
 
 USER_MARK = "\N{SINGLE RIGHT-POINTING ANGLE QUOTATION MARK}"
@@ -114,7 +114,7 @@ class _Row(Visual):
         return self.content.get_optimal_width(rules, container_width)
 
     def get_height(self, rules: RulesMap, width: int) -> int:
-        return 1  # labels are one line (control characters are removed), drawn without wrapping
+        return 1  # labels are one line (`_first_line`), drawn without wrapping
 
 
 _LABEL_STYLES = {
@@ -367,7 +367,7 @@ a tool changed files.
     def _details(self, row: _Row) -> Content:
         checkpoint = row.checkpoint
         edits = self._live_context.file_edits[checkpoint.file_edit_index :]
-        paths = list(dict.fromkeys(edit.record.path for edit in edits))
+        paths = list(dict.fromkeys(visible(edit.record.path, multiline=False) for edit in edits))
         lines = [
             Content.assemble(
                 (f"Checkpoint {checkpoint.id}", "bold"),
@@ -383,7 +383,7 @@ a tool changed files.
             text = label.user_text
             if len(text) > _MAX_DETAILS_TEXT:
                 text = text[:_MAX_DETAILS_TEXT] + "…"
-            lines.append(Content.assemble((f"{USER_MARK} ", "bold"), text))
+            lines.append(Content.assemble((f"{USER_MARK} ", "bold"), visible(text)))
         else:
             lines.append(Content(label.text))
         return Content("\n").join(lines)
@@ -436,9 +436,9 @@ _MARKDOWN_MARKS = re.compile(r"\*\*|__|`|^#+\s+", re.MULTILINE)
 
 
 def _first_line(text: str, limit: int = _MAX_LABEL) -> str:
-    for line in text.splitlines():
-        # Rows are built with spans of known lengths, so control characters go here.
-        line = " ".join(line.translate(_CONTROL_CHARACTERS).split())
+    # Visible before splitting: only a line feed breaks a line; other controls show.
+    for line in visible(text).splitlines():
+        line = " ".join(line.split())
         if line:
             return line if len(line) <= limit else line[: limit - 1] + "…"
     return ""
@@ -448,11 +448,15 @@ def _tool_summary(calls: Sequence[ToolCall]) -> str:
     if len(calls) == 1:
         function = calls[0].function
         argument = _key_argument(function.arguments)
-        return f"{function.name} {argument}" if argument else function.name
+        name = _first_line(function.name) or "?"
+        return f"{name} {argument}" if argument else name
     counts: dict[str, int] = {}
     for call in calls:
         counts[call.function.name] = counts.get(call.function.name, 0) + 1
-    return ", ".join(name if n == 1 else f"{name} {_TIMES}{n}" for name, n in counts.items())
+    return ", ".join(
+        name if n == 1 else f"{name} {_TIMES}{n}"
+        for name, n in ((_first_line(name) or "?", n) for name, n in counts.items())
+    )
 
 
 def _key_argument(arguments: str | None) -> str:
