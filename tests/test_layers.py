@@ -15,6 +15,7 @@ BOTTOM = {
     "kode_tui.config",
     "kode_tui.errors",
     "kode_tui.fsutil",
+    "kode_tui.gitcmd",
 }
 
 # What each layer may import from kode_tui besides itself and the bottom layer.
@@ -23,6 +24,7 @@ ALLOWED = {
     "kode_tui.paths": set(),
     "kode_tui.config": set(),
     "kode_tui.fsutil": set(),
+    "kode_tui.gitcmd": set(),
     "kode_tui.errors": set(),
     "kode_tui.session": set(),
     "kode_tui.wire": set(),
