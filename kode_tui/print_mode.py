@@ -48,9 +48,14 @@ class PrintView:
                 self._tool_line(event)
             case ev.ApprovalRequest():
                 event.resolve("reject")
+                why = (
+                    f"{event.always_ask}, so it asks even with --yolo"
+                    if event.always_ask
+                    else "--yolo allows every call"
+                )
                 self._note(
                     f"rejected {event.description}: it needs approval ({event.action}) and "
-                    "print mode asks no one; --yolo allows every call"
+                    f"print mode asks no one; {why}"
                 )
             case ev.StepRetry():
                 self._note(

@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import codecs
 import contextlib
+import hashlib
 import os
 import secrets
 import stat
@@ -19,7 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import BinaryIO, Literal
 
-from pydantic import BaseModel, Field, model_validator
+from pydantic import BaseModel, Field, PrivateAttr, model_validator
 
 from kode_tui.fsutil import fsync_dir, write_all
 from kode_tui.tools.base import (
@@ -32,6 +33,7 @@ from kode_tui.tools.base import (
     ToolOutput,
     truncate,
 )
+from kode_tui.tools.protected import REASON, is_protected
 from kode_tui.wire.events import DiffBlock
 
 MAX_LINES = 1000
@@ -276,12 +278,28 @@ def _page_output(page: _Page, params: ReadFileParams) -> ToolOutput:
 # --- writing -------------------------------------------------------------------------------------
 
 
-def write_atomically(path: Path, data: bytes) -> None:
+class FileChanged(Exception):
+    """The file no longer holds what the write was computed from."""
+
+
+_UNCHECKED = object()
+
+
+def _current(target: Path) -> bytes | None:
+    try:
+        return target.read_bytes()
+    except FileNotFoundError:
+        return None
+
+
+def write_atomically(path: Path, data: bytes, *, expected: object = _UNCHECKED) -> None:
     """Replace the file at `path` (or, for a symlink, the file it points to) with `data`.
 
     A temp file in the same directory is written, fsynced and renamed over the target, so the
     file holds its old or its new content at every instant. An existing file keeps its mode
     bits; a new one gets the usual 0666 less the umask. Missing parent directories are created.
+    With `expected` (bytes, or None for "no file"), the target is compared with it right before
+    the rename, and `FileChanged` is raised instead of replacing an edit made meanwhile.
     """
     target = Path(os.path.realpath(path))
     target.parent.mkdir(parents=True, exist_ok=True)
@@ -303,6 +321,9 @@ def write_atomically(path: Path, data: bytes) -> None:
             os.fsync(fd)
         finally:
             os.close(fd)
+        # Last moment before the rename: the window left for another writer is tiny.
+        if expected is not _UNCHECKED and _current(target) != expected:
+            raise FileChanged(str(target))
         os.replace(tmp, target)
     except BaseException:
         with contextlib.suppress(FileNotFoundError):
@@ -336,6 +357,38 @@ def _edit_permission(tool: str, env: ToolEnv, path: Path, display: list[DiffBloc
         scope_label="all edits in the work dir" if inside else f"edits of {path}",
         outside_work_dir=not inside,
         display=display,
+        always_ask=REASON if is_protected(path, env.work_dir) else "",
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class _Shown:
+    """What the approval of a write was computed from: the file and its content's hash."""
+
+    target: str
+    digest: str | None
+    """sha256 of the content; None when there was no file, `_UNREADABLE` when it failed."""
+
+
+_UNREADABLE = "unreadable"
+
+
+def _digest(data: bytes | None) -> str | None:
+    return None if data is None else hashlib.sha256(data).hexdigest()
+
+
+def _changed_since_shown(shown_at: _Shown | None, path: Path, change: _Change, shown: str) -> None:
+    if shown_at is None:
+        return  # run() without permission() (a library caller): nothing was shown
+    if shown_at.target != os.path.realpath(path) or shown_at.digest != _digest(change.before):
+        raise _changed(shown)
+
+
+def _changed(shown: str) -> ToolError:
+    return ToolError(
+        f"`{shown}` changed since the approval was shown; nothing was written. Read it again "
+        "and redo the change if it is still wanted.",
+        brief="Changed since approval",
     )
 
 
@@ -351,7 +404,9 @@ async def _write_and_record(
     env: ToolEnv, path: Path, shown: str, change: _Change, tool_call_id: str
 ) -> None:
     try:
-        await asyncio.to_thread(write_atomically, path, change.after)
+        await asyncio.to_thread(write_atomically, path, change.after, expected=change.before)
+    except FileChanged:
+        raise _changed(shown) from None
     except OSError as error:
         raise ToolError(
             f"Failed to write `{shown}`: {error.strerror or error}.", brief="Write failed"
@@ -402,6 +457,8 @@ class WriteFileParams(BaseModel):
             "to the end of the file."
         ),
     )
+    # Set by permission(), checked by run(): the same params object travels from one to the other.
+    _shown: _Shown | None = PrivateAttr(default=None)
 
 
 class WriteFile(Tool[WriteFileParams]):
@@ -423,13 +480,17 @@ class WriteFile(Tool[WriteFileParams]):
         try:
             change = await asyncio.to_thread(self._change, params, path, env.display_path(path))
             display = [change.diff(env.display_path(path))]
+            digest = _digest(change.before)
         except ToolError:
             display = []  # run() reports the problem; the user still decides on the call
+            digest = _UNREADABLE
+        params._shown = _Shown(os.path.realpath(path), digest)
         return _edit_permission(self.name, env, path, display)
 
     async def run(self, params: WriteFileParams, env: ToolEnv, tool_call_id: str) -> ToolOutput:
         path = env.resolve(params.path)
         change = await asyncio.to_thread(self._change, params, path, env.display_path(path))
+        _changed_since_shown(params._shown, path, change, env.display_path(path))
         return await _apply_change(env, path, change, tool_call_id)
 
     @staticmethod
@@ -475,6 +536,9 @@ class StrReplaceFileParams(BaseModel):
         )
     )
 
+    # Set by permission(), checked by run(): the same params object travels from one to the other.
+    _shown: _Shown | None = PrivateAttr(default=None)
+
     def edits(self) -> list[Edit]:
         return [self.edit] if isinstance(self.edit, Edit) else list(self.edit)
 
@@ -500,11 +564,13 @@ class StrReplaceFile(Tool[StrReplaceFileParams]):
         try:
             change = await asyncio.to_thread(_replace, params, path, env.display_path(path))
         except ToolError:
+            params._shown = _Shown(os.path.realpath(path), _UNREADABLE)
             if inside:
                 # Nothing will be written, and run() says why: no reason to ask the user.
                 return None
             # Outside the work dir even the error would tell the model what the file holds.
             return _edit_permission(self.name, env, path, [])
+        params._shown = _Shown(os.path.realpath(path), _digest(change.before))
         return _edit_permission(self.name, env, path, [change.diff(env.display_path(path))])
 
     async def run(
@@ -512,6 +578,7 @@ class StrReplaceFile(Tool[StrReplaceFileParams]):
     ) -> ToolOutput:
         path = env.resolve(params.path)
         change = await asyncio.to_thread(_replace, params, path, env.display_path(path))
+        _changed_since_shown(params._shown, path, change, env.display_path(path))
         return await _apply_change(env, path, change, tool_call_id)
 
 

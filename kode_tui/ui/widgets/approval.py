@@ -209,6 +209,9 @@ A tool call waits for your answer.
             action = Content.assemble(
                 action, ("  ⚠ outside the working directory", "bold $text-warning")
             )
+        if request.always_ask:
+            warning = f"  ⚠ {request.always_ask}: asks every time"
+            action = Content.assemble(action, (warning, "bold $text-warning"))
         self.query_one("#approval-action", Static).update(action)
         excerpt = _excerpt(request)
         display = self.query_one("#approval-display", Static)

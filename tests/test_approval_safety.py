@@ -1,0 +1,171 @@
+"""Approvals that cannot be fooled (issue 12): writes that can make tools run code always ask,
+and a session approval of a command covers exactly what its label says."""
+
+from __future__ import annotations
+
+import io
+from pathlib import Path
+
+import pytest
+
+from kode_tui.config import Config, resolve_model
+from kode_tui.print_mode import PrintView
+from kode_tui.session import Session
+from kode_tui.session.state import ApprovalMode
+from kode_tui.soul.agent import open_agent
+from kode_tui.soul.llm.scripted import ScriptedProvider
+from kode_tui.tools.protected import REASON, is_protected
+from kode_tui.wire import events as ev
+
+# --- writes that can make tools run code ---------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "name",
+    [
+        ".git/config",
+        ".git/hooks/pre-commit",
+        ".git/info/attributes",
+        ".git/modules/sub/config",
+        ".git",
+        ".GIT/CONFIG",
+        ".g\u200cit/config",
+        "sub/.git",
+        ".gitmodules",
+        "src/.gitattributes",
+        ".envrc",
+        ".vscode/tasks.json",
+        ".idea/workspace.xml",
+        ".devcontainer/devcontainer.json",
+        ".husky/pre-commit",
+        ".kode/commands/x.md",
+        ".claude/settings.json",
+        ".mcp.json",
+        ".npmrc",
+        ".yarnrc.yml",
+        ".pre-commit-config.yaml",
+        ".cargo/config.toml",
+        ".venv/lib/python3.11/site-packages/evil.pth",
+        "./x/../.git/config",
+    ],
+)
+def test_files_that_make_tools_run_code_are_protected(tmp_path: Path, name: str) -> None:
+    assert is_protected(tmp_path / name, tmp_path)
+
+
+@pytest.mark.parametrize(
+    "name", ["README.md", "src/git.py", ".github/workflows/ci.yml", "gitconfig.txt", ".gitignore"]
+)
+def test_ordinary_files_are_not_protected(tmp_path: Path, name: str) -> None:
+    assert not is_protected(tmp_path / name, tmp_path)
+
+
+def test_a_symlink_into_git_is_protected_by_where_it_leads(tmp_path: Path) -> None:
+    (tmp_path / ".git").mkdir()
+    (tmp_path / ".git" / "config").write_text("")
+    (tmp_path / "notes.txt").symlink_to(".git/config")
+    (tmp_path / "docs").symlink_to(".git")
+    assert is_protected(tmp_path / "notes.txt", tmp_path)
+    assert is_protected(tmp_path / "docs" / "hooks" / "pre-commit", tmp_path)
+
+
+def test_a_work_dir_inside_a_protected_folder_does_not_protect_everything(tmp_path: Path) -> None:
+    work = tmp_path / ".claude" / "project"
+    work.mkdir(parents=True)
+    assert not is_protected(work / "main.py", work)
+    assert is_protected(work / ".git" / "config", work)
+
+
+async def run_agent(
+    tmp_path: Path,
+    calls: list[dict[str, object]],
+    *,
+    mode: ApprovalMode = "ask",
+    override: ApprovalMode | None = None,
+    answer: ev.ApprovalResponse = "approve_for_session",
+) -> tuple[list[ev.ApprovalRequest], Session, Path]:
+    project = tmp_path / "project"
+    project.mkdir(exist_ok=True)
+    (project / ".git").mkdir(exist_ok=True)
+    script = [{"tool_calls": [c]} for c in calls] + [{"text": "done"}]
+    provider = ScriptedProvider(script)
+    session = await Session.create(project)
+    config = Config(approval_mode=mode)
+    agent = await open_agent(
+        session, config, resolve_model(config), provider=provider, approval_override=override
+    )
+    requests: list[ev.ApprovalRequest] = []
+
+    def reply(event: ev.ApprovalRequest) -> None:
+        requests.append(event)
+        event.resolve(answer)
+
+    seen = agent.bus.subscribe(ev.ApprovalRequest, callback=reply)
+    await agent.soul.run("edit")
+    await seen.join()
+    await agent.close()
+    return requests, session, project
+
+
+def write(path: str, content: str = "x\n") -> dict[str, object]:
+    return {"name": "WriteFile", "arguments": {"path": path, "content": content}}
+
+
+@pytest.mark.parametrize("mode", ["ask", "auto-edit", "yolo"])
+async def test_a_write_to_git_config_asks_in_every_mode_and_is_never_remembered(
+    tmp_path: Path, mode: ApprovalMode
+) -> None:
+    hostile = '[core]\n\tfsmonitor = "touch PWNED"\n'
+    calls = [write("plain.txt"), write(".git/config", hostile), write(".git/hooks/post-commit")]
+    requests, _, project = await run_agent(tmp_path, calls, mode=mode)
+    protected = [r for r in requests if r.always_ask]
+    assert [r.description for r in protected] == [
+        "WriteFile .git/config",
+        "WriteFile .git/hooks/post-commit",
+    ]
+    for request in protected:
+        assert request.always_ask == REASON
+        assert request.scope_label == ""  # "approve for session" is not offered
+    assert len(requests) == (3 if mode == "ask" else 2)  # plain.txt asks in ask mode only
+    assert (project / ".git" / "config").read_text() == hostile  # approved once, it was written
+
+
+async def test_approving_all_edits_for_the_session_does_not_cover_protected_files(
+    tmp_path: Path,
+) -> None:
+    calls = [write("plain.txt"), write(".envrc"), write("other.txt"), write(".gitattributes")]
+    requests, session, _ = await run_agent(tmp_path, calls)
+    assert [r.description for r in requests] == [
+        "WriteFile plain.txt",
+        "WriteFile .envrc",
+        "WriteFile .gitattributes",
+    ]
+    assert session.state.session_approvals == ["edit"]
+
+
+async def test_yolo_does_not_let_a_protected_write_through(tmp_path: Path) -> None:
+    calls = [write("plain.txt"), write(".git/config", "[core]\n")]
+    requests, _, project = await run_agent(tmp_path, calls, override="yolo", answer="reject")
+    assert [r.description for r in requests] == ["WriteFile .git/config"]
+    assert not (project / ".git" / "config").exists()
+    assert (project / "plain.txt").exists()
+
+
+async def test_print_mode_says_why_a_protected_write_was_rejected_even_with_yolo() -> None:
+    out, err = io.StringIO(), io.StringIO()
+    request = ev.ApprovalRequest(
+        id="a",
+        tool_call_id="t",
+        action="edit file",
+        description="WriteFile .git/config",
+        always_ask=REASON,
+    )
+    PrintView(out, err)(request)
+    assert "writes here can make tools run code" in err.getvalue()
+    assert "even with --yolo" in err.getvalue()
+    assert "--yolo allows every call" not in err.getvalue()
+
+
+def test_an_old_approval_request_record_still_reads() -> None:
+    old = {"id": "a", "tool_call_id": "t", "action": "run command", "description": "ls"}
+    assert ev.ApprovalRequest.model_validate(old).always_ask == ""
