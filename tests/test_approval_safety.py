@@ -11,10 +11,14 @@ import pytest
 from kode_tui.config import Config, resolve_model
 from kode_tui.print_mode import PrintView
 from kode_tui.session import Session
-from kode_tui.session.state import ApprovalMode
+from kode_tui.session.state import ApprovalMode, SessionState
 from kode_tui.soul.agent import open_agent
+from kode_tui.soul.approval import Approval
 from kode_tui.soul.llm.scripted import ScriptedProvider
+from kode_tui.tools.base import ToolEnv
 from kode_tui.tools.protected import REASON, is_protected
+from kode_tui.tools.shell import Shell, ShellParams
+from kode_tui.wire import WireBus
 from kode_tui.wire import events as ev
 
 # --- writes that can make tools run code ---------------------------------------------------------
@@ -169,3 +173,96 @@ async def test_print_mode_says_why_a_protected_write_was_rejected_even_with_yolo
 def test_an_old_approval_request_record_still_reads() -> None:
     old = {"id": "a", "tool_call_id": "t", "action": "run command", "description": "ls"}
     assert ev.ApprovalRequest.model_validate(old).always_ask == ""
+
+
+# --- "approve for session" of a command covers exactly its label --------------------------------
+
+
+class Asker:
+    """An Approval over a real bus whose questions are answered `approve_for_session`."""
+
+    def __init__(self, work_dir: Path, approvals: list[str] | None = None) -> None:
+        self.work_dir = work_dir
+        self.state = SessionState(session_approvals=list(approvals or []))
+        self.bus = WireBus()
+        self.asked: list[ev.ApprovalRequest] = []
+        self.bus.subscribe(ev.ApprovalRequest, callback=self._answer)
+        self.approval = Approval(self.bus, self.state)
+
+    def _answer(self, request: ev.ApprovalRequest) -> None:
+        self.asked.append(request)
+        request.resolve("approve_for_session")
+
+    async def asks(self, command: str) -> bool:
+        """Whether running `command` asked the user."""
+        before = len(self.asked)
+        env = ToolEnv(work_dir=self.work_dir)
+        permission = await Shell().permission(ShellParams(command=command), env)
+        assert permission is not None
+        await self.approval.request("Shell", "call", permission)
+        return len(self.asked) > before
+
+
+@pytest.mark.parametrize(
+    ("approved", "attack"),
+    [
+        ("python3 -V", 'python3 -c \'__import__("os").system("touch pwned")\''),
+        ("node --version", 'node -e \'require("child_process").execSync("id")\''),
+        ("git --no-pager log", "git -c alias.x='!touch pwned' x"),
+        ("git status", "git -c core.fsmonitor='touch pwned' status"),
+        ("git log", "git --config-env=core.pager=EVIL log"),
+        ("find . -name '*.py'", "find . -exec touch pwned ;"),
+        ("ls", "ls $(touch pwned)"),
+        ("ls", "ls > pwned"),
+        ("echo hi", "echo hi; touch pwned"),
+        ("make test", "make test SHELL=/tmp/evil"),
+        ("npm run build", "npm run deploy"),
+    ],
+)
+async def test_a_session_approval_does_not_cover_a_command_that_runs_more(
+    tmp_path: Path, approved: str, attack: str
+) -> None:
+    asker = Asker(tmp_path)
+    assert await asker.asks(approved)
+    assert not await asker.asks(approved)  # the approval holds for the command itself
+    assert await asker.asks(attack)
+
+
+async def test_a_session_approval_covers_what_its_label_says(tmp_path: Path) -> None:
+    asker = Asker(tmp_path)
+    assert await asker.asks("git --no-pager log -n 3")
+    assert asker.asked[-1].scope_label == "`git log` with any arguments inside the work dir"
+    assert not await asker.asks("git log --oneline src/")
+    assert await asker.asks("python3 -m pytest -q")
+    assert not await asker.asks("python3 -m pytest tests/test_x.py -k slow")
+
+
+async def test_an_argument_outside_the_work_dir_asks_every_time_whatever_was_approved(
+    tmp_path: Path,
+) -> None:
+    work = tmp_path / "work"
+    work.mkdir()
+    (tmp_path / "secret").write_text("key")
+    (work / "escape").symlink_to(tmp_path / "secret")
+    asker = Asker(work)
+    assert await asker.asks("cat README.md")
+    for attack in ("cat /etc/hostname", f"cat {tmp_path}/secret", "cat ../secret", "cat escape"):
+        assert await asker.asks(attack)
+        assert asker.asked[-1].outside_work_dir
+        assert asker.asked[-1].scope_label == ""  # no session approval offered
+        assert await asker.asks(attack)  # and none was remembered
+    assert asker.state.session_approvals == ["shell:cat"]
+
+
+async def test_broad_scopes_saved_by_an_older_version_cover_only_what_they_mean_now(
+    tmp_path: Path,
+) -> None:
+    old = ["shell:python3", "shell:git", "shell:node", "shell:cat", "shell:git log"]
+    asker = Asker(tmp_path, old)
+    assert await asker.asks("python3 -c 'print(1)'")
+    assert await asker.asks("python3 -V")
+    assert await asker.asks("git -c alias.x='!touch pwned' x")
+    assert await asker.asks("node -e 1")
+    assert await asker.asks("cat /etc/hostname")
+    assert not await asker.asks("cat README.md")  # the same meaning today, inside the work dir
+    assert not await asker.asks("git log --oneline")

@@ -14,7 +14,8 @@ from pydantic import ValidationError
 
 from kode_tui.tools import shell as shell_module
 from kode_tui.tools.base import MAX_OUTPUT_CHARS, ToolEnv, ToolError, ToolOutput
-from kode_tui.tools.shell import OutputBuffer, Shell, ShellParams, command_scope
+from kode_tui.tools.command_scope import scope_of
+from kode_tui.tools.shell import OutputBuffer, Shell, ShellParams
 from kode_tui.wire.events import ShellBlock
 
 
@@ -213,32 +214,135 @@ def test_shell_params_bound_the_timeout() -> None:
         ("git status -s", "git status"),
         ("ls -la", "ls"),
         ("ls", "ls"),
-        ("rm -rf x && ls", "rm -rf x && ls"),
         ("  git  log --oneline  ", "git log"),
-        ("git -C sub status", "git"),
-        ("npm run build", "npm run"),
-        ("make", "make"),
+        ("git --no-pager log -n 3", "git log"),
+        ("git log --diff-filter=M", "git log"),
+        ("npm run build", "npm run build"),
+        ("npm test", "npm test"),
         ("make test", "make test"),
         ("cargo test --release", "cargo test"),
-        ("docker compose up -d", "docker compose"),
+        ("docker compose up -d", None),
         ("python -m pytest -q", "python -m pytest"),
         ("python3 -m http.server 8000", "python3 -m http.server"),
-        ("python script.py", "python"),
+        ("python script.py --fast", "python script.py"),
+        ("uv run pytest -q", "uv run pytest"),
+        ("uv run python -c 'import os'", None),
         ("pytest tests/", "pytest"),
-        ("cat a | grep b", "cat a | grep b"),
-        ("echo hi > out.txt", "echo hi > out.txt"),
-        ("sleep 1 & rm -rf /", "sleep 1 & rm -rf /"),
-        ("echo $(whoami)", "echo $(whoami)"),
-        ("echo `id`", "echo `id`"),
-        ("ls; rm x", "ls; rm x"),
-        ("ls\nrm x", "ls\nrm x"),
-        ("FOO=1 rm -rf x", "FOO=1 rm -rf x"),
-        ("sudo rm -rf x", "sudo rm -rf x"),
-        ("bash -c 'rm -rf x'", "bash -c 'rm -rf x'"),
+        ("python3 -V", None),
+        ("python3 -c 'print(1)'", None),
+        ("node -e 'x'", None),
+        ("node --eval=x", None),
+        ("perl -e 'x'", None),
+        ("ruby -e x", None),
+        ("php -r x", None),
+        ("deno eval x", None),
+        ("bun -e x", None),
+        ("git -c alias.x='!touch pwned' x", None),
+        ("git -C sub status", None),
+        ("git --config-env=core.pager=X log", None),
+        ("git --exec-path=/tmp log", None),
+        ("git x", None),
+        ("git config core.fsmonitor x", None),
+        ("git rebase -x 'touch p' HEAD~1", None),
+        ("git grep -Ovim foo", None),
+        ("find . -name x", "find"),
+        ("find . -exec rm {} +", None),
+        ("find . -execdir rm x ;", None),
+        ("find . -okdir rm x", None),
+        ("find . -delete", None),
+        ("find . -fprint0 out", None),
+        ("rg --pre ./p x", None),
+        ("tar --to-command=sh -xf a.tar", None),
+        ("tar -I sh -xf a.tar", None),
+        ("make SHELL=/tmp/x test", None),
+        ("make --eval='x' test", None),
+        ("sort --compress-program=sh a", None),
+        ("xargs rm", None),
+        ("env FOO=1 ls", None),
+        ("awk '{print}' a", None),
+        ("sed -n 1p a", None),
+        ("cat a | grep b", None),
+        ("echo hi > out.txt", None),
+        ("cat < in.txt", None),
+        ("ls 2>/dev/null", None),
+        ("cat <<EOF\nx\nEOF", None),
+        ("cat <<< x", None),
+        ("sleep 1 & rm -rf /", None),
+        ("echo $(whoami)", None),
+        ("echo `id`", None),
+        ("diff <(ls) >(cat)", None),
+        ("echo $HOME", None),
+        ("echo ${HOME}", None),
+        ("ls *.py", None),
+        ("ls {a,b}", None),
+        ("ls; rm x", None),
+        ("ls\nrm x", None),
+        ("FOO=1 rm -rf x", None),
+        ("sudo rm -rf x", None),
+        ("bash -c 'rm -rf x'", None),
+        ("echo 'unclosed", None),
+        ("ls \x1b[8m", None),
     ],
 )
-def test_command_scope(command: str, scope: str) -> None:
-    assert command_scope(command) == scope
+def test_a_session_scope_is_widened_only_when_its_arguments_cannot_carry_code(
+    env: ToolEnv, command: str, scope: str | None
+) -> None:
+    found = scope_of(command, env.work_dir)
+    if scope is None:
+        assert found.exact
+        assert found.key == "shell-exact:" + command.strip()
+        assert found.label == "exactly this command"
+    else:
+        assert not found.exact
+        assert found.key == f"shell:{scope}"
+        assert found.label == f"`{scope}` with any arguments inside the work dir"
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        "cat /etc/passwd",
+        "cat ~/.ssh/id_rsa",
+        "cat ../secret",
+        "cat sub/../../secret",
+        "cat link/secret",
+        "grep -r x --include=a /usr",
+        "cp a.txt -t/tmp",
+        "curl file:///etc/passwd",
+        "scp a host:/x && cat /etc/hosts",
+        "ls ../*",
+        "ls .*/x",
+        "/tmp/tool --help",
+        "echo hi > /tmp/out",
+        "tar -xf a.tar -C /",
+        "docker build -v /:/host .",
+    ],
+)
+def test_arguments_that_name_paths_outside_the_work_dir_ask_every_time(
+    env: ToolEnv, tmp_path: Path, command: str
+) -> None:
+    (tmp_path / "outside").mkdir()
+    (env.work_dir / "link").symlink_to(tmp_path / "outside")
+    assert scope_of(command, env.work_dir).outside
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        "cat README.md",
+        "cat ./src/../README.md",
+        f"ls {'/'.join(['..', 'work', 'src'])}",
+        "ls 2>/dev/null",
+        "curl https://example.com/a:b",
+        "git log origin/main..HEAD",
+        "git diff HEAD~1",
+        "ls *.txt",
+        "python3 -m pytest -q tests/",
+    ],
+)
+def test_paths_inside_the_work_dir_are_not_outside(env: ToolEnv, command: str) -> None:
+    (env.work_dir / "a.txt").write_text("")
+    assert not scope_of(command, env.work_dir).outside
 
 
 async def test_shell_permission_names_the_scope(env: ToolEnv) -> None:
@@ -248,7 +352,7 @@ async def test_shell_permission_names_the_scope(env: ToolEnv) -> None:
     assert permission.action == "run command"
     assert permission.description == "git status -s"
     assert permission.scope == "shell:git status"
-    assert permission.scope_label == "commands starting with `git status`"
+    assert permission.scope_label == "`git status` with any arguments inside the work dir"
     assert permission.display == [ShellBlock(command="git status -s")]
     assert not permission.outside_work_dir
 
@@ -258,5 +362,5 @@ async def test_shell_permission_for_a_compound_command_covers_only_that_command(
 ) -> None:
     permission = await Shell().permission(ShellParams(command="rm -rf x && ls"), env)
     assert permission is not None
-    assert permission.scope == "shell:rm -rf x && ls"
+    assert permission.scope == "shell-exact:rm -rf x && ls"
     assert permission.scope_label == "exactly this command"

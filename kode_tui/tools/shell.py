@@ -1,8 +1,8 @@
 """Shell: runs one command in bash, in its own process group (DESIGN.md §6).
 
 The whole group is killed on timeout and on cancellation (the user pressed Esc), so nothing the
-command started keeps running behind the user's back. `command_scope` names what "approve for
-session" covers for a command.
+command started keeps running behind the user's back. `kode_tui.tools.command_scope` names what
+"approve for session" covers for a command.
 """
 
 from __future__ import annotations
@@ -10,7 +10,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import os
-import re
 import shutil
 import signal
 import subprocess
@@ -26,6 +25,7 @@ from kode_tui.tools.base import (
     ToolError,
     ToolOutput,
 )
+from kode_tui.tools.command_scope import scope_of
 from kode_tui.wire.events import ShellBlock
 
 MAX_TIMEOUT = 300
@@ -36,87 +36,6 @@ KILL_GRACE = 2.0
 
 PIPE_GRACE = 0.5
 """Seconds the output may stay open after the shell exited (background jobs still writing)."""
-
-
-# --- approval scope ------------------------------------------------------------------------------
-
-_SUBCOMMAND_TOOLS = frozenset(
-    {
-        "git",
-        "npm",
-        "pnpm",
-        "yarn",
-        "cargo",
-        "go",
-        "uv",
-        "pip",
-        "pip3",
-        "docker",
-        "kubectl",
-        "make",
-        "poetry",
-    }
-)
-_PYTHONS = frozenset({"python", "python3"})
-
-# Commands that run whatever follows them: approving "sudo" or "bash" would approve anything.
-_RUNNERS = frozenset(
-    {
-        "sudo",
-        "doas",
-        "su",
-        "env",
-        "eval",
-        "exec",
-        "command",
-        "builtin",
-        "xargs",
-        "nohup",
-        "time",
-        "timeout",
-        "nice",
-        "bash",
-        "sh",
-        "zsh",
-        "dash",
-        "fish",
-        "source",
-        ".",
-    }
-)
-_COMPOUND = ("&", "|", ";", "`", "$(", ">", "<", "\n")
-_PLAIN_WORD = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.:+-]*")
-
-
-def _scope(command: str) -> tuple[str, bool]:
-    """The scope of `command` and whether it covers exactly this command only."""
-    stripped = command.strip()
-    words = stripped.split()
-    if not words or any(token in stripped for token in _COMPOUND):
-        return stripped, True
-    first = words[0]
-    name = os.path.basename(first)
-    if "=" in first or "$" in first or name in _RUNNERS:
-        # `FOO=1 rm -rf x` or `sudo rm`: the first word says nothing about what runs.
-        return stripped, True
-    if name in _PYTHONS and len(words) >= 3 and words[1] == "-m":
-        if _PLAIN_WORD.fullmatch(words[2]):
-            return f"{first} -m {words[2]}", False
-        return stripped, True
-    if name in _SUBCOMMAND_TOOLS and len(words) >= 2 and _PLAIN_WORD.fullmatch(words[1]):
-        return f"{first} {words[1]}", False
-    return first, False
-
-
-def command_scope(command: str) -> str:
-    """What approving `command` for the session covers: every command with this same scope.
-
-    The first word (`ls -la` → `ls`), with the subcommand for tools that have them
-    (`git status -s` → `git status`, `python -m pytest -q` → `python -m pytest`). A compound or
-    redirecting command, an assignment or a runner like `sudo` or `bash` is its own scope, so
-    approving it covers that exact command only (`rm -rf x && ls` → `rm -rf x && ls`).
-    """
-    return _scope(command)[0]
 
 
 # --- running -------------------------------------------------------------------------------------
@@ -258,13 +177,14 @@ class Shell(Tool[ShellParams]):
     params = ShellParams
 
     async def permission(self, params: ShellParams, env: ToolEnv) -> Permission | None:
-        scope, exact = _scope(params.command)
+        scope = await asyncio.to_thread(scope_of, params.command, env.work_dir)
         return Permission(
             kind="shell",
             action="run command",
             description=params.command,
-            scope=f"shell:{scope}",
-            scope_label="exactly this command" if exact else f"commands starting with `{scope}`",
+            scope=scope.key,
+            scope_label=scope.label,
+            outside_work_dir=scope.outside,
             display=[ShellBlock(command=params.command)],
         )
 
