@@ -4,6 +4,7 @@ the scope "approve for session" covers."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import signal
 import time
@@ -157,7 +158,104 @@ async def test_shell_returns_even_when_an_escaped_process_holds_the_output(
         result = await asyncio.wait_for(task, 5)
         assert result.output == "ok\n"
     finally:
-        os.kill(pid, signal.SIGKILL)
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, signal.SIGKILL)
+
+
+def kill_session(pid: int) -> None:
+    """Clean up after a test: `pid` leads the group setsid gave it."""
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(pid, signal.SIGKILL)
+
+
+def running(pid: int) -> bool:
+    """Whether `pid` still runs (a zombie no one reaped yet has stopped running)."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return False
+    return stat.rsplit(")", 1)[1].split()[0] != "Z"
+
+
+async def wait_until_stopped(pid: int, within: float = 3.0) -> bool:
+    deadline = time.monotonic() + within
+    while running(pid) and time.monotonic() < deadline:
+        await asyncio.sleep(0.02)
+    return not running(pid)
+
+
+needs_proc = pytest.mark.skipif(
+    not Path("/proc/self/environ").exists() or not hasattr(os, "pidfd_open"),
+    reason="finding processes that left the group needs Linux /proc and pidfds",
+)
+
+
+def setsid_sleep(pidfile: Path) -> str:
+    """A command part that starts `sleep 300` in a session of its own, its pid in `pidfile`."""
+    return f"setsid sh -c 'echo $$ > {pidfile}; exec sleep 300'"
+
+
+@needs_proc
+@pytest.mark.parametrize("form", ["{} & echo ok", "({} &); echo ok", "{} & disown; echo ok"])
+async def test_a_setsid_process_holding_the_output_is_stopped_when_the_command_ends(
+    env: ToolEnv, form: str
+) -> None:
+    pidfile = env.work_dir / "pid"
+    result = await shell(env, form.format(setsid_sleep(pidfile)))
+    pid = await read_pid(pidfile)
+    try:
+        assert result.output == "ok\n"
+        assert "left in the background were stopped" in result.message
+        assert await wait_until_stopped(pid)
+    finally:
+        kill_session(pid)
+
+
+@needs_proc
+async def test_a_setsid_process_with_redirected_output_is_stopped_on_timeout(
+    env: ToolEnv, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(shell_module, "KILL_GRACE", 0.3)
+    pidfile = env.work_dir / "pid"
+    result = await shell(env, f"{setsid_sleep(pidfile)} > /dev/null 2>&1 & sleep 30", timeout=1)
+    pid = await read_pid(pidfile)
+    try:
+        assert "timed out" in result.message
+        assert await wait_until_stopped(pid)
+    finally:
+        kill_session(pid)
+
+
+@needs_proc
+async def test_a_setsid_process_that_ignores_sigterm_is_stopped_on_cancel(env: ToolEnv) -> None:
+    pidfile = env.work_dir / "pid"
+    command = (
+        f"setsid sh -c 'trap \"\" TERM; echo $$ > {pidfile}; sleep 300; :' > /dev/null 2>&1 & "
+        "sleep 30"
+    )
+    task = asyncio.create_task(shell(env, command))
+    pid = await read_pid(pidfile)
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    try:
+        assert await wait_until_stopped(pid, within=0.5)
+    finally:
+        kill_session(pid)
+
+
+@needs_proc
+async def test_a_setsid_process_with_redirected_output_keeps_running_like_any_background_job(
+    env: ToolEnv,
+) -> None:
+    pidfile = env.work_dir / "pid"
+    result = await shell(env, f"{setsid_sleep(pidfile)} > /dev/null 2>&1 & echo ok")
+    pid = await read_pid(pidfile)
+    try:
+        assert result.message == "Command executed successfully."
+        assert running(pid)
+    finally:
+        kill_session(pid)
 
 
 async def test_shell_leaves_background_jobs_with_redirected_output_running(env: ToolEnv) -> None:
