@@ -7,6 +7,7 @@ import asyncio
 import hashlib
 import os
 import time
+import tracemalloc
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
@@ -645,3 +646,43 @@ def test_the_last_check_before_the_rename_keeps_a_concurrent_edit(work: Path) ->
         files.write_atomically(target, b"new\n", expected=b"something else\n")
     assert target.read_text() == "seen\n"
     assert [p.name for p in work.iterdir()] == ["a.txt"]  # no temp file left behind
+
+
+# --- ReadFile keeps bounded slices of a huge line ----------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("lines", "params", "shown_line"),
+    [
+        (["{huge}\n", "end\n"], {}, 1),
+        (["start\n", "{huge}"], {"line_offset": -1}, 2),
+        (["{huge}\n", "end\n"], {"line_offset": 2}, 2),
+    ],
+)
+async def test_read_file_of_a_huge_single_line_keeps_memory_bounded(
+    env: ToolEnv, work: Path, lines: list[str], params: dict[str, int], shown_line: int
+) -> None:
+    huge = "é" + "x" * (6 * 1024 * 1024)
+    (work / "big.txt").write_text("".join(line.format(huge=huge) for line in lines))
+    del huge
+    tracemalloc.start()
+    try:
+        result = await read(env, "big.txt", **params)
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert peak < 2 * 1024 * 1024  # the line is 6 MiB: held whole, it costs three times that
+    assert "Total lines in file: 2." in result.message
+    if shown_line == 2 and "line_offset" in params and params["line_offset"] == 2:
+        assert result.output == "     2\tend\n"
+    else:
+        assert f"[line cut at 2000 of {6 * 1024 * 1024 + 1} chars]" in result.output
+        assert f"Lines {shown_line} were longer than 2000 chars" in result.message
+
+
+async def test_read_file_still_refuses_a_huge_line_that_is_not_utf8(
+    env: ToolEnv, work: Path
+) -> None:
+    (work / "bad.txt").write_bytes(b"x" * 100_000 + b"\xff" + b"x" * 10 + b"\n")
+    with pytest.raises(ToolError, match=r"not valid UTF-8 text \(line 1\)"):
+        await read(env, "bad.txt")

@@ -44,6 +44,12 @@ SNIFF_BYTES = 8192
 
 _COUNT_CHUNK = 1 << 20
 
+_LINE_HEAD_BYTES = 4 * MAX_LINE_CHARS + 4
+"""The bytes of a line kept in memory: enough for MAX_LINE_CHARS characters of UTF-8."""
+
+_LINE_CHUNK = 1 << 18
+"""The rest of a longer line is read (to count and check it) this many bytes at a time."""
+
 
 def read_outside_permission(env: ToolEnv, path: Path, description: str) -> Permission | None:
     """The approval a read of `path` needs: none inside the work dir, else one per directory.
@@ -176,20 +182,62 @@ def _check_text_head(head: bytes, shown: str) -> None:
         raise _not_text(shown, "is not valid UTF-8 text") from None
 
 
-def _decode_line(raw: bytes, number: int, shown: str) -> str:
+def _cut_line(body: str, length: int, ending: str) -> tuple[str, bool]:
+    """The line as shown: `body` (its first characters) cut at MAX_LINE_CHARS when `length`,
+    the whole line's length without its ending, is longer."""
+    if length <= MAX_LINE_CHARS:
+        return body + ending, False
+    marker = f"... [line cut at {MAX_LINE_CHARS} of {length} chars]"
+    return body[:MAX_LINE_CHARS] + marker + ending, True
+
+
+def _split_ending(text: str) -> tuple[str, str]:
+    body = text.rstrip("\r\n")
+    return body, text[len(body) :]
+
+
+def _skip_line(file: BinaryIO) -> bool:
+    """Move past one line without keeping it; False at the end of the file."""
+    head = file.readline(_LINE_HEAD_BYTES)
+    if not head:
+        return False
+    if head.endswith(b"\n") or len(head) < _LINE_HEAD_BYTES:
+        return True
+    while chunk := file.readline(_LINE_CHUNK):
+        if chunk.endswith(b"\n"):
+            break
+    return True
+
+
+def _read_line(file: BinaryIO, number: int, shown: str) -> tuple[str, bool] | None:
+    """The next line as shown and whether it was cut; None at the end of the file.
+
+    At most `_LINE_HEAD_BYTES` of it are kept: the rest is read in chunks only to check it is
+    UTF-8 and to count its characters, so one huge line costs a chunk of memory, not its size.
+    """
+    head = file.readline(_LINE_HEAD_BYTES)
+    if not head:
+        return None
+    decoder = codecs.getincrementaldecoder("utf-8")()
     try:
-        return raw.decode("utf-8")
+        if head.endswith(b"\n") or len(head) < _LINE_HEAD_BYTES:
+            body, ending = _split_ending(decoder.decode(head, final=True))
+            return _cut_line(body, len(body), ending)
+        body = decoder.decode(head, final=False)
+        length, last = len(body), body[-2:]
+        while chunk := file.readline(_LINE_CHUNK):
+            part = decoder.decode(chunk, final=False)
+            length += len(part)
+            last = (last + part[-2:])[-2:]
+            if chunk.endswith(b"\n"):
+                break
+        rest = decoder.decode(b"", final=True)
+        length += len(rest)
+        last = (last + rest)[-2:]
     except UnicodeDecodeError:
         raise _not_text(shown, f"is not valid UTF-8 text (line {number})") from None
-
-
-def _cut_line(line: str) -> tuple[str, bool]:
-    body = line.rstrip("\r\n")
-    if len(body) <= MAX_LINE_CHARS:
-        return line, False
-    ending = line[len(body) :]
-    marker = f"... [line cut at {MAX_LINE_CHARS} of {len(body)} chars]"
-    return body[:MAX_LINE_CHARS] + marker + ending, True
+    ending = "\r\n" if last == "\r\n" else "\n" if last.endswith("\n") else ""
+    return _cut_line(body, length - len(ending), ending)
 
 
 def _read_page(path: Path, shown: str, offset: int, wanted: int) -> _Page:
@@ -198,29 +246,33 @@ def _read_page(path: Path, shown: str, offset: int, wanted: int) -> _Page:
         _check_text_head(file.read(SNIFF_BYTES), shown)
         file.seek(0)
         if offset > 0:
-            raw_lines, total = _read_forward(file, offset, wanted)
-        else:
-            raw_lines, total = _read_tail(file, -offset, wanted)
-    page = _Page(lines=[], total=total, cut_lines=[])
-    for number, raw in raw_lines:
-        line, cut = _cut_line(_decode_line(raw, number, shown))
-        page.lines.append((number, line))
-        if cut:
+            return _read_forward(file, shown, offset, wanted)
+        return _read_tail(file, shown, -offset, wanted)
+
+
+def _take(file: BinaryIO, shown: str, first: int, wanted: int, page: _Page) -> None:
+    for number in range(first, first + wanted):
+        line = _read_line(file, number, shown)
+        if line is None:
+            return
+        page.lines.append((number, line[0]))
+        if line[1]:
             page.cut_lines.append(number)
-    return page
 
 
-def _read_forward(file: BinaryIO, offset: int, wanted: int) -> tuple[list[tuple[int, bytes]], int]:
-    lines: list[tuple[int, bytes]] = []
-    number = 0
-    for raw in file:
-        number += 1
-        if number >= offset:
-            lines.append((number, raw))
-            if len(lines) == wanted:
-                break
-    else:
-        return lines, number
+def _read_forward(file: BinaryIO, shown: str, offset: int, wanted: int) -> _Page:
+    page = _Page(lines=[], total=0, cut_lines=[])
+    skipped = 0
+    while skipped < offset - 1 and _skip_line(file):
+        skipped += 1
+    if skipped < offset - 1:
+        page.total = skipped
+        return page
+    _take(file, shown, offset, wanted, page)
+    number = offset - 1 + len(page.lines)
+    if len(page.lines) < wanted:
+        page.total = number
+        return page
     # Counting the rest in big chunks is much faster than iterating over its lines.
     last_byte = b""
     while chunk := file.read(_COUNT_CHUNK):
@@ -228,16 +280,25 @@ def _read_forward(file: BinaryIO, offset: int, wanted: int) -> tuple[list[tuple[
         last_byte = chunk[-1:]
     if last_byte not in (b"", b"\n"):
         number += 1  # a last line without a line ending
-    return lines, number
+    page.total = number
+    return page
 
 
-def _read_tail(file: BinaryIO, count: int, wanted: int) -> tuple[list[tuple[int, bytes]], int]:
-    tail: deque[tuple[int, bytes]] = deque(maxlen=count)
-    number = 0
-    for raw in file:
-        number += 1
-        tail.append((number, raw))
-    return list(tail)[:wanted], number
+def _read_tail(file: BinaryIO, shown: str, count: int, wanted: int) -> _Page:
+    # Where each of the last `count` lines starts; they are read once the end is known.
+    starts: deque[int] = deque(maxlen=count)
+    total = 0
+    while True:
+        start = file.tell()
+        if not _skip_line(file):
+            break
+        starts.append(start)
+        total += 1
+    page = _Page(lines=[], total=total, cut_lines=[])
+    if starts:
+        file.seek(starts[0])
+        _take(file, shown, total - len(starts) + 1, min(wanted, len(starts)), page)
+    return page
 
 
 def _page_output(page: _Page, params: ReadFileParams) -> ToolOutput:
