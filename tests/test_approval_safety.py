@@ -42,6 +42,8 @@ from kode_tui.wire import events as ev
         ".idea/workspace.xml",
         ".devcontainer/devcontainer.json",
         ".husky/pre-commit",
+        ".githooks/pre-commit",
+        ".cursor/mcp.json",
         ".kode/commands/x.md",
         ".claude/settings.json",
         ".mcp.json",

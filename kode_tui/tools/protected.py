@@ -12,8 +12,10 @@ ignore case, and HFS+ ignores some invisible characters too), both as the path w
 it resolves (a symlink `notes -> .git/config` is a write to `.git/config`):
 
 - directories: `.git` (config, hooks/, info/attributes, modules/…; also `.git` as a file, the
-  gitdir pointer of a worktree or submodule), `.hg`, `.vscode`, `.idea`, `.devcontainer`,
-  `.husky`, `.kode`, `.claude`, `.cargo` only for its `config`/`config.toml`;
+  gitdir pointer of a worktree or submodule), `.hg`, the usual `core.hooksPath` folders
+  (`.husky`, `.githooks`, `.git-hooks`), editor folders that run tasks (`.vscode`, `.idea`,
+  `.zed`, `.devcontainer`), agent folders with hooks, commands and MCP servers (`.kode`,
+  `.claude`, `.cursor`, `.gemini`), and `.cargo` for its `config`/`config.toml`;
 - files: `.gitmodules`, `.gitattributes`, `.gitconfig`, `.lfsconfig`, `.envrc`, `.mise.toml`,
   `mise.toml`, `.pre-commit-config.yaml`, `.mcp.json`, `.npmrc`, `.yarnrc`, `.yarnrc.yml`,
   `.pnpmfile.cjs`, the shell start-up files (`.bashrc`, `.bash_profile`, `.bash_login`,
@@ -31,7 +33,8 @@ REASON = "writes here can make tools run code"
 """What the approval says about such a write."""
 
 PROTECTED_DIRS = frozenset(
-    {".git", ".hg", ".vscode", ".idea", ".devcontainer", ".husky", ".kode", ".claude"}
+    {".git", ".hg", ".husky", ".githooks", ".git-hooks", ".vscode", ".idea", ".zed"}
+    | {".devcontainer", ".kode", ".claude", ".cursor", ".gemini"}
 )
 PROTECTED_FILES = frozenset(
     {
