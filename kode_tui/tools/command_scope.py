@@ -119,6 +119,9 @@ _EXEC_OPTIONS: dict[str, tuple[str, ...]] = {
 }
 """Options (as prefixes: `-fprint0`, `-Ifoo`) that make these programs run or write freely."""
 
+_EXEC_LETTERS = {"tar": "IFH", "rsync": "e"}
+"""Short options that name a program, also inside a bundle (`tar -xIzstd`, `rsync -avze`)."""
+
 _GIT_SAFE_GLOBALS = frozenset(
     {"--no-pager", "-P", "--no-optional-locks", "--literal-pathspecs", "--no-replace-objects"}
     | {"--glob-pathspecs", "--noglob-pathspecs", "--icase-pathspecs"}
@@ -263,6 +266,8 @@ def _prefix(words: list[str]) -> list[str] | None:
         return None
     if any(_runs_programs(name, arg) for arg in args):
         return None
+    if name == "tar" and args and set(args[0]) & set(_EXEC_LETTERS["tar"]):
+        return None  # old-style `tar xIf …`: the first word is a bundle without its dash
     if name in _WRAPPERS and args and args[0] == _WRAPPERS[name]:
         inner = _prefix(args[1:]) if len(args) > 1 else None
         return None if inner is None else [program, args[0], *inner]
@@ -283,9 +288,12 @@ def _runs_programs(name: str, arg: str) -> bool:
         option = arg[2:].split("=", 1)[0].lower()
         if any(word in option for word in _EXEC_WORDS):
             return True
-    return arg.startswith("-") and any(
-        arg.startswith(option) for option in _EXEC_OPTIONS.get(name, ())
-    )
+    if not arg.startswith("-"):
+        return False
+    if any(arg.startswith(option) for option in _EXEC_OPTIONS.get(name, ())):
+        return True
+    letters = _EXEC_LETTERS.get(name, "")
+    return not arg.startswith("--") and any(letter in arg for letter in letters)
 
 
 def _interpreter_prefix(program: str, name: str, args: list[str]) -> list[str] | None:
