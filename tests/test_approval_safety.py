@@ -268,3 +268,29 @@ async def test_broad_scopes_saved_by_an_older_version_cover_only_what_they_mean_
     assert await asker.asks("cat /etc/hostname")
     assert not await asker.asks("cat README.md")  # the same meaning today, inside the work dir
     assert not await asker.asks("git log --oneline")
+
+
+@pytest.mark.parametrize(
+    "attack",
+    [
+        "cp hook.sh .git/hooks/pre-commit",
+        "tee .envrc",
+        "echo x >> .git/config",
+        "mv notes .gitattributes",
+        "cp hook.sh docs/x",  # docs is a symlink to .git/hooks
+    ],
+)
+async def test_a_command_naming_a_protected_file_asks_every_time_even_in_yolo(
+    tmp_path: Path, attack: str
+) -> None:
+    (tmp_path / ".git" / "hooks").mkdir(parents=True)
+    (tmp_path / "docs").symlink_to(".git/hooks")
+    asker = Asker(tmp_path)
+    assert await asker.asks("cp a.txt b.txt")
+    assert await asker.asks("tee out.txt")
+    assert await asker.asks(attack)
+    assert "make tools run code" in asker.asked[-1].always_ask
+    assert asker.asked[-1].scope_label == ""
+    await asker.approval.set_mode("yolo")
+    assert await asker.asks(attack)
+    assert not await asker.asks("cp x.txt y.txt")

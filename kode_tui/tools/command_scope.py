@@ -19,7 +19,9 @@ anything else gets the scope "exactly this command":
   says exec, command, program, script, shell, eval, hook, pager, editor, filter, plugin, config…).
 
 Separately, an argument that names a path outside the work dir (absolute, `~`, `..` that escapes,
-a symlink that leads out, a glob that could) makes the call ask every time, whatever was approved.
+a symlink that leads out, a glob that could) makes the call ask every time, whatever was approved,
+and one that names a file that can make tools run code (`.git/hooks/…`, `.envrc`) asks every time
+in every mode, as a WriteFile of it would.
 The scope key is computed by `scope_of` both when an approval is remembered and when a later
 command is checked, so a key stored by an older version (e.g. the broad `shell:python3`) only
 covers commands this function gives that very key.
@@ -33,6 +35,8 @@ import re
 import shlex
 from dataclasses import dataclass
 from pathlib import Path
+
+from kode_tui.tools.protected import is_protected
 
 EXACT_PREFIX = "shell-exact:"
 WIDE_PREFIX = "shell:"
@@ -222,6 +226,9 @@ class CommandScope:
     exact: bool
     outside: bool
     """Some argument names a path outside the work dir: the call asks every time."""
+    protected: bool = False
+    """Some argument names a file that can make tools run code (`kode_tui.tools.protected`):
+    the call asks every time, in every mode."""
 
 
 def scope_of(command: str, work_dir: Path) -> CommandScope:
@@ -229,12 +236,13 @@ def scope_of(command: str, work_dir: Path) -> CommandScope:
     stripped = command.strip()
     tokens = _tokens(stripped)
     prefix = _prefix(tokens) if tokens else None
-    outside = _outside(tokens if tokens is not None else stripped.split(), work_dir)
+    outside, protected = _paths(tokens if tokens is not None else stripped.split(), work_dir)
     if prefix is None:
-        return CommandScope(EXACT_PREFIX + stripped, EXACT_LABEL, exact=True, outside=outside)
-    shown = shlex.join(prefix)
-    label = f"`{shown}` with any arguments inside the work dir"
-    return CommandScope(WIDE_PREFIX + shown, label, exact=False, outside=outside)
+        key, label = EXACT_PREFIX + stripped, EXACT_LABEL
+    else:
+        shown = shlex.join(prefix)
+        key, label = WIDE_PREFIX + shown, f"`{shown}` with any arguments inside the work dir"
+    return CommandScope(key, label, prefix is None, outside, protected)
 
 
 def _tokens(command: str) -> list[str] | None:
@@ -334,9 +342,11 @@ def _subcommand_prefix(program: str, name: str, args: list[str]) -> list[str] | 
 # --- paths outside the work dir ------------------------------------------------------------------
 
 
-def _outside(tokens: list[str], work_dir: Path) -> bool:
-    """Whether an argument (or a command given by path) names something outside `work_dir`."""
+def _paths(tokens: list[str], work_dir: Path) -> tuple[bool, bool]:
+    """Whether an argument (or a command given by path) names something outside `work_dir`,
+    and whether one names a protected file."""
     root = Path(os.path.realpath(work_dir))
+    outside = protected = False
     command_word = True
     for token in tokens:
         if _is_operator(token):
@@ -346,9 +356,14 @@ def _outside(tokens: list[str], work_dir: Path) -> bool:
             command_word = False
             if "/" not in token:
                 continue  # a program looked up on PATH, not a path argument
-        if any(_names_outside(candidate, work_dir, root) for candidate in _candidates(token)):
-            return True
-    return False
+        for candidate in _candidates(token):
+            paths = _expand(candidate, work_dir)
+            if paths is None:
+                outside = protected = True  # cannot tell what it names: ask
+                continue
+            outside = outside or any(not _inside(path, root) for path in paths)
+            protected = protected or any(is_protected(Path(path), work_dir) for path in paths)
+    return outside, protected
 
 
 def _candidates(word: str) -> set[str]:
@@ -368,25 +383,26 @@ def _candidates(word: str) -> set[str]:
     return found
 
 
-def _names_outside(candidate: str, work_dir: Path, root: Path) -> bool:
+def _expand(candidate: str, work_dir: Path) -> list[str] | None:
+    """The absolute paths `candidate` can name (a glob's matches); None when that is unknown."""
     if candidate in _SAFE_DEVICES or candidate.startswith("/dev/fd/"):
-        return False
+        return []
     if candidate.startswith("~"):
         expanded = os.path.expanduser(candidate)
         if expanded.startswith("~"):
-            return True  # ~user of an unknown user, ~+, ~-: cannot tell, so ask
+            return None  # ~user of an unknown user, ~+, ~-
         candidate = expanded
-    path = candidate if os.path.isabs(candidate) else str(work_dir / candidate)
-    if glob.has_magic(candidate):
-        if _DOT_GLOB.search(candidate):
-            return True  # bash's `.*` can match `..`
-        matches = []
-        for match in glob.iglob(path):
-            matches.append(match)
-            if len(matches) > _GLOB_LIMIT:
-                return True
-        return any(not _inside(match, root) for match in matches)
-    return not _inside(path, root)
+    path = os.path.normpath(candidate if os.path.isabs(candidate) else work_dir / candidate)
+    if not glob.has_magic(candidate):
+        return [path]
+    if _DOT_GLOB.search(candidate):
+        return None  # bash's `.*` can match `..` (and `.git`)
+    matches: list[str] = []
+    for match in glob.iglob(path):
+        matches.append(match)
+        if len(matches) > _GLOB_LIMIT:
+            return None
+    return matches or [path]
 
 
 def _inside(path: str, root: Path) -> bool:
