@@ -97,7 +97,7 @@ RUNNERS = frozenset(
 """Commands whose arguments are (or can be) a command or code: never widened."""
 
 _INTERPRETER = re.compile(
-    r"(python|pypy|node|nodejs|ruby|perl|php|lua|luajit|Rscript|R|pwsh|powershell|julia|tsx|"
+    r"(python|pypy|node|nodejs|ruby|perl|php|lua|luajit|rscript|r|pwsh|powershell|julia|tsx|"
     r"ts-node|java|jshell|groovy|scala|kotlin|swift|elixir|erl|escript|racket|guile|tclsh|"
     r"wish|raku|dotnet)[0-9.]*"
 )
@@ -268,7 +268,8 @@ def _prefix(words: list[str]) -> list[str] | None:
     if any(_is_operator(w) or _EXPANSION.search(w) for w in words):
         return None
     program = words[0]
-    name = os.path.basename(program)
+    # macOS file systems ignore case: `GIT` and `Python3` run git and python3.
+    name = os.path.basename(program).lower()
     args = words[1:]
     if "=" in program or program in _KEYWORDS or name in RUNNERS or not _PLAIN.fullmatch(name):
         return None

@@ -1,7 +1,8 @@
 """Shell: runs one command in bash, in its own process group (DESIGN.md §6).
 
 The whole group is killed on timeout and on cancellation (the user pressed Esc), so nothing the
-command started keeps running behind the user's back. `kode_tui.tools.command_scope` names what
+command started keeps running behind the user's back; processes that left the group with `setsid`
+are found and stopped too (`Escapees`). `kode_tui.tools.command_scope` names what
 "approve for session" covers for a command.
 """
 
