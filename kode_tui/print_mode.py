@@ -70,9 +70,14 @@ class PrintView:
                 self._tool_line(event)
             case ev.ApprovalRequest():
                 event.resolve("reject")
+                why = (
+                    f"{event.always_ask}, so it asks even with --yolo"
+                    if event.always_ask
+                    else "--yolo allows every call"
+                )
                 self._note(
                     f"rejected {event.description}: it needs approval ({event.action}) and "
-                    "print mode asks no one; --yolo allows every call"
+                    f"print mode asks no one; {why}"
                 )
             case ev.ContextReverted(reason="dmail"):
                 self._note(f"D-Mail: the context went back to checkpoint {event.checkpoint_id}")

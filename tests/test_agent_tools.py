@@ -71,3 +71,36 @@ async def test_bad_calls_of_the_real_tools_are_errors_for_the_model(tmp_path: Pa
     assert session.state.session_approvals == []  # nothing outside is approved for the session
     assert not (tmp_path / "new.txt").exists()
     assert (project / "a.txt").read_text() == "alpha\n"
+
+
+async def test_a_nul_byte_in_any_argument_is_a_clear_error_for_the_model(tmp_path: Path) -> None:
+    project = tmp_path / "project"
+    project.mkdir()
+    (project / "a.txt").write_text("alpha\n")
+    calls = [
+        call("ReadFile", {"path": "a.txt\0../../etc/passwd"}),
+        call("WriteFile", {"path": "b\0.txt", "content": "x"}),
+        call("StrReplaceFile", {"path": "a\0.txt", "edit": {"old": "alpha", "new": "b"}}),
+        call("StrReplaceFile", {"path": "a.txt", "edit": [{"old": "alpha\0", "new": "b"}]}),
+        call("Glob", {"pattern": "*.txt", "directory": "sub\0dir"}),
+        call("Grep", {"pattern": "alpha", "path": "a\0.txt"}),
+        call("Shell", {"command": "echo a\0b"}),
+    ]
+    provider = ScriptedProvider([{"tool_calls": calls}, {"text": "ok"}])
+    session = await Session.create(project)
+    agent = await open_agent(session, Config(), resolve_model(Config()), provider=provider)
+    asked: list[ev.ApprovalRequest] = []
+    seen = agent.bus.subscribe(ev.ApprovalRequest, callback=asked.append)
+    result = await agent.soul.run("nul")
+    await seen.join()
+    await agent.close()
+
+    assert result.stop_reason == "done"
+    assert asked == []  # refused before anyone is asked
+    tool_texts = [m.text for m in provider.requests[1].history if m.role == "tool"]
+    fields = ["path", "path", "path", "edit.0.old", "directory", "path", "command"]
+    assert len(tool_texts) == len(fields)
+    for text, field in zip(tool_texts, fields, strict=True):
+        assert f"`{field}` contains a NUL byte" in text
+        assert "unexpected error" not in text
+    assert (project / "a.txt").read_text() == "alpha\n"

@@ -15,6 +15,7 @@ BOTTOM = {
     "kode_tui.config",
     "kode_tui.errors",
     "kode_tui.fsutil",
+    "kode_tui.gitcmd",
     "kode_tui.masking",
     "kode_tui.pathnames",
     "kode_tui.safetext",
@@ -26,11 +27,10 @@ ALLOWED = {
     "kode_tui.paths": set(),
     "kode_tui.config": set(),
     "kode_tui.fsutil": set(),
-<<<<<<< HEAD
+    "kode_tui.gitcmd": set(),
     "kode_tui.masking": set(),
-=======
+    "kode_tui.pathnames": set(),
     "kode_tui.safetext": set(),
->>>>>>> i12-term
     "kode_tui.errors": set(),
     "kode_tui.session": set(),
     "kode_tui.wire": set(),

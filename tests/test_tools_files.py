@@ -7,6 +7,7 @@ import asyncio
 import hashlib
 import os
 import time
+import tracemalloc
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
@@ -555,9 +556,9 @@ async def test_an_edit_interrupted_while_writing_still_reaches_the_journal(
 ) -> None:
     real_write = files.write_atomically
 
-    def slow_write(path: Path, data: bytes) -> None:
+    def slow_write(path: Path, data: bytes, **checks: Any) -> None:
         time.sleep(0.2)
-        real_write(path, data)
+        real_write(path, data, **checks)
 
     monkeypatch.setattr(files, "write_atomically", slow_write)
     task = asyncio.create_task(write(env, "a.txt", "x\n"))
@@ -572,3 +573,116 @@ async def test_an_edit_interrupted_while_writing_still_reaches_the_journal(
     assert (work / "a.txt").read_text() == "x\n"
     [edit] = context.file_edits
     assert edit.record.after == sha(b"x\n")
+
+
+# --- the file must still be what the approval showed ---------------------------------------------
+
+
+async def test_write_file_refuses_to_overwrite_an_edit_made_while_the_approval_was_pending(
+    env: ToolEnv, work: Path
+) -> None:
+    (work / "a.txt").write_text("original\n")
+    params = WriteFileParams(path="a.txt", content="model\n")
+    permission = await WriteFile().permission(params, env)
+    assert permission is not None
+    (work / "a.txt").write_text("the user's edit\n")  # while the question is on screen
+    with pytest.raises(ToolError, match="changed since the approval was shown; nothing was"):
+        await WriteFile().run(params, env, "call")
+    assert (work / "a.txt").read_text() == "the user's edit\n"
+
+
+async def test_write_file_refuses_a_file_created_while_the_approval_was_pending(
+    env: ToolEnv, work: Path
+) -> None:
+    params = WriteFileParams(path="new.txt", content="model\n")
+    await WriteFile().permission(params, env)
+    (work / "new.txt").write_text("the user's file\n")
+    with pytest.raises(ToolError, match="changed since the approval"):
+        await WriteFile().run(params, env, "call")
+    assert (work / "new.txt").read_text() == "the user's file\n"
+
+
+async def test_str_replace_file_writes_only_the_diff_that_was_approved(
+    env: ToolEnv, work: Path
+) -> None:
+    (work / "a.py").write_text("x = 1\ny = 2\n")
+    params = replace_params("a.py", {"old": "x = 1", "new": "x = 10"})
+    await StrReplaceFile().permission(params, env)
+    # The edit still applies, but to other content than the approval showed.
+    (work / "a.py").write_text("x = 1\ny = 3\n")
+    with pytest.raises(ToolError, match="changed since the approval"):
+        await StrReplaceFile().run(params, env, "call")
+    assert (work / "a.py").read_text() == "x = 1\ny = 3\n"
+
+
+async def test_a_write_whose_symlink_was_retargeted_since_the_approval_is_refused(
+    env: ToolEnv, work: Path
+) -> None:
+    (work / "a.txt").write_text("a\n")
+    (work / "b.txt").write_text("a\n")
+    (work / "link.txt").symlink_to("a.txt")
+    params = WriteFileParams(path="link.txt", content="model\n")
+    await WriteFile().permission(params, env)
+    (work / "link.txt").unlink()
+    (work / "link.txt").symlink_to("b.txt")
+    with pytest.raises(ToolError, match="changed since the approval"):
+        await WriteFile().run(params, env, "call")
+    assert (work / "b.txt").read_text() == "a\n"
+
+
+async def test_an_unchanged_file_is_written_after_the_approval(env: ToolEnv, work: Path) -> None:
+    (work / "a.txt").write_text("original\n")
+    params = WriteFileParams(path="a.txt", content="model\n", mode="append")
+    await WriteFile().permission(params, env)
+    result = await WriteFile().run(params, env, "call")
+    assert not result.is_error
+    assert (work / "a.txt").read_text() == "original\nmodel\n"
+
+
+def test_the_last_check_before_the_rename_keeps_a_concurrent_edit(work: Path) -> None:
+    target = work / "a.txt"
+    target.write_text("seen\n")
+    with pytest.raises(files.FileChanged):
+        files.write_atomically(target, b"new\n", expected=b"something else\n")
+    assert target.read_text() == "seen\n"
+    assert [p.name for p in work.iterdir()] == ["a.txt"]  # no temp file left behind
+
+
+# --- ReadFile keeps bounded slices of a huge line ----------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("lines", "params", "shown_line"),
+    [
+        (["{huge}\n", "end\n"], {}, 1),
+        (["start\n", "{huge}"], {"line_offset": -1}, 2),
+        (["{huge}\n", "end\n"], {"line_offset": 2}, 2),
+    ],
+)
+async def test_read_file_of_a_huge_single_line_keeps_memory_bounded(
+    env: ToolEnv, work: Path, lines: list[str], params: dict[str, int], shown_line: int
+) -> None:
+    huge = "é" + "x" * (6 * 1024 * 1024)
+    (work / "big.txt").write_text("".join(line.format(huge=huge) for line in lines))
+    del huge
+    tracemalloc.start()
+    try:
+        result = await read(env, "big.txt", **params)
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert peak < 2 * 1024 * 1024  # the line is 6 MiB: held whole, it costs three times that
+    assert "Total lines in file: 2." in result.message
+    if shown_line == 2 and "line_offset" in params and params["line_offset"] == 2:
+        assert result.output == "     2\tend\n"
+    else:
+        assert f"[line cut at 2000 of {6 * 1024 * 1024 + 1} chars]" in result.output
+        assert f"Lines {shown_line} were longer than 2000 chars" in result.message
+
+
+async def test_read_file_still_refuses_a_huge_line_that_is_not_utf8(
+    env: ToolEnv, work: Path
+) -> None:
+    (work / "bad.txt").write_bytes(b"x" * 100_000 + b"\xff" + b"x" * 10 + b"\n")
+    with pytest.raises(ToolError, match=r"not valid UTF-8 text \(line 1\)"):
+        await read(env, "bad.txt")

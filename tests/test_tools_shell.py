@@ -4,6 +4,7 @@ the scope "approve for session" covers."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import signal
 import time
@@ -14,7 +15,8 @@ from pydantic import ValidationError
 
 from kode_tui.tools import shell as shell_module
 from kode_tui.tools.base import MAX_OUTPUT_CHARS, ToolEnv, ToolError, ToolOutput
-from kode_tui.tools.shell import OutputBuffer, Shell, ShellParams, command_scope
+from kode_tui.tools.command_scope import scope_of
+from kode_tui.tools.shell import OutputBuffer, Shell, ShellParams
 from kode_tui.wire.events import ShellBlock
 
 
@@ -156,7 +158,104 @@ async def test_shell_returns_even_when_an_escaped_process_holds_the_output(
         result = await asyncio.wait_for(task, 5)
         assert result.output == "ok\n"
     finally:
-        os.kill(pid, signal.SIGKILL)
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, signal.SIGKILL)
+
+
+def kill_session(pid: int) -> None:
+    """Clean up after a test: `pid` leads the group setsid gave it."""
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(pid, signal.SIGKILL)
+
+
+def running(pid: int) -> bool:
+    """Whether `pid` still runs (a zombie no one reaped yet has stopped running)."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return False
+    return stat.rsplit(")", 1)[1].split()[0] != "Z"
+
+
+async def wait_until_stopped(pid: int, within: float = 3.0) -> bool:
+    deadline = time.monotonic() + within
+    while running(pid) and time.monotonic() < deadline:
+        await asyncio.sleep(0.02)
+    return not running(pid)
+
+
+needs_proc = pytest.mark.skipif(
+    not Path("/proc/self/environ").exists() or not hasattr(os, "pidfd_open"),
+    reason="finding processes that left the group needs Linux /proc and pidfds",
+)
+
+
+def setsid_sleep(pidfile: Path) -> str:
+    """A command part that starts `sleep 300` in a session of its own, its pid in `pidfile`."""
+    return f"setsid sh -c 'echo $$ > {pidfile}; exec sleep 300'"
+
+
+@needs_proc
+@pytest.mark.parametrize("form", ["{} & echo ok", "({} &); echo ok", "{} & disown; echo ok"])
+async def test_a_setsid_process_holding_the_output_is_stopped_when_the_command_ends(
+    env: ToolEnv, form: str
+) -> None:
+    pidfile = env.work_dir / "pid"
+    result = await shell(env, form.format(setsid_sleep(pidfile)))
+    pid = await read_pid(pidfile)
+    try:
+        assert result.output == "ok\n"
+        assert "left in the background were stopped" in result.message
+        assert await wait_until_stopped(pid)
+    finally:
+        kill_session(pid)
+
+
+@needs_proc
+async def test_a_setsid_process_with_redirected_output_is_stopped_on_timeout(
+    env: ToolEnv, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(shell_module, "KILL_GRACE", 0.3)
+    pidfile = env.work_dir / "pid"
+    result = await shell(env, f"{setsid_sleep(pidfile)} > /dev/null 2>&1 & sleep 30", timeout=1)
+    pid = await read_pid(pidfile)
+    try:
+        assert "timed out" in result.message
+        assert await wait_until_stopped(pid)
+    finally:
+        kill_session(pid)
+
+
+@needs_proc
+async def test_a_setsid_process_that_ignores_sigterm_is_stopped_on_cancel(env: ToolEnv) -> None:
+    pidfile = env.work_dir / "pid"
+    command = (
+        f"setsid sh -c 'trap \"\" TERM; echo $$ > {pidfile}; sleep 300; :' > /dev/null 2>&1 & "
+        "sleep 30"
+    )
+    task = asyncio.create_task(shell(env, command))
+    pid = await read_pid(pidfile)
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    try:
+        assert await wait_until_stopped(pid, within=0.5)
+    finally:
+        kill_session(pid)
+
+
+@needs_proc
+async def test_a_setsid_process_with_redirected_output_keeps_running_like_any_background_job(
+    env: ToolEnv,
+) -> None:
+    pidfile = env.work_dir / "pid"
+    result = await shell(env, f"{setsid_sleep(pidfile)} > /dev/null 2>&1 & echo ok")
+    pid = await read_pid(pidfile)
+    try:
+        assert result.message == "Command executed successfully."
+        assert running(pid)
+    finally:
+        kill_session(pid)
 
 
 async def test_shell_leaves_background_jobs_with_redirected_output_running(env: ToolEnv) -> None:
@@ -213,32 +312,142 @@ def test_shell_params_bound_the_timeout() -> None:
         ("git status -s", "git status"),
         ("ls -la", "ls"),
         ("ls", "ls"),
-        ("rm -rf x && ls", "rm -rf x && ls"),
         ("  git  log --oneline  ", "git log"),
-        ("git -C sub status", "git"),
-        ("npm run build", "npm run"),
-        ("make", "make"),
+        ("git --no-pager log -n 3", "git log"),
+        ("git log --diff-filter=M", "git log"),
+        ("npm run build", "npm run build"),
+        ("npm test", "npm test"),
         ("make test", "make test"),
         ("cargo test --release", "cargo test"),
-        ("docker compose up -d", "docker compose"),
+        ("docker compose up -d", None),
         ("python -m pytest -q", "python -m pytest"),
         ("python3 -m http.server 8000", "python3 -m http.server"),
-        ("python script.py", "python"),
+        ("python script.py --fast", "python script.py"),
+        ("uv run pytest -q", "uv run pytest"),
+        ("uv run python -c 'import os'", None),
         ("pytest tests/", "pytest"),
-        ("cat a | grep b", "cat a | grep b"),
-        ("echo hi > out.txt", "echo hi > out.txt"),
-        ("sleep 1 & rm -rf /", "sleep 1 & rm -rf /"),
-        ("echo $(whoami)", "echo $(whoami)"),
-        ("echo `id`", "echo `id`"),
-        ("ls; rm x", "ls; rm x"),
-        ("ls\nrm x", "ls\nrm x"),
-        ("FOO=1 rm -rf x", "FOO=1 rm -rf x"),
-        ("sudo rm -rf x", "sudo rm -rf x"),
-        ("bash -c 'rm -rf x'", "bash -c 'rm -rf x'"),
+        ("python3 -V", None),
+        ("Python3 -c x", None),
+        ("GIT -c alias.x=!id x", None),
+        ("/usr/bin/git -c a=b log", None),
+        ("python3 -c 'print(1)'", None),
+        ("node -e 'x'", None),
+        ("node --eval=x", None),
+        ("perl -e 'x'", None),
+        ("ruby -e x", None),
+        ("php -r x", None),
+        ("deno eval x", None),
+        ("bun -e x", None),
+        ("git -c alias.x='!touch pwned' x", None),
+        ("git -C sub status", None),
+        ("git --config-env=core.pager=X log", None),
+        ("git --exec-path=/tmp log", None),
+        ("git x", None),
+        ("git config core.fsmonitor x", None),
+        ("git rebase -x 'touch p' HEAD~1", None),
+        ("git grep -Ovim foo", None),
+        ("find . -name x", "find"),
+        ("find . -exec rm {} +", None),
+        ("find . -execdir rm x ;", None),
+        ("find . -okdir rm x", None),
+        ("find . -delete", None),
+        ("find . -fprint0 out", None),
+        ("rg --pre ./p x", None),
+        ("tar --to-command=sh -xf a.tar", None),
+        ("tar -I sh -xf a.tar", None),
+        ("tar -xIsh -f a.tar", None),
+        ("tar xIf sh a.tar", None),
+        ("tar -czf a.tgz src", "tar"),
+        ("rsync -avze sh a b", None),
+        ("make SHELL=/tmp/x test", None),
+        ("make --eval='x' test", None),
+        ("sort --compress-program=sh a", None),
+        ("xargs rm", None),
+        ("env FOO=1 ls", None),
+        ("awk '{print}' a", None),
+        ("sed -n 1p a", None),
+        ("cat a | grep b", None),
+        ("echo hi > out.txt", None),
+        ("cat < in.txt", None),
+        ("ls 2>/dev/null", None),
+        ("cat <<EOF\nx\nEOF", None),
+        ("cat <<< x", None),
+        ("sleep 1 & rm -rf /", None),
+        ("echo $(whoami)", None),
+        ("echo `id`", None),
+        ("diff <(ls) >(cat)", None),
+        ("echo $HOME", None),
+        ("echo ${HOME}", None),
+        ("ls *.py", None),
+        ("ls {a,b}", None),
+        ("ls; rm x", None),
+        ("ls\nrm x", None),
+        ("FOO=1 rm -rf x", None),
+        ("sudo rm -rf x", None),
+        ("bash -c 'rm -rf x'", None),
+        ("echo 'unclosed", None),
+        ("ls \x1b[8m", None),
     ],
 )
-def test_command_scope(command: str, scope: str) -> None:
-    assert command_scope(command) == scope
+def test_a_session_scope_is_widened_only_when_its_arguments_cannot_carry_code(
+    env: ToolEnv, command: str, scope: str | None
+) -> None:
+    found = scope_of(command, env.work_dir)
+    if scope is None:
+        assert found.exact
+        assert found.key == "shell-exact:" + command.strip()
+        assert found.label == "exactly this command"
+    else:
+        assert not found.exact
+        assert found.key == f"shell:{scope}"
+        assert found.label == f"`{scope}` with any arguments inside the work dir"
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        "cat /etc/passwd",
+        "cat ~/.ssh/id_rsa",
+        "cat ../secret",
+        "cat sub/../../secret",
+        "cat link/secret",
+        "grep -r x --include=a /usr",
+        "cp a.txt -t/tmp",
+        "curl file:///etc/passwd",
+        "scp a host:/x && cat /etc/hosts",
+        "ls ../*",
+        "ls .*/x",
+        "/tmp/tool --help",
+        "echo hi > /tmp/out",
+        "tar -xf a.tar -C /",
+        "docker build -v /:/host .",
+    ],
+)
+def test_arguments_that_name_paths_outside_the_work_dir_ask_every_time(
+    env: ToolEnv, tmp_path: Path, command: str
+) -> None:
+    (tmp_path / "outside").mkdir()
+    (env.work_dir / "link").symlink_to(tmp_path / "outside")
+    assert scope_of(command, env.work_dir).outside
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        "cat README.md",
+        "cat ./src/../README.md",
+        f"ls {'/'.join(['..', 'work', 'src'])}",
+        "ls 2>/dev/null",
+        "curl https://example.com/a:b",
+        "git log origin/main..HEAD",
+        "git diff HEAD~1",
+        "ls *.txt",
+        "python3 -m pytest -q tests/",
+    ],
+)
+def test_paths_inside_the_work_dir_are_not_outside(env: ToolEnv, command: str) -> None:
+    (env.work_dir / "a.txt").write_text("")
+    assert not scope_of(command, env.work_dir).outside
 
 
 async def test_shell_permission_names_the_scope(env: ToolEnv) -> None:
@@ -248,7 +457,7 @@ async def test_shell_permission_names_the_scope(env: ToolEnv) -> None:
     assert permission.action == "run command"
     assert permission.description == "git status -s"
     assert permission.scope == "shell:git status"
-    assert permission.scope_label == "commands starting with `git status`"
+    assert permission.scope_label == "`git status` with any arguments inside the work dir"
     assert permission.display == [ShellBlock(command="git status -s")]
     assert not permission.outside_work_dir
 
@@ -258,5 +467,5 @@ async def test_shell_permission_for_a_compound_command_covers_only_that_command(
 ) -> None:
     permission = await Shell().permission(ShellParams(command="rm -rf x && ls"), env)
     assert permission is not None
-    assert permission.scope == "shell:rm -rf x && ls"
+    assert permission.scope == "shell-exact:rm -rf x && ls"
     assert permission.scope_label == "exactly this command"

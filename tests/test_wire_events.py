@@ -280,6 +280,7 @@ async def test_approval_future_is_never_serialised() -> None:
         "tool_name": "",
         "scope_label": "",
         "outside_work_dir": False,
+        "always_ask": "",
         "sender": "kode-tui",  # Kimi CLI needs it
     }
     replayed = from_record(json.loads(json.dumps(record))).event

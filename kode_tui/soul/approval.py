@@ -3,7 +3,9 @@
 The user is asked with an `ApprovalRequest` on the wire; whoever shows it (the UI, or print mode)
 calls `resolve()`. Modes: `ask` asks for every edit and command; `auto-edit` lets edits in the work
 dir through; `yolo` lets everything through. A call outside the work dir asks every time unless in
-yolo, and "approve for session" does not cover it.
+yolo, and "approve for session" does not cover it. A call whose permission says `always_ask` (a
+write that can make tools run code, see `kode_tui.tools.protected`) asks every time in every mode,
+yolo included, and is never remembered for the session.
 """
 
 from __future__ import annotations
@@ -61,6 +63,8 @@ class Approval:
 
     def allows(self, permission: Permission) -> bool:
         """Whether the call may run without asking."""
+        if permission.always_ask:
+            return False
         if self.mode == "yolo":
             return True
         if permission.outside_work_dir:
@@ -82,8 +86,9 @@ class Approval:
             action=permission.action,
             description=permission.description,
             display=list(permission.display),
-            scope_label="" if permission.outside_work_dir else permission.scope_label,
+            scope_label="" if permission.asks_every_time else permission.scope_label,
             outside_work_dir=permission.outside_work_dir,
+            always_ask=permission.always_ask,
         )
         response: ApprovalResponse = "reject"
         try:
@@ -92,7 +97,7 @@ class Approval:
         finally:
             # Also when the step is cancelled meanwhile, so the UI closes the question.
             self._bus.send(ApprovalResolved(id=request.id, response=response))
-        remember = response == "approve_for_session" and not permission.outside_work_dir
+        remember = response == "approve_for_session" and not permission.asks_every_time
         if remember and permission.scope not in self._state.session_approvals:
             self._state.session_approvals.append(permission.scope)
             await self._save()

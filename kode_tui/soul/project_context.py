@@ -29,6 +29,7 @@ from typing import Any, TypeVar
 
 import watchfiles
 
+from kode_tui import gitcmd
 from kode_tui.pathnames import InsideChecker, escape_name, is_within, unescape_name
 
 log = logging.getLogger(__name__)
@@ -461,18 +462,9 @@ def _display_path(path: Path, work_dir: Path) -> str:
 
 def _git(cwd: Path, *args: str) -> str | None:
     """Stdout of one git command, or None when git fails, is missing or hangs."""
-    env = {**os.environ, "GIT_OPTIONAL_LOCKS": "0", "GIT_TERMINAL_PROMPT": "0"}
-    command = ["git", "-c", "core.quotepath=false", "-c", "color.ui=false", *args]
+    config = ("core.quotepath=false", "color.ui=false")
     try:
-        done = subprocess.run(
-            command,
-            cwd=cwd,
-            env=env,
-            stdin=subprocess.DEVNULL,
-            capture_output=True,
-            timeout=GIT_TIMEOUT_S,
-            check=False,
-        )
+        done = gitcmd.run(args, cwd, timeout=GIT_TIMEOUT_S, config=config)
     except (OSError, subprocess.SubprocessError):
         log.debug("git %s failed", " ".join(args), exc_info=True)
         return None

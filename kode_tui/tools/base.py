@@ -75,6 +75,14 @@ class Permission:
     """That scope in words, e.g. `all edits in the work dir`."""
     outside_work_dir: bool = False
     display: Sequence[DisplayBlock] = ()
+    always_ask: str = ""
+    """Why this call asks every time, in every mode (yolo too), with no session approval
+    offered, e.g. `writes here can make tools run code`; empty for an ordinary call."""
+
+    @property
+    def asks_every_time(self) -> bool:
+        """Whether no session approval may cover the call (outside the work dir, or protected)."""
+        return self.outside_work_dir or bool(self.always_ask)
 
 
 @dataclass(slots=True)

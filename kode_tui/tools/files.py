@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import codecs
 import contextlib
+import hashlib
 import os
 import secrets
 import stat
@@ -19,7 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import BinaryIO, Literal
 
-from pydantic import BaseModel, Field, model_validator
+from pydantic import BaseModel, Field, PrivateAttr, model_validator
 
 from kode_tui.fsutil import fsync_dir, write_all
 from kode_tui.tools.base import (
@@ -32,6 +33,7 @@ from kode_tui.tools.base import (
     ToolOutput,
     truncate,
 )
+from kode_tui.tools.protected import REASON, is_protected
 from kode_tui.wire.events import DiffBlock
 
 MAX_LINES = 1000
@@ -41,6 +43,12 @@ SNIFF_BYTES = 8192
 """How much of a file decides whether it is text."""
 
 _COUNT_CHUNK = 1 << 20
+
+_LINE_HEAD_BYTES = 4 * MAX_LINE_CHARS + 4
+"""The bytes of a line kept in memory: enough for MAX_LINE_CHARS characters of UTF-8."""
+
+_LINE_CHUNK = 1 << 18
+"""The rest of a longer line is read (to count and check it) this many bytes at a time."""
 
 
 def read_outside_permission(env: ToolEnv, path: Path, description: str) -> Permission | None:
@@ -174,20 +182,62 @@ def _check_text_head(head: bytes, shown: str) -> None:
         raise _not_text(shown, "is not valid UTF-8 text") from None
 
 
-def _decode_line(raw: bytes, number: int, shown: str) -> str:
+def _cut_line(body: str, length: int, ending: str) -> tuple[str, bool]:
+    """The line as shown: `body` (its first characters) cut at MAX_LINE_CHARS when `length`,
+    the whole line's length without its ending, is longer."""
+    if length <= MAX_LINE_CHARS:
+        return body + ending, False
+    marker = f"... [line cut at {MAX_LINE_CHARS} of {length} chars]"
+    return body[:MAX_LINE_CHARS] + marker + ending, True
+
+
+def _split_ending(text: str) -> tuple[str, str]:
+    body = text.rstrip("\r\n")
+    return body, text[len(body) :]
+
+
+def _skip_line(file: BinaryIO) -> bool:
+    """Move past one line without keeping it; False at the end of the file."""
+    head = file.readline(_LINE_HEAD_BYTES)
+    if not head:
+        return False
+    if head.endswith(b"\n") or len(head) < _LINE_HEAD_BYTES:
+        return True
+    while chunk := file.readline(_LINE_CHUNK):
+        if chunk.endswith(b"\n"):
+            break
+    return True
+
+
+def _read_line(file: BinaryIO, number: int, shown: str) -> tuple[str, bool] | None:
+    """The next line as shown and whether it was cut; None at the end of the file.
+
+    At most `_LINE_HEAD_BYTES` of it are kept: the rest is read in chunks only to check it is
+    UTF-8 and to count its characters, so one huge line costs a chunk of memory, not its size.
+    """
+    head = file.readline(_LINE_HEAD_BYTES)
+    if not head:
+        return None
+    decoder = codecs.getincrementaldecoder("utf-8")()
     try:
-        return raw.decode("utf-8")
+        if head.endswith(b"\n") or len(head) < _LINE_HEAD_BYTES:
+            body, ending = _split_ending(decoder.decode(head, final=True))
+            return _cut_line(body, len(body), ending)
+        body = decoder.decode(head, final=False)
+        length, last = len(body), body[-2:]
+        while chunk := file.readline(_LINE_CHUNK):
+            part = decoder.decode(chunk, final=False)
+            length += len(part)
+            last = (last + part[-2:])[-2:]
+            if chunk.endswith(b"\n"):
+                break
+        rest = decoder.decode(b"", final=True)
+        length += len(rest)
+        last = (last + rest)[-2:]
     except UnicodeDecodeError:
         raise _not_text(shown, f"is not valid UTF-8 text (line {number})") from None
-
-
-def _cut_line(line: str) -> tuple[str, bool]:
-    body = line.rstrip("\r\n")
-    if len(body) <= MAX_LINE_CHARS:
-        return line, False
-    ending = line[len(body) :]
-    marker = f"... [line cut at {MAX_LINE_CHARS} of {len(body)} chars]"
-    return body[:MAX_LINE_CHARS] + marker + ending, True
+    ending = "\r\n" if last == "\r\n" else "\n" if last.endswith("\n") else ""
+    return _cut_line(body, length - len(ending), ending)
 
 
 def _read_page(path: Path, shown: str, offset: int, wanted: int) -> _Page:
@@ -196,29 +246,33 @@ def _read_page(path: Path, shown: str, offset: int, wanted: int) -> _Page:
         _check_text_head(file.read(SNIFF_BYTES), shown)
         file.seek(0)
         if offset > 0:
-            raw_lines, total = _read_forward(file, offset, wanted)
-        else:
-            raw_lines, total = _read_tail(file, -offset, wanted)
-    page = _Page(lines=[], total=total, cut_lines=[])
-    for number, raw in raw_lines:
-        line, cut = _cut_line(_decode_line(raw, number, shown))
-        page.lines.append((number, line))
-        if cut:
+            return _read_forward(file, shown, offset, wanted)
+        return _read_tail(file, shown, -offset, wanted)
+
+
+def _take(file: BinaryIO, shown: str, first: int, wanted: int, page: _Page) -> None:
+    for number in range(first, first + wanted):
+        line = _read_line(file, number, shown)
+        if line is None:
+            return
+        page.lines.append((number, line[0]))
+        if line[1]:
             page.cut_lines.append(number)
-    return page
 
 
-def _read_forward(file: BinaryIO, offset: int, wanted: int) -> tuple[list[tuple[int, bytes]], int]:
-    lines: list[tuple[int, bytes]] = []
-    number = 0
-    for raw in file:
-        number += 1
-        if number >= offset:
-            lines.append((number, raw))
-            if len(lines) == wanted:
-                break
-    else:
-        return lines, number
+def _read_forward(file: BinaryIO, shown: str, offset: int, wanted: int) -> _Page:
+    page = _Page(lines=[], total=0, cut_lines=[])
+    skipped = 0
+    while skipped < offset - 1 and _skip_line(file):
+        skipped += 1
+    if skipped < offset - 1:
+        page.total = skipped
+        return page
+    _take(file, shown, offset, wanted, page)
+    number = offset - 1 + len(page.lines)
+    if len(page.lines) < wanted:
+        page.total = number
+        return page
     # Counting the rest in big chunks is much faster than iterating over its lines.
     last_byte = b""
     while chunk := file.read(_COUNT_CHUNK):
@@ -226,16 +280,25 @@ def _read_forward(file: BinaryIO, offset: int, wanted: int) -> tuple[list[tuple[
         last_byte = chunk[-1:]
     if last_byte not in (b"", b"\n"):
         number += 1  # a last line without a line ending
-    return lines, number
+    page.total = number
+    return page
 
 
-def _read_tail(file: BinaryIO, count: int, wanted: int) -> tuple[list[tuple[int, bytes]], int]:
-    tail: deque[tuple[int, bytes]] = deque(maxlen=count)
-    number = 0
-    for raw in file:
-        number += 1
-        tail.append((number, raw))
-    return list(tail)[:wanted], number
+def _read_tail(file: BinaryIO, shown: str, count: int, wanted: int) -> _Page:
+    # Where each of the last `count` lines starts; they are read once the end is known.
+    starts: deque[int] = deque(maxlen=count)
+    total = 0
+    while True:
+        start = file.tell()
+        if not _skip_line(file):
+            break
+        starts.append(start)
+        total += 1
+    page = _Page(lines=[], total=total, cut_lines=[])
+    if starts:
+        file.seek(starts[0])
+        _take(file, shown, total - len(starts) + 1, min(wanted, len(starts)), page)
+    return page
 
 
 def _page_output(page: _Page, params: ReadFileParams) -> ToolOutput:
@@ -276,12 +339,28 @@ def _page_output(page: _Page, params: ReadFileParams) -> ToolOutput:
 # --- writing -------------------------------------------------------------------------------------
 
 
-def write_atomically(path: Path, data: bytes) -> None:
+class FileChanged(Exception):
+    """The file no longer holds what the write was computed from."""
+
+
+_UNCHECKED = object()
+
+
+def _current(target: Path) -> bytes | None:
+    try:
+        return target.read_bytes()
+    except FileNotFoundError:
+        return None
+
+
+def write_atomically(path: Path, data: bytes, *, expected: object = _UNCHECKED) -> None:
     """Replace the file at `path` (or, for a symlink, the file it points to) with `data`.
 
     A temp file in the same directory is written, fsynced and renamed over the target, so the
     file holds its old or its new content at every instant. An existing file keeps its mode
     bits; a new one gets the usual 0666 less the umask. Missing parent directories are created.
+    With `expected` (bytes, or None for "no file"), the target is compared with it right before
+    the rename, and `FileChanged` is raised instead of replacing an edit made meanwhile.
     """
     target = Path(os.path.realpath(path))
     target.parent.mkdir(parents=True, exist_ok=True)
@@ -303,6 +382,9 @@ def write_atomically(path: Path, data: bytes) -> None:
             os.fsync(fd)
         finally:
             os.close(fd)
+        # Last moment before the rename: the window left for another writer is tiny.
+        if expected is not _UNCHECKED and _current(target) != expected:
+            raise FileChanged(str(target))
         os.replace(tmp, target)
     except BaseException:
         with contextlib.suppress(FileNotFoundError):
@@ -336,6 +418,38 @@ def _edit_permission(tool: str, env: ToolEnv, path: Path, display: list[DiffBloc
         scope_label="all edits in the work dir" if inside else f"edits of {path}",
         outside_work_dir=not inside,
         display=display,
+        always_ask=REASON if is_protected(path, env.work_dir) else "",
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class _Shown:
+    """What the approval of a write was computed from: the file and its content's hash."""
+
+    target: str
+    digest: str | None
+    """sha256 of the content; None when there was no file, `_UNREADABLE` when it failed."""
+
+
+_UNREADABLE = "unreadable"
+
+
+def _digest(data: bytes | None) -> str | None:
+    return None if data is None else hashlib.sha256(data).hexdigest()
+
+
+def _changed_since_shown(shown_at: _Shown | None, path: Path, change: _Change, shown: str) -> None:
+    if shown_at is None:
+        return  # run() without permission() (a library caller): nothing was shown
+    if shown_at.target != os.path.realpath(path) or shown_at.digest != _digest(change.before):
+        raise _changed(shown)
+
+
+def _changed(shown: str) -> ToolError:
+    return ToolError(
+        f"`{shown}` changed since the approval was shown; nothing was written. Read it again "
+        "and redo the change if it is still wanted.",
+        brief="Changed since approval",
     )
 
 
@@ -351,7 +465,9 @@ async def _write_and_record(
     env: ToolEnv, path: Path, shown: str, change: _Change, tool_call_id: str
 ) -> None:
     try:
-        await asyncio.to_thread(write_atomically, path, change.after)
+        await asyncio.to_thread(write_atomically, path, change.after, expected=change.before)
+    except FileChanged:
+        raise _changed(shown) from None
     except OSError as error:
         raise ToolError(
             f"Failed to write `{shown}`: {error.strerror or error}.", brief="Write failed"
@@ -402,6 +518,8 @@ class WriteFileParams(BaseModel):
             "to the end of the file."
         ),
     )
+    # Set by permission(), checked by run(): the same params object travels from one to the other.
+    _shown: _Shown | None = PrivateAttr(default=None)
 
 
 class WriteFile(Tool[WriteFileParams]):
@@ -424,13 +542,17 @@ class WriteFile(Tool[WriteFileParams]):
         try:
             change = await asyncio.to_thread(self._change, params, path, env.display_path(path))
             display = [change.diff(env.display_path(path))]
+            digest = _digest(change.before)
         except ToolError:
             display = []  # run() reports the problem; the user still decides on the call
+            digest = _UNREADABLE
+        params._shown = _Shown(os.path.realpath(path), digest)
         return _edit_permission(self.name, env, path, display)
 
     async def run(self, params: WriteFileParams, env: ToolEnv, tool_call_id: str) -> ToolOutput:
         path = env.resolve(params.path)
         change = await asyncio.to_thread(self._change, params, path, env.display_path(path))
+        _changed_since_shown(params._shown, path, change, env.display_path(path))
         return await _apply_change(env, path, change, tool_call_id)
 
     @staticmethod
@@ -476,6 +598,9 @@ class StrReplaceFileParams(BaseModel):
         )
     )
 
+    # Set by permission(), checked by run(): the same params object travels from one to the other.
+    _shown: _Shown | None = PrivateAttr(default=None)
+
     def edits(self) -> list[Edit]:
         return [self.edit] if isinstance(self.edit, Edit) else list(self.edit)
 
@@ -502,11 +627,13 @@ class StrReplaceFile(Tool[StrReplaceFileParams]):
         try:
             change = await asyncio.to_thread(_replace, params, path, env.display_path(path))
         except ToolError:
+            params._shown = _Shown(os.path.realpath(path), _UNREADABLE)
             if inside:
                 # Nothing will be written, and run() says why: no reason to ask the user.
                 return None
             # Outside the work dir even the error would tell the model what the file holds.
             return _edit_permission(self.name, env, path, [])
+        params._shown = _Shown(os.path.realpath(path), _digest(change.before))
         return _edit_permission(self.name, env, path, [change.diff(env.display_path(path))])
 
     async def run(
@@ -514,6 +641,7 @@ class StrReplaceFile(Tool[StrReplaceFileParams]):
     ) -> ToolOutput:
         path = env.resolve(params.path)
         change = await asyncio.to_thread(_replace, params, path, env.display_path(path))
+        _changed_since_shown(params._shown, path, change, env.display_path(path))
         return await _apply_change(env, path, change, tool_call_id)
 
 

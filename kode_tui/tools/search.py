@@ -25,6 +25,7 @@ from typing import BinaryIO, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from kode_tui import gitcmd
 from kode_tui.pathnames import InsideChecker, escape_name, is_within, unescape_name
 from kode_tui.tools.base import (
     MAX_LINE_CHARS,
@@ -940,20 +941,11 @@ def _files_to_search(base: Path, include_ignored: bool, root: Path) -> list[Path
 def _git_files(base: Path) -> list[Path] | None:
     """The files git does not ignore under `base`; None when `base` is not in a git work tree."""
     try:
-        listed = subprocess.run(
-            [
-                "git",
-                "-C",
-                str(base),
-                "ls-files",
-                "-z",
-                "--cached",
-                "--others",
-                "--exclude-standard",
-            ],
-            capture_output=True,
-            check=True,
+        listed = gitcmd.run(
+            ["ls-files", "-z", "--cached", "--others", "--exclude-standard"],
+            base,
             timeout=GREP_TIMEOUT,
+            check=True,
         ).stdout
     except (OSError, subprocess.SubprocessError):
         return None
@@ -965,14 +957,7 @@ def _git_files(base: Path) -> list[Path] | None:
 
 def _git_ignores(path: Path) -> bool:
     try:
-        return (
-            subprocess.run(
-                ["git", "-C", str(path), "check-ignore", "-q", "."],
-                capture_output=True,
-                timeout=GREP_TIMEOUT,
-            ).returncode
-            == 0
-        )
+        return gitcmd.run(["check-ignore", "-q", "."], path, timeout=GREP_TIMEOUT).returncode == 0
     except (OSError, subprocess.SubprocessError):
         return False
 

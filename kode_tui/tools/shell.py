@@ -1,8 +1,9 @@
 """Shell: runs one command in bash, in its own process group (DESIGN.md §6).
 
 The whole group is killed on timeout and on cancellation (the user pressed Esc), so nothing the
-command started keeps running behind the user's back. `command_scope` names what "approve for
-session" covers for a command.
+command started keeps running behind the user's back; processes that left the group with `setsid`
+are found and stopped too (`Escapees`). `kode_tui.tools.command_scope` names what
+"approve for session" covers for a command.
 """
 
 from __future__ import annotations
@@ -10,7 +11,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import os
-import re
+import secrets
 import shutil
 import signal
 import subprocess
@@ -26,6 +27,7 @@ from kode_tui.tools.base import (
     ToolError,
     ToolOutput,
 )
+from kode_tui.tools.command_scope import scope_of
 from kode_tui.wire.events import ShellBlock
 
 MAX_TIMEOUT = 300
@@ -37,86 +39,11 @@ KILL_GRACE = 2.0
 PIPE_GRACE = 0.5
 """Seconds the output may stay open after the shell exited (background jobs still writing)."""
 
+PROTECTED_ARGUMENT = "it names a file whose content can make tools run code"
+"""Why a command naming `.git/…`, `.envrc` and the like asks every time, in every mode."""
 
-# --- approval scope ------------------------------------------------------------------------------
-
-_SUBCOMMAND_TOOLS = frozenset(
-    {
-        "git",
-        "npm",
-        "pnpm",
-        "yarn",
-        "cargo",
-        "go",
-        "uv",
-        "pip",
-        "pip3",
-        "docker",
-        "kubectl",
-        "make",
-        "poetry",
-    }
-)
-_PYTHONS = frozenset({"python", "python3"})
-
-# Commands that run whatever follows them: approving "sudo" or "bash" would approve anything.
-_RUNNERS = frozenset(
-    {
-        "sudo",
-        "doas",
-        "su",
-        "env",
-        "eval",
-        "exec",
-        "command",
-        "builtin",
-        "xargs",
-        "nohup",
-        "time",
-        "timeout",
-        "nice",
-        "bash",
-        "sh",
-        "zsh",
-        "dash",
-        "fish",
-        "source",
-        ".",
-    }
-)
-_COMPOUND = ("&", "|", ";", "`", "$(", ">", "<", "\n")
-_PLAIN_WORD = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.:+-]*")
-
-
-def _scope(command: str) -> tuple[str, bool]:
-    """The scope of `command` and whether it covers exactly this command only."""
-    stripped = command.strip()
-    words = stripped.split()
-    if not words or any(token in stripped for token in _COMPOUND):
-        return stripped, True
-    first = words[0]
-    name = os.path.basename(first)
-    if "=" in first or "$" in first or name in _RUNNERS:
-        # `FOO=1 rm -rf x` or `sudo rm`: the first word says nothing about what runs.
-        return stripped, True
-    if name in _PYTHONS and len(words) >= 3 and words[1] == "-m":
-        if _PLAIN_WORD.fullmatch(words[2]):
-            return f"{first} -m {words[2]}", False
-        return stripped, True
-    if name in _SUBCOMMAND_TOOLS and len(words) >= 2 and _PLAIN_WORD.fullmatch(words[1]):
-        return f"{first} {words[1]}", False
-    return first, False
-
-
-def command_scope(command: str) -> str:
-    """What approving `command` for the session covers: every command with this same scope.
-
-    The first word (`ls -la` → `ls`), with the subcommand for tools that have them
-    (`git status -s` → `git status`, `python -m pytest -q` → `python -m pytest`). A compound or
-    redirecting command, an assignment or a runner like `sudo` or `bash` is its own scope, so
-    approving it covers that exact command only (`rm -rf x && ls` → `rm -rf x && ls`).
-    """
-    return _scope(command)[0]
+MARKER_ENV = "KODE_TUI_SHELL_RUN"
+"""Set in every command's environment to a value of its own, to find what it started."""
 
 
 # --- running -------------------------------------------------------------------------------------
@@ -218,11 +145,87 @@ def _shell() -> str:
     return shutil.which("bash") or "/bin/sh"
 
 
-def _environment() -> dict[str, str]:
+def _environment(marker: str) -> dict[str, str]:
     env = dict(os.environ)
     # stdin is /dev/null: git must fail at once instead of waiting for a password.
     env.setdefault("GIT_TERMINAL_PROMPT", "0")
+    env[MARKER_ENV] = marker
     return env
+
+
+class Escapees:
+    """The processes of one command that may have left its process group (`setsid`).
+
+    Killing the group cannot reach them, so they are found on Linux through /proc: by the marker
+    every process the command starts inherits in its environment, or by holding the command's
+    output pipe (which covers a process that cleared its environment). Each is signalled through
+    a pidfd opened before it is checked, so a recycled pid is never hit. Where /proc or pidfds
+    are missing (macOS), nothing is found.
+    """
+
+    def __init__(self, pipe_inode: int) -> None:
+        self.marker = secrets.token_hex(8)
+        self._entry = f"{MARKER_ENV}={self.marker}".encode()
+        self._pipe = f"pipe:[{pipe_inode}]"
+
+    def signal(self, sig: signal.Signals) -> None:
+        """Send `sig` to every process of the command that still runs."""
+        if not hasattr(os, "pidfd_open"):
+            return
+        for pid in self._candidates():
+            try:
+                fd = os.pidfd_open(pid)
+            except OSError:
+                continue
+            try:
+                if self._belongs(pid):
+                    signal.pidfd_send_signal(fd, sig)
+            except OSError:
+                pass  # gone meanwhile
+            finally:
+                os.close(fd)
+
+    def _candidates(self) -> list[int]:
+        me, uid = os.getpid(), os.getuid()
+        try:
+            entries = list(os.scandir("/proc"))
+        except OSError:
+            return []
+        found: list[int] = []
+        for entry in entries:
+            if not entry.name.isdigit() or int(entry.name) == me:
+                continue
+            try:
+                if entry.stat().st_uid == uid and self._belongs(int(entry.name)):
+                    found.append(int(entry.name))
+            except OSError:
+                continue
+        return found
+
+    def _belongs(self, pid: int) -> bool:
+        try:
+            with open(f"/proc/{pid}/environ", "rb") as file:
+                if self._entry in file.read().split(b"\0"):
+                    return True
+            fds = os.listdir(f"/proc/{pid}/fd")
+        except OSError:
+            return False
+        for fd in fds:
+            with contextlib.suppress(OSError):
+                if os.readlink(f"/proc/{pid}/fd/{fd}") == self._pipe:
+                    return True
+        return False
+
+
+async def _stop_command(
+    process: asyncio.subprocess.Process, closed: asyncio.Future[None], escapees: Escapees
+) -> None:
+    """Stop the command's process group and every process of it that left the group."""
+    escapees.signal(signal.SIGTERM)  # first, so a pipe they hold can close within the grace
+    try:
+        await terminate_group(process, until=closed)
+    finally:
+        escapees.signal(signal.SIGKILL)
 
 
 class ShellParams(BaseModel):
@@ -258,14 +261,16 @@ class Shell(Tool[ShellParams]):
     params = ShellParams
 
     async def permission(self, params: ShellParams, env: ToolEnv) -> Permission | None:
-        scope, exact = _scope(params.command)
+        scope = await asyncio.to_thread(scope_of, params.command, env.work_dir)
         return Permission(
             kind="shell",
             action="run command",
             description=params.command,
-            scope=f"shell:{scope}",
-            scope_label="exactly this command" if exact else f"commands starting with `{scope}`",
+            scope=scope.key,
+            scope_label=scope.label,
+            outside_work_dir=scope.outside,
             display=[ShellBlock(command=params.command)],
+            always_ask=PROTECTED_ARGUMENT if scope.protected else "",
         )
 
     async def run(self, params: ShellParams, env: ToolEnv, tool_call_id: str) -> ToolOutput:
@@ -274,13 +279,14 @@ class Shell(Tool[ShellParams]):
         # The output pipe is ours, not asyncio's: Process.wait() then returns when the shell
         # exits, even while a background job holds the pipe, and closing it is up to us.
         read_fd, write_fd = os.pipe()
+        escapees = Escapees(os.fstat(read_fd).st_ino)
         try:
             process = await asyncio.create_subprocess_exec(
                 _shell(),
                 "-c",
                 params.command,
                 cwd=env.work_dir,
-                env=_environment(),
+                env=_environment(escapees.marker),
                 stdin=subprocess.DEVNULL,
                 stdout=write_fd,
                 stderr=subprocess.STDOUT,
@@ -302,10 +308,10 @@ class Shell(Tool[ShellParams]):
                 lambda: collector, os.fdopen(read_fd, "rb", buffering=0)
             )
             timed_out, stopped_leftovers = await self._wait(
-                process, collector.closed, params.timeout
+                process, collector.closed, params.timeout, escapees
             )
         except asyncio.CancelledError:
-            await terminate_group(process, until=collector.closed)
+            await _stop_command(process, collector.closed, escapees)
             raise
         finally:
             # A process that left the group (setsid) may still hold the pipe: stop listening.
@@ -315,22 +321,26 @@ class Shell(Tool[ShellParams]):
 
     @staticmethod
     async def _wait(
-        process: asyncio.subprocess.Process, closed: asyncio.Future[None], timeout: int
+        process: asyncio.subprocess.Process,
+        closed: asyncio.Future[None],
+        timeout: int,
+        escapees: Escapees,
     ) -> tuple[bool, bool]:
         """Wait for the shell to exit and its output to end.
 
         Returns whether the command timed out, and whether processes it left in the background
-        were stopped because they still held its output open.
+        were stopped because they still held its output open. Either way the whole command
+        stops, including processes that left its group with `setsid`.
         """
         try:
             await asyncio.wait_for(process.wait(), timeout)
         except TimeoutError:
-            await terminate_group(process, until=closed)
+            await _stop_command(process, closed, escapees)
             return True, False
         try:
             await asyncio.wait_for(asyncio.shield(closed), PIPE_GRACE)
         except TimeoutError:
-            await terminate_group(process, until=closed)
+            await _stop_command(process, closed, escapees)
             return False, True
         return False, False
 

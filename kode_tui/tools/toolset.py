@@ -81,6 +81,15 @@ class Toolset:
             return _failed(call, f"Error parsing JSON arguments: {error}.", "invalid arguments")
         if not isinstance(arguments, dict):
             return _failed(call, "The arguments must be a JSON object.", "invalid arguments")
+        field = _nul_field(arguments)
+        if field is not None:
+            # No path, pattern or command can hold one: the OS would refuse it deep in the tool.
+            return _failed(
+                call,
+                f"Invalid arguments for {name}: `{field}` contains a NUL byte, which no path, "
+                "pattern, command or text file may hold.",
+                "NUL byte in arguments",
+            )
         try:
             params = tool.params.model_validate(arguments)
         except ValidationError as error:
@@ -211,6 +220,22 @@ def _encodable_block(block: DisplayBlock) -> DisplayBlock:
         if isinstance(value, str) and (clean := scrub_text(value)) is not value
     }
     return block.model_copy(update=update) if update else block
+
+
+def _nul_field(value: object, where: str = "") -> str | None:
+    """The name of the first argument (`edit.0.old`) whose text holds a NUL byte, if any."""
+    if isinstance(value, str):
+        return (where or "arguments") if "\0" in value else None
+    items: Iterable[tuple[object, object]] = ()
+    if isinstance(value, dict):
+        items = value.items()
+    elif isinstance(value, list):
+        items = enumerate(value)
+    for key, item in items:
+        found = _nul_field(item, f"{where}.{key}" if where else str(key))
+        if found is not None:
+            return found
+    return None
 
 
 def _failed(call: ToolCall, message: str, brief: str) -> PreparedCall:

@@ -233,6 +233,9 @@ class ApprovalRequest(Event):
     """What `approve_for_session` would cover, e.g. `all edits in the work dir`; empty when it is
     not offered (a call outside the work dir asks every time)."""
     outside_work_dir: bool = False
+    always_ask: str = ""
+    """Why this call asks every time, whatever the mode (e.g. `writes here can make tools run
+    code`); empty for an ordinary call."""
 
     _future: asyncio.Future[ApprovalResponse] | None = PrivateAttr(default=None)
 

@@ -227,6 +227,9 @@ A tool call waits for your answer.
             action = Content.assemble(
                 action, ("  ⚠ outside the working directory", "bold $text-warning")
             )
+        if request.always_ask:
+            warning = f"  ⚠ {request.always_ask}: asks every time"
+            action = Content.assemble(action, (warning, "bold $text-warning"))
         self.query_one("#approval-action", Static).update(action)
         self._show_excerpt()
         self.query_one("#approval-session", Button).display = bool(request.scope_label)

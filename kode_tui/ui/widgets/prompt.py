@@ -25,9 +25,9 @@ from textual.widgets import OptionList, TextArea
 from textual.widgets.option_list import Option
 from textual.widgets.text_area import Edit, EditResult, Location
 
-from kode_tui.safetext import has_hidden, visible
-
+from kode_tui import gitcmd
 from kode_tui.pathnames import InsideChecker, escape_name, is_within
+from kode_tui.safetext import has_hidden, visible
 
 log = logging.getLogger(__name__)
 
@@ -75,11 +75,9 @@ class PathIndex:
         return paths
 
     def _from_git(self) -> list[str] | None:
-        command = ["git", "-C", str(self.root), "ls-files", "-z", "--cached", "--others"]
+        command = ["ls-files", "-z", "--cached", "--others", "--exclude-standard"]
         try:
-            result = subprocess.run(
-                [*command, "--exclude-standard"], capture_output=True, timeout=5, check=False
-            )
+            result = gitcmd.run(command, self.root, timeout=5)
         except (OSError, subprocess.SubprocessError):
             return None
         if result.returncode != 0:

@@ -1,0 +1,414 @@
+"""What "approve for session" covers for a Shell command, and whether it reaches outside.
+
+A session approval covers exactly what its label says. A command is widened to "`git log` with
+any arguments inside the work dir" only when its words are plain and its arguments cannot carry
+code: the command is split with `shlex` (bash's quoting rules, operators as their own tokens), and
+anything else gets the scope "exactly this command":
+
+- operators and redirections (`;`, `&&`, `|`, `&`, `>`, `<`, here-docs, newlines), command and
+  process substitution, parameter expansion (`$`, backticks), globs and braces, assignments
+  (`FOO=1 cmd`), shell keywords, control characters, and anything `shlex` cannot split;
+- runners, whose arguments are another command (`sudo`, `env`, `xargs`, `bash`, `ssh`, `awk`,
+  `sed`, …), and interpreters with inline code: an interpreter is widened only as
+  `python3 script.py` or `python3 -m module`, so approving `python3 -V` never covers `python3 -c`;
+- `git` with global options other than a few harmless ones (`-c`, `-C`, `--config-env`,
+  `--exec-path`, `--git-dir`, …), aliases and subcommands not known to be safe (`config`,
+  `submodule`, `rebase`, `fetch`, …), and options that run programs (`--upload-pack`, `-O`);
+- options that run programs (`find -exec/-execdir/-ok/-okdir/-delete/-fprint*`, `rg --pre`,
+  `tar -I/--to-command`, `rsync -e`, `make -f/--eval/VAR=value`, and any long option whose name
+  says exec, command, program, script, shell, eval, hook, pager, editor, filter, plugin, config…).
+
+Separately, an argument that names a path outside the work dir (absolute, `~`, `..` that escapes,
+a symlink that leads out, a glob that could) makes the call ask every time, whatever was approved,
+and one that names a file that can make tools run code (`.git/hooks/…`, `.envrc`) asks every time
+in every mode, as a WriteFile of it would.
+The scope key is computed by `scope_of` both when an approval is remembered and when a later
+command is checked, so a key stored by an older version (e.g. the broad `shell:python3`) only
+covers commands this function gives that very key.
+"""
+
+from __future__ import annotations
+
+import glob
+import os
+import re
+import shlex
+from dataclasses import dataclass
+from pathlib import Path
+
+from kode_tui.tools.protected import is_protected
+
+EXACT_PREFIX = "shell-exact:"
+WIDE_PREFIX = "shell:"
+EXACT_LABEL = "exactly this command"
+
+_OPERATOR_CHARS = "();<>|&\n"
+_EXPANSION = re.compile(r"[$`*?\[\]{}]")
+_PLAIN = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.+:@%-]*")
+_CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+_URL = re.compile(r"([A-Za-z][A-Za-z0-9+.-]*)://")
+_DOT_GLOB = re.compile(r"(^|/)\.[*?\[]")
+
+_KEYWORDS = frozenset(
+    [
+        "if",
+        "then",
+        "else",
+        "elif",
+        "fi",
+        "for",
+        "while",
+        "until",
+        "do",
+        "done",
+        "case",
+        "esac",
+        "function",
+        "select",
+        "time",
+        "coproc",
+        "[[",
+        "]]",
+        "{",
+        "}",
+        "!",
+        "in",
+    ]
+)
+
+RUNNERS = frozenset(
+    {
+        # privilege and process wrappers: what follows is the real command
+        "sudo", "doas", "su", "pkexec", "runuser", "env", "xargs", "nohup", "time", "timeout",
+        "nice", "ionice", "taskset", "stdbuf", "setsid", "chroot", "unshare", "nsenter", "flock",
+        "watch", "parallel", "entr", "script", "strace", "ltrace", "gdb", "valgrind", "fakeroot",
+        # shell builtins that run or change what runs
+        "eval", "exec", "command", "builtin", "source", ".", "trap", "enable", "alias", "hash",
+        # shells and remote shells
+        "bash", "sh", "zsh", "dash", "ksh", "fish", "csh", "tcsh", "busybox", "ssh", "scp",
+        "sftp", "socat",
+        # programs whose arguments are a program
+        "awk", "gawk", "mawk", "nawk", "sed", "gsed", "expect", "osascript",
+        "sqlite3", "psql", "mysql", "vim", "vi", "nvim", "emacs", "ex", "open", "xdg-open",
+        # download-and-run
+        "npx", "bunx", "pnpx", "uvx", "pipx",
+    }
+)  # fmt: skip
+"""Commands whose arguments are (or can be) a command or code: never widened."""
+
+_INTERPRETER = re.compile(
+    r"(python|pypy|node|nodejs|ruby|perl|php|lua|luajit|rscript|r|pwsh|powershell|julia|tsx|"
+    r"ts-node|java|jshell|groovy|scala|kotlin|swift|elixir|erl|escript|racket|guile|tclsh|"
+    r"wish|raku|dotnet)[0-9.]*"
+)
+_PYTHON = re.compile(r"(python|pypy)[0-9.]*")
+
+_EXEC_WORDS = (
+    "exec", "command", "cmd", "program", "script", "shell", "eval", "hook", "pager", "editor",
+    "filter", "plugin", "preload", "rcfile", "init-file", "config", "rsh", "require", "import",
+    "load", "wrapper", "interpreter", "action", "upload-pack", "receive-pack",
+)  # fmt: skip
+"""A long option whose name holds one of these may run a program: never widened."""
+
+_EXEC_OPTIONS: dict[str, tuple[str, ...]] = {
+    "find": ("-exec", "-execdir", "-ok", "-okdir", "-delete", "-fprint", "-fls"),
+    "rg": ("--pre",),
+    "tar": ("-I", "-F", "--to-command", "--use-compress-program", "--checkpoint-action"),
+    "rsync": ("-e", "--rsh", "--rsync-path"),
+    "go": ("-exec", "-toolexec", "--exec", "--toolexec"),
+    "make": ("-f", "--file", "--makefile", "-C", "--directory", "-E", "--eval", "-I"),
+    "man": ("-P", "-H", "--pager", "--html"),
+    "zip": ("-TT", "--unzip-command"),
+    "git": ("-O", "--open-files-in-pager", "--upload-pack", "--receive-pack", "--exec"),
+}
+"""Options (as prefixes: `-fprint0`, `-Ifoo`) that make these programs run or write freely."""
+
+_EXEC_LETTERS = {"tar": "IFH", "rsync": "e"}
+"""Short options that name a program, also inside a bundle (`tar -xIzstd`, `rsync -avze`)."""
+
+_GIT_SAFE_GLOBALS = frozenset(
+    {"--no-pager", "-P", "--no-optional-locks", "--literal-pathspecs", "--no-replace-objects"}
+    | {"--glob-pathspecs", "--noglob-pathspecs", "--icase-pathspecs"}
+)
+_GIT_WIDENED = frozenset(
+    [
+        "status",
+        "log",
+        "diff",
+        "show",
+        "blame",
+        "annotate",
+        "shortlog",
+        "describe",
+        "rev-parse",
+        "rev-list",
+        "ls-files",
+        "ls-tree",
+        "cat-file",
+        "grep",
+        "reflog",
+        "branch",
+        "tag",
+        "add",
+        "rm",
+        "mv",
+        "restore",
+        "checkout",
+        "switch",
+        "stash",
+        "commit",
+        "reset",
+        "clean",
+        "merge-base",
+        "name-rev",
+        "show-ref",
+        "for-each-ref",
+        "count-objects",
+        "whatchanged",
+        "diff-tree",
+        "diff-files",
+        "diff-index",
+        "range-diff",
+        "cherry",
+        "format-patch",
+    ]
+)
+"""git subcommands whose arguments cannot name a program (hooks and drivers come from config,
+which only asks: see `kode_tui.tools.protected`)."""
+
+_SUBCOMMAND_TOOLS: dict[str, frozenset[str]] = {
+    "npm": frozenset({"exec", "x", "explore", "init", "create", "dlx", "config", "set"}),
+    "pnpm": frozenset({"exec", "dlx", "create", "x", "config"}),
+    "yarn": frozenset({"exec", "dlx", "node", "create", "config"}),
+    "bun": frozenset({"x", "exec", "create", "repl"}),
+    "deno": frozenset({"eval", "repl", "run", "x"}),
+    "cargo": frozenset({"config"}),
+    "go": frozenset({"env", "run", "generate", "tool"}),
+    "pip": frozenset(),
+    "pip3": frozenset(),
+    "uv": frozenset({"tool"}),
+    "poetry": frozenset({"shell", "config"}),
+    "docker": frozenset({"run", "exec", "create", "compose", "start", "debug"}),
+    "podman": frozenset({"run", "exec", "create", "compose", "start"}),
+    "kubectl": frozenset({"exec", "run", "debug", "attach", "cp"}),
+}
+"""Programs scoped with their subcommand; the subcommands listed run arbitrary programs."""
+
+_NAMED_SUBCOMMANDS = frozenset({"run", "run-script", "task"})
+"""`npm run build`: the script's name is part of the scope."""
+
+_WRAPPERS = {
+    "uv": "run",
+    "poetry": "run",
+    "pdm": "run",
+    "pipenv": "run",
+    "hatch": "run",
+    "rye": "run",
+    "bundle": "exec",
+}
+"""`uv run pytest -q`: scoped as `uv run` + the scope of the command it runs."""
+
+_SAFE_DEVICES = frozenset(
+    {"/dev/null", "/dev/stdin", "/dev/stdout", "/dev/stderr", "/dev/zero", "/dev/urandom"}
+    | {"/dev/random"}
+)
+_GLOB_LIMIT = 200
+
+
+@dataclass(frozen=True, slots=True)
+class CommandScope:
+    """What approving a command for the session would cover."""
+
+    key: str
+    """Remembered in state.json, e.g. `shell:git log` or `shell-exact:rm -rf build`."""
+    label: str
+    """The key in words, e.g. "`git log` with any arguments inside the work dir"."""
+    exact: bool
+    outside: bool
+    """Some argument names a path outside the work dir: the call asks every time."""
+    protected: bool = False
+    """Some argument names a file that can make tools run code (`kode_tui.tools.protected`):
+    the call asks every time, in every mode."""
+
+
+def scope_of(command: str, work_dir: Path) -> CommandScope:
+    """The scope of `command` (see the module docstring), run from `work_dir`."""
+    stripped = command.strip()
+    tokens = _tokens(stripped)
+    prefix = _prefix(tokens) if tokens else None
+    outside, protected = _paths(tokens if tokens is not None else stripped.split(), work_dir)
+    if prefix is None:
+        key, label = EXACT_PREFIX + stripped, EXACT_LABEL
+    else:
+        shown = shlex.join(prefix)
+        key, label = WIDE_PREFIX + shown, f"`{shown}` with any arguments inside the work dir"
+    return CommandScope(key, label, prefix is None, outside, protected)
+
+
+def _tokens(command: str) -> list[str] | None:
+    """`command` split as bash would split its words, operators apart; None if it cannot be."""
+    if _CONTROL.search(command):
+        return None
+    lexer = shlex.shlex(command, posix=True, punctuation_chars=_OPERATOR_CHARS)
+    lexer.whitespace = " \t"  # a newline separates commands, a carriage return does not
+    lexer.whitespace_split = True
+    lexer.commenters = ""  # bash's `#` rules differ: keep every character in view
+    try:
+        return list(lexer)
+    except ValueError:  # an unclosed quote
+        return None
+
+
+def _is_operator(token: str) -> bool:
+    return bool(token) and all(ch in _OPERATOR_CHARS for ch in token)
+
+
+def _prefix(words: list[str]) -> list[str] | None:
+    """The words that name the scope of a simple command, or None for an exact scope."""
+    if any(_is_operator(w) or _EXPANSION.search(w) for w in words):
+        return None
+    program = words[0]
+    # macOS file systems ignore case: `GIT` and `Python3` run git and python3.
+    name = os.path.basename(program).lower()
+    args = words[1:]
+    if "=" in program or program in _KEYWORDS or name in RUNNERS or not _PLAIN.fullmatch(name):
+        return None
+    if any(_runs_programs(name, arg) for arg in args):
+        return None
+    if name == "tar" and args and set(args[0]) & set(_EXEC_LETTERS["tar"]):
+        return None  # old-style `tar xIf …`: the first word is a bundle without its dash
+    if name in _WRAPPERS and args and args[0] == _WRAPPERS[name]:
+        inner = _prefix(args[1:]) if len(args) > 1 else None
+        return None if inner is None else [program, args[0], *inner]
+    if _INTERPRETER.fullmatch(name):
+        return _interpreter_prefix(program, name, args)
+    if name == "git":
+        return _git_prefix(program, args)
+    if name == "make":
+        return _make_prefix(program, args)
+    if name in _SUBCOMMAND_TOOLS:
+        return _subcommand_prefix(program, name, args)
+    return [program]
+
+
+def _runs_programs(name: str, arg: str) -> bool:
+    # git's own table is complete for the subcommands it widens (`--diff-filter` is harmless).
+    if arg.startswith("--") and name != "git":
+        option = arg[2:].split("=", 1)[0].lower()
+        if any(word in option for word in _EXEC_WORDS):
+            return True
+    if not arg.startswith("-"):
+        return False
+    if any(arg.startswith(option) for option in _EXEC_OPTIONS.get(name, ())):
+        return True
+    letters = _EXEC_LETTERS.get(name, "")
+    return not arg.startswith("--") and any(letter in arg for letter in letters)
+
+
+def _interpreter_prefix(program: str, name: str, args: list[str]) -> list[str] | None:
+    if _PYTHON.fullmatch(name) and len(args) >= 2 and args[0] == "-m":
+        return [program, "-m", args[1]] if _PLAIN.fullmatch(args[1]) else None
+    if args and not args[0].startswith("-") and not args[0].startswith("+"):
+        return [program, args[0]]  # a script file, then the script's own arguments
+    return None  # -c, -e, -V, --eval, … or no script: only this exact command
+
+
+def _git_prefix(program: str, args: list[str]) -> list[str] | None:
+    index = 0
+    while index < len(args) and args[index].startswith("-"):
+        if args[index] not in _GIT_SAFE_GLOBALS:
+            return None  # -c, -C, --config-env, --exec-path, --git-dir, --work-tree, …
+        index += 1
+    if index == len(args) or args[index] not in _GIT_WIDENED:
+        return None  # an alias, an unknown or a program-running subcommand
+    return [program, args[index]]
+
+
+def _make_prefix(program: str, args: list[str]) -> list[str] | None:
+    if any("=" in arg for arg in args):
+        return None  # `make SHELL=...` or `CC=...` choose what runs
+    targets = [arg for arg in args if not arg.startswith("-")]
+    return [program, targets[0]] if targets and _PLAIN.fullmatch(targets[0]) else None
+
+
+def _subcommand_prefix(program: str, name: str, args: list[str]) -> list[str] | None:
+    if not args or not _PLAIN.fullmatch(args[0]) or args[0] in _SUBCOMMAND_TOOLS[name]:
+        return None  # options before the subcommand, none at all, or one that runs anything
+    if args[0] in _NAMED_SUBCOMMANDS:
+        named = len(args) >= 2 and _PLAIN.fullmatch(args[1])
+        return [program, args[0], args[1]] if named else None
+    return [program, args[0]]
+
+
+# --- paths outside the work dir ------------------------------------------------------------------
+
+
+def _paths(tokens: list[str], work_dir: Path) -> tuple[bool, bool]:
+    """Whether an argument (or a command given by path) names something outside `work_dir`,
+    and whether one names a protected file."""
+    root = Path(os.path.realpath(work_dir))
+    outside = protected = False
+    command_word = True
+    for token in tokens:
+        if _is_operator(token):
+            command_word = True
+            continue
+        if command_word:
+            command_word = False
+            if "/" not in token:
+                continue  # a program looked up on PATH, not a path argument
+        for candidate in _candidates(token):
+            paths = _expand(candidate, work_dir)
+            if paths is None:
+                outside = protected = True  # cannot tell what it names: ask
+                continue
+            outside = outside or any(not _inside(path, root) for path in paths)
+            protected = protected or any(is_protected(Path(path), work_dir) for path in paths)
+    return outside, protected
+
+
+def _candidates(word: str) -> set[str]:
+    """The parts of `word` that could be a path: itself, `--opt=PATH`, `-oPATH`, `a:PATH`, …"""
+    found: set[str] = set()
+    items = [word]
+    if word.startswith("-") and not word.startswith("--") and len(word) > 2:
+        items.append(word[2:])
+    for item in items:
+        for piece in item.split("="):
+            url = _URL.match(piece)
+            if url:
+                if url.group(1).lower() == "file":
+                    found.add(piece[url.end() :] or "/")
+                continue
+            found.update(part for part in re.split(r"[:,{}@]", piece) if part)
+    return found
+
+
+def _expand(candidate: str, work_dir: Path) -> list[str] | None:
+    """The absolute paths `candidate` can name (a glob's matches); None when that is unknown."""
+    if candidate in _SAFE_DEVICES or candidate.startswith("/dev/fd/"):
+        return []
+    if candidate.startswith("~"):
+        expanded = os.path.expanduser(candidate)
+        if expanded.startswith("~"):
+            return None  # ~user of an unknown user, ~+, ~-
+        candidate = expanded
+    path = os.path.normpath(candidate if os.path.isabs(candidate) else work_dir / candidate)
+    if not glob.has_magic(candidate):
+        return [path]
+    if _DOT_GLOB.search(candidate):
+        return None  # bash's `.*` can match `..` (and `.git`)
+    matches: list[str] = []
+    for match in glob.iglob(path):
+        matches.append(match)
+        if len(matches) > _GLOB_LIMIT:
+            return None
+    return matches or [path]
+
+
+def _inside(path: str, root: Path) -> bool:
+    try:
+        Path(os.path.realpath(path)).relative_to(root)
+    except (ValueError, OSError):
+        return False
+    return True

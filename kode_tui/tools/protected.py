@@ -1,0 +1,107 @@
+"""Files whose content makes tools run code: writing them always asks the user.
+
+A write to one of these files is never let through by a mode (auto-edit, yolo) or by "approve
+for session", because what it changes is not the file but what later runs: git executes
+`core.fsmonitor`, hooks and filter drivers named in its config, direnv runs `.envrc` on `cd`, an
+editor runs a folder's tasks when it opens it, an agent runs its hooks and MCP servers, a package
+manager runs what its rc file names. In print mode nobody can be asked, so such a write is
+rejected, even with `--yolo`.
+
+Protected, anywhere in the path, compared case-insensitively (macOS and Windows file systems
+ignore case, and HFS+ ignores some invisible characters too), both as the path was named and as
+it resolves (a symlink `notes -> .git/config` is a write to `.git/config`):
+
+- directories: `.git` (config, hooks/, info/attributes, modules/…; also `.git` as a file, the
+  gitdir pointer of a worktree or submodule), `.hg`, the usual `core.hooksPath` folders
+  (`.husky`, `.githooks`, `.git-hooks`), editor folders that run tasks (`.vscode`, `.idea`,
+  `.zed`, `.devcontainer`), agent folders with hooks, commands and MCP servers (`.kode`,
+  `.claude`, `.cursor`, `.gemini`), and `.cargo` for its `config`/`config.toml`;
+- files: `.gitmodules`, `.gitattributes`, `.gitconfig`, `.lfsconfig`, `.envrc`, `.mise.toml`,
+  `mise.toml`, `.pre-commit-config.yaml`, `.mcp.json`, `.npmrc`, `.yarnrc`, `.yarnrc.yml`,
+  `.pnpmfile.cjs`, the shell start-up files (`.bashrc`, `.bash_profile`, `.bash_login`,
+  `.profile`, `.zshrc`, `.zshenv`, `.zprofile`, `.zlogin`), `sitecustomize.py`,
+  `usercustomize.py` and any `*.pth` (Python runs them at start-up).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from pathlib import Path
+
+REASON = "writes here can make tools run code"
+"""What the approval says about such a write."""
+
+PROTECTED_DIRS = frozenset(
+    {".git", ".hg", ".husky", ".githooks", ".git-hooks", ".vscode", ".idea", ".zed"}
+    | {".devcontainer", ".kode", ".claude", ".cursor", ".gemini"}
+)
+PROTECTED_FILES = frozenset(
+    {
+        ".gitmodules",
+        ".gitattributes",
+        ".gitconfig",
+        ".lfsconfig",
+        ".envrc",
+        ".mise.toml",
+        "mise.toml",
+        ".pre-commit-config.yaml",
+        ".mcp.json",
+        ".npmrc",
+        ".yarnrc",
+        ".yarnrc.yml",
+        ".pnpmfile.cjs",
+        ".bashrc",
+        ".bash_profile",
+        ".bash_login",
+        ".profile",
+        ".zshrc",
+        ".zshenv",
+        ".zprofile",
+        ".zlogin",
+        "sitecustomize.py",
+        "usercustomize.py",
+    }
+)
+PROTECTED_SUFFIXES = (".pth",)
+_CARGO_CONFIGS = frozenset({"config", "config.toml"})
+
+# Code points HFS+ ignores in names (git's is_hfs_dotgit list): `.g\u200cit` is `.git` there.
+_IGNORABLE = re.compile("[\u200c-\u200f\u202a-\u202e\u206a-\u206f\ufeff]")
+
+
+def _fold(name: str) -> str:
+    return _IGNORABLE.sub("", name).casefold()
+
+
+def _protected_parts(parts: tuple[str, ...]) -> bool:
+    names = [_fold(part) for part in parts]
+    if any(name in PROTECTED_DIRS for name in names):
+        return True
+    if not names:
+        return False
+    last = names[-1]
+    if last in PROTECTED_FILES or last.endswith(PROTECTED_SUFFIXES):
+        return True
+    return len(names) >= 2 and names[-2] == ".cargo" and last in _CARGO_CONFIGS
+
+
+def _relative_parts(path: Path, root: Path) -> tuple[str, ...]:
+    """The parts of `path` below `root`; all of them when it lies outside."""
+    try:
+        return path.relative_to(root).parts
+    except ValueError:
+        return path.parts
+
+
+def is_protected(path: Path, work_dir: Path) -> bool:
+    """Whether writing `path` (absolute, as named) can make tools run code.
+
+    Only the part below the work dir counts for a path inside it, so a work dir that itself
+    lies under, say, `~/.claude/` does not make every file protected.
+    """
+    named = Path(os.path.normpath(path))
+    if _protected_parts(_relative_parts(named, work_dir)):
+        return True
+    real = Path(os.path.realpath(path))
+    return _protected_parts(_relative_parts(real, Path(os.path.realpath(work_dir))))
