@@ -19,6 +19,7 @@ from kode_tui.errors import ConfigError
 from kode_tui.fsutil import FILE_MODE, make_private_dir
 from kode_tui.masking import MaskingFormatter
 from kode_tui.paths import Paths, canonical
+from kode_tui.safetext import visible
 
 if TYPE_CHECKING:
     # The session engine loads only when a command needs it (the TUI opens a new session
@@ -105,11 +106,12 @@ def main(argv: list[str] | None = None) -> int:
         # The app reads the config itself, after its first frame.
         return asyncio.run(_run_app(args, work_dir))
     except (UserError, ConfigError) as error:
-        print(f"kode-tui: {error}", file=sys.stderr)
+        print(f"kode-tui: {visible(str(error), multiline=False)}", file=sys.stderr)
         return 2
     except OSError as error:
         # A folder we cannot create or read: the system's own sentence says what and where.
-        print(f"kode-tui: {error.strerror or error}: {error.filename or ''}", file=sys.stderr)
+        where = visible(f"{error.strerror or error}: {error.filename or ''}", multiline=False)
+        print(f"kode-tui: {where}", file=sys.stderr)
         return 1
     except KeyboardInterrupt:
         return 130
@@ -169,11 +171,12 @@ async def _list_sessions(work_dir: Path) -> int:
 
     sessions = await Session.list(work_dir)
     if not sessions:
-        print(f"No sessions in {work_dir} yet.")
+        print(f"No sessions in {visible(str(work_dir))} yet.")
         return 0
     for session in sessions:
         when = time.strftime("%Y-%m-%d %H:%M", time.localtime(session.updated_at))
-        print(f"{session.id}  {when}  {session.title}")
+        # A title is the first words someone (or a model, in a session file) wrote.
+        print(f"{visible(session.id)}  {when}  {visible(session.title, multiline=False)}")
     return 0
 
 
@@ -205,7 +208,7 @@ async def _run_app(args: argparse.Namespace, work_dir: Path) -> int:
         raise app.config_error
     session = app.session
     if session is not None and not app.read_only and _has_records(session):
-        print(f"Resume this session with: {session.resume_command()}")
+        print(f"Resume this session with: {visible(session.resume_command())}")
     return 0
 
 

@@ -153,7 +153,7 @@ def _is_terminal(stream: TextIO) -> bool:
 def _short(arguments: str) -> str:
     try:
         compact = json.dumps(json.loads(arguments), ensure_ascii=False)
-    except ValueError:
+    except (ValueError, RecursionError):  # not JSON, or nested too deep to parse
         compact = arguments
     # Visible before cutting, so that a cut never splits a stand-in from what it stands for.
     compact = visible(compact, multiline=False)
@@ -221,6 +221,9 @@ async def _command(soul: KodeSoul, line: str, out: TextIO, err: TextIO) -> int:
             changed = await soul.compact(argument or None)
         except LLMError as error:
             note(err, f"compaction failed: {soul.provider.model_name}: {error}")
+            return 1
+        except OSError as error:  # a session file could not be written (a full disk, say)
+            note(err, f"compaction failed: {error}")
             return 1
         if not changed:
             out.write("Nothing to compact.\n")

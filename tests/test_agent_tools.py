@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from kode_tui.config import Config, resolve_model
 from kode_tui.session import Session
 from kode_tui.soul.agent import open_agent
@@ -104,3 +106,18 @@ async def test_a_nul_byte_in_any_argument_is_a_clear_error_for_the_model(tmp_pat
         assert f"`{field}` contains a NUL byte" in text
         assert "unexpected error" not in text
     assert (project / "a.txt").read_text() == "alpha\n"
+
+
+@pytest.mark.parametrize("depth", [5_000, 100_000])
+def test_arguments_nested_too_deeply_are_a_clear_error_for_the_model(depth: int) -> None:
+    from kode_tui.message import FunctionBody, ToolCall
+    from kode_tui.tools.files import ReadFile
+    from kode_tui.tools.toolset import Toolset
+
+    raw = '{"path": "a.txt", "x": ' + "[" * depth + "]" * depth + "}"
+    call = ToolCall(id="c", function=FunctionBody(name="ReadFile", arguments=raw))
+
+    prepared = Toolset([ReadFile()]).prepare(call)
+
+    assert prepared.error is not None
+    assert prepared.error.is_error and "nested too deeply" in prepared.error.message

@@ -58,6 +58,25 @@ async def test_list_sessions_shows_titles_newest_first(
     assert lines[0].endswith("second")
 
 
+async def test_list_sessions_shows_a_hostile_title_visibly(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    project = tmp_path / "project"
+    project.mkdir()
+    session = await Session.create(project)
+    async with Context(session.context_file) as context:
+        await write_turns(context, 1)
+    session.state.custom_title = "fix \x1b]0;pwned\x07 the \x1b[8mhidden\x9b bug\nline"
+    session.save_state()
+
+    assert await _main("--list-sessions", str(project)) == 0
+
+    out = capsys.readouterr().out
+    assert not any(ch in out for ch in "\x1b\x07\x9b"), out
+    [line] = out.splitlines()
+    assert line.endswith("fix ␛]0;pwned␇ the ␛[8mhidden\\x9b bug↵line")
+
+
 def _context(session_id: str) -> Path:
     (found,) = Path(os.environ["KODE_TUI_HOME"]).glob(f"sessions/*/{session_id}/context.jsonl")
     return found

@@ -177,7 +177,7 @@ async def test_a_key_the_user_typed_stays_out_of_requests_compaction_and_state(
     await agent.close()
 
     # The session approval of that exact command is kept, without the key, in state.json.
-    assert [s for s in agent.session.state.session_approvals if s.startswith("shell:")]
+    assert [s for s in agent.session.state.session_approvals if s.startswith("shell-exact:")]
     assert MARKER in (agent.session.dir / "state.json").read_text()
     assert len(server.requests) == 3 and key not in json.dumps(server.requests)
     assert (agent.session.dir / "rotations.jsonl").exists()

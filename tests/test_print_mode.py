@@ -320,3 +320,43 @@ async def test_print_mode_on_a_terminal_marks_the_text_of_a_failed_attempt_void(
 
     assert out.getvalue() == "This answer will \nretry answer\n"
     assert "the text above from the failed attempt is void" in err
+
+
+async def test_compact_on_a_full_disk_says_so_in_one_line(
+    project: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import errno
+
+    from kode_tui.session import rotation
+
+    session = await Session.create(project)
+    choice = ModelChoice(name="scripted", model="scripted", source="flag")
+    provider = ScriptedProvider([{"text": "Hello."}, {"text": "The user said hi."}])
+    assert (
+        await run_print(
+            session,
+            None,
+            Config(),
+            choice,
+            "hi",
+            provider=provider,
+            out=io.StringIO(),
+            err=io.StringIO(),
+        )
+        == 0
+    )
+    before = session.context_file.read_bytes()
+
+    def no_room(*args: Any, **kwargs: Any) -> None:
+        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+
+    monkeypatch.setattr(rotation, "swap", no_room)
+    out, err = io.StringIO(), io.StringIO()
+    status = await run_print(
+        session, None, Config(), choice, "/compact", out=out, err=err, provider=provider
+    )
+
+    assert status == 1
+    [line] = err.getvalue().splitlines()
+    assert line.startswith("kode-tui: compaction failed: disk full")
+    assert session.context_file.read_bytes() == before

@@ -79,9 +79,14 @@ class Toolset:
             arguments = json.loads(raw)
         except json.JSONDecodeError as error:
             return _failed(call, f"Error parsing JSON arguments: {error}.", "invalid arguments")
+        except RecursionError:
+            return _failed(call, "The arguments are nested too deeply.", "invalid arguments")
         if not isinstance(arguments, dict):
             return _failed(call, "The arguments must be a JSON object.", "invalid arguments")
-        field = _nul_field(arguments)
+        try:
+            field = _nul_field(arguments)
+        except RecursionError:
+            return _failed(call, "The arguments are nested too deeply.", "invalid arguments")
         if field is not None:
             # No path, pattern or command can hold one: the OS would refuse it deep in the tool.
             return _failed(

@@ -152,7 +152,7 @@ def tool_summary(name: str, arguments: str) -> str | None:
     arguments), or None while the arguments are not yet complete JSON (or still empty)."""
     try:
         parsed = json.loads(arguments)
-    except ValueError:
+    except (ValueError, RecursionError):  # not JSON, or nested too deep to parse
         return None
     key = _MAIN_ARGUMENT.get(name)
     if isinstance(parsed, dict) and key and isinstance(parsed.get(key), str):
@@ -331,7 +331,7 @@ def _body(state: ToolState) -> list[Segment]:
     if state.arguments.strip() and not has_diff:
         try:
             pretty = json.dumps(json.loads(state.arguments), indent=2, ensure_ascii=False)
-        except ValueError:
+        except (ValueError, RecursionError):  # not JSON, or nested too deep to parse
             pretty = state.arguments
         segments += _lines(pretty, _MUTED, OUTPUT_LINES)
     if state.status in ("error", "rejected") and state.message:
@@ -638,7 +638,7 @@ def _same_arguments(a: str, b: str) -> bool:
         return True
     try:
         return bool(json.loads(a) == json.loads(b))
-    except ValueError:
+    except (ValueError, RecursionError):  # not JSON, or nested too deep to parse
         return False
 
 

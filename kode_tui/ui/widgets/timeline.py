@@ -464,7 +464,7 @@ def _key_argument(arguments: str | None) -> str:
         return ""
     try:
         parsed: Any = json.loads(arguments)
-    except ValueError:
+    except (ValueError, RecursionError):  # not JSON, or nested too deep to parse
         return ""
     if not isinstance(parsed, dict):
         return ""
