@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 from pathlib import Path
 
 import pytest
@@ -121,3 +122,36 @@ def test_arguments_nested_too_deeply_are_a_clear_error_for_the_model(depth: int)
 
     assert prepared.error is not None
     assert prepared.error.is_error and "nested too deeply" in prepared.error.message
+
+
+@pytest.mark.skipif(
+    not Path("/proc/self/environ").exists(), reason="finding background jobs needs Linux /proc"
+)
+async def test_closing_the_agent_stops_the_background_jobs_of_its_commands(tmp_path: Path) -> None:
+    import os
+    import signal
+
+    project = tmp_path / "project"
+    project.mkdir()
+    command = "sleep 300 > /dev/null 2>&1 & echo $! > pid"
+    provider = ScriptedProvider(
+        [{"tool_calls": [call("Shell", {"command": command})]}, {"text": "ok"}]
+    )
+    session = await Session.create(project)
+    agent = await open_agent(
+        session, Config(), resolve_model(Config()), provider=provider, approval_override="yolo"
+    )
+    assert (await agent.soul.run("start a server")).stop_reason == "done"
+    pid = int((project / "pid").read_text())
+    try:
+        os.kill(pid, 0)  # the job outlived its command, as the Shell tool says
+
+        await agent.close()
+
+        assert (
+            not Path(f"/proc/{pid}").exists()
+            or "Z" in Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+        )
+    finally:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, signal.SIGKILL)

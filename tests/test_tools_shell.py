@@ -258,6 +258,31 @@ async def test_a_setsid_process_with_redirected_output_keeps_running_like_any_ba
         kill_session(pid)
 
 
+@needs_proc
+async def test_background_jobs_a_session_left_running_stop_when_it_closes(env: ToolEnv) -> None:
+    tool, other = Shell(), Shell()
+    pidfile = env.work_dir / "pid"
+    params = ShellParams(command=f"{setsid_sleep(pidfile)} > /dev/null 2>&1 & echo ok")
+    await tool.run(params, env, "call")
+    setsid_pid = await read_pid(pidfile)
+    plain = await tool.run(ShellParams(command="sleep 300 > /dev/null 2>&1 & echo $!"), env, "c2")
+    plain_pid = int(plain.output)
+    others = await other.run(ShellParams(command="sleep 300 > /dev/null 2>&1 & echo $!"), env, "c3")
+    other_pid = int(others.output)
+    try:
+        assert running(setsid_pid) and running(plain_pid)
+
+        await tool.close()
+
+        assert not running(setsid_pid) and not running(plain_pid)
+        assert running(other_pid)  # another session's jobs are its own
+    finally:
+        kill_session(setsid_pid)
+        for pid in (plain_pid, other_pid):
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
+
+
 async def test_shell_leaves_background_jobs_with_redirected_output_running(env: ToolEnv) -> None:
     result = await shell(env, "sleep 100 > /dev/null 2>&1 & echo $!")
     pid = int(result.output)

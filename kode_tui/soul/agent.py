@@ -77,6 +77,7 @@ class Agent:
     recorder: WireRecorder
 
     async def close(self) -> None:
+        await self.soul.toolset.close()
         if self.soul.project is not None:
             await self.soul.project.close()
         await self.recorder.close()

@@ -155,6 +155,9 @@ class Tool(ABC, Generic[P]):
     async def run(self, params: P, env: ToolEnv, tool_call_id: str) -> ToolOutput:
         """Do the work. Cancellation (the user pressed Esc) must leave nothing running."""
 
+    async def close(self) -> None:
+        """The session is closing: stop whatever the tool's calls left running."""
+
 
 def truncate(text: str, limit: int = MAX_OUTPUT_CHARS) -> tuple[str, bool]:
     """`text` cut to `limit` characters (at a line end when one is near); whether it was cut."""

@@ -163,16 +163,22 @@ class Escapees:
     are missing (macOS), nothing is found.
     """
 
-    def __init__(self, pipe_inode: int) -> None:
-        self.marker = secrets.token_hex(8)
-        self._entry = f"{MARKER_ENV}={self.marker}".encode()
-        self._pipe = f"pipe:[{pipe_inode}]"
+    def __init__(
+        self, pipe_inode: int | None, prefix: str = "", *, whole_prefix: bool = False
+    ) -> None:
+        """The processes of one command (`pipe_inode`: its output pipe), or, with `whole_prefix`,
+        of every command whose marker starts with `prefix` (one Shell tool's commands)."""
+        self.marker = f"{prefix}{secrets.token_hex(8)}"
+        self._entry = f"{MARKER_ENV}={prefix if whole_prefix else self.marker}".encode()
+        self._whole_prefix = whole_prefix
+        self._pipe = f"pipe:[{pipe_inode}]" if pipe_inode is not None else None
 
-    def signal(self, sig: signal.Signals) -> None:
-        """Send `sig` to every process of the command that still runs."""
+    def signal(self, sig: signal.Signals) -> int:
+        """Send `sig` to every process of the command that still runs; how many there were."""
         if not hasattr(os, "pidfd_open"):
-            return
-        for pid in self._candidates():
+            return 0
+        candidates = self._candidates()
+        for pid in candidates:
             try:
                 fd = os.pidfd_open(pid)
             except OSError:
@@ -184,6 +190,11 @@ class Escapees:
                 pass  # gone meanwhile
             finally:
                 os.close(fd)
+        return len(candidates)
+
+    def count(self) -> int:
+        """How many of the processes still run."""
+        return len(self._candidates())
 
     def _candidates(self) -> list[int]:
         me, uid = os.getpid(), os.getuid()
@@ -205,8 +216,13 @@ class Escapees:
     def _belongs(self, pid: int) -> bool:
         try:
             with open(f"/proc/{pid}/environ", "rb") as file:
-                if self._entry in file.read().split(b"\0"):
-                    return True
+                entries = file.read().split(b"\0")
+            if self._whole_prefix:
+                return any(entry.startswith(self._entry) for entry in entries)
+            if self._entry in entries:
+                return True
+            if self._pipe is None:
+                return False
             fds = os.listdir(f"/proc/{pid}/fd")
         except OSError:
             return False
@@ -252,13 +268,31 @@ class Shell(Tool[ShellParams]):
         "is empty), so never run interactive programs, and it is killed, with every process it "
         f"started, after `timeout` seconds (default 60, at most {MAX_TIMEOUT}). A process left "
         "running in the background (`cmd &`) is stopped when the command ends unless its output "
-        "goes to a file (`cmd > log 2>&1 &`). Long output keeps its beginning and end. A "
+        "goes to a file (`cmd > log 2>&1 &`); even then it is stopped when the session ends. "
+        "Long output keeps its beginning and end. A "
         "non-zero exit code is reported as an error with the output. Prefer ReadFile, Glob, "
         "Grep, WriteFile and StrReplaceFile over cat, find, grep, echo > and sed. Avoid "
         "commands that need superuser rights or change files outside the working directory "
         "unless asked to."
     )
     params = ShellParams
+
+    def __init__(self) -> None:
+        # Every command of this tool (one session) carries it in its marker, so what they left
+        # running in the background can be found and stopped when the session closes.
+        self._prefix = f"{secrets.token_hex(4)}-"
+
+    async def close(self) -> None:
+        """Stop every process this tool's commands left running (`cmd > log &`, `setsid`): a
+        background job lives as long as the session, not longer (Linux; see `Escapees`)."""
+        leftovers = Escapees(None, self._prefix, whole_prefix=True)
+        if not await asyncio.to_thread(leftovers.signal, signal.SIGTERM):
+            return
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + KILL_GRACE
+        while loop.time() < deadline and await asyncio.to_thread(leftovers.count):
+            await asyncio.sleep(0.05)
+        await asyncio.to_thread(leftovers.signal, signal.SIGKILL)
 
     async def permission(self, params: ShellParams, env: ToolEnv) -> Permission | None:
         scope = await asyncio.to_thread(scope_of, params.command, env.work_dir)
@@ -279,7 +313,7 @@ class Shell(Tool[ShellParams]):
         # The output pipe is ours, not asyncio's: Process.wait() then returns when the shell
         # exits, even while a background job holds the pipe, and closing it is up to us.
         read_fd, write_fd = os.pipe()
-        escapees = Escapees(os.fstat(read_fd).st_ino)
+        escapees = Escapees(os.fstat(read_fd).st_ino, self._prefix)
         try:
             process = await asyncio.create_subprocess_exec(
                 _shell(),

@@ -59,6 +59,11 @@ class Toolset:
     def __contains__(self, name: object) -> bool:
         return name in self._tools
 
+    async def close(self) -> None:
+        """Let every tool stop what its calls left running (processes in the background)."""
+        for tool in self._tools.values():
+            await tool.close()
+
     @property
     def names(self) -> list[str]:
         return list(self._tools)
