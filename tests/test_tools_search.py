@@ -109,6 +109,20 @@ async def test_glob_refuses_absolute_and_parent_patterns(env: ToolEnv) -> None:
             await glob(env, pattern)
 
 
+async def test_glob_checks_every_brace_alternative_so_none_reaches_out(
+    env: ToolEnv, work: Path, tmp_path: Path
+) -> None:
+    # Braces expand after the check used to run: `{..,x}/outside/*` listed the parent's files.
+    make(tmp_path / "outside", {"secret.txt": ""})
+    make(work, {"a/b.txt": ""})
+    for pattern in ("{..,x}/outside/*", "a/{../..,x}/*", "{/etc,x}/passwd", "{.,.}{.,.}/*"):
+        with pytest.raises(ToolError, match="relative"):
+            await glob(env, pattern)
+    with pytest.raises(ToolError, match=r"starts with `\*\*`"):
+        await glob(env, "{**,a}/*.txt")
+    assert (await glob(env, "{a,x}/*")).output == "a/b.txt"
+
+
 async def test_glob_caps_the_results_at_1000(env: ToolEnv, work: Path) -> None:
     make(work, {f"many/f{n:04}.txt": "" for n in range(1005)})
     result = await glob(env, "many/*.txt")

@@ -19,6 +19,7 @@ import logging
 import os
 import re
 import shutil
+import stat
 import subprocess
 import tomllib
 from collections import deque
@@ -45,6 +46,9 @@ STATUS_MAX_LINES = 30
 README_MAX_CHARS = 4000
 DOC_MAX_CHARS = 20000
 GIT_TIMEOUT_S = 3.0
+READ_MAX_BYTES = 1 << 20
+"""Of a project file (README, AGENTS.md, package.json, ...), only this much is read: a 2 GB
+sparse README must not cost gigabytes and seconds at every start."""
 
 TREE_HEADER = (
     "Below is a snapshot of this project's file structure at the start of the conversation. "
@@ -358,11 +362,11 @@ def _git_head(git_root: Path) -> Path | None:
     dot_git = git_root / ".git"
     if dot_git.is_dir():
         return dot_git / "HEAD"
-    try:
-        # A worktree or submodule: ".git" is a file saying "gitdir: <path>".
-        line = dot_git.read_text(encoding="utf-8").strip()
-    except OSError:
+    # A worktree or submodule: ".git" is a file saying "gitdir: <path>".
+    data = _read_regular(dot_git, 4096)
+    if data is None:
         return None
+    line = data.decode("utf-8", errors="replace").strip()
     if not line.startswith("gitdir:"):
         return None
     git_dir = Path(line.removeprefix("gitdir:").strip())
@@ -413,13 +417,33 @@ def _read_text(path: Path) -> str | None:
     A symlink is read only when its target lies in the folder that holds the link: a hostile
     repo's README.md linked to `~/.ssh/id_rsa` must not land in the system prompt.
     """
+    if not is_within(path, path.parent):
+        return None
+    data = _read_regular(path, READ_MAX_BYTES)
+    return None if data is None else data.decode("utf-8", errors="replace")
+
+
+def _read_regular(path: Path, limit: int) -> bytes | None:
+    """The first `limit` bytes of `path` when it is a regular file, else (or on error) None.
+
+    Opened without blocking and checked on the open file: a FIFO (or a link to one, or to
+    /dev/zero) swapped in after a check must not hang the start or fill the memory.
+    """
     try:
-        if not path.is_file() or not is_within(path, path.parent):
-            return None
-        return path.read_text(encoding="utf-8", errors="replace")
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
     except OSError:
         log.debug("cannot read %s", path, exc_info=True)
         return None
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            return None
+        with os.fdopen(fd, "rb", closefd=False) as file:
+            return file.read(limit)
+    except OSError:
+        log.debug("cannot read %s", path, exc_info=True)
+        return None
+    finally:
+        os.close(fd)
 
 
 def _cap_chars(text: str, limit: int) -> str:
