@@ -640,3 +640,14 @@ def test_only_the_head_of_a_huge_project_file_is_read(
 
     assert len(docs) == 1 and docs[0].text.startswith("Use tabs.")
     assert MARKER not in docs[0].text and len(docs[0].text) <= 1000
+
+
+@pytest.mark.parametrize("note", ["gitdir: loop\n", "gitdir: a\0b\n", "gitdir: \xff\n"])
+def test_a_hostile_gitdir_note_leaves_the_context_whole(plain_dir: Path, note: str) -> None:
+    # `collect` never raises: a `.git` file naming a symlink loop or a NUL byte made every
+    # request of the session fail.
+    (plain_dir / "loop").symlink_to("loop")
+    (plain_dir / ".git").write_text(note, encoding="utf-8", errors="surrogateescape")
+    write(plain_dir, {"README.md": "Hello.\n"})
+
+    assert collect(plain_dir).blocks["readme"] == "Hello."

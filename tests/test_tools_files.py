@@ -233,6 +233,21 @@ async def test_read_file_through_a_link_leading_outside_asks(
     assert permission is not None and permission.outside_work_dir
 
 
+async def test_a_symlink_loop_asks_and_fails_clearly_instead_of_crashing_the_turn(
+    env: ToolEnv, work: Path
+) -> None:
+    # A hostile repo's `src -> src`: resolving it raised RuntimeError out of permission().
+    (work / "loop").symlink_to("loop")
+    (work / "a").symlink_to("b")
+    (work / "b").symlink_to("a")
+    for name in ("loop", "a", "loop/x.txt"):
+        params = ReadFileParams(path=name)
+        permission = await ReadFile().permission(params, env)
+        assert permission is not None and permission.outside_work_dir  # cannot be resolved
+        with pytest.raises(ToolError, match="does not exist"):
+            await ReadFile().run(params, env, "call")
+
+
 # --- WriteFile -----------------------------------------------------------------------------------
 
 

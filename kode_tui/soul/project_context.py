@@ -369,8 +369,11 @@ def _git_head(git_root: Path) -> Path | None:
     line = data.decode("utf-8", errors="replace").strip()
     if not line.startswith("gitdir:"):
         return None
-    git_dir = Path(line.removeprefix("gitdir:").strip())
-    return (git_root / git_dir).resolve() / "HEAD"
+    try:
+        git_dir = Path(line.removeprefix("gitdir:").strip())
+        return (git_root / git_dir).resolve() / "HEAD"
+    except (OSError, RuntimeError, ValueError):
+        return None  # a symlink loop, a NUL byte: a hostile `.git` note must not stop the start
 
 
 def _doc_dirs(work_dir: Path, git_root: Path | None) -> list[Path]:

@@ -59,7 +59,9 @@ def read_outside_permission(env: ToolEnv, path: Path, description: str) -> Permi
     """
     if env.is_inside(path):
         return None
-    real = path.resolve()
+    # realpath, not resolve(): a symlink loop must ask like any other outside path, not
+    # raise out of the approval (which crashed the turn).
+    real = Path(os.path.realpath(path))
     folder = real if real.is_dir() else real.parent
     return Permission(
         kind="read",
