@@ -498,8 +498,10 @@ def _git(cwd: Path, *args: str) -> str | None:
     if done.returncode != 0:
         log.debug("git %s: %s", " ".join(args), done.stderr.decode("utf-8", "replace").strip())
         return None
-    # Names that are not UTF-8 (in ls-files, status, ...) come out escaped, never lost.
-    return escape_name(done.stdout)
+    # Names that are not UTF-8 (in ls-files, status, ...) come out escaped, never lost; record
+    # by record, so the separators stay and a line feed inside a name (-z) is escaped.
+    sep = b"\0" if "-z" in args else b"\n"
+    return sep.decode().join(escape_name(record) for record in done.stdout.split(sep))
 
 
 def _git_status(work_dir: Path) -> str | None:
