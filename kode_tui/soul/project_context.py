@@ -353,8 +353,17 @@ def _guarded(what: str, build: Callable[[], _T]) -> _T | None:
 def _find_git_root(work_dir: Path) -> Path | None:
     # A stat per parent is cheaper than starting git, and works when git is missing.
     for directory in (work_dir, *work_dir.parents):
-        if (directory / ".git").exists():
-            return directory
+        try:
+            owner = (directory / ".git").stat().st_uid
+        except (OSError, ValueError):
+            continue
+        # Git's own rule (safe.directory): a repository someone else owns is not ours. Another
+        # user's /tmp/.git would otherwise make /tmp/AGENTS.md part of the system prompt of
+        # every project started under /tmp.
+        if directory != work_dir and hasattr(os, "geteuid") and owner != os.geteuid():
+            log.info("ignoring %s: owned by another user", directory / ".git")
+            return None
+        return directory
     return None
 
 
