@@ -244,8 +244,8 @@ def paired(history: Iterable[Message]) -> list[Message]:
         if message.role == "assistant" and message.tool_calls:
             original = message.tool_calls
             message = _unique_call_ids(message)
-            for call, sent in zip(original, message.tool_calls or [], strict=True):
-                waiting.setdefault(call.id, []).append(sent.id)
+            for call, renamed in zip(original, message.tool_calls or [], strict=True):
+                waiting.setdefault(call.id, []).append(renamed.id)
         out.append(message)
     close_group()
     return out
