@@ -664,6 +664,16 @@ async def test_names_with_control_characters_are_shown_escaped_never_as_forged_l
         assert "needle" in read.output
 
 
+@pytest.mark.parametrize("use_rg", BACKENDS)
+async def test_grep_of_a_fifo_named_explicitly_is_refused_at_once(
+    env: ToolEnv, work: Path, use_rg: bool
+) -> None:
+    # ripgrep opened the FIFO and waited for a writer until the 30 s timeout.
+    os.mkfifo(work / "pipe")
+    with pytest.raises(ToolError, match="not a regular file"):
+        await Grep(use_rg=use_rg).run(grep_params(pattern="x", path="pipe"), env, "c")
+
+
 # --- bounded memory ------------------------------------------------------------------------------
 
 

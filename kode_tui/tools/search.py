@@ -470,6 +470,12 @@ class Grep(Tool[GrepParams]):
         base = env.resolve(params.path)
         if not base.exists():
             raise ToolError(f"`{env.display_path(base)}` does not exist.", brief="Path not found")
+        if not base.is_dir() and not base.is_file():
+            # A FIFO or a device named explicitly: ripgrep would wait on it until the timeout.
+            raise ToolError(
+                f"`{env.display_path(base)}` is not a regular file or a directory.",
+                brief="Not a regular file",
+            )
         rg = (self._rg_path or find_rg()) if self._use_rg else None
         result: SearchResult | None = None
         if rg is not None:
