@@ -279,6 +279,9 @@ class _QuietFileHandler(logging.FileHandler):
         pass
 
 
+_NO_ROOM_OR_READ_ONLY = (errno.ENOSPC, errno.EDQUOT, errno.EROFS, errno.EACCES, errno.EPERM)
+
+
 def _start_logging() -> None:
     """Log to $KODE_TUI_HOME/logs/kode-tui.log (0600); the screen is the app's."""
     log_file = Paths.current().log_file
@@ -287,10 +290,11 @@ def _start_logging() -> None:
         os.close(os.open(log_file, os.O_WRONLY | os.O_CREAT | os.O_APPEND, FILE_MODE))
         handler = _QuietFileHandler(log_file, encoding="utf-8")
     except OSError as error:
-        if error.errno not in (errno.ENOSPC, errno.EDQUOT):
+        if error.errno not in _NO_ROOM_OR_READ_ONLY:
             raise
-        # No room to log: kode-tui works without its log, and a handler that drops everything
-        # keeps logging's last resort from printing warnings over the screen.
+        # No room to log, or a home on read-only media: kode-tui works without its log (its
+        # sessions can still be viewed), and a handler that drops everything keeps logging's
+        # last resort from printing warnings over the screen.
         log.addHandler(logging.NullHandler())
         return
     handler.setFormatter(MaskingFormatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))

@@ -78,11 +78,15 @@ def atomic_write_json(path: Path, obj: Any) -> None:
 def append_line(path: Path, line: str) -> None:
     """Append one line to a small log file (created 0600), handed to the OS before returning;
     API keys in it are masked (rotations.jsonl)."""
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, FILE_MODE)
+    fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_APPEND, FILE_MODE)
     try:
         size = os.fstat(fd).st_size
+        data = (mask(line) + "\n").encode()
+        if size and os.pread(fd, 1, size - 1) != b"\n":
+            # A torn last line (a crash; a cut that failed too) must not swallow this one.
+            data = b"\n" + data
         try:
-            write_all(fd, (mask(line) + "\n").encode())
+            write_all(fd, data)
         except OSError:
             # A torn line (a full disk) would swallow the next one: cut it off.
             with contextlib.suppress(OSError):

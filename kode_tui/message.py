@@ -219,27 +219,61 @@ def paired(history: Iterable[Message]) -> list[Message]:
 
     A call without a result gets `interrupted_result` right after its group's results. A tool
     message that answers no call of the assistant message right before it (an orphan, or a
-    second result for one call) is left out: providers refuse it too. The file keeps them.
+    second result for one call) is left out: providers refuse it too. Calls of one message that
+    share an id, or have none (a file from another tool, an old version), are sent under ids of
+    their own, the results of a shared id going to its calls in order. The file keeps them.
     """
     out: list[Message] = []
-    waiting: dict[str, None] = {}
+    waiting: dict[str, list[str]] = {}
+    """A call id as the file has it -> the ids sent for its calls still without a result."""
 
     def close_group() -> None:
-        out.extend(interrupted_result(call_id) for call_id in waiting)
+        out.extend(interrupted_result(sent) for ids in waiting.values() for sent in ids)
         waiting.clear()
 
     for message in history:
         if message.role == "tool":
-            if message.tool_call_id in waiting:
-                del waiting[message.tool_call_id]
+            ids = waiting.get(message.tool_call_id or "")
+            if ids:
+                sent = ids.pop(0)
+                if sent != message.tool_call_id:
+                    message = message.model_copy(update={"tool_call_id": sent})
                 out.append(message)
             continue
         close_group()
-        out.append(message)
         if message.role == "assistant" and message.tool_calls:
-            waiting.update(dict.fromkeys(call.id for call in message.tool_calls))
+            original = message.tool_calls
+            message = _unique_call_ids(message)
+            for call, renamed in zip(original, message.tool_calls or [], strict=True):
+                waiting.setdefault(call.id, []).append(renamed.id)
+        out.append(message)
     close_group()
     return out
+
+
+def _unique_call_ids(message: Message) -> Message:
+    """`message` with every tool call under an id no other call of it has (a copy when needed).
+
+    The new ids are derived from the old ones (`a`, `a_2`), so the same history always gives
+    the same request and a provider's prompt cache keeps working.
+    """
+    calls = message.tool_calls or []
+    ids = [call.id for call in calls]
+    if all(ids) and len(set(ids)) == len(ids):
+        return message
+    taken = set(ids)
+    seen: set[str] = set()
+    renamed: list[ToolCall] = []
+    for call in calls:
+        sent = call.id
+        if not sent or sent in seen:
+            number = 2
+            while (sent := f"{call.id or 'call'}_{number}") in taken:
+                number += 1
+            taken.add(sent)
+        seen.add(call.id)
+        renamed.append(call.model_copy(update={"id": sent}))
+    return message.model_copy(update={"tool_calls": renamed})
 
 
 # --- the `_` records ---------------------------------------------------------------------------

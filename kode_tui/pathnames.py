@@ -6,11 +6,14 @@ or sends goes through `escape_name`, and every path a model or user sends back g
 `unescape_name`, so the same file is named the same way in both directions:
 
 * a byte that is not part of valid UTF-8 is written `\\xHH` (`caf\\xe9.txt`);
+* a control character (U+0001-U+001F, U+007F: a line feed, ESC, a tab) is written `\\xHH`
+  too, so a name never breaks a listing into forged lines nor reaches a terminal raw;
 * a real backslash that is followed by `x` and two hex digits is written `\\x5c`, so the
   name `caf\\xe9.txt` (with a real backslash) reads `caf\\x5cxe9.txt` and never collides;
 * every other character, backslashes included, is left as it is.
 
-`unescape_name` turns `\\x5c` back into a backslash and `\\x80`…`\\xff` back into raw bytes;
+`unescape_name` turns `\\x5c` back into a backslash, `\\x01`…`\\x1f` and `\\x7f` back into
+those control characters and `\\x80`…`\\xff` back into raw bytes;
 any other `\\x..` stays as typed. The two are inverse: `unescape_name(escape_name(n)) == n`.
 """
 
@@ -20,7 +23,8 @@ import os
 import re
 from pathlib import Path
 
-_NEEDS_ESCAPE = re.compile(r"[\ud800-\udfff]|\\(?=x[0-9a-fA-F]{2})")
+_NEEDS_ESCAPE = re.compile(r"[\ud800-\udfff\x01-\x1f\x7f]|\\(?=x[0-9a-fA-F]{2})")
+_PLAIN = re.compile(r"[^\\\ud800-\udfff\x01-\x1f\x7f]*")
 _ESCAPED = re.compile(r"\\x([0-9a-fA-F]{2})")
 _SURROGATE = re.compile(r"[\ud800-\udfff]")
 
@@ -30,6 +34,8 @@ def _escape_one(match: re.Match[str]) -> str:
     if char == "\\":
         return "\\x5c"
     code = ord(char)
+    if code < 0x20 or code == 0x7F:
+        return f"\\x{code:02x}"
     if 0xDC80 <= code <= 0xDCFF:
         return f"\\x{code - 0xDC00:02x}"
     return "\ufffd"  # a surrogate no file name can hold (it came from elsewhere)
@@ -39,7 +45,7 @@ def escape_name(name: str | bytes) -> str:
     """`name` (a path or a file name, as bytes or as `os.fsdecode` gives it) as valid text."""
     if isinstance(name, bytes):
         name = name.decode("utf-8", "surrogateescape")
-    if "\\" not in name and not _SURROGATE.search(name):
+    if _PLAIN.fullmatch(name):
         return name
     return _NEEDS_ESCAPE.sub(_escape_one, name)
 
@@ -50,7 +56,9 @@ def _unescape_one(match: re.Match[str]) -> str:
         return "\\"
     if code >= 0x80:
         return chr(0xDC00 + code)
-    return match.group()
+    if code >= 0x01 and (code < 0x20 or code == 0x7F):
+        return chr(code)
+    return match.group()  # `\\x00` (no name holds a NUL) and printable ASCII stay as typed
 
 
 def unescape_name(text: str) -> str:

@@ -35,7 +35,9 @@ def tilde(path: str | os.PathLike[str]) -> str:
 
 
 def work_dir_hash(work_dir: str | os.PathLike[str]) -> str:
-    return md5(str(canonical(work_dir)).encode("utf-8")).hexdigest()
+    # The path's bytes: the UTF-8 of its text (as Kimi CLI hashes it) for a name that is valid
+    # UTF-8, and the raw bytes for one that is not (str.encode failed: kode-tui could not start).
+    return md5(os.fsencode(canonical(work_dir))).hexdigest()
 
 
 def data_dir(name: str) -> Path:

@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from kode_tui.message import INTERRUPTED_RESULT, Message, paired
+from kode_tui.message import INTERRUPTED_RESULT, FunctionBody, Message, ToolCall, paired
 from kode_tui.session import Context
 from kode_tui.wire import events as ev
 
@@ -192,6 +192,39 @@ def test_paired_drops_a_second_result_for_the_same_call() -> None:
     ]
     sent = paired(history)
     assert [m.text for m in sent if m.role == "tool"] == ["first"]
+
+
+def test_calls_of_one_message_sharing_an_id_or_without_one_are_sent_apart() -> None:
+    # A file written by another tool (or edited by hand) may hold two calls under one id, or
+    # under none: sent as they are, a provider answers HTTP 400 on every later turn.
+    def calls(*ids: str) -> Message:
+        return Message(
+            role="assistant",
+            content="",
+            tool_calls=[ToolCall(id=i, function=FunctionBody(name="Shell")) for i in ids],
+        )
+
+    history = [
+        user("go"),
+        calls("a", "a", "a_2"),
+        tool_result("a", "first"),
+        tool_result("a", "second"),
+        user("next"),
+        calls("", ""),
+        tool_result("", "only"),
+    ]
+
+    sent = paired(history)
+
+    assert_paired(sent)
+    ids = [[c.id for c in m.tool_calls] for m in sent if m.tool_calls]
+    assert all(i and len(set(i)) == len(i) for i in ids)
+    assert ids[0][:2] == ["a", "a_3"] and ids[0][2] == "a_2"
+    results = [(m.tool_call_id, m.text) for m in sent if m.role == "tool"]
+    assert results[:3] == [("a", "first"), ("a_3", "second"), ("a_2", INTERRUPTED_RESULT)]
+    assert results[3:] == [(ids[1][0], "only"), (ids[1][1], INTERRUPTED_RESULT)]
+    assert paired(history) == sent  # the same request every time: the prompt cache holds
+    assert history[1].tool_calls is not None and history[1].tool_calls[1].id == "a"
 
 
 # --- a full disk -------------------------------------------------------------------------------

@@ -70,6 +70,16 @@ def test_a_rotations_note_that_hits_a_full_disk_leaves_no_torn_line(
     assert [line["file"] for line in lines_of(path)] == ["context_1.jsonl", "context_3.jsonl"]
 
 
+def test_a_rotations_note_after_a_torn_line_starts_a_line_of_its_own(tmp_path: Path) -> None:
+    # A kill mid-append (or a cut back that failed as well) left a torn last line: the next
+    # note was glued onto it and lost with it.
+    path = tmp_path / "rotations.jsonl"
+    path.write_bytes(b'{"file": "context_1.jsonl"}\n{"file": "context_2.js')
+    append_line(path, json.dumps({"file": "context_3.jsonl"}))
+    lines = path.read_bytes().splitlines()
+    assert lines[-1] == b'{"file": "context_3.jsonl"}' and len(lines) == 3
+
+
 def test_a_log_line_that_cannot_be_written_prints_no_traceback(
     home: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -22,6 +22,9 @@ NAMES = [
     b"x\\xZZ",
     b"\xff\xfe\\x41",
     b"\xc3",  # the first byte of a two-byte character, alone
+    b"line\nfeed",  # control characters: escaped, so a listing keeps one name a line
+    b"\x1b[8mhidden\x7f\ttab",
+    b"\\x0a",  # a real backslash that reads like an escaped line feed
 ]
 
 

@@ -116,6 +116,29 @@ async def test_sessions_folder_is_md5_of_the_canonical_unresolved_work_dir(
     assert session.work_dir == tmp_path / "link"
 
 
+async def test_a_work_dir_whose_name_is_not_utf8_holds_sessions_like_any_other(
+    tmp_path: Path, home: Path
+) -> None:
+    # `caf\xe9` (Latin-1): hashing its name as UTF-8 raised, so kode-tui could not start there.
+    work_dir = Path(os.fsdecode(os.fsencode(tmp_path) + b"/caf\xe9"))
+    work_dir.mkdir()
+    session = await talked_session(work_dir)
+
+    expected = md5(os.fsencode(work_dir)).hexdigest()
+    assert session.dir.parent == home / "sessions" / expected
+    assert [s.id for s in await Session.list(work_dir)] == [session.id]
+    continued = await Session.continue_(work_dir)
+    assert continued is not None and continued.id == session.id
+    (entry,) = load_metadata().work_dirs
+    assert entry.path == f"{tmp_path}/caf\\xe9"  # kode.json holds it escaped, as text
+    (home / "kode.json").read_bytes().decode("utf-8")
+    # The sessions screen finds its folder again from the escaped path.
+    from kode_tui.ui.screens.sessions import _sessions_of_every_work_dir
+
+    everywhere = await _sessions_of_every_work_dir(tmp_path)
+    assert [s.work_dir for s in everywhere if s.id == session.id] == [work_dir]
+
+
 async def test_sessions_of_different_work_dirs_are_kept_apart(tmp_path: Path) -> None:
     first, second = tmp_path / "a", tmp_path / "b"
     first.mkdir()

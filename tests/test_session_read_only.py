@@ -7,6 +7,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import errno
+import logging
 import os
 import shutil
 import stat
@@ -152,3 +153,33 @@ async def test_a_read_only_session_found_by_id_opens_for_viewing_and_print_mode_
     err = capsys.readouterr().err
     assert status == 2 and "cannot be written" in err and f"-S {session.id}" in err
     assert snapshot(session.dir) == before
+
+
+@pytest.mark.parametrize("code", [errno.EROFS, errno.EACCES])
+async def test_a_home_on_read_only_media_still_lists_and_shows_its_sessions(
+    home: Path,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+    code: int,
+) -> None:
+    # The whole home read-only (a backup mounted to look at): the log file could not be
+    # opened, and every command, --list-sessions included, stopped at that.
+    project = tmp_path / "project"
+    project.mkdir()
+    session = await Session.create(project)
+    async with Context(session.context_file) as context:
+        await write_turns(context, 1)
+    mount_read_only(home, monkeypatch, code)
+    logger = logging.getLogger("kode_tui")
+    monkeypatch.setattr(logger, "handlers", list(logger.handlers))  # main() adds its own
+
+    listed = await asyncio.to_thread(cli.main, ["--list-sessions", str(project)])
+    out, err = capsys.readouterr()
+    assert listed == 0 and session.id in out and err == ""
+
+    status = await asyncio.to_thread(
+        cli.main, ["-S", session.id, "-p", "hi", "--model", "demo", str(project)]
+    )
+    err = capsys.readouterr().err
+    assert status == 2 and "cannot be written" in err and "Traceback" not in err

@@ -98,3 +98,27 @@ async def test_a_front_end_can_take_the_warning_at_open_and_it_is_not_sent_again
     await rig.soul.run("first")
     await rig.settle()
     assert len(rig.of(ev.Warning)) == 1
+
+
+async def test_lone_surrogates_in_an_answer_are_shown_and_the_step_is_kept(tmp_path: Path) -> None:
+    # JSON may carry `\ud83d` alone (an emoji split between two chunks by a server): the step's
+    # write failed with a serialization error, the answer was lost and the turn crashed.
+    rig = await make_rig(
+        tmp_path,
+        [
+            {"think": "plan \udfff", "text": "pair \ud83d\ude00, alone \ud800 and \udce9"},
+            {"tool_calls": [{"id": "c\ud800", "name": "Echo", "arguments": '{"text": "x\ud834"}'}]},
+            {"text": "Done."},
+        ],
+    )
+
+    first = await rig.soul.run("one")
+    second = await rig.soul.run("two")
+
+    assert first.stop_reason == second.stop_reason == "done"
+    assistant = rig.context.history[1]
+    assert assistant.text == "pair 😀, alone \ufffd and \\xe9"
+    rig.context.path.read_bytes().decode("utf-8")  # every line was written, as valid UTF-8
+    (call,) = next(m for m in rig.context.history if m.tool_calls).tool_calls or []
+    assert call.id == "c\ufffd" and call.function.arguments == '{"text": "x\ufffd"}'
+    assert_paired(rig.provider.requests[-1].history)

@@ -4,6 +4,7 @@ journal keeps."""
 from __future__ import annotations
 
 import asyncio
+import errno
 import hashlib
 import os
 import time
@@ -69,6 +70,23 @@ async def replace(env: ToolEnv, path: str, edit: object) -> Any:
 
 def sha(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
+
+
+def fill_session_disk(monkeypatch: pytest.MonkeyPatch, where: str) -> None:
+    """ENOSPC for every write to a file of the session whose path holds `where` (the work dir,
+    on another disk, keeps its room)."""
+    real_write = os.write
+
+    def full_write(fd: int, data: Any) -> int:
+        try:
+            path = os.readlink(f"/proc/self/fd/{fd}")
+        except OSError:
+            path = ""
+        if where in path:
+            raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+        return real_write(fd, data)
+
+    monkeypatch.setattr(os, "write", full_write)
 
 
 # --- ReadFile ------------------------------------------------------------------------------------
@@ -233,7 +251,45 @@ async def test_read_file_through_a_link_leading_outside_asks(
     assert permission is not None and permission.outside_work_dir
 
 
+async def test_a_symlink_loop_asks_and_fails_clearly_instead_of_crashing_the_turn(
+    env: ToolEnv, work: Path
+) -> None:
+    # A hostile repo's `src -> src`: resolving it raised RuntimeError out of permission().
+    (work / "loop").symlink_to("loop")
+    (work / "a").symlink_to("b")
+    (work / "b").symlink_to("a")
+    for name in ("loop", "a", "loop/x.txt"):
+        params = ReadFileParams(path=name)
+        permission = await ReadFile().permission(params, env)
+        assert permission is not None and permission.outside_work_dir  # cannot be resolved
+        with pytest.raises(ToolError, match="does not exist"):
+            await ReadFile().run(params, env, "call")
+
+
 # --- WriteFile -----------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("where", ["/blobs/", "context.jsonl"])
+async def test_an_edit_that_cannot_be_journaled_leaves_the_file_as_it_was(
+    env: ToolEnv, work: Path, context: Context, monkeypatch: pytest.MonkeyPatch, where: str
+) -> None:
+    # The session's disk is full, the work dir's is not: the edit was made, then recording it
+    # failed with "unexpected error", and no revert could ever undo it.
+    (work / "a.txt").write_text("before\n")
+    fill_session_disk(monkeypatch, where)
+
+    for name in ("a.txt", "new.txt"):
+        with pytest.raises(ToolError, match="the disk is full") as caught:
+            await write(env, name, "after\n")
+        assert "nothing was written" in caught.value.message or "taken back" in caught.value.message
+
+    assert (work / "a.txt").read_text() == "before\n"
+    assert not (work / "new.txt").exists()
+    assert not context.file_edits
+    assert sorted(p.name for p in work.iterdir()) == ["a.txt"]  # no temp file left
+
+
+# --- WriteFile, the usual cases -------------------------------------------------------------------
 
 
 async def test_write_file_creates_parents_and_records_the_edit(

@@ -13,6 +13,7 @@ from pydantic import ValidationError
 
 from kode_tui.tools import search
 from kode_tui.tools.base import ToolEnv, ToolError
+from kode_tui.tools.files import ReadFile, ReadFileParams
 from kode_tui.tools.search import (
     Glob,
     GlobParams,
@@ -107,6 +108,20 @@ async def test_glob_refuses_absolute_and_parent_patterns(env: ToolEnv) -> None:
     for pattern in ("/etc/*", "../*", ""):
         with pytest.raises(ToolError, match="relative"):
             await glob(env, pattern)
+
+
+async def test_glob_checks_every_brace_alternative_so_none_reaches_out(
+    env: ToolEnv, work: Path, tmp_path: Path
+) -> None:
+    # Braces expand after the check used to run: `{..,x}/outside/*` listed the parent's files.
+    make(tmp_path / "outside", {"secret.txt": ""})
+    make(work, {"a/b.txt": ""})
+    for pattern in ("{..,x}/outside/*", "a/{../..,x}/*", "{/etc,x}/passwd", "{.,.}{.,.}/*"):
+        with pytest.raises(ToolError, match="relative"):
+            await glob(env, pattern)
+    with pytest.raises(ToolError, match=r"starts with `\*\*`"):
+        await glob(env, "{**,a}/*.txt")
+    assert (await glob(env, "{a,x}/*")).output == "a/b.txt"
 
 
 async def test_glob_caps_the_results_at_1000(env: ToolEnv, work: Path) -> None:
@@ -626,6 +641,37 @@ async def test_grep_shows_names_that_are_not_utf8_escaped(
         result.output.encode("utf-8")
     one = grep_params(pattern="needle", path="caf\\xe9.txt", output_mode="content")
     assert (await Grep(use_rg=use_rg).run(one, env, "c")).output == "caf\\xe9.txt:1:latin needle"
+
+
+@pytest.mark.parametrize("use_rg", BACKENDS)
+async def test_names_with_control_characters_are_shown_escaped_never_as_forged_lines(
+    env: ToolEnv, work: Path, use_rg: bool
+) -> None:
+    # A hostile repo's file named "a.txt\nsrc/fake.py" listed as two lines forged a second
+    # file; ESC in a name reached the terminal raw.
+    (work / "a.txt\nsrc").mkdir()
+    (work / "a.txt\nsrc" / "fake.py").write_text("needle\n")
+    (work / "x\x1b[8my\tz").write_text("needle\n")
+    (work / "lit\\x0a").write_text("needle\n")  # a real backslash, apart from a line feed
+    shown = {"a.txt\\x0asrc/fake.py", "x\\x1b[8my\\x09z", "lit\\x5cx0a"}
+
+    result = await glob(env, "*/*")
+    assert result.output == "a.txt\\x0asrc/fake.py"
+    listed = await Grep(use_rg=use_rg).run(grep_params(pattern="needle"), env, "c")
+    assert set(listed.output.splitlines()) == shown
+    for name in shown:
+        read = await ReadFile().run(ReadFileParams(path=name), env, "c")
+        assert "needle" in read.output
+
+
+@pytest.mark.parametrize("use_rg", BACKENDS)
+async def test_grep_of_a_fifo_named_explicitly_is_refused_at_once(
+    env: ToolEnv, work: Path, use_rg: bool
+) -> None:
+    # ripgrep opened the FIFO and waited for a writer until the 30 s timeout.
+    os.mkfifo(work / "pipe")
+    with pytest.raises(ToolError, match="not a regular file"):
+        await Grep(use_rg=use_rg).run(grep_params(pattern="x", path="pipe"), env, "c")
 
 
 # --- bounded memory ------------------------------------------------------------------------------

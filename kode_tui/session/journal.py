@@ -41,7 +41,21 @@ class FileJournal:
         tool_call_id: str | None = None,
     ) -> FileEditRecord:
         """Keep both images of a file a tool just changed (None: the file did not exist)."""
-        before_hash, after_hash = await asyncio.to_thread(self._store, before, after)
+        return await self.note(path, await self.keep(before, after), tool_call_id)
+
+    async def keep(self, before: bytes | None, after: bytes | None) -> tuple[str | None, ...]:
+        """Store both images in the blob store; their hashes, for `note`.
+
+        Called before the file is touched: when the store cannot take them (a full disk), the
+        edit is refused instead of being made without a way to undo it.
+        """
+        return tuple(await asyncio.to_thread(self._store, before, after))
+
+    async def note(
+        self, path: str, hashes: tuple[str | None, ...], tool_call_id: str | None = None
+    ) -> FileEditRecord:
+        """Write the `_file_edit` record of a change whose images `keep` stored."""
+        before_hash, after_hash = hashes
         edit = FileEditRecord(
             path=path, before=before_hash, after=after_hash, tool_call_id=tool_call_id
         )

@@ -13,6 +13,7 @@ import os
 from pydantic import BaseModel, ConfigDict, Field
 
 from kode_tui.fsutil import atomic_write_json, make_private_dir
+from kode_tui.pathnames import escape_name
 from kode_tui.paths import Paths, canonical
 
 logger = logging.getLogger(__name__)
@@ -37,14 +38,15 @@ class Metadata(BaseModel):
 
     def get(self, work_dir: str | os.PathLike[str]) -> WorkDirMeta | None:
         """The entry of `work_dir` (compared by canonical path), if there is one."""
-        key = str(canonical(work_dir))
+        key = escape_name(str(canonical(work_dir)))
         return next((wd for wd in self.work_dirs if wd.path == key), None)
 
     def get_or_add(self, work_dir: str | os.PathLike[str]) -> WorkDirMeta:
         """The entry of `work_dir`, appended first when missing."""
         entry = self.get(work_dir)
         if entry is None:
-            entry = WorkDirMeta(path=str(canonical(work_dir)))
+            # Escaped (kode_tui.pathnames): a path that is not UTF-8 cannot be written as JSON.
+            entry = WorkDirMeta(path=escape_name(str(canonical(work_dir))))
             self.work_dirs.append(entry)
         return entry
 

@@ -19,6 +19,7 @@ import logging
 import os
 import re
 import shutil
+import stat
 import subprocess
 import tomllib
 from collections import deque
@@ -45,6 +46,9 @@ STATUS_MAX_LINES = 30
 README_MAX_CHARS = 4000
 DOC_MAX_CHARS = 20000
 GIT_TIMEOUT_S = 3.0
+READ_MAX_BYTES = 1 << 20
+"""Of a project file (README, AGENTS.md, package.json, ...), only this much is read: a 2 GB
+sparse README must not cost gigabytes and seconds at every start."""
 
 TREE_HEADER = (
     "Below is a snapshot of this project's file structure at the start of the conversation. "
@@ -349,8 +353,17 @@ def _guarded(what: str, build: Callable[[], _T]) -> _T | None:
 def _find_git_root(work_dir: Path) -> Path | None:
     # A stat per parent is cheaper than starting git, and works when git is missing.
     for directory in (work_dir, *work_dir.parents):
-        if (directory / ".git").exists():
-            return directory
+        try:
+            owner = (directory / ".git").stat().st_uid
+        except (OSError, ValueError):
+            continue
+        # Git's own rule (safe.directory): a repository someone else owns is not ours. Another
+        # user's /tmp/.git would otherwise make /tmp/AGENTS.md part of the system prompt of
+        # every project started under /tmp.
+        if directory != work_dir and hasattr(os, "geteuid") and owner != os.geteuid():
+            log.info("ignoring %s: owned by another user", directory / ".git")
+            return None
+        return directory
     return None
 
 
@@ -358,15 +371,18 @@ def _git_head(git_root: Path) -> Path | None:
     dot_git = git_root / ".git"
     if dot_git.is_dir():
         return dot_git / "HEAD"
-    try:
-        # A worktree or submodule: ".git" is a file saying "gitdir: <path>".
-        line = dot_git.read_text(encoding="utf-8").strip()
-    except OSError:
+    # A worktree or submodule: ".git" is a file saying "gitdir: <path>".
+    data = _read_regular(dot_git, 4096)
+    if data is None:
         return None
+    line = data.decode("utf-8", errors="replace").strip()
     if not line.startswith("gitdir:"):
         return None
-    git_dir = Path(line.removeprefix("gitdir:").strip())
-    return (git_root / git_dir).resolve() / "HEAD"
+    try:
+        git_dir = Path(line.removeprefix("gitdir:").strip())
+        return (git_root / git_dir).resolve() / "HEAD"
+    except (OSError, RuntimeError, ValueError):
+        return None  # a symlink loop, a NUL byte: a hostile `.git` note must not stop the start
 
 
 def _doc_dirs(work_dir: Path, git_root: Path | None) -> list[Path]:
@@ -413,13 +429,33 @@ def _read_text(path: Path) -> str | None:
     A symlink is read only when its target lies in the folder that holds the link: a hostile
     repo's README.md linked to `~/.ssh/id_rsa` must not land in the system prompt.
     """
+    if not is_within(path, path.parent):
+        return None
+    data = _read_regular(path, READ_MAX_BYTES)
+    return None if data is None else data.decode("utf-8", errors="replace")
+
+
+def _read_regular(path: Path, limit: int) -> bytes | None:
+    """The first `limit` bytes of `path` when it is a regular file, else (or on error) None.
+
+    Opened without blocking and checked on the open file: a FIFO (or a link to one, or to
+    /dev/zero) swapped in after a check must not hang the start or fill the memory.
+    """
     try:
-        if not path.is_file() or not is_within(path, path.parent):
-            return None
-        return path.read_text(encoding="utf-8", errors="replace")
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
     except OSError:
         log.debug("cannot read %s", path, exc_info=True)
         return None
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            return None
+        with os.fdopen(fd, "rb", closefd=False) as file:
+            return file.read(limit)
+    except OSError:
+        log.debug("cannot read %s", path, exc_info=True)
+        return None
+    finally:
+        os.close(fd)
 
 
 def _cap_chars(text: str, limit: int) -> str:
@@ -471,8 +507,10 @@ def _git(cwd: Path, *args: str) -> str | None:
     if done.returncode != 0:
         log.debug("git %s: %s", " ".join(args), done.stderr.decode("utf-8", "replace").strip())
         return None
-    # Names that are not UTF-8 (in ls-files, status, ...) come out escaped, never lost.
-    return escape_name(done.stdout)
+    # Names that are not UTF-8 (in ls-files, status, ...) come out escaped, never lost; record
+    # by record, so the separators stay and a line feed inside a name (-z) is escaped.
+    sep = b"\0" if "-z" in args else b"\n"
+    return sep.decode().join(escape_name(record) for record in done.stdout.split(sep))
 
 
 def _git_status(work_dir: Path) -> str | None:

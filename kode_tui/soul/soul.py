@@ -516,7 +516,8 @@ class KodeSoul:
     ) -> _Streamed:
         streamed = _Streamed()
         system_prompt, history = _masked(system_prompt, history)
-        async for item in self.provider.stream(system_prompt, history, tools):
+        async for received in self.provider.stream(system_prompt, history, tools):
+            item = _encodable_item(received)
             streamed.add(item)
             if isinstance(item, TextPart | ThinkPart):
                 self.bus.send(ev.ContentPart(part=item))
@@ -751,6 +752,36 @@ def _encodable_input(user_input: str | list[ContentPart]) -> str | list[ContentP
         p.model_copy(update={"text": scrub_text(p.text)}) if isinstance(p, TextPart) else p
         for p in user_input
     ]
+
+
+def _encodable(text: str) -> str:
+    # Pairs first (`\ud83d\ude00` in a provider's JSON is one emoji), then whatever is left alone.
+    if not any("\ud800" <= char <= "\udfff" for char in text):
+        return text
+    return scrub_text(text.encode("utf-16", "surrogatepass").decode("utf-16", "surrogatepass"))
+
+
+def _encodable_item(item: StreamItem) -> StreamItem:
+    """`item` as text that can be written and sent: a provider's JSON may hold a lone surrogate
+    (`\ud83d` alone, an emoji split between two chunks), which failed the write of the step and
+    every later request, so the answer was lost."""
+    if isinstance(item, TextPart):
+        text = _encodable(item.text)
+        return item if text is item.text else item.model_copy(update={"text": text})
+    if isinstance(item, ThinkPart):
+        think = _encodable(item.think)
+        return item if think is item.think else item.model_copy(update={"think": think})
+    if isinstance(item, ToolCallStart):
+        name, call_id = _encodable(item.name), _encodable(item.id)
+        if name is item.name and call_id is item.id:
+            return item
+        return ToolCallStart(id=call_id, name=name)
+    if isinstance(item, ToolCallDelta):
+        delta, call_id = _encodable(item.arguments_delta), _encodable(item.id)
+        if delta is item.arguments_delta and call_id is item.id:
+            return item
+        return ToolCallDelta(id=call_id, arguments_delta=delta)
+    return item
 
 
 def _damaged_notice(context: Context) -> list[str]:

@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import codecs
 import contextlib
+import errno
 import hashlib
 import os
 import secrets
@@ -59,7 +60,9 @@ def read_outside_permission(env: ToolEnv, path: Path, description: str) -> Permi
     """
     if env.is_inside(path):
         return None
-    real = path.resolve()
+    # realpath, not resolve(): a symlink loop must ask like any other outside path, not
+    # raise out of the approval (which crashed the turn).
+    real = Path(os.path.realpath(path))
     folder = real if real.is_dir() else real.parent
     return Permission(
         kind="read",
@@ -464,16 +467,63 @@ async def _apply_change(env: ToolEnv, path: Path, change: _Change, tool_call_id:
 async def _write_and_record(
     env: ToolEnv, path: Path, shown: str, change: _Change, tool_call_id: str
 ) -> None:
+    journal = env.journal
+    hashes: tuple[str | None, ...] = ()
+    if journal is not None:
+        # The images that undo the edit are kept first: an edit no revert could undo is
+        # never made (the session's disk may be full while the work dir's is not).
+        try:
+            hashes = await journal.keep(change.before, change.after)
+        except OSError as error:
+            raise ToolError(
+                f"Could not keep the copy of `{shown}` that would undo this edit "
+                f"({_why(error)}); nothing was written.",
+                brief="Write failed",
+            ) from error
     try:
         await asyncio.to_thread(write_atomically, path, change.after, expected=change.before)
     except FileChanged:
         raise _changed(shown) from None
     except OSError as error:
         raise ToolError(
-            f"Failed to write `{shown}`: {error.strerror or error}.", brief="Write failed"
+            f"Failed to write `{shown}`: {_why(error)}.", brief="Write failed"
         ) from error
-    if env.journal is not None:
-        await env.journal.record(shown, change.before, change.after, tool_call_id)
+    if journal is None:
+        return
+    try:
+        await journal.note(shown, hashes, tool_call_id)
+    except OSError as error:
+        # Unrecorded, the edit would be out of reach of every revert: take it back.
+        try:
+            await asyncio.to_thread(_take_back, path, change)
+        except (OSError, FileChanged):
+            raise ToolError(
+                f"`{shown}` was written, but the edit could not be recorded ({_why(error)}): "
+                "a revert will not undo it.",
+                brief="Not recorded",
+            ) from error
+        raise ToolError(
+            f"The edit of `{shown}` could not be recorded ({_why(error)}), so it was taken "
+            "back; the file is as it was.",
+            brief="Write failed",
+        ) from error
+
+
+def _why(error: OSError) -> str:
+    if error.errno in (errno.ENOSPC, errno.EDQUOT):
+        return "the disk is full"
+    return error.strerror or str(error)
+
+
+def _take_back(path: Path, change: _Change) -> None:
+    """Put the file back as it was before `change` (only if it still holds what it wrote)."""
+    if change.before is not None:
+        write_atomically(path, change.before, expected=change.after)
+        return
+    target = Path(os.path.realpath(path))
+    if _current(target) != change.after:
+        raise FileChanged(str(target))
+    target.unlink()
 
 
 def _read_existing(path: Path, shown: str) -> bytes | None:

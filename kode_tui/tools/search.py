@@ -190,7 +190,9 @@ class Glob(Tool[GlobParams]):
         pattern = params.pattern.strip()
         while pattern.startswith("./"):
             pattern = pattern[2:]
-        if pattern.startswith("**"):
+        # Braces expand first, so every alternative is checked: `{..,x}/*` must not reach out.
+        variants = [variant.removeprefix("./") for variant in expand_braces(pattern)]
+        if any(variant.startswith("**") for variant in variants):
             root = (env.work_dir if env.is_inside(folder) else folder).resolve()
             listing = await asyncio.to_thread(_top_level, folder, root)
             raise ToolError(
@@ -201,7 +203,9 @@ class Glob(Tool[GlobParams]):
                 brief="Unsafe pattern",
                 output=listing,
             )
-        if not pattern or pattern.startswith("/") or ".." in pattern.split("/"):
+        if not pattern or any(
+            variant.startswith("/") or ".." in variant.split("/") for variant in variants
+        ):
             raise ToolError(
                 f"Pattern `{pattern}` must be a non-empty path relative to the directory searched; "
                 "set `directory` to search somewhere else.",
@@ -255,7 +259,7 @@ def _glob(folder: Path, pattern: str, include_dirs: bool, root: Path) -> set[Pat
     found: set[Path] = set()
     for variant in expand_braces(pattern):
         segments = [segment for segment in variant.split("/") if segment not in ("", ".")]
-        if segments:
+        if segments and ".." not in segments:  # `run` refuses these; never walk up regardless
             _match(folder, segments, 0, include_dirs, root, found)
     return found
 
@@ -466,6 +470,12 @@ class Grep(Tool[GrepParams]):
         base = env.resolve(params.path)
         if not base.exists():
             raise ToolError(f"`{env.display_path(base)}` does not exist.", brief="Path not found")
+        if not base.is_dir() and not base.is_file():
+            # A FIFO or a device named explicitly: ripgrep would wait on it until the timeout.
+            raise ToolError(
+                f"`{env.display_path(base)}` is not a regular file or a directory.",
+                brief="Not a regular file",
+            )
         rg = (self._rg_path or find_rg()) if self._use_rg else None
         result: SearchResult | None = None
         if rg is not None:

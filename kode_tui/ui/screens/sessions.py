@@ -28,6 +28,7 @@ from textual.screen import ModalScreen
 from textual.widgets import DataTable, Footer, Input, Label, Static, Switch
 
 from kode_tui.message import MESSAGE_ROLES
+from kode_tui.pathnames import unescape_name
 from kode_tui.paths import Paths, canonical, work_dir_hash
 from kode_tui.safetext import visible
 from kode_tui.session import Session
@@ -171,7 +172,9 @@ def _stats_for(paths: list[Path], cache: _StatsCache) -> list[ContextStats]:
 async def _sessions_of_every_work_dir(current_work_dir: Path) -> list[Session]:
     """Every session folder under the sessions dir; the work dir comes from kode.json."""
     metadata = await asyncio.to_thread(load_metadata)
-    work_dirs = {work_dir_hash(entry.path): Path(entry.path) for entry in metadata.work_dirs}
+    # kode.json keeps a path that is not UTF-8 escaped (kode_tui.pathnames).
+    known = [Path(unescape_name(entry.path)) for entry in metadata.work_dirs]
+    work_dirs = {work_dir_hash(path): path for path in known}
     work_dirs[work_dir_hash(current_work_dir)] = canonical(current_work_dir)
     folders = await asyncio.to_thread(_hash_folders, Paths.current().sessions_dir)
     sessions: list[Session] = []
