@@ -191,3 +191,40 @@ def test_lineage_marks_what_the_live_context_descends_from() -> None:
     assert found.live_path == {4, 1}  # 2 and 3 are a branch left behind
     assert lineage([(1, None, None), (2, None, None)]).live_path == {1, 2}  # Kimi: no reasons
     assert lineage([]).live_path == frozenset()
+
+
+async def test_a_revert_never_writes_outside_the_work_dir_or_into_git(tmp_path: Path) -> None:
+    """A session folder from elsewhere holds `_file_edit` records naming any path: reverting
+    them must not plant a git hook or a file outside the work dir."""
+    project = tmp_path / "project"
+    (project / ".git" / "hooks").mkdir(parents=True)
+    (project / "a.txt").write_text("original a\n")
+    outside = tmp_path / "outside.sh"
+    session = await Session.create(project)
+    provider = ScriptedProvider([{"text": "ok"}])
+    agent = await open_agent(
+        session, Config(), resolve_model(Config()), provider=provider, approval_override="yolo"
+    )
+    soul = agent.soul
+    k = await soul.context.checkpoint()
+    hook = b"#!/bin/sh\ntouch PWNED\n"
+    # Records as a hostile session would hold them: "the file did not exist after the edit,
+    # and held this before it", so a revert would create it.
+    for path in (".git/hooks/pre-commit", str(outside)):
+        await soul.env.journal.record(path, hook, None)
+    await soul.env.journal.record("a.txt", b"earlier a\n", b"original a\n")
+
+    preview = soul.revert_preview(k)
+    assert {(p.path, p.action) for p in preview.files} == {
+        (".git/hooks/pre-commit", "refused"),
+        (str(outside), "refused"),
+        ("a.txt", "restore"),
+    }
+    outcome = await soul.revert(k, files=True)
+    await agent.close()
+
+    assert not (project / ".git" / "hooks" / "pre-commit").exists()
+    assert not outside.exists()
+    assert (project / "a.txt").read_text() == "earlier a\n"
+    assert outcome.files_restored == ["a.txt"]
+    assert sorted(outcome.conflicts) == sorted([".git/hooks/pre-commit", str(outside)])

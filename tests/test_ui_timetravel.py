@@ -91,6 +91,17 @@ async def test_revert_dialog_explains_what_leaves_and_what_each_file_becomes() -
     assert "No files to restore" not in text
 
 
+async def test_revert_dialog_says_a_refused_file_is_left_as_it_is() -> None:
+    app: Host[Any] = Host(revert_dialog([plan(".git/hooks/pre-commit", "refused")]))
+    async with app.run_test(size=(110, 36)) as pilot:
+        await pilot.pause()
+        text = static_text(app)
+    assert (
+        "⚠ refused  .git/hooks/pre-commit — outside the work dir or can make tools run code: "
+        "left as it is" in text
+    )
+
+
 @pytest.mark.parametrize(
     ("key", "expected"), [("c", "conversation"), ("f", "files"), ("escape", None)]
 )
@@ -115,7 +126,7 @@ async def test_revert_dialog_buttons_answer_too() -> None:
 
 @pytest.mark.parametrize(
     "files",
-    [[], [plan("README.md", "conflict"), plan("old.txt", "missing")]],
+    [[], [plan("README.md", "conflict"), plan("old.txt", "missing"), plan(".envrc", "refused")]],
     ids=["none", "none restorable"],
 )
 async def test_revert_dialog_offers_no_file_restore_without_restorable_files(

@@ -14,7 +14,7 @@ import json
 import os
 import stat
 import tempfile
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
@@ -30,7 +30,7 @@ from kode_tui.message import (
 )
 from kode_tui.session.journal import FileJournal
 
-FileAction = Literal["restore", "delete", "conflict", "missing"]
+FileAction = Literal["restore", "delete", "conflict", "missing", "refused"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -42,17 +42,29 @@ class FilePlan:
     target: Path
     action: FileAction
     """`restore` its earlier content, `delete` a file the agent created, `conflict` (changed
-    since the agent's edit: left alone), `missing` (the earlier content is not in the blobs)."""
+    since the agent's edit: left alone), `missing` (the earlier content is not in the blobs),
+    `refused` (a file a revert may not write: left alone)."""
     expected: str | None
     """The sha256 the file must have now (the agent's newest edit), None: absent."""
     restore_to: str | None
     """The sha256 of the content put back, None: the file did not exist."""
 
 
+LEFT_ALONE: frozenset[FileAction] = frozenset(("conflict", "missing", "refused"))
+"""What a revert with files does not write."""
+
+
 def plan_file_revert(
-    edits: Sequence[FileEditRecord], work_dir: Path, journal: FileJournal
+    edits: Sequence[FileEditRecord],
+    work_dir: Path,
+    journal: FileJournal,
+    may_write: Callable[[Path], bool] | None = None,
 ) -> list[FilePlan]:
-    """The plan for undoing `edits` (oldest first, as the context holds them), one per file."""
+    """The plan for undoing `edits` (oldest first, as the context holds them), one per file.
+
+    A file `may_write` refuses is `refused`: a session's records name paths, and a session
+    folder from elsewhere must not make a revert write outside the work dir or into `.git/`.
+    """
     newest: dict[str, FileEditRecord] = {}
     oldest: dict[str, FileEditRecord] = {}
     for edit in edits:
@@ -63,8 +75,10 @@ def plan_file_revert(
         first = oldest[path]
         target = Path(path) if os.path.isabs(path) else work_dir / path
         now = _hash_of(target)
-        if now != last.after:
-            action: FileAction = "conflict"
+        if may_write is not None and not may_write(target):
+            action: FileAction = "refused"
+        elif now != last.after:
+            action = "conflict"
         elif first.before is None:
             action = "delete"
         elif journal.blob(first.before) is None:
@@ -83,7 +97,7 @@ def apply_file_revert(
     restored: list[str] = []
     skipped: list[str] = []
     for plan in plans:
-        if plan.action in ("conflict", "missing") or _hash_of(plan.target) != plan.expected:
+        if plan.action in LEFT_ALONE or _hash_of(plan.target) != plan.expected:
             skipped.append(plan.path)
             continue
         if plan.action == "delete":

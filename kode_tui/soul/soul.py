@@ -36,10 +36,15 @@ from kode_tui.message import (
     paired,
     system,
 )
-from kode_tui.pathnames import scrub_text
+from kode_tui.pathnames import is_within, scrub_text
 from kode_tui.session import Context
 from kode_tui.session.context import ContextWriteError
-from kode_tui.session.timetravel import FilePlan, apply_file_revert, plan_file_revert
+from kode_tui.session.timetravel import (
+    LEFT_ALONE,
+    FilePlan,
+    apply_file_revert,
+    plan_file_revert,
+)
 from kode_tui.soul import prompts
 from kode_tui.soul.approval import Approval
 from kode_tui.soul.compaction import CompactionContext, CompactionStrategy
@@ -54,6 +59,7 @@ from kode_tui.soul.llm import (
 from kode_tui.soul.reminders import Reminder, Reminders, inject
 from kode_tui.tools.base import ToolEnv, ToolOutput
 from kode_tui.tools.dmail import DenwaRenji
+from kode_tui.tools.protected import is_protected
 from kode_tui.tools.toolset import PreparedCall, Toolset, rejected, tool_message
 from kode_tui.wire import WireBus
 from kode_tui.wire import events as ev
@@ -571,7 +577,7 @@ class KodeSoul:
         files: list[FilePlan] = []
         if self.env.journal is not None:
             edits = context.file_edits_since(checkpoint_id)
-            files = plan_file_revert(edits, self.env.work_dir, self.env.journal)
+            files = plan_file_revert(edits, self.env.work_dir, self.env.journal, self._may_revert)
         return RevertPreview(
             checkpoint_id=checkpoint_id,
             messages_leaving=len(history) - checkpoint.message_index,
@@ -584,13 +590,19 @@ class KodeSoul:
             ),
         )
 
+    def _may_revert(self, target: Path) -> bool:
+        """Whether a revert may write `target`: inside the work dir, and not a file that makes
+        tools run code (the edit records come from the session folder, which may be foreign)."""
+        work_dir = self.env.work_dir
+        return is_within(target, work_dir) and not is_protected(target, work_dir)
+
     async def revert(self, checkpoint_id: int, *, files: bool = False) -> RevertOutcome:
         """Take the context back to `checkpoint_id` (the rest is kept in a rotated file), and
         with `files` put back the files the agent changed since, where nobody else did."""
         preview = self.revert_preview(checkpoint_id)
         rotated = await asyncio.shield(self.context.revert_to(checkpoint_id))
         restored: list[str] = []
-        conflicts = [p.path for p in preview.files if p.action in ("conflict", "missing")]
+        conflicts = [p.path for p in preview.files if p.action in LEFT_ALONE]
         if files and self.env.journal is not None:
             restored, conflicts = await asyncio.to_thread(
                 apply_file_revert, preview.files, self.env.journal

@@ -77,6 +77,13 @@ def file_row(plan: FilePlan) -> Content:
             path,
             (" — changed since the agent's edit, will be left as it is", "dim"),
         )
+    if plan.action == "refused":
+        return Content.assemble(
+            ("⚠ refused ", "$text-warning"),
+            " ",
+            path,
+            (" — outside the work dir or can make tools run code: left as it is", "dim"),
+        )
     return Content.assemble(
         ("⚠ missing ", "$text-warning"),
         " ",
