@@ -47,7 +47,7 @@ _EXPANSION = re.compile(r"[$`*?\[\]{}]")
 _PLAIN = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.+:@%-]*")
 _CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f]")
 _URL = re.compile(r"([A-Za-z][A-Za-z0-9+.-]*)://")
-_DOT_GLOB = re.compile(r"(^|/)\.[*?\[]")
+_DOT_GLOB = re.compile(r"(^|/)\.+[*?\[]")
 
 _KEYWORDS = frozenset(
     [
@@ -92,6 +92,23 @@ RUNNERS = frozenset(
         "sqlite3", "psql", "mysql", "vim", "vi", "nvim", "emacs", "ex", "open", "xdg-open",
         # download-and-run
         "npx", "bunx", "pnpx", "uvx", "pipx",
+        # more wrappers that run the command in their arguments
+        "chrt", "prlimit", "sg", "newgrp", "systemd-run", "run0", "hyperfine", "catchsegv",
+        "firejail", "bwrap", "proot", "torsocks", "proxychains", "proxychains4", "rlwrap",
+        "unbuffer", "chpst", "setpriv", "nocache", "eatmydata", "faketime", "daemonize",
+        "start-stop-daemon", "dbus-run-session", "xvfb-run", "tmux", "screen", "perf", "rr",
+        "lldb", "direnv", "mise", "asdf", "conda", "mamba", "micromamba", "pixi", "nvm", "rbenv",
+        "pyenv", "cross-env", "dotenv", "env-cmd", "concurrently", "npm-run-all", "run-p",
+        "run-s", "nodemon", "watchexec", "cgexec", "numactl", "cpulimit", "trickle", "gosu",
+        "su-exec", "at", "batch", "nix", "nix-shell", "vagrant", "sshpass", "mosh",
+        # shells, and interpreters whose arguments are code
+        "ash", "mksh", "yash", "posh", "hush", "osh", "ysh", "rc", "es", "xonsh", "nu", "elvish",
+        "ipython", "ipython3", "bpython", "ptpython", "jupyter", "dc", "bc", "gnuplot", "octave",
+        "m4", "ed", "jrunscript", "qjs", "rhino", "jjs", "ghc", "ghci", "runghc", "runhaskell",
+        "clojure", "clj", "bb", "lein", "sbcl", "clisp", "ecl", "ocaml", "nim", "crystal", "zig",
+        "dart", "kotlinc", "janet", "fennel", "hy",
+        # archive and patch tools: what they write is named inside the archive or the patch
+        "unzip", "cpio", "7z", "7za", "7zr", "unrar", "bsdtar", "pax", "ar", "patch",
     }
 )  # fmt: skip
 """Commands whose arguments are (or can be) a command or code: never widened."""
@@ -113,18 +130,47 @@ _EXEC_WORDS = (
 _EXEC_OPTIONS: dict[str, tuple[str, ...]] = {
     "find": ("-exec", "-execdir", "-ok", "-okdir", "-delete", "-fprint", "-fls"),
     "rg": ("--pre",),
-    "tar": ("-I", "-F", "--to-command", "--use-compress-program", "--checkpoint-action"),
+    "tar": (
+        "-I",
+        "-F",
+        "--to-command",
+        "--use-compress-program",
+        "--checkpoint-action",
+        # extracting writes whatever names the archive holds (`-P`: absolute ones too)
+        "--extract",
+        "--get",
+        "--absolute-names",
+        "--info-script",
+        "--new-volume-script",
+    ),
     "rsync": ("-e", "--rsh", "--rsync-path"),
     "go": ("-exec", "-toolexec", "--exec", "--toolexec"),
     "make": ("-f", "--file", "--makefile", "-C", "--directory", "-E", "--eval", "-I"),
+    "cmake": ("-E", "-P", "-C"),
+    "fd": ("-x", "-X", "--exec", "--exec-batch"),
+    "fdfind": ("-x", "-X", "--exec", "--exec-batch"),
+    "less": ("-k", "--lesskey"),
     "man": ("-P", "-H", "--pager", "--html"),
     "zip": ("-TT", "--unzip-command"),
     "git": ("-O", "--open-files-in-pager", "--upload-pack", "--receive-pack", "--exec"),
 }
-"""Options (as prefixes: `-fprint0`, `-Ifoo`) that make these programs run or write freely."""
+"""Options (as prefixes: `-fprint0`, `-Ifoo`) that make these programs run or write freely.
+A long one also counts abbreviated (`--to-comm`): getopt_long and git accept any prefix."""
 
-_EXEC_LETTERS = {"tar": "IFH", "rsync": "e"}
-"""Short options that name a program, also inside a bundle (`tar -xIzstd`, `rsync -avze`)."""
+_EXEC_LETTERS = {"tar": "IFHxP", "rsync": "e", "git": "O", "fd": "xX", "fdfind": "xX"}
+"""Short options that name a program (for tar: or extract), also inside a bundle
+(`tar -xIzstd`, `rsync -avze`, `git grep -lOsh`)."""
+
+_DATA_TOOLS = frozenset(
+    {
+        "cat", "grep", "egrep", "fgrep", "rg", "ag", "ack", "ls", "head", "tail", "wc", "which",
+        "whereis", "type", "file", "stat", "echo", "printf", "man", "whatis", "apropos", "tree",
+        "diff", "cmp", "touch", "mkdir", "rm", "rmdir", "mv", "cp", "ln", "realpath", "readlink",
+        "basename", "dirname", "du", "uniq", "cut", "tr", "nl", "tac", "rev", "jq", "git",
+    }
+)  # fmt: skip
+"""Programs whose arguments are only data (their program-running options are in the tables
+above): to them an argument `python3` is a name, not a program to run."""
 
 _GIT_SAFE_GLOBALS = frozenset(
     {"--no-pager", "-P", "--no-optional-locks", "--literal-pathspecs", "--no-replace-objects"}
@@ -235,8 +281,16 @@ def scope_of(command: str, work_dir: Path) -> CommandScope:
     """The scope of `command` (see the module docstring), run from `work_dir`."""
     stripped = command.strip()
     tokens = _tokens(stripped)
-    prefix = _prefix(tokens) if tokens else None
+    # bash drops a backslash-newline (a line continuation) before it splits words; shlex keeps
+    # it in a word. Such a command is never widened, and both readings are checked for paths.
+    continued = "\\\n" in stripped
+    prefix = _prefix(tokens) if tokens and not continued else None
     outside, protected = _paths(tokens if tokens is not None else stripped.split(), work_dir)
+    protected = protected or _installs_code(tokens if tokens is not None else stripped.split())
+    if continued:
+        joined = _tokens(stripped.replace("\\\n", ""))
+        more = _paths(joined if joined is not None else stripped.split(), work_dir)
+        outside, protected = outside or more[0], protected or more[1]
     if prefix is None:
         key, label = EXACT_PREFIX + stripped, EXACT_LABEL
     else:
@@ -280,6 +334,8 @@ def _prefix(words: list[str]) -> list[str] | None:
     if name in _WRAPPERS and args and args[0] == _WRAPPERS[name]:
         inner = _prefix(args[1:]) if len(args) > 1 else None
         return None if inner is None else [program, args[0], *inner]
+    if name not in _DATA_TOOLS and any(_names_runner(arg) for arg in args):
+        return None  # `chrt 0 sh -c …`, `fd -x python3 …`, `tar --to-comm=sh`: a program runs
     if _INTERPRETER.fullmatch(name):
         return _interpreter_prefix(program, name, args)
     if name == "git":
@@ -292,17 +348,36 @@ def _prefix(words: list[str]) -> list[str] | None:
 
 
 def _runs_programs(name: str, arg: str) -> bool:
+    option = arg[2:].split("=", 1)[0].lower() if arg.startswith("--") else ""
     # git's own table is complete for the subcommands it widens (`--diff-filter` is harmless).
-    if arg.startswith("--") and name != "git":
-        option = arg[2:].split("=", 1)[0].lower()
+    if option and name != "git":
         if any(word in option for word in _EXEC_WORDS):
+            return True
+        # getopt_long takes any unambiguous prefix: `--compress-prog` is `--compress-program`.
+        last = option.rsplit("-", 1)[-1]
+        if len(last) >= 2 and any(word.startswith(last) for word in _EXEC_WORDS):
             return True
     if not arg.startswith("-"):
         return False
-    if any(arg.startswith(option) for option in _EXEC_OPTIONS.get(name, ())):
+    table = _EXEC_OPTIONS.get(name, ())
+    if any(arg.startswith(known) for known in table):
         return True
+    if option and any(known.startswith("--") and known[2:].startswith(option) for known in table):
+        return True  # an abbreviation: `--to-comm`, `git grep --open`
     letters = _EXEC_LETTERS.get(name, "")
     return not arg.startswith("--") and any(letter in arg for letter in letters)
+
+
+def _names_runner(arg: str) -> bool:
+    """Whether `arg` (or the value of `--opt=value`) starts with a shell, interpreter or runner."""
+    for value in (arg, arg.split("=", 1)[-1]):
+        words = value.split()
+        if not words:
+            continue
+        name = os.path.basename(words[0]).lower()
+        if name != "." and (name in RUNNERS or _INTERPRETER.fullmatch(name)):
+            return True  # (`.` is the current folder here, not bash's `source`)
+    return False
 
 
 def _interpreter_prefix(program: str, name: str, args: list[str]) -> list[str] | None:
@@ -338,6 +413,79 @@ def _subcommand_prefix(program: str, name: str, args: list[str]) -> list[str] | 
         named = len(args) >= 2 and _PLAIN.fullmatch(args[1])
         return [program, args[0], args[1]] if named else None
     return [program, args[0]]
+
+
+# --- commands that write what makes tools run code, without naming the file ---------------------
+
+_GIT_VALUE_GLOBALS = frozenset({"-C", "-c", "--git-dir", "--work-tree", "--namespace"})
+_CONFIG_READS = frozenset(
+    {"--get", "--get-all", "--get-regexp", "--get-urlmatch", "--get-color", "--get-colorbool"}
+    | {"-l", "--list", "get", "list"}
+)
+_CONFIG_WRITES = frozenset(
+    {"--add", "--replace-all", "--unset", "--unset-all", "--rename-section", "--remove-section"}
+    | {"-e", "--edit", "set", "unset", "rename-section", "remove-section", "edit"}
+)
+_CONFIG_VALUE_OPTIONS = frozenset({"-f", "--file", "--blob", "--type", "--default", "--comment"})
+_HOOK_INSTALLERS = {
+    "pre-commit": frozenset({"install", "install-hooks", "init-templatedir"}),
+    "lefthook": frozenset({"install", "add"}),
+    "husky": frozenset({"", "install", "init"}),
+    "overcommit": frozenset({"--install"}),
+}
+"""Programs (and their subcommands) that write `.git/hooks/…` or `core.hooksPath`."""
+
+
+def _installs_code(tokens: list[str]) -> bool:
+    """Whether a simple command of `tokens` writes git's config or hooks without naming the
+    file: `git config core.fsmonitor …`, `pre-commit install`, `husky`."""
+    command: list[str] = []
+    for token in [*tokens, ";"]:
+        if not _is_operator(token):
+            command.append(token)
+            continue
+        if command and _writes_git_config_or_hooks(command):
+            return True
+        command = []
+    return False
+
+
+def _writes_git_config_or_hooks(words: list[str]) -> bool:
+    # Also behind a runner: `npx husky`, `pipx run pre-commit install`.
+    for index, word in enumerate(words):
+        installer = _HOOK_INSTALLERS.get(os.path.basename(word).lower())
+        following = words[index + 1] if index + 1 < len(words) else ""
+        if installer is not None and following in installer:
+            return True
+    name = os.path.basename(words[0]).lower()
+    args = words[1:]
+    if name != "git":
+        return False
+    index = 0
+    while index < len(args) and args[index].startswith("-"):
+        index += 2 if args[index] in _GIT_VALUE_GLOBALS else 1
+    if index >= len(args):
+        return False
+    if args[index] == "lfs":
+        return index + 1 < len(args) and args[index + 1] in ("install", "update")
+    return args[index] == "config" and not _reads_config(args[index + 1 :])
+
+
+def _reads_config(args: list[str]) -> bool:
+    """Whether `git config ARGS` only reads (`--get k`, `--list`, `k`), never writes."""
+    if any(arg.split("=", 1)[0] in _CONFIG_WRITES for arg in args):
+        return False
+    positional: list[str] = []
+    skip = False
+    for arg in args:
+        if skip:
+            skip = False
+        elif arg in _CONFIG_VALUE_OPTIONS:
+            skip = True
+        elif not arg.startswith("-"):
+            positional.append(arg)
+    reads = any(arg.split("=", 1)[0] in _CONFIG_READS for arg in args)
+    return reads or len(positional) <= 1
 
 
 # --- paths outside the work dir ------------------------------------------------------------------
@@ -393,7 +541,9 @@ def _expand(candidate: str, work_dir: Path) -> list[str] | None:
         if expanded.startswith("~"):
             return None  # ~user of an unknown user, ~+, ~-
         candidate = expanded
-    path = os.path.normpath(candidate if os.path.isabs(candidate) else work_dir / candidate)
+    # Not normalised: bash resolves `link/..` through the link, and so does `_inside`'s
+    # realpath, whereas normpath would drop both words (`d/../secret` with `d -> /outside/x`).
+    path = candidate if os.path.isabs(candidate) else os.path.join(work_dir, candidate)
     if not glob.has_magic(candidate):
         return [path]
     if _DOT_GLOB.search(candidate):

@@ -20,11 +20,18 @@ it resolves (a symlink `notes -> .git/config` is a write to `.git/config`):
   `mise.toml`, `.pre-commit-config.yaml`, `.mcp.json`, `.npmrc`, `.yarnrc`, `.yarnrc.yml`,
   `.pnpmfile.cjs`, the shell start-up files (`.bashrc`, `.bash_profile`, `.bash_login`,
   `.profile`, `.zshrc`, `.zshenv`, `.zprofile`, `.zlogin`), `sitecustomize.py`,
-  `usercustomize.py` and any `*.pth` (Python runs them at start-up).
+  `usercustomize.py` and any `*.pth` (Python runs them at start-up);
+- also: `.ssh/` (`config` names a ProxyCommand), `.mise/`, `mise.local.toml`, the start-up
+  files of other shells and of X (`.kshrc`, `.cshrc`, `.bash_logout`, `.xprofile`, …), and the
+  files an editor, debugger or REPL runs from the current folder (`.exrc`, `.vimrc`, `.nvimrc`,
+  `.nvim.lua`, `.gdbinit`, `.lldbinit`, `.pdbrc`, `.irbrc`, `.pryrc`, `.Rprofile`,
+  `.Renviron`, `.octaverc`), and in `.config/` the folders `git`, `mise`, `fish`, `direnv`,
+  `autostart`, `systemd` and `environment.d` (a work dir that is a home folder).
 """
 
 from __future__ import annotations
 
+import itertools
 import os
 import re
 from pathlib import Path
@@ -34,7 +41,7 @@ REASON = "writes here can make tools run code"
 
 PROTECTED_DIRS = frozenset(
     {".git", ".hg", ".husky", ".githooks", ".git-hooks", ".vscode", ".idea", ".zed"}
-    | {".devcontainer", ".kode", ".claude", ".cursor", ".gemini"}
+    | {".devcontainer", ".kode", ".claude", ".cursor", ".gemini", ".ssh", ".mise"}
 )
 PROTECTED_FILES = frozenset(
     {
@@ -61,10 +68,39 @@ PROTECTED_FILES = frozenset(
         ".zlogin",
         "sitecustomize.py",
         "usercustomize.py",
+        # more files programs run by themselves: mise's local configs, the start-up files of
+        # other shells, and those an editor, debugger or REPL runs from the current folder
+        "mise.local.toml",
+        ".mise.local.toml",
+        ".bash_logout",
+        ".zlogout",
+        ".kshrc",
+        ".mkshrc",
+        ".cshrc",
+        ".tcshrc",
+        ".xprofile",
+        ".xinitrc",
+        ".xsessionrc",
+        ".exrc",
+        ".vimrc",
+        ".gvimrc",
+        ".nvimrc",
+        ".nvim.lua",
+        ".gdbinit",
+        ".lldbinit",
+        ".pdbrc",
+        ".irbrc",
+        ".pryrc",
+        ".rprofile",
+        ".renviron",
+        ".octaverc",
     }
 )
 PROTECTED_SUFFIXES = (".pth",)
 _CARGO_CONFIGS = frozenset({"config", "config.toml"})
+_CONFIG_DIRS = frozenset({"git", "mise", "fish", "direnv", "autostart", "systemd", "environment.d"})
+"""Folders of `.config/` (a work dir that is a home folder) whose files run or name programs:
+git's global config and attributes, mise, fish start-up, direnv, autostart and user units."""
 
 # Code points HFS+ ignores in names (git's is_hfs_dotgit list): `.g\u200cit` is `.git` there.
 _IGNORABLE = re.compile("[\u200c-\u200f\u202a-\u202e\u206a-\u206f\ufeff]")
@@ -77,6 +113,8 @@ def _fold(name: str) -> str:
 def _protected_parts(parts: tuple[str, ...]) -> bool:
     names = [_fold(part) for part in parts]
     if any(name in PROTECTED_DIRS for name in names):
+        return True
+    if any(a == ".config" and b in _CONFIG_DIRS for a, b in itertools.pairwise(names)):
         return True
     if not names:
         return False
