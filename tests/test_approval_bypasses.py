@@ -231,3 +231,31 @@ def test_a_relative_path_entry_never_runs_the_repos_own_git_or_rg(
     assert found is None or os.path.isabs(found)
     assert not (repo / "PWNED_git").exists()
     assert sorted(p.name for p in repo.iterdir()) == [".git", "git", "rg"]
+
+
+@pytest.mark.skipif(shutil.which("git") is None, reason="git is not installed")
+async def test_the_git_dir_a_dotgit_file_points_to_is_protected(tmp_path: Path) -> None:
+    work = tmp_path / "work"
+    work.mkdir()
+    # `.git` is a file here (`gitdir: …/meta`): the config git reads is `meta/config`.
+    subprocess.run(["git", "init", "-q", f"--separate-git-dir={work / 'meta'}"], cwd=work)
+    assert (work / ".git").is_file()
+    env = ToolEnv(work_dir=work)
+    for name in ("meta/config", "meta/hooks/pre-commit", "./meta/../meta/config"):
+        params = WriteFileParams(path=name, content="[core]\n\tfsmonitor = touch pwned\n")
+        permission = await WriteFile().permission(params, env)
+        assert permission is not None and permission.always_ask, name
+    assert scope_of("cp evil meta/config", work).protected
+    assert not is_protected(work / "src" / "main.py", work)
+
+
+async def test_a_folder_git_would_take_for_a_repository_is_protected(tmp_path: Path) -> None:
+    # Without a `.git`, git in `fake/` finds `fake/` itself: HEAD, objects/ and refs/.
+    fake = tmp_path / "fake"
+    (fake / "objects").mkdir(parents=True)
+    (fake / "refs").mkdir()
+    assert not is_protected(fake / "config", tmp_path)
+    assert is_protected(fake / "HEAD", tmp_path)  # the write that completes it
+    (fake / "HEAD").write_text("ref: refs/heads/main\n")
+    assert is_protected(fake / "config", tmp_path)
+    assert is_protected(fake / "hooks" / "pre-commit", tmp_path)

@@ -26,7 +26,10 @@ it resolves (a symlink `notes -> .git/config` is a write to `.git/config`):
   files an editor, debugger or REPL runs from the current folder (`.exrc`, `.vimrc`, `.nvimrc`,
   `.nvim.lua`, `.gdbinit`, `.lldbinit`, `.pdbrc`, `.irbrc`, `.pryrc`, `.Rprofile`,
   `.Renviron`, `.octaverc`), and in `.config/` the folders `git`, `mise`, `fish`, `direnv`,
-  `autostart`, `systemd` and `environment.d` (a work dir that is a home folder).
+  `autostart`, `systemd` and `environment.d` (a work dir that is a home folder);
+- git directories under other names: the one a `.git` file points to (`gitdir: …`, and a
+  worktree's common dir), and any folder git would take for a repository (`HEAD`, `objects/`
+  and `refs/`; git finds it by discovery from inside).
 """
 
 from __future__ import annotations
@@ -142,4 +145,53 @@ def is_protected(path: Path, work_dir: Path) -> bool:
     if _protected_parts(_relative_parts(named, work_dir)):
         return True
     real = Path(os.path.realpath(path))
-    return _protected_parts(_relative_parts(real, Path(os.path.realpath(work_dir))))
+    root = Path(os.path.realpath(work_dir))
+    return _protected_parts(_relative_parts(real, root)) or _in_a_git_dir(real, root)
+
+
+def _in_a_git_dir(real: Path, root: Path) -> bool:
+    """Whether `real` lies in a git directory not named `.git`: the one a `.git` file points to
+    (`gitdir: …`, as in a worktree, a submodule or `git init --separate-git-dir`), or a folder
+    git would take for a repository (`HEAD`, `objects/`, `refs/`, this write counted)."""
+    folders = [root]
+    if real.is_relative_to(root):
+        parts = real.relative_to(root).parts
+        folders += [root.joinpath(*parts[:n]) for n in range(1, len(parts))]
+    for folder in folders:
+        for gitdir in _pointed_gitdirs(folder / ".git"):
+            if real.is_relative_to(gitdir):
+                return True
+        if _looks_like_a_git_dir(folder, real):
+            return True
+    return False
+
+
+def _pointed_gitdirs(dotgit: Path) -> list[Path]:
+    """The git directory a `.git` file names, and its common directory (a worktree's)."""
+    try:
+        if not dotgit.is_file():
+            return []
+        text = dotgit.read_text("utf-8", "replace")[:4096]
+    except OSError:
+        return []
+    if not text.startswith("gitdir:"):
+        return []
+    gitdir = Path(os.path.realpath(dotgit.parent / text[len("gitdir:") :].strip()))
+    found = [gitdir]
+    try:
+        common = (gitdir / "commondir").read_text("utf-8", "replace")[:4096].strip()
+    except OSError:
+        return found
+    if common:
+        found.append(Path(os.path.realpath(gitdir / common)))
+    return found
+
+
+def _looks_like_a_git_dir(folder: Path, written: Path) -> bool:
+    def present(name: str, kind: str) -> bool:
+        entry = folder / name
+        if written == entry or (kind == "dir" and written.is_relative_to(entry)):
+            return True
+        return entry.is_file() if kind == "file" else entry.is_dir()
+
+    return present("HEAD", "file") and present("objects", "dir") and present("refs", "dir")
