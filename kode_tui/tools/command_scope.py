@@ -15,13 +15,24 @@ anything else gets the scope "exactly this command":
   `--exec-path`, `--git-dir`, …), aliases and subcommands not known to be safe (`config`,
   `submodule`, `rebase`, `fetch`, …), and options that run programs (`--upload-pack`, `-O`);
 - options that run programs (`find -exec/-execdir/-ok/-okdir/-delete/-fprint*`, `rg --pre`,
-  `tar -I/--to-command`, `rsync -e`, `make -f/--eval/VAR=value`, and any long option whose name
-  says exec, command, program, script, shell, eval, hook, pager, editor, filter, plugin, config…).
+  `tar -I/--to-command`, `rsync -e`, `make -f/--eval/VAR=value`, `fd -x`, `cmake -E`, and any
+  long option whose name says exec, command, program, script, shell, eval, hook, pager, editor,
+  filter, plugin, config…), also abbreviated as getopt_long and git take them (`--to-comm`,
+  `git grep --open=sh`) and inside short bundles (`git grep -lOsh`);
+- an argument that names a shell, interpreter or runner (`chrt 0 sh -c …`, `hyperfine 'sh …'`),
+  except for programs whose arguments are only data (`grep`, `ls`, `git`, …);
+- archive extraction and patches (`tar -x`, `tar -P`, `unzip`, `cpio`, `patch`): what they write
+  is named inside the file; installers with arguments (`npm install PKG`, `pip install ./x`,
+  `uv pip install …`): only the bare `npm install` is widened; `python3 -m` modules whose
+  arguments are code (`timeit`, `pdb`, `pip`, …); commands that schedule others (`crontab`);
+- a line continuation (backslash-newline), which bash removes before splitting words.
 
 Separately, an argument that names a path outside the work dir (absolute, `~`, `..` that escapes,
 a symlink that leads out, a glob that could) makes the call ask every time, whatever was approved,
 and one that names a file that can make tools run code (`.git/hooks/…`, `.envrc`) asks every time
-in every mode, as a WriteFile of it would.
+in every mode, as a WriteFile of it would; so does a command that writes git's config or hooks
+without naming the file (`git config KEY VALUE`, `pre-commit install`, `husky`, `git lfs
+install`). Paths are resolved as bash does: `link/..` goes through the link.
 The scope key is computed by `scope_of` both when an approval is remembered and when a later
 command is checked, so a key stored by an older version (e.g. the broad `shell:python3`) only
 covers commands this function gives that very key.
@@ -100,7 +111,10 @@ RUNNERS = frozenset(
         "lldb", "direnv", "mise", "asdf", "conda", "mamba", "micromamba", "pixi", "nvm", "rbenv",
         "pyenv", "cross-env", "dotenv", "env-cmd", "concurrently", "npm-run-all", "run-p",
         "run-s", "nodemon", "watchexec", "cgexec", "numactl", "cpulimit", "trickle", "gosu",
-        "su-exec", "at", "batch", "nix", "nix-shell", "vagrant", "sshpass", "mosh",
+        "su-exec", "at", "batch", "nix", "nix-shell", "vagrant", "sshpass", "mosh", "chronic",
+        "ifne", "pee", "lckdo", "mispipe", "runcon", "ssh-agent", "dbus-launch", "flatpak",
+        # programs that schedule or install commands to run later
+        "crontab", "systemctl", "launchctl",
         # shells, and interpreters whose arguments are code
         "ash", "mksh", "yash", "posh", "hush", "osh", "ysh", "rc", "es", "xonsh", "nu", "elvish",
         "ipython", "ipython3", "bpython", "ptpython", "jupyter", "dc", "bc", "gnuplot", "octave",
@@ -129,7 +143,9 @@ _EXEC_WORDS = (
 
 _EXEC_OPTIONS: dict[str, tuple[str, ...]] = {
     "find": ("-exec", "-execdir", "-ok", "-okdir", "-delete", "-fprint", "-fls"),
-    "rg": ("--pre",),
+    "rg": ("--pre", "--hostname-bin"),
+    "curl": ("-K", "--config"),
+    "wget": ("-e", "--execute", "--config"),
     "tar": (
         "-I",
         "-F",
@@ -230,8 +246,9 @@ _SUBCOMMAND_TOOLS: dict[str, frozenset[str]] = {
     "deno": frozenset({"eval", "repl", "run", "x"}),
     "cargo": frozenset({"config"}),
     "go": frozenset({"env", "run", "generate", "tool"}),
-    "pip": frozenset(),
-    "pip3": frozenset(),
+    "pip": frozenset({"config"}),
+    "pip3": frozenset({"config"}),
+    "gem": frozenset({"exec", "open"}),
     "uv": frozenset({"tool"}),
     "poetry": frozenset({"shell", "config"}),
     "docker": frozenset({"run", "exec", "create", "compose", "start", "debug"}),
@@ -241,6 +258,19 @@ _SUBCOMMAND_TOOLS: dict[str, frozenset[str]] = {
 """Programs scoped with their subcommand; the subcommands listed run arbitrary programs."""
 
 _NAMED_SUBCOMMANDS = frozenset({"run", "run-script", "task"})
+_INSTALLS = frozenset(
+    {"install", "i", "add", "ci", "update", "up", "upgrade", "get", "link", "rebuild", "pip"}
+    | {"download", "wheel", "sync"}
+)
+"""`npm install`, `pip install`, `uv pip install`: with arguments (a package, a URL, `./x`, a
+registry) they fetch and run code chosen there, so only the bare command is widened."""
+
+_CODE_MODULES = frozenset(
+    {"timeit", "pdb", "cprofile", "profile", "trace", "runpy", "code", "ipython", "pip"}
+    | {"asyncio", "idlelib", "sqlite3", "xonsh", "ptpython", "bpython", "webbrowser"}
+)
+"""`python3 -m MODULE` whose arguments are code (`timeit 'stmt'`, `pdb -c '!cmd'`) or that
+installs code (`pip`): never widened."""
 """`npm run build`: the script's name is part of the scope."""
 
 _WRAPPERS = {
@@ -382,7 +412,10 @@ def _names_runner(arg: str) -> bool:
 
 def _interpreter_prefix(program: str, name: str, args: list[str]) -> list[str] | None:
     if _PYTHON.fullmatch(name) and len(args) >= 2 and args[0] == "-m":
-        return [program, "-m", args[1]] if _PLAIN.fullmatch(args[1]) else None
+        module = args[1]
+        if not _PLAIN.fullmatch(module) or module.lower() in _CODE_MODULES:
+            return None
+        return [program, "-m", module]
     if args and not args[0].startswith("-") and not args[0].startswith("+"):
         return [program, args[0]]  # a script file, then the script's own arguments
     return None  # -c, -e, -V, --eval, … or no script: only this exact command
@@ -409,6 +442,8 @@ def _make_prefix(program: str, args: list[str]) -> list[str] | None:
 def _subcommand_prefix(program: str, name: str, args: list[str]) -> list[str] | None:
     if not args or not _PLAIN.fullmatch(args[0]) or args[0] in _SUBCOMMAND_TOOLS[name]:
         return None  # options before the subcommand, none at all, or one that runs anything
+    if args[0] in _INSTALLS and len(args) > 1:
+        return None
     if args[0] in _NAMED_SUBCOMMANDS:
         named = len(args) >= 2 and _PLAIN.fullmatch(args[1])
         return [program, args[0], args[1]] if named else None
