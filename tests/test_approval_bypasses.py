@@ -106,7 +106,7 @@ def test_a_glob_of_dots_that_can_match_dotdot_is_unknown(tmp_path: Path) -> None
         ("unzip -l a.zip", "unzip a.zip"),
         ("patch --version", "patch -p1 -i x.patch"),
         # code in the arguments of a module or an installer, commands scheduled for later
-        ("python3 -m timeit '1+1'", "python3 -m timeit '__import__(\"os\").system(\"id\")'"),
+        ("python3 -m timeit '1+1'", 'python3 -m timeit \'__import__("os").system("id")\''),
         ("python3 -m pdb x.py", "python3 -m pdb -c '!import os; os.system(\"id\")' x.py"),
         ("python3 -m pip --version", "python3 -m pip install ./x"),
         ("npm install", "npm install evil-package"),
