@@ -222,13 +222,13 @@ async def test_more_files_that_run_code_ask_even_in_auto_edit(tmp_path: Path, na
 
 
 @pytest.mark.skipif(shutil.which("git") is None, reason="git is not installed")
-def test_a_relative_path_entry_never_runs_the_repos_own_git_or_rg(
+async def test_a_relative_path_entry_never_runs_the_repos_own_git_rg_or_bash(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     repo = tmp_path / "repo"
     repo.mkdir()
     subprocess.run(["git", "init", "-q"], cwd=repo, check=True)
-    for name in ("git", "rg"):
+    for name in ("git", "rg", "bash"):
         fake = repo / name
         fake.write_text(f"#!/bin/sh\ntouch {repo}/PWNED_{name}\n")
         fake.chmod(0o755)
@@ -239,8 +239,8 @@ def test_a_relative_path_entry_never_runs_the_repos_own_git_or_rg(
     assert done.returncode == 0
     found = search.find_rg()
     assert found is None or os.path.isabs(found)
-    assert not (repo / "PWNED_git").exists()
-    assert sorted(p.name for p in repo.iterdir()) == [".git", "git", "rg"]
+    assert "hello" in await shell_runs(repo, "echo hello")
+    assert sorted(p.name for p in repo.iterdir()) == [".git", "bash", "git", "rg"]
 
 
 @pytest.mark.skipif(shutil.which("git") is None, reason="git is not installed")
