@@ -269,3 +269,22 @@ async def test_a_folder_git_would_take_for_a_repository_is_protected(tmp_path: P
     (fake / "HEAD").write_text("ref: refs/heads/main\n")
     assert is_protected(fake / "config", tmp_path)
     assert is_protected(fake / "hooks" / "pre-commit", tmp_path)
+
+
+@pytest.mark.parametrize(
+    "attack",
+    ["cp -rT template .", "cp -r template/. .", "rsync -a template/ .", "cp -t . -r template"],
+)
+async def test_copying_a_folder_that_holds_a_protected_file_asks_every_time(
+    tmp_path: Path, attack: str
+) -> None:
+    (tmp_path / "template" / ".vscode").mkdir(parents=True)
+    (tmp_path / "template" / ".vscode" / "tasks.json").write_text("{}")
+    (tmp_path / "plain").mkdir()
+    (tmp_path / "plain" / "a.txt").write_text("a")
+    asker = Asker(tmp_path)
+    assert await asker.asks("cp -r plain copy")
+    assert not await asker.asks("cp -r plain other")
+    assert not await asker.asks("cp -t . plain/a.txt")
+    assert await asker.asks(attack)
+    assert asker.asked[-1].always_ask

@@ -47,7 +47,7 @@ import shlex
 from dataclasses import dataclass
 from pathlib import Path
 
-from kode_tui.tools.protected import is_protected
+from kode_tui.tools.protected import holds_protected, is_protected
 
 EXACT_PREFIX = "shell-exact:"
 WIDE_PREFIX = "shell:"
@@ -283,6 +283,9 @@ _WRAPPERS = {
     "bundle": "exec",
 }
 """`uv run pytest -q`: scoped as `uv run` + the scope of the command it runs."""
+
+_COPIERS = frozenset({"cp", "mv", "rsync", "ditto", "install", "gcp", "gmv", "rclone"})
+"""Programs that write a directory's whole tree somewhere else."""
 
 _SAFE_DEVICES = frozenset(
     {"/dev/null", "/dev/stdin", "/dev/stdout", "/dev/stderr", "/dev/zero", "/dev/urandom"}
@@ -547,7 +550,33 @@ def _paths(tokens: list[str], work_dir: Path) -> tuple[bool, bool]:
                 continue
             outside = outside or any(not _inside(path, root) for path in paths)
             protected = protected or any(is_protected(Path(path), work_dir) for path in paths)
-    return outside, protected
+    return outside, protected or _copies_protected(tokens, work_dir)
+
+
+def _copies_protected(tokens: list[str], work_dir: Path) -> bool:
+    """Whether a copy or move takes a folder holding a protected file along: `cp -rT template .`
+    writes `template/.envrc` as `.envrc` without naming it."""
+    command: list[str] = []
+    for token in [*tokens, ";"]:
+        if not _is_operator(token):
+            command.append(token)
+            continue
+        if command and os.path.basename(command[0]).lower() in _COPIERS:
+            args = command[1:]
+            # `-t DIR`'s value is where to, not a source.
+            operands = [
+                arg
+                for index, arg in enumerate(args)
+                if not arg.startswith("-") and (index == 0 or args[index - 1] != "-t")
+            ]
+            targeted = any(arg.startswith(("-t", "--target")) for arg in args)
+            sources = operands if targeted else operands[:-1]  # the last one is where to
+            for source in sources:
+                folder = os.path.join(work_dir, os.path.expanduser(source))
+                if os.path.isdir(folder) and holds_protected(Path(folder)):
+                    return True
+        command = []
+    return False
 
 
 def _candidates(word: str) -> set[str]:

@@ -195,3 +195,17 @@ def _looks_like_a_git_dir(folder: Path, written: Path) -> bool:
         return entry.is_file() if kind == "file" else entry.is_dir()
 
     return present("HEAD", "file") and present("objects", "dir") and present("refs", "dir")
+
+
+def holds_protected(folder: Path, limit: int = 5000) -> bool:
+    """Whether copying or moving `folder` (a directory) would bring a protected file along,
+    e.g. `cp -rT template .` with `template/.envrc`. A tree of more than `limit` entries
+    counts as holding one: it is not looked through."""
+    seen = 0
+    for current, dirs, files in os.walk(folder):
+        base = Path(current).relative_to(folder).parts
+        for name in [*dirs, *files]:
+            seen += 1
+            if seen > limit or _protected_parts((*base, name)):
+                return True
+    return False
