@@ -288,3 +288,16 @@ async def test_copying_a_folder_that_holds_a_protected_file_asks_every_time(
     assert not await asker.asks("cp -t . plain/a.txt")
     assert await asker.asks(attack)
     assert asker.asked[-1].always_ask
+
+
+@pytest.mark.skipif(shutil.which("git") is None, reason="git is not installed")
+async def test_the_folder_core_hooks_path_names_is_protected(tmp_path: Path) -> None:
+    subprocess.run(["git", "init", "-q"], cwd=tmp_path, check=True)
+    subprocess.run(["git", "config", "core.hooksPath", "scripts/hooks"], cwd=tmp_path, check=True)
+    env = ToolEnv(work_dir=tmp_path)
+    hook = WriteFileParams(path="scripts/hooks/pre-commit", content="#!/bin/sh\ntouch pwned\n")
+    permission = await WriteFile().permission(hook, env)
+    assert permission is not None and permission.always_ask
+    assert scope_of("cp x.sh scripts/hooks/pre-commit", tmp_path).protected
+    other = await WriteFile().permission(WriteFileParams(path="scripts/build.sh", content=""), env)
+    assert other is not None and not other.always_ask

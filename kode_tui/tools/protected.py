@@ -29,15 +29,20 @@ it resolves (a symlink `notes -> .git/config` is a write to `.git/config`):
   `autostart`, `systemd` and `environment.d` (a work dir that is a home folder);
 - git directories under other names: the one a `.git` file points to (`gitdir: …`, and a
   worktree's common dir), and any folder git would take for a repository (`HEAD`, `objects/`
-  and `refs/`; git finds it by discovery from inside).
+  and `refs/`; git finds it by discovery from inside); and the folder the repository's
+  `core.hooksPath` names (`scripts/hooks`), wherever it is.
 """
 
 from __future__ import annotations
 
+import functools
 import itertools
 import os
 import re
+import subprocess
 from pathlib import Path
+
+from kode_tui import gitcmd
 
 REASON = "writes here can make tools run code"
 """What the approval says about such a write."""
@@ -157,6 +162,8 @@ def _in_a_git_dir(real: Path, root: Path) -> bool:
     if real.is_relative_to(root):
         parts = real.relative_to(root).parts
         folders += [root.joinpath(*parts[:n]) for n in range(1, len(parts))]
+    if any(real.is_relative_to(hooks) for hooks in _hooks_folders(root)):
+        return True
     for folder in folders:
         for gitdir in _pointed_gitdirs(folder / ".git"):
             if real.is_relative_to(gitdir):
@@ -164,6 +171,44 @@ def _in_a_git_dir(real: Path, root: Path) -> bool:
         if _looks_like_a_git_dir(folder, real):
             return True
     return False
+
+
+def _hooks_folders(root: Path) -> tuple[Path, ...]:
+    """The folders `core.hooksPath` names for the repository `root` is in (`scripts/hooks`):
+    git runs what they hold. Cached until a config file changes."""
+    configs = (root / ".git" / "config", Path.home() / ".gitconfig")
+    return _read_hooks_folders(root, tuple(_stamp(path) for path in configs))
+
+
+def _stamp(path: Path) -> tuple[int, int] | None:
+    try:
+        info = path.stat()
+    except OSError:
+        return None
+    return info.st_mtime_ns, info.st_size
+
+
+@functools.lru_cache(maxsize=64)
+def _read_hooks_folders(root: Path, stamps: tuple[tuple[int, int] | None, ...]) -> tuple[Path, ...]:
+    del stamps  # only part of the cache key
+    try:
+        # kode-tui's own `-c core.hooksPath=/dev/null` shows as scope `command`: skipped below.
+        listed = gitcmd.run(
+            ["config", "--get-all", "--show-scope", "core.hooksPath"], root, timeout=5
+        )
+        if listed.returncode != 0:
+            return ()
+        top = gitcmd.run(["rev-parse", "--show-toplevel"], root, timeout=5)
+    except (OSError, subprocess.SubprocessError):
+        return ()
+    base = os.fsdecode(top.stdout.strip()) if top.returncode == 0 else ""
+    folders: list[Path] = []
+    for line in os.fsdecode(listed.stdout).splitlines():
+        scope, _, value = line.partition("\t")
+        if scope != "command" and value:
+            folder = os.path.join(base or root, os.path.expanduser(value))
+            folders.append(Path(os.path.realpath(folder)))
+    return tuple(folders)
 
 
 def _pointed_gitdirs(dotgit: Path) -> list[Path]:
