@@ -291,7 +291,7 @@ class Shell(Tool[ShellParams]):
             return
         loop = asyncio.get_running_loop()
         deadline = loop.time() + KILL_GRACE
-        while loop.time() < deadline and await asyncio.to_thread(leftovers.count):
+        while loop.time() < deadline and await asyncio.to_thread(leftovers.count) > 0:
             await asyncio.sleep(0.05)
         await asyncio.to_thread(leftovers.signal, signal.SIGKILL)
 
