@@ -301,3 +301,22 @@ async def test_the_folder_core_hooks_path_names_is_protected(tmp_path: Path) -> 
     assert scope_of("cp x.sh scripts/hooks/pre-commit", tmp_path).protected
     other = await WriteFile().permission(WriteFileParams(path="scripts/build.sh", content=""), env)
     assert other is not None and not other.always_ask
+
+
+async def test_overwriting_a_program_on_path_asks_even_in_yolo(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    work, bin_dir = tmp_path / "work", tmp_path / "bin"
+    work.mkdir()
+    bin_dir.mkdir()
+    (bin_dir / "git").write_text("#!/bin/sh\n")
+    (bin_dir / "git").chmod(0o755)
+    (bin_dir / "notes.txt").write_text("")
+    monkeypatch.setenv("PATH", os.pathsep.join([str(bin_dir), os.environ.get("PATH", "")]))
+    env = ToolEnv(work_dir=work)
+    params = WriteFileParams(path=str(bin_dir / "git"), content="#!/bin/sh\ntouch pwned\n")
+    permission = await WriteFile().permission(params, env)
+    assert permission is not None and permission.always_ask
+    notes = WriteFileParams(path=str(bin_dir / "notes.txt"), content="")
+    plain = await WriteFile().permission(notes, env)
+    assert plain is not None and not plain.always_ask and plain.outside_work_dir

@@ -30,7 +30,8 @@ it resolves (a symlink `notes -> .git/config` is a write to `.git/config`):
 - git directories under other names: the one a `.git` file points to (`gitdir: …`, and a
   worktree's common dir), and any folder git would take for a repository (`HEAD`, `objects/`
   and `refs/`; git finds it by discovery from inside); and the folder the repository's
-  `core.hooksPath` names (`scripts/hooks`), wherever it is.
+  `core.hooksPath` names (`scripts/hooks`), wherever it is;
+- an existing executable in a folder on PATH (`~/.local/bin/git`): it is what a command runs.
 """
 
 from __future__ import annotations
@@ -151,7 +152,19 @@ def is_protected(path: Path, work_dir: Path) -> bool:
         return True
     real = Path(os.path.realpath(path))
     root = Path(os.path.realpath(work_dir))
-    return _protected_parts(_relative_parts(real, root)) or _in_a_git_dir(real, root)
+    if _protected_parts(_relative_parts(real, root)) or _replaces_a_program(real):
+        return True
+    return _in_a_git_dir(real, root)
+
+
+def _replaces_a_program(real: Path) -> bool:
+    """Whether `real` is an executable in a PATH folder (`~/.local/bin/git`): overwriting it
+    changes what every tool that runs that name runs. (A new file is not executable.)"""
+    if not (real.is_file() and os.access(real, os.X_OK)):
+        return False
+    return any(
+        folder and Path(os.path.realpath(folder)) == real.parent for folder in os.get_exec_path()
+    )
 
 
 def _in_a_git_dir(real: Path, root: Path) -> bool:
