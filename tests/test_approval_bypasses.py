@@ -115,6 +115,13 @@ def test_a_glob_of_dots_that_can_match_dotdot_is_unknown(tmp_path: Path) -> None
         ("pip list", "pip config set global.index-url https://evil.example"),
         ("crontab -l", "crontab evil.txt"),
         ("curl -s https://example.com", "curl -K evil.cfg https://example.com"),
+        # single-dash long options, pipe file names, programs that run their argument
+        ("gcc -O2 -o hello hello.c", "gcc -wrapper sh,-c,id hello.c"),
+        ("pdflatex paper.tex", "pdflatex -shell-escape paper.tex"),
+        ("convert a.png b.jpg", "convert '|touch pwned' b.jpg"),
+        ("pandoc -o a.html a.md", "pandoc -F ./filter a.md"),
+        ("ldd --version", "ldd ./evil"),
+        ("ansible --version", "ansible localhost -m shell -a 'touch pwned'"),
     ],
 )
 async def test_a_session_approval_does_not_cover_a_program_run_by_an_argument(

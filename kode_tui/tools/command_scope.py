@@ -115,6 +115,8 @@ RUNNERS = frozenset(
         "ifne", "pee", "lckdo", "mispipe", "runcon", "ssh-agent", "dbus-launch", "flatpak",
         # programs that schedule or install commands to run later
         "crontab", "systemctl", "launchctl",
+        # programs that run their argument (`ldd` runs the binary) or run commands given there
+        "ldd", "ansible", "duckdb", "clickhouse-local",
         # shells, and interpreters whose arguments are code
         "ash", "mksh", "yash", "posh", "hush", "osh", "ysh", "rc", "es", "xonsh", "nu", "elvish",
         "ipython", "ipython3", "bpython", "ptpython", "jupyter", "dc", "bc", "gnuplot", "octave",
@@ -166,6 +168,11 @@ _EXEC_OPTIONS: dict[str, tuple[str, ...]] = {
     "fd": ("-x", "-X", "--exec", "--exec-batch"),
     "fdfind": ("-x", "-X", "--exec", "--exec-batch"),
     "less": ("-k", "--lesskey"),
+    "pandoc": ("-F", "-L", "--filter", "--lua-filter"),
+    **{
+        compiler: ("-wrapper", "-fplugin", "-specs", "--specs", "-B", "-Xclang", "-fuse-ld")
+        for compiler in ("gcc", "g++", "cc", "c++", "clang", "clang++", "gfortran")
+    },
     "man": ("-P", "-H", "--pager", "--html"),
     "zip": ("-TT", "--unzip-command"),
     "git": ("-O", "--open-files-in-pager", "--upload-pack", "--receive-pack", "--exec"),
@@ -362,6 +369,8 @@ def _prefix(words: list[str]) -> list[str] | None:
         return None
     if any(_runs_programs(name, arg) for arg in args):
         return None
+    if any(arg.startswith("|") or arg.endswith("|") for arg in args):
+        return None  # `convert '|cmd' out.png`, perl's `open`: a file name that is a pipe
     if name == "tar" and args and set(args[0]) & set(_EXEC_LETTERS["tar"]):
         return None  # old-style `tar xIf …`: the first word is a bundle without its dash
     if name in _WRAPPERS and args and args[0] == _WRAPPERS[name]:
@@ -392,6 +401,11 @@ def _runs_programs(name: str, arg: str) -> bool:
             return True
     if not arg.startswith("-"):
         return False
+    # Single-dash long options name programs too: `pdflatex -shell-escape`, `gcc -wrapper`.
+    single = arg[1:].split("=", 1)[0].lower()
+    long_single = not option and len(single) >= 3 and name != "git"
+    if long_single and any(word in single for word in _EXEC_WORDS):
+        return True
     table = _EXEC_OPTIONS.get(name, ())
     if any(arg.startswith(known) for known in table):
         return True
