@@ -147,6 +147,13 @@ async def test_git_grep_open_files_in_pager_abbreviated_runs_the_matched_file(
     assert scope_of("git grep --open=sh -l touch", tmp_path).exact
 
 
+def test_a_bare_install_is_labelled_as_covering_no_arguments(tmp_path: Path) -> None:
+    found = scope_of("npm install", tmp_path)
+    assert found.key == "shell:npm install"
+    assert found.label == "`npm install` with no arguments"
+    assert scope_of("npm install left-pad", tmp_path).exact
+
+
 @pytest.mark.parametrize(
     ("command", "scope"),
     [

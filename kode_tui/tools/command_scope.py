@@ -336,6 +336,9 @@ def scope_of(command: str, work_dir: Path) -> CommandScope:
     else:
         shown = shlex.join(prefix)
         key, label = WIDE_PREFIX + shown, f"`{shown}` with any arguments inside the work dir"
+        installer = os.path.basename(prefix[0]).lower() in _SUBCOMMAND_TOOLS
+        if installer and len(prefix) == 2 and prefix[1] in _INSTALLS:
+            label = f"`{shown}` with no arguments"  # with any, it is an exact scope
     return CommandScope(key, label, prefix is None, outside, protected)
 
 
