@@ -334,3 +334,19 @@ async def test_overwriting_a_program_on_path_asks_even_in_yolo(
     notes = WriteFileParams(path=str(bin_dir / "notes.txt"), content="")
     plain = await WriteFile().permission(notes, env)
     assert plain is not None and not plain.always_ask and plain.outside_work_dir
+
+
+@pytest.mark.parametrize("attack", ["cat $HOME/secret", 'cat "${HOME}/secret"'])
+async def test_a_variable_that_names_a_path_outside_asks_every_time(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, attack: str
+) -> None:
+    work, home = tmp_path / "work", tmp_path / "home"
+    work.mkdir()
+    home.mkdir()
+    monkeypatch.setenv("HOME", str(home))
+    asker = Asker(work)
+    assert await asker.asks(attack)
+    assert asker.asked[-1].outside_work_dir
+    assert asker.asked[-1].scope_label == ""  # no session approval offered
+    assert await asker.asks(attack)
+    assert not scope_of("ls $PWD/src", work).outside

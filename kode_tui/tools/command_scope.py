@@ -32,7 +32,8 @@ a symlink that leads out, a glob that could) makes the call ask every time, what
 and one that names a file that can make tools run code (`.git/hooks/…`, `.envrc`) asks every time
 in every mode, as a WriteFile of it would; so does a command that writes git's config or hooks
 without naming the file (`git config KEY VALUE`, `pre-commit install`, `husky`, `git lfs
-install`). Paths are resolved as bash does: `link/..` goes through the link.
+install`). Paths are resolved as bash does: `link/..` goes through the link, and `$HOME`
+(`${NAME}`) is replaced by its value.
 The scope key is computed by `scope_of` both when an approval is remembered and when a later
 command is checked, so a key stored by an older version (e.g. the broad `shell:python3`) only
 covers commands this function gives that very key.
@@ -560,7 +561,7 @@ def _paths(tokens: list[str], work_dir: Path) -> tuple[bool, bool]:
             command_word = False
             if "/" not in token:
                 continue  # a program looked up on PATH, not a path argument
-        for candidate in _candidates(token):
+        for candidate in _candidates(_substitute_variables(token, work_dir)):
             paths = _expand(candidate, work_dir)
             if paths is None:
                 outside = protected = True  # cannot tell what it names: ask
@@ -594,6 +595,22 @@ def _copies_protected(tokens: list[str], work_dir: Path) -> bool:
                     return True
         command = []
     return False
+
+
+_VARIABLE = re.compile(r"\$(?:\{([A-Za-z_][A-Za-z0-9_]*)\}|([A-Za-z_][A-Za-z0-9_]*))")
+
+
+def _substitute_variables(word: str, work_dir: Path) -> str:
+    """`word` with `$NAME` and `${NAME}` replaced as the command's shell would (`$HOME/.ssh`
+    names a path outside); an unset one is left as it is."""
+
+    def value(match: re.Match[str]) -> str:
+        name = match.group(1) or match.group(2)
+        if name == "PWD":
+            return str(work_dir)  # the command runs there, whatever kode-tui's own PWD says
+        return os.environ.get(name, match.group(0))
+
+    return _VARIABLE.sub(value, word)
 
 
 def _candidates(word: str) -> set[str]:
