@@ -199,7 +199,14 @@ async def test_a_command_that_writes_git_config_or_hooks_asks_every_time(
 
 
 @pytest.mark.parametrize(
-    "command", ["git config --get user.email", "git config user.email", "git config --list"]
+    "command",
+    [
+        "git config --get user.email",
+        "git config user.email",
+        "git config --list",
+        "git config user.email bot@example.com",
+        "git config set user.name Bot",
+    ],
 )
 def test_reading_git_config_is_not_protected(tmp_path: Path, command: str) -> None:
     assert not scope_of(command, tmp_path).protected

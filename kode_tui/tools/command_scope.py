@@ -482,6 +482,12 @@ _CONFIG_WRITES = frozenset(
     {"--add", "--replace-all", "--unset", "--unset-all", "--rename-section", "--remove-section"}
     | {"-e", "--edit", "set", "unset", "rename-section", "remove-section", "edit"}
 )
+_HARMLESS_CONFIG = frozenset(
+    {"user.name", "user.email", "init.defaultbranch", "pull.rebase", "pull.ff", "push.default"}
+    | {"core.autocrlf", "core.eol", "core.filemode", "core.ignorecase", "core.quotepath"}
+    | {"color.ui", "merge.ff", "fetch.prune", "rebase.autostash", "commit.verbose"}
+)
+"""Keys whose values name no program: writing them is an ordinary command."""
 _CONFIG_VALUE_OPTIONS = frozenset({"-f", "--file", "--blob", "--type", "--default", "--comment"})
 _HOOK_INSTALLERS = {
     "pre-commit": frozenset({"install", "install-hooks", "init-templatedir"}),
@@ -528,9 +534,8 @@ def _writes_git_config_or_hooks(words: list[str]) -> bool:
 
 
 def _reads_config(args: list[str]) -> bool:
-    """Whether `git config ARGS` only reads (`--get k`, `--list`, `k`), never writes."""
-    if any(arg.split("=", 1)[0] in _CONFIG_WRITES for arg in args):
-        return False
+    """Whether `git config ARGS` only reads (`--get k`, `--list`, `k`) or writes a key that
+    names no program (`user.email`)."""
     positional: list[str] = []
     skip = False
     for arg in args:
@@ -540,6 +545,12 @@ def _reads_config(args: list[str]) -> bool:
             skip = True
         elif not arg.startswith("-"):
             positional.append(arg)
+    verbs = _CONFIG_READS | _CONFIG_WRITES
+    keys = positional[1:] if positional and positional[0] in verbs else positional
+    if keys and (keys[0].lower() in _HARMLESS_CONFIG or keys[0].lower().startswith("advice.")):
+        return True
+    if any(arg.split("=", 1)[0] in _CONFIG_WRITES for arg in args):
+        return False
     reads = any(arg.split("=", 1)[0] in _CONFIG_READS for arg in args)
     return reads or len(positional) <= 1
 
