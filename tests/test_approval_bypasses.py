@@ -88,6 +88,8 @@ def test_a_glob_of_dots_that_can_match_dotdot_is_unknown(tmp_path: Path) -> None
         ("zip -r a.zip src", "zip --unzip-comm sh a.zip src"),
         # interpreters and shells with inline code, runners that take a command
         ("ipython --version", "ipython -c 'import os; os.system(\"touch pwned\")'"),
+        ("python3-dbg -V", "python3-dbg -c 'import os'"),
+        ("micropython -h", "micropython -c 'import os'"),
         ("xonsh --version", "xonsh -c 'touch pwned'"),
         ("gnuplot --version", "gnuplot -e 'system(\"touch pwned\")'"),
         ("dc --version", "dc -e '!touch pwned'"),

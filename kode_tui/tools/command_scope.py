@@ -136,6 +136,9 @@ _INTERPRETER = re.compile(
     r"wish|raku|dotnet)[0-9.]*"
 )
 _PYTHON = re.compile(r"(python|pypy)[0-9.]*")
+_INTERPRETER_VARIANT = re.compile(r"python|pypy|graalpy|node|ruby|perl|php|lua|julia|pwsh|tclsh")
+"""Names that hold an interpreter's (`python3-dbg`, `micropython`, `python3.12d`, `nodejs22`):
+scoped as interpreters too."""
 
 _EXEC_WORDS = (
     "exec", "command", "cmd", "program", "script", "shell", "eval", "hook", "pager", "editor",
@@ -382,7 +385,7 @@ def _prefix(words: list[str]) -> list[str] | None:
         return None if inner is None else [program, args[0], *inner]
     if name not in _DATA_TOOLS and any(_names_runner(arg) for arg in args):
         return None  # `chrt 0 sh -c …`, `fd -x python3 …`, `tar --to-comm=sh`: a program runs
-    if _INTERPRETER.fullmatch(name):
+    if _INTERPRETER.fullmatch(name) or _INTERPRETER_VARIANT.search(name):
         return _interpreter_prefix(program, name, args)
     if name == "git":
         return _git_prefix(program, args)
