@@ -189,7 +189,7 @@ def _in_a_git_dir(real: Path, root: Path) -> bool:
 def _hooks_folders(root: Path) -> tuple[Path, ...]:
     """The folders `core.hooksPath` names for the repository `root` is in (`scripts/hooks`):
     git runs what they hold. Cached until a config file changes."""
-    configs = (root / ".git" / "config", Path.home() / ".gitconfig")
+    configs = (root / ".git" / "config", Path(os.path.expanduser("~/.gitconfig")))
     return _read_hooks_folders(root, tuple(_stamp(path) for path in configs))
 
 
