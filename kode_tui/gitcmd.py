@@ -57,6 +57,28 @@ class GitRefused(subprocess.SubprocessError):
     """The repository's config defines a filter driver whose name cannot be overridden."""
 
 
+def find_program(name: str) -> str | None:
+    """`name` on PATH, looked up only in absolute folders.
+
+    An empty or relative PATH entry (`PATH=:/usr/bin`, `.`) would be taken from the working
+    folder of the command, i.e. the repository: a `git` or `rg` the repo ships would run.
+    """
+    for folder in os.get_exec_path():
+        if not os.path.isabs(folder):
+            continue
+        candidate = os.path.join(folder, name)
+        if os.path.isfile(candidate) and os.access(candidate, os.X_OK):
+            return candidate
+    return None
+
+
+def _git() -> str:
+    found = find_program("git")
+    if found is None:
+        raise FileNotFoundError("git is not installed (no `git` in an absolute PATH folder)")
+    return found
+
+
 def environment() -> dict[str, str]:
     """The environment of kode-tui's git commands."""
     env = {k: v for k, v in os.environ.items() if k not in _DROPPED_ENV}
@@ -81,16 +103,17 @@ def _base(args: Sequence[str]) -> list[str]:
         if args[0] in {"log", "show", "whatchanged"}:
             extra.append("--no-show-signature")
         args = [args[0], *extra, *args[1:]]
-    return ["git", "--no-pager", "--no-optional-locks", *args]
+    return [_git(), "--no-pager", "--no-optional-locks", *args]
 
 
 def filter_drivers(cwd: Path, *, timeout: float) -> list[str]:
     """The filter driver names the config seen from `cwd` defines (reading config runs nothing).
 
-    Raises `GitRefused` for a name `-c` cannot express (`=` ends the key there).
+    Raises `GitRefused` for a name `-c` cannot express (`=` ends the key there), and
+    `FileNotFoundError` when git is missing.
     """
     listed = subprocess.run(
-        ["git", *_overrides(()), "config", "-z", "--get-regexp", r"^filter\."],
+        [_git(), *_overrides(()), "config", "-z", "--get-regexp", r"^filter\."],
         cwd=cwd,
         env=environment(),
         stdin=subprocess.DEVNULL,

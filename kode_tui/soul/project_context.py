@@ -18,7 +18,6 @@ import json
 import logging
 import os
 import re
-import shutil
 import stat
 import subprocess
 import tomllib
@@ -156,7 +155,7 @@ def collect(work_dir: Path, *, custom: str = "") -> ProjectContext:
     """
     work_dir = work_dir.expanduser().resolve()
     git_root = _find_git_root(work_dir)
-    git_ok = git_root is not None and shutil.which("git") is not None
+    git_ok = git_root is not None and gitcmd.find_program("git") is not None
     blocks: dict[str, str] = {}
 
     tree = _guarded("directoryStructure", lambda: _directory_structure(work_dir, git_ok))

@@ -15,13 +15,25 @@ anything else gets the scope "exactly this command":
   `--exec-path`, `--git-dir`, …), aliases and subcommands not known to be safe (`config`,
   `submodule`, `rebase`, `fetch`, …), and options that run programs (`--upload-pack`, `-O`);
 - options that run programs (`find -exec/-execdir/-ok/-okdir/-delete/-fprint*`, `rg --pre`,
-  `tar -I/--to-command`, `rsync -e`, `make -f/--eval/VAR=value`, and any long option whose name
-  says exec, command, program, script, shell, eval, hook, pager, editor, filter, plugin, config…).
+  `tar -I/--to-command`, `rsync -e`, `make -f/--eval/VAR=value`, `fd -x`, `cmake -E`, and any
+  long option whose name says exec, command, program, script, shell, eval, hook, pager, editor,
+  filter, plugin, config…), also abbreviated as getopt_long and git take them (`--to-comm`,
+  `git grep --open=sh`) and inside short bundles (`git grep -lOsh`);
+- an argument that names a shell, interpreter or runner (`chrt 0 sh -c …`, `hyperfine 'sh …'`),
+  except for programs whose arguments are only data (`grep`, `ls`, `git`, …);
+- archive extraction and patches (`tar -x`, `tar -P`, `unzip`, `cpio`, `patch`): what they write
+  is named inside the file; installers with arguments (`npm install PKG`, `pip install ./x`,
+  `uv pip install …`): only the bare `npm install` is widened; `python3 -m` modules whose
+  arguments are code (`timeit`, `pdb`, `pip`, …); commands that schedule others (`crontab`);
+- a line continuation (backslash-newline), which bash removes before splitting words.
 
 Separately, an argument that names a path outside the work dir (absolute, `~`, `..` that escapes,
 a symlink that leads out, a glob that could) makes the call ask every time, whatever was approved,
 and one that names a file that can make tools run code (`.git/hooks/…`, `.envrc`) asks every time
-in every mode, as a WriteFile of it would.
+in every mode, as a WriteFile of it would; so does a command that writes git's config or hooks
+without naming the file (`git config KEY VALUE`, `pre-commit install`, `husky`, `git lfs
+install`). Paths are resolved as bash does: `link/..` goes through the link, and `$HOME`
+(`${NAME}`) is replaced by its value.
 The scope key is computed by `scope_of` both when an approval is remembered and when a later
 command is checked, so a key stored by an older version (e.g. the broad `shell:python3`) only
 covers commands this function gives that very key.
@@ -36,7 +48,7 @@ import shlex
 from dataclasses import dataclass
 from pathlib import Path
 
-from kode_tui.tools.protected import is_protected
+from kode_tui.tools.protected import holds_protected, is_protected
 
 EXACT_PREFIX = "shell-exact:"
 WIDE_PREFIX = "shell:"
@@ -47,7 +59,7 @@ _EXPANSION = re.compile(r"[$`*?\[\]{}]")
 _PLAIN = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.+:@%-]*")
 _CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f]")
 _URL = re.compile(r"([A-Za-z][A-Za-z0-9+.-]*)://")
-_DOT_GLOB = re.compile(r"(^|/)\.[*?\[]")
+_DOT_GLOB = re.compile(r"(^|/)\.+[*?\[]")
 
 _KEYWORDS = frozenset(
     [
@@ -92,6 +104,28 @@ RUNNERS = frozenset(
         "sqlite3", "psql", "mysql", "vim", "vi", "nvim", "emacs", "ex", "open", "xdg-open",
         # download-and-run
         "npx", "bunx", "pnpx", "uvx", "pipx",
+        # more wrappers that run the command in their arguments
+        "chrt", "prlimit", "sg", "newgrp", "systemd-run", "run0", "hyperfine", "catchsegv",
+        "firejail", "bwrap", "proot", "torsocks", "proxychains", "proxychains4", "rlwrap",
+        "unbuffer", "chpst", "setpriv", "nocache", "eatmydata", "faketime", "daemonize",
+        "start-stop-daemon", "dbus-run-session", "xvfb-run", "tmux", "screen", "perf", "rr",
+        "lldb", "direnv", "mise", "asdf", "conda", "mamba", "micromamba", "pixi", "nvm", "rbenv",
+        "pyenv", "cross-env", "dotenv", "env-cmd", "concurrently", "npm-run-all", "run-p",
+        "run-s", "nodemon", "watchexec", "cgexec", "numactl", "cpulimit", "trickle", "gosu",
+        "su-exec", "at", "batch", "nix", "nix-shell", "vagrant", "sshpass", "mosh", "chronic",
+        "ifne", "pee", "lckdo", "mispipe", "runcon", "ssh-agent", "dbus-launch", "flatpak",
+        # programs that schedule or install commands to run later
+        "crontab", "systemctl", "launchctl",
+        # programs that run their argument (`ldd` runs the binary) or run commands given there
+        "ldd", "ansible", "duckdb", "clickhouse-local",
+        # shells, and interpreters whose arguments are code
+        "ash", "mksh", "yash", "posh", "hush", "osh", "ysh", "rc", "es", "xonsh", "nu", "elvish",
+        "ipython", "ipython3", "bpython", "ptpython", "jupyter", "dc", "bc", "gnuplot", "octave",
+        "m4", "ed", "jrunscript", "qjs", "rhino", "jjs", "ghc", "ghci", "runghc", "runhaskell",
+        "clojure", "clj", "bb", "lein", "sbcl", "clisp", "ecl", "ocaml", "nim", "crystal", "zig",
+        "dart", "kotlinc", "janet", "fennel", "hy",
+        # archive and patch tools: what they write is named inside the archive or the patch
+        "unzip", "cpio", "7z", "7za", "7zr", "unrar", "bsdtar", "pax", "ar", "patch",
     }
 )  # fmt: skip
 """Commands whose arguments are (or can be) a command or code: never widened."""
@@ -102,6 +136,9 @@ _INTERPRETER = re.compile(
     r"wish|raku|dotnet)[0-9.]*"
 )
 _PYTHON = re.compile(r"(python|pypy)[0-9.]*")
+_INTERPRETER_VARIANT = re.compile(r"python|pypy|graalpy|node|ruby|perl|php|lua|julia|pwsh|tclsh")
+"""Names that hold an interpreter's (`python3-dbg`, `micropython`, `python3.12d`, `nodejs22`):
+scoped as interpreters too."""
 
 _EXEC_WORDS = (
     "exec", "command", "cmd", "program", "script", "shell", "eval", "hook", "pager", "editor",
@@ -112,19 +149,55 @@ _EXEC_WORDS = (
 
 _EXEC_OPTIONS: dict[str, tuple[str, ...]] = {
     "find": ("-exec", "-execdir", "-ok", "-okdir", "-delete", "-fprint", "-fls"),
-    "rg": ("--pre",),
-    "tar": ("-I", "-F", "--to-command", "--use-compress-program", "--checkpoint-action"),
+    "rg": ("--pre", "--hostname-bin"),
+    "curl": ("-K", "--config"),
+    "wget": ("-e", "--execute", "--config"),
+    "tar": (
+        "-I",
+        "-F",
+        "--to-command",
+        "--use-compress-program",
+        "--checkpoint-action",
+        # extracting writes whatever names the archive holds (`-P`: absolute ones too)
+        "--extract",
+        "--get",
+        "--absolute-names",
+        "--info-script",
+        "--new-volume-script",
+    ),
     "rsync": ("-e", "--rsh", "--rsync-path"),
     "go": ("-exec", "-toolexec", "--exec", "--toolexec"),
     "make": ("-f", "--file", "--makefile", "-C", "--directory", "-E", "--eval", "-I"),
+    "cmake": ("-E", "-P", "-C"),
+    "fd": ("-x", "-X", "--exec", "--exec-batch"),
+    "fdfind": ("-x", "-X", "--exec", "--exec-batch"),
+    "less": ("-k", "--lesskey"),
+    "pandoc": ("-F", "-L", "--filter", "--lua-filter"),
+    **{
+        compiler: ("-wrapper", "-fplugin", "-specs", "--specs", "-B", "-Xclang", "-fuse-ld")
+        for compiler in ("gcc", "g++", "cc", "c++", "clang", "clang++", "gfortran")
+    },
     "man": ("-P", "-H", "--pager", "--html"),
     "zip": ("-TT", "--unzip-command"),
     "git": ("-O", "--open-files-in-pager", "--upload-pack", "--receive-pack", "--exec"),
 }
-"""Options (as prefixes: `-fprint0`, `-Ifoo`) that make these programs run or write freely."""
+"""Options (as prefixes: `-fprint0`, `-Ifoo`) that make these programs run or write freely.
+A long one also counts abbreviated (`--to-comm`): getopt_long and git accept any prefix."""
 
-_EXEC_LETTERS = {"tar": "IFH", "rsync": "e"}
-"""Short options that name a program, also inside a bundle (`tar -xIzstd`, `rsync -avze`)."""
+_EXEC_LETTERS = {"tar": "IFHxP", "rsync": "e", "git": "O", "fd": "xX", "fdfind": "xX"}
+"""Short options that name a program (for tar: or extract), also inside a bundle
+(`tar -xIzstd`, `rsync -avze`, `git grep -lOsh`)."""
+
+_DATA_TOOLS = frozenset(
+    {
+        "cat", "grep", "egrep", "fgrep", "rg", "ag", "ack", "ls", "head", "tail", "wc", "which",
+        "whereis", "type", "file", "stat", "echo", "printf", "man", "whatis", "apropos", "tree",
+        "diff", "cmp", "touch", "mkdir", "rm", "rmdir", "mv", "cp", "ln", "realpath", "readlink",
+        "basename", "dirname", "du", "uniq", "cut", "tr", "nl", "tac", "rev", "jq", "git",
+    }
+)  # fmt: skip
+"""Programs whose arguments are only data (their program-running options are in the tables
+above): to them an argument `python3` is a name, not a program to run."""
 
 _GIT_SAFE_GLOBALS = frozenset(
     {"--no-pager", "-P", "--no-optional-locks", "--literal-pathspecs", "--no-replace-objects"}
@@ -184,8 +257,9 @@ _SUBCOMMAND_TOOLS: dict[str, frozenset[str]] = {
     "deno": frozenset({"eval", "repl", "run", "x"}),
     "cargo": frozenset({"config"}),
     "go": frozenset({"env", "run", "generate", "tool"}),
-    "pip": frozenset(),
-    "pip3": frozenset(),
+    "pip": frozenset({"config"}),
+    "pip3": frozenset({"config"}),
+    "gem": frozenset({"exec", "open"}),
     "uv": frozenset({"tool"}),
     "poetry": frozenset({"shell", "config"}),
     "docker": frozenset({"run", "exec", "create", "compose", "start", "debug"}),
@@ -195,6 +269,19 @@ _SUBCOMMAND_TOOLS: dict[str, frozenset[str]] = {
 """Programs scoped with their subcommand; the subcommands listed run arbitrary programs."""
 
 _NAMED_SUBCOMMANDS = frozenset({"run", "run-script", "task"})
+_INSTALLS = frozenset(
+    {"install", "i", "add", "ci", "update", "up", "upgrade", "get", "link", "rebuild", "pip"}
+    | {"download", "wheel", "sync"}
+)
+"""`npm install`, `pip install`, `uv pip install`: with arguments (a package, a URL, `./x`, a
+registry) they fetch and run code chosen there, so only the bare command is widened."""
+
+_CODE_MODULES = frozenset(
+    {"timeit", "pdb", "cprofile", "profile", "trace", "runpy", "code", "ipython", "pip"}
+    | {"asyncio", "idlelib", "sqlite3", "xonsh", "ptpython", "bpython", "webbrowser"}
+)
+"""`python3 -m MODULE` whose arguments are code (`timeit 'stmt'`, `pdb -c '!cmd'`) or that
+installs code (`pip`): never widened."""
 """`npm run build`: the script's name is part of the scope."""
 
 _WRAPPERS = {
@@ -207,6 +294,9 @@ _WRAPPERS = {
     "bundle": "exec",
 }
 """`uv run pytest -q`: scoped as `uv run` + the scope of the command it runs."""
+
+_COPIERS = frozenset({"cp", "mv", "rsync", "ditto", "install", "gcp", "gmv", "rclone"})
+"""Programs that write a directory's whole tree somewhere else."""
 
 _SAFE_DEVICES = frozenset(
     {"/dev/null", "/dev/stdin", "/dev/stdout", "/dev/stderr", "/dev/zero", "/dev/urandom"}
@@ -235,13 +325,24 @@ def scope_of(command: str, work_dir: Path) -> CommandScope:
     """The scope of `command` (see the module docstring), run from `work_dir`."""
     stripped = command.strip()
     tokens = _tokens(stripped)
-    prefix = _prefix(tokens) if tokens else None
+    # bash drops a backslash-newline (a line continuation) before it splits words; shlex keeps
+    # it in a word. Such a command is never widened, and both readings are checked for paths.
+    continued = "\\\n" in stripped
+    prefix = _prefix(tokens) if tokens and not continued else None
     outside, protected = _paths(tokens if tokens is not None else stripped.split(), work_dir)
+    protected = protected or _installs_code(tokens if tokens is not None else stripped.split())
+    if continued:
+        joined = _tokens(stripped.replace("\\\n", ""))
+        more = _paths(joined if joined is not None else stripped.split(), work_dir)
+        outside, protected = outside or more[0], protected or more[1]
     if prefix is None:
         key, label = EXACT_PREFIX + stripped, EXACT_LABEL
     else:
         shown = shlex.join(prefix)
         key, label = WIDE_PREFIX + shown, f"`{shown}` with any arguments inside the work dir"
+        installer = os.path.basename(prefix[0]).lower() in _SUBCOMMAND_TOOLS
+        if installer and len(prefix) == 2 and prefix[1] in _INSTALLS:
+            label = f"`{shown}` with no arguments"  # with any, it is an exact scope
     return CommandScope(key, label, prefix is None, outside, protected)
 
 
@@ -275,12 +376,16 @@ def _prefix(words: list[str]) -> list[str] | None:
         return None
     if any(_runs_programs(name, arg) for arg in args):
         return None
+    if any(arg.startswith("|") or arg.endswith("|") for arg in args):
+        return None  # `convert '|cmd' out.png`, perl's `open`: a file name that is a pipe
     if name == "tar" and args and set(args[0]) & set(_EXEC_LETTERS["tar"]):
         return None  # old-style `tar xIf …`: the first word is a bundle without its dash
     if name in _WRAPPERS and args and args[0] == _WRAPPERS[name]:
         inner = _prefix(args[1:]) if len(args) > 1 else None
         return None if inner is None else [program, args[0], *inner]
-    if _INTERPRETER.fullmatch(name):
+    if name not in _DATA_TOOLS and any(_names_runner(arg) for arg in args):
+        return None  # `chrt 0 sh -c …`, `fd -x python3 …`, `tar --to-comm=sh`: a program runs
+    if _INTERPRETER.fullmatch(name) or _INTERPRETER_VARIANT.search(name):
         return _interpreter_prefix(program, name, args)
     if name == "git":
         return _git_prefix(program, args)
@@ -292,22 +397,49 @@ def _prefix(words: list[str]) -> list[str] | None:
 
 
 def _runs_programs(name: str, arg: str) -> bool:
+    option = arg[2:].split("=", 1)[0].lower() if arg.startswith("--") else ""
     # git's own table is complete for the subcommands it widens (`--diff-filter` is harmless).
-    if arg.startswith("--") and name != "git":
-        option = arg[2:].split("=", 1)[0].lower()
+    if option and name != "git":
         if any(word in option for word in _EXEC_WORDS):
+            return True
+        # getopt_long takes any unambiguous prefix: `--compress-prog` is `--compress-program`.
+        last = option.rsplit("-", 1)[-1]
+        if len(last) >= 2 and any(word.startswith(last) for word in _EXEC_WORDS):
             return True
     if not arg.startswith("-"):
         return False
-    if any(arg.startswith(option) for option in _EXEC_OPTIONS.get(name, ())):
+    # Single-dash long options name programs too: `pdflatex -shell-escape`, `gcc -wrapper`.
+    single = arg[1:].split("=", 1)[0].lower()
+    long_single = not option and len(single) >= 3 and name != "git"
+    if long_single and any(word in single for word in _EXEC_WORDS):
         return True
+    table = _EXEC_OPTIONS.get(name, ())
+    if any(arg.startswith(known) for known in table):
+        return True
+    if option and any(known.startswith("--") and known[2:].startswith(option) for known in table):
+        return True  # an abbreviation: `--to-comm`, `git grep --open`
     letters = _EXEC_LETTERS.get(name, "")
     return not arg.startswith("--") and any(letter in arg for letter in letters)
 
 
+def _names_runner(arg: str) -> bool:
+    """Whether `arg` (or the value of `--opt=value`) starts with a shell, interpreter or runner."""
+    for value in (arg, arg.split("=", 1)[-1]):
+        words = value.split()
+        if not words:
+            continue
+        name = os.path.basename(words[0]).lower()
+        if name != "." and (name in RUNNERS or _INTERPRETER.fullmatch(name)):
+            return True  # (`.` is the current folder here, not bash's `source`)
+    return False
+
+
 def _interpreter_prefix(program: str, name: str, args: list[str]) -> list[str] | None:
     if _PYTHON.fullmatch(name) and len(args) >= 2 and args[0] == "-m":
-        return [program, "-m", args[1]] if _PLAIN.fullmatch(args[1]) else None
+        module = args[1]
+        if not _PLAIN.fullmatch(module) or module.lower() in _CODE_MODULES:
+            return None
+        return [program, "-m", module]
     if args and not args[0].startswith("-") and not args[0].startswith("+"):
         return [program, args[0]]  # a script file, then the script's own arguments
     return None  # -c, -e, -V, --eval, … or no script: only this exact command
@@ -334,10 +466,96 @@ def _make_prefix(program: str, args: list[str]) -> list[str] | None:
 def _subcommand_prefix(program: str, name: str, args: list[str]) -> list[str] | None:
     if not args or not _PLAIN.fullmatch(args[0]) or args[0] in _SUBCOMMAND_TOOLS[name]:
         return None  # options before the subcommand, none at all, or one that runs anything
+    if args[0] in _INSTALLS and len(args) > 1:
+        return None
     if args[0] in _NAMED_SUBCOMMANDS:
         named = len(args) >= 2 and _PLAIN.fullmatch(args[1])
         return [program, args[0], args[1]] if named else None
     return [program, args[0]]
+
+
+# --- commands that write what makes tools run code, without naming the file ---------------------
+
+_GIT_VALUE_GLOBALS = frozenset({"-C", "-c", "--git-dir", "--work-tree", "--namespace"})
+_CONFIG_READS = frozenset(
+    {"--get", "--get-all", "--get-regexp", "--get-urlmatch", "--get-color", "--get-colorbool"}
+    | {"-l", "--list", "get", "list"}
+)
+_CONFIG_WRITES = frozenset(
+    {"--add", "--replace-all", "--unset", "--unset-all", "--rename-section", "--remove-section"}
+    | {"-e", "--edit", "set", "unset", "rename-section", "remove-section", "edit"}
+)
+_HARMLESS_CONFIG = frozenset(
+    {"user.name", "user.email", "init.defaultbranch", "pull.rebase", "pull.ff", "push.default"}
+    | {"core.autocrlf", "core.eol", "core.filemode", "core.ignorecase", "core.quotepath"}
+    | {"color.ui", "merge.ff", "fetch.prune", "rebase.autostash", "commit.verbose"}
+)
+"""Keys whose values name no program: writing them is an ordinary command."""
+_CONFIG_VALUE_OPTIONS = frozenset({"-f", "--file", "--blob", "--type", "--default", "--comment"})
+_HOOK_INSTALLERS = {
+    "pre-commit": frozenset({"install", "install-hooks", "init-templatedir"}),
+    "lefthook": frozenset({"install", "add"}),
+    "husky": frozenset({"", "install", "init"}),
+    "overcommit": frozenset({"--install"}),
+}
+"""Programs (and their subcommands) that write `.git/hooks/…` or `core.hooksPath`."""
+
+
+def _installs_code(tokens: list[str]) -> bool:
+    """Whether a simple command of `tokens` writes git's config or hooks without naming the
+    file: `git config core.fsmonitor …`, `pre-commit install`, `husky`."""
+    command: list[str] = []
+    for token in [*tokens, ";"]:
+        if not _is_operator(token):
+            command.append(token)
+            continue
+        if command and _writes_git_config_or_hooks(command):
+            return True
+        command = []
+    return False
+
+
+def _writes_git_config_or_hooks(words: list[str]) -> bool:
+    # Also behind a runner: `npx husky`, `pipx run pre-commit install`.
+    for index, word in enumerate(words):
+        installer = _HOOK_INSTALLERS.get(os.path.basename(word).lower())
+        following = words[index + 1] if index + 1 < len(words) else ""
+        if installer is not None and following in installer:
+            return True
+    name = os.path.basename(words[0]).lower()
+    args = words[1:]
+    if name != "git":
+        return False
+    index = 0
+    while index < len(args) and args[index].startswith("-"):
+        index += 2 if args[index] in _GIT_VALUE_GLOBALS else 1
+    if index >= len(args):
+        return False
+    if args[index] == "lfs":
+        return index + 1 < len(args) and args[index + 1] in ("install", "update")
+    return args[index] == "config" and not _reads_config(args[index + 1 :])
+
+
+def _reads_config(args: list[str]) -> bool:
+    """Whether `git config ARGS` only reads (`--get k`, `--list`, `k`) or writes a key that
+    names no program (`user.email`)."""
+    positional: list[str] = []
+    skip = False
+    for arg in args:
+        if skip:
+            skip = False
+        elif arg in _CONFIG_VALUE_OPTIONS:
+            skip = True
+        elif not arg.startswith("-"):
+            positional.append(arg)
+    verbs = _CONFIG_READS | _CONFIG_WRITES
+    keys = positional[1:] if positional and positional[0] in verbs else positional
+    if keys and (keys[0].lower() in _HARMLESS_CONFIG or keys[0].lower().startswith("advice.")):
+        return True
+    if any(arg.split("=", 1)[0] in _CONFIG_WRITES for arg in args):
+        return False
+    reads = any(arg.split("=", 1)[0] in _CONFIG_READS for arg in args)
+    return reads or len(positional) <= 1
 
 
 # --- paths outside the work dir ------------------------------------------------------------------
@@ -357,14 +575,56 @@ def _paths(tokens: list[str], work_dir: Path) -> tuple[bool, bool]:
             command_word = False
             if "/" not in token:
                 continue  # a program looked up on PATH, not a path argument
-        for candidate in _candidates(token):
+        for candidate in _candidates(_substitute_variables(token, work_dir)):
             paths = _expand(candidate, work_dir)
             if paths is None:
                 outside = protected = True  # cannot tell what it names: ask
                 continue
             outside = outside or any(not _inside(path, root) for path in paths)
             protected = protected or any(is_protected(Path(path), work_dir) for path in paths)
-    return outside, protected
+    return outside, protected or _copies_protected(tokens, work_dir)
+
+
+def _copies_protected(tokens: list[str], work_dir: Path) -> bool:
+    """Whether a copy or move takes a folder holding a protected file along: `cp -rT template .`
+    writes `template/.envrc` as `.envrc` without naming it."""
+    command: list[str] = []
+    for token in [*tokens, ";"]:
+        if not _is_operator(token):
+            command.append(token)
+            continue
+        if command and os.path.basename(command[0]).lower() in _COPIERS:
+            args = command[1:]
+            # `-t DIR`'s value is where to, not a source.
+            operands = [
+                arg
+                for index, arg in enumerate(args)
+                if not arg.startswith("-") and (index == 0 or args[index - 1] != "-t")
+            ]
+            targeted = any(arg.startswith(("-t", "--target")) for arg in args)
+            sources = operands if targeted else operands[:-1]  # the last one is where to
+            for source in sources:
+                folder = os.path.join(work_dir, os.path.expanduser(source))
+                if os.path.isdir(folder) and holds_protected(Path(folder)):
+                    return True
+        command = []
+    return False
+
+
+_VARIABLE = re.compile(r"\$(?:\{([A-Za-z_][A-Za-z0-9_]*)\}|([A-Za-z_][A-Za-z0-9_]*))")
+
+
+def _substitute_variables(word: str, work_dir: Path) -> str:
+    """`word` with `$NAME` and `${NAME}` replaced as the command's shell would (`$HOME/.ssh`
+    names a path outside); an unset one is left as it is."""
+
+    def value(match: re.Match[str]) -> str:
+        name = match.group(1) or match.group(2)
+        if name == "PWD":
+            return str(work_dir)  # the command runs there, whatever kode-tui's own PWD says
+        return os.environ.get(name, match.group(0))
+
+    return _VARIABLE.sub(value, word)
 
 
 def _candidates(word: str) -> set[str]:
@@ -393,7 +653,9 @@ def _expand(candidate: str, work_dir: Path) -> list[str] | None:
         if expanded.startswith("~"):
             return None  # ~user of an unknown user, ~+, ~-
         candidate = expanded
-    path = os.path.normpath(candidate if os.path.isabs(candidate) else work_dir / candidate)
+    # Not normalised: bash resolves `link/..` through the link, and so does `_inside`'s
+    # realpath, whereas normpath would drop both words (`d/../secret` with `d -> /outside/x`).
+    path = candidate if os.path.isabs(candidate) else os.path.join(work_dir, candidate)
     if not glob.has_magic(candidate):
         return [path]
     if _DOT_GLOB.search(candidate):

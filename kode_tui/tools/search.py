@@ -13,7 +13,6 @@ import fnmatch
 import itertools
 import os
 import re
-import shutil
 import subprocess
 import threading
 import time
@@ -432,8 +431,8 @@ class SearchResult:
 
 
 def find_rg() -> str | None:
-    """The ripgrep executable on PATH, if there is one."""
-    return shutil.which("rg")
+    """The ripgrep executable on PATH, if there is one (never one the work dir holds)."""
+    return gitcmd.find_program("rg")
 
 
 class Grep(Tool[GrepParams]):

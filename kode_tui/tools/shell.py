@@ -12,13 +12,13 @@ import asyncio
 import contextlib
 import os
 import secrets
-import shutil
 import signal
 import subprocess
 from collections.abc import Awaitable
 
 from pydantic import BaseModel, Field
 
+from kode_tui.gitcmd import find_program
 from kode_tui.tools.base import (
     MAX_OUTPUT_CHARS,
     Permission,
@@ -142,7 +142,8 @@ class _Collector(asyncio.Protocol):
 
 
 def _shell() -> str:
-    return shutil.which("bash") or "/bin/sh"
+    # Never a `bash` the work dir holds (an empty or `.` PATH entry is the command's cwd).
+    return find_program("bash") or "/bin/sh"
 
 
 def _environment(marker: str) -> dict[str, str]:
