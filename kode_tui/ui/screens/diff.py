@@ -8,6 +8,7 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import ClassVar, Literal
 
+from rich.cells import cell_len
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Vertical, VerticalScroll
@@ -124,14 +125,17 @@ def command_lines(command: str, *, max_chars: int | None = None) -> list[Content
     """Every line of a shell command as it is shown: `$ ` before the first, `↵` where a line
     breaks, control characters visible, a long run of spaces counted instead of drawn (it could
     push the rest of the line out of sight); a line longer than `max_chars` shows its start and
-    its end and how many characters lie between."""
+    its end and how many characters lie between (`max_chars` counts terminal cells: a wide
+    character takes two, and the panel that cuts a line counts the rows it wraps onto)."""
     lines = command.split("\n")
     shown: list[Content] = []
     for number, line in enumerate(lines):
         text = command_text(line)
         parts: list[tuple[str, str]] = [("$ " if number == 0 else "  ", "$text-muted")]
-        if max_chars is not None and len(text) > max_chars:
-            head, tail = text[: max_chars * 2 // 3], text[-(max_chars // 3) :]
+        if max_chars is not None and cell_len(text) > max_chars:
+            # Half and half: the end of a line is where a long command would hide its point.
+            head = _cells(text, max_chars // 2)
+            tail = _cells(text[::-1], max_chars // 2)[::-1]
             between = len(text) - len(head) - len(tail)
             parts += [(head, "bold"), (f" ⋯ {between} more characters ⋯ ", "italic $text-warning")]
             parts.append((tail, "bold"))
@@ -141,6 +145,17 @@ def command_lines(command: str, *, max_chars: int | None = None) -> list[Content
             parts.append((" ↵", "$text-warning"))
         shown.append(Content.assemble(*parts))
     return shown
+
+
+def _cells(text: str, cells: int) -> str:
+    """The start of `text` that takes at most `cells` terminal cells (and at most `4 * cells`
+    characters: a run of zero-width marks counts as cut, not as shown)."""
+    taken = 0
+    for index, character in enumerate(text[: cells * 4]):
+        taken += cell_len(character)
+        if taken > cells:
+            return text[:index]
+    return text[: cells * 4]
 
 
 def command_text(line: str) -> str:

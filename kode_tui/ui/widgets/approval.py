@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from itertools import islice
 from typing import ClassVar
 
-from rich.cells import cell_len
+from rich.cells import cell_len, set_cell_size
 from textual import on
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
@@ -145,7 +145,7 @@ A tool call waits for your answer.
         self._subscription: Subscription[Event] | None = None
         self._previous_focus: Widget | None = None
         self._shown_at = 0.0
-        self._excerpt_room = 0
+        self._excerpt_room = (0, 0)
         self.key_delay_s = KEY_DELAY_S
         """How long after a request shows its keys start to count (the buttons count at once)."""
 
@@ -260,12 +260,21 @@ A tool call waits for your answer.
         assert request is not None
         # The panel takes at most half the screen, and a short one clips the excerpt's end,
         # where a long command's last lines are: fit the excerpt to the room there is.
-        room = max(3, min(EXCERPT_LINES, self.screen.size.height // 2 - PANEL_LINES))
-        if again and room == self._excerpt_room:
-            return
-        self._excerpt_room = room
-        excerpt = _excerpt(request, room)
         display = self.query_one("#approval-display", Static)
+        # Long lines wrap: the excerpt counts rows, so it needs the width they wrap at (the
+        # screen's, less the borders and paddings, until the panel is laid out).
+        width = display.content_region.width or self.screen.size.width - 6
+        # A title or an action line that wraps takes rows from the excerpt.
+        above = sum(
+            _rows(static.visual, width + 2) - 1
+            for static in self.query("#approval-title, #approval-action").results(Static)
+            if isinstance(static.visual, Content)
+        )
+        room = max(3, min(EXCERPT_LINES, self.screen.size.height // 2 - PANEL_LINES - above))
+        if again and (room, width) == self._excerpt_room:
+            return
+        self._excerpt_room = (room, width)
+        excerpt = _excerpt(request, room, width)
         display.update(excerpt)
         display.display = bool(excerpt)
 
@@ -417,8 +426,8 @@ def _subject(request: ApprovalRequest) -> str:
         # A command shows whole in the body (and in the full view); the title only names it.
         lines = description.split("\n")
         first = command_text(lines[0].strip())
-        if len(first) > TITLE_CHARS:
-            first = first[: TITLE_CHARS - 1] + "…"
+        if cell_len(first) > TITLE_CHARS:  # cells: wide characters would wrap the title
+            first = set_cell_size(first, TITLE_CHARS - 1).rstrip() + "…"
         if len(lines) > 1:
             description = f"{first} … ({len(lines)} lines)" if first else f"({len(lines)} lines)"
         else:
@@ -432,9 +441,10 @@ def _subject(request: ApprovalRequest) -> str:
     return f"{tool}: {description}"
 
 
-def _excerpt(request: ApprovalRequest, room: int = EXCERPT_LINES) -> Content:
+def _excerpt(request: ApprovalRequest, room: int = EXCERPT_LINES, width: int = 0) -> Content:
     """The start of the request's diffs and commands in about `room` lines (a command's
-    warnings come on top)."""
+    warnings come on top); a command's lines are counted in the rows they take at `width`
+    (0: unknown, a line is a row)."""
     diffs = [block for block in request.display if isinstance(block, DiffBlock)]
     parts: list[Content] = []
     lines_left = room
@@ -456,12 +466,16 @@ def _excerpt(request: ApprovalRequest, room: int = EXCERPT_LINES) -> Content:
                 parts.append(Content.styled("(no changes)", "$text-muted"))
             lines_left -= len(shown)
         elif isinstance(block, ShellBlock):
-            warnings = command_warnings(block.command)
-            parts += [Content.styled(warning, "bold $text-warning") for warning in warnings]
+            warnings = [
+                Content.styled(warning, "bold $text-warning")
+                for warning in command_warnings(block.command)
+            ]
+            parts += warnings
+            lines_left -= sum(_rows(warning, width) for warning in warnings)
             # A command cut short says so in its own words (and keeps its last lines).
-            shown_command = _command_excerpt(block.command, max(3, lines_left - len(warnings)))
+            shown_command = _command_excerpt(block.command, max(3, lines_left), width)
             parts += shown_command
-            lines_left -= len(shown_command) + len(warnings)
+            lines_left -= sum(_rows(line, width) for line in shown_command)
         if lines_left <= 0:
             truncated = truncated or block is not request.display[-1]
             break
@@ -471,14 +485,22 @@ def _excerpt(request: ApprovalRequest, room: int = EXCERPT_LINES) -> Content:
     return Content("\n").join(parts)
 
 
-def _command_excerpt(command: str, room: int) -> list[Content]:
-    """The lines of a command the panel shows in `room` lines (at least 3).
+def _command_excerpt(command: str, room: int, width: int = 0) -> list[Content]:
+    """The lines of a command the panel shows in `room` rows (at least 3) of `width` cells.
 
-    Nothing goes unsaid: runs of empty lines become one line that counts them, and a command
-    still too long shows its first lines, how many follow, and its last `TAIL_LINES` lines.
+    Nothing goes unsaid: runs of empty lines become one line that counts them, a line that
+    would wrap onto more than its share of rows shows its start, its end and how much lies
+    between, and a command still too long shows its first lines, how many follow, and its last
+    `TAIL_LINES` lines. Rows, not lines, are counted: a long line wraps, and a panel that
+    counted it as one row would push the command's last lines out of sight.
     """
     raw = command.split("\n")
-    rendered = command_lines(command, max_chars=LINE_CHARS)
+    # Each line at most a quarter of the rows, two when there is room for the first, the
+    # marker and the last (both cut halves must say something on a narrow screen); the 32
+    # cells are the margin, the `↵` and the note of how much was cut.
+    line_rows = max(2 if room >= 5 else 1, room // 4)
+    line_cells = LINE_CHARS if width <= 0 else min(LINE_CHARS, width * line_rows - 32)
+    rendered = command_lines(command, max_chars=max(line_cells, 16))
     lines: list[Content] = rendered[:1]
     index = 1
     while index < len(raw):
@@ -492,15 +514,35 @@ def _command_excerpt(command: str, room: int) -> list[Content]:
             continue
         lines.append(rendered[index])
         index += 1
-    if len(lines) <= room:
+    rows = [_rows(line, width) for line in lines]
+    if sum(rows) <= room:
         return lines
-    tail = min(TAIL_LINES, room - 2)
-    head = room - tail - 1
+    # The first line, then as many of the last `TAIL_LINES` as fit, then more first lines.
+    budget = room - 1 - rows[0]  # a row for the marker
+    tail = 0
+    while tail < min(TAIL_LINES, len(lines) - 1) and rows[-1 - tail] <= budget:
+        budget -= rows[-1 - tail]
+        tail += 1
+    tail = max(tail, 1)
+    head = 1
+    while head < len(lines) - tail and rows[head] <= budget:
+        budget -= rows[head]
+        head += 1
     left_out = len(lines) - head - tail
     marker = Content.styled(
         f"  ⋮ {left_out} more lines · d shows the whole command", "italic $text-warning"
     )
     return [*lines[:head], marker, *lines[-tail:]]
+
+
+def _rows(line: Content, width: int) -> int:
+    """The rows `line` takes when it wraps at `width` cells (one when the width is unknown):
+    counted by wrapping it, since a line broken at spaces takes more rows than its length says."""
+    if width <= 0:
+        return 1
+    if line.cell_length <= width:
+        return 1
+    return max(1, len(line.wrap(width)))  # wrapped at spaces, as the Static will
 
 
 if __name__ == "__main__":
