@@ -57,6 +57,9 @@ class _Table:
     text_needles: tuple[str, ...]
     """Each form of each value, longest first."""
     byte_needles: tuple[bytes, ...]
+    json_needles: tuple[bytes, ...]
+    """Each form as a JSON line spells it: once (a string) or twice (JSON in a string, a tool
+    call's arguments) escaped."""
     replace_text: Callable[[str], str]
     """Replaces every needle found by its marker."""
     replace_bytes: Callable[[bytes], bytes]
@@ -79,10 +82,12 @@ def _build(values: Mapping[str, str]) -> _Table:
     byte_names = {form.encode(): text_names[form].encode() for form in needles}
     text_pattern = re.compile("|".join(map(re.escape, needles)))
     byte_pattern = re.compile(b"|".join(map(re.escape, byte_names)))
+    in_json = {twice.encode() for form in needles for twice in _forms(form)}
     return _Table(
         values=dict(values),
         text_needles=tuple(needles),
         byte_needles=tuple(byte_names),
+        json_needles=tuple(in_json),
         replace_text=partial(text_pattern.sub, lambda found: text_names[found.group()]),
         replace_bytes=partial(byte_pattern.sub, lambda found: byte_names[found.group()]),
     )
@@ -168,12 +173,48 @@ def mask(text: str) -> str:
 
 
 def mask_bytes(data: bytes) -> bytes:
-    """`data` (UTF-8, e.g. JSON lines) with every secret replaced by its marker."""
+    """`data` (UTF-8 lines, JSON lines above all) with every secret replaced by its marker.
+
+    A line that is JSON is masked inside the strings it holds and written again, so it stays
+    the JSON it was: replacing bytes could stop inside an escape (a key ending with `\\`, met
+    before a `"`) and leave a line no reader can parse, a record lost. Other lines are masked
+    as text."""
     table = _SECRETS.table()
-    for needle in table.byte_needles:
-        if needle in data:
-            return table.replace_bytes(data)
-    return data
+    if not any(needle in data for needle in table.json_needles):
+        return data
+    return b"\n".join(
+        _mask_line(line, table) if any(needle in line for needle in table.json_needles) else line
+        for line in data.split(b"\n")
+    )
+
+
+def _mask_line(line: bytes, table: _Table) -> bytes:
+    try:
+        value = json.loads(line)
+    except ValueError:  # not JSON (nor UTF-8): the secret's forms as text
+        return table.replace_bytes(line)
+    masked = _mask_json(value, table)
+    try:
+        return json.dumps(masked, ensure_ascii=False).encode()
+    except UnicodeEncodeError:  # a lone surrogate the line held escaped: escaped it stays
+        return json.dumps(masked).encode()
+
+
+def mask_json(value: Any) -> Any:
+    """`value`, what `json.loads` gives (dicts, lists, strings...), with every secret masked in
+    its strings, the keys of its dicts too: masked before it is encoded, it encodes to valid
+    JSON (state.json, kode.json)."""
+    return _mask_json(value, _SECRETS.table())
+
+
+def _mask_json(value: Any, table: _Table) -> Any:
+    if isinstance(value, str):
+        return _mask_text(value, table)
+    if isinstance(value, list | tuple):
+        return [_mask_json(item, table) for item in value]
+    if isinstance(value, dict):
+        return {_mask_json(k, table): _mask_json(v, table) for k, v in value.items()}
+    return value
 
 
 def _mask_text(text: str, table: _Table) -> str:
