@@ -133,3 +133,45 @@ async def test_every_session_writer_keeps_its_records_whole_with_an_odd_key(
     await reopened.restore()
     assert len(reopened.history) == 6
     await reopened.close()
+
+
+async def test_print_mode_masks_a_key_a_server_error_or_a_tool_line_quotes(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import io
+
+    from kode_tui.config import Config, ModelChoice
+    from kode_tui.print_mode import run_print
+    from kode_tui.session import Session
+    from kode_tui.soul.llm.scripted import ScriptedProvider
+
+    key = "sk-live-0123456789abcdef"
+    monkeypatch.setenv("OPENAI_API_KEY", key)
+    masking.refresh()
+    project = tmp_path / "project"
+    project.mkdir()
+    provider = ScriptedProvider(
+        [
+            {"text": "Let me look.", "tool_calls": [{"name": "Nope", "arguments": {"k": key}}]},
+            # Servers and proxies quote the key they were given in their error messages.
+            {"error": {"status": 401, "message": f"Incorrect API key provided: {key}"}},
+        ]
+    )
+    out, err = io.StringIO(), io.StringIO()
+    choice = ModelChoice(name="scripted", model="scripted", source="flag")
+
+    status = await run_print(
+        await Session.create(project),
+        None,
+        Config(),
+        choice,
+        "hi",
+        out=out,
+        err=err,
+        provider=provider,
+    )
+
+    assert status == 1
+    assert key not in out.getvalue() and key not in err.getvalue()
+    assert "Incorrect API key provided: [masked: OPENAI_API_KEY]" in err.getvalue()
+    assert '"k": "[masked: OPENAI_API_KEY]"' in out.getvalue()
