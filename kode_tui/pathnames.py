@@ -6,12 +6,15 @@ or sends goes through `escape_name`, and every path a model or user sends back g
 `unescape_name`, so the same file is named the same way in both directions:
 
 * a byte that is not part of valid UTF-8 is written `\\xHH` (`caf\\xe9.txt`);
+* so is a control character (`\\x0a` for a line feed, `\\x1b` for ESC): a name holding a line
+  feed would read as two names in a listing, to the model and on the screen;
 * a real backslash that is followed by `x` and two hex digits is written `\\x5c`, so the
   name `caf\\xe9.txt` (with a real backslash) reads `caf\\x5cxe9.txt` and never collides;
 * every other character, backslashes included, is left as it is.
 
-`unescape_name` turns `\\x5c` back into a backslash and `\\x80`…`\\xff` back into raw bytes;
-any other `\\x..` stays as typed. The two are inverse: `unescape_name(escape_name(n)) == n`.
+`unescape_name` turns `\\x5c` back into a backslash, `\\x01`…`\\x1f` and `\\x7f` back into
+control characters and `\\x80`…`\\xff` back into raw bytes; any other `\\x..` stays as typed
+(`\\x00` too: no name holds a NUL). The two are inverse: `unescape_name(escape_name(n)) == n`.
 """
 
 from __future__ import annotations
@@ -20,9 +23,10 @@ import os
 import re
 from pathlib import Path
 
-_NEEDS_ESCAPE = re.compile(r"[\ud800-\udfff]|\\(?=x[0-9a-fA-F]{2})")
+_NEEDS_ESCAPE = re.compile(r"[\x00-\x1f\x7f\ud800-\udfff]|\\(?=x[0-9a-fA-F]{2})")
 _ESCAPED = re.compile(r"\\x([0-9a-fA-F]{2})")
 _SURROGATE = re.compile(r"[\ud800-\udfff]")
+_SURROGATE_OR_CONTROL = re.compile(r"[\x00-\x1f\x7f\ud800-\udfff]")
 
 
 def _escape_one(match: re.Match[str]) -> str:
@@ -30,6 +34,8 @@ def _escape_one(match: re.Match[str]) -> str:
     if char == "\\":
         return "\\x5c"
     code = ord(char)
+    if code < 0x20 or code == 0x7F:
+        return f"\\x{code:02x}"
     if 0xDC80 <= code <= 0xDCFF:
         return f"\\x{code - 0xDC00:02x}"
     return "\ufffd"  # a surrogate no file name can hold (it came from elsewhere)
@@ -39,7 +45,7 @@ def escape_name(name: str | bytes) -> str:
     """`name` (a path or a file name, as bytes or as `os.fsdecode` gives it) as valid text."""
     if isinstance(name, bytes):
         name = name.decode("utf-8", "surrogateescape")
-    if "\\" not in name and not _SURROGATE.search(name):
+    if "\\" not in name and not _SURROGATE_OR_CONTROL.search(name):
         return name
     return _NEEDS_ESCAPE.sub(_escape_one, name)
 
@@ -48,6 +54,8 @@ def _unescape_one(match: re.Match[str]) -> str:
     code = int(match.group(1), 16)
     if code == 0x5C:
         return "\\"
+    if 0 < code < 0x20 or code == 0x7F:
+        return chr(code)
     if code >= 0x80:
         return chr(0xDC00 + code)
     return match.group()

@@ -471,8 +471,15 @@ def _git(cwd: Path, *args: str) -> str | None:
     if done.returncode != 0:
         log.debug("git %s: %s", " ".join(args), done.stderr.decode("utf-8", "replace").strip())
         return None
-    # Names that are not UTF-8 (in ls-files, status, ...) come out escaped, never lost.
-    return escape_name(done.stdout)
+    # Names that are not UTF-8 (in ls-files, status, ...) come out escaped, never lost; piece
+    # by piece, since `escape_name` shows a line feed or a NUL inside a name as `\x0a`, `\x00`.
+    pieces = _GIT_SEPARATORS.split(done.stdout)  # names and the separators between them
+    return "".join(
+        piece.decode() if i % 2 else escape_name(piece) for i, piece in enumerate(pieces)
+    )
+
+
+_GIT_SEPARATORS = re.compile(rb"([\n\0])")
 
 
 def _git_status(work_dir: Path) -> str | None:
