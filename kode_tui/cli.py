@@ -116,6 +116,13 @@ def main(argv: list[str] | None = None) -> int:
         return 1
     except KeyboardInterrupt:
         return 130
+    except Exception as error:
+        # Python's own report would write the message raw (model text may hold escape
+        # sequences) and unmasked; the log keeps the traceback, masked.
+        log.exception("unexpected error")
+        shown = visible(mask(f"{type(error).__name__}: {error}"), multiline=False)
+        print(f"kode-tui: unexpected error: {shown} (details in the log)", file=sys.stderr)
+        return 1
 
 
 def _config_file(args: argparse.Namespace) -> Path | None:
