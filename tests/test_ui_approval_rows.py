@@ -6,6 +6,7 @@ from __future__ import annotations
 import pytest
 
 from kode_tui.wire import WireBus
+from kode_tui.wire import events as ev
 from tests.test_ui_approval import ApprovalHost
 from tests.test_ui_escapes import assert_nothing_raw, shell, terminal_text
 
@@ -53,3 +54,46 @@ async def test_a_cut_line_says_how_much_it_left_out_and_keeps_its_end() -> None:
     joined = rows_joined(shown)
     assert "more characters ⋯" in joined
     assert f"; {POINT}" in joined
+
+
+def write_file(new_text: str) -> ev.ApprovalRequest:
+    return ev.ApprovalRequest(
+        id="r1",
+        tool_call_id="c1",
+        action="write file",
+        description="WriteFile run.sh",
+        display=[ev.DiffBlock(path="run.sh", old_text="", new_text=new_text)],
+        tool_name="WriteFile",
+        scope_label="file edits",
+    )
+
+
+DIFFS = {
+    "many short lines": "".join(f"line {n}\n" for n in range(40)),
+    "long lines that wrap": "".join("echo " + "A" * 200 + "\n" for _ in range(11)) + POINT,
+}
+
+
+@pytest.mark.parametrize("size", [(100, 30), (80, 24)])
+@pytest.mark.parametrize("new_text", DIFFS.values(), ids=DIFFS.keys())
+async def test_a_diff_cut_short_always_says_so(new_text: str, size: tuple[int, int]) -> None:
+    bus = WireBus()
+    app = ApprovalHost(bus)
+    async with app.run_test(size=size) as pilot:
+        bus.send(write_file(new_text))
+        await pilot.pause()
+        shown = terminal_text(app)
+
+    assert "… d for the full diff" in shown
+
+
+async def test_a_long_diff_line_shows_its_start_and_end_and_the_next_line() -> None:
+    bus = WireBus()
+    app = ApprovalHost(bus)
+    async with app.run_test(size=(100, 30)) as pilot:
+        bus.send(write_file("echo " + "A" * 1500 + "\n" + POINT + "\n"))
+        await pilot.pause()
+        shown = rows_joined(terminal_text(app))
+
+    assert "more characters ⋯" in shown
+    assert f"+{POINT}" in shown

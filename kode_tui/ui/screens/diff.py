@@ -147,6 +147,16 @@ def command_lines(command: str, *, max_chars: int | None = None) -> list[Content
     return shown
 
 
+def shorten_line(text: str, max_cells: int) -> str:
+    """`text` when it takes at most `max_cells` terminal cells, else its start and its end and
+    how many characters lie between (so that a long line says what it leaves out)."""
+    if cell_len(text) <= max_cells:
+        return text
+    head = _cells(text, max_cells // 2)
+    tail = _cells(text[::-1], max_cells // 2)[::-1]
+    return f"{head} ⋯ {len(text) - len(head) - len(tail)} more characters ⋯ {tail}"
+
+
 def _cells(text: str, cells: int) -> str:
     """The start of `text` that takes at most `cells` terminal cells (and at most `4 * cells`
     characters: a run of zero-width marks counts as cut, not as shown)."""

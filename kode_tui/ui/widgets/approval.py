@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from itertools import islice
 from typing import ClassVar
 
@@ -20,12 +20,14 @@ from textual.widgets import Button, Input, Static
 
 from kode_tui.safetext import visible
 from kode_tui.ui.screens.diff import (
+    DiffLine,
     DiffScreen,
     command_lines,
     command_text,
     command_warnings,
     diff_lines,
     render_diff_lines,
+    shorten_line,
 )
 from kode_tui.wire import WireBus
 from kode_tui.wire.bus import Subscription
@@ -447,24 +449,39 @@ def _excerpt(request: ApprovalRequest, room: int = EXCERPT_LINES, width: int = 0
     (0: unknown, a line is a row)."""
     diffs = [block for block in request.display if isinstance(block, DiffBlock)]
     parts: list[Content] = []
-    lines_left = room
+    # A diff cut short ends with a note saying so: its row is kept from the start, or the
+    # panel's edge would clip the note and the cut would go unsaid.
+    lines_left = room - 1 if diffs else room
     truncated = False
     for block in request.display:
         if isinstance(block, DiffBlock):
             if len(diffs) > 1:
-                parts.append(Content.styled(visible(block.path, multiline=False), "bold"))
-                lines_left -= 1
+                heading = Content.styled(visible(block.path, multiline=False), "bold")
+                parts.append(heading)
+                lines_left -= _rows(heading, width)
             # One line more than fits tells whether there is more; a new file may be huge.
             lines = list(
-                islice(diff_lines(block.old_text, block.new_text, context=1), lines_left + 1)
+                islice(
+                    diff_lines(block.old_text, block.new_text, context=1), max(lines_left, 0) + 1
+                )
             )
-            shown = lines[:lines_left]
+            if width > 0:
+                # A long line wraps: at most two rows each, its start and its end shown.
+                lines = [
+                    replace(line, text=shorten_line(line.text, 2 * width - 4)) for line in lines
+                ]
+            shown: list[DiffLine] = []
+            for line in lines:
+                rows = _rows(render_diff_lines([line]), width)
+                if rows > lines_left:
+                    break
+                shown.append(line)
+                lines_left -= rows
             truncated = truncated or len(shown) < len(lines)
             if shown:
                 parts.append(render_diff_lines(shown))
             elif not lines:
                 parts.append(Content.styled("(no changes)", "$text-muted"))
-            lines_left -= len(shown)
         elif isinstance(block, ShellBlock):
             warnings = [
                 Content.styled(warning, "bold $text-warning")
