@@ -148,6 +148,9 @@ A tool call waits for your answer.
         self._previous_focus: Widget | None = None
         self._shown_at = 0.0
         self._excerpt_room = (0, 0)
+        self._clipped_rows = 0
+        """Rows the panel's edge clipped off the excerpt of the request on show: taken off its
+        room (the panel's height is a share of what the screen's docks leave)."""
         self.key_delay_s = KEY_DELAY_S
         """How long after a request shows its keys start to count (the buttons count at once)."""
 
@@ -223,6 +226,7 @@ A tool call waits for your answer.
     def _show_current(self) -> None:
         request = self.current
         assert request is not None
+        self._clipped_rows = 0
         self._update_title()
         action = Content.styled(visible(request.action, multiline=False), "$text-muted")
         if request.outside_work_dir:
@@ -273,12 +277,26 @@ A tool call waits for your answer.
             if isinstance(static.visual, Content)
         )
         room = max(3, min(EXCERPT_LINES, self.screen.size.height // 2 - PANEL_LINES - above))
+        room = max(3, room - self._clipped_rows)
         if again and (room, width) == self._excerpt_room:
             return
         self._excerpt_room = (room, width)
         excerpt = _excerpt(request, room, width)
         display.update(excerpt)
         display.display = bool(excerpt)
+        self.call_after_refresh(self._check_clipped)
+
+    def _check_clipped(self) -> None:
+        """Show a shorter excerpt when the panel's edge clips this one: what it would cut off
+        is its end, where a command's last lines and the note of what was left out are."""
+        if self.current is None or not self.has_class("-active"):
+            return
+        display = self.query_one("#approval-display", Static)
+        choices = self.query_one("#approval-choices")
+        clipped = display.region.bottom - choices.region.y
+        if display.display and clipped > 0 and self._excerpt_room[0] > 3:
+            self._clipped_rows += clipped
+            self._show_excerpt()
 
     def _fit_session_label(self) -> None:
         """Shorten the `a` label (the only long one) until the choices fit on their line."""
