@@ -1,7 +1,8 @@
 """Masking the values of API keys in everything kode-tui sends or writes (DESIGN.md §13).
 
-The secrets are the values of the credential variables kode-tui knows: every `*_API_KEY` and
-`*_AUTH_TOKEN` in the environment (the providers' keys, ANTHROPIC_AUTH_TOKEN, GOOGLE_API_KEY),
+The secrets are the values of the credential variables kode-tui knows: every `*_API_KEY`,
+`*_TOKEN`, `*_SECRET` and `*_SECRET_KEY` in the environment (the providers' keys,
+ANTHROPIC_AUTH_TOKEN, GOOGLE_API_KEY, the tokens litellm reads for other providers),
 the cloud credentials litellm reads (`CREDENTIAL_VARS`), each configured model's `api_key_env`
 (`watch_env`) and values handed to `register`. Values shorter than `MIN_LENGTH` are ignored:
 masking `true` or a port number everywhere would mangle ordinary text.
@@ -33,10 +34,18 @@ from typing import Any, TypeVar
 from pydantic import BaseModel
 
 MIN_LENGTH = 8
-KEY_SUFFIXES = ("_API_KEY", "_AUTH_TOKEN")
-"""Variables named so hold credentials: OPENAI_API_KEY, ANTHROPIC_AUTH_TOKEN, GOOGLE_API_KEY..."""
-CREDENTIAL_VARS = ("AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN", "AZURE_AD_TOKEN")
-"""Other credential variables litellm reads (Bedrock, Azure)."""
+KEY_SUFFIXES = ("_API_KEY", "_TOKEN", "_SECRET", "_SECRET_KEY")
+"""Variables named so hold credentials: OPENAI_API_KEY, ANTHROPIC_AUTH_TOKEN, GOOGLE_API_KEY,
+and those litellm reads for other providers (HF_TOKEN, GITHUB_TOKEN, DATABRICKS_TOKEN,
+AZURE_CLIENT_SECRET...) when a model names no `api_key_env`. Not `*_PASSWORD`: a development
+setup's `POSTGRES_PASSWORD=postgres` would mask a common word everywhere."""
+CREDENTIAL_VARS = (
+    "AWS_SECRET_ACCESS_KEY",
+    "AWS_SESSION_TOKEN",
+    "AWS_BEARER_TOKEN_BEDROCK",
+    "AZURE_AD_TOKEN",
+)
+"""Other credential variables litellm reads (Bedrock, Azure): named otherwise."""
 
 _MARKER = re.compile(r"\[masked: ([A-Za-z_][A-Za-z0-9_]*)\]")
 

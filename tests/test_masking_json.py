@@ -175,3 +175,16 @@ async def test_print_mode_masks_a_key_a_server_error_or_a_tool_line_quotes(
     assert key not in out.getvalue() and key not in err.getvalue()
     assert "Incorrect API key provided: [masked: OPENAI_API_KEY]" in err.getvalue()
     assert '"k": "[masked: OPENAI_API_KEY]"' in out.getvalue()
+
+
+@pytest.mark.parametrize(
+    "name", ["HF_TOKEN", "GITHUB_TOKEN", "AWS_BEARER_TOKEN_BEDROCK", "AZURE_CLIENT_SECRET"]
+)
+def test_the_tokens_litellm_reads_for_other_providers_are_masked(
+    name: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A model such as `huggingface/...` with no `api_key_env` makes litellm read these itself.
+    monkeypatch.setenv(name, "credential-value-0123456789")
+    masking.refresh()
+
+    assert masking.mask("use credential-value-0123456789") == f"use [masked: {name}]"
