@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from kode_tui.soul.llm.scripted import ScriptedProvider
+from kode_tui.ui.widgets.approval import ApprovalPanel
 from kode_tui.wire import WireBus
 from kode_tui.wire import events as ev
 from tests.test_ui_approval import ApprovalHost
@@ -126,3 +127,19 @@ async def test_in_the_app_the_panel_shows_a_commands_end_and_a_cut_diffs_note(
         assert POINT in rows_joined(shown)
     else:
         assert "… d for the full diff" in shown
+
+
+@pytest.mark.parametrize("space", [" ", "\u00a0", "\u3000", "\u2007"])
+async def test_the_full_view_counts_a_run_of_any_kind_of_space(space: str) -> None:
+    bus = WireBus()
+    app = ApprovalHost(bus)
+    async with app.run_test(size=(100, 30)) as pilot:
+        app.query_one(ApprovalPanel).key_delay_s = 0
+        bus.send(shell("echo hi" + space * 300 + "; " + POINT))
+        await pilot.pause()
+        await pilot.press("d")
+        await pilot.pause()
+        shown = terminal_text(app)
+
+    assert "⟨300 spaces" in shown
+    assert POINT in rows_joined(shown)

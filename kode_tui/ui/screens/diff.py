@@ -118,7 +118,9 @@ def render_block(block: DisplayBlock, *, line_numbers: bool = True) -> Content:
     return Content("")
 
 
-_SPACE_RUN = re.compile(" {8,}")
+_SPACE_RUN = re.compile("[ \u00a0\u1680\u2000-\u200a\u202f\u205f\u3000]{8,}")
+"""A run of spaces, no-break and wide ones too (any of them pushes the rest of a line out of
+sight as well as a plain space does)."""
 
 
 def command_lines(command: str, *, max_chars: int | None = None) -> list[Content]:
@@ -175,7 +177,9 @@ def command_text(line: str) -> str:
 
 
 def _counted_spaces(match: re.Match[str]) -> str:
-    return f" ⟨{len(match.group())} spaces⟩ "
+    run = match.group()
+    plain = "" if run.strip(" ") == "" else " (not all plain)"
+    return f" ⟨{len(run)} spaces{plain}⟩ "
 
 
 def command_warnings(command: str) -> list[str]:
