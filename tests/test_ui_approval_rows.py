@@ -143,3 +143,23 @@ async def test_the_full_view_counts_a_run_of_any_kind_of_space(space: str) -> No
 
     assert "⟨300 spaces" in shown
     assert POINT in rows_joined(shown)
+
+
+async def test_every_text_of_a_request_shows_escapes_visibly() -> None:
+    request = shell(f"echo hi\x1b[8m; {POINT}", scope="exactly\x1b[8m this")
+    request = request.model_copy(
+        update={
+            "action": "run\x1b]0;x\x07 command",
+            "tool_name": "Sh\x1b[8mell",
+            "always_ask": "protected\x1b[8m file",
+        }
+    )
+    bus = WireBus()
+    app = ApprovalHost(bus)
+    async with app.run_test(size=(140, 40)) as pilot:
+        bus.send(request)
+        await pilot.pause()
+        shown = terminal_text(app)
+
+    assert_nothing_raw(shown)
+    assert "⚠ protected␛[8m file: asks every time" in shown

@@ -234,7 +234,7 @@ A tool call waits for your answer.
                 action, ("  ⚠ outside the working directory", "bold $text-warning")
             )
         if request.always_ask:
-            warning = f"  ⚠ {request.always_ask}: asks every time"
+            warning = f"  ⚠ {visible(request.always_ask, multiline=False)}: asks every time"
             action = Content.assemble(action, (warning, "bold $text-warning"))
         self.query_one("#approval-action", Static).update(action)
         self._show_excerpt()
