@@ -462,9 +462,9 @@ def _subject(request: ApprovalRequest) -> str:
 
 
 def _excerpt(request: ApprovalRequest, room: int = EXCERPT_LINES, width: int = 0) -> Content:
-    """The start of the request's diffs and commands in about `room` lines (a command's
-    warnings come on top); a command's lines are counted in the rows they take at `width`
-    (0: unknown, a line is a row)."""
+    """The start of the request's diffs and commands in about `room` rows (a command's
+    warnings come on top), lines counted in the rows they wrap onto at `width` (0: unknown, a
+    line is a row)."""
     diffs = [block for block in request.display if isinstance(block, DiffBlock)]
     parts: list[Content] = []
     # A diff cut short ends with a note saying so: its row is kept from the start, or the
