@@ -163,3 +163,26 @@ async def test_every_text_of_a_request_shows_escapes_visibly() -> None:
 
     assert_nothing_raw(shown)
     assert "⚠ protected␛[8m file: asks every time" in shown
+
+
+async def test_the_full_view_of_a_huge_command_is_built_in_pieces_and_reaches_its_end() -> None:
+    from textual.widgets import Static
+
+    bus = WireBus()
+    app = ApprovalHost(bus)
+    async with app.run_test(size=(100, 30)) as pilot:
+        app.query_one(ApprovalPanel).key_delay_s = 0
+        bus.send(shell("echo hi\n" * 3000 + POINT))
+        await pilot.pause()
+        await pilot.press("d")
+        await pilot.pause()
+        # Textual renders (and wraps, to lay out) a widget whole: pieces keep a 50,000-line
+        # command from freezing the screen for seconds when it opens.
+        pieces = list(app.screen.query(".diff-text").results(Static))
+        await pilot.press("end")
+        await pilot.pause()
+        shown = terminal_text(app)
+
+    assert len(pieces) > 1
+    assert all(str(piece.render()).count("\n") < 1000 for piece in pieces)
+    assert POINT in shown

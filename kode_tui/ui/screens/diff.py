@@ -267,6 +267,9 @@ class ScrollDialog(ModalScreen[None]):
         self.dismiss(None)
 
 
+_PIECE_LINES = 1000
+
+
 class DiffScreen(ScrollDialog):
     """The full diffs (with line numbers) or commands of a tool call; Esc or q closes it."""
 
@@ -291,6 +294,11 @@ The complete change a tool call would make. Scroll with the arrows, PgUp/PgDn or
             heading = block_title(block)
             if heading and (len(shown) > 1 or isinstance(block, DiffBlock)):
                 yield Static(Content(heading), classes="dialog-heading")
-            yield Static(content, classes="dialog-text diff-text")
+            # In pieces: Textual renders a widget whole, and only the pieces in view are
+            # rendered, so a command or a file of 50,000 lines opens at once, not in seconds.
+            lines = content.split("\n")
+            for start in range(0, len(lines), _PIECE_LINES):
+                piece = Content("\n").join(lines[start : start + _PIECE_LINES])
+                yield Static(piece, classes="dialog-text diff-text")
         if not shown:
             yield Static(Content.styled("Nothing to show.", "$text-muted"))
