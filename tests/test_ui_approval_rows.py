@@ -186,3 +186,22 @@ async def test_the_full_view_of_a_huge_command_is_built_in_pieces_and_reaches_it
     assert len(pieces) > 1
     assert all(str(piece.render()).count("\n") < 1000 for piece in pieces)
     assert POINT in shown
+
+
+def test_the_panel_renders_only_the_lines_it_shows_of_a_huge_command(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from kode_tui.ui.widgets import approval
+
+    rendered: list[int] = []
+    real = approval.command_line
+
+    def counted(line: str, number: int, count: int, *, max_chars: int | None = None) -> object:
+        rendered.append(number)
+        return real(line, number, count, max_chars=max_chars)
+
+    monkeypatch.setattr(approval, "command_line", counted)
+    excerpt = approval._excerpt(shell("echo hi\n" * 100_000 + POINT), 12, 100)
+
+    assert POINT in excerpt.plain and "more lines" in excerpt.plain
+    assert len(rendered) <= 2 * approval.EXCERPT_LINES  # not 100,001 lines for a 12-row panel

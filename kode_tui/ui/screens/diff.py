@@ -130,23 +130,28 @@ def command_lines(command: str, *, max_chars: int | None = None) -> list[Content
     its end and how many characters lie between (`max_chars` counts terminal cells: a wide
     character takes two, and the panel that cuts a line counts the rows it wraps onto)."""
     lines = command.split("\n")
-    shown: list[Content] = []
-    for number, line in enumerate(lines):
-        text = command_text(line)
-        parts: list[tuple[str, str]] = [("$ " if number == 0 else "  ", "$text-muted")]
-        if max_chars is not None and cell_len(text) > max_chars:
-            # Half and half: the end of a line is where a long command would hide its point.
-            head = _cells(text, max_chars // 2)
-            tail = _cells(text[::-1], max_chars // 2)[::-1]
-            between = len(text) - len(head) - len(tail)
-            parts += [(head, "bold"), (f" ⋯ {between} more characters ⋯ ", "italic $text-warning")]
-            parts.append((tail, "bold"))
-        else:
-            parts.append((text, "bold"))
-        if number < len(lines) - 1:
-            parts.append((" ↵", "$text-warning"))
-        shown.append(Content.assemble(*parts))
-    return shown
+    return [
+        command_line(line, number, len(lines), max_chars=max_chars)
+        for number, line in enumerate(lines)
+    ]
+
+
+def command_line(line: str, number: int, count: int, *, max_chars: int | None = None) -> Content:
+    """Line `number` (from 0) of a command of `count` lines, as `command_lines` shows it."""
+    text = command_text(line)
+    parts: list[tuple[str, str]] = [("$ " if number == 0 else "  ", "$text-muted")]
+    if max_chars is not None and cell_len(text) > max_chars:
+        # Half and half: the end of a line is where a long command would hide its point.
+        head = _cells(text, max_chars // 2)
+        tail = _cells(text[::-1], max_chars // 2)[::-1]
+        between = len(text) - len(head) - len(tail)
+        parts += [(head, "bold"), (f" ⋯ {between} more characters ⋯ ", "italic $text-warning")]
+        parts.append((tail, "bold"))
+    else:
+        parts.append((text, "bold"))
+    if number < count - 1:
+        parts.append((" ↵", "$text-warning"))
+    return Content.assemble(*parts)
 
 
 def shorten_line(text: str, max_cells: int) -> str:

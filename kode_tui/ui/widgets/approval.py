@@ -22,7 +22,7 @@ from kode_tui.safetext import visible
 from kode_tui.ui.screens.diff import (
     DiffLine,
     DiffScreen,
-    command_lines,
+    command_line,
     command_text,
     command_warnings,
     diff_lines,
@@ -535,8 +535,9 @@ def _command_excerpt(command: str, room: int, width: int = 0) -> list[Content]:
     # cells are the margin, the `↵` and the note of how much was cut.
     line_rows = max(2 if room >= 5 else 1, room // 4)
     line_cells = LINE_CHARS if width <= 0 else min(LINE_CHARS, width * line_rows - 32)
-    rendered = command_lines(command, max_chars=max(line_cells, 16))
-    lines: list[Content] = rendered[:1]
+    max_chars = max(line_cells, 16)
+    # Lines are rendered only when shown or measured: a command of 100,000 lines shows at once.
+    entries: list[int | Content] = [0]  # a line's index, or the note of a run of empty lines
     index = 1
     while index < len(raw):
         end = index
@@ -544,30 +545,46 @@ def _command_excerpt(command: str, room: int, width: int = 0) -> list[Content]:
             end += 1
         if end - index >= 2:
             # `index` .. `end - 1` are empty and each ends with a line break.
-            lines.append(Content.styled(f"  ⋮ {end - index} empty lines ↵", "italic $text-warning"))
+            note = f"  ⋮ {end - index} empty lines ↵"
+            entries.append(Content.styled(note, "italic $text-warning"))
             index = end
             continue
-        lines.append(rendered[index])
+        entries.append(index)
         index += 1
-    rows = [_rows(line, width) for line in lines]
-    if sum(rows) <= room:
-        return lines
+    shown: dict[int, tuple[Content, int]] = {}
+
+    def line(position: int) -> tuple[Content, int]:
+        """The entry at `position` as shown, and the rows it takes."""
+        if position not in shown:
+            entry = entries[position]
+            if isinstance(entry, int):
+                entry = command_line(raw[entry], entry, len(raw), max_chars=max_chars)
+            shown[position] = (entry, _rows(entry, width))
+        return shown[position]
+
+    count = len(entries)
+    if count <= room and sum(line(n)[1] for n in range(count)) <= room:
+        return [line(n)[0] for n in range(count)]
     # The first line, then as many of the last `TAIL_LINES` as fit, then more first lines.
-    budget = room - 1 - rows[0]  # a row for the marker
+    budget = room - 1 - line(0)[1]  # a row for the marker
     tail = 0
-    while tail < min(TAIL_LINES, len(lines) - 1) and rows[-1 - tail] <= budget:
-        budget -= rows[-1 - tail]
+    while tail < min(TAIL_LINES, count - 1) and line(count - 1 - tail)[1] <= budget:
+        budget -= line(count - 1 - tail)[1]
         tail += 1
     tail = max(tail, 1)
     head = 1
-    while head < len(lines) - tail and rows[head] <= budget:
-        budget -= rows[head]
+    while head < count - tail and line(head)[1] <= budget:
+        budget -= line(head)[1]
         head += 1
-    left_out = len(lines) - head - tail
+    left_out = count - head - tail
     marker = Content.styled(
         f"  ⋮ {left_out} more lines · d shows the whole command", "italic $text-warning"
     )
-    return [*lines[:head], marker, *lines[-tail:]]
+    return [
+        *(line(n)[0] for n in range(head)),
+        marker,
+        *(line(n)[0] for n in range(count - tail, count)),
+    ]
 
 
 def _rows(line: Content, width: int) -> int:
