@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING
 from kode_tui import __version__
 from kode_tui.errors import ConfigError
 from kode_tui.fsutil import FILE_MODE, make_private_dir
-from kode_tui.masking import MaskingFormatter
+from kode_tui.masking import MaskingFormatter, mask
 from kode_tui.paths import Paths, canonical
 from kode_tui.safetext import visible
 
@@ -106,7 +106,8 @@ def main(argv: list[str] | None = None) -> int:
         # The app reads the config itself, after its first frame.
         return asyncio.run(_run_app(args, work_dir))
     except (UserError, ConfigError) as error:
-        print(f"kode-tui: {visible(str(error), multiline=False)}", file=sys.stderr)
+        # A config error quotes the value it rejects: a key put in the wrong place, say.
+        print(f"kode-tui: {visible(mask(str(error)), multiline=False)}", file=sys.stderr)
         return 2
     except OSError as error:
         # A folder we cannot create or read: the system's own sentence says what and where.
@@ -115,6 +116,13 @@ def main(argv: list[str] | None = None) -> int:
         return 1
     except KeyboardInterrupt:
         return 130
+    except Exception as error:
+        # Python's own report would write the message raw (model text may hold escape
+        # sequences) and unmasked; the log keeps the traceback, masked.
+        log.exception("unexpected error")
+        shown = visible(mask(f"{type(error).__name__}: {error}"), multiline=False)
+        print(f"kode-tui: unexpected error: {shown} (details in the log)", file=sys.stderr)
+        return 1
 
 
 def _config_file(args: argparse.Namespace) -> Path | None:

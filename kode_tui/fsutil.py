@@ -14,7 +14,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from kode_tui.masking import mask
+from kode_tui.masking import mask_bytes, mask_json
 
 DIR_MODE = 0o700
 FILE_MODE = 0o600
@@ -72,7 +72,10 @@ def atomic_write_bytes(path: Path, data: bytes) -> None:
 
 def atomic_write_json(path: Path, obj: Any) -> None:
     """Replace `path` with `obj` as JSON, API keys masked (state.json, kode.json)."""
-    atomic_write_bytes(path, (mask(json.dumps(obj, ensure_ascii=False, indent=2)) + "\n").encode())
+    # Masked before it is encoded: a replacement in the encoded text could break an escape.
+    atomic_write_bytes(
+        path, (json.dumps(mask_json(obj), ensure_ascii=False, indent=2) + "\n").encode()
+    )
 
 
 def append_line(path: Path, line: str) -> None:
@@ -81,7 +84,7 @@ def append_line(path: Path, line: str) -> None:
     fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_APPEND, FILE_MODE)
     try:
         size = os.fstat(fd).st_size
-        data = (mask(line) + "\n").encode()
+        data = mask_bytes((line + "\n").encode())  # masked inside its JSON strings
         if size and os.pread(fd, 1, size - 1) != b"\n":
             # A torn last line (a crash; a cut that failed too) must not swallow this one.
             data = b"\n" + data

@@ -1,7 +1,8 @@
 """Masking the values of API keys in everything kode-tui sends or writes (DESIGN.md §13).
 
-The secrets are the values of the credential variables kode-tui knows: every `*_API_KEY` and
-`*_AUTH_TOKEN` in the environment (the providers' keys, ANTHROPIC_AUTH_TOKEN, GOOGLE_API_KEY),
+The secrets are the values of the credential variables kode-tui knows: every `*_API_KEY`,
+`*_TOKEN`, `*_SECRET` and `*_SECRET_KEY` in the environment (the providers' keys,
+ANTHROPIC_AUTH_TOKEN, GOOGLE_API_KEY, the tokens litellm reads for other providers),
 the cloud credentials litellm reads (`CREDENTIAL_VARS`), each configured model's `api_key_env`
 (`watch_env`) and values handed to `register`. Values shorter than `MIN_LENGTH` are ignored:
 masking `true` or a port number everywhere would mangle ordinary text.
@@ -33,10 +34,18 @@ from typing import Any, TypeVar
 from pydantic import BaseModel
 
 MIN_LENGTH = 8
-KEY_SUFFIXES = ("_API_KEY", "_AUTH_TOKEN")
-"""Variables named so hold credentials: OPENAI_API_KEY, ANTHROPIC_AUTH_TOKEN, GOOGLE_API_KEY..."""
-CREDENTIAL_VARS = ("AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN", "AZURE_AD_TOKEN")
-"""Other credential variables litellm reads (Bedrock, Azure)."""
+KEY_SUFFIXES = ("_API_KEY", "_TOKEN", "_SECRET", "_SECRET_KEY")
+"""Variables named so hold credentials: OPENAI_API_KEY, ANTHROPIC_AUTH_TOKEN, GOOGLE_API_KEY,
+and those litellm reads for other providers (HF_TOKEN, GITHUB_TOKEN, DATABRICKS_TOKEN,
+AZURE_CLIENT_SECRET...) when a model names no `api_key_env`. Not `*_PASSWORD`: a development
+setup's `POSTGRES_PASSWORD=postgres` would mask a common word everywhere."""
+CREDENTIAL_VARS = (
+    "AWS_SECRET_ACCESS_KEY",
+    "AWS_SESSION_TOKEN",
+    "AWS_BEARER_TOKEN_BEDROCK",
+    "AZURE_AD_TOKEN",
+)
+"""Other credential variables litellm reads (Bedrock, Azure): named otherwise."""
 
 _MARKER = re.compile(r"\[masked: ([A-Za-z_][A-Za-z0-9_]*)\]")
 
@@ -57,6 +66,9 @@ class _Table:
     text_needles: tuple[str, ...]
     """Each form of each value, longest first."""
     byte_needles: tuple[bytes, ...]
+    json_needles: tuple[bytes, ...]
+    """Each form as a JSON line spells it: once (a string) or twice (JSON in a string, a tool
+    call's arguments) escaped."""
     replace_text: Callable[[str], str]
     """Replaces every needle found by its marker."""
     replace_bytes: Callable[[bytes], bytes]
@@ -79,10 +91,12 @@ def _build(values: Mapping[str, str]) -> _Table:
     byte_names = {form.encode(): text_names[form].encode() for form in needles}
     text_pattern = re.compile("|".join(map(re.escape, needles)))
     byte_pattern = re.compile(b"|".join(map(re.escape, byte_names)))
+    in_json = {twice.encode() for form in needles for twice in _forms(form)}
     return _Table(
         values=dict(values),
         text_needles=tuple(needles),
         byte_needles=tuple(byte_names),
+        json_needles=tuple(in_json),
         replace_text=partial(text_pattern.sub, lambda found: text_names[found.group()]),
         replace_bytes=partial(byte_pattern.sub, lambda found: byte_names[found.group()]),
     )
@@ -168,12 +182,48 @@ def mask(text: str) -> str:
 
 
 def mask_bytes(data: bytes) -> bytes:
-    """`data` (UTF-8, e.g. JSON lines) with every secret replaced by its marker."""
+    """`data` (UTF-8 lines, JSON lines above all) with every secret replaced by its marker.
+
+    A line that is JSON is masked inside the strings it holds and written again, so it stays
+    the JSON it was: replacing bytes could stop inside an escape (a key ending with `\\`, met
+    before a `"`) and leave a line no reader can parse, a record lost. Other lines are masked
+    as text."""
     table = _SECRETS.table()
-    for needle in table.byte_needles:
-        if needle in data:
-            return table.replace_bytes(data)
-    return data
+    if not any(needle in data for needle in table.json_needles):
+        return data
+    return b"\n".join(
+        _mask_line(line, table) if any(needle in line for needle in table.json_needles) else line
+        for line in data.split(b"\n")
+    )
+
+
+def _mask_line(line: bytes, table: _Table) -> bytes:
+    try:
+        value = json.loads(line)
+    except ValueError:  # not JSON (nor UTF-8): the secret's forms as text
+        return table.replace_bytes(line)
+    masked = _mask_json(value, table)
+    try:
+        return json.dumps(masked, ensure_ascii=False).encode()
+    except UnicodeEncodeError:  # a lone surrogate the line held escaped: escaped it stays
+        return json.dumps(masked).encode()
+
+
+def mask_json(value: Any) -> Any:
+    """`value`, what `json.loads` gives (dicts, lists, strings...), with every secret masked in
+    its strings, the keys of its dicts too: masked before it is encoded, it encodes to valid
+    JSON (state.json, kode.json)."""
+    return _mask_json(value, _SECRETS.table())
+
+
+def _mask_json(value: Any, table: _Table) -> Any:
+    if isinstance(value, str):
+        return _mask_text(value, table)
+    if isinstance(value, list | tuple):
+        return [_mask_json(item, table) for item in value]
+    if isinstance(value, dict):
+        return {_mask_json(k, table): _mask_json(v, table) for k, v in value.items()}
+    return value
 
 
 def _mask_text(text: str, table: _Table) -> str:

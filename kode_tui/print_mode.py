@@ -6,7 +6,9 @@ Approvals are rejected unless `--yolo` (or the configured approval mode lets the
 The exit status is 0 when the turn finished, 1 when it failed or stopped, 130 on Ctrl+C.
 
 Nothing the model, a tool or a file says reaches the terminal as it is: control characters and
-escape sequences are shown as `kode_tui.safetext.visible` shows them (`␛[8m`).
+escape sequences are shown as `kode_tui.safetext.visible` shows them (`␛[8m`). Nor does an API
+key: stdout and stderr often end up in a CI log, and a server's error message may quote the key
+it was given; both are masked as the session files are (`kode_tui.masking`).
 
 When a step's model call fails midway and is tried again, what that attempt said is void. On a
 terminal it has been seen already: the note on stderr says so and the new attempt starts on a
@@ -21,6 +23,7 @@ import sys
 from typing import TextIO
 
 from kode_tui.config import Config, ModelChoice
+from kode_tui.masking import mask
 from kode_tui.safetext import visible
 from kode_tui.session import Context, Session
 from kode_tui.soul.agent import open_agent
@@ -116,7 +119,7 @@ class PrintView:
 
     def _write(self, text: str) -> None:
         if text:
-            self._out.write(visible(text))
+            self._out.write(visible(mask(text)))
             self._out.flush()
             self._at_line_start = text.endswith("\n")
 
@@ -139,7 +142,7 @@ class PrintView:
 
 def note(err: TextIO, text: str) -> None:
     """Write `text` to stderr as one line, `kode-tui: ...`, whatever characters it holds."""
-    err.write(f"kode-tui: {visible(text, multiline=False)}\n")
+    err.write(f"kode-tui: {visible(mask(text), multiline=False)}\n")
     err.flush()
 
 
@@ -238,7 +241,7 @@ async def _command(soul: KodeSoul, line: str, out: TextIO, err: TextIO) -> int:
             err.write("kode-tui: /context takes no argument but `refresh`.\n")
             return 2
         # The system prompt holds the project's files (README.md, AGENTS.md) as they are.
-        out.write(visible(format_report(await soul.context_report())))
+        out.write(visible(mask(format_report(await soul.context_report()))))
         return 0
     note(err, f"unknown command {name}; print mode knows {', '.join(COMMANDS)}.")
     return 2

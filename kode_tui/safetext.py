@@ -34,12 +34,15 @@ _ALWAYS = (
     "\u00ad"  # soft hyphen: invisible on most terminals
     "\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069"  # bidirectional marks and controls
     "\u115f\u1160\u3164\uffa0"  # Hangul fillers: letters that show as nothing
-    "\u180e\u200b\u2060-\u2064\u206a-\u206f\ufeff"  # zero-width and invisible format characters
+    "\u180e\u200b\u2060-\u206f\ufeff"  # zero-width and invisible format characters
+    # The rest of Unicode's default-ignorable characters: a terminal draws them as nothing.
+    "\u034f\u17b4\u17b5\u180b-\u180f\ufff0-\ufff8\U0001bca0-\U0001bca3\U0001d173-\U0001d17a"
     "\u2028\u2029"  # line and paragraph separators: Python splits lines there, terminals do not
     "\ud800-\udfff"  # lone surrogates: not text, and they cannot be encoded
     "\ufff9-\ufffb"  # interlinear annotation
-    "\U000e0000-\U000e007f"  # tag characters ("ASCII smuggling")
-    "\U000e0100-\U000e01ef"  # variation selectors 17-256 (data hidden after an emoji)
+    # Tag characters ("ASCII smuggling"), variation selectors 17-256 (data hidden after an
+    # emoji) and the unassigned rest of the plane's first block: all default-ignorable.
+    "\U000e0000-\U000e0fff"
 )
 _HIDDEN = re.compile(f"[{_ALWAYS}]")
 _MULTILINE = re.compile(f"\r\n|[{_ALWAYS}]")

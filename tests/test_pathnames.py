@@ -25,6 +25,9 @@ NAMES = [
     b"line\nfeed",  # control characters: escaped, so a listing keeps one name a line
     b"\x1b[8mhidden\x7f\ttab",
     b"\\x0a",  # a real backslash that reads like an escaped line feed
+    b"evil\nrm -rf ~",  # a line feed: one name, not two lines of a listing
+    b"tab\tesc\x1b[8mdel\x7f",
+    b"caf\\x0a",  # a real backslash before what reads like an escaped line feed
 ]
 
 
@@ -42,6 +45,14 @@ def test_different_names_are_never_shown_alike() -> None:
     assert escape_name(b"caf\xe9.txt") == "caf\\xe9.txt"
     assert escape_name(b"caf\\xe9.txt") == "caf\\x5cxe9.txt"
     assert escape_name(b"back\\slash") == "back\\slash"  # no escape unless it could mislead
+
+
+def test_a_name_holding_control_characters_is_one_line_of_printable_text() -> None:
+    assert escape_name(b"evil\nrm -rf ~") == "evil\\x0arm -rf ~"
+    assert escape_name("a\x1b[8m\tb") == "a\\x1b[8m\\x09b"
+    assert unescape_name("evil\\x0arm") == "evil\nrm"
+    assert unescape_name("nul\\x00") == "nul\\x00"  # no name holds a NUL: left as typed
+    assert escape_name(b"caf\\x0a") == "caf\\x5cx0a"
 
 
 def test_scrub_leaves_text_alone_and_shows_surrogates() -> None:

@@ -61,3 +61,40 @@ def test_visible_model_makes_every_nested_string_visible_and_keeps_clean_models(
 
     message = visible_model(Message(role="user", content=[TextPart(text="x\x07")]))
     assert message.text == "x␇"
+
+
+# Unicode's Default_Ignorable_Code_Point (DerivedCoreProperties.txt): characters a terminal
+# draws as nothing, so text holding them can look like other text.
+_DEFAULT_IGNORABLE = [
+    (0x00AD, 0x00AD),
+    (0x034F, 0x034F),
+    (0x061C, 0x061C),
+    (0x115F, 0x1160),
+    (0x17B4, 0x17B5),
+    (0x180B, 0x180F),
+    (0x200B, 0x200F),
+    (0x202A, 0x202E),
+    (0x2060, 0x206F),
+    (0x3164, 0x3164),
+    (0xFE00, 0xFE0F),
+    (0xFEFF, 0xFEFF),
+    (0xFFA0, 0xFFA0),
+    (0xFFF0, 0xFFF8),
+    (0x1BCA0, 0x1BCA3),
+    (0x1D173, 0x1D17A),
+    (0xE0000, 0xE0FFF),
+]
+_NEEDED = {0x200C, 0x200D, *range(0xFE00, 0xFE10)}
+"""Joiners and the first variation selectors: emoji and several scripts are drawn with them."""
+
+
+def test_every_character_a_terminal_draws_as_nothing_is_shown_but_joiners() -> None:
+    hidden = [
+        chr(code)
+        for first, last in _DEFAULT_IGNORABLE
+        for code in range(first, last + 1)
+        if code not in _NEEDED and not has_hidden(chr(code))
+    ]
+    assert hidden == []
+    for code in _NEEDED:
+        assert visible(chr(code)) == chr(code)

@@ -18,6 +18,7 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING, ClassVar
 
+from rich.segment import Segment, Segments
 from textual import on, work
 from textual.app import App, SystemCommand
 from textual.binding import Binding, BindingType
@@ -26,6 +27,7 @@ from textual.notifications import SeverityLevel
 from textual.screen import Screen
 from textual.worker import Worker, WorkerState
 
+from kode_tui import masking
 from kode_tui.errors import ConfigError
 from kode_tui.paths import Paths, tilde
 from kode_tui.safetext import visible
@@ -396,6 +398,23 @@ class KodeApp(App[None]):
             timeout=timeout,
             markup=False,
         )
+
+    def _print_error_renderables(self) -> None:
+        # A crash report quotes exception messages and, Textual's traceback showing locals, the
+        # values of variables: text from a model or a file (escape sequences) and API keys.
+        # Only the report's own styling reaches the terminal; its text is made visible and
+        # masked, segment by segment (a string local is one segment).
+        console = self.error_console
+        self._exit_renderables[:] = [
+            Segments(
+                segment
+                if segment.control
+                else Segment(visible(masking.mask(segment.text)), segment.style)
+                for segment in console.render(renderable, console.options)
+            )
+            for renderable in self._exit_renderables
+        ]
+        super()._print_error_renderables()
 
     def _update_header(self) -> None:
         session = self.session

@@ -8,6 +8,7 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import ClassVar, Literal
 
+from rich.cells import cell_len
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Vertical, VerticalScroll
@@ -117,30 +118,61 @@ def render_block(block: DisplayBlock, *, line_numbers: bool = True) -> Content:
     return Content("")
 
 
-_SPACE_RUN = re.compile(" {8,}")
+_SPACE_RUN = re.compile("[ \u00a0\u1680\u2000-\u200a\u202f\u205f\u3000]{8,}")
+"""A run of spaces, no-break and wide ones too (any of them pushes the rest of a line out of
+sight as well as a plain space does)."""
 
 
 def command_lines(command: str, *, max_chars: int | None = None) -> list[Content]:
     """Every line of a shell command as it is shown: `$ ` before the first, `↵` where a line
     breaks, control characters visible, a long run of spaces counted instead of drawn (it could
     push the rest of the line out of sight); a line longer than `max_chars` shows its start and
-    its end and how many characters lie between."""
+    its end and how many characters lie between (`max_chars` counts terminal cells: a wide
+    character takes two, and the panel that cuts a line counts the rows it wraps onto)."""
     lines = command.split("\n")
-    shown: list[Content] = []
-    for number, line in enumerate(lines):
-        text = command_text(line)
-        parts: list[tuple[str, str]] = [("$ " if number == 0 else "  ", "$text-muted")]
-        if max_chars is not None and len(text) > max_chars:
-            head, tail = text[: max_chars * 2 // 3], text[-(max_chars // 3) :]
-            between = len(text) - len(head) - len(tail)
-            parts += [(head, "bold"), (f" ⋯ {between} more characters ⋯ ", "italic $text-warning")]
-            parts.append((tail, "bold"))
-        else:
-            parts.append((text, "bold"))
-        if number < len(lines) - 1:
-            parts.append((" ↵", "$text-warning"))
-        shown.append(Content.assemble(*parts))
-    return shown
+    return [
+        command_line(line, number, len(lines), max_chars=max_chars)
+        for number, line in enumerate(lines)
+    ]
+
+
+def command_line(line: str, number: int, count: int, *, max_chars: int | None = None) -> Content:
+    """Line `number` (from 0) of a command of `count` lines, as `command_lines` shows it."""
+    text = command_text(line)
+    parts: list[tuple[str, str]] = [("$ " if number == 0 else "  ", "$text-muted")]
+    if max_chars is not None and cell_len(text) > max_chars:
+        # Half and half: the end of a line is where a long command would hide its point.
+        head = _cells(text, max_chars // 2)
+        tail = _cells(text[::-1], max_chars // 2)[::-1]
+        between = len(text) - len(head) - len(tail)
+        parts += [(head, "bold"), (f" ⋯ {between} more characters ⋯ ", "italic $text-warning")]
+        parts.append((tail, "bold"))
+    else:
+        parts.append((text, "bold"))
+    if number < count - 1:
+        parts.append((" ↵", "$text-warning"))
+    return Content.assemble(*parts)
+
+
+def shorten_line(text: str, max_cells: int) -> str:
+    """`text` when it takes at most `max_cells` terminal cells, else its start and its end and
+    how many characters lie between (so that a long line says what it leaves out)."""
+    if cell_len(text) <= max_cells:
+        return text
+    head = _cells(text, max_cells // 2)
+    tail = _cells(text[::-1], max_cells // 2)[::-1]
+    return f"{head} ⋯ {len(text) - len(head) - len(tail)} more characters ⋯ {tail}"
+
+
+def _cells(text: str, cells: int) -> str:
+    """The start of `text` that takes at most `cells` terminal cells (and at most `4 * cells`
+    characters: a run of zero-width marks counts as cut, not as shown)."""
+    taken = 0
+    for index, character in enumerate(text[: cells * 4]):
+        taken += cell_len(character)
+        if taken > cells:
+            return text[:index]
+    return text[: cells * 4]
 
 
 def command_text(line: str) -> str:
@@ -150,7 +182,9 @@ def command_text(line: str) -> str:
 
 
 def _counted_spaces(match: re.Match[str]) -> str:
-    return f" ⟨{len(match.group())} spaces⟩ "
+    run = match.group()
+    plain = "" if run.strip(" ") == "" else " (not all plain)"
+    return f" ⟨{len(run)} spaces{plain}⟩ "
 
 
 def command_warnings(command: str) -> list[str]:
@@ -238,6 +272,9 @@ class ScrollDialog(ModalScreen[None]):
         self.dismiss(None)
 
 
+_PIECE_LINES = 1000
+
+
 class DiffScreen(ScrollDialog):
     """The full diffs (with line numbers) or commands of a tool call; Esc or q closes it."""
 
@@ -262,6 +299,11 @@ The complete change a tool call would make. Scroll with the arrows, PgUp/PgDn or
             heading = block_title(block)
             if heading and (len(shown) > 1 or isinstance(block, DiffBlock)):
                 yield Static(Content(heading), classes="dialog-heading")
-            yield Static(content, classes="dialog-text diff-text")
+            # In pieces: Textual renders a widget whole, and only the pieces in view are
+            # rendered, so a command or a file of 50,000 lines opens at once, not in seconds.
+            lines = content.split("\n")
+            for start in range(0, len(lines), _PIECE_LINES):
+                piece = Content("\n").join(lines[start : start + _PIECE_LINES])
+                yield Static(piece, classes="dialog-text diff-text")
         if not shown:
             yield Static(Content.styled("Nothing to show.", "$text-muted"))

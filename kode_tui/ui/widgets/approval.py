@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from itertools import islice
 from typing import ClassVar
 
-from rich.cells import cell_len
+from rich.cells import cell_len, set_cell_size
 from textual import on
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
@@ -20,12 +20,14 @@ from textual.widgets import Button, Input, Static
 
 from kode_tui.safetext import visible
 from kode_tui.ui.screens.diff import (
+    DiffLine,
     DiffScreen,
-    command_lines,
+    command_line,
     command_text,
     command_warnings,
     diff_lines,
     render_diff_lines,
+    shorten_line,
 )
 from kode_tui.wire import WireBus
 from kode_tui.wire.bus import Subscription
@@ -145,7 +147,10 @@ A tool call waits for your answer.
         self._subscription: Subscription[Event] | None = None
         self._previous_focus: Widget | None = None
         self._shown_at = 0.0
-        self._excerpt_room = 0
+        self._excerpt_room = (0, 0)
+        self._clipped_rows = 0
+        """Rows the panel's edge clipped off the excerpt of the request on show: taken off its
+        room (the panel's height is a share of what the screen's docks leave)."""
         self.key_delay_s = KEY_DELAY_S
         """How long after a request shows its keys start to count (the buttons count at once)."""
 
@@ -221,6 +226,7 @@ A tool call waits for your answer.
     def _show_current(self) -> None:
         request = self.current
         assert request is not None
+        self._clipped_rows = 0
         self._update_title()
         action = Content.styled(visible(request.action, multiline=False), "$text-muted")
         if request.outside_work_dir:
@@ -228,7 +234,7 @@ A tool call waits for your answer.
                 action, ("  ⚠ outside the working directory", "bold $text-warning")
             )
         if request.always_ask:
-            warning = f"  ⚠ {request.always_ask}: asks every time"
+            warning = f"  ⚠ {visible(request.always_ask, multiline=False)}: asks every time"
             action = Content.assemble(action, (warning, "bold $text-warning"))
         self.query_one("#approval-action", Static).update(action)
         self._show_excerpt()
@@ -260,14 +266,37 @@ A tool call waits for your answer.
         assert request is not None
         # The panel takes at most half the screen, and a short one clips the excerpt's end,
         # where a long command's last lines are: fit the excerpt to the room there is.
-        room = max(3, min(EXCERPT_LINES, self.screen.size.height // 2 - PANEL_LINES))
-        if again and room == self._excerpt_room:
-            return
-        self._excerpt_room = room
-        excerpt = _excerpt(request, room)
         display = self.query_one("#approval-display", Static)
+        # Long lines wrap: the excerpt counts rows, so it needs the width they wrap at (the
+        # screen's, less the borders and paddings, until the panel is laid out).
+        width = display.content_region.width or self.screen.size.width - 6
+        # A title or an action line that wraps takes rows from the excerpt.
+        above = sum(
+            _rows(static.visual, width + 2) - 1
+            for static in self.query("#approval-title, #approval-action").results(Static)
+            if isinstance(static.visual, Content)
+        )
+        room = max(3, min(EXCERPT_LINES, self.screen.size.height // 2 - PANEL_LINES - above))
+        room = max(3, room - self._clipped_rows)
+        if again and (room, width) == self._excerpt_room:
+            return
+        self._excerpt_room = (room, width)
+        excerpt = _excerpt(request, room, width)
         display.update(excerpt)
         display.display = bool(excerpt)
+        self.call_after_refresh(self._check_clipped)
+
+    def _check_clipped(self) -> None:
+        """Show a shorter excerpt when the panel's edge clips this one: what it would cut off
+        is its end, where a command's last lines and the note of what was left out are."""
+        if self.current is None or not self.has_class("-active"):
+            return
+        display = self.query_one("#approval-display", Static)
+        choices = self.query_one("#approval-choices")
+        clipped = display.region.bottom - choices.region.y
+        if display.display and clipped > 0 and self._excerpt_room[0] > 3:
+            self._clipped_rows += clipped
+            self._show_excerpt()
 
     def _fit_session_label(self) -> None:
         """Shorten the `a` label (the only long one) until the choices fit on their line."""
@@ -417,8 +446,8 @@ def _subject(request: ApprovalRequest) -> str:
         # A command shows whole in the body (and in the full view); the title only names it.
         lines = description.split("\n")
         first = command_text(lines[0].strip())
-        if len(first) > TITLE_CHARS:
-            first = first[: TITLE_CHARS - 1] + "…"
+        if cell_len(first) > TITLE_CHARS:  # cells: wide characters would wrap the title
+            first = set_cell_size(first, TITLE_CHARS - 1).rstrip() + "…"
         if len(lines) > 1:
             description = f"{first} … ({len(lines)} lines)" if first else f"({len(lines)} lines)"
         else:
@@ -432,36 +461,56 @@ def _subject(request: ApprovalRequest) -> str:
     return f"{tool}: {description}"
 
 
-def _excerpt(request: ApprovalRequest, room: int = EXCERPT_LINES) -> Content:
-    """The start of the request's diffs and commands in about `room` lines (a command's
-    warnings come on top)."""
+def _excerpt(request: ApprovalRequest, room: int = EXCERPT_LINES, width: int = 0) -> Content:
+    """The start of the request's diffs and commands in about `room` rows (a command's
+    warnings come on top), lines counted in the rows they wrap onto at `width` (0: unknown, a
+    line is a row)."""
     diffs = [block for block in request.display if isinstance(block, DiffBlock)]
     parts: list[Content] = []
-    lines_left = room
+    # A diff cut short ends with a note saying so: its row is kept from the start, or the
+    # panel's edge would clip the note and the cut would go unsaid.
+    lines_left = room - 1 if diffs else room
     truncated = False
     for block in request.display:
         if isinstance(block, DiffBlock):
             if len(diffs) > 1:
-                parts.append(Content.styled(visible(block.path, multiline=False), "bold"))
-                lines_left -= 1
+                heading = Content.styled(visible(block.path, multiline=False), "bold")
+                parts.append(heading)
+                lines_left -= _rows(heading, width)
             # One line more than fits tells whether there is more; a new file may be huge.
             lines = list(
-                islice(diff_lines(block.old_text, block.new_text, context=1), lines_left + 1)
+                islice(
+                    diff_lines(block.old_text, block.new_text, context=1), max(lines_left, 0) + 1
+                )
             )
-            shown = lines[:lines_left]
+            if width > 0:
+                # A long line wraps: at most two rows each, its start and its end shown.
+                lines = [
+                    replace(line, text=shorten_line(line.text, 2 * width - 4)) for line in lines
+                ]
+            shown: list[DiffLine] = []
+            for line in lines:
+                rows = _rows(render_diff_lines([line]), width)
+                if rows > lines_left:
+                    break
+                shown.append(line)
+                lines_left -= rows
             truncated = truncated or len(shown) < len(lines)
             if shown:
                 parts.append(render_diff_lines(shown))
             elif not lines:
                 parts.append(Content.styled("(no changes)", "$text-muted"))
-            lines_left -= len(shown)
         elif isinstance(block, ShellBlock):
-            warnings = command_warnings(block.command)
-            parts += [Content.styled(warning, "bold $text-warning") for warning in warnings]
+            warnings = [
+                Content.styled(warning, "bold $text-warning")
+                for warning in command_warnings(block.command)
+            ]
+            parts += warnings
+            lines_left -= sum(_rows(warning, width) for warning in warnings)
             # A command cut short says so in its own words (and keeps its last lines).
-            shown_command = _command_excerpt(block.command, max(3, lines_left - len(warnings)))
+            shown_command = _command_excerpt(block.command, max(3, lines_left), width)
             parts += shown_command
-            lines_left -= len(shown_command) + len(warnings)
+            lines_left -= sum(_rows(line, width) for line in shown_command)
         if lines_left <= 0:
             truncated = truncated or block is not request.display[-1]
             break
@@ -471,15 +520,24 @@ def _excerpt(request: ApprovalRequest, room: int = EXCERPT_LINES) -> Content:
     return Content("\n").join(parts)
 
 
-def _command_excerpt(command: str, room: int) -> list[Content]:
-    """The lines of a command the panel shows in `room` lines (at least 3).
+def _command_excerpt(command: str, room: int, width: int = 0) -> list[Content]:
+    """The lines of a command the panel shows in `room` rows (at least 3) of `width` cells.
 
-    Nothing goes unsaid: runs of empty lines become one line that counts them, and a command
-    still too long shows its first lines, how many follow, and its last `TAIL_LINES` lines.
+    Nothing goes unsaid: runs of empty lines become one line that counts them, a line that
+    would wrap onto more than its share of rows shows its start, its end and how much lies
+    between, and a command still too long shows its first lines, how many follow, and its last
+    `TAIL_LINES` lines. Rows, not lines, are counted: a long line wraps, and a panel that
+    counted it as one row would push the command's last lines out of sight.
     """
     raw = command.split("\n")
-    rendered = command_lines(command, max_chars=LINE_CHARS)
-    lines: list[Content] = rendered[:1]
+    # Each line at most a quarter of the rows, two when there is room for the first, the
+    # marker and the last (both cut halves must say something on a narrow screen); the 32
+    # cells are the margin, the `↵` and the note of how much was cut.
+    line_rows = max(2 if room >= 5 else 1, room // 4)
+    line_cells = LINE_CHARS if width <= 0 else min(LINE_CHARS, width * line_rows - 32)
+    max_chars = max(line_cells, 16)
+    # Lines are rendered only when shown or measured: a command of 100,000 lines shows at once.
+    entries: list[int | Content] = [0]  # a line's index, or the note of a run of empty lines
     index = 1
     while index < len(raw):
         end = index
@@ -487,20 +545,56 @@ def _command_excerpt(command: str, room: int) -> list[Content]:
             end += 1
         if end - index >= 2:
             # `index` .. `end - 1` are empty and each ends with a line break.
-            lines.append(Content.styled(f"  ⋮ {end - index} empty lines ↵", "italic $text-warning"))
+            note = f"  ⋮ {end - index} empty lines ↵"
+            entries.append(Content.styled(note, "italic $text-warning"))
             index = end
             continue
-        lines.append(rendered[index])
+        entries.append(index)
         index += 1
-    if len(lines) <= room:
-        return lines
-    tail = min(TAIL_LINES, room - 2)
-    head = room - tail - 1
-    left_out = len(lines) - head - tail
+    shown: dict[int, tuple[Content, int]] = {}
+
+    def line(position: int) -> tuple[Content, int]:
+        """The entry at `position` as shown, and the rows it takes."""
+        if position not in shown:
+            entry = entries[position]
+            if isinstance(entry, int):
+                entry = command_line(raw[entry], entry, len(raw), max_chars=max_chars)
+            shown[position] = (entry, _rows(entry, width))
+        return shown[position]
+
+    count = len(entries)
+    if count <= room and sum(line(n)[1] for n in range(count)) <= room:
+        return [line(n)[0] for n in range(count)]
+    # The first line, then as many of the last `TAIL_LINES` as fit, then more first lines.
+    budget = room - 1 - line(0)[1]  # a row for the marker
+    tail = 0
+    while tail < min(TAIL_LINES, count - 1) and line(count - 1 - tail)[1] <= budget:
+        budget -= line(count - 1 - tail)[1]
+        tail += 1
+    tail = max(tail, 1)
+    head = 1
+    while head < count - tail and line(head)[1] <= budget:
+        budget -= line(head)[1]
+        head += 1
+    left_out = count - head - tail
     marker = Content.styled(
         f"  ⋮ {left_out} more lines · d shows the whole command", "italic $text-warning"
     )
-    return [*lines[:head], marker, *lines[-tail:]]
+    return [
+        *(line(n)[0] for n in range(head)),
+        marker,
+        *(line(n)[0] for n in range(count - tail, count)),
+    ]
+
+
+def _rows(line: Content, width: int) -> int:
+    """The rows `line` takes when it wraps at `width` cells (one when the width is unknown):
+    counted by wrapping it, since a line broken at spaces takes more rows than its length says."""
+    if width <= 0:
+        return 1
+    if line.cell_length <= width:
+        return 1
+    return max(1, len(line.wrap(width)))  # wrapped at spaces, as the Static will
 
 
 if __name__ == "__main__":

@@ -507,13 +507,29 @@ def _visible_tokens(state: StateCore) -> None:
         stack += token.children or ()
 
 
+_WEB_LINK = re.compile(r"https?://", re.IGNORECASE)
+
+
 class AssistantBlock(Markdown):
     """The assistant's text of one step, as Markdown (streamed while it arrives)."""
 
     HELP = "The assistant's answer, shown as Markdown while it streams in."
 
     def __init__(self, markdown: str | None = None) -> None:
-        super().__init__(markdown, classes="block assistant", parser_factory=_markdown_parser)
+        super().__init__(
+            markdown, classes="block assistant", parser_factory=_markdown_parser, open_links=False
+        )
+
+    def on_markdown_link_clicked(self, event: Markdown.LinkClicked) -> None:
+        # The model wrote both the link and the text it shows: only a web address is opened
+        # (in the browser). A file, or a scheme that starts an application, is only named.
+        event.stop()
+        if _WEB_LINK.match(event.href):
+            self.app.open_url(event.href)
+        else:
+            self.notify(
+                f"Not opened (only web links open): {event.href}", severity="warning", markup=False
+            )
 
     def factory(self) -> BlockFactory:
         """Makes a fresh block showing the same; it holds the data, not this widget."""
