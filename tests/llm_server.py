@@ -31,6 +31,8 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from types import TracebackType
 from typing import Any, cast
 
+from kode_tui.config import ModelChoice
+
 Usage = tuple[int, int] | tuple[int, int, int] | dict[str, Any] | None
 """`(prompt, completion)`, `(prompt, completion, cached)`, a full usage object, or None (no
 usage chunk at all)."""
@@ -423,3 +425,15 @@ class _Handler(BaseHTTPRequestHandler):
         data = text.encode()
         self.wfile.write(f"{len(data):x}\r\n".encode() + data + b"\r\n")
         self.wfile.flush()
+
+
+def loopback_choice(server: LLMServer, key_env: str) -> ModelChoice:
+    """The model of a config that points litellm at `server`, its key in `key_env`."""
+    return ModelChoice(
+        name="loopback",
+        model="openai/test-model",
+        source="flag",
+        api_base=server.url,
+        api_key_env=key_env,
+        max_context_size=32_000,
+    )

@@ -6,6 +6,7 @@ import json
 from pathlib import Path
 
 from kode_tui.message import FunctionBody, Message, TextPart, ThinkPart, ToolCall
+from kode_tui.session import Session
 from kode_tui.session.context import Context
 
 
@@ -54,3 +55,13 @@ async def write_turns(context: Context, turns: int, *, start: int = 0) -> None:
             [assistant_with_tool_call(f"call_{turn}", "ls"), tool_result(f"call_{turn}", "a.py")]
         )
         await context.update_token_count(100 * turn + 90)
+
+
+async def session_with_turns(tmp_path: Path, turns: int) -> tuple[Path, Session]:
+    """A work dir `tmp_path/project` and a closed session of it holding `turns` turns."""
+    project = tmp_path / "project"
+    project.mkdir()
+    session = await Session.create(project)
+    async with Context(session.context_file) as context:
+        await write_turns(context, turns)
+    return project, session

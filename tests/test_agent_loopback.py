@@ -13,13 +13,13 @@ from typing import Any
 
 import pytest
 
-from kode_tui.config import Config, ModelChoice
+from kode_tui.config import Config
 from kode_tui.session import Session
 from kode_tui.soul.agent import Agent, open_agent
 from kode_tui.wire import events as ev
 from kode_tui.wire.events import read_wire
 
-from .llm_server import LLMServer
+from .llm_server import LLMServer, loopback_choice
 
 KEY_ENV = "KODE_TEST_LLM_KEY"
 KEY = "sk-test-not-a-secret-1234"
@@ -40,20 +40,9 @@ def project(tmp_path: Path) -> Path:
     return project
 
 
-def choice(server: LLMServer) -> ModelChoice:
-    return ModelChoice(
-        name="loopback",
-        model="openai/test-model",
-        source="flag",
-        api_base=server.url,
-        api_key_env=KEY_ENV,
-        max_context_size=32_000,
-    )
-
-
 async def start(project: Path, server: LLMServer) -> tuple[Agent, list[ev.Event]]:
     session = await Session.create(project)
-    agent = await open_agent(session, Config(), choice(server))
+    agent = await open_agent(session, Config(), loopback_choice(server, KEY_ENV))
     events: list[ev.Event] = []
 
     def watch(event: ev.Event) -> None:

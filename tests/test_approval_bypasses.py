@@ -359,3 +359,40 @@ async def test_a_variable_that_names_a_path_outside_asks_every_time(
     assert asker.asked[-1].scope_label == ""  # no session approval offered
     assert await asker.asks(attack)
     assert not scope_of("ls $PWD/src", work).outside
+
+
+@pytest.mark.parametrize("argument", ["A" * 300, "a/" * 3000 + "b", "loop/x"])
+async def test_an_argument_no_file_can_be_named_still_gets_an_approval(
+    tmp_path: Path, argument: str
+) -> None:
+    (tmp_path / "loop").symlink_to("loop")  # ELOOP
+    asker = Asker(tmp_path)
+    # ENAMETOOLONG and ELOOP from the protected-file check used to escape the approval check
+    # and end the turn with an error instead of a question.
+    assert await asker.asks(f"echo {argument}\nrm x")
+    assert "exactly this command" in asker.asked[-1].scope_label
+
+
+async def test_a_call_whose_approval_check_fails_asks_every_time_even_in_yolo(
+    tmp_path: Path,
+) -> None:
+    from kode_tui.message import FunctionBody, ToolCall
+    from kode_tui.tools.base import Permission
+    from kode_tui.tools.toolset import Toolset
+
+    class Broken(Shell):
+        async def permission(self, params: ShellParams, env: ToolEnv) -> Permission | None:
+            raise RuntimeError("a bug in the check")
+
+    toolset = Toolset([Broken()])
+    prepared = toolset.prepare(
+        ToolCall(id="c", function=FunctionBody(name="Shell", arguments='{"command": "rm -rf x"}'))
+    )
+    permission = await toolset.permission(prepared, ToolEnv(work_dir=tmp_path))
+
+    assert permission is not None and permission.asks_every_time
+    assert "rm -rf x" in permission.description
+    asker = Asker(tmp_path)
+    await asker.approval.set_mode("yolo")
+    await asker.approval.request("Shell", "c", permission)
+    assert asker.asked and not asker.asked[-1].scope_label

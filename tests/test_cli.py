@@ -14,7 +14,7 @@ from kode_tui import __version__
 from kode_tui.cli import main
 from kode_tui.session import Context, Session
 from tests.conftest import KIMI_FIXTURE
-from tests.session_helpers import write_turns
+from tests.session_helpers import session_with_turns, write_turns
 
 
 def run(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
@@ -61,11 +61,7 @@ async def test_list_sessions_shows_titles_newest_first(
 async def test_list_sessions_shows_a_hostile_title_visibly(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    project = tmp_path / "project"
-    project.mkdir()
-    session = await Session.create(project)
-    async with Context(session.context_file) as context:
-        await write_turns(context, 1)
+    project, session = await session_with_turns(tmp_path, 1)
     session.state.custom_title = "fix \x1b]0;pwned\x07 the \x1b[8mhidden\x9b bug\nline"
     session.save_state()
 

@@ -13,12 +13,12 @@ from typing import Any
 
 import pytest
 
-from kode_tui.config import Config, ModelChoice
+from kode_tui.config import Config
 from kode_tui.session import Session
 from kode_tui.soul.agent import open_agent
 from kode_tui.wire import events as ev
 
-from .llm_server import LLMServer
+from .llm_server import LLMServer, loopback_choice
 
 KEY_ENV = "KODE_TEST_LLM_KEY"
 MARKER = "MARKER-outside-the-work-dir"
@@ -41,20 +41,9 @@ def project(tmp_path: Path) -> Path:
     return project
 
 
-def choice(server: LLMServer) -> ModelChoice:
-    return ModelChoice(
-        name="loopback",
-        model="openai/test-model",
-        source="flag",
-        api_base=server.url,
-        api_key_env=KEY_ENV,
-        max_context_size=32_000,
-    )
-
-
 async def run_turn(project: Path, server: LLMServer, prompt: str) -> tuple[Any, list[ev.Event]]:
     session = await Session.create(project)
-    agent = await open_agent(session, Config(), choice(server))
+    agent = await open_agent(session, Config(), loopback_choice(server, KEY_ENV))
     events: list[ev.Event] = []
     agent.bus.subscribe(callback=events.append)
     result = await agent.soul.run(prompt)
@@ -156,7 +145,7 @@ async def test_an_approved_edit_of_a_name_that_is_not_utf8_is_asked_shown_and_lo
     server.reply_tool_calls([("call_e", "StrReplaceFile", json.dumps(edit))])
     server.reply_text("Done.")
     session = await Session.create(project)
-    agent = await open_agent(session, Config(), choice(server))
+    agent = await open_agent(session, Config(), loopback_choice(server, KEY_ENV))
     asked: list[str] = []
 
     def approve(event: ev.Event) -> None:

@@ -155,14 +155,9 @@ async def test_a_copy_already_made_is_not_made_again(
 async def test_continuing_a_session_on_a_full_disk_opens_it(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from kode_tui.session import Session
-    from tests.session_helpers import write_turns
+    from tests.session_helpers import session_with_turns
 
-    project = tmp_path / "project"
-    project.mkdir()
-    session = await Session.create(project)
-    async with Context(session.context_file) as context:
-        await write_turns(context, 1)
+    project, _ = await session_with_turns(tmp_path, 1)
     FullDisk(monkeypatch, ".tmp", room=0)  # kode.json (the last session) cannot be rewritten
 
     opened = await cli._open(cli.build_parser().parse_args(["-C", str(project)]), project)

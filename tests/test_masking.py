@@ -15,7 +15,7 @@ import pytest
 
 from kode_tui import masking
 from kode_tui.cli import _start_logging
-from kode_tui.config import API_KEY_ENV_VARS, Config, ModelChoice
+from kode_tui.config import API_KEY_ENV_VARS, Config
 from kode_tui.fsutil import append_line, atomic_write_bytes, atomic_write_json
 from kode_tui.message import Message, TextPart, ToolCall, UnknownPart
 from kode_tui.paths import Paths
@@ -24,7 +24,7 @@ from kode_tui.soul.agent import Agent, open_agent
 from kode_tui.soul.llm.litellm_provider import _OTHER_KEY_VARS
 from kode_tui.wire import events as ev
 
-from .llm_server import LLMServer
+from .llm_server import LLMServer, loopback_choice
 from .soul_helpers import call, make_rig
 
 VAR = "OPENAI_API_KEY"
@@ -56,14 +56,7 @@ def project(tmp_path: Path, key: str) -> Path:
 
 async def start(project: Path, server: LLMServer) -> tuple[Agent, list[ev.Event]]:
     session = await Session.create(project)
-    choice = ModelChoice(
-        name="loopback",
-        model="openai/test-model",
-        source="flag",
-        api_base=server.url,
-        api_key_env=VAR,
-        max_context_size=32_000,
-    )
+    choice = loopback_choice(server, VAR)
     agent = await open_agent(session, Config(), choice)
     events: list[ev.Event] = []
 

@@ -18,11 +18,11 @@ from typing import Any
 import pytest
 
 from kode_tui import cli
-from kode_tui.session import Context, Session
+from kode_tui.session import Session
 from kode_tui.soul.llm.scripted import ScriptedProvider
 from kode_tui.ui.widgets.prompt import PromptInput
 from tests.conftest import KIMI_FIXTURE
-from tests.session_helpers import write_turns
+from tests.session_helpers import session_with_turns
 
 from .ui_helpers import make_app, ready, screen_text
 
@@ -133,11 +133,7 @@ async def test_the_tui_shows_a_read_only_session_without_an_agent(
 async def test_a_read_only_session_found_by_id_opens_for_viewing_and_print_mode_refuses_it(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    project = tmp_path / "project"
-    project.mkdir()
-    session = await Session.create(project)
-    async with Context(session.context_file) as context:
-        await write_turns(context, 2)
+    project, session = await session_with_turns(tmp_path, 2)
     mount_read_only(session.dir, monkeypatch)
     before = snapshot(session.dir)
 
@@ -165,11 +161,7 @@ async def test_a_home_on_read_only_media_still_lists_and_shows_its_sessions(
 ) -> None:
     # The whole home read-only (a backup mounted to look at): the log file could not be
     # opened, and every command, --list-sessions included, stopped at that.
-    project = tmp_path / "project"
-    project.mkdir()
-    session = await Session.create(project)
-    async with Context(session.context_file) as context:
-        await write_turns(context, 1)
+    project, session = await session_with_turns(tmp_path, 1)
     mount_read_only(home, monkeypatch, code)
     logger = logging.getLogger("kode_tui")
     monkeypatch.setattr(logger, "handlers", list(logger.handlers))  # main() adds its own

@@ -36,6 +36,7 @@ it resolves (a symlink `notes -> .git/config` is a write to `.git/config`):
 
 from __future__ import annotations
 
+import errno
 import functools
 import itertools
 import os
@@ -152,9 +153,14 @@ def is_protected(path: Path, work_dir: Path) -> bool:
         return True
     real = Path(os.path.realpath(path))
     root = Path(os.path.realpath(work_dir))
-    if _protected_parts(_relative_parts(real, root)) or _replaces_a_program(real):
+    if _protected_parts(_relative_parts(real, root)):
         return True
-    return _in_a_git_dir(real, root)
+    try:
+        return _replaces_a_program(real) or _in_a_git_dir(real, root)
+    except OSError as error:
+        # A name no file can have (too long, a loop, a file used as a folder) cannot be written
+        # either; anything else the system will not let us look at asks, as protected.
+        return error.errno not in (errno.ENAMETOOLONG, errno.ELOOP, errno.ENOTDIR)
 
 
 def _replaces_a_program(real: Path) -> bool:

@@ -21,7 +21,7 @@ from kode_tui import masking
 from kode_tui.message import ContentPart, Message, TextPart, ToolCall, system
 from kode_tui.pathnames import escape_name, scrub_text
 from kode_tui.tools.base import Permission, Tool, ToolEnv, ToolError, ToolOutput
-from kode_tui.wire.events import DisplayBlock
+from kode_tui.wire.events import BriefBlock, DisplayBlock
 
 log = logging.getLogger(__name__)
 
@@ -118,6 +118,11 @@ class Toolset:
             permission = await prepared.tool.permission(prepared.params, env)
         except ToolError:
             return None  # nothing will happen: run() raises the same error for the model
+        except Exception as error:
+            # A bug, or a path the system refuses to look at: never a reason to let the call
+            # through unasked. It asks, showing the call as the model sent it.
+            log.exception("the approval check of %s failed", prepared.tool.name)
+            permission = _unchecked(prepared, error)
         return None if permission is None else _encodable_permission(permission)
 
     async def run(self, prepared: PreparedCall, env: ToolEnv) -> ToolOutput:
@@ -246,6 +251,22 @@ def _nul_field(value: object, where: str = "") -> str | None:
         if found is not None:
             return found
     return None
+
+
+def _unchecked(prepared: PreparedCall, error: Exception) -> Permission:
+    """The approval of a call whose own check failed: it asks every time, arguments shown."""
+    assert prepared.tool is not None
+    name = prepared.tool.name
+    arguments = prepared.call.function.arguments or "{}"
+    return Permission(
+        kind="other",
+        action=f"run {name}",
+        description=f"{name} {arguments}",
+        scope=f"unchecked:{name}",
+        scope_label="",
+        display=[BriefBlock(text=arguments)],
+        always_ask=f"kode-tui could not check this call ({type(error).__name__})",
+    )
 
 
 def _failed(call: ToolCall, message: str, brief: str) -> PreparedCall:
