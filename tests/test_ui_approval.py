@@ -125,7 +125,8 @@ async def test_no_warning_for_a_call_inside_the_work_dir() -> None:
     async with app.run_test() as pilot:
         bus.send(shell_request())
         await pilot.pause()
-        assert text(app, "#approval-action") == "run command"
+        # No warning; at 80 columns the scope moves from the `a` button to this line, whole.
+        assert text(app, "#approval-action") == "run command  · a covers git status"
         assert text(app, "#approval-display") == "$ git status --short"
         assert str(app.query_one("#approval-full-view", Button).label) == "d  full command"
 

@@ -205,3 +205,17 @@ def test_the_panel_renders_only_the_lines_it_shows_of_a_huge_command(
 
     assert POINT in excerpt.plain and "more lines" in excerpt.plain
     assert len(rendered) <= 2 * approval.EXCERPT_LINES  # not 100,001 lines for a 12-row panel
+
+
+@pytest.mark.parametrize("width", [80, 60])
+async def test_a_scope_too_long_for_its_button_is_shown_whole(width: int) -> None:
+    scope = "`git log` with any arguments inside the work dir"
+    bus = WireBus()
+    app = ApprovalHost(bus)
+    async with app.run_test(size=(width, 30)) as pilot:
+        bus.send(shell("git log --oneline -5", scope=scope))
+        await pilot.pause()
+        shown = terminal_text(app)
+
+    assert "…" not in shown
+    assert scope in " ".join(rows_joined(shown).split())

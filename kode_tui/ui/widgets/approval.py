@@ -149,6 +149,8 @@ A tool call waits for your answer.
         self._shown_at = 0.0
         self._excerpt_room = (0, 0)
         self._clipped_rows = 0
+        self._action = Content("")
+        """The action line as the request gives it (the scope may be added to it)."""
         """Rows the panel's edge clipped off the excerpt of the request on show: taken off its
         room (the panel's height is a share of what the screen's docks leave)."""
         self.key_delay_s = KEY_DELAY_S
@@ -236,6 +238,7 @@ A tool call waits for your answer.
         if request.always_ask:
             warning = f"  ⚠ {visible(request.always_ask, multiline=False)}: asks every time"
             action = Content.assemble(action, (warning, "bold $text-warning"))
+        self._action = action
         self.query_one("#approval-action", Static).update(action)
         self._show_excerpt()
         self.query_one("#approval-session", Button).display = bool(request.scope_label)
@@ -314,10 +317,17 @@ A tool call waits for your answer.
                 if button is not session and button.display
             )
             room = self.content_region.width - others - 3
+            action = self._action
             if cell_len(label) > room:
                 label = f"a  session: {scope}"
             if cell_len(label) > room:
-                label = label[: max(room - 1, 12)] + "…"
+                # Too long for the button: the scope goes, whole, on the action line, so what
+                # `a` approves is never cut.
+                label = "a  for this session" if room >= 19 else "a  session"
+                action = Content.assemble(
+                    self._action, ("  · a covers ", "$text-muted"), (scope, "bold")
+                )
+            self.query_one("#approval-action", Static).update(action)
         # Content, not str: a Button reads a str label as markup.
         session.label = Content(label)
         session.refresh(layout=True)
