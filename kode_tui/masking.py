@@ -31,8 +31,6 @@ from dataclasses import dataclass
 from functools import partial
 from typing import Any, TypeVar
 
-from pydantic import BaseModel
-
 MIN_LENGTH = 8
 KEY_SUFFIXES = ("_API_KEY", "_TOKEN", "_SECRET", "_SECRET_KEY")
 """Variables named so hold credentials: OPENAI_API_KEY, ANTHROPIC_AUTH_TOKEN, GOOGLE_API_KEY,
@@ -305,6 +303,9 @@ history is walked through one object at a time."""
 
 
 def _kind(cls: type) -> int:
+    # Imported here: the first frame of the app needs this module, not pydantic (~40 ms).
+    from pydantic import BaseModel
+
     if issubclass(cls, str):
         return _TEXT
     if issubclass(cls, BaseModel):

@@ -23,9 +23,11 @@ This module imports nothing of the project or of Textual, so every layer can use
 from __future__ import annotations
 
 import re
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
-from pydantic import BaseModel
+if TYPE_CHECKING:
+    from pydantic import BaseModel
+
 
 # Everything shown escaped whatever the mode; one character class, so that text without any of
 # them (nearly all text, streamed at hundreds of tokens a second) costs one regex search.
@@ -99,7 +101,7 @@ def has_hidden(text: str) -> bool:
     return _HIDDEN.search(text) is not None
 
 
-Model = TypeVar("Model", bound=BaseModel)
+Model = TypeVar("Model", bound="BaseModel")
 
 
 def visible_model(model: Model) -> Model:
@@ -116,6 +118,9 @@ def visible_model(model: Model) -> Model:
 
 
 def _visible_value(value: Any) -> Any:
+    # Imported here: the first frame of the app needs this module, not pydantic (~40 ms).
+    from pydantic import BaseModel
+
     if isinstance(value, str):
         return visible(value)
     if isinstance(value, BaseModel):

@@ -87,3 +87,16 @@ def test_textual_stays_in_the_ui_and_litellm_in_the_llm_code() -> None:
         if "litellm" in roots and not module.startswith(("kode_tui.soul.llm", "kode_tui.tools")):
             wrong.append(f"{module} imports litellm")
     assert not wrong
+
+
+def test_the_first_frame_does_not_wait_for_pydantic() -> None:
+    """The app's module loads the domain after its first frame; the helpers every layer uses
+    (masking, safetext, pathnames) must not drag pydantic (~40 ms) into that first import."""
+    import subprocess
+    import sys
+
+    code = "import sys, kode_tui.ui.app; print('pydantic' in sys.modules)"
+    result = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=60
+    )
+    assert result.stdout.strip() == "False"
