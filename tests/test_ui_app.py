@@ -223,6 +223,22 @@ async def test_a_resumed_kimi_session_shows_its_history(tmp_path: Path) -> None:
         assert len(app.screen.query_one(CheckpointTimeline).checkpoint_ids) == 3
 
 
+async def test_opening_a_session_with_damaged_lines_says_so_at_once(tmp_path: Path) -> None:
+    folder = tmp_path / "kimi-session"
+    shutil.copytree(KIMI_FIXTURE, folder)
+    with (folder / "context.jsonl").open("a") as file:
+        file.write("this line is not JSON\n" + '{"role": "user", "content": "after it"}\n')
+    session = await Session.from_dir(folder)
+    context = Context(session.context_file)
+    await context.restore()
+    app = make_app(tmp_path, ScriptedProvider([]), session=session, context=context)
+    async with app.run_test(size=(140, 40)) as pilot:
+        await ready(pilot)
+        # Before anything is sent: the user learns it when the session opens.
+        await wait_for(pilot, lambda: "1 damaged line was skipped" in screen_text(app))
+        assert "after it" in screen_text(app)
+
+
 async def test_a_session_open_elsewhere_can_be_viewed_read_only(tmp_path: Path) -> None:
     folder = tmp_path / "kimi-session"
     shutil.copytree(KIMI_FIXTURE, folder)
@@ -240,6 +256,24 @@ async def test_a_session_open_elsewhere_can_be_viewed_read_only(tmp_path: Path) 
         assert "We created hello.py" in screen_text(app)
         assert app.screen.query_one(PromptInput).disabled
     await holder.close()
+
+
+async def test_a_read_only_view_says_damaged_lines_were_skipped(tmp_path: Path) -> None:
+    folder = tmp_path / "kimi-session"
+    shutil.copytree(KIMI_FIXTURE, folder)
+    with (folder / "context.jsonl").open("a") as file:
+        file.write("this line is not JSON\n" + '{"role": "user", "content": "after it"}\n')
+    session = await Session.from_dir(folder)
+    locked = SessionLocked(folder / "lock", 4242)
+    app = make_app(tmp_path, ScriptedProvider([]), session=session, locked=locked)
+    async with app.run_test(size=(140, 40)) as pilot:
+        await wait_for(pilot, lambda: isinstance(app.screen, LockedScreen))
+        await pilot.press("r")
+        await ready(pilot)
+        await wait_for(
+            pilot,
+            lambda: any("1 damaged line was skipped" in n.message for n in app._notifications),
+        )
 
 
 async def test_sessions_picker_switches_session(project: Path) -> None:

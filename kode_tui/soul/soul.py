@@ -241,7 +241,7 @@ class KodeSoul:
         self.project = project
         self.reminders = reminders
         self._turn_text = ""
-        self._notices: list[str] = _damaged_notice(context)
+        self._notices: list[str] = damaged_notice(context)
         self._denwa_renji = denwa_renji
         self._system_prompt = system_prompt
         # DESIGN.md §7's initial=0.3 (tenacity 9.2 calls it `multiplier`).
@@ -796,7 +796,7 @@ def _encodable_item(item: StreamItem) -> StreamItem:
     return item
 
 
-def _damaged_notice(context: Context) -> list[str]:
+def damaged_notice(context: Context) -> list[str]:
     """The one line telling the user that opening the context skipped damaged lines."""
     count = len(context.warnings)
     if not count:

@@ -271,6 +271,9 @@ class KodeApp(App[None]):
             self.screen.query_one(TokenGauge).set_status(self.agent.soul.status())
         self._update_header()
         self.refresh_bindings()
+        # The views are subscribed by now: what the user should know of the opened session
+        # (damaged lines skipped) shows at once, not with the first answer.
+        self.agent.soul.send_notices()
         self._preload_model()
         # What start-up made lives as long as the app: keep the collector from walking it
         # again and again while answers stream (its pauses were the longest stalls).
@@ -332,6 +335,11 @@ class KodeApp(App[None]):
         await screen.attach(bus, context, banner)
         await screen.query_one(Conversation).load_history(context.history, session.wire_file)
         self._update_header()
+        if self.read_only:  # with an agent, the soul says it (send_notices)
+            from kode_tui.soul.soul import damaged_notice
+
+            for notice in damaged_notice(context):
+                self.notify(notice, severity="warning", timeout=8)
 
     def _has_main(self) -> bool:
         return any(isinstance(screen, MainScreen) for screen in self.screen_stack)
