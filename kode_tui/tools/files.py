@@ -410,9 +410,14 @@ class _Change:
         return DiffBlock(path=shown, old_text=old, new_text=self.after.decode("utf-8", "replace"))
 
 
-def _edit_permission(tool: str, env: ToolEnv, path: Path, display: list[DiffBlock]) -> Permission:
+async def _edit_permission(
+    tool: str, env: ToolEnv, path: Path, display: list[DiffBlock]
+) -> Permission:
     shown = env.display_path(path)
     inside = env.is_inside(path)
+    # In a thread: the check stats the path's folders and, once per change of git's config,
+    # runs git to find `core.hooksPath`; the event loop (the UI) must not wait on that.
+    protected = await asyncio.to_thread(is_protected, path, env.work_dir)
     return Permission(
         kind="edit",
         action="edit file",
@@ -421,7 +426,7 @@ def _edit_permission(tool: str, env: ToolEnv, path: Path, display: list[DiffBloc
         scope_label="all edits in the work dir" if inside else f"edits of {path}",
         outside_work_dir=not inside,
         display=display,
-        always_ask=REASON if is_protected(path, env.work_dir) else "",
+        always_ask=REASON if protected else "",
     )
 
 
@@ -597,7 +602,7 @@ class WriteFile(Tool[WriteFileParams]):
             display = []  # run() reports the problem; the user still decides on the call
             digest = _UNREADABLE
         params._shown = _Shown(os.path.realpath(path), digest)
-        return _edit_permission(self.name, env, path, display)
+        return await _edit_permission(self.name, env, path, display)
 
     async def run(self, params: WriteFileParams, env: ToolEnv, tool_call_id: str) -> ToolOutput:
         path = env.resolve(params.path)
@@ -682,9 +687,9 @@ class StrReplaceFile(Tool[StrReplaceFileParams]):
                 # Nothing will be written, and run() says why: no reason to ask the user.
                 return None
             # Outside the work dir even the error would tell the model what the file holds.
-            return _edit_permission(self.name, env, path, [])
+            return await _edit_permission(self.name, env, path, [])
         params._shown = _Shown(os.path.realpath(path), _digest(change.before))
-        return _edit_permission(self.name, env, path, [change.diff(env.display_path(path))])
+        return await _edit_permission(self.name, env, path, [change.diff(env.display_path(path))])
 
     async def run(
         self, params: StrReplaceFileParams, env: ToolEnv, tool_call_id: str
