@@ -191,8 +191,10 @@ class Glob(Tool[GlobParams]):
             pattern = pattern[2:]
         # Braces expand first, so every alternative is checked: `{..,x}/*` must not reach out.
         variants = [variant.removeprefix("./") for variant in expand_braces(pattern)]
+        # Only what lies in the work dir (or in the folder outside it the user approved) is
+        # listed: a symlink leading elsewhere is neither shown nor followed.
+        root = _search_root(env, folder)
         if any(variant.startswith("**") for variant in variants):
-            root = (env.work_dir if env.is_inside(folder) else folder).resolve()
             listing = await asyncio.to_thread(_top_level, folder, root)
             raise ToolError(
                 f"Pattern `{pattern}` starts with `**`, which is not allowed: it would walk the "
@@ -210,9 +212,6 @@ class Glob(Tool[GlobParams]):
                 "set `directory` to search somewhere else.",
                 brief="Invalid pattern",
             )
-        # Only what lies in the work dir (or in the folder outside it the user approved) is
-        # listed: a symlink leading elsewhere is neither shown nor followed.
-        root = (env.work_dir if env.is_inside(folder) else folder).resolve()
         found = await asyncio.to_thread(
             _glob, folder, unescape_name(pattern), params.include_dirs, root
         )
