@@ -217,17 +217,21 @@ def _read_hooks_folders(root: Path, stamps: tuple[tuple[int, int] | None, ...]) 
         )
         if listed.returncode != 0:
             return ()
+        values: list[str] = []
+        for line in os.fsdecode(listed.stdout).splitlines():
+            scope, _, value = line.partition("\t")
+            if scope != "command" and value:
+                values.append(value)
+        if not values:
+            return ()  # the usual case: no need to ask git where the work tree starts
         top = gitcmd.run(["rev-parse", "--show-toplevel"], root, timeout=5)
     except (OSError, subprocess.SubprocessError):
         return ()
     base = os.fsdecode(top.stdout.strip()) if top.returncode == 0 else ""
-    folders: list[Path] = []
-    for line in os.fsdecode(listed.stdout).splitlines():
-        scope, _, value = line.partition("\t")
-        if scope != "command" and value:
-            folder = os.path.join(base or root, os.path.expanduser(value))
-            folders.append(Path(os.path.realpath(folder)))
-    return tuple(folders)
+    return tuple(
+        Path(os.path.realpath(os.path.join(base or root, os.path.expanduser(value))))
+        for value in values
+    )
 
 
 def _pointed_gitdirs(dotgit: Path) -> list[Path]:
