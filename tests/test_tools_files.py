@@ -686,6 +686,31 @@ async def test_a_write_whose_symlink_was_retargeted_since_the_approval_is_refuse
     assert (work / "b.txt").read_text() == "a\n"
 
 
+async def test_a_write_restoring_a_masked_key_still_refuses_a_file_changed_since_the_approval(
+    env: ToolEnv, work: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from kode_tui import masking
+    from kode_tui.message import FunctionBody, ToolCall
+    from kode_tui.tools.toolset import Toolset
+
+    key = "sk-test-" + hashlib.sha256(str(work).encode()).hexdigest()[:24]
+    monkeypatch.setenv("OPENAI_API_KEY", key)
+    masking.refresh()
+    (work / ".env").write_text(f"OPENAI_API_KEY={key}\n")
+    # The model rewrites the .env it read masked: the marker becomes the key again.
+    arguments = '{"path": ".env", "content": "OPENAI_API_KEY=[masked: OPENAI_API_KEY]\\nX=1\\n"}'
+    call = ToolCall(id="c", function=FunctionBody(name="WriteFile", arguments=arguments))
+    toolset = Toolset([WriteFile()])
+    prepared = toolset.prepare(call)
+    assert await toolset.permission(prepared, env) is not None
+    (work / ".env").write_text(f"OPENAI_API_KEY={key}\nUSER=1\n")  # while the question is up
+
+    result = await toolset.run(prepared, env)
+
+    assert result.is_error and "changed since the approval" in result.message
+    assert (work / ".env").read_text() == f"OPENAI_API_KEY={key}\nUSER=1\n"
+
+
 async def test_an_unchanged_file_is_written_after_the_approval(env: ToolEnv, work: Path) -> None:
     (work / "a.txt").write_text("original\n")
     params = WriteFileParams(path="a.txt", content="model\n", mode="append")

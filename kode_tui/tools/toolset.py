@@ -112,7 +112,7 @@ class Toolset:
 
     async def permission(self, prepared: PreparedCall, env: ToolEnv) -> Permission | None:
         """What the call needs allowed; a ToolError here is reported by `run` instead."""
-        prepared = await _restore_masked(prepared, env)
+        await _restore_masked(prepared, env)
         assert prepared.tool is not None and prepared.params is not None
         try:
             permission = await prepared.tool.permission(prepared.params, env)
@@ -137,7 +137,7 @@ class Toolset:
     async def _run(self, prepared: PreparedCall, env: ToolEnv) -> ToolOutput:
         if prepared.error is not None:
             return prepared.error
-        prepared = await _restore_masked(prepared, env)
+        await _restore_masked(prepared, env)
         assert prepared.tool is not None and prepared.params is not None
         try:
             return await prepared.tool.run(prepared.params, env, prepared.call.id)
@@ -157,24 +157,31 @@ class Toolset:
             )
 
 
-async def _restore_masked(prepared: PreparedCall, env: ToolEnv) -> PreparedCall:
+async def _restore_masked(prepared: PreparedCall, env: ToolEnv) -> None:
     """A file writer's call with each `[masked: NAME]` turned back into the key, where the file
     it writes already holds that key: a model that rewrites a `.env` it read masked keeps the
-    key in it, but cannot plant a key in a file that did not have it."""
+    key in it, but cannot plant a key in a file that did not have it.
+
+    The call's own params object is updated, not replaced: `permission` and `run` must see the
+    same one, as what a tool's permission() notes on it (the file content the approval showed,
+    for the "changed since" check) is what its run() checks.
+    """
     tool, params, raw = prepared.tool, prepared.params, prepared.call.function.arguments or ""
-    if tool is None or not tool.restores_masked or "[masked: " not in raw:
-        return prepared
+    if tool is None or params is None or not tool.restores_masked or "[masked: " not in raw:
+        return
     path = getattr(params, "path", None)
     if not isinstance(path, str):
-        return prepared
+        return
     held = await asyncio.to_thread(_text_of, env.resolve(path))
     restored = masking.unmask_json(raw, only_in=held)
     if restored == raw:
-        return prepared
+        return
     try:
-        return dataclasses.replace(prepared, params=tool.params.model_validate_json(restored))
+        unmasked = tool.params.model_validate_json(restored)
     except ValidationError:
-        return prepared
+        return
+    for name in type(params).model_fields:
+        setattr(params, name, getattr(unmasked, name))
 
 
 _RESTORE_LIMIT = 1 << 20
