@@ -269,6 +269,8 @@ _SUBCOMMAND_TOOLS: dict[str, frozenset[str]] = {
 """Programs scoped with their subcommand; the subcommands listed run arbitrary programs."""
 
 _NAMED_SUBCOMMANDS = frozenset({"run", "run-script", "task"})
+"""`npm run build`: the script's name is part of the scope."""
+
 _INSTALLS = frozenset(
     {"install", "i", "add", "ci", "update", "up", "upgrade", "get", "link", "rebuild", "pip"}
     | {"download", "wheel", "sync"}
@@ -282,7 +284,6 @@ _CODE_MODULES = frozenset(
 )
 """`python3 -m MODULE` whose arguments are code (`timeit 'stmt'`, `pdb -c '!cmd'`) or that
 installs code (`pip`): never widened."""
-"""`npm run build`: the script's name is part of the scope."""
 
 _WRAPPERS = {
     "uv": "run",
