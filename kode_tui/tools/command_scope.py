@@ -45,6 +45,7 @@ import glob
 import os
 import re
 import shlex
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -502,18 +503,21 @@ _HOOK_INSTALLERS = {
 """Programs (and their subcommands) that write `.git/hooks/…` or `core.hooksPath`."""
 
 
-def _installs_code(tokens: list[str]) -> bool:
-    """Whether a simple command of `tokens` writes git's config or hooks without naming the
-    file: `git config core.fsmonitor …`, `pre-commit install`, `husky`."""
+def _simple_commands(tokens: list[str]) -> Iterator[list[str]]:
+    """The words of each simple command in `tokens` (the parts between operators)."""
     command: list[str] = []
     for token in [*tokens, ";"]:
         if not _is_operator(token):
             command.append(token)
-            continue
-        if command and _writes_git_config_or_hooks(command):
-            return True
-        command = []
-    return False
+        elif command:
+            yield command
+            command = []
+
+
+def _installs_code(tokens: list[str]) -> bool:
+    """Whether a simple command of `tokens` writes git's config or hooks without naming the
+    file: `git config core.fsmonitor …`, `pre-commit install`, `husky`."""
+    return any(_writes_git_config_or_hooks(command) for command in _simple_commands(tokens))
 
 
 def _writes_git_config_or_hooks(words: list[str]) -> bool:
@@ -589,26 +593,22 @@ def _paths(tokens: list[str], work_dir: Path) -> tuple[bool, bool]:
 def _copies_protected(tokens: list[str], work_dir: Path) -> bool:
     """Whether a copy or move takes a folder holding a protected file along: `cp -rT template .`
     writes `template/.envrc` as `.envrc` without naming it."""
-    command: list[str] = []
-    for token in [*tokens, ";"]:
-        if not _is_operator(token):
-            command.append(token)
+    for command in _simple_commands(tokens):
+        if os.path.basename(command[0]).lower() not in _COPIERS:
             continue
-        if command and os.path.basename(command[0]).lower() in _COPIERS:
-            args = command[1:]
-            # `-t DIR`'s value is where to, not a source.
-            operands = [
-                arg
-                for index, arg in enumerate(args)
-                if not arg.startswith("-") and (index == 0 or args[index - 1] != "-t")
-            ]
-            targeted = any(arg.startswith(("-t", "--target")) for arg in args)
-            sources = operands if targeted else operands[:-1]  # the last one is where to
-            for source in sources:
-                folder = os.path.join(work_dir, os.path.expanduser(source))
-                if os.path.isdir(folder) and holds_protected(Path(folder)):
-                    return True
-        command = []
+        args = command[1:]
+        # `-t DIR`'s value is where to, not a source.
+        operands = [
+            arg
+            for index, arg in enumerate(args)
+            if not arg.startswith("-") and (index == 0 or args[index - 1] != "-t")
+        ]
+        targeted = any(arg.startswith(("-t", "--target")) for arg in args)
+        sources = operands if targeted else operands[:-1]  # the last one is where to
+        for source in sources:
+            folder = os.path.join(work_dir, os.path.expanduser(source))
+            if os.path.isdir(folder) and holds_protected(Path(folder)):
+                return True
     return False
 
 
