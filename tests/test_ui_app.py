@@ -223,11 +223,18 @@ async def test_a_resumed_kimi_session_shows_its_history(tmp_path: Path) -> None:
         assert len(app.screen.query_one(CheckpointTimeline).checkpoint_ids) == 3
 
 
-async def test_opening_a_session_with_damaged_lines_says_so_at_once(tmp_path: Path) -> None:
+def damaged_kimi_copy(tmp_path: Path) -> Path:
+    """A copy of the Kimi session whose context ends with a line that is not JSON, then a
+    message after it."""
     folder = tmp_path / "kimi-session"
     shutil.copytree(KIMI_FIXTURE, folder)
     with (folder / "context.jsonl").open("a") as file:
         file.write("this line is not JSON\n" + '{"role": "user", "content": "after it"}\n')
+    return folder
+
+
+async def test_opening_a_session_with_damaged_lines_says_so_at_once(tmp_path: Path) -> None:
+    folder = damaged_kimi_copy(tmp_path)
     session = await Session.from_dir(folder)
     context = Context(session.context_file)
     await context.restore()
@@ -259,10 +266,7 @@ async def test_a_session_open_elsewhere_can_be_viewed_read_only(tmp_path: Path) 
 
 
 async def test_a_read_only_view_says_damaged_lines_were_skipped(tmp_path: Path) -> None:
-    folder = tmp_path / "kimi-session"
-    shutil.copytree(KIMI_FIXTURE, folder)
-    with (folder / "context.jsonl").open("a") as file:
-        file.write("this line is not JSON\n" + '{"role": "user", "content": "after it"}\n')
+    folder = damaged_kimi_copy(tmp_path)
     session = await Session.from_dir(folder)
     locked = SessionLocked(folder / "lock", 4242)
     app = make_app(tmp_path, ScriptedProvider([]), session=session, locked=locked)

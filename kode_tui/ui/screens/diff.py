@@ -142,11 +142,8 @@ def command_line(line: str, number: int, count: int, *, max_chars: int | None = 
     parts: list[tuple[str, str]] = [("$ " if number == 0 else "  ", "$text-muted")]
     if max_chars is not None and cell_len(text) > max_chars:
         # Half and half: the end of a line is where a long command would hide its point.
-        head = _cells(text, max_chars // 2)
-        tail = _cells(text[::-1], max_chars // 2)[::-1]
-        between = len(text) - len(head) - len(tail)
-        parts += [(head, "bold"), (f" ⋯ {between} more characters ⋯ ", "italic $text-warning")]
-        parts.append((tail, "bold"))
+        head, between, tail = _ends(text, max_chars)
+        parts += [(head, "bold"), (between, "italic $text-warning"), (tail, "bold")]
     else:
         parts.append((text, "bold"))
     if number < count - 1:
@@ -159,9 +156,15 @@ def shorten_line(text: str, max_cells: int) -> str:
     how many characters lie between (so that a long line says what it leaves out)."""
     if cell_len(text) <= max_cells:
         return text
+    return "".join(_ends(text, max_cells))
+
+
+def _ends(text: str, max_cells: int) -> tuple[str, str, str]:
+    """The start and the end of `text` in `max_cells` cells, half each, and the note of how
+    many characters lie between them."""
     head = _cells(text, max_cells // 2)
     tail = _cells(text[::-1], max_cells // 2)[::-1]
-    return f"{head} ⋯ {len(text) - len(head) - len(tail)} more characters ⋯ {tail}"
+    return head, f" ⋯ {len(text) - len(head) - len(tail)} more characters ⋯ ", tail
 
 
 def _cells(text: str, cells: int) -> str:

@@ -148,11 +148,13 @@ A tool call waits for your answer.
         self._previous_focus: Widget | None = None
         self._shown_at = 0.0
         self._excerpt_room = (0, 0)
+        """The rows and the width the excerpt on show was fitted to (a resize that changes
+        neither needs no new excerpt)."""
         self._clipped_rows = 0
-        self._action = Content("")
-        """The action line as the request gives it (the scope may be added to it)."""
         """Rows the panel's edge clipped off the excerpt of the request on show: taken off its
         room (the panel's height is a share of what the screen's docks leave)."""
+        self._action = Content("")
+        """The action line as the request gives it (the scope may be added to it)."""
         self.key_delay_s = KEY_DELAY_S
         """How long after a request shows its keys start to count (the buttons count at once)."""
 
