@@ -768,7 +768,7 @@ def _encodable_input(user_input: str | list[ContentPart]) -> str | list[ContentP
 
 def _encodable(text: str) -> str:
     # Pairs first (`\ud83d\ude00` in a provider's JSON is one emoji), then whatever is left alone.
-    if not any("\ud800" <= char <= "\udfff" for char in text):
+    if scrub_text(text) is text:  # no surrogate: one C-level check, not a loop per character
         return text
     return scrub_text(text.encode("utf-16", "surrogatepass").decode("utf-16", "surrogatepass"))
 
