@@ -20,6 +20,7 @@ from kode_tui.wire import events as ev
 from kode_tui.wire.events import read_wire
 
 from .llm_server import LLMServer, loopback_choice, write_loopback_config
+from .soul_helpers import record_events
 
 KEY_ENV = "KODE_TEST_LLM_KEY"
 KEY = "sk-test-not-a-secret-1234"
@@ -43,15 +44,7 @@ def project(tmp_path: Path) -> Path:
 async def start(project: Path, server: LLMServer) -> tuple[Agent, list[ev.Event]]:
     session = await Session.create(project)
     agent = await open_agent(session, Config(), loopback_choice(server, KEY_ENV))
-    events: list[ev.Event] = []
-
-    def watch(event: ev.Event) -> None:
-        events.append(event)
-        if isinstance(event, ev.ApprovalRequest):
-            event.resolve("approve")
-
-    agent.bus.subscribe(callback=watch)
-    return agent, events
+    return agent, record_events(agent.bus)
 
 
 def records(path: Path) -> list[dict[str, Any]]:
