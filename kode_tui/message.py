@@ -13,9 +13,10 @@ what Kimi CLI (kosong) reads and writes, so either tool opens the other's sessio
 
 from __future__ import annotations
 
+import itertools
 import json
 import re
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Collection, Iterable, Sequence
 from typing import Annotated, Any, ClassVar, Literal
 
 from pydantic import (
@@ -251,6 +252,14 @@ def paired(history: Iterable[Message]) -> list[Message]:
     return out
 
 
+def fresh_call_id(base: str, taken: Collection[str]) -> str:
+    """The id a tool call whose id is empty or repeated gets: `base_2`, `base_3`... (`call_2`
+    for no id), the first not in `taken`. The one rule for the soul, which renames as a response
+    streams in, and for `paired`, which renames what a file holds."""
+    base = base or "call"
+    return next(f"{base}_{n}" for n in itertools.count(2) if f"{base}_{n}" not in taken)
+
+
 def _unique_call_ids(message: Message) -> Message:
     """`message` with every tool call under an id no other call of it has (a copy when needed).
 
@@ -267,9 +276,7 @@ def _unique_call_ids(message: Message) -> Message:
     for call in calls:
         sent = call.id
         if not sent or sent in seen:
-            number = 2
-            while (sent := f"{call.id or 'call'}_{number}") in taken:
-                number += 1
+            sent = fresh_call_id(call.id, taken)
             taken.add(sent)
         seen.add(call.id)
         renamed.append(call.model_copy(update={"id": sent}))

@@ -79,7 +79,8 @@ def scrub_text(text: str) -> str:
     The last guard before text leaves the process (requests, tool results): names should have
     been escaped already, but a surrogate that slipped through must not break a request.
     """
-    if not _SURROGATE.search(text):
+    # `isascii` is a flag CPython keeps: most text (code, tool output) skips the scan.
+    if text.isascii() or not _SURROGATE.search(text):
         return text
     return _SURROGATE.sub(_escape_one, text)
 

@@ -28,6 +28,7 @@ from collections import deque
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
 from types import TracebackType
 from typing import Any, cast
 
@@ -436,4 +437,15 @@ def loopback_choice(server: LLMServer, key_env: str) -> ModelChoice:
         api_base=server.url,
         api_key_env=key_env,
         max_context_size=32_000,
+    )
+
+
+def write_loopback_config(home: Path, server: LLMServer, key_env: str) -> None:
+    """A config.toml in `home` whose default model is `server`, its key in `key_env`: for a
+    kode-tui started as a process (print mode), which reads its model from the config."""
+    config = home / "config.toml"
+    config.parent.mkdir(parents=True, exist_ok=True)
+    config.write_text(
+        'default_model = "local"\n[models.local]\nmodel = "openai/test-model"\n'
+        f'api_base = "{server.url}"\napi_key_env = "{key_env}"\n'
     )

@@ -166,3 +166,17 @@ async def make_rig(
 
     bus.subscribe(callback=record)
     return rig
+
+
+def record_events(bus: WireBus, answer: ApprovalResponse = "approve") -> list[ev.Event]:
+    """Every event `bus` sends from now on, in order; each approval request is answered
+    with `answer`."""
+    events: list[ev.Event] = []
+
+    def record(event: ev.Event) -> None:
+        events.append(event)
+        if isinstance(event, ev.ApprovalRequest):
+            event.resolve(answer)
+
+    bus.subscribe(callback=record)
+    return events

@@ -19,7 +19,8 @@ from kode_tui.soul.agent import Agent, open_agent
 from kode_tui.wire import events as ev
 from kode_tui.wire.events import read_wire
 
-from .llm_server import LLMServer, loopback_choice
+from .llm_server import LLMServer, loopback_choice, write_loopback_config
+from .soul_helpers import record_events
 
 KEY_ENV = "KODE_TEST_LLM_KEY"
 KEY = "sk-test-not-a-secret-1234"
@@ -43,15 +44,7 @@ def project(tmp_path: Path) -> Path:
 async def start(project: Path, server: LLMServer) -> tuple[Agent, list[ev.Event]]:
     session = await Session.create(project)
     agent = await open_agent(session, Config(), loopback_choice(server, KEY_ENV))
-    events: list[ev.Event] = []
-
-    def watch(event: ev.Event) -> None:
-        events.append(event)
-        if isinstance(event, ev.ApprovalRequest):
-            event.resolve("approve")
-
-    agent.bus.subscribe(callback=watch)
-    return agent, events
+    return agent, record_events(agent.bus)
 
 
 def records(path: Path) -> list[dict[str, Any]]:
@@ -187,15 +180,7 @@ async def test_cancel_mid_stream_keeps_whole_steps_only(project: Path, server: L
 def test_print_mode_against_the_loopback_server(
     project: Path, server: LLMServer, home: Path
 ) -> None:
-    config = home / "config.toml"
-    config.parent.mkdir(parents=True, exist_ok=True)
-    config.write_text(
-        'default_model = "local"\n'
-        "[models.local]\n"
-        'model = "openai/test-model"\n'
-        f'api_base = "{server.url}"\n'
-        f'api_key_env = "{KEY_ENV}"\n'
-    )
+    write_loopback_config(home, server, KEY_ENV)
     listing = json.dumps({"pattern": "*.md"})
     server.reply_tool_calls([("call_g", "Glob", listing)], text="Looking.")
     server.reply_text("There is one Markdown file: README.md.")

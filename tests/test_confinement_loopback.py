@@ -18,7 +18,7 @@ from kode_tui.session import Session
 from kode_tui.soul.agent import open_agent
 from kode_tui.wire import events as ev
 
-from .llm_server import LLMServer, loopback_choice
+from .llm_server import LLMServer, loopback_choice, write_loopback_config
 
 KEY_ENV = "KODE_TEST_LLM_KEY"
 MARKER = "MARKER-outside-the-work-dir"
@@ -92,12 +92,7 @@ def test_print_mode_globs_and_reads_a_name_that_is_not_utf8(
     subprocess.run(["git", "init", "-q", str(project)], check=True)
     with open(os.fsencode(project) + b"/" + LATIN_NAME, "wb") as file:
         file.write(b"latin-1 content\n")
-    config = home / "config.toml"
-    config.parent.mkdir(parents=True, exist_ok=True)
-    config.write_text(
-        'default_model = "local"\n[models.local]\nmodel = "openai/test-model"\n'
-        f'api_base = "{server.url}"\napi_key_env = "{KEY_ENV}"\n'
-    )
+    write_loopback_config(home, server, KEY_ENV)
     server.reply_tool_calls([("call_g", "Glob", json.dumps({"pattern": "*.txt"}))], text="Looking.")
     # The model sends the name back as it was shown; one more that does not exist.
     server.reply_tool_calls(
@@ -168,12 +163,7 @@ async def test_an_approved_edit_of_a_name_that_is_not_utf8_is_asked_shown_and_lo
 def test_print_mode_sends_a_prompt_that_is_not_utf8_escaped(
     project: Path, server: LLMServer, home: Path
 ) -> None:
-    config = home / "config.toml"
-    config.parent.mkdir(parents=True, exist_ok=True)
-    config.write_text(
-        'default_model = "local"\n[models.local]\nmodel = "openai/test-model"\n'
-        f'api_base = "{server.url}"\napi_key_env = "{KEY_ENV}"\n'
-    )
+    write_loopback_config(home, server, KEY_ENV)
     server.reply_text("Read it.")
 
     # A prompt typed in a Latin-1 terminal: argv holds a byte that is not UTF-8.

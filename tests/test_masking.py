@@ -25,7 +25,7 @@ from kode_tui.soul.llm.litellm_provider import _OTHER_KEY_VARS
 from kode_tui.wire import events as ev
 
 from .llm_server import LLMServer, loopback_choice
-from .soul_helpers import call, make_rig
+from .soul_helpers import call, make_rig, record_events
 
 VAR = "OPENAI_API_KEY"
 MARKER = f"[masked: {VAR}]"
@@ -58,15 +58,7 @@ async def start(project: Path, server: LLMServer) -> tuple[Agent, list[ev.Event]
     session = await Session.create(project)
     choice = loopback_choice(server, VAR)
     agent = await open_agent(session, Config(), choice)
-    events: list[ev.Event] = []
-
-    def watch(event: ev.Event) -> None:
-        events.append(event)
-        if isinstance(event, ev.ApprovalRequest):
-            event.resolve("approve_for_session")
-
-    agent.bus.subscribe(callback=watch)
-    return agent, events
+    return agent, record_events(agent.bus, "approve_for_session")
 
 
 def files_holding(directory: Path, secret: str) -> list[str]:

@@ -17,6 +17,8 @@ from kode_tui.soul.compaction import COMPACTION_OUTPUT_PREFIX
 from kode_tui.soul.llm.scripted import ScriptedProvider
 from kode_tui.wire import events as ev
 
+from .soul_helpers import record_events
+
 GIT = [
     "git",
     "-c",
@@ -54,15 +56,7 @@ async def start(
     scripted = ScriptedProvider(script, **provider)
     session = await Session.create(work_dir)
     agent = await open_agent(session, config, resolve_model(config), provider=scripted)
-    events: list[ev.Event] = []
-
-    def watch(event: ev.Event) -> None:
-        events.append(event)
-        if isinstance(event, ev.ApprovalRequest):
-            event.resolve("approve")
-
-    agent.bus.subscribe(callback=watch)
-    return agent, scripted, events
+    return agent, scripted, record_events(agent.bus)
 
 
 async def test_the_request_carries_the_project_context(repo: Path) -> None:

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import asyncio
 import errno
-import itertools
 import logging
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
@@ -33,6 +32,7 @@ from kode_tui.message import (
     ThinkPart,
     ToolCall,
     UsageRecord,
+    fresh_call_id,
     paired,
     system,
 )
@@ -174,7 +174,7 @@ class _Streamed:
         elif isinstance(item, ToolCallStart):
             call_id = item.id
             if not call_id or call_id in self.calls:
-                call_id = self._fresh_id(call_id or "call")
+                call_id = fresh_call_id(call_id, self.calls)
                 self.renamed[item.id] = call_id
             else:
                 self.renamed.pop(item.id, None)
@@ -189,9 +189,6 @@ class _Streamed:
             function.arguments = (function.arguments or "") + item.arguments_delta
         else:
             self.usage = item
-
-    def _fresh_id(self, base: str) -> str:
-        return next(f"{base}_{n}" for n in itertools.count(2) if f"{base}_{n}" not in self.calls)
 
     def is_empty(self) -> bool:
         """No text, no thought, no tool call: nothing a message could hold."""
@@ -768,7 +765,7 @@ def _encodable_input(user_input: str | list[ContentPart]) -> str | list[ContentP
 
 def _encodable(text: str) -> str:
     # Pairs first (`\ud83d\ude00` in a provider's JSON is one emoji), then whatever is left alone.
-    if not any("\ud800" <= char <= "\udfff" for char in text):
+    if scrub_text(text) is text:  # no surrogate: one C-level check, not a loop per character
         return text
     return scrub_text(text.encode("utf-16", "surrogatepass").decode("utf-16", "surrogatepass"))
 

@@ -13,6 +13,7 @@ import asyncio
 import importlib
 import json
 import logging
+import operator
 import os
 import re
 import threading
@@ -418,12 +419,21 @@ def _without_surrogates(value: Any) -> Any:
     """`value` with every string made encodable: a lone surrogate (a file name that is not
     UTF-8, say, that escaped every other guard) is shown as `\\xHH` instead of failing the
     request, now and on every later turn."""
+    # Walked for every message of every request: a container with nothing to change is kept,
+    # not copied (`_convert` has just built it; a second copy made long requests twice as slow).
     if isinstance(value, str):
         return scrub_text(value)
     if isinstance(value, dict):
-        return {key: _without_surrogates(item) for key, item in value.items()}
+        changed: dict[str, Any] | None = None
+        for key, item in value.items():
+            clean = _without_surrogates(item)
+            if clean is not item:
+                changed = changed if changed is not None else dict(value)
+                changed[key] = clean
+        return value if changed is None else changed
     if isinstance(value, list):
-        return [_without_surrogates(item) for item in value]
+        items = [_without_surrogates(item) for item in value]
+        return value if all(map(operator.is_, items, value)) else items
     return value
 
 
