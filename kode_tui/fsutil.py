@@ -9,6 +9,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import stat
 import sys
 import tempfile
 from pathlib import Path
@@ -37,6 +38,27 @@ def fsync_dir(path: Path) -> None:
     fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY)
     try:
         os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def read_regular(path: Path, limit: int) -> bytes | None:
+    """The first `limit` bytes of `path` when it is a regular file, else (or on error) None.
+
+    Opened without blocking and checked on the open file: a FIFO (or a link to one, or to
+    /dev/zero) swapped in after a check must not hang the caller or fill the memory.
+    """
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+    except OSError:
+        return None
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            return None
+        with os.fdopen(fd, "rb", closefd=False) as file:
+            return file.read(limit)
+    except OSError:
+        return None
     finally:
         os.close(fd)
 

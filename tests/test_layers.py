@@ -19,6 +19,7 @@ BOTTOM = {
     "kode_tui.masking",
     "kode_tui.pathnames",
     "kode_tui.safetext",
+    "kode_tui.workfiles",
 }
 
 # What each layer may import from kode_tui besides itself and the bottom layer.
@@ -31,6 +32,7 @@ ALLOWED = {
     "kode_tui.masking": set(),
     "kode_tui.pathnames": set(),
     "kode_tui.safetext": set(),
+    "kode_tui.workfiles": set(),
     "kode_tui.errors": set(),
     "kode_tui.session": set(),
     "kode_tui.wire": set(),

@@ -231,6 +231,28 @@ def test_a_plain_folder_is_walked_without_caches_or_dependencies(plain_dir: Path
     )
 
 
+def test_a_plain_folder_leaves_out_what_its_gitignore_files_ignore(plain_dir: Path) -> None:
+    # A project unpacked from an archive has no .git, but its .gitignore still says what is
+    # build output; the walk listed it all.
+    write(
+        plain_dir,
+        {
+            ".gitignore": "build/\n*.log\n",
+            "src/.gitignore": "generated.py\n",
+            "src/app.py": "",
+            "src/generated.py": "",
+            "build/lib/app.py": "",
+            "debug.log": "",
+        },
+    )
+
+    tree = collect(plain_dir).blocks["directoryStructure"].split("\n\n")[1]
+
+    assert tree == "\n".join(
+        [".", "├── src/", "│   ├── .gitignore", "│   └── app.py", "└── .gitignore"]
+    )
+
+
 @pytest.mark.parametrize("use_git", [False, True], ids=["walk", "git"])
 def test_the_tree_of_thousands_of_files_is_capped(tmp_path: Path, use_git: bool) -> None:
     work = tmp_path / "big"

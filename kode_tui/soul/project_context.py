@@ -11,7 +11,6 @@ from changes, so the owner can collect it again.
 from __future__ import annotations
 
 import asyncio
-import bisect
 import configparser
 import contextlib
 import json
@@ -29,8 +28,8 @@ from typing import Any, TypeVar
 
 import watchfiles
 
-from kode_tui import gitcmd
-from kode_tui.pathnames import InsideChecker, escape_name, is_within, unescape_name
+from kode_tui import gitcmd, workfiles
+from kode_tui.pathnames import escape_name, is_within
 
 log = logging.getLogger(__name__)
 _T = TypeVar("_T")
@@ -54,27 +53,6 @@ TREE_HEADER = (
     "It will not update as the conversation goes on."
 )
 CONTEXT_INTRO = "\n\nAs you answer the user's questions, you can use the following context:\n"
-
-# Directories a plain walk never shows: tool caches and dependency trees would eat the whole
-# entry budget and tell the model nothing about the project itself.
-SKIP_DIRS = frozenset(
-    {
-        ".git",
-        ".venv",
-        "venv",
-        "node_modules",
-        "__pycache__",
-        ".mypy_cache",
-        ".pytest_cache",
-        ".ruff_cache",
-        "dist",
-        "build",
-        ".tox",
-        "target",
-        ".idea",
-        ".vscode",
-    }
-)
 
 PRETTIER_FILES = (
     ".prettierrc",
@@ -568,7 +546,7 @@ def _main_branch(work_dir: Path, current: str) -> str:
 # ---- directory structure --------------------------------------------------------------------
 
 # A lister gives the entries of one directory (relative path, "" for the root, "a/b/" below),
-# as (name, is_dir) pairs, or None when the directory cannot be read.
+# as (name, is_dir) pairs, or None when the directory cannot be read (`workfiles.Listing`).
 _Lister = Callable[[str], list[tuple[str, bool]] | None]
 
 
@@ -581,12 +559,8 @@ class _Node:
 
 
 def _directory_structure(work_dir: Path, use_git: bool) -> str | None:
-    lister: _Lister | None = None
-    if use_git:
-        lister = _git_lister(work_dir)
-    if lister is None:
-        lister = _walk_lister(work_dir)
-    tree = _tree(lister)
+    listing = workfiles.listing(work_dir, use_git=use_git, timeout=GIT_TIMEOUT_S)
+    tree = _tree(listing.entries)
     return f"{TREE_HEADER}\n\n{tree}" if tree is not None else None
 
 
@@ -642,78 +616,13 @@ def _render(node: _Node, prefix: str, lines: list[str]) -> bool:
         if isinstance(row, str):
             lines.append(f"{prefix}{branch}{row}")
             continue
-        lines.append(f"{prefix}{branch}{row.name}{'/' if row.is_dir else ''}")
+        lines.append(f"{prefix}{branch}{escape_name(row.name)}{'/' if row.is_dir else ''}")
         if row.is_dir:
             if row.children is None:
                 unexpanded = True
             else:
                 unexpanded |= _render(row, prefix + extend, lines)
     return unexpanded
-
-
-def _walk_lister(work_dir: Path) -> _Lister:
-    def entries(rel: str) -> list[tuple[str, bool]] | None:
-        found = []
-        try:
-            with os.scandir(work_dir / unescape_name(rel) if rel else work_dir) as scan:
-                for entry in scan:
-                    try:
-                        # Not following links keeps a link to ".." from looping the walk.
-                        is_dir = entry.is_dir(follow_symlinks=False)
-                        leads_out = entry.is_symlink() and not is_within(Path(entry), work_dir)
-                    except OSError:
-                        is_dir, leads_out = False, True
-                    if leads_out or (
-                        is_dir and (entry.name in SKIP_DIRS or entry.name.startswith("."))
-                    ):
-                        continue
-                    found.append((escape_name(entry.name), is_dir))
-        except OSError:
-            log.debug("cannot list %s", work_dir / rel, exc_info=True)
-            return None
-        return found
-
-    return entries
-
-
-def _git_lister(work_dir: Path) -> _Lister | None:
-    """Lists directories from `git ls-files`: tracked plus untracked files not ignored.
-
-    Git prints paths below the cwd, relative to it. Sorted, every directory is one contiguous
-    run of paths, so each listing jumps from child to child with bisect and never visits the
-    files further down.
-    """
-    out = _git(work_dir, "ls-files", "-z", "--cached", "--others", "--exclude-standard")
-    if out is None:
-        return None
-    paths = sorted(filter(None, out.split("\0")))
-    # git lists a symlink as a file, and files of a folder that is a symlink now: neither may
-    # show what lies outside the work dir.
-    inside = InsideChecker(work_dir)
-
-    def entries(rel: str) -> list[tuple[str, bool]]:
-        # "/" + 1 is "0": every path under "a/" sorts at or after "a/" and before "a0".
-        lo = bisect.bisect_left(paths, rel)
-        hi = bisect.bisect_left(paths, rel[:-1] + "0") if rel else len(paths)
-        found = []
-        i = lo
-        while i < hi:
-            path = paths[i]
-            rest = path[len(rel) :]
-            slash = rest.find("/")
-            if slash < 0:
-                if inside(work_dir / unescape_name(path)):
-                    found.append((rest, False))
-                # A conflicted file is listed once per stage.
-                i = bisect.bisect_right(paths, path, i, hi)
-            else:
-                name = rest[:slash]
-                if inside(work_dir / unescape_name(f"{rel}{name}")):
-                    found.append((name, True))
-                i = bisect.bisect_left(paths, f"{rel}{name}0", i, hi)
-        return found
-
-    return entries
 
 
 # ---- code style -------------------------------------------------------------------------------
