@@ -12,7 +12,7 @@ import pytest
 
 from kode_tui import gitcmd
 from kode_tui.session.state import ApprovalMode
-from kode_tui.tools import search
+from kode_tui.tools import grep
 from kode_tui.tools.base import ToolEnv
 from kode_tui.tools.command_scope import scope_of
 from kode_tui.tools.files import WriteFile, WriteFileParams
@@ -260,7 +260,7 @@ async def test_a_relative_path_entry_never_runs_the_repos_own_git_rg_or_bash(
     monkeypatch.chdir(repo)
     done = gitcmd.run(["ls-files"], repo, timeout=10)
     assert done.returncode == 0
-    found = search.find_rg()
+    found = grep.find_rg()
     assert found is None or os.path.isabs(found)
     assert "hello" in await shell_runs(repo, "echo hello")
     assert sorted(p.name for p in repo.iterdir()) == [".git", "bash", "git", "rg"]

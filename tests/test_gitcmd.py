@@ -8,11 +8,10 @@ from pathlib import Path
 
 import pytest
 
-from kode_tui import gitcmd
+from kode_tui import gitcmd, workfiles
 from kode_tui.soul import project_context
-from kode_tui.tools import search
 from kode_tui.tools.base import ToolEnv
-from kode_tui.tools.search import Grep, GrepParams
+from kode_tui.tools.grep import Grep, GrepParams
 from kode_tui.ui.widgets.prompt import PathIndex
 
 pytestmark = pytest.mark.skipif(shutil.which("git") is None, reason="git is not installed")
@@ -93,8 +92,8 @@ async def test_grep_python_backend_lists_files_without_running_repo_config(
     env = ToolEnv(work_dir=hostile_repo)
     result = await Grep(use_rg=False).run(GrepParams(pattern="hello"), env, "call")
     assert "a.txt" in result.output
-    assert search._git_files(hostile_repo) is not None  # git listed them, not the fallback walk
-    search._git_ignores(hostile_repo)
+    assert workfiles.git_paths(hostile_repo) is not None  # git listed them, not a walk
+    workfiles._git_ignores(hostile_repo, 5)
     assert pwned(hostile_repo) == []
 
 

@@ -7,7 +7,7 @@ import json
 from pathlib import Path
 
 from kode_tui.tools.files import ReadFile
-from kode_tui.tools.search import Glob
+from kode_tui.tools.glob import Glob
 from kode_tui.wire import events as ev
 from tests.soul_helpers import call, make_rig
 

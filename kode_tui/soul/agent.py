@@ -27,7 +27,8 @@ from kode_tui.soul.soul import KodeSoul, LoopSettings
 from kode_tui.tools.base import Tool, ToolEnv
 from kode_tui.tools.dmail import DenwaRenji, SendDMail
 from kode_tui.tools.files import ReadFile, StrReplaceFile, WriteFile
-from kode_tui.tools.search import Glob, Grep
+from kode_tui.tools.glob import Glob
+from kode_tui.tools.grep import Grep
 from kode_tui.tools.shell import Shell
 from kode_tui.tools.todo import TodoWrite
 from kode_tui.tools.toolset import Toolset
