@@ -331,6 +331,15 @@ def test_path_index_uses_git_and_its_ignores(work_dir: Path) -> None:
     assert not any(path.startswith(("build", "node_modules")) for path in paths)
 
 
+def test_path_index_outside_git_honours_gitignore_files(work_dir: Path) -> None:
+    (work_dir / ".gitignore").write_text("build/\n")
+    (work_dir / "build").mkdir()
+    (work_dir / "build" / "out.bin").write_text("")
+    paths = PathIndex(work_dir).load()
+    assert "src/main.py" in paths and ".gitignore" in paths
+    assert not any(path.startswith("build") for path in paths)
+
+
 def test_path_index_is_stale_until_loaded_and_again_after_its_max_age(work_dir: Path) -> None:
     index = PathIndex(work_dir, max_age_s=0)
     assert index.stale
@@ -349,6 +358,15 @@ def test_match_paths_ranks_prefix_then_name_then_substring_then_subsequence() ->
     ]
     assert "main.py" not in match_paths(paths, "main.py")
     assert len(match_paths([f"f{n}.py" for n in range(50)], "")) == 20
+
+
+def test_match_paths_puts_word_starts_before_scattered_letters() -> None:
+    # Fuzzy scoring (textual.fuzzy): `wp` is the initials of widgets/prompt.py; the letters
+    # merely occur in swap.py, which the old ranking put first for being shallower.
+    assert match_paths(["swap.py", "widgets/prompt.py", "kode/"], "wp") == [
+        "widgets/prompt.py",
+        "swap.py",
+    ]
 
 
 def test_match_commands_puts_prefix_matches_first() -> None:

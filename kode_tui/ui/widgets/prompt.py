@@ -5,11 +5,8 @@ from __future__ import annotations
 import asyncio
 import heapq
 import logging
-import os
 import re
-import subprocess
 import time
-from collections import deque
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -18,6 +15,7 @@ from typing import ClassVar, Literal
 from textual import events, on, work
 from textual.binding import Binding, BindingType
 from textual.content import Content
+from textual.fuzzy import Matcher
 from textual.geometry import Offset
 from textual.message import Message
 from textual.reactive import reactive
@@ -25,8 +23,8 @@ from textual.widgets import OptionList, TextArea
 from textual.widgets.option_list import Option
 from textual.widgets.text_area import Edit, EditResult, Location
 
-from kode_tui import gitcmd
-from kode_tui.pathnames import InsideChecker, escape_name, is_within
+from kode_tui import workfiles
+from kode_tui.pathnames import escape_name
 from kode_tui.safetext import has_hidden, visible
 
 log = logging.getLogger(__name__)
@@ -39,18 +37,14 @@ MAX_COMPLETIONS = 20
 VISIBLE_COMPLETIONS = 10
 """Rows shown at once; the rest scroll."""
 
-SKIP_DIRS = frozenset({".git", ".venv", "venv", "node_modules", "__pycache__", ".mypy_cache"})
-"""Folders never offered for `@` completion (they dwarf the project and nobody mentions them)."""
-
 _PROMPT_GROUP = Binding.Group("Prompt")
 
 
 class PathIndex:
     """The files and folders of a work dir as relative paths, for `@` completion.
 
-    Folders end with `/`. In a git repository the list comes from `git ls-files` (tracked and
-    untracked-but-not-ignored files); elsewhere from a breadth-first walk that stops at `limit`
-    entries. `load()` blocks: call it from a thread.
+    Folders end with `/`. The list is `workfiles`' (git's in a repository, else a walk that
+    honours .gitignore files), at most `limit` entries. `load()` blocks: call it from a thread.
     """
 
     def __init__(self, root: Path, *, max_age_s: float = 5.0, limit: int = 20_000) -> None:
@@ -67,95 +61,38 @@ class PathIndex:
 
     def load(self) -> list[str]:
         """List the paths again, keep them in `paths` and return them."""
-        paths = self._from_git()
-        if paths is None:
-            paths = self._walk()
-        self.paths = paths
+        listed = workfiles.listing(self.root, timeout=5).files(limit=self.limit, folders=True)
+        self.paths = [escape_name(path) for path in listed]
         self._loaded_at = time.monotonic()
-        return paths
+        return self.paths
 
-    def _from_git(self) -> list[str] | None:
-        command = ["ls-files", "-z", "--cached", "--others", "--exclude-standard"]
-        try:
-            result = gitcmd.run(command, self.root, timeout=5)
-        except (OSError, subprocess.SubprocessError):
-            return None
-        if result.returncode != 0:
-            return None
-        found: dict[str, None] = {}
-        # git lists symlinks as files, and the files of a folder that became a symlink: only
-        # what really lies in the work dir is offered.
-        inside = InsideChecker(self.root)
-        for raw in result.stdout.split(b"\0"):
-            if not raw or not inside(self.root / os.fsdecode(raw)):
-                continue
-            path = escape_name(raw)
-            parts = path.split("/")
-            if SKIP_DIRS.intersection(parts[:-1]):
-                continue
-            for depth in range(1, len(parts)):
-                found.setdefault("/".join(parts[:depth]) + "/")
-            found[path] = None
-            if len(found) >= self.limit:
-                break
-        return list(found)
 
-    def _walk(self) -> list[str]:
-        found: list[str] = []
-        # Breadth first, so that a deep tree cut off at the limit still lists the top levels.
-        pending: deque[tuple[Path, str]] = deque([(self.root, "")])
-        while pending and len(found) < self.limit:
-            folder, prefix = pending.popleft()
-            try:
-                entries = sorted(os.scandir(folder), key=lambda entry: entry.name)
-            except OSError:
-                continue
-            for entry in entries:
-                if len(found) >= self.limit:
-                    break
-                try:
-                    is_dir = entry.is_dir(follow_symlinks=False)
-                    if entry.is_symlink() and not is_within(Path(entry), self.root):
-                        continue  # where it leads is outside the work dir
-                except OSError:
-                    continue
-                name = escape_name(entry.name)
-                if is_dir:
-                    if entry.name in SKIP_DIRS:
-                        continue
-                    found.append(f"{prefix}{name}/")
-                    pending.append((Path(entry.path), f"{prefix}{name}/"))
-                else:
-                    found.append(f"{prefix}{name}")
-        return found
+FUZZY_BUDGET = 2000
+"""Of the paths that hold the query's letters in order, the shallowest this many are scored:
+fuzzy scoring costs tens of microseconds a path, and the prompt must keep up with typing."""
 
 
 def match_paths(paths: Sequence[str], query: str, limit: int = MAX_COMPLETIONS) -> list[str]:
-    """The paths best matching `query`: prefix, then name prefix, substring, then subsequence.
-
-    Shallow and short paths come first within each kind; the query itself is left out (nothing
-    to complete).
-    """
+    """The paths best matching `query`, scored by `textual.fuzzy` (the command palette's
+    matcher: letters in order, more for word starts and runs); shallow and short paths first
+    among equals. The query itself is left out (nothing to complete)."""
     needle = query.lower()
-    subsequence = re.compile(".*?".join(map(re.escape, needle)))
-    ranked: list[tuple[int, int, int, str]] = []
-    for path in paths:
-        lowered = path.lower()
-        if lowered == needle:
-            continue
-        stripped = lowered.rstrip("/")
-        if lowered.startswith(needle):
-            rank = 0
-        elif stripped.rsplit("/", 1)[-1].startswith(needle):
-            rank = 1
-        elif needle in lowered:
-            rank = 2
-        elif subsequence.search(lowered):
-            rank = 3
-        else:
-            continue
-        ranked.append((rank, stripped.count("/"), len(path), path))
-    return [entry[-1] for entry in heapq.nsmallest(limit, ranked)]
+    # One C-speed test per path keeps the scoring to the paths that can match at all.
+    letters = re.compile("".join(f"[^{re.escape(c)}]*{re.escape(c)}" for c in needle), re.I)
+    candidates = heapq.nsmallest(
+        FUZZY_BUDGET,
+        (path for path in paths if path.lower() != needle and letters.match(path)),
+        key=_shallow_first,
+    )
+    if not needle:
+        return candidates[:limit]
+    matcher = Matcher(query)
+    scored = [(-matcher.match(path), *_shallow_first(path)) for path in candidates]
+    return [entry[-1] for entry in heapq.nsmallest(limit, scored) if entry[0] < 0]
+
+
+def _shallow_first(path: str) -> tuple[int, int, str]:
+    return path.rstrip("/").count("/"), len(path), path
 
 
 def match_commands(
