@@ -567,11 +567,14 @@ class AgentSession:
 
     def rotated_file(self, name_or_number: str) -> str | None:
         """The name of a rotated context (`3`, `context_3`, `context_3.jsonl`), if it exists."""
-        name = name_or_number.removesuffix(".jsonl")
+        name = name_or_number.strip().removesuffix(".jsonl")
         if name.isdigit():
             name = f"context_{name}"
-        path = self._context.path.with_name(f"{name}.jsonl")
-        return path.name if self.is_rotation_file(path.name) and path.is_file() else None
+        name += ".jsonl"
+        # Checked before it becomes a path: a name like `../x` must not reach the file system.
+        if name == ROTATIONS_LOG or not self.is_rotation_file(name):
+            return None
+        return name if self._context.path.with_name(name).is_file() else None
 
     async def preview(self, name: str) -> RotationPreview:
         """A rotated context, compared with the live one; OSError when it cannot be read."""
