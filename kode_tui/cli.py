@@ -25,7 +25,7 @@ if TYPE_CHECKING:
     # The session engine loads only when a command needs it (the TUI opens a new session
     # itself, after its first frame).
     from kode_tui.config import Config
-    from kode_tui.session import Context, Session, SessionLocked
+    from kode_tui.soul.facade import AgentSession, Session, SessionLocked
 
 log = logging.getLogger("kode_tui")
 
@@ -36,11 +36,10 @@ class UserError(Exception):
 
 @dataclass(slots=True)
 class Opened:
-    """What the app starts with: the work dir and, when one was asked for, a restored session."""
+    """What the app starts with: the work dir and, when one was asked for, the session."""
 
     work_dir: Path
-    session: Session | None = None
-    context: Context | None = None
+    session: AgentSession | None = None
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -151,20 +150,19 @@ def _prompt(args: argparse.Namespace) -> str:
 async def _run_print(args: argparse.Namespace, work_dir: Path, config: Config, prompt: str) -> int:
     from kode_tui.config import resolve_model
     from kode_tui.print_mode import run_print  # the agent loads only when it is wanted
+    from kode_tui.soul.facade import AgentSession
 
     choice = await asyncio.to_thread(resolve_model, config, args.model)
-    opened = await _open(args, work_dir)
-    session, context = opened.session, opened.context
-    if session is not None and context is not None and context.read_only:
+    opened = (await _open(args, work_dir)).session
+    if opened is not None and opened.read_only is not None:
+        await opened.close()
         raise UserError(
-            f"{session.dir} cannot be written, so this session cannot go on here; "
-            f"look at it read-only with: {session.resume_command()}"
+            f"{opened.session.dir} cannot be written, so this session cannot go on here; "
+            f"look at it read-only with: {opened.resume_command()}"
         )
-    if session is None:
-        from kode_tui.session import Session
-
-        session = await Session.create(work_dir)
-    return await run_print(session, context, config, choice, prompt, yolo=args.yolo)
+    if opened is None:
+        opened = await AgentSession.open(work_dir)
+    return await run_print(opened, config, choice, prompt, yolo=args.yolo)
 
 
 def _work_dir(raw: str) -> Path:
@@ -175,7 +173,7 @@ def _work_dir(raw: str) -> Path:
 
 
 async def _list_sessions(work_dir: Path) -> int:
-    from kode_tui.session import Session
+    from kode_tui.soul.facade import Session
 
     sessions = await Session.list(work_dir)
     if not sessions:
@@ -190,17 +188,18 @@ async def _list_sessions(work_dir: Path) -> int:
 
 async def _run_app(args: argparse.Namespace, work_dir: Path) -> int:
     locked: SessionLocked | None = None
+    waiting: Session | None = None
     try:
         opened = await _open(args, work_dir)
     except _Locked as error:
-        opened, locked = error.opened, error.locked
+        opened, locked, waiting = Opened(error.work_dir), error.locked, error.session
     from kode_tui.ui.app import KodeApp  # Textual loads only when a screen is wanted
 
     app = KodeApp(
         opened.work_dir,
         model=args.model,
-        session=opened.session,
-        context=opened.context,
+        session=waiting,
+        opened=opened.session,
         locked=locked,
         theme=args.theme,
         yolo=args.yolo,
@@ -210,54 +209,45 @@ async def _run_app(args: argparse.Namespace, work_dir: Path) -> int:
     try:
         await app.run_async()
     finally:
-        if opened.context is not None:
-            await opened.context.close()
+        if opened.session is not None:
+            await opened.session.close()
     if app.config_error is not None:
         raise app.config_error
-    session = app.session
-    if session is not None and not app.read_only and _has_records(session):
-        print(f"Resume this session with: {visible(session.resume_command())}")
+    resume = app.resume_command
+    if resume is not None:
+        print(f"Resume this session with: {visible(resume)}")
     return 0
-
-
-def _has_records(session: Session) -> bool:
-    try:
-        return session.context_file.stat().st_size > 0
-    except OSError:
-        return False
 
 
 class _Locked(Exception):
     """The session asked for is open in another kode-tui: the app asks what to do."""
 
-    def __init__(self, opened: Opened, locked: SessionLocked) -> None:
-        self.opened = opened
+    def __init__(self, work_dir: Path, session: Session, locked: SessionLocked) -> None:
+        self.work_dir = work_dir
+        self.session = session
         self.locked = locked
 
 
 async def _open(args: argparse.Namespace, work_dir: Path) -> Opened:
     if not (args.session_dir or args.session or args.continue_):
         return Opened(work_dir)  # a new session, made where it is used
-    from kode_tui.session import SessionLocked
-    from kode_tui.session.context import restore_or_view
+    from kode_tui.soul.facade import AgentSession, SessionLocked
 
     session = await _find_session(args, work_dir)
     if session is None:
         return Opened(work_dir)
     try:
         # A folder that cannot be written opens read-only, for viewing.
-        context = await restore_or_view(session.context_file)
+        opened = await AgentSession.open(work_dir, session)
     except SessionLocked as error:
         if args.print_mode or args.prompt is not None:
             raise UserError(str(error)) from None
-        raise _Locked(Opened(session.work_dir or work_dir, session), error) from None
-    if session.work_dir is not None:
-        session.mark_last()
-    return Opened(session.work_dir or work_dir, session, context)
+        raise _Locked(session.work_dir or work_dir, session, error) from None
+    return Opened(opened.work_dir, opened)
 
 
 async def _find_session(args: argparse.Namespace, work_dir: Path) -> Session | None:
-    from kode_tui.session import Session
+    from kode_tui.soul.facade import Session
 
     if args.session_dir:
         try:

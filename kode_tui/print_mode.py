@@ -25,11 +25,7 @@ from typing import TextIO
 from kode_tui.config import Config, ModelChoice
 from kode_tui.masking import mask
 from kode_tui.safetext import visible
-from kode_tui.session import Context, Session
-from kode_tui.soul.agent import open_agent
-from kode_tui.soul.llm import ChatProvider, LLMError
-from kode_tui.soul.llm.demo import DemoProvider
-from kode_tui.soul.soul import ContextReport, KodeSoul
+from kode_tui.soul.facade import AgentSession, ChatProvider, ContextReport, DemoProvider, LLMError
 from kode_tui.wire import events as ev
 
 ARGUMENT_WIDTH = 80
@@ -164,8 +160,7 @@ def _short(arguments: str) -> str:
 
 
 async def run_print(
-    session: Session,
-    context: Context | None,
+    opened: AgentSession,
     config: Config,
     choice: ModelChoice,
     prompt: str,
@@ -175,8 +170,8 @@ async def run_print(
     err: TextIO | None = None,
     provider: ChatProvider | None = None,
 ) -> int:
-    """Run one turn of `session` for `prompt`; the exit status. `provider` answers instead of
-    the model `choice` names (a scripted one, say)."""
+    """Run one turn of the `opened` session for `prompt`; the exit status. `provider` answers
+    instead of the model `choice` names (a scripted one, say)."""
     out = out or sys.stdout
     err = err or sys.stderr
     if provider is None and choice.is_demo:
@@ -185,45 +180,38 @@ async def run_print(
             "a scripted agent, not an LLM.\n"
         )
         provider = DemoProvider(delay=0)  # pacing is for eyes on a screen, not for a pipe
-    agent = await open_agent(
-        session,
-        config,
-        choice,
-        context=context,
-        provider=provider,
-        approval_override="yolo" if yolo else None,
-    )
     view = PrintView(out, err)
-    shown = agent.bus.subscribe(callback=view)
+    shown = opened.bus.subscribe(callback=view)
     try:
+        await opened.start(config, choice, provider=provider, yolo=yolo)
         if prompt.startswith("/"):
-            return await _command(agent.soul, prompt, out, err)
-        result = await agent.soul.run(prompt)
+            return await _command(opened, prompt, out, err)
+        result = await opened.run(prompt)
     finally:
         await shown.join()
         view.finish()
-        await agent.close()
+        await opened.close()
     if result.stop_reason == "rejected":
         note(err, "the turn stopped at a rejected tool call.")
     elif result.stop_reason != "done":
         note(err, str(result.error))
-    note(err, f"resume this session with: {session.resume_command()}")
+    note(err, f"resume this session with: {opened.resume_command()}")
     return 0 if result.stop_reason == "done" else 1
 
 
 COMMANDS = ("/compact [instruction]", "/context [refresh]")
 
 
-async def _command(soul: KodeSoul, line: str, out: TextIO, err: TextIO) -> int:
+async def _command(opened: AgentSession, line: str, out: TextIO, err: TextIO) -> int:
     """A slash command instead of a message; the exit status."""
     name, _, argument = line.strip().partition(" ")
     argument = argument.strip()
     if name == "/compact":
-        before = soul.context.token_count_with_pending
+        before = opened.token_count()
         try:
-            changed = await soul.compact(argument or None)
+            changed = await opened.compact(argument or None)
         except LLMError as error:
-            note(err, f"compaction failed: {soul.provider.model_name}: {error}")
+            note(err, f"compaction failed: {opened.model_name}: {error}")
             return 1
         except OSError as error:  # a session file could not be written (a full disk, say)
             note(err, f"compaction failed: {error}")
@@ -231,17 +219,16 @@ async def _command(soul: KodeSoul, line: str, out: TextIO, err: TextIO) -> int:
         if not changed:
             out.write("Nothing to compact.\n")
         else:
-            after = soul.context.token_count_with_pending
-            out.write(f"Compacted the context: {before:,} → {after:,} tokens.\n")
+            out.write(f"Compacted the context: {before:,} → {opened.token_count():,} tokens.\n")
         return 0
     if name == "/context":
-        if argument == "refresh" and soul.project is not None:
-            await soul.project.refresh()
-        elif argument:
+        if argument and argument != "refresh":
             err.write("kode-tui: /context takes no argument but `refresh`.\n")
             return 2
+        report = await opened.context_report(refresh=argument == "refresh")
+        assert report is not None  # the agent is up
         # The system prompt holds the project's files (README.md, AGENTS.md) as they are.
-        out.write(visible(mask(format_report(await soul.context_report()))))
+        out.write(visible(mask(format_report(report))))
         return 0
     note(err, f"unknown command {name}; print mode knows {', '.join(COMMANDS)}.")
     return 2

@@ -38,7 +38,8 @@ ALLOWED = {
     "kode_tui.wire": set(),
     "kode_tui.tools": {"kode_tui.session", "kode_tui.wire"},
     "kode_tui.soul": {"kode_tui.session", "kode_tui.wire", "kode_tui.tools"},
-    "kode_tui.ui": {"kode_tui.session", "kode_tui.wire", "kode_tui.tools", "kode_tui.soul"},
+    "kode_tui.ui": {"kode_tui.wire", "kode_tui.soul"},
+    "kode_tui.print_mode": {"kode_tui.wire", "kode_tui.soul"},
 }
 
 
@@ -53,9 +54,17 @@ def modules() -> dict[str, set[str]]:
             if isinstance(node, ast.Import):
                 imported.update(alias.name for alias in node.names)
             elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
-                imported.add(node.module)
+                # `from kode_tui.wire import events` imports the module kode_tui.wire.events.
+                for alias in node.names:
+                    submodule = f"{node.module}.{alias.name}"
+                    imported.add(submodule if _is_module(submodule) else node.module)
         found[name] = imported
     return found
+
+
+def _is_module(name: str) -> bool:
+    path = PACKAGE.parent.joinpath(*name.split("."))
+    return path.with_suffix(".py").is_file() or (path / "__init__.py").is_file()
 
 
 def layer(module: str) -> str | None:
@@ -78,6 +87,52 @@ def test_imports_point_down_only() -> None:
             if target_layer != own and target_layer not in ALLOWED[own]:
                 wrong.append(f"{module} imports {target}")
     assert not wrong
+
+
+FRONT_ENDS = ("kode_tui.ui", "kode_tui.print_mode")
+FACADE = "kode_tui.soul.facade"
+FRONT_END_MAY_IMPORT = {FACADE, "kode_tui.wire.events"} | BOTTOM
+"""A front end reaches the domain through the facade alone (DESIGN.md §1): besides it, the
+wire's event models, and the bottom layer's small helpers (message, config, paths, errors...)."""
+
+
+def test_front_ends_reach_the_domain_through_the_facade_only() -> None:
+    wrong = []
+    for module, imported in modules().items():
+        if not module.startswith(FRONT_ENDS):
+            continue
+        for target in imported:
+            if not target.startswith("kode_tui") or target.startswith("kode_tui.ui"):
+                continue
+            if target not in FRONT_END_MAY_IMPORT:
+                wrong.append(f"{module} imports {target}")
+    assert not wrong
+
+
+def test_only_the_soul_and_the_facade_send_wire_events() -> None:
+    """A front end renders events; it never puts one on the bus (`bus.send`)."""
+    wrong = []
+    for path in PACKAGE.rglob("*.py"):
+        relative = path.relative_to(PACKAGE.parent).with_suffix("")
+        module = ".".join(relative.parts)
+        if not module.startswith(FRONT_ENDS):
+            continue
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        # A widget's `__main__` demo may feed it events; the app never does.
+        tree.body = [node for node in tree.body if not _is_main_guard(node)]
+        for node in ast.walk(tree):
+            if (
+                isinstance(node, ast.Call)
+                and isinstance(node.func, ast.Attribute)
+                and node.func.attr == "send"
+                and "bus" in ast.unparse(node.func.value)
+            ):
+                wrong.append(f"{module}:{node.lineno} {ast.unparse(node)}")
+    assert not wrong
+
+
+def _is_main_guard(node: ast.stmt) -> bool:
+    return isinstance(node, ast.If) and "__main__" in ast.unparse(node.test)
 
 
 def test_textual_stays_in_the_ui_and_litellm_in_the_llm_code() -> None:

@@ -142,7 +142,7 @@ async def test_print_mode_masks_a_key_a_server_error_or_a_tool_line_quotes(
 
     from kode_tui.config import Config, ModelChoice
     from kode_tui.print_mode import run_print
-    from kode_tui.session import Session
+    from kode_tui.soul.facade import AgentSession
     from kode_tui.soul.llm.scripted import ScriptedProvider
 
     key = "sk-live-0123456789abcdef"
@@ -161,8 +161,7 @@ async def test_print_mode_masks_a_key_a_server_error_or_a_tool_line_quotes(
     choice = ModelChoice(name="scripted", model="scripted", source="flag")
 
     status = await run_print(
-        await Session.create(project),
-        None,
+        await AgentSession.open(project),
         Config(),
         choice,
         "hi",

@@ -20,6 +20,7 @@ from kode_tui.message import TextPart
 from kode_tui.print_mode import PrintView, run_print
 from kode_tui.session import Session
 from kode_tui.soul.agent import open_agent
+from kode_tui.soul.facade import AgentSession
 from kode_tui.soul.llm import LLMConnectionError, StreamItem
 from kode_tui.soul.llm.demo import INTRO, NOTES_FILE, DemoProvider
 from kode_tui.soul.llm.scripted import ScriptedProvider
@@ -239,7 +240,13 @@ async def test_print_mode_shows_escapes_from_the_model_and_tools_visibly(project
     choice = ModelChoice(name="scripted", model="scripted", source="flag")
 
     status = await run_print(
-        session, None, Config(), choice, "hi", out=out, err=err, provider=provider
+        await AgentSession.open(project, session),
+        Config(),
+        choice,
+        "hi",
+        out=out,
+        err=err,
+        provider=provider,
     )
 
     assert status == 1
@@ -334,8 +341,7 @@ async def test_compact_on_a_full_disk_says_so_in_one_line(
     provider = ScriptedProvider([{"text": "Hello."}, {"text": "The user said hi."}])
     assert (
         await run_print(
-            session,
-            None,
+            await AgentSession.open(project, session),
             Config(),
             choice,
             "hi",
@@ -353,7 +359,13 @@ async def test_compact_on_a_full_disk_says_so_in_one_line(
     monkeypatch.setattr(rotation, "swap", no_room)
     out, err = io.StringIO(), io.StringIO()
     status = await run_print(
-        session, None, Config(), choice, "/compact", out=out, err=err, provider=provider
+        await AgentSession.open(project, session),
+        Config(),
+        choice,
+        "/compact",
+        out=out,
+        err=err,
+        provider=provider,
     )
 
     assert status == 1

@@ -14,8 +14,9 @@ from typing import Any
 
 import pytest
 import watchfiles
+import yaml
 
-from kode_tui.soul import project_context
+from kode_tui.soul import project_context, project_files
 from kode_tui.soul.project_context import (
     ProjectContext,
     ProjectContextWatcher,
@@ -26,6 +27,10 @@ from kode_tui.soul.project_context import (
 )
 
 ME = "me@example.com"
+
+needs_libyaml = pytest.mark.skipif(
+    not yaml.__with_libyaml__, reason="without libyaml, PyYAML is too slow for hostile files"
+)
 
 
 @pytest.fixture(autouse=True)
@@ -322,9 +327,7 @@ testpaths = ["tests"]
     )
 
 
-def test_code_style_from_editorconfig_prettier_and_a_tsconfig_with_comments(
-    plain_dir: Path,
-) -> None:
+def test_code_style_from_editorconfig_prettier_tsconfig_go_and_cargo(plain_dir: Path) -> None:
     write(
         plain_dir,
         {
@@ -332,12 +335,11 @@ def test_code_style_from_editorconfig_prettier_and_a_tsconfig_with_comments(
             "max_line_length = 100\n\n[Makefile]\nindent_style = tab\n",
             ".prettierrc": '{"semi": false, "singleQuote": true, "tabWidth": 2, "printWidth": 100}',
             "tsconfig.json": """{
-  // comments are fine in a tsconfig
   "compilerOptions": {
-    "strict": true, /* and so are block comments */
+    "strict": true,
     "target": "ES2022",
-    "paths": {"@/*": ["./src/*"]},  // a "/*" inside a string is not a comment
-  },
+    "paths": {"@/*": ["./src/*"]}
+  }
 }""",
             "go.mod": "module example.com/tool\n\ngo 1.22\n",
             "Cargo.toml": '[package]\nname = "x"\nedition = "2021"\n',
@@ -354,6 +356,7 @@ def test_code_style_from_editorconfig_prettier_and_a_tsconfig_with_comments(
     ]
 
 
+@needs_libyaml
 def test_prettier_in_package_json_and_yaml_and_eslint(tmp_path: Path) -> None:
     one, two = tmp_path / "one", tmp_path / "two"
     write(one, {"package.json": '{"prettier": {"singleQuote": false}, "eslintConfig": {}}'})
@@ -373,6 +376,46 @@ def test_prettier_in_package_json_and_yaml_and_eslint(tmp_path: Path) -> None:
         "- Prettier: semicolons, print width 80",
         "- ESLint (extends eslint:recommended)",
     ]
+
+
+def test_a_tsconfig_with_comments_is_named_without_its_options(plain_dir: Path) -> None:
+    # JSON with comments is not read: that took a hand-written parser, for two details.
+    write(
+        plain_dir,
+        {"tsconfig.json": '{\n  // made by tsc --init\n  "compilerOptions": {"strict": true}\n}'},
+    )
+
+    assert collect(plain_dir).blocks["codeStyle"] == "- TypeScript"
+
+
+@needs_libyaml
+def test_prettier_and_eslint_configs_in_any_yaml_form(tmp_path: Path) -> None:
+    one, two = tmp_path / "one", tmp_path / "two"
+    write(
+        one,
+        {
+            ".prettierrc.yml": "{semi: false, singleQuote: true}\n",
+            ".eslintrc.yml": "extends:\n  - eslint:recommended\n  - prettier\n",
+        },
+    )
+    write(two, {".prettierrc": "---\nprintWidth: 120\noverrides:\n  - files: '*.md'\n"})
+
+    assert collect(one).blocks["codeStyle"].splitlines() == [
+        "- Prettier: no semicolons, single quotes",
+        "- ESLint (extends eslint:recommended, prettier)",
+    ]
+    assert collect(two).blocks["codeStyle"] == "- Prettier: print width 120"
+
+
+@needs_libyaml
+def test_a_yaml_config_that_repeats_itself_through_aliases_is_left_out(plain_dir: Path) -> None:
+    # Five levels of ten aliases print a 10-character string 100,000 times; a few more levels
+    # and the code-style block would take gigabytes.
+    levels = ["a0: &a0 xxxxxxxxxx"]
+    levels += [f"a{i}: &a{i} [{', '.join([f'*a{i - 1}'] * 10)}]" for i in range(1, 6)]
+    write(plain_dir, {".prettierrc.yaml": "\n".join([*levels, "printWidth: *a5", ""])})
+
+    assert collect(plain_dir).blocks["codeStyle"] == "- Prettier (.prettierrc.yaml)"
 
 
 def test_broken_or_unreadable_files_are_left_out(plain_dir: Path) -> None:
@@ -652,7 +695,7 @@ def test_only_the_head_of_a_huge_project_file_is_read(
 ) -> None:
     # A 2 GB sparse README.md or AGENTS.md costs nothing on disk: reading it whole at every
     # start took 4 GB of memory. The limit is patched small so the test file can be.
-    monkeypatch.setattr(project_context, "READ_MAX_BYTES", 1000, raising=False)
+    monkeypatch.setattr(project_files, "READ_MAX_BYTES", 1000)
     write(plain_dir, {"AGENTS.md": "Use tabs.\n" + "x" * 2000 + f"\n{MARKER}\n"})
 
     docs = collect(plain_dir).project_docs

@@ -133,7 +133,7 @@ async def test_a_work_dir_whose_name_is_not_utf8_holds_sessions_like_any_other(
     assert entry.path == f"{tmp_path}/caf\\xe9"  # kode.json holds it escaped, as text
     (home / "kode.json").read_bytes().decode("utf-8")
     # The sessions screen finds its folder again from the escaped path.
-    from kode_tui.ui.screens.sessions import _sessions_of_every_work_dir
+    from kode_tui.session.catalog import _sessions_of_every_work_dir
 
     everywhere = await _sessions_of_every_work_dir(tmp_path)
     assert [s.work_dir for s in everywhere if s.id == session.id] == [work_dir]

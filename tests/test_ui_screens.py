@@ -18,14 +18,8 @@ from textual.widgets import DataTable, Input, Markdown, Static
 from kode_tui.paths import Paths, work_dir_hash
 from kode_tui.session import Session
 from kode_tui.ui.screens.help import HelpScreen, collect_bindings, focused_help
-from kode_tui.ui.screens.sessions import (
-    EMPTY_HERE,
-    ContextStats,
-    SessionPicker,
-    format_age,
-    format_tokens,
-    read_context_stats,
-)
+from kode_tui.session.catalog import ContextStats, read_context_stats
+from kode_tui.ui.screens.sessions import EMPTY_HERE, SessionPicker, format_age, format_tokens
 from kode_tui.ui.themes import load_themes, register_themes, theme_names, watch_user_themes
 
 # --- Themes -------------------------------------------------------------------------------------

@@ -11,25 +11,23 @@ from changes, so the owner can collect it again.
 from __future__ import annotations
 
 import asyncio
-import configparser
 import contextlib
-import json
 import logging
 import os
-import re
-import stat
 import subprocess
-import tomllib
 from collections import deque
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TypeVar
 
 import watchfiles
 
 from kode_tui import gitcmd, workfiles
-from kode_tui.pathnames import escape_name, is_within
+from kode_tui.fsutil import read_regular
+from kode_tui.pathnames import escape_name
+from kode_tui.soul.code_style import STYLE_FILES, code_style
+from kode_tui.soul.project_files import read_text
 
 log = logging.getLogger(__name__)
 _T = TypeVar("_T")
@@ -44,58 +42,12 @@ STATUS_MAX_LINES = 30
 README_MAX_CHARS = 4000
 DOC_MAX_CHARS = 20000
 GIT_TIMEOUT_S = 3.0
-READ_MAX_BYTES = 1 << 20
-"""Of a project file (README, AGENTS.md, package.json, ...), only this much is read: a 2 GB
-sparse README must not cost gigabytes and seconds at every start."""
 
 TREE_HEADER = (
     "Below is a snapshot of this project's file structure at the start of the conversation. "
     "It will not update as the conversation goes on."
 )
 CONTEXT_INTRO = "\n\nAs you answer the user's questions, you can use the following context:\n"
-
-PRETTIER_FILES = (
-    ".prettierrc",
-    ".prettierrc.json",
-    ".prettierrc.json5",
-    ".prettierrc.yaml",
-    ".prettierrc.yml",
-    ".prettierrc.toml",
-    ".prettierrc.js",
-    ".prettierrc.cjs",
-    ".prettierrc.mjs",
-    "prettier.config.js",
-    "prettier.config.cjs",
-    "prettier.config.mjs",
-)
-ESLINT_FILES = (
-    "eslint.config.js",
-    "eslint.config.mjs",
-    "eslint.config.cjs",
-    "eslint.config.ts",
-    ".eslintrc",
-    ".eslintrc.json",
-    ".eslintrc.js",
-    ".eslintrc.cjs",
-    ".eslintrc.yaml",
-    ".eslintrc.yml",
-)
-STYLE_FILES = (
-    "pyproject.toml",
-    "ruff.toml",
-    ".ruff.toml",
-    "setup.cfg",
-    ".flake8",
-    "mypy.ini",
-    "pytest.ini",
-    ".editorconfig",
-    "package.json",
-    "tsconfig.json",
-    "go.mod",
-    "Cargo.toml",
-    *PRETTIER_FILES,
-    *ESLINT_FILES,
-)
 
 
 @dataclass(frozen=True)
@@ -143,7 +95,7 @@ def collect(work_dir: Path, *, custom: str = "") -> ProjectContext:
         status = _guarded("gitStatus", lambda: _git_status(work_dir))
         if status:
             blocks["gitStatus"] = status
-    style = _guarded("codeStyle", lambda: _code_style(work_dir))
+    style = _guarded("codeStyle", lambda: code_style(work_dir))
     if style:
         blocks["codeStyle"] = style
     readme = _guarded("readme", lambda: _readme(work_dir))
@@ -349,7 +301,7 @@ def _git_head(git_root: Path) -> Path | None:
     if dot_git.is_dir():
         return dot_git / "HEAD"
     # A worktree or submodule: ".git" is a file saying "gitdir: <path>".
-    data = _read_regular(dot_git, 4096)
+    data = read_regular(dot_git, 4096)
     if data is None:
         return None
     line = data.decode("utf-8", errors="replace").strip()
@@ -379,7 +331,7 @@ def _project_docs(dirs: list[Path]) -> list[ProjectDoc]:
     for directory in dirs:
         for name in DOC_NAMES:
             path = directory / name
-            text = _read_text(path)
+            text = read_text(path)
             if text is not None and text.strip():
                 docs.append(ProjectDoc(path, _cap_chars(text.strip(), DOC_MAX_CHARS)))
     return docs
@@ -394,45 +346,10 @@ def _readme(work_dir: Path) -> str | None:
             if entry.name.lower().startswith("readme") and entry.name not in README_NAMES
         )
     for path in candidates:
-        text = _read_text(path)
+        text = read_text(path)
         if text is not None and text.strip():
             return _cap_lines(text.strip(), README_MAX_CHARS)
     return None
-
-
-def _read_text(path: Path) -> str | None:
-    """The text of a file in the work dir or in one of its parents (docs), else None.
-
-    A symlink is read only when its target lies in the folder that holds the link: a hostile
-    repo's README.md linked to `~/.ssh/id_rsa` must not land in the system prompt.
-    """
-    if not is_within(path, path.parent):
-        return None
-    data = _read_regular(path, READ_MAX_BYTES)
-    return None if data is None else data.decode("utf-8", errors="replace")
-
-
-def _read_regular(path: Path, limit: int) -> bytes | None:
-    """The first `limit` bytes of `path` when it is a regular file, else (or on error) None.
-
-    Opened without blocking and checked on the open file: a FIFO (or a link to one, or to
-    /dev/zero) swapped in after a check must not hang the start or fill the memory.
-    """
-    try:
-        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
-    except OSError:
-        log.debug("cannot read %s", path, exc_info=True)
-        return None
-    try:
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
-            return None
-        with os.fdopen(fd, "rb", closefd=False) as file:
-            return file.read(limit)
-    except OSError:
-        log.debug("cannot read %s", path, exc_info=True)
-        return None
-    finally:
-        os.close(fd)
 
 
 def _cap_chars(text: str, limit: int) -> str:
@@ -623,327 +540,3 @@ def _render(node: _Node, prefix: str, lines: list[str]) -> bool:
             else:
                 unexpanded |= _render(row, prefix + extend, lines)
     return unexpanded
-
-
-# ---- code style -------------------------------------------------------------------------------
-
-
-def _code_style(work_dir: Path) -> str | None:
-    lines: list[str] = []
-    for detect in (_python_style, _editorconfig_style, _js_style, _go_style, _rust_style):
-        try:
-            lines.extend(detect(work_dir))
-        except Exception:
-            log.debug("code style: %s failed", detect.__name__, exc_info=True)
-    return "\n".join(lines) or None
-
-
-def _load_toml(path: Path) -> dict[str, Any] | None:
-    text = _read_text(path)
-    if text is None:
-        return None
-    try:
-        return tomllib.loads(text)
-    except tomllib.TOMLDecodeError:
-        log.debug("bad TOML in %s", path, exc_info=True)
-        return None
-
-
-def _load_ini(path: Path) -> configparser.ConfigParser | None:
-    text = _read_text(path)
-    if text is None:
-        return None
-    parser = configparser.ConfigParser(interpolation=None, strict=False)
-    try:
-        parser.read_string(text, source=str(path))
-    except configparser.Error:
-        log.debug("bad INI in %s", path, exc_info=True)
-        return None
-    return parser
-
-
-def _table(data: Any, *keys: str) -> dict[str, Any]:
-    for key in keys:
-        data = data.get(key) if isinstance(data, dict) else None
-    return data if isinstance(data, dict) else {}
-
-
-def _python_style(work_dir: Path) -> Iterator[str]:
-    tool = _table(_load_toml(work_dir / "pyproject.toml"), "tool")
-    setup_cfg = _load_ini(work_dir / "setup.cfg")
-    tools: list[str] = []
-
-    ruff = tool.get("ruff")
-    for name in ("ruff.toml", ".ruff.toml"):
-        if not isinstance(ruff, dict):
-            ruff = _load_toml(work_dir / name)
-    if isinstance(ruff, dict):
-        details = []
-        if "line-length" in ruff:
-            details.append(f"line length {ruff['line-length']}")
-        select = _table(ruff, "lint").get("select", ruff.get("select"))
-        if isinstance(select, list) and select:
-            details.append("rules " + ", ".join(map(str, select)))
-        tools.append(_with_details("ruff", details))
-
-    black = tool.get("black")
-    if isinstance(black, dict):
-        length = black.get("line-length")
-        tools.append(_with_details("black", [f"line length {length}"] if length else []))
-
-    for ini in (setup_cfg, _load_ini(work_dir / ".flake8")):
-        if ini is not None and ini.has_section("flake8"):
-            length = ini["flake8"].get("max-line-length") or ini["flake8"].get("max_line_length")
-            tools.append(_with_details("flake8", [f"max line length {length}"] if length else []))
-            break
-
-    mypy = tool.get("mypy")
-    for ini in (_load_ini(work_dir / "mypy.ini"), setup_cfg):
-        if not isinstance(mypy, dict) and ini is not None and ini.has_section("mypy"):
-            mypy = {"strict": ini["mypy"].getboolean("strict", fallback=False)}
-    if isinstance(mypy, dict):
-        tools.append("mypy strict" if mypy.get("strict") is True else "mypy")
-
-    if (
-        "pytest" in tool
-        or (work_dir / "pytest.ini").is_file()
-        or (setup_cfg is not None and setup_cfg.has_section("tool:pytest"))
-    ):
-        tools.append("pytest")
-
-    if tools:
-        yield "- Python: " + ", ".join(tools)
-
-
-def _with_details(name: str, details: list[str]) -> str:
-    return f"{name} ({'; '.join(details)})" if details else name
-
-
-def _editorconfig_style(work_dir: Path) -> Iterator[str]:
-    text = _read_text(work_dir / ".editorconfig")
-    if text is None:
-        return
-    sections: dict[str, dict[str, str]] = {}
-    current: dict[str, str] | None = None
-    for raw in text.splitlines():
-        line = raw.strip()
-        if not line or line[0] in "#;":
-            continue
-        if line.startswith("[") and line.endswith("]"):
-            current = sections.setdefault(line[1:-1], {})
-        elif current is not None and "=" in line:
-            key, value = line.split("=", 1)
-            current[key.strip().lower()] = value.strip()
-    # "[*]" first: it applies to everything; a few more sections say what differs.
-    ordered = sorted(sections, key=lambda name: name != "*")
-    shown = 0
-    for name in ordered:
-        details = _editorconfig_details(sections[name])
-        if details and shown < 4:
-            shown += 1
-            yield f"- EditorConfig [{name}]: {', '.join(details)}"
-
-
-def _editorconfig_details(keys: dict[str, str]) -> list[str]:
-    details = []
-    style, size = keys.get("indent_style", "").lower(), keys.get("indent_size")
-    if style == "tab":
-        details.append("indent with tabs")
-    elif style == "space":
-        details.append(f"indent {size} spaces" if size else "indent with spaces")
-    elif size:
-        details.append(f"indent size {size}")
-    if keys.get("max_line_length"):
-        details.append(f"max line length {keys['max_line_length']}")
-    return details
-
-
-def _js_style(work_dir: Path) -> Iterator[str]:
-    package = _load_json(work_dir / "package.json")
-    package = package if isinstance(package, dict) else {}
-
-    prettier_line = _prettier_style(work_dir, package)
-    if prettier_line:
-        yield prettier_line
-
-    tsconfig = work_dir / "tsconfig.json"
-    if tsconfig.is_file():
-        options = _table(_load_json(tsconfig), "compilerOptions")
-        details = []
-        if options.get("strict") is True:
-            details.append("strict mode")
-        if options.get("target"):
-            details.append(f"target {options['target']}")
-        yield "- TypeScript" + (f": {', '.join(details)}" if details else "")
-
-    for name in ESLINT_FILES:
-        path = work_dir / name
-        if path.is_file():
-            config = _load_json(path) if name in {".eslintrc", ".eslintrc.json"} else None
-            yield _eslint_line(config, name)
-            break
-    else:
-        if isinstance(package.get("eslintConfig"), dict):
-            yield _eslint_line(package["eslintConfig"], "package.json")
-
-
-def _eslint_line(config: Any, source: str) -> str:
-    extends = config.get("extends") if isinstance(config, dict) else None
-    if isinstance(extends, str):
-        extends = [extends]
-    if isinstance(extends, list) and extends:
-        return f"- ESLint (extends {', '.join(map(str, extends))})"
-    return f"- ESLint ({source})"
-
-
-def _prettier_style(work_dir: Path, package: dict[str, Any]) -> str | None:
-    options: Any = None
-    source = ""
-    for name in PRETTIER_FILES:
-        path = work_dir / name
-        if not path.is_file():
-            continue
-        source = name
-        if name.endswith(".toml"):
-            options = _load_toml(path)
-        elif name.endswith((".yaml", ".yml")):
-            options = _load_simple_yaml(path)
-        elif not name.endswith("js"):
-            # ".prettierrc" may hold JSON or YAML.
-            options = _load_json(path)
-            if options is None and name == ".prettierrc":
-                options = _load_simple_yaml(path)
-        break
-    if not source:
-        if "prettier" not in package:
-            return None
-        options, source = package["prettier"], "package.json"
-    if isinstance(options, str):
-        return f"- Prettier (shared config {options})"
-    details = _prettier_details(options) if isinstance(options, dict) else []
-    return "- Prettier" + (f": {', '.join(details)}" if details else f" ({source})")
-
-
-def _prettier_details(options: dict[str, Any]) -> list[str]:
-    details = []
-    if "semi" in options:
-        details.append("semicolons" if options["semi"] else "no semicolons")
-    if "singleQuote" in options:
-        details.append("single quotes" if options["singleQuote"] else "double quotes")
-    if options.get("useTabs") is True:
-        details.append("tabs")
-    if "tabWidth" in options:
-        details.append(f"tab width {options['tabWidth']}")
-    if "printWidth" in options:
-        details.append(f"print width {options['printWidth']}")
-    if "trailingComma" in options:
-        details.append(f"trailing commas {options['trailingComma']}")
-    return details
-
-
-def _go_style(work_dir: Path) -> Iterator[str]:
-    text = _read_text(work_dir / "go.mod")
-    if text is None:
-        return
-    details = []
-    for line in text.splitlines():
-        words = line.split()
-        if len(words) == 2 and words[0] in {"module", "go"}:
-            details.append(f"{words[0]} {words[1]}")
-    yield "- Go" + (f": {', '.join(details)}" if details else "") + " (gofmt)"
-
-
-def _rust_style(work_dir: Path) -> Iterator[str]:
-    cargo = _load_toml(work_dir / "Cargo.toml")
-    if cargo is None:
-        return
-    edition = _table(cargo, "package").get("edition") or _table(cargo, "workspace", "package").get(
-        "edition"
-    )
-    yield "- Rust" + (f": edition {edition}" if edition else "") + " (rustfmt)"
-
-
-def _load_json(path: Path) -> Any:
-    text = _read_text(path)
-    if text is None:
-        return None
-    try:
-        return json.loads(_strip_json_comments(text))
-    except ValueError:
-        log.debug("bad JSON in %s", path, exc_info=True)
-        return None
-
-
-def _strip_json_comments(text: str) -> str:
-    """JSON with comments and trailing commas (tsconfig, .eslintrc) made plain JSON.
-
-    Walks the text once so that "//" or "/*" inside a string ("./src/*") stays as it is.
-    """
-    out: list[str] = []
-    i, n = 0, len(text)
-    while i < n:
-        char = text[i]
-        if char == '"':
-            end = i + 1
-            while end < n and text[end] != '"':
-                end += 2 if text[end] == "\\" else 1
-            out.append(text[i : end + 1])
-            i = end + 1
-        elif text.startswith("//", i):
-            i = text.find("\n", i)
-            i = n if i < 0 else i
-        elif text.startswith("/*", i):
-            end = text.find("*/", i + 2)
-            i = n if end < 0 else end + 2
-        else:
-            out.append(char)
-            i += 1
-    return _drop_trailing_commas("".join(out))
-
-
-def _drop_trailing_commas(text: str) -> str:
-    out: list[str] = []
-    i, n = 0, len(text)
-    while i < n:
-        char = text[i]
-        if char == '"':
-            end = i + 1
-            while end < n and text[end] != '"':
-                end += 2 if text[end] == "\\" else 1
-            out.append(text[i : end + 1])
-            i = end + 1
-            continue
-        if char == ",":
-            j = i + 1
-            while j < n and text[j].isspace():
-                j += 1
-            if j < n and text[j] in "}]":
-                i += 1
-                continue
-        out.append(char)
-        i += 1
-    return "".join(out)
-
-
-_YAML_LINE = re.compile(r"^([A-Za-z_][\w-]*)\s*:\s*(.*?)\s*(?:#.*)?$")
-
-
-def _load_simple_yaml(path: Path) -> dict[str, Any] | None:
-    """Top-level `key: scalar` lines: all a Prettier config needs, without a YAML library."""
-    text = _read_text(path)
-    if text is None:
-        return None
-    found: dict[str, Any] = {}
-    for line in text.splitlines():
-        match = _YAML_LINE.match(line)
-        if match:
-            found[match[1]] = _yaml_scalar(match[2])
-    return found or None
-
-
-def _yaml_scalar(value: str) -> Any:
-    if value.lower() in {"true", "false"}:
-        return value.lower() == "true"
-    if re.fullmatch(r"-?\d+", value):
-        return int(value)
-    return value.strip("'\"")

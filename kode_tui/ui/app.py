@@ -12,8 +12,6 @@ import asyncio
 import contextlib
 import gc
 import logging
-import shutil
-import tempfile
 import time
 from pathlib import Path
 from typing import TYPE_CHECKING, ClassVar
@@ -38,25 +36,16 @@ from kode_tui.ui.themes import configured_theme, register_themes, watch_user_the
 from kode_tui.ui.widgets.prompt import PromptInput
 
 if TYPE_CHECKING:
-    # The config, the session engine, the wire, the panes and the agent (tools, compaction,
-    # project context) load after the first frame.
-    from collections.abc import Sequence
-
-    from kode_tui.config import ApprovalMode, Config, ModelChoice
-    from kode_tui.session import Context, Session, SessionLocked
-    from kode_tui.session.journal import FileJournal
-    from kode_tui.session.timetravel import FilePlan
-    from kode_tui.soul.agent import Agent
-    from kode_tui.soul.llm import ChatProvider
+    # The config, the facade (the session engine, the agent: tools, compaction, project
+    # context), the wire and the panes load after the first frame.
+    from kode_tui.config import Config, ModelChoice
+    from kode_tui.soul.facade import AgentSession, ChatProvider, Session, SessionLocked
     from kode_tui.ui.screens.dialogs import LockedChoice
     from kode_tui.ui.widgets.history import HistoryPane
     from kode_tui.ui.widgets.timeline import CheckpointTimeline
-    from kode_tui.wire import WireBus
-    from kode_tui.wire.events import DiffBlock
 
 log = logging.getLogger(__name__)
 
-MODES: tuple[ApprovalMode, ...] = ("ask", "auto-edit", "yolo")
 CTRL_C_WINDOW_S = 2.0
 """A second Ctrl+C within this time quits."""
 
@@ -92,7 +81,7 @@ class KodeApp(App[None]):
         *,
         model: str | None = None,
         session: Session | None = None,
-        context: Context | None = None,
+        opened: AgentSession | None = None,
         locked: SessionLocked | None = None,
         provider: ChatProvider | None = None,
         theme: str | None = None,
@@ -100,6 +89,8 @@ class KodeApp(App[None]):
         pick_session: bool = False,
         config_file: Path | None = None,
     ) -> None:
+        """`session` is opened (a new one when None) unless `opened` is: a session the
+        command line opened already; `locked` says another kode-tui writes `session`."""
         super().__init__()
         self.work_dir = work_dir
         self._config = config
@@ -107,10 +98,9 @@ class KodeApp(App[None]):
         self._model_flag = model
         self.config_error: ConfigError | None = None
         """Why the app stopped at start, when the config was wrong (the command shows it)."""
-        self.session = session
-        self.agent: Agent | None = None
-        self.read_only = False
-        self._opened_context = context
+        self.agent_session: AgentSession | None = opened
+        """The session on screen, through the one facade to the domain."""
+        self._session_to_open = session
         self._locked = locked
         self._provider = provider
         self._theme_name = theme or (config.theme if config else configured_theme(config_file))
@@ -123,7 +113,10 @@ class KodeApp(App[None]):
         self._agent_starting = False
         """Between the session being on screen and its agent being ready (or failing)."""
         self._history: list[str] = []
-        self._read_only_dir: tempfile.TemporaryDirectory[str] | None = None
+        self._stop_following = asyncio.Event()
+        self._last_session: Session | None = None
+        self.resume_command: str | None = None
+        """How to open the last session shown again (None: nothing to go back to)."""
 
     @property
     def config(self) -> Config:
@@ -134,6 +127,17 @@ class KodeApp(App[None]):
     def choice(self) -> ModelChoice:
         assert self._choice is not None, "the model is chosen after the first frame"
         return self._choice
+
+    @property
+    def session(self) -> Session | None:
+        """The handle of the session on screen (its id, folder and title), or of the last one."""
+        if self.agent_session is not None:
+            return self.agent_session.session
+        return self._last_session
+
+    @property
+    def read_only(self) -> bool:
+        return self.agent_session is not None and self.agent_session.read_only is not None
 
     async def _load_settings(self) -> bool:
         """Read the config and choose the model, unless given; False (and exit 2) when wrong."""
@@ -163,30 +167,26 @@ class KodeApp(App[None]):
         self.call_after_refresh(self.theme_changed_signal.subscribe, self, self._save_theme)
         if self._locked is not None:
             self._ask_locked()
-        elif self._opened_context is not None and self._opened_context.read_only:
-            self._view_read_only()
         elif self._pick_session:
             self._pick_first_session()
         else:
-            await self._frame()
+            if self.agent_session is None or self.agent_session.read_only is None:
+                await self._frame()
             self.call_after_refresh(self._open_after_frame)
 
     @work(exclusive=True, group="open")
     async def _open_after_frame(self) -> None:
-        if await self._load_settings():
-            await self._open(self.session, self._opened_context)
-
-    @work(exclusive=True, group="open")
-    async def _view_read_only(self) -> None:
-        """The session's folder cannot be written: show it, with no agent."""
-        assert self.session is not None and self._opened_context is not None
-        if await self._load_settings():
-            await self._open_read_only(self.session, self._opened_context)
+        if not await self._load_settings():
+            return
+        opened = self.agent_session
+        if opened is not None:
+            self.agent_session = None
+            await self._show(opened)
+        else:
+            await self._open(self._session_to_open)
 
     @work(exclusive=True, group="pick")
     async def _pick_first_session(self) -> None:
-        from kode_tui.session import SessionLocked
-        from kode_tui.session.context import restore_or_view
         from kode_tui.ui.screens.sessions import SessionPicker
 
         if not await self._load_settings():
@@ -195,134 +195,47 @@ class KodeApp(App[None]):
         if chosen is None:
             self.exit()
             return
-        try:
-            context = await restore_or_view(chosen.context_file)
-        except SessionLocked as locked:
-            self.session, self._locked = chosen, locked
-            self._ask_locked()
-            return
-        if context.read_only:
-            self.session = chosen
-            await self._open_read_only(chosen, context)
-            return
-        await self._open(chosen, context)
+        await self._open(chosen)
 
     @work(exclusive=True, group="locked")
     async def _ask_locked(self) -> None:
+        from kode_tui.soul.facade import AgentSession
         from kode_tui.ui.screens.dialogs import LockedScreen
 
-        assert self.session is not None and self._locked is not None
+        session, locked = self._session_to_open, self._locked
+        assert session is not None and locked is not None
+        self._locked = None
         if not await self._load_settings():
             return
-        choice: LockedChoice = await self.push_screen_wait(
-            LockedScreen(self.session.title, self._locked.pid)
-        )
+        choice: LockedChoice = await self.push_screen_wait(LockedScreen(session.title, locked.pid))
         if choice == "quit":
             self.exit()
         elif choice == "new":
-            await self._open(None, None)
+            await self._open(None)
         else:
-            await self._open_read_only(self.session)
+            await self._show(await AgentSession.view(session))
 
-    async def _open(self, session: Session | None, context: Context | None) -> None:
-        """Open `session` (a new one when None) and show it.
-
-        The screen is up before the agent is: a new session's first frame waits for nothing.
-        """
-        from kode_tui.session import Context, Session, SessionLocked
-        from kode_tui.wire import WireBus
-
-        if session is None:
-            session = await Session.create(self.work_dir)
-        self.session = session
-        self.work_dir = session.work_dir or self.work_dir
-        if context is None:
-            context = Context(session.context_file)
-            try:
-                await context.restore()
-            except SessionLocked as locked:
-                self._locked = locked
-                self._ask_locked()
-                return
-        bus = WireBus()
-        await self._show(context, bus)
-        self._agent_starting = True
-        self._start_agent(session, context, bus)
-
-    @work(exclusive=True, group="agent")
-    async def _start_agent(self, session: Session, context: Context, bus: WireBus) -> None:
-        from kode_tui.soul.agent import open_agent
+    async def _open(self, session: Session | None) -> None:
+        """Open `session` (a new one when None) and show it; the screen is up before the
+        agent is, so a new session's first frame waits for nothing."""
+        from kode_tui.soul.facade import AgentSession, SessionLocked
 
         try:
-            self.agent = await open_agent(
-                session,
-                self.config,
-                self.choice,
-                context=context,
-                bus=bus,
-                provider=self._provider,
-                approval_override="yolo" if self._yolo else None,
-            )
-        finally:
-            self._agent_starting = False
-        if self._attached():
-            from kode_tui.ui.widgets.gauge import TokenGauge
-
-            self.screen.query_one(TokenGauge).set_status(self.agent.soul.status())
-        self._update_header()
-        self.refresh_bindings()
-        # The views are subscribed by now: what the user should know of the opened session
-        # (damaged lines skipped) shows at once, not with the first answer.
-        self.agent.soul.send_notices()
-        self._preload_model()
-        # What start-up made lives as long as the app: keep the collector from walking it
-        # again and again while answers stream (its pauses were the longest stalls).
-        gc.freeze()
-        if self._queue:  # typed while the agent was starting
-            self.send(self._queue.pop(0))
-
-    async def _open_read_only(self, session: Session, context: Context | None = None) -> None:
-        """Show a copy of a session another kode-tui is writing, or `context` opened read-only
-        (its folder cannot be written); nothing can be sent."""
-        from kode_tui.session import Context
-        from kode_tui.wire import WireBus
-
-        self.read_only = True
-        if context is not None:
-            self._opened_context = context
-            await self._show(context, WireBus())
-            self.notify("Read-only: this session's folder cannot be written.", timeout=6)
+            opened = await AgentSession.open(self.work_dir, session)
+        except SessionLocked as locked:
+            self._session_to_open, self._locked = session, locked
+            self._ask_locked()
             return
-        self._read_only_dir = tempfile.TemporaryDirectory(prefix="kode-tui-read-only-")
-        copy = Path(self._read_only_dir.name)
-        for path in session.dir.glob("context*.jsonl"):
-            shutil.copy2(path, copy / path.name)
-        if (session.dir / "rotations.jsonl").exists():
-            shutil.copy2(session.dir / "rotations.jsonl", copy / "rotations.jsonl")
-        context = Context(copy / "context.jsonl")
-        await context.restore()
-        self._opened_context = context
-        await self._show(context, WireBus())
-        self.notify("Read-only: another kode-tui is writing this session.", timeout=6)
+        await self._show(opened)
 
-    async def _frame(self) -> MainScreen:
-        """A fresh main screen, its panes not attached yet (see MainScreen)."""
-        screen = MainScreen(
-            self.work_dir, commands.completions(), self._history, read_only=self.read_only
-        )
-        if self._has_main():
-            await self.switch_screen(screen)
-        else:
-            await self.push_screen(screen)
-        self._update_header()
-        return screen
-
-    async def _show(self, context: Context, bus: WireBus) -> None:
-        """Attach the panes of `context` to the main screen (a fresh one if it has panes)."""
+    async def _show(self, opened: AgentSession) -> None:
+        """Put `opened` on a main screen (a fresh one if the current has panes), and start
+        its agent, or follow its writer when it is a read-only view."""
         from kode_tui.ui.widgets.conversation import Conversation
 
-        session = self.session
-        assert session is not None
+        await self._close_session()
+        self.agent_session = opened
+        self.work_dir = opened.work_dir
         current = self.screen
         if isinstance(current, MainScreen) and not current.attached:
             screen = current
@@ -332,14 +245,68 @@ class KodeApp(App[None]):
         if self.choice.is_demo and not self.read_only:
             config_path = self._config_file or Paths.current().config_file
             banner = DEMO_BANNER.format(config=tilde(config_path))
-        await screen.attach(bus, context, banner)
-        await screen.query_one(Conversation).load_history(context.history, session.wire_file)
+        await screen.attach(opened, banner)
+        await screen.query_one(Conversation).load_history(*await opened.messages())
         self._update_header()
-        if self.read_only:  # with an agent, the soul says it (send_notices)
-            from kode_tui.soul.soul import damaged_notice
+        if opened.read_only is None:
+            self._agent_starting = True
+            self._start_agent(opened)
+            return
+        for notice in opened.notices():  # with an agent, the soul says it (send_notices)
+            self.notify(notice, severity="warning", timeout=8)
+        if opened.read_only == "locked":
+            self.notify("Read-only: another kode-tui is writing this session.", timeout=6)
+            self._follow(opened)
+        else:
+            self.notify("Read-only: this session's folder cannot be written.", timeout=6)
 
-            for notice in damaged_notice(context):
-                self.notify(notice, severity="warning", timeout=8)
+    @work(exclusive=True, group="agent")
+    async def _start_agent(self, opened: AgentSession) -> None:
+        try:
+            await opened.start(self.config, self.choice, provider=self._provider, yolo=self._yolo)
+        finally:
+            self._agent_starting = False
+        if self._attached():
+            from kode_tui.ui.widgets.gauge import TokenGauge
+
+            status = opened.status()
+            if status is not None:
+                self.screen.query_one(TokenGauge).set_status(status)
+        self._update_header()
+        self.refresh_bindings()
+        self._preload_model()
+        # What start-up made lives as long as the app: keep the collector from walking it
+        # again and again while answers stream (its pauses were the longest stalls).
+        gc.freeze()
+        if self._queue:  # typed while the agent was starting
+            self.send(self._queue.pop(0))
+
+    @work(exclusive=True, group="follow", exit_on_error=False)
+    async def _follow(self, opened: AgentSession) -> None:
+        """Keep a read-only view in step with the kode-tui writing the session."""
+        from kode_tui.wire.events import ContextReloaded
+
+        self._stop_following = asyncio.Event()
+        reloads = opened.bus.subscribe(ContextReloaded)
+        watcher = asyncio.ensure_future(opened.follow(self._stop_following))
+        try:
+            async for _event in reloads:
+                await self._reload_conversation()
+                self._update_header()
+        finally:
+            self._stop_following.set()
+            reloads.close()
+            await watcher
+
+    async def _frame(self) -> MainScreen:
+        """A fresh main screen, its panes not attached yet (see MainScreen)."""
+        screen = MainScreen(self.work_dir, commands.completions(), self._history)
+        if self._has_main():
+            await self.switch_screen(screen)
+        else:
+            await self.push_screen(screen)
+        self._update_header()
+        return screen
 
     def _has_main(self) -> bool:
         return any(isinstance(screen, MainScreen) for screen in self.screen_stack)
@@ -349,36 +316,36 @@ class KodeApp(App[None]):
         return isinstance(screen, MainScreen) and screen.attached
 
     def _preload_model(self) -> None:
-        """Import litellm off the UI thread once the first frame is up."""
-        if not self.choice.is_demo:
-            self._preload()
+        """Import the model's library off the UI thread once the first frame is up."""
+        if self.agent_session is not None:
+            self._preload(self.agent_session)
 
     @work(group="preload", exit_on_error=False)
-    async def _preload(self) -> None:
-        from kode_tui.soul.llm.litellm_provider import preload
-
-        await preload()
+    async def _preload(self, opened: AgentSession) -> None:
+        await opened.preload_model()
 
     async def action_quit(self) -> None:
-        await self._close_agent()
+        await self._close_session()
         self.exit()
 
-    async def _close_agent(self) -> None:
+    async def _close_session(self) -> None:
+        """Stop the turn and close the session on screen, if any."""
         turn = self._turn
         if turn is not None and turn.is_running:
             self._queue.clear()
             turn.cancel()
             with contextlib.suppress(Exception):
                 await turn.wait()
-        agent, self.agent = self.agent, None
-        if agent is not None:
-            await agent.close()
-        if self._read_only_dir is not None:
-            self._read_only_dir.cleanup()
-            self._read_only_dir = None
+        self._stop_following.set()
+        opened, self.agent_session = self.agent_session, None
+        if opened is not None:
+            await opened.close()
+            self._last_session = opened.session
+            writable = opened.read_only is None and opened.has_records()
+            self.resume_command = opened.resume_command() if writable else None
 
     async def on_unmount(self) -> None:
-        await self._close_agent()
+        await self._close_session()
 
     # --- the header and notifications ----------------------------------------------------------
 
@@ -434,8 +401,8 @@ class KodeApp(App[None]):
             parts.append(self._choice.name)
         if self.read_only:
             parts.append("read-only")
-        elif self.agent is not None:
-            parts.append(self.agent.soul.approval.mode)
+        elif self.agent_session is not None and self.agent_session.mode is not None:
+            parts.append(self.agent_session.mode)
         self.sub_title = " · ".join(parts)
 
     # --- messages and turns --------------------------------------------------------------------
@@ -448,14 +415,20 @@ class KodeApp(App[None]):
         if parsed is not None:
             self.run_command(*parsed)
             return
+        if self.read_only:
+            # The text stays in the prompt: nothing typed is lost.
+            event.prompt.text = text
+            self.notify("This session is read-only: /new starts one you can write.")
+            return
         self.send(text)
 
     def send(self, text: str) -> None:
         """Send a message to the agent: now, or when the running turn ends."""
-        if self.read_only:
+        opened = self.agent_session
+        if opened is not None and opened.read_only is not None:
             self.notify("This session is read-only.", severity="warning")
             return
-        if self.agent is None:
+        if opened is None or not opened.started:
             self._queue.append(text)
             self.notify("The agent is starting: your message goes as soon as it is ready.")
             return
@@ -463,33 +436,21 @@ class KodeApp(App[None]):
             self._queue.append(text)
             self.notify("Queued: it is sent when this turn ends (Esc interrupts).", timeout=3)
             return
-        self._turn = self.run_worker(self._run_turn(text), group="turn", exit_on_error=False)
+        self._turn = self.run_worker(
+            self._run_turn(opened, text), group="turn", exit_on_error=False
+        )
         self.refresh_bindings()
 
-    async def _run_turn(self, text: str) -> None:
-        agent = self.agent
-        assert agent is not None
+    async def _run_turn(self, opened: AgentSession, text: str) -> None:
         prompt = self.screen.query_one(PromptInput) if self._attached() else None
         if prompt is not None:
             prompt.busy = True
         try:
-            await agent.soul.run(text)
-        except asyncio.CancelledError:
-            raise
-        except Exception as error:  # a bug must not take the app down with it
-            log.exception("the turn failed")
-            from kode_tui.wire.events import Error
-
-            agent.bus.send(Error(message=f"The turn failed: {error}"))
+            await opened.run(text)
         finally:
             if prompt is not None:
                 prompt.busy = False
-            await self._after_turn()
-
-    async def _after_turn(self) -> None:
-        if self.session is not None:
-            await self.session.refresh()
-        self._update_header()
+            self._update_header()
 
     def on_worker_state_changed(self, event: Worker.StateChanged) -> None:
         if event.worker is self._turn and event.state in (
@@ -527,13 +488,13 @@ class KodeApp(App[None]):
         if action == "interrupt":
             return self._turn is not None and self._turn.is_running
         if action == "cycle_mode":
-            return self.agent is not None
+            return self.agent_session is not None and self.agent_session.started
         return True
 
     async def action_cycle_mode(self) -> None:
-        if self.agent is None:
+        if self.agent_session is None or not self.agent_session.started:
             return
-        mode = await self.agent.soul.approval.cycle_mode()
+        mode = await self.agent_session.cycle_mode()
         self._update_header()
         self.notify(f"Approval mode: {mode}", timeout=3)
 
@@ -549,132 +510,6 @@ class KodeApp(App[None]):
         yield from super().get_system_commands(screen)
         yield SystemCommand("Approval mode", "Cycle ask / auto-edit / yolo", self.action_cycle_mode)
 
-    # --- slash commands ------------------------------------------------------------------------
-
-    def run_command(self, name: str, argument: str) -> None:
-        """Run a slash command (from the prompt or the palette)."""
-        self._command(name, argument)
-
-    @work(group="command", exit_on_error=False)
-    async def _command(self, name: str, argument: str) -> None:
-        handler = getattr(self, f"_cmd_{name.lstrip('/').replace('-', '_')}", None)
-        if name not in commands.BY_NAME or handler is None:
-            self.notify(f"Unknown command {name}. /help lists them.", severity="warning")
-            return
-        # Typed the moment the session appeared: wait for the agent, as a message would.
-        while self.agent is None and self._agent_starting:
-            await asyncio.sleep(0.02)
-        try:
-            await handler(argument)
-        except ConfigError as error:
-            self.notify(str(error), severity="error", timeout=8)
-
-    async def _cmd_help(self, argument: str) -> None:
-        self.action_help()
-
-    async def _cmd_quit(self, argument: str) -> None:
-        await self.action_quit()
-
-    async def _cmd_new(self, argument: str) -> None:
-        await self._close_agent()
-        self.read_only = False
-        await self._open(None, None)
-        self.notify("New session.", timeout=2)
-
-    async def _cmd_sessions(self, argument: str) -> None:
-        from kode_tui.ui.screens.sessions import SessionPicker
-
-        current = self.session.id if self.session is not None else None
-        chosen = await self.push_screen_wait(SessionPicker(self.work_dir, current))
-        if chosen is None or (self.session is not None and chosen.dir == self.session.dir):
-            return
-        await self._close_agent()
-        self.read_only = False
-        await self._open(chosen, None)
-
-    def _busy(self) -> bool:
-        if self._turn is not None and self._turn.is_running:
-            self.notify("Wait for the turn to end, or press Esc.", severity="warning")
-            return True
-        if self.agent is None:
-            message = "This session is read-only." if self.read_only else "No agent is running."
-            self.notify(message, severity="warning")
-            return True
-        return False
-
-    async def _cmd_clear(self, argument: str) -> None:
-        if self._busy():
-            return
-        assert self.agent is not None
-        rotated = await self.agent.context.clear()
-        if rotated is not None:
-            from kode_tui.wire.events import ContextCleared
-
-            self.agent.bus.send(ContextCleared(rotated_file=rotated.name))
-        self.agent.bus.send(self.agent.soul.status())
-        from kode_tui.ui.widgets.conversation import Conversation
-
-        await self.screen.query_one(Conversation).clear()
-        self.notify("Cleared: the old context is kept in History.", timeout=3)
-
-    async def _cmd_compact(self, argument: str) -> None:
-        if self._busy():
-            return
-        assert self.agent is not None
-        try:
-            changed = await self.agent.soul.compact(argument or None)
-        except Exception as error:  # an LLM failure is shown, the app goes on
-            from kode_tui.wire.events import Error
-
-            self.agent.bus.send(Error(message=f"Compaction failed: {error}"))
-            return
-        if not changed:
-            self.notify("Nothing to compact.", timeout=3)
-
-    async def _cmd_model(self, argument: str) -> None:
-        if not argument:
-            aliases = ", ".join(self.config.models) or "none"
-            self.notify(
-                f"Model: {self.choice.name} ({self.choice.model}). Aliases: {aliases}. "
-                "/model NAME switches.",
-                timeout=6,
-            )
-            return
-        from kode_tui.config import resolve_model
-        from kode_tui.soul.agent import make_provider
-
-        choice = await asyncio.to_thread(resolve_model, self.config, argument)
-        self._choice = choice
-        if self.agent is not None:
-            self.agent.soul.provider = make_provider(choice)
-            self.agent.bus.send(self.agent.soul.status())
-        self._preload_model()
-        self._update_header()
-        self.notify(f"Model: {choice.name}", timeout=3)
-
-    async def _cmd_mode(self, argument: str) -> None:
-        if self.agent is None:
-            return
-        if not argument:
-            await self.action_cycle_mode()
-            return
-        mode = next((m for m in MODES if m == argument), None)
-        if mode is None:
-            self.notify(f"Modes are {', '.join(MODES)}.", severity="warning")
-            return
-        await self.agent.soul.approval.set_mode(mode)
-        self._update_header()
-        self.notify(f"Approval mode: {mode}", timeout=3)
-
-    async def _cmd_theme(self, argument: str) -> None:
-        if not argument:
-            self.action_change_theme()
-            return
-        if argument not in self.available_themes:
-            self.notify(f"No theme {argument}.", severity="warning")
-            return
-        self.theme = argument
-
     def _save_theme(self, theme: object) -> None:
         from kode_tui.config import save_setting
 
@@ -684,26 +519,49 @@ class KodeApp(App[None]):
         except (OSError, ValueError, ConfigError) as error:
             log.warning("could not save the theme: %s", error)
 
-    async def _cmd_context(self, argument: str) -> None:
-        from kode_tui.ui.screens.dialogs import ContextScreen
+    # --- slash commands (their handlers: ui/commands.py) ---------------------------------------
 
-        if self.agent is None:
-            return
-        soul = self.agent.soul
-        if argument == "refresh" and soul.project is not None:
-            await soul.project.refresh()
-            self.notify("Project context collected again.", timeout=3)
-        await self.push_screen(ContextScreen(await soul.context_report()))
+    def run_command(self, name: str, argument: str) -> None:
+        """Run a slash command (from the prompt or the palette)."""
+        self._command(name, argument)
 
-    async def _cmd_title(self, argument: str) -> None:
-        session = self.session
-        if session is None:
+    @work(group="command", exit_on_error=False)
+    async def _command(self, name: str, argument: str) -> None:
+        command = commands.BY_NAME.get(name)
+        if command is None:
+            self.notify(f"Unknown command {name}. /help lists them.", severity="warning")
             return
-        if not argument:
-            self.notify(f"Title: {session.title}", timeout=4)
-            return
-        session.state.custom_title = argument
-        await asyncio.to_thread(session.save_state)
+        # Typed the moment the session appeared: wait for the agent, as a message would.
+        while self._agent_starting:
+            await asyncio.sleep(0.02)
+        try:
+            await command.run(self, argument)
+        except ConfigError as error:
+            self.notify(str(error), severity="error", timeout=8)
+
+    async def new_session(self, session: Session | None = None) -> None:
+        """Open `session` (a new one when None) in place of the one on screen."""
+        await self._close_session()
+        await self._open(session)
+
+    def busy(self) -> bool:
+        """Whether the session cannot take a command now (a turn runs, or no agent); says why."""
+        if self._turn is not None and self._turn.is_running:
+            self.notify("Wait for the turn to end, or press Esc.", severity="warning")
+            return True
+        if self.agent_session is None or not self.agent_session.started:
+            message = "This session is read-only." if self.read_only else "No agent is running."
+            self.notify(message, severity="warning")
+            return True
+        return False
+
+    def update_header(self) -> None:
+        self._update_header()
+
+    def set_choice(self, choice: ModelChoice) -> None:
+        """The model switched (/model): show it, and load its library ahead of use."""
+        self._choice = choice
+        self._preload_model()
         self._update_header()
 
     # --- intents of the side panes ---------------------------------------------------------
@@ -711,74 +569,52 @@ class KodeApp(App[None]):
     def on_checkpoint_timeline_revert_requested(
         self, event: CheckpointTimeline.RevertRequested
     ) -> None:
-        self._revert(event.checkpoint_id)
+        self.revert(event.checkpoint_id)
 
     def on_history_pane_preview_requested(self, event: HistoryPane.PreviewRequested) -> None:
-        self._preview(event.path)
+        self.preview(event.name)
 
     def on_checkpoint_timeline_diff_requested(
         self, event: CheckpointTimeline.DiffRequested
     ) -> None:
-        self._diff(event.checkpoint_id, None)
+        self.diff(event.checkpoint_id, None)
+
+    # --- time travel ---------------------------------------------------------------------------
 
     @work(exclusive=True, group="time-travel", exit_on_error=False)
-    async def _diff(self, first: int, second: int | None) -> None:
+    async def diff(self, first: int, second: int | None) -> None:
         """What changed between two checkpoints (or from one to now): messages and files."""
-        from kode_tui.session.compare import diff_checkpoints
         from kode_tui.ui.screens.compare import CompareScreen
 
-        agent = self.agent
-        if agent is None or agent.soul.env.journal is None:
+        opened = self.agent_session
+        if opened is None or not opened.started:
             return
         try:
-            diff = await asyncio.to_thread(
-                diff_checkpoints, agent.context, first, second, agent.soul.env.journal
-            )
+            diff = await opened.diff(first, second)
         except ValueError as error:
             self.notify(f"{error}.", severity="warning")
             return
         to = f"checkpoint {second}" if second is not None else "now"
         await self.push_screen(CompareScreen(f"From checkpoint {first} to {to}", diff))
 
-    async def _cmd_diff(self, argument: str) -> None:
-        numbers = argument.split()
-        if not numbers or len(numbers) > 2 or not all(n.isdigit() for n in numbers):
-            self.notify("/diff A [B]: checkpoints of the timeline (B: now).", severity="warning")
-            return
-        self._diff(int(numbers[0]), int(numbers[1]) if len(numbers) == 2 else None)
-
-    # --- time travel ---------------------------------------------------------------------------
-
     @work(exclusive=True, group="time-travel", exit_on_error=False)
-    async def _revert(self, checkpoint_id: int) -> None:
+    async def revert(self, checkpoint_id: int) -> None:
         """Ask what reverting to `checkpoint_id` should take back, then do it."""
         from kode_tui.ui.screens.timetravel import RevertDialog
-        from kode_tui.ui.widgets.prompt import PromptInput
 
-        if self._busy():
+        if self.busy():
             return
-        assert self.agent is not None
-        soul = self.agent.soul
+        opened = self.agent_session
+        assert opened is not None
         try:
-            preview = soul.revert_preview(checkpoint_id)
+            plan = await opened.revert_plan(checkpoint_id)
         except ValueError as error:
             self.notify(f"{error}.", severity="warning")
             return
-        label = _checkpoint_label(soul.context, checkpoint_id, preview.next_user_text)
-        choice = await self.push_screen_wait(
-            RevertDialog(
-                checkpoint_id,
-                label,
-                preview.messages_leaving,
-                preview.tokens_freed,
-                preview.files,
-                preview.next_user_text,
-                await asyncio.to_thread(_conflict_diffs, preview.files, soul.env.journal),
-            )
-        )
+        choice = await self.push_screen_wait(RevertDialog.from_plan(plan))
         if choice is None:
             return
-        outcome = await soul.revert(checkpoint_id, files=choice == "files")
+        outcome = await opened.revert(checkpoint_id, files=choice == "files")
         await self._reload_conversation()
         prompt = self.screen.query_one(PromptInput)
         prompt.text = outcome.next_user_text
@@ -795,102 +631,38 @@ class KodeApp(App[None]):
         )
 
     @work(exclusive=True, group="time-travel", exit_on_error=False)
-    async def _preview(self, path: Path) -> None:
+    async def preview(self, name: str) -> None:
         """Show a rotated context read-only; restore it when the user says so."""
-        from kode_tui.session.timetravel import read_snapshot
         from kode_tui.ui.screens.timetravel import PreviewScreen
 
-        if self.agent is None:
+        opened = self.agent_session
+        if opened is None:
             return
-        context = self.agent.context
         try:
-            snapshot = await asyncio.to_thread(read_snapshot, path)
-        except OSError as error:
-            self.notify(f"Cannot read {path.name}: {error.strerror or error}", severity="error")
+            preview = await opened.preview(name)
+        except (OSError, ValueError) as error:
+            reason = error.strerror if isinstance(error, OSError) else None
+            self.notify(f"Cannot read {name}: {reason or error}", severity="error")
             return
-        rotation = next((r for r in context.rotations() if r.path.name == path.name), None)
-        wire_file = self.session.wire_file if self.session is not None else None
-        restore = await self.push_screen_wait(
-            PreviewScreen(snapshot, rotation, list(context.history), wire_file=wire_file)
-        )
+        restore = await self.push_screen_wait(PreviewScreen.from_preview(preview))
         if isinstance(restore, str):
-            from kode_tui.ui.widgets.prompt import PromptInput
-
             prompt = self.screen.query_one(PromptInput)
             prompt.text = restore if not prompt.text else f"{prompt.text}\n\n{restore}"
             prompt.focus()
             return
-        if not restore or self._busy():
+        if not restore or self.busy():
             return
-        rotated = await self.agent.soul.restore(path)
+        rotated = await opened.restore(name)
         await self._reload_conversation()
-        kept = f"; the previous one is kept as {rotated.name}" if rotated is not None else ""
-        self.notify(f"Restored {path.name}{kept}.", timeout=6)
+        kept = f"; the previous one is kept as {rotated}" if rotated is not None else ""
+        self.notify(f"Restored {name}{kept}.", timeout=6)
 
     async def _reload_conversation(self) -> None:
         from kode_tui.ui.widgets.conversation import Conversation
 
-        if self.agent is None or not self._attached():
+        opened = self.agent_session
+        if opened is None or not self._attached():
             return
         conversation = self.screen.query_one(Conversation)
         await conversation.clear()
-        session = self.session
-        await conversation.load_history(
-            self.agent.context.history, session.wire_file if session is not None else None
-        )
-
-    async def _cmd_revert(self, argument: str) -> None:
-        if not argument.isdigit():
-            self.notify("/revert N: N is a checkpoint of the timeline.", severity="warning")
-            return
-        self._revert(int(argument))
-
-    async def _cmd_restore(self, argument: str) -> None:
-        if self.agent is None:
-            return
-        name = argument if argument.endswith(".jsonl") else f"context_{argument}.jsonl"
-        path = self.agent.context.path.with_name(name)
-        if not argument or not path.is_file():
-            self.notify(
-                "/restore N: N is a rotated context of the History pane.", severity="warning"
-            )
-            return
-        self._preview(path)
-
-
-def _checkpoint_label(context: Context, checkpoint_id: int, user_text: str) -> str:
-    """A checkpoint in a few words: the user's message there, else what the agent did next."""
-    if user_text.strip():
-        return user_text.strip().splitlines()[0]
-    checkpoint = next(c for c in context.checkpoints if c.id == checkpoint_id)
-    for message in context.history[checkpoint.message_index : checkpoint.message_index + 5]:
-        if message.role != "assistant":
-            continue
-        if message.tool_calls:
-            return ", ".join(call.function.name for call in message.tool_calls)
-        if message.text.strip():
-            return message.text.strip().splitlines()[0]
-    return ""
-
-
-def _conflict_diffs(plans: Sequence[FilePlan], journal: FileJournal | None) -> list[DiffBlock]:
-    """For each conflicting file: what the agent left in it against what it holds now."""
-    from kode_tui.wire.events import DiffBlock
-
-    diffs = []
-    for plan in plans:
-        if plan.action != "conflict" or journal is None:
-            continue
-        agent = journal.blob(plan.expected) if plan.expected is not None else b""
-        try:
-            now = plan.target.read_bytes()
-        except OSError:
-            now = b""
-        diffs.append(
-            DiffBlock(
-                path=plan.path,
-                old_text=(agent or b"").decode("utf-8", "replace"),
-                new_text=now.decode("utf-8", "replace"),
-            )
-        )
-    return diffs
+        await conversation.load_history(*await opened.messages())

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from functools import partial
 from typing import TYPE_CHECKING
@@ -13,6 +13,9 @@ if TYPE_CHECKING:
     from kode_tui.ui.app import KodeApp
 
 
+Handler = Callable[["KodeApp", str], Awaitable[None]]
+
+
 @dataclass(frozen=True, slots=True)
 class SlashCommand:
     name: str
@@ -20,26 +23,177 @@ class SlashCommand:
     usage: str
     """The argument, e.g. `[instruction]`; empty when it takes none."""
     help: str
+    run: Handler
+    """Carries it out in the app, given the argument (empty when none was typed)."""
 
 
-COMMANDS: tuple[SlashCommand, ...] = (
-    SlashCommand("/help", "", "Keys, commands and what the focused pane does"),
-    SlashCommand("/new", "", "Start a new session in this work dir"),
-    SlashCommand("/sessions", "", "Open another session"),
-    SlashCommand("/clear", "", "Start an empty context (the old one is kept in History)"),
-    SlashCommand("/compact", "[instruction]", "Compact the context now, keeping what you say"),
-    SlashCommand("/model", "[name]", "Show the model, or switch to an alias or litellm model"),
-    SlashCommand("/mode", "[ask|auto-edit|yolo]", "Cycle or set the approval mode"),
-    SlashCommand("/theme", "[name]", "Pick a theme (live preview), or set one by name"),
-    SlashCommand("/context", "[refresh]", "Show what the model is given"),
-    SlashCommand("/revert", "N", "Take the conversation (and files) back to checkpoint N"),
-    SlashCommand("/restore", "N", "Preview context_N.jsonl and make it live again"),
-    SlashCommand("/diff", "A [B]", "What changed from checkpoint A to B (or to now)"),
-    SlashCommand("/title", "[text]", "Show or set the session title"),
-    SlashCommand("/quit", "", "Quit kode-tui"),
-)
+COMMANDS: list[SlashCommand] = []
+"""Every slash command, in the order /help and completion list them."""
 
-BY_NAME = {command.name: command for command in COMMANDS}
+
+def command(name: str, usage: str, help: str) -> Callable[[Handler], Handler]:
+    """Register the decorated coroutine as the handler of the slash command `name`."""
+
+    def register(handler: Handler) -> Handler:
+        COMMANDS.append(SlashCommand(name, usage, help, handler))
+        BY_NAME[name] = COMMANDS[-1]
+        return handler
+
+    return register
+
+
+BY_NAME: dict[str, SlashCommand] = {}
+
+
+@command("/help", "", "Keys, commands and what the focused pane does")
+async def _help(app: KodeApp, argument: str) -> None:
+    app.action_help()
+
+
+@command("/new", "", "Start a new session in this work dir")
+async def _new(app: KodeApp, argument: str) -> None:
+    await app.new_session()
+    app.notify("New session.", timeout=2)
+
+
+@command("/sessions", "", "Open another session")
+async def _sessions(app: KodeApp, argument: str) -> None:
+    from kode_tui.ui.screens.sessions import SessionPicker
+
+    current = app.session
+    chosen = await app.push_screen_wait(
+        SessionPicker(app.work_dir, current.id if current is not None else None)
+    )
+    if chosen is None or (current is not None and chosen.dir == current.dir):
+        return
+    await app.new_session(chosen)
+
+
+@command("/clear", "", "Start an empty context (the old one is kept in History)")
+async def _clear(app: KodeApp, argument: str) -> None:
+    if app.busy() or app.agent_session is None:
+        return
+    await app.agent_session.clear()
+    app.notify("Cleared: the old context is kept in History.", timeout=3)
+
+
+@command("/compact", "[instruction]", "Compact the context now, keeping what you say")
+async def _compact(app: KodeApp, argument: str) -> None:
+    if app.busy() or app.agent_session is None:
+        return
+    try:
+        changed = await app.agent_session.compact(argument or None)
+    except Exception:  # the facade showed it in the conversation; the app goes on
+        return
+    if not changed:
+        app.notify("Nothing to compact.", timeout=3)
+
+
+@command("/model", "[name]", "Show the model, or switch to an alias or litellm model")
+async def _model(app: KodeApp, argument: str) -> None:
+    opened = app.agent_session
+    if not argument:
+        aliases = ", ".join(opened.model_aliases() if opened else list(app.config.models))
+        app.notify(
+            f"Model: {app.choice.name} ({app.choice.model}). Aliases: {aliases or 'none'}. "
+            "/model NAME switches.",
+            timeout=6,
+        )
+        return
+    if opened is None:
+        return
+    app.set_choice(await opened.set_model(argument))
+    app.notify(f"Model: {app.choice.name}", timeout=3)
+
+
+@command("/mode", "[ask|auto-edit|yolo]", "Cycle or set the approval mode")
+async def _mode(app: KodeApp, argument: str) -> None:
+    opened = app.agent_session
+    if opened is None or not opened.started:
+        return
+    if not argument:
+        await app.action_cycle_mode()
+        return
+    from kode_tui.soul.facade import MODES
+
+    mode = next((m for m in MODES if m == argument), None)
+    if mode is None:
+        app.notify(f"Modes are {', '.join(MODES)}.", severity="warning")
+        return
+    await opened.set_mode(mode)
+    app.update_header()
+    app.notify(f"Approval mode: {mode}", timeout=3)
+
+
+@command("/theme", "[name]", "Pick a theme (live preview), or set one by name")
+async def _theme(app: KodeApp, argument: str) -> None:
+    if not argument:
+        app.action_change_theme()
+    elif argument not in app.available_themes:
+        app.notify(f"No theme {argument}.", severity="warning")
+    else:
+        app.theme = argument
+
+
+@command("/context", "[refresh]", "Show what the model is given")
+async def _context(app: KodeApp, argument: str) -> None:
+    from kode_tui.ui.screens.dialogs import ContextScreen
+
+    opened = app.agent_session
+    if opened is None:
+        return
+    report = await opened.context_report(refresh=argument == "refresh")
+    if report is None:
+        return
+    if argument == "refresh":
+        app.notify("Project context collected again.", timeout=3)
+    await app.push_screen(ContextScreen(report))
+
+
+@command("/revert", "N", "Take the conversation (and files) back to checkpoint N")
+async def _revert(app: KodeApp, argument: str) -> None:
+    if not argument.isdigit():
+        app.notify("/revert N: N is a checkpoint of the timeline.", severity="warning")
+        return
+    app.revert(int(argument))
+
+
+@command("/restore", "N", "Preview context_N.jsonl and make it live again")
+async def _restore(app: KodeApp, argument: str) -> None:
+    opened = app.agent_session
+    if opened is None:
+        return
+    name = opened.rotated_file(argument) if argument else None
+    if name is None:
+        app.notify("/restore N: N is a rotated context of the History pane.", severity="warning")
+        return
+    app.preview(name)
+
+
+@command("/diff", "A [B]", "What changed from checkpoint A to B (or to now)")
+async def _diff(app: KodeApp, argument: str) -> None:
+    numbers = argument.split()
+    if not numbers or len(numbers) > 2 or not all(n.isdigit() for n in numbers):
+        app.notify("/diff A [B]: checkpoints of the timeline (B: now).", severity="warning")
+        return
+    app.diff(int(numbers[0]), int(numbers[1]) if len(numbers) == 2 else None)
+
+
+@command("/title", "[text]", "Show or set the session title")
+async def _title(app: KodeApp, argument: str) -> None:
+    opened = app.agent_session
+    if opened is None:
+        return
+    if not argument:
+        app.notify(f"Title: {opened.title}", timeout=4)
+        return
+    await opened.set_title(argument)
+    app.update_header()
+
+
+@command("/quit", "", "Quit kode-tui")
+async def _quit(app: KodeApp, argument: str) -> None:
+    await app.action_quit()
 
 
 def completions() -> list[tuple[str, str]]:

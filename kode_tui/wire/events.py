@@ -320,6 +320,11 @@ class ContextCleared(Event):
     rotated_file: str
 
 
+class ContextReloaded(Event):
+    """A read-only view read its session's files again: the writer (another kode-tui) added
+    turns, checkpoints or rotations. Views show the context afresh."""
+
+
 class ReminderItem(BaseModel):
     model_config = ConfigDict(frozen=True, defer_build=True)
     kind: str
@@ -362,6 +367,7 @@ EVENT_TYPES: Mapping[str, type[Event]] = {
         ContextReverted,
         ContextRestored,
         ContextCleared,
+        ContextReloaded,
         SystemReminders,
         Warning,
         Error,

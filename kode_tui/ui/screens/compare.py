@@ -13,7 +13,7 @@ from textual.widgets import Static
 
 from kode_tui.message import Message
 from kode_tui.safetext import visible
-from kode_tui.session.compare import CheckpointDiff, FileChange
+from kode_tui.soul.facade import CheckpointDiff, FileChange
 from kode_tui.ui.screens.diff import ScrollDialog, diff_lines, render_diff_lines
 from kode_tui.ui.screens.timetravel import message_line, shown_messages
 

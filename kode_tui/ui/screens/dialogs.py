@@ -13,7 +13,7 @@ from textual.screen import ModalScreen
 from textual.widgets import Static
 
 from kode_tui.safetext import visible
-from kode_tui.soul.soul import ContextReport
+from kode_tui.soul.facade import ContextReport
 
 
 class ContextScreen(ModalScreen[None]):

@@ -24,9 +24,8 @@ from textual.widgets import Footer, Header, Static, Tab, Tabs
 from kode_tui.ui.widgets.prompt import PromptInput
 
 if TYPE_CHECKING:
-    from kode_tui.session import Context
+    from kode_tui.soul.facade import AgentSession
     from kode_tui.ui.widgets.timeline import CheckpointTimeline
-    from kode_tui.wire import WireBus
 
     CheckpointTimelineHighlighted = CheckpointTimeline.Highlighted
 
@@ -52,7 +51,6 @@ class MainScreen(Screen[None]):
         work_dir: Path,
         commands: list[tuple[str, str]],
         history: list[str],
-        read_only: bool = False,
     ) -> None:
         super().__init__()
         self.attached = False
@@ -60,7 +58,6 @@ class MainScreen(Screen[None]):
         self._work_dir = work_dir
         self._commands = commands
         self._history = history
-        self._read_only = read_only
 
     def compose(self) -> ComposeResult:
         yield Header()
@@ -76,7 +73,6 @@ class MainScreen(Screen[None]):
         prompt = PromptInput(
             self._work_dir, commands=self._commands, history=self._history, id="prompt"
         )
-        prompt.disabled = self._read_only
         yield prompt
         yield Footer()
 
@@ -85,14 +81,16 @@ class MainScreen(Screen[None]):
         self.query_one(PromptInput).focus()
         self.query_one("#conversation-frame").border_title = "Conversation"
 
-    async def attach(self, bus: WireBus, context: Context, banner: str | None = None) -> None:
-        """Mount the panes, subscribed to `bus`, showing `context`, under `banner` if any."""
+    async def attach(self, opened: AgentSession, banner: str | None = None) -> None:
+        """Mount the panes, subscribed to the session's wire, showing it, under `banner` if
+        any. A read-only session says so where the prompt is."""
         from kode_tui.ui.widgets.approval import ApprovalPanel
         from kode_tui.ui.widgets.conversation import Conversation
         from kode_tui.ui.widgets.gauge import TokenGauge
         from kode_tui.ui.widgets.history import HistoryPane
         from kode_tui.ui.widgets.timeline import CheckpointDetails, CheckpointTimeline
 
+        bus = opened.bus
         await self.query_one("#conversation-frame").remove()
         column = self.query_one("#main-column")
         if banner:
@@ -101,12 +99,20 @@ class MainScreen(Screen[None]):
         await self.query_one("#side").mount_all(
             [
                 TokenGauge(bus, id="gauge"),
-                CheckpointTimeline(bus, context, id="timeline"),
+                CheckpointTimeline(bus, opened, id="timeline"),
                 CheckpointDetails(id="checkpoint-details"),
-                HistoryPane(bus, context, id="history"),
+                HistoryPane(bus, opened, id="history"),
             ]
         )
-        await self.mount(ApprovalPanel(bus, id="approval"), before=self.query_one(PromptInput))
+        prompt = self.query_one(PromptInput)
+        await self.mount(ApprovalPanel(bus, id="approval"), before=prompt)
+        if opened.read_only is not None:
+            why = (
+                "another kode-tui is writing this session"
+                if opened.read_only == "locked"
+                else "this session's folder cannot be written"
+            )
+            prompt.read_only_reason = why
         self.attached = True
 
     def on_resize(self, event: Resize) -> None:

@@ -7,16 +7,12 @@ restored (restoring takes the session's lock and builds the whole history).
 
 from __future__ import annotations
 
-import asyncio
 import logging
 import os
 import time
-from collections.abc import Iterable
-from dataclasses import dataclass
 from pathlib import Path
 from typing import ClassVar
 
-import msgspec
 from rich.text import Text
 from textual import getters, on, work
 from textual.app import ComposeResult
@@ -27,13 +23,9 @@ from textual.reactive import var
 from textual.screen import ModalScreen
 from textual.widgets import DataTable, Footer, Input, Label, Static, Switch
 
-from kode_tui.message import MESSAGE_ROLES
-from kode_tui.pathnames import unescape_name
-from kode_tui.paths import Paths, canonical, work_dir_hash
+from kode_tui.paths import canonical
 from kode_tui.safetext import visible
-from kode_tui.session import Session
-from kode_tui.session.metadata import load_metadata
-from kode_tui.session.session import CONTEXT_FILE_NAME, UNTITLED
+from kode_tui.soul.facade import Session, SessionCatalog, SessionRow
 
 log = logging.getLogger(__name__)
 
@@ -42,61 +34,6 @@ EMPTY_ANYWHERE = "No sessions yet."
 
 
 # --- What a row shows ---------------------------------------------------------------------------
-
-
-@dataclass(frozen=True, slots=True)
-class ContextStats:
-    """What the picker shows of a context file without restoring it."""
-
-    messages: int
-    """Lines whose role is a message role (user, assistant, tool, system)."""
-    tokens: int | None
-    """The last `_usage` token count; None when the model never reported one."""
-
-
-class _Record(msgspec.Struct):
-    role: str
-    token_count: int | None = None
-
-
-_decoder = msgspec.json.Decoder(_Record)
-_DECODE_ERRORS = (msgspec.DecodeError, msgspec.ValidationError)
-
-
-def read_context_stats(path: Path) -> ContextStats:
-    """Count the messages of a context file and find its last token count (blocking).
-
-    Bad lines are skipped: the picker lists damaged sessions too, and opening one is where
-    the damage is reported.
-    """
-    try:
-        data = path.read_bytes()
-    except OSError as exc:
-        log.warning("Cannot read %s: %s", path, exc)
-        return ContextStats(0, None)
-    try:
-        # One C call for a clean file; the line-by-line path only runs for a damaged one.
-        records: Iterable[_Record] = _decoder.decode_lines(data)
-    except _DECODE_ERRORS:
-        records = _tolerant_records(data)
-    messages = 0
-    tokens: int | None = None
-    for record in records:
-        if record.role in MESSAGE_ROLES:
-            messages += 1
-        elif record.role == "_usage" and record.token_count is not None:
-            tokens = record.token_count
-    return ContextStats(messages, tokens)
-
-
-def _tolerant_records(data: bytes) -> Iterable[_Record]:
-    for line in data.split(b"\n"):
-        if not line.strip():
-            continue
-        try:
-            yield _decoder.decode(line)
-        except _DECODE_ERRORS:
-            continue
 
 
 def format_age(timestamp: float, now: float | None = None) -> str:
@@ -138,71 +75,8 @@ def _work_dir_label(session: Session) -> str:
     return path
 
 
-@dataclass(frozen=True, slots=True)
-class _Row:
-    session: Session
-    stats: ContextStats
-
-    @property
-    def key(self) -> str:
-        return str(self.session.dir)
-
-
-_StatsCache = dict[Path, tuple[tuple[int, int], ContextStats]]
-
-
-def _stats_for(paths: list[Path], cache: _StatsCache) -> list[ContextStats]:
-    """Stats of each context file, re-read only when its size or mtime changed (blocking)."""
-    result = []
-    for path in paths:
-        try:
-            info = path.stat()
-        except OSError:
-            result.append(ContextStats(0, None))
-            continue
-        stamp = (info.st_mtime_ns, info.st_size)
-        cached = cache.get(path)
-        if cached is None or cached[0] != stamp:
-            cached = (stamp, read_context_stats(path))
-            cache[path] = cached
-        result.append(cached[1])
-    return result
-
-
-async def _sessions_of_every_work_dir(current_work_dir: Path) -> list[Session]:
-    """Every session folder under the sessions dir; the work dir comes from kode.json."""
-    metadata = await asyncio.to_thread(load_metadata)
-    # kode.json keeps a path that is not UTF-8 escaped (kode_tui.pathnames).
-    known = [Path(unescape_name(entry.path)) for entry in metadata.work_dirs]
-    work_dirs = {work_dir_hash(path): path for path in known}
-    work_dirs[work_dir_hash(current_work_dir)] = canonical(current_work_dir)
-    folders = await asyncio.to_thread(_hash_folders, Paths.current().sessions_dir)
-    sessions: list[Session] = []
-    for folder in folders:
-        work_dir = work_dirs.get(folder.name)
-        if work_dir is not None:
-            sessions += await Session.list(work_dir)
-            continue
-        for session_dir in await asyncio.to_thread(_session_folders, folder):
-            try:
-                sessions.append(await Session.from_dir(session_dir))
-            except (OSError, ValueError) as exc:  # removed or emptied meanwhile
-                log.debug("Skipping %s: %s", session_dir, exc)
-    return sessions
-
-
-def _hash_folders(sessions_dir: Path) -> list[Path]:
-    try:
-        return sorted(path for path in sessions_dir.iterdir() if path.is_dir())
-    except OSError:
-        return []
-
-
-def _session_folders(folder: Path) -> list[Path]:
-    try:
-        return sorted(path for path in folder.iterdir() if (path / CONTEXT_FILE_NAME).is_file())
-    except OSError:
-        return []
+def _key(row: SessionRow) -> str:
+    return str(row.session.dir)
 
 
 # --- The screen ---------------------------------------------------------------------------------
@@ -246,9 +120,9 @@ Type to filter by title; **↑/↓** choose, **Enter** opens, **Esc** closes.
         super().__init__()
         self.work_dir = canonical(work_dir)
         self.current_id = current_id
-        self._rows: list[_Row] = []
-        self._shown: dict[str, _Row] = {}
-        self._stats_cache: _StatsCache = {}
+        self._rows: list[SessionRow] = []
+        self._shown: dict[str, SessionRow] = {}
+        self._catalog = SessionCatalog()
         self._loaded = False
 
     def compose(self) -> ComposeResult:
@@ -278,23 +152,10 @@ Type to filter by title; **↑/↓** choose, **Enter** opens, **Esc** closes.
     @work(exclusive=True, group="session-picker", exit_on_error=False)
     async def _load(self) -> None:
         try:
-            if self.show_all:
-                sessions = await _sessions_of_every_work_dir(self.work_dir)
-            else:
-                sessions = await Session.list(self.work_dir)
-            stats = await asyncio.to_thread(
-                _stats_for, [session.context_file for session in sessions], self._stats_cache
-            )
+            rows = await self._catalog.rows(self.work_dir, everywhere=self.show_all)
         except OSError as exc:
             self.notify(f"Cannot list the sessions: {exc}", severity="error")
-            sessions, stats = [], []
-        rows = [
-            _Row(session, stat)
-            for session, stat in zip(sessions, stats, strict=True)
-            # Session.list leaves out sessions nobody talked in; from_dir does not.
-            if stat.messages or session.title != UNTITLED
-        ]
-        rows.sort(key=lambda row: row.session.updated_at, reverse=True)
+            rows = []
         self._rows = rows
         self._loaded = True
         self.table.loading = False
@@ -329,8 +190,8 @@ Type to filter by title; **↑/↓** choose, **Enter** opens, **Esc** closes.
                 Text(str(row.stats.messages), justify="right"),
                 Text(format_tokens(row.stats.tokens), justify="right"),
             ]
-            table.add_row(*cells, key=row.key)
-        self._shown = {row.key: row for row in shown}
+            table.add_row(*cells, key=_key(row))
+        self._shown = {_key(row): row for row in shown}
         table.display = bool(shown)
         self.empty.display = not shown
         if not shown:
@@ -405,7 +266,7 @@ Type to filter by title; **↑/↓** choose, **Enter** opens, **Esc** closes.
         return row.session if row is not None else None
 
     @property
-    def _highlighted_row(self) -> _Row | None:
+    def _highlighted_row(self) -> SessionRow | None:
         table = self.table
         if not self._shown or table.row_count == 0:
             return None

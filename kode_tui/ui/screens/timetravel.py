@@ -25,8 +25,17 @@ from textual.widgets import Button, Footer, Static
 
 from kode_tui.message import Message, TextPart, is_checkpoint_note
 from kode_tui.safetext import visible
-from kode_tui.session.rotation import Rotation
-from kode_tui.session.timetravel import ContextSnapshot, FileAction, FilePlan, compare
+from kode_tui.soul.facade import (
+    ContextSnapshot,
+    FileAction,
+    FilePlan,
+    PastResults,
+    RevertPlan,
+    Rotation,
+    RotationPreview,
+    compare,
+    diff_snapshot,
+)
 from kode_tui.ui.widgets.conversation import USER_MARK, Conversation
 from kode_tui.ui.widgets.gauge import short_tokens
 from kode_tui.ui.widgets.history import age_text, reason_text
@@ -152,6 +161,19 @@ message from that point goes back into the prompt to edit and send again.
         self.tokens_freed = tokens_freed
         self.files = list(files)
         self.next_user_text = next_user_text
+
+    @classmethod
+    def from_plan(cls, plan: RevertPlan) -> RevertDialog:
+        preview = plan.preview
+        return cls(
+            preview.checkpoint_id,
+            plan.label,
+            preview.messages_leaving,
+            preview.tokens_freed,
+            preview.files,
+            preview.next_user_text,
+            plan.conflict_diffs,
+        )
 
     @property
     def can_restore_files(self) -> bool:
@@ -334,14 +356,20 @@ what only each of them holds.
         live_messages: Sequence[Message],
         *,
         now: float | None = None,
-        wire_file: Path | None = None,
+        results: PastResults | None = None,
     ) -> None:
         super().__init__()
         self.snapshot = snapshot
         self.rotation = rotation
         self.comparison = compare(snapshot.messages, live_messages)
         self._now = now
-        self._wire_file = wire_file
+        self._results = results
+
+    @classmethod
+    def from_preview(cls, preview: RotationPreview) -> PreviewScreen:
+        comparison = preview.comparison
+        live = [*preview.snapshot.messages[: comparison.common], *comparison.only_here]
+        return cls(preview.snapshot, preview.rotation, live, results=preview.results)
 
     @property
     def name_shown(self) -> str:
@@ -374,7 +402,7 @@ what only each of them holds.
         conversation = self.query_one(Conversation)
         conversation.border_title = "Conversation (read-only)"
         conversation.focus()
-        await conversation.load_history(self.snapshot.messages, self._wire_file)
+        await conversation.load_history(self.snapshot.messages, self._results)
 
     def _header_text(self) -> str:
         snapshot, rotation = self.snapshot, self.rotation
@@ -450,7 +478,6 @@ what only each of them holds.
 
     def action_diff(self) -> None:
         """The messages only this file has, and only the live context has, side by side."""
-        from kode_tui.session.compare import diff_snapshot
         from kode_tui.ui.screens.compare import CompareScreen
 
         live = [*self.comparison.only_here]
@@ -490,8 +517,7 @@ if __name__ == "__main__":
 
     from textual.app import App
 
-    from kode_tui.session.rotation import list_rotations
-    from kode_tui.session.timetravel import read_snapshot
+    from kode_tui.soul.facade import list_rotations, read_snapshot
 
     class _Demo(App[None]):
         """`python -m kode_tui.ui.screens.timetravel [SESSION_DIR]`: the revert dialog, then

@@ -10,12 +10,10 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import os
-import re
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import ClassVar, NamedTuple
+from typing import ClassVar
 
 from textual import on, work
 from textual.binding import Binding, BindingType
@@ -23,13 +21,9 @@ from textual.content import Content
 from textual.message import Message
 from textual.widgets import OptionList
 from textual.widgets.option_list import Option
-from watchfiles import Change, awatch
 
 from kode_tui.safetext import visible
-from kode_tui.session import Context, Rotation
-from kode_tui.session.rotation import ROTATIONS_LOG
-from kode_tui.session.scan import scan
-from kode_tui.session.timetravel import lineage
+from kode_tui.soul.facade import AgentSession, Rotation, RotationEntry
 from kode_tui.ui.widgets.gauge import short_tokens
 from kode_tui.wire import events as ev
 from kode_tui.wire.bus import Subscription, WireBus
@@ -37,27 +31,8 @@ from kode_tui.wire.bus import Subscription, WireBus
 log = logging.getLogger(__name__)
 
 AGE_REFRESH_SECONDS = 30.0
-WATCH_DEBOUNCE_MS = 100
-_MAX_SUMMARISED_SIZE = 64 << 20
-"""Larger rotations without a note are not read just to count their messages."""
 
 _GROUP = Binding.Group("History")
-
-
-class _Summary(NamedTuple):
-    messages: int
-    tokens: int
-
-
-@dataclass(frozen=True, slots=True)
-class _Entry:
-    rotation: Rotation
-    messages: int | None
-    tokens: int | None
-    on_live_path: bool = True
-    """Whether the live context descends from it (else it is an abandoned branch)."""
-    parent: int | None = None
-    """The rotated context this one continued, when that is not simply the one before it."""
 
 
 class HistoryPane(OptionList):
@@ -94,28 +69,23 @@ clear or a restore keeps the context it replaced as `context_N.jsonl`: nothing i
     class PreviewRequested(Message):
         """The user wants to look at a rotated context (the App opens the preview)."""
 
-        path: Path
+        name: str
+        """The rotated file's name, `context_3.jsonl`."""
         history: HistoryPane
 
         @property
         def control(self) -> HistoryPane:
             return self.history
 
-    def __init__(self, bus: WireBus, context: Context, *, id: str | None = None) -> None:
+    def __init__(self, bus: WireBus, session: AgentSession, *, id: str | None = None) -> None:
         super().__init__(id=id)
         self._bus = bus
-        # Not `_context`: MessagePump has a method of that name.
-        self._live_context = context
+        self._session = session
         self._subscription: Subscription[ev.Event] | None = None
         self._stop_watching = asyncio.Event()
-        self._entries: list[_Entry] = []
-        self._summaries: dict[tuple[str, int, float], _Summary | None] = {}
+        self._entries: list[RotationEntry] = []
         self._follow = True
         """Whether the highlight stays on the newest rotation (until the user moves it)."""
-        live = context.path
-        self._rotation_name = re.compile(
-            rf"{re.escape(live.stem)}_\d+{re.escape(live.suffix)}|{re.escape(ROTATIONS_LOG)}"
-        )
 
     def on_mount(self) -> None:
         self._stop_watching = asyncio.Event()  # a fresh one, should the pane be mounted again
@@ -123,6 +93,7 @@ clear or a restore keeps the context it replaced as `context_N.jsonl`: nothing i
             ev.ContextReverted,
             ev.ContextRestored,
             ev.ContextCleared,
+            ev.ContextReloaded,
             ev.CompactionEnd,
             callback=self._on_wire_event,
         )
@@ -148,67 +119,13 @@ clear or a restore keeps the context it replaced as `context_N.jsonl`: nothing i
     @work(exclusive=True, group="history-refresh", exit_on_error=False)
     async def refresh_rotations(self) -> None:
         """Read the session folder again and show what it holds."""
-        self._entries = await asyncio.to_thread(self._load)
+        self._entries = await asyncio.to_thread(self._session.rotations)
         self._show_rows()
 
     @work(exclusive=True, group="history-watch", exit_on_error=False)
     async def _watch_folder(self) -> None:
-        folder = self._live_context.path.parent
-        if not folder.is_dir():
-            log.debug("not watching %s: it does not exist", folder)
-            return
-        async for _changes in awatch(
-            folder,
-            watch_filter=self._is_rotation_change,
-            debounce=WATCH_DEBOUNCE_MS,
-            step=50,
-            stop_event=self._stop_watching,
-            recursive=False,
-        ):
+        async for _change in self._session.rotation_changes(self._stop_watching):
             self.refresh_rotations()
-
-    def _is_rotation_change(self, change: Change, path: str) -> bool:
-        return self._rotation_name.fullmatch(os.path.basename(path)) is not None
-
-    def _load(self) -> list[_Entry]:
-        rotations = self._live_context.rotations()
-        source = [(r.number, r.reason, _source(r)) for r in rotations]
-        found = lineage(source)
-        live_path = found.live_path
-        entries = []
-        for rotation in reversed(rotations):
-            messages, tokens = rotation.messages, rotation.tokens
-            if messages is None or tokens is None:
-                summary = self._summary(rotation)
-                if summary is not None:
-                    messages = summary.messages if messages is None else messages
-                    tokens = summary.tokens if tokens is None else tokens
-            parent = found.parent.get(rotation.number)
-            branched = parent is not None and parent != rotation.number - 1
-            entries.append(
-                _Entry(
-                    rotation,
-                    messages,
-                    tokens,
-                    rotation.number in live_path,
-                    parent if branched else None,
-                )
-            )
-        return entries
-
-    def _summary(self, rotation: Rotation) -> _Summary | None:
-        key = (rotation.path.name, rotation.size, rotation.mtime)
-        if key in self._summaries:
-            return self._summaries[key]
-        summary = None
-        if rotation.size <= _MAX_SUMMARISED_SIZE:
-            try:
-                found = scan(rotation.path.read_bytes(), rotation.path.name)
-            except OSError:
-                return None
-            summary = _Summary(len(found.message_starts), found.token_count)
-        self._summaries[key] = summary
-        return summary
 
     def _show_rows(self) -> None:
         entries = self._entries
@@ -250,8 +167,8 @@ clear or a restore keeps the context it replaced as `context_N.jsonl`: nothing i
     def _request_preview(self, event: OptionList.OptionSelected) -> None:
         event.stop()
         if 0 <= event.option_index < len(self._entries):
-            path = self._entries[event.option_index].rotation.path
-            self.post_message(self.PreviewRequested(path, self))
+            name = self._entries[event.option_index].rotation.path.name
+            self.post_message(self.PreviewRequested(name, self))
 
 
 # --- rows -----------------------------------------------------------------------------------------
@@ -301,12 +218,7 @@ def size_text(size: int) -> str:
     raise AssertionError("unreachable")
 
 
-def _source(rotation: Rotation) -> str | None:
-    value = rotation.info.get("source")
-    return value if isinstance(value, str) else None
-
-
-def _row_content(entry: _Entry, now: float) -> Content:
+def _row_content(entry: RotationEntry, now: float) -> Content:
     rotation = entry.rotation
     when = rotation.time if rotation.time is not None else rotation.mtime
     facts = [size_text(rotation.size)]
@@ -343,12 +255,20 @@ if __name__ == "__main__":
     class HistoryDemo(App[None]):
         """The history of a session folder: python -m kode_tui.ui.widgets.history DIR."""
 
+        def __init__(self, session: AgentSession) -> None:
+            super().__init__()
+            self.session = session
+
         def compose(self) -> ComposeResult:
-            # Context() only opens the file on restore or write, so this reads nothing else.
-            yield HistoryPane(WireBus(), Context(Path(sys.argv[1]) / "context.jsonl"))
+            yield HistoryPane(self.session.bus, self.session)
 
         @on(HistoryPane.PreviewRequested)
         def _preview(self, event: HistoryPane.PreviewRequested) -> None:
-            self.notify(f"preview {event.path.name} requested")
+            self.notify(f"preview {event.name} requested")
 
-    HistoryDemo().run()
+    async def _open() -> AgentSession:
+        from kode_tui.soul.facade import Session
+
+        return await AgentSession.view(await Session.from_dir(Path(sys.argv[1])))
+
+    HistoryDemo(asyncio.run(_open())).run()

@@ -207,6 +207,9 @@ class PromptInput(TextArea):
     busy: reactive[bool] = reactive(False, toggle_class="-busy")
     """A turn is running; what is sent now is queued after it."""
 
+    read_only_reason: reactive[str] = reactive("")
+    """Why nothing typed here can be sent (a read-only session); empty when it can."""
+
     @dataclass
     class Submitted(Message):
         """The user sent `text` (stripped, never empty)."""
@@ -316,6 +319,14 @@ class PromptInput(TextArea):
 
     def watch_busy(self, busy: bool) -> None:
         self.border_subtitle = BUSY_HINT if busy else ""
+
+    def watch_read_only_reason(self, reason: str) -> None:
+        # Slash commands still work (/new, /sessions, /quit); a message stays in the prompt.
+        self.set_class(bool(reason), "-read-only")
+        self.border_title = "read-only" if reason else None
+        self.placeholder = (
+            f"Read-only: {reason}. /new starts a session you can write" if reason else PLACEHOLDER
+        )
 
     # --- keys ------------------------------------------------------------------------------------
 

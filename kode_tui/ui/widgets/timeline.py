@@ -29,8 +29,7 @@ from textual.widgets.option_list import Option
 from kode_tui.message import Message as ChatMessage
 from kode_tui.message import ToolCall, is_checkpoint_note
 from kode_tui.safetext import visible
-from kode_tui.session import Checkpoint, Context
-from kode_tui.soul.compaction import COMPACTION_OUTPUT_PREFIX
+from kode_tui.soul.facade import COMPACTION_OUTPUT_PREFIX, AgentSession, Checkpoint
 from kode_tui.wire import events as ev
 from kode_tui.wire.bus import Subscription, WireBus
 
@@ -196,11 +195,10 @@ a tool changed files.
         def control(self) -> CheckpointTimeline:
             return self.timeline
 
-    def __init__(self, bus: WireBus, context: Context, *, id: str | None = None) -> None:
+    def __init__(self, bus: WireBus, session: AgentSession, *, id: str | None = None) -> None:
         super().__init__(id=id)
         self._bus = bus
-        # Not `_context`: MessagePump has a method of that name.
-        self._live_context = context
+        self._session = session
         self._subscription: Subscription[ev.Event] | None = None
         self._jumps: dict[int, int] = {}
         """D-Mail jumps: the checkpoint gone back to -> the newest checkpoint it came from."""
@@ -220,6 +218,7 @@ a tool changed files.
             ev.ContextReverted,
             ev.ContextRestored,
             ev.ContextCleared,
+            ev.ContextReloaded,
             ev.CompactionEnd,
             callback=self._on_wire_event,
         )
@@ -249,7 +248,9 @@ a tool changed files.
             self.post_message(self.DiffRequested(checkpoint_id, self))
 
     def _on_wire_event(self, event: ev.Event) -> None:
-        if isinstance(event, ev.ContextRestored | ev.ContextCleared | ev.CompactionEnd):
+        if isinstance(
+            event, ev.ContextRestored | ev.ContextCleared | ev.ContextReloaded | ev.CompactionEnd
+        ):
             # A different file is live: equal offsets and ids no longer mean equal rows.
             self._cache.clear()
             self._jumps.clear()
@@ -267,7 +268,7 @@ a tool changed files.
     def rebuild(self) -> None:
         """Build the rows again from the context (cached rows are reused)."""
         self._rebuild_scheduled = False
-        context = self._live_context
+        context = self._session.timeline()
         history = context.history
         if history is not self._history:
             self._cache.clear()  # restore() or a rewrite replaced the history
@@ -366,7 +367,7 @@ a tool changed files.
 
     def _details(self, row: _Row) -> Content:
         checkpoint = row.checkpoint
-        edits = self._live_context.file_edits[checkpoint.file_edit_index :]
+        edits = self._session.timeline().file_edits[checkpoint.file_edit_index :]
         paths = list(dict.fromkeys(visible(edit.record.path, multiline=False) for edit in edits))
         lines = [
             Content.assemble(
@@ -508,14 +509,14 @@ if __name__ == "__main__":
     from textual.app import App, ComposeResult
 
     class TimelineDemo(App[None]):
-        """Shows the timeline of a context file: python -m kode_tui.ui.widgets.timeline FILE."""
+        """Shows a session's timeline: python -m kode_tui.ui.widgets.timeline SESSION_DIR."""
 
-        def __init__(self, context: Context) -> None:
+        def __init__(self, session: AgentSession) -> None:
             super().__init__()
-            self.context = context
+            self.session = session
 
         def compose(self) -> ComposeResult:
-            yield CheckpointTimeline(WireBus(), self.context)
+            yield CheckpointTimeline(self.session.bus, self.session)
             yield CheckpointDetails()
 
         @on(CheckpointTimeline.Highlighted)
@@ -526,6 +527,12 @@ if __name__ == "__main__":
         def _revert(self, event: CheckpointTimeline.RevertRequested) -> None:
             self.notify(f"revert to {event.checkpoint_id} requested")
 
-    demo_context = Context(sys.argv[1])
-    asyncio.run(demo_context.restore())
-    TimelineDemo(demo_context).run()
+    from pathlib import Path
+
+    from kode_tui.soul.facade import Session
+
+    async def _open() -> AgentSession:
+        session = await Session.from_dir(Path(sys.argv[1]))
+        return await AgentSession.view(session)
+
+    TimelineDemo(asyncio.run(_open())).run()

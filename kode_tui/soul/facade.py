@@ -1,0 +1,657 @@
+"""The one way in for front ends: a session, its agent and its time travel (DESIGN.md §1, §9).
+
+The TUI, print mode and the front ends to come (stream-JSON, ACP) open an `AgentSession` and
+call its methods; they render the wire events it and the soul send on `bus`, and hold plain
+data objects, never the `Context`, the session's files or the tools. Whatever a front end may
+do is here, once, so it behaves alike in each of them:
+
+- open: a new session, one found by id or path, or a read-only view of one another kode-tui is
+  writing (it follows the writer's new turns, checkpoints and rotations) or that cannot be
+  written;
+- a turn (`run`, `interrupt`), approvals (`ev.ApprovalRequest.resolve`), `clear`, `compact`,
+  the model and approval mode, the title, the context report;
+- time travel: the timeline and the rotated contexts with their lineage, plans and their
+  application for a revert and for a restore (conversation only, or with the files), the diff
+  between checkpoints and a rotated context's preview.
+
+Opening comes in two moves, so a screen can show the conversation before the agent (tools,
+project context, the model's library) is ready: `open()` restores the context, `start()`
+builds the agent.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import os
+import re
+import shutil
+import tempfile
+from collections.abc import AsyncIterator, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Literal
+
+from kode_tui.config import ApprovalMode, Config, ModelChoice, resolve_model
+from kode_tui.message import Message
+from kode_tui.session import Checkpoint, Context, FileEdit, Rotation, Session, SessionLocked
+from kode_tui.session.catalog import ContextStats, SessionCatalog, SessionRow
+from kode_tui.session.compare import CheckpointDiff, FileChange, diff_checkpoints, diff_snapshot
+from kode_tui.session.context import restore_or_view
+from kode_tui.session.rotation import ROTATIONS_LOG, list_rotations
+from kode_tui.session.scan import scan
+from kode_tui.session.timetravel import (
+    Comparison,
+    ContextSnapshot,
+    FileAction,
+    FilePlan,
+    compare,
+    lineage,
+    read_snapshot,
+)
+from kode_tui.soul.compaction import COMPACTION_OUTPUT_PREFIX
+from kode_tui.soul.llm import ChatProvider, LLMError
+from kode_tui.soul.llm.demo import DemoProvider
+from kode_tui.soul.soul import (
+    ContextReport,
+    RevertOutcome,
+    RevertPreview,
+    TurnResult,
+    damaged_notice,
+)
+from kode_tui.wire import events as ev
+from kode_tui.wire.bus import Subscription, WireBus
+
+if TYPE_CHECKING:
+    from kode_tui.session.journal import FileJournal
+    from kode_tui.soul.agent import Agent
+    from kode_tui.soul.soul import KodeSoul
+
+__all__ = [
+    "COMPACTION_OUTPUT_PREFIX",
+    "MODES",
+    "AgentSession",
+    "ChatProvider",
+    "Checkpoint",
+    "CheckpointDiff",
+    "Comparison",
+    "ContextReport",
+    "ContextSnapshot",
+    "ContextStats",
+    "DemoProvider",
+    "FileAction",
+    "FileChange",
+    "FileEdit",
+    "FilePlan",
+    "LLMError",
+    "Message",
+    "RevertOutcome",
+    "RevertPlan",
+    "Rotation",
+    "RotationEntry",
+    "RotationPreview",
+    "Session",
+    "SessionCatalog",
+    "SessionLocked",
+    "SessionRow",
+    "Subscription",
+    "TimelineState",
+    "TurnResult",
+    "WireBus",
+    "compare",
+    "diff_snapshot",
+    "list_rotations",
+    "read_snapshot",
+]
+
+log = logging.getLogger(__name__)
+
+MODES: tuple[ApprovalMode, ...] = ("ask", "auto-edit", "yolo")
+
+WATCH_DEBOUNCE_MS = 100
+_MAX_SUMMARISED_SIZE = 64 << 20
+"""Larger rotations without a note are not read just to count their messages."""
+
+
+# --- plain data for the views ------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class TimelineState:
+    """The live context's checkpoints, what follows each and the files edited after each.
+
+    `history` is the context's own (lazy) sequence: read it, never keep it past the next
+    `ContextRestored`/`ContextCleared`/`CompactionEnd`, which replace it.
+    """
+
+    history: Sequence[Message]
+    checkpoints: Sequence[Checkpoint]
+    file_edits: Sequence[FileEdit]
+
+
+@dataclass(frozen=True, slots=True)
+class RotationEntry:
+    """A rotated context file, as the History pane lists it."""
+
+    rotation: Rotation
+    messages: int | None
+    tokens: int | None
+    on_live_path: bool = True
+    """Whether the live context descends from it (else it is an abandoned branch)."""
+    parent: int | None = None
+    """The rotated context this one continued, when that is not simply the one before it."""
+
+
+@dataclass(frozen=True, slots=True)
+class RevertPlan:
+    """What reverting to a checkpoint would do, with what the dialog shows of it."""
+
+    preview: RevertPreview
+    label: str
+    """The checkpoint in a few words: the user's message there, else what the agent did."""
+    conflict_diffs: list[ev.DiffBlock]
+    """For each conflicting file: what the agent left in it against what it holds now."""
+
+
+@dataclass(frozen=True, slots=True)
+class RotationPreview:
+    """A rotated context, read without the session's lock, compared with the live one."""
+
+    snapshot: ContextSnapshot
+    rotation: Rotation | None
+    comparison: Comparison
+    results: PastResults | None
+    """What the tool calls of its conversation showed (briefs, diffs), from wire.jsonl."""
+
+
+class PastResults:
+    """Placeholder until the transcript module lands (replaced at merge)."""
+
+    @classmethod
+    def read(cls, path: Path) -> PastResults:
+        return cls()
+
+
+# --- the facade ----------------------------------------------------------------------------------
+
+
+class AgentSession:
+    """One session as a front end sees it: its conversation, its agent and its history."""
+
+    def __init__(
+        self,
+        session: Session,
+        context: Context,
+        *,
+        work_dir: Path | None = None,
+        read_only: Literal["locked", "unwritable"] | None = None,
+        copy_dir: tempfile.TemporaryDirectory[str] | None = None,
+    ) -> None:
+        self.session = session
+        self._work_dir = session.work_dir or work_dir or Path.cwd()
+        """The session's handle: id, folder, title (front ends read it, never its files)."""
+        self.bus = WireBus()
+        self.read_only = read_only
+        """Why nothing can be sent: another kode-tui writes it, or its folder is read-only."""
+        self.config: Config | None = None
+        self.choice: ModelChoice | None = None
+        """The model, once `start()` was given it."""
+        self._context = context
+        self._copy_dir = copy_dir
+        self._agent: Agent | None = None
+        self._turn: asyncio.Task[object] | None = None
+        self._summaries: dict[tuple[str, int, float], tuple[int, int] | None] = {}
+        self._closed = False
+
+    # --- opening and closing ---------------------------------------------------------------------
+
+    @classmethod
+    async def open(cls, work_dir: Path, session: Session | None = None) -> AgentSession:
+        """`session` (a new one in `work_dir` when None) with its context restored.
+
+        A session whose folder cannot be written opens read-only; SessionLocked when another
+        kode-tui is writing it (`view()` shows it then).
+        """
+        if session is None:
+            session = await Session.create(work_dir)
+        context = await restore_or_view(session.context_file)
+        if session.work_dir is not None and not context.read_only:
+            session.mark_last()
+        return cls(
+            session,
+            context,
+            work_dir=work_dir,
+            read_only="unwritable" if context.read_only else None,
+        )
+
+    @classmethod
+    async def view(cls, session: Session) -> AgentSession:
+        """A read-only view of a session another kode-tui is writing; `follow()` keeps it
+        up to date. It reads copies of the files, so the writer's lock and files are untouched."""
+        copy_dir = tempfile.TemporaryDirectory(prefix="kode-tui-read-only-")
+        context = await asyncio.to_thread(_copy_context, session.dir, Path(copy_dir.name))
+        await context.restore()
+        return cls(session, context, read_only="locked", copy_dir=copy_dir)
+
+    async def follow(self, stop: asyncio.Event) -> None:
+        """For a view of a session another kode-tui writes: read its files again whenever they
+        change, and send ContextReloaded, until `stop` is set. Returns at once otherwise."""
+        if self.read_only != "locked":
+            return
+        from watchfiles import awatch
+
+        def is_context_file(change: object, path: str) -> bool:
+            name = os.path.basename(path)
+            return (name.startswith("context") and name.endswith(".jsonl")) or name == ROTATIONS_LOG
+
+        async for _changes in awatch(
+            self.session.dir,
+            watch_filter=is_context_file,
+            debounce=WATCH_DEBOUNCE_MS,
+            step=50,
+            stop_event=stop,
+            recursive=False,
+        ):
+            await self._reload()
+
+    async def _reload(self) -> None:
+        # A fresh copy each time: the old one may still be mapped by the context being replaced.
+        copy_dir = tempfile.TemporaryDirectory(prefix="kode-tui-read-only-")
+        try:
+            context = await asyncio.to_thread(_copy_context, self.session.dir, Path(copy_dir.name))
+            await context.restore()
+        except (OSError, SessionLocked) as error:
+            copy_dir.cleanup()
+            log.warning("could not read %s again: %s", self.session.dir, error)
+            return
+        old, old_dir = self._context, self._copy_dir
+        self._context, self._copy_dir = context, copy_dir
+        self._summaries.clear()
+        await old.close()
+        if old_dir is not None:
+            old_dir.cleanup()
+        await self.session.refresh()
+        self.bus.send(ev.ContextReloaded())
+
+    async def start(
+        self,
+        config: Config,
+        choice: ModelChoice,
+        *,
+        provider: ChatProvider | None = None,
+        yolo: bool = False,
+    ) -> None:
+        """Build the agent: tools, approvals, project context, the model `choice` names
+        (`provider` answers instead, in tests). A read-only session gets no agent."""
+        self.config, self.choice = config, choice
+        if self.read_only is not None or self._agent is not None:
+            return
+        from kode_tui.soul.agent import open_agent
+
+        self._agent = await open_agent(
+            self.session,
+            config,
+            choice,
+            context=self._context,
+            bus=self.bus,
+            provider=provider,
+            approval_override="yolo" if yolo else None,
+        )
+        # The views are subscribed by now: what the user should know of the opened session
+        # (damaged lines skipped) shows at once, not with the first answer.
+        self._agent.soul.send_notices()
+
+    async def close(self) -> None:
+        """Stop the turn, make everything durable, let go of the session (once)."""
+        if self._closed:
+            return
+        self._closed = True
+        self.interrupt()
+        turn = self._turn
+        if turn is not None:
+            with contextlib.suppress(BaseException):
+                await turn
+        agent, self._agent = self._agent, None
+        if agent is not None:
+            await agent.close()
+        else:
+            await self._context.close()
+        if self._copy_dir is not None:
+            self._copy_dir.cleanup()
+            self._copy_dir = None
+
+    # --- what front ends show ------------------------------------------------------------------
+
+    @property
+    def started(self) -> bool:
+        """Whether the agent is up (a turn can run)."""
+        return self._agent is not None
+
+    @property
+    def id(self) -> str:
+        return self.session.id
+
+    @property
+    def title(self) -> str:
+        return self.session.title
+
+    @property
+    def work_dir(self) -> Path:
+        """Where the tools run."""
+        return self._work_dir
+
+    @property
+    def mode(self) -> ApprovalMode | None:
+        """The approval mode, once the agent is up."""
+        return self._agent.soul.approval.mode if self._agent is not None else None
+
+    @property
+    def model_name(self) -> str:
+        """The model the requests go to."""
+        if self._agent is not None:
+            return self._agent.soul.provider.model_name
+        return self.choice.model if self.choice is not None else ""
+
+    def status(self) -> ev.StatusUpdate | None:
+        """The gauge's numbers now (None before the agent is up)."""
+        return self._agent.soul.status() if self._agent is not None else None
+
+    def notices(self) -> list[str]:
+        """What a view should say of the opened context (damaged lines skipped); the agent
+        sends them as warnings itself."""
+        return damaged_notice(self._context)
+
+    def resume_command(self) -> str:
+        return self.session.resume_command()
+
+    def has_records(self) -> bool:
+        try:
+            return self.session.context_file.stat().st_size > 0
+        except OSError:
+            return False
+
+    async def messages(self) -> tuple[Sequence[Message], PastResults | None]:
+        """The conversation so far, with what its tool calls showed (read from wire.jsonl)."""
+        results = await asyncio.to_thread(PastResults.read, self.session.wire_file)
+        return self._context.history, results
+
+    def timeline(self) -> TimelineState:
+        context = self._context
+        return TimelineState(context.history, context.checkpoints, context.file_edits)
+
+    def is_rotation_file(self, name: str) -> bool:
+        """Whether a file name in the session folder is a rotated context or their log."""
+        live = self._context.path
+        pattern = rf"{re.escape(live.stem)}_\d+{re.escape(live.suffix)}|{re.escape(ROTATIONS_LOG)}"
+        return re.fullmatch(pattern, name) is not None
+
+    def rotations(self) -> list[RotationEntry]:
+        """The rotated contexts, newest first, with their lineage (blocking: run in a thread)."""
+        rotations = self._context.rotations()
+        found = lineage([(r.number, r.reason, _restore_source(r)) for r in rotations])
+        entries = []
+        for rotation in reversed(rotations):
+            messages, tokens = rotation.messages, rotation.tokens
+            if messages is None or tokens is None:
+                summary = self._summary(rotation)
+                if summary is not None:
+                    messages = summary[0] if messages is None else messages
+                    tokens = summary[1] if tokens is None else tokens
+            parent = found.parent.get(rotation.number)
+            branched = parent is not None and parent != rotation.number - 1
+            entries.append(
+                RotationEntry(
+                    rotation,
+                    messages,
+                    tokens,
+                    rotation.number in found.live_path,
+                    parent if branched else None,
+                )
+            )
+        return entries
+
+    async def rotation_changes(self, stop: asyncio.Event) -> AsyncIterator[None]:
+        """Yields each time rotated contexts appear or change, until `stop` is set."""
+        from watchfiles import awatch
+
+        folder = self.session.dir
+        if not folder.is_dir():
+            return
+        async for _changes in awatch(
+            folder,
+            watch_filter=lambda change, path: self.is_rotation_file(os.path.basename(path)),
+            debounce=WATCH_DEBOUNCE_MS,
+            step=50,
+            stop_event=stop,
+            recursive=False,
+        ):
+            yield
+
+    def _summary(self, rotation: Rotation) -> tuple[int, int] | None:
+        key = (rotation.path.name, rotation.size, rotation.mtime)
+        if key in self._summaries:
+            return self._summaries[key]
+        summary = None
+        if rotation.size <= _MAX_SUMMARISED_SIZE:
+            try:
+                found = scan(rotation.path.read_bytes(), rotation.path.name)
+            except OSError:
+                return None
+            summary = (len(found.message_starts), found.token_count)
+        self._summaries[key] = summary
+        return summary
+
+    async def context_report(self, *, refresh: bool = False) -> ContextReport | None:
+        """What the model is given (`/context`); with `refresh` the project context is
+        collected again first. None before the agent is up."""
+        agent = self._agent
+        if agent is None:
+            return None
+        if refresh and agent.soul.project is not None:
+            await agent.soul.project.refresh()
+        return await agent.soul.context_report()
+
+    # --- a turn ----------------------------------------------------------------------------------
+
+    async def run(self, text: str) -> TurnResult:
+        """One turn for the user's message. `interrupt()` (or cancelling the caller) stops it
+        with CancelledError after the soul sent StepInterrupted and TurnEnd."""
+        soul = self._soul()
+        self._turn = asyncio.current_task()
+        try:
+            try:
+                return await soul.run(text)
+            except asyncio.CancelledError:
+                raise
+            except Exception as error:  # a bug must not take the front end down with it
+                log.exception("the turn failed")
+                self.bus.send(ev.Error(message=f"The turn failed: {error}"))
+                return TurnResult("error", 0, str(error))
+        finally:
+            self._turn = None
+            await self.session.refresh()
+
+    def interrupt(self) -> bool:
+        """Stop the running turn; whether one was running."""
+        turn = self._turn
+        if turn is None or turn.done():
+            return False
+        turn.cancel()
+        return True
+
+    @property
+    def turn_running(self) -> bool:
+        return self._turn is not None and not self._turn.done()
+
+    # --- commands ----------------------------------------------------------------------------
+
+    async def clear(self) -> str | None:
+        """Start the conversation afresh; the name of the file that keeps the old one."""
+        soul = self._soul()
+        rotated = await soul.context.clear()
+        if rotated is not None:
+            self.bus.send(ev.ContextCleared(rotated_file=rotated.name))
+        self.bus.send(soul.status())
+        return rotated.name if rotated is not None else None
+
+    async def compact(self, instruction: str | None = None) -> bool:
+        """Shrink the context; whether anything changed. A failure (the model's, the disk's)
+        is sent as an Error event and raised."""
+        soul = self._soul()
+        try:
+            return await soul.compact(instruction or None)
+        except Exception as error:
+            self.bus.send(ev.Error(message=f"Compaction failed: {error}"))
+            raise
+
+    def token_count(self) -> int:
+        return self._context.token_count_with_pending
+
+    def model_aliases(self) -> list[str]:
+        return list(self.config.models) if self.config is not None else []
+
+    async def set_model(self, name: str) -> ModelChoice:
+        """Switch to the model `name` names (an alias or a litellm model); ConfigError when
+        it cannot be resolved. The next request uses it."""
+        from kode_tui.soul.agent import make_provider
+
+        choice = await asyncio.to_thread(resolve_model, self.config or Config(), name)
+        self.choice = choice
+        if self._agent is not None:
+            self._agent.soul.provider = make_provider(choice)
+            self.bus.send(self._agent.soul.status())
+        return choice
+
+    async def preload_model(self) -> None:
+        """Import the model's library off the event loop, so the first request is quick."""
+        if self.choice is not None and not self.choice.is_demo:
+            from kode_tui.soul.llm.litellm_provider import preload
+
+            await preload()
+
+    async def set_mode(self, mode: ApprovalMode) -> None:
+        await self._soul().approval.set_mode(mode)
+
+    async def cycle_mode(self) -> ApprovalMode:
+        return await self._soul().approval.cycle_mode()
+
+    async def set_title(self, title: str) -> None:
+        self.session.state.custom_title = title
+        await asyncio.to_thread(self.session.save_state)
+
+    # --- time travel -----------------------------------------------------------------------------
+
+    async def revert_plan(self, checkpoint_id: int) -> RevertPlan:
+        """What reverting to `checkpoint_id` would do; ValueError when there is none."""
+        soul = self._soul()
+        preview = soul.revert_preview(checkpoint_id)
+        label = _checkpoint_label(self._context, checkpoint_id, preview.next_user_text)
+        journal = soul.env.journal
+        diffs = await asyncio.to_thread(_conflict_diffs, preview.files, journal)
+        return RevertPlan(preview, label, diffs)
+
+    async def revert(self, checkpoint_id: int, *, files: bool = False) -> RevertOutcome:
+        """Take the conversation (and with `files` the files the agent changed since, where
+        nobody else did) back to `checkpoint_id`; the rest is kept in a rotated file."""
+        return await self._soul().revert(checkpoint_id, files=files)
+
+    async def diff(self, first: int, second: int | None = None) -> CheckpointDiff:
+        """What changed between two checkpoints (or from one to now): messages and files.
+        ValueError when a checkpoint does not exist."""
+        soul = self._soul()
+        journal = soul.env.journal
+        if journal is None:
+            raise ValueError("this session keeps no file history")
+        return await asyncio.to_thread(diff_checkpoints, self._context, first, second, journal)
+
+    def rotated_file(self, name_or_number: str) -> str | None:
+        """The name of a rotated context (`3`, `context_3`, `context_3.jsonl`), if it exists."""
+        name = name_or_number.strip().removesuffix(".jsonl")
+        if name.isdigit():
+            name = f"context_{name}"
+        name += ".jsonl"
+        # Checked before it becomes a path: a name like `../x` must not reach the file system.
+        if name == ROTATIONS_LOG or not self.is_rotation_file(name):
+            return None
+        return name if self._context.path.with_name(name).is_file() else None
+
+    async def preview(self, name: str) -> RotationPreview:
+        """A rotated context, compared with the live one; OSError when it cannot be read."""
+        path = self._rotated_path(name)
+        snapshot = await asyncio.to_thread(read_snapshot, path)
+        rotation = next((r for r in self._context.rotations() if r.path.name == path.name), None)
+        comparison = compare(snapshot.messages, list(self._context.history))
+        results = await asyncio.to_thread(PastResults.read, self.session.wire_file)
+        return RotationPreview(snapshot, rotation, comparison, results)
+
+    async def restore(self, name: str) -> str | None:
+        """Make the rotated context `name` live again; the name of the file that keeps the
+        context it replaces."""
+        rotated = await self._soul().restore(self._rotated_path(name))
+        return rotated.name if rotated is not None else None
+
+    def _rotated_path(self, name: str) -> Path:
+        found = self.rotated_file(name)
+        if found is None:
+            raise ValueError(f"there is no rotated context {name}")
+        return self._context.path.with_name(found)
+
+    def _soul(self) -> KodeSoul:
+        agent = self._agent
+        if agent is None:
+            reason = "this session is read-only" if self.read_only else "the agent is not running"
+            raise RuntimeError(reason)
+        return agent.soul
+
+
+# --- helpers -------------------------------------------------------------------------------------
+
+
+def _copy_context(session_dir: Path, copy: Path) -> Context:
+    for path in session_dir.glob("context*.jsonl"):
+        shutil.copy2(path, copy / path.name)
+    if (session_dir / ROTATIONS_LOG).exists():
+        shutil.copy2(session_dir / ROTATIONS_LOG, copy / ROTATIONS_LOG)
+    return Context(copy / "context.jsonl")
+
+
+def _restore_source(rotation: Rotation) -> str | None:
+    source = rotation.info.get("source")
+    return source if isinstance(source, str) else None
+
+
+def _checkpoint_label(context: Context, checkpoint_id: int, user_text: str) -> str:
+    """A checkpoint in a few words: the user's message there, else what the agent did next."""
+    if user_text.strip():
+        return user_text.strip().splitlines()[0]
+    checkpoint = next(c for c in context.checkpoints if c.id == checkpoint_id)
+    for message in context.history[checkpoint.message_index : checkpoint.message_index + 5]:
+        if message.role != "assistant":
+            continue
+        if message.tool_calls:
+            return ", ".join(call.function.name for call in message.tool_calls)
+        if message.text.strip():
+            return message.text.strip().splitlines()[0]
+    return ""
+
+
+def _conflict_diffs(plans: Sequence[FilePlan], journal: FileJournal | None) -> list[ev.DiffBlock]:
+    """For each conflicting file: what the agent left in it against what it holds now."""
+    diffs = []
+    for plan in plans:
+        if plan.action != "conflict" or journal is None:
+            continue
+        agent = journal.blob(plan.expected) if plan.expected is not None else b""
+        try:
+            now = plan.target.read_bytes()
+        except OSError:
+            now = b""
+        diffs.append(
+            ev.DiffBlock(
+                path=plan.path,
+                old_text=(agent or b"").decode("utf-8", "replace"),
+                new_text=now.decode("utf-8", "replace"),
+            )
+        )
+    return diffs

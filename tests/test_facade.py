@@ -1,0 +1,118 @@
+"""The facade front ends use (`kode_tui.soul.facade.AgentSession`): the same behaviour for the
+TUI, print mode and the front ends to come, tested without a screen."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+
+import pytest
+
+from kode_tui.config import Config, ModelChoice
+from kode_tui.soul.facade import AgentSession, SessionLocked
+from kode_tui.soul.llm.scripted import ScriptedProvider
+from kode_tui.wire import events as ev
+
+SCRIPTED = ModelChoice(name="scripted", model="scripted", source="flag")
+
+
+def write_call(path: str, content: str) -> dict[str, object]:
+    return {"name": "WriteFile", "arguments": {"path": path, "content": content}}
+
+
+async def started(work_dir: Path, script: list[dict[str, object]]) -> AgentSession:
+    opened = await AgentSession.open(work_dir)
+    await opened.start(Config(), SCRIPTED, provider=ScriptedProvider(script), yolo=True)
+    return opened
+
+
+async def test_a_view_of_a_session_being_written_follows_its_turns_and_rotations(
+    tmp_path: Path,
+) -> None:
+    writer = await started(tmp_path, [{"text": "one"}, {"text": "two"}])
+    try:
+        await writer.run("first")
+        with pytest.raises(SessionLocked):
+            await AgentSession.open(tmp_path, writer.session)
+        view = await AgentSession.view(writer.session)
+        reloads = view.bus.subscribe(ev.ContextReloaded)
+        stop = asyncio.Event()
+        following = asyncio.create_task(view.follow(stop))
+        try:
+            assert view.read_only == "locked"
+            assert len(view.timeline().checkpoints) == len(writer.timeline().checkpoints)
+            await writer.run("second")
+            await asyncio.wait_for(anext(aiter(reloads)), 10)
+            assert "second" in [m.text for m in view.timeline().history if m.role == "user"]
+            await writer.clear()
+            async with asyncio.timeout(10):
+                while not view.rotations():
+                    await anext(aiter(reloads))
+            assert [e.rotation.path.name for e in view.rotations()] == ["context_1.jsonl"]
+            assert list(view.timeline().history) == []
+        finally:
+            stop.set()
+            await following
+            await view.close()
+    finally:
+        await writer.close()
+
+
+async def test_a_view_cannot_run_a_turn_and_says_why(tmp_path: Path) -> None:
+    writer = await started(tmp_path, [{"text": "one"}])
+    try:
+        await writer.run("first")
+        view = await AgentSession.view(writer.session)
+        await view.start(Config(), SCRIPTED)
+        assert not view.started
+        with pytest.raises(RuntimeError, match="read-only"):
+            await view.run("hello")
+        await view.close()
+    finally:
+        await writer.close()
+
+
+async def test_clear_keeps_the_old_context_and_tells_the_views(tmp_path: Path) -> None:
+    opened = await started(tmp_path, [{"text": "hello"}])
+    try:
+        await opened.run("hi")
+        seen = []
+        subscription = opened.bus.subscribe(ev.ContextCleared, callback=seen.append)
+        rotated = await opened.clear()
+        await subscription.join()
+        assert rotated == "context_1.jsonl"
+        assert [event.rotated_file for event in seen] == [rotated]
+        assert opened.rotated_file("1") == rotated
+        assert opened.rotated_file("7") is None
+        assert opened.rotated_file("../context") is None
+    finally:
+        await opened.close()
+
+
+async def test_a_revert_plan_shows_each_conflict_as_a_diff(tmp_path: Path) -> None:
+    opened = await started(
+        tmp_path,
+        [{"tool_calls": [write_call("a.txt", "agent\n")]}, {"text": "done"}],
+    )
+    try:
+        await opened.run("write a.txt")
+        (tmp_path / "a.txt").write_text("mine\n")
+        plan = await opened.revert_plan(0)
+        assert [(p.path, p.action) for p in plan.preview.files] == [("a.txt", "conflict")]
+        [diff] = plan.conflict_diffs
+        assert (diff.old_text, diff.new_text) == ("agent\n", "mine\n")
+        assert plan.label == "write a.txt"
+        with pytest.raises(ValueError):
+            await opened.revert_plan(99)
+    finally:
+        await opened.close()
+
+
+async def test_closing_twice_is_harmless_and_frees_the_session(tmp_path: Path) -> None:
+    opened = await started(tmp_path, [{"text": "hello"}])
+    await opened.run("hi")
+    await opened.close()
+    await opened.close()
+    again = await AgentSession.open(tmp_path, opened.session)
+    assert again.read_only is None
+    await again.close()
