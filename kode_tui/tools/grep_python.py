@@ -352,12 +352,10 @@ def _file_filter(params: GrepParams, base: Path) -> Callable[[Path], bool]:
     types = FILE_TYPES.get(params.type, ()) if params.type else ()
 
     def keep(path: Path) -> bool:
-        if (
-            glob
-            and wcglob.globmatch(path.relative_to(base).as_posix(), glob, flags=_GLOB_FLAGS)
-            == negated
-        ):
-            return False
+        if glob:
+            matched = wcglob.globmatch(path.relative_to(base).as_posix(), glob, flags=_GLOB_FLAGS)
+            if matched == negated:
+                return False
         return not types or any(fnmatch.fnmatchcase(path.name, pattern) for pattern in types)
 
     return keep
