@@ -4,7 +4,8 @@ without taking the session's lock, and comparing two contexts.
 Reverting "conversation and files" to checkpoint k undoes the `_file_edit`s after k, newest
 first (DESIGN.md §2). Per file that comes down to: if the file still has the content of the
 agent's newest edit, put back what it held before the agent's oldest edit after k; if it does
-not, someone changed it since, and it is a conflict that is reported and left alone.
+not, someone changed it since, and it is a conflict that is reported and left alone. Restoring
+a rotated context with its files is planned alike (`plan_file_restore`).
 """
 
 from __future__ import annotations
@@ -35,7 +36,8 @@ FileAction = Literal["restore", "delete", "conflict", "missing", "refused"]
 
 @dataclass(frozen=True, slots=True)
 class FilePlan:
-    """What reverting does to one file the agent edited after the checkpoint."""
+    """What reverting (or restoring) does to one file the agent edited after the checkpoint
+    (or that the two conversations left differently)."""
 
     path: str
     """As the edit recorded it (relative to the work dir when inside it)."""
@@ -45,7 +47,8 @@ class FilePlan:
     since the agent's edit: left alone), `missing` (the earlier content is not in the blobs),
     `refused` (a file a revert may not write: left alone)."""
     expected: str | None
-    """The sha256 the file must have now (the agent's newest edit), None: absent."""
+    """The sha256 the file must have now (the agent's newest edit; for a restore, what the
+    live conversation left), None: absent."""
     restore_to: str | None
     """The sha256 of the content put back, None: the file did not exist."""
 
@@ -87,6 +90,74 @@ def plan_file_revert(
             action = "restore"
         plans.append(FilePlan(path, target, action, last.after, first.before))
     return plans
+
+
+def plan_file_restore(
+    live: Sequence[FileEditRecord],
+    restored: Sequence[FileEditRecord],
+    work_dir: Path,
+    journal: FileJournal,
+    may_write: Callable[[Path], bool] | None = None,
+) -> list[FilePlan]:
+    """The plan for making the files agree with a rotated context that is made live again:
+    one per file the two conversations leave with different content. `live` and `restored`
+    are the two contexts' `_file_edit` records, oldest first.
+
+    Their common past is the longest common prefix of the two lists (records equal field by
+    field): a context file keeps its edits in the order they were made, and each branch (a
+    revert, a restore) starts from a copy or a prefix of the file it branched from, so what
+    they share is exactly that prefix; an edit after it belongs to one branch only. After the
+    branch point each conversation leaves a file at its newest edit's `after`; one it did not
+    edit stays as the common past left it, which is the `before` of the other branch's first
+    edit of it. The plan puts back what the restored conversation left (`restore_to`) where
+    the file still holds what the live one left (`expected`), else it is a `conflict`; a file
+    that already holds the restored content needs nothing and gets no plan. `may_write`
+    refuses as `plan_file_revert` does.
+
+    Limit: a context that starts with a compaction summary holds no records from before it,
+    so an edit made before a compaction is not seen as shared; a file whose content then looks
+    changed is a `conflict` (left alone), never overwritten.
+    """
+    common = 0
+    for here, there in zip(live, restored, strict=False):
+        if here != there:
+            break
+        common += 1
+    ours, theirs = _span_per_file(live[common:]), _span_per_file(restored[common:])
+    plans = []
+    for path in dict.fromkeys([*theirs, *ours]):
+        # (first, newest) edit of the file in each branch after the common past.
+        expected = ours[path][1].after if path in ours else theirs[path][0].before
+        restore_to = theirs[path][1].after if path in theirs else ours[path][0].before
+        if expected == restore_to:
+            continue
+        target = Path(path) if os.path.isabs(path) else work_dir / path
+        now = _hash_of(target)
+        if now == restore_to:
+            continue
+        if may_write is not None and not may_write(target):
+            action: FileAction = "refused"
+        elif now != expected:
+            action = "conflict"
+        elif restore_to is None:
+            action = "delete"
+        elif journal.blob(restore_to) is None:
+            action = "missing"
+        else:
+            action = "restore"
+        plans.append(FilePlan(path, target, action, expected, restore_to))
+    return plans
+
+
+def _span_per_file(
+    edits: Sequence[FileEditRecord],
+) -> dict[str, tuple[FileEditRecord, FileEditRecord]]:
+    """Each file's (first, newest) edit in `edits`, in the order the files were first edited."""
+    spans: dict[str, tuple[FileEditRecord, FileEditRecord]] = {}
+    for edit in edits:
+        first = spans.get(edit.path, (edit, edit))[0]
+        spans[edit.path] = (first, edit)
+    return spans
 
 
 def apply_file_revert(

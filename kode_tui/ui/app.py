@@ -822,7 +822,7 @@ class KodeApp(App[None]):
             return
         if not restore or self._busy():
             return
-        rotated = await self.agent.soul.restore(path)
+        rotated = (await self.agent.soul.restore(path)).rotated_file
         await self._reload_conversation()
         kept = f"; the previous one is kept as {rotated.name}" if rotated is not None else ""
         self.notify(f"Restored {path.name}{kept}.", timeout=6)
