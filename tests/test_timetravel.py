@@ -353,3 +353,59 @@ async def test_restoring_back_after_a_restore_puts_the_files_back_too(tmp_path: 
     assert (project / "a.txt").read_text() == "agent a 1\n"
     assert not (project / "b.txt").exists()
     assert sorted(back.files_restored) == ["a.txt", "b.txt"]
+
+
+async def test_restoring_after_the_live_context_was_compacted_still_finds_the_common_past(
+    tmp_path: Path,
+) -> None:
+    """A compaction leaves the live context without the edits before it (they are in the
+    rotation it made): a.txt, edited in the common past and after it, is still not a conflict."""
+    project = tmp_path / "project"
+    project.mkdir()
+    agent, pre_revert = await reverted_with_files(project)
+    soul = agent.soul  # type: ignore[attr-defined]
+    soul.provider.script.append({"text": "Summary: a.txt was written."})
+    assert await soul.compact()
+    assert not soul.context.file_edits
+
+    preview = soul.restore_preview(pre_revert)
+    assert {(p.path, p.action) for p in preview.files} == {
+        ("a.txt", "restore"),
+        ("b.txt", "restore"),
+    }
+    outcome = await soul.restore(pre_revert, files=True)
+    await agent.close()  # type: ignore[attr-defined]
+
+    assert (project / "a.txt").read_text() == "agent a 2\n"
+    assert (project / "b.txt").read_text() == "new b\n"
+    assert outcome.conflicts == []
+
+
+def test_an_edit_history_reaches_back_through_compactions_reverts_and_restores(
+    tmp_path: Path,
+) -> None:
+    from kode_tui.message import FileEditRecord
+    from kode_tui.session.rotation import Rotation
+    from kode_tui.session.timetravel import edit_history
+
+    def edit(n: int) -> FileEditRecord:
+        return FileEditRecord(path="a.txt", before=str(n - 1), after=str(n))
+
+    def rotation(number: int, reason: str | None, *edits: FileEditRecord, **info: str) -> Rotation:
+        path = tmp_path / f"context_{number}.jsonl"
+        path.write_text("".join(e.to_json() + "\n" for e in edits))
+        return Rotation(path, number, 0, 0.0, reason=reason, info=dict(info))
+
+    # 1: edits 1-2, compacted. 2: edit 3, reverted to before it. 3: edit 4, then restore of 2
+    # (3 is the context that was live). Live: a copy of 2 plus edit 5.
+    rotations = [
+        rotation(1, "compaction", edit(1), edit(2)),
+        rotation(2, "revert", edit(3)),
+        rotation(3, "restore", edit(4), source="context_2.jsonl"),
+    ]
+    live = edit_history([edit(3), edit(5)], None, rotations)
+    assert [e.after for e in live] == ["1", "2", "3", "5"]
+    side_branch = edit_history([edit(4)], 3, rotations)
+    assert [e.after for e in side_branch] == ["1", "2", "4"]
+    # Kimi CLI notes no reasons: the walk stops at the first rotation it cannot read.
+    assert edit_history([edit(5)], None, [rotation(1, None, edit(1))]) == [edit(5)]

@@ -30,6 +30,7 @@ from kode_tui.message import (
     parse_record,
 )
 from kode_tui.session.journal import FileJournal
+from kode_tui.session.rotation import Rotation
 
 FileAction = Literal["restore", "delete", "conflict", "missing", "refused"]
 
@@ -106,17 +107,15 @@ def plan_file_restore(
     Their common past is the longest common prefix of the two lists (records equal field by
     field): a context file keeps its edits in the order they were made, and each branch (a
     revert, a restore) starts from a copy or a prefix of the file it branched from, so what
-    they share is exactly that prefix; an edit after it belongs to one branch only. After the
+    they share is exactly that prefix; an edit after it belongs to one branch only. (A context
+    that began with a compaction no longer holds the edits before it: `edit_history` puts them
+    back in front, so pass its result for each side.) After the
     branch point each conversation leaves a file at its newest edit's `after`; one it did not
     edit stays as the common past left it, which is the `before` of the other branch's first
     edit of it. The plan puts back what the restored conversation left (`restore_to`) where
     the file still holds what the live one left (`expected`), else it is a `conflict`; a file
     that already holds the restored content needs nothing and gets no plan. `may_write`
     refuses as `plan_file_revert` does.
-
-    Limit: a context that starts with a compaction summary holds no records from before it,
-    so an edit made before a compaction is not seen as shared; a file whose content then looks
-    changed is a `conflict` (left alone), never overwritten.
     """
     common = 0
     for here, there in zip(live, restored, strict=False):
@@ -147,6 +146,67 @@ def plan_file_restore(
             action = "restore"
         plans.append(FilePlan(path, target, action, expected, restore_to))
     return plans
+
+
+STARTS_AFRESH = frozenset(("compaction", "clear"))
+"""Rotations after which the live context starts without the old records (a summary, or
+nothing), while the files stay as the old conversation left them."""
+
+
+def edit_history(
+    edits: Sequence[FileEditRecord], number: int | None, rotations: Sequence[Rotation]
+) -> list[FileEditRecord]:
+    """Every edit that led to a context's files: its own `edits`, preceded by those of the
+    contexts it was compacted (or cleared) from, which its file no longer holds.
+
+    `number` is the context's rotation number (None: the live context); `rotations` are the
+    session's (`list_rotations`). Each context began when the rotation before it was made:
+    after a compaction or a clear its past is that rotation's whole history; after a revert,
+    a D-Mail or a new system prompt it continues a prefix of that rotation, so its past is
+    the part of that history its own records do not hold; after a restore it continues the
+    restored file. A rotation whose reason is unknown (Kimi CLI's) ends the walk.
+    """
+    by_number = {rotation.number: rotation for rotation in rotations}
+    numbers = sorted(by_number)
+    inherited: list[FileEditRecord] = []
+    current = number
+    while True:
+        earlier = [n for n in numbers if current is None or n < current]
+        if not earlier:
+            break
+        made = by_number[earlier[-1]]
+        if made.reason in STARTS_AFRESH:
+            try:
+                inherited[:0] = read_file_edits(made.path)
+            except OSError:
+                break  # a rotation removed by hand: what it held is gone
+            current = made.number
+        elif made.reason == "restore":
+            current = _rotation_number(made.info.get("source"))
+            # The restored file was made before the restore: anything else is a damaged note.
+            if current is None or current not in by_number or current >= made.number:
+                break
+        elif made.reason in ("revert", "dmail", "system_prompt"):
+            current = made.number
+        else:
+            break
+    return [*inherited, *edits]
+
+
+def read_file_edits(path: Path) -> list[FileEditRecord]:
+    """The `_file_edit` records of a context file, oldest first (other lines are not parsed)."""
+    edits: list[FileEditRecord] = []
+    with path.open("rb") as file:
+        for line in file:
+            if b'"_file_edit"' not in line:
+                continue
+            try:
+                record = parse_record(json.loads(line))
+            except (ValueError, RecursionError):
+                continue
+            if isinstance(record, FileEditRecord):
+                edits.append(record)
+    return edits
 
 
 def _span_per_file(

@@ -44,6 +44,7 @@ from kode_tui.session.timetravel import (
     FilePlan,
     apply_file_revert,
     compare,
+    edit_history,
     plan_file_restore,
     plan_file_revert,
     read_snapshot,
@@ -654,9 +655,15 @@ class KodeSoul:
         comparison = compare(snapshot.messages, self.context.history)
         files: list[FilePlan] = []
         if self.env.journal is not None:
+            rotations = self.context.rotations()
+            number = next((r.number for r in rotations if r.path.name == source.name), -1)
             live = [edit.record for edit in self.context.file_edits]
             files = plan_file_restore(
-                live, snapshot.file_edits, self.env.work_dir, self.env.journal, self._may_revert
+                edit_history(live, None, rotations),
+                edit_history(snapshot.file_edits, number, rotations),
+                self.env.work_dir,
+                self.env.journal,
+                self._may_revert,
             )
         return RestorePreview(
             source=source,
