@@ -244,11 +244,6 @@ async def _open(args: argparse.Namespace, work_dir: Path) -> Opened:
     session = await _find_session(args, work_dir)
     if session is None:
         return Opened(work_dir)
-    # A folder opened by path whose work dir nobody recorded (Session.from_dir): tools must
-    # run in a project, never in the session folder, so WORK_DIR (default: here) stands in.
-    unrecorded = session.work_dir is None
-    if unrecorded:
-        session.work_dir = work_dir
     try:
         # A folder that cannot be written opens read-only, for viewing.
         context = await restore_or_view(session.context_file)
@@ -256,10 +251,6 @@ async def _open(args: argparse.Namespace, work_dir: Path) -> Opened:
         if args.print_mode or args.prompt is not None:
             raise UserError(str(error)) from None
         raise _Locked(Opened(session.work_dir or work_dir, session), error) from None
-    if unrecorded and not context.read_only:
-        notice = f"no work dir is recorded for {session.dir}; tools run in {work_dir}."
-        log.warning("%s", notice)
-        print(f"kode-tui: {visible(notice, multiline=False)}", file=sys.stderr)
     if session.work_dir is not None:
         session.mark_last()
     return Opened(session.work_dir or work_dir, session, context)
@@ -270,9 +261,13 @@ async def _find_session(args: argparse.Namespace, work_dir: Path) -> Session | N
 
     if args.session_dir:
         try:
-            return await Session.from_dir(Path(args.session_dir).expanduser())
+            opened = await Session.from_dir(Path(args.session_dir).expanduser())
         except (FileNotFoundError, ValueError) as error:
             raise UserError(str(error)) from None
+        # Nobody recorded its work dir: tools run in WORK_DIR (default: here), never in the
+        # session folder, and the agent says so (open_agent).
+        opened.work_dir = opened.work_dir or work_dir
+        return opened
     if args.session:
         session = await Session.find(work_dir, args.session)
         if session is None:

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from kode_tui.fsutil import FILE_MODE, make_private_dir
-from kode_tui.paths import Paths, canonical
+from kode_tui.paths import Paths, canonical, work_dir_hash
 from kode_tui.session import state as session_state
 from kode_tui.session.metadata import load_metadata, record_last_session, recorded_work_dir
 from kode_tui.session.state import SessionState
@@ -46,6 +46,13 @@ class Session:
     """The custom title, else the first user input (50 chars), else "Untitled"."""
     updated_at: float
     """Time (epoch seconds) of the last write to context.jsonl or wire.jsonl."""
+
+    @property
+    def work_dir_recorded(self) -> bool:
+        """Whether `work_dir` is the one this folder was made for: kode-tui and Kimi CLI name a
+        session's parent folder by its work dir's hash. False for a folder opened by path whose
+        work dir nobody recorded, which works wherever it was opened."""
+        return self.work_dir is not None and work_dir_hash(self.work_dir) == self.dir.parent.name
 
     @property
     def context_file(self) -> Path:

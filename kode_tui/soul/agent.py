@@ -157,6 +157,8 @@ async def open_agent(
         project=project,
         reminders=Reminders(work_dir, config.context.max_reminders_per_session),
     )
+    if not session.work_dir_recorded:
+        soul.add_notice(f"no work dir is recorded for {session.dir}; tools run in {work_dir}")
     recorder = WireRecorder(bus, session.wire_file)
     recorder.start()
     return Agent(session, context, bus, soul, recorder)

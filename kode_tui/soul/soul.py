@@ -339,6 +339,11 @@ class KodeSoul:
         for notice in notices:
             self.bus.send(ev.Warning(message=notice))
 
+    def add_notice(self, notice: str) -> None:
+        """One more line for `send_notices` (the agent's builder knows things the soul does
+        not: that no work dir was recorded for the session, say)."""
+        self._notices.append(notice)
+
     # --- a turn --------------------------------------------------------------------------------
 
     async def run(self, user_input: str | list[ContentPart]) -> TurnResult:
