@@ -409,3 +409,35 @@ def test_an_edit_history_reaches_back_through_compactions_reverts_and_restores(
     assert [e.after for e in side_branch] == ["1", "2", "4"]
     # Kimi CLI notes no reasons: the walk stops at the first rotation it cannot read.
     assert edit_history([edit(5)], None, [rotation(1, None, edit(1))]) == [edit(5)]
+
+
+async def test_a_restore_never_writes_outside_the_work_dir_or_into_git(tmp_path: Path) -> None:
+    """A rotated file's records may name any path (a session folder from elsewhere):
+    restoring it with files refuses what a revert refuses."""
+    project = tmp_path / "project"
+    (project / ".git" / "hooks").mkdir(parents=True)
+    outside = tmp_path / "outside.sh"
+    session = await Session.create(project)
+    agent = await open_agent(
+        session, Config(), resolve_model(Config()), provider=ScriptedProvider([])
+    )
+    soul = agent.soul
+    k = await soul.context.checkpoint()
+    hook = b"#!/bin/sh\ntouch PWNED\n"
+    for path in (".git/hooks/pre-commit", str(outside), "c.txt"):
+        await soul.env.journal.record(path, None, hook)
+    rotated = (await soul.revert(k)).rotated_file
+
+    preview = soul.restore_preview(rotated)
+    assert {(p.path, p.action) for p in preview.files} == {
+        (".git/hooks/pre-commit", "refused"),
+        (str(outside), "refused"),
+        ("c.txt", "restore"),
+    }
+    outcome = await soul.restore(rotated, files=True)
+    await agent.close()
+
+    assert not (project / ".git" / "hooks" / "pre-commit").exists()
+    assert not outside.exists()
+    assert (project / "c.txt").read_bytes() == hook
+    assert outcome.files_restored == ["c.txt"]

@@ -109,10 +109,11 @@ def plan_file_restore(
     revert, a restore) starts from a copy or a prefix of the file it branched from, so what
     they share is exactly that prefix; an edit after it belongs to one branch only. (A context
     that began with a compaction no longer holds the edits before it: `edit_history` puts them
-    back in front, so pass its result for each side.) After the
-    branch point each conversation leaves a file at its newest edit's `after`; one it did not
-    edit stays as the common past left it, which is the `before` of the other branch's first
-    edit of it. The plan puts back what the restored conversation left (`restore_to`) where
+    back in front, so pass its result for each side.)
+
+    After the branch point each conversation leaves a file at its newest edit's `after`; one it
+    did not edit stays as the common past left it, which is the `before` of the other branch's
+    first edit of it. The plan puts back what the restored conversation left (`restore_to`) where
     the file still holds what the live one left (`expected`), else it is a `conflict`; a file
     that already holds the restored content needs nothing and gets no plan. `may_write`
     refuses as `plan_file_revert` does.
