@@ -251,9 +251,13 @@ async def _find_session(args: argparse.Namespace, work_dir: Path) -> Session | N
 
     if args.session_dir:
         try:
-            return await Session.from_dir(Path(args.session_dir).expanduser())
+            opened = await Session.from_dir(Path(args.session_dir).expanduser())
         except (FileNotFoundError, ValueError) as error:
             raise UserError(str(error)) from None
+        # Nobody recorded its work dir: tools run in WORK_DIR (default: here), never in the
+        # session folder, and the agent says so (open_agent).
+        opened.work_dir = opened.work_dir or work_dir
+        return opened
     if args.session:
         session = await Session.find(work_dir, args.session)
         if session is None:

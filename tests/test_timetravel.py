@@ -133,10 +133,10 @@ async def test_restoring_a_kimi_rotation_and_back_ends_where_it_began(tmp_path: 
     )
     soul = agent.soul
 
-    first = await soul.restore(folder / "context_1.jsonl")
+    first = (await soul.restore(folder / "context_1.jsonl")).rotated_file
     assert first is not None
     assert (folder / "context.jsonl").read_bytes() == (folder / "context_1.jsonl").read_bytes()
-    back = await soul.restore(first)
+    back = (await soul.restore(first)).rotated_file
     await agent.close()
 
     assert (folder / "context.jsonl").read_bytes() == before
@@ -228,3 +228,216 @@ async def test_a_revert_never_writes_outside_the_work_dir_or_into_git(tmp_path: 
     assert (project / "a.txt").read_text() == "earlier a\n"
     assert outcome.files_restored == ["a.txt"]
     assert sorted(outcome.conflicts) == sorted([".git/hooks/pre-commit", str(outside)])
+
+
+# --- restoring a rotated context with its files ---------------------------------------------
+
+
+async def reverted_with_files(project: Path) -> tuple[object, Path]:
+    """three_turns, then a revert with files to before "second": a.txt holds turn 1's edit,
+    b.txt (created by turn 2) is gone. Returns the agent and the rotated pre-revert context."""
+    agent, _ = await three_turns(project)
+    outcome = await agent.soul.revert(  # type: ignore[attr-defined]
+        user_checkpoint(agent, "second"), files=True
+    )
+    assert (project / "a.txt").read_text() == "agent a 1\n"
+    assert not (project / "b.txt").exists()
+    return agent, outcome.rotated_file
+
+
+async def test_restoring_with_files_brings_back_the_agents_edits(tmp_path: Path) -> None:
+    project = tmp_path / "project"
+    project.mkdir()
+    agent, pre_revert = await reverted_with_files(project)
+    soul = agent.soul  # type: ignore[attr-defined]
+    events: list[ev.Event] = []
+    soul.bus.subscribe(callback=events.append)
+
+    preview = soul.restore_preview(pre_revert)
+    assert {(p.path, p.action) for p in preview.files} == {
+        ("a.txt", "restore"),
+        ("b.txt", "restore"),  # created by the restored turns, deleted by the revert
+    }
+    assert preview.messages_back > 0 and preview.messages_leaving == 0
+    assert preview.checkpoints == read_snapshot(pre_revert).n_checkpoints
+
+    outcome = await soul.restore(pre_revert, files=True)
+    await agent.close()  # type: ignore[attr-defined]
+
+    assert (project / "a.txt").read_text() == "agent a 2\n"
+    assert (project / "b.txt").read_text() == "new b\n"
+    assert sorted(outcome.files_restored) == ["a.txt", "b.txt"] and outcome.conflicts == []
+    assert outcome.rotated_file is not None
+    assert agent.session.context_file.read_bytes() == pre_revert.read_bytes()  # type: ignore[attr-defined]
+    restored = [e for e in events if isinstance(e, ev.ContextRestored)]
+    assert sorted(restored[-1].files_restored) == ["a.txt", "b.txt"]
+
+
+async def test_restoring_leaves_a_file_the_user_changed_as_a_conflict(tmp_path: Path) -> None:
+    project = tmp_path / "project"
+    project.mkdir()
+    agent, pre_revert = await reverted_with_files(project)
+    (project / "a.txt").write_text("the user's own change\n")
+    soul = agent.soul  # type: ignore[attr-defined]
+
+    preview = soul.restore_preview(pre_revert)
+    assert {(p.path, p.action) for p in preview.files} == {
+        ("a.txt", "conflict"),
+        ("b.txt", "restore"),
+    }
+    outcome = await soul.restore(pre_revert, files=True)
+    await agent.close()  # type: ignore[attr-defined]
+
+    assert (project / "a.txt").read_text() == "the user's own change\n"
+    assert (project / "b.txt").read_text() == "new b\n"
+    assert outcome.conflicts == ["a.txt"] and outcome.files_restored == ["b.txt"]
+
+
+async def test_restoring_the_conversation_only_leaves_the_files(tmp_path: Path) -> None:
+    project = tmp_path / "project"
+    project.mkdir()
+    agent, pre_revert = await reverted_with_files(project)
+
+    outcome = await agent.soul.restore(pre_revert)  # type: ignore[attr-defined]
+    await agent.close()  # type: ignore[attr-defined]
+
+    assert (project / "a.txt").read_text() == "agent a 1\n"
+    assert not (project / "b.txt").exists()
+    assert outcome.files_restored == []
+    assert agent.session.context_file.read_bytes() == pre_revert.read_bytes()  # type: ignore[attr-defined]
+
+
+async def test_restoring_deletes_a_file_only_the_live_conversation_created(tmp_path: Path) -> None:
+    """After the revert the live conversation goes its own way: it creates c.txt and edits
+    a.txt. Restoring the pre-revert context takes both back to what that conversation left."""
+    project = tmp_path / "project"
+    project.mkdir()
+    agent, pre_revert = await reverted_with_files(project)
+    soul = agent.soul  # type: ignore[attr-defined]
+    soul.provider.script.extend(
+        [
+            {"tool_calls": [write("c.txt", "live c\n"), write("a.txt", "live a\n")]},
+            {"text": "Another way."},
+        ]
+    )
+    assert (await soul.run("another way")).stop_reason == "done"
+    assert (project / "c.txt").exists()
+
+    preview = soul.restore_preview(pre_revert)
+    assert {(p.path, p.action) for p in preview.files} == {
+        ("a.txt", "restore"),
+        ("b.txt", "restore"),
+        ("c.txt", "delete"),
+    }
+    outcome = await soul.restore(pre_revert, files=True)
+    await agent.close()  # type: ignore[attr-defined]
+
+    assert not (project / "c.txt").exists()
+    assert (project / "a.txt").read_text() == "agent a 2\n"
+    assert (project / "b.txt").read_text() == "new b\n"
+    assert sorted(outcome.files_restored) == ["a.txt", "b.txt", "c.txt"]
+
+
+async def test_restoring_back_after_a_restore_puts_the_files_back_too(tmp_path: Path) -> None:
+    """Restore and restore back: each way the files follow the conversation."""
+    project = tmp_path / "project"
+    project.mkdir()
+    agent, pre_revert = await reverted_with_files(project)
+    soul = agent.soul  # type: ignore[attr-defined]
+
+    there = await soul.restore(pre_revert, files=True)
+    assert there.rotated_file is not None
+    back = await soul.restore(there.rotated_file, files=True)
+    await agent.close()  # type: ignore[attr-defined]
+
+    assert (project / "a.txt").read_text() == "agent a 1\n"
+    assert not (project / "b.txt").exists()
+    assert sorted(back.files_restored) == ["a.txt", "b.txt"]
+
+
+async def test_restoring_after_the_live_context_was_compacted_still_finds_the_common_past(
+    tmp_path: Path,
+) -> None:
+    """A compaction leaves the live context without the edits before it (they are in the
+    rotation it made): a.txt, edited in the common past and after it, is still not a conflict."""
+    project = tmp_path / "project"
+    project.mkdir()
+    agent, pre_revert = await reverted_with_files(project)
+    soul = agent.soul  # type: ignore[attr-defined]
+    soul.provider.script.append({"text": "Summary: a.txt was written."})
+    assert await soul.compact()
+    assert not soul.context.file_edits
+
+    preview = soul.restore_preview(pre_revert)
+    assert {(p.path, p.action) for p in preview.files} == {
+        ("a.txt", "restore"),
+        ("b.txt", "restore"),
+    }
+    outcome = await soul.restore(pre_revert, files=True)
+    await agent.close()  # type: ignore[attr-defined]
+
+    assert (project / "a.txt").read_text() == "agent a 2\n"
+    assert (project / "b.txt").read_text() == "new b\n"
+    assert outcome.conflicts == []
+
+
+def test_an_edit_history_reaches_back_through_compactions_reverts_and_restores(
+    tmp_path: Path,
+) -> None:
+    from kode_tui.message import FileEditRecord
+    from kode_tui.session.rotation import Rotation
+    from kode_tui.session.timetravel import edit_history
+
+    def edit(n: int) -> FileEditRecord:
+        return FileEditRecord(path="a.txt", before=str(n - 1), after=str(n))
+
+    def rotation(number: int, reason: str | None, *edits: FileEditRecord, **info: str) -> Rotation:
+        path = tmp_path / f"context_{number}.jsonl"
+        path.write_text("".join(e.to_json() + "\n" for e in edits))
+        return Rotation(path, number, 0, 0.0, reason=reason, info=dict(info))
+
+    # 1: edits 1-2, compacted. 2: edit 3, reverted to before it. 3: edit 4, then restore of 2
+    # (3 is the context that was live). Live: a copy of 2 plus edit 5.
+    rotations = [
+        rotation(1, "compaction", edit(1), edit(2)),
+        rotation(2, "revert", edit(3)),
+        rotation(3, "restore", edit(4), source="context_2.jsonl"),
+    ]
+    live = edit_history([edit(3), edit(5)], None, rotations)
+    assert [e.after for e in live] == ["1", "2", "3", "5"]
+    side_branch = edit_history([edit(4)], 3, rotations)
+    assert [e.after for e in side_branch] == ["1", "2", "4"]
+    # Kimi CLI notes no reasons: the walk stops at the first rotation it cannot read.
+    assert edit_history([edit(5)], None, [rotation(1, None, edit(1))]) == [edit(5)]
+
+
+async def test_a_restore_never_writes_outside_the_work_dir_or_into_git(tmp_path: Path) -> None:
+    """A rotated file's records may name any path (a session folder from elsewhere):
+    restoring it with files refuses what a revert refuses."""
+    project = tmp_path / "project"
+    (project / ".git" / "hooks").mkdir(parents=True)
+    outside = tmp_path / "outside.sh"
+    session = await Session.create(project)
+    agent = await open_agent(
+        session, Config(), resolve_model(Config()), provider=ScriptedProvider([])
+    )
+    soul = agent.soul
+    k = await soul.context.checkpoint()
+    hook = b"#!/bin/sh\ntouch PWNED\n"
+    for path in (".git/hooks/pre-commit", str(outside), "c.txt"):
+        await soul.env.journal.record(path, None, hook)
+    rotated = (await soul.revert(k)).rotated_file
+
+    preview = soul.restore_preview(rotated)
+    assert {(p.path, p.action) for p in preview.files} == {
+        (".git/hooks/pre-commit", "refused"),
+        (str(outside), "refused"),
+        ("c.txt", "restore"),
+    }
+    outcome = await soul.restore(rotated, files=True)
+    await agent.close()
+
+    assert not (project / ".git" / "hooks" / "pre-commit").exists()
+    assert not outside.exists()
+    assert (project / "c.txt").read_bytes() == hook
+    assert outcome.files_restored == ["c.txt"]

@@ -1,7 +1,8 @@
 """`kode.json` in the home dir: the work dirs kode-tui has seen and each one's last session.
 
 The sessions of a work dir live in `sessions/<md5 of its canonical path>/`, so this file is
-only an index for `--continue`; losing it loses no session.
+only an index for `--continue`; losing it loses no session. With Kimi CLI's own index
+(`kimi.json`) it also tells which work dir a session folder opened by path belongs to.
 """
 
 from __future__ import annotations
@@ -9,12 +10,17 @@ from __future__ import annotations
 import json
 import logging
 import os
+from pathlib import Path
+from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from kode_tui.fsutil import atomic_write_json, make_private_dir
-from kode_tui.pathnames import escape_name
-from kode_tui.paths import Paths, canonical
+from kode_tui.pathnames import escape_name, unescape_name
+from kode_tui.paths import Paths, canonical, work_dir_hash
+
+KIMI_SHARE_DIR_ENV = "KIMI_SHARE_DIR"
+KIMI_METADATA_FILE = "kimi.json"
 
 logger = logging.getLogger(__name__)
 
@@ -76,3 +82,53 @@ def record_last_session(work_dir: str | os.PathLike[str], session_id: str) -> No
     metadata = load_metadata()
     metadata.get_or_add(work_dir).last_session_id = session_id
     save_metadata(metadata)
+
+
+def kimi_share_dir() -> Path:
+    """Kimi CLI's data folder: `$KIMI_SHARE_DIR`, else `~/.kimi` (kimi_cli/share.py)."""
+    override = os.environ.get(KIMI_SHARE_DIR_ENV)
+    return Path(override).expanduser() if override else Path.home() / ".kimi"
+
+
+def recorded_work_dir(session_dir: str | os.PathLike[str]) -> Path | None:
+    """The work dir a session folder belongs to, as kode-tui or Kimi CLI recorded it; None
+    when neither knows it (or it is no longer a folder).
+
+    Both keep a work dir's sessions in `sessions/<md5 of the work dir's path>/<id>/`, so the
+    folder's parent names its work dir's hash (`known_work_dirs`).
+    """
+    work_dir = known_work_dirs().get(Path(session_dir).parent.name)
+    return work_dir if work_dir is not None and work_dir.is_dir() else None
+
+
+def known_work_dirs() -> dict[str, Path]:
+    """Every work dir kode-tui (`kode.json`) or Kimi CLI 1.52 (`kimi.json` in its share dir)
+    has recorded, by the hash that names its sessions folder, canonical.
+
+    Entries of Kimi's for another machine (`kaos` other than "local", whose folders are named
+    `<kaos>_<md5>`) are left out: they are not work dirs here.
+    """
+    listed = [Path(unescape_name(entry.path)) for entry in load_metadata().work_dirs]
+    for entry in _kimi_entries():
+        path, kaos = entry.get("path"), entry.get("kaos", "local")
+        if isinstance(path, str) and kaos == "local" and os.path.isabs(path):
+            listed.append(Path(path))
+    found: dict[str, Path] = {}
+    for path in listed:
+        # kode-tui hashes the path's bytes, Kimi the UTF-8 of its text: alike for a UTF-8 name.
+        found.setdefault(work_dir_hash(path), canonical(path))
+    return found
+
+
+def _kimi_entries() -> list[dict[str, Any]]:
+    """The `work_dirs` of Kimi CLI's index; [] when it is missing or unreadable."""
+    path = kimi_share_dir() / KIMI_METADATA_FILE
+    try:
+        data = json.loads(path.read_bytes())
+    except FileNotFoundError:
+        return []
+    except (OSError, ValueError, RecursionError) as exc:
+        logger.warning("Ignoring unreadable %s: %s", path, exc)
+        return []
+    entries = data.get("work_dirs") if isinstance(data, dict) else None
+    return [e for e in entries if isinstance(e, dict)] if isinstance(entries, list) else []

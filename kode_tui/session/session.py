@@ -18,9 +18,9 @@ from pathlib import Path
 from typing import Any
 
 from kode_tui.fsutil import FILE_MODE, make_private_dir
-from kode_tui.paths import Paths, canonical
+from kode_tui.paths import Paths, canonical, work_dir_hash
 from kode_tui.session import state as session_state
-from kode_tui.session.metadata import load_metadata, record_last_session
+from kode_tui.session.metadata import load_metadata, record_last_session, recorded_work_dir
 from kode_tui.session.state import SessionState
 
 logger = logging.getLogger(__name__)
@@ -39,12 +39,20 @@ class Session:
     """The folder name: a uuid4 for sessions created here."""
     dir: Path
     work_dir: Path | None
-    """The canonical work dir; None for a folder opened by path without one."""
+    """The canonical work dir; None for a folder opened by path whose work dir nobody recorded
+    (`from_dir`)."""
     state: SessionState
     title: str
     """The custom title, else the first user input (50 chars), else "Untitled"."""
     updated_at: float
     """Time (epoch seconds) of the last write to context.jsonl or wire.jsonl."""
+
+    @property
+    def work_dir_recorded(self) -> bool:
+        """Whether `work_dir` is the one this folder was made for: kode-tui and Kimi CLI name a
+        session's parent folder by its work dir's hash. False for a folder opened by path whose
+        work dir nobody recorded, which works wherever it was opened."""
+        return self.work_dir is not None and work_dir_hash(self.work_dir) == self.dir.parent.name
 
     @property
     def context_file(self) -> Path:
@@ -131,15 +139,20 @@ class Session:
     ) -> Session:
         """Open any folder holding a context.jsonl, such as a Kimi CLI session; id = folder name.
 
-        Raises FileNotFoundError when `path` does not exist and ValueError when it is not a
-        session folder.
+        Its work dir is `work_dir` when given, else the one kode-tui or Kimi CLI recorded for
+        it (`recorded_work_dir`), else None. Raises FileNotFoundError when `path` does not
+        exist and ValueError when it is not a session folder.
         """
         session_dir = canonical(path)
         if not session_dir.exists():
             raise FileNotFoundError(f"There is no session folder at {session_dir}.")
         if not (session_dir / CONTEXT_FILE_NAME).is_file():
             raise ValueError(f"{session_dir} is not a session folder: it has no context.jsonl.")
-        session = cls._open(session_dir, None if work_dir is None else canonical(work_dir))
+        if work_dir is None:
+            found = await asyncio.to_thread(recorded_work_dir, session_dir)
+        else:
+            found = canonical(work_dir)
+        session = cls._open(session_dir, found)
         await session.refresh()
         return session
 

@@ -4,7 +4,8 @@ without taking the session's lock, and comparing two contexts.
 Reverting "conversation and files" to checkpoint k undoes the `_file_edit`s after k, newest
 first (DESIGN.md §2). Per file that comes down to: if the file still has the content of the
 agent's newest edit, put back what it held before the agent's oldest edit after k; if it does
-not, someone changed it since, and it is a conflict that is reported and left alone.
+not, someone changed it since, and it is a conflict that is reported and left alone. Restoring
+a rotated context with its files is planned alike (`plan_file_restore`).
 """
 
 from __future__ import annotations
@@ -29,13 +30,15 @@ from kode_tui.message import (
     parse_record,
 )
 from kode_tui.session.journal import FileJournal
+from kode_tui.session.rotation import Rotation
 
 FileAction = Literal["restore", "delete", "conflict", "missing", "refused"]
 
 
 @dataclass(frozen=True, slots=True)
 class FilePlan:
-    """What reverting does to one file the agent edited after the checkpoint."""
+    """What reverting (or restoring) does to one file the agent edited after the checkpoint
+    (or that the two conversations left differently)."""
 
     path: str
     """As the edit recorded it (relative to the work dir when inside it)."""
@@ -45,7 +48,8 @@ class FilePlan:
     since the agent's edit: left alone), `missing` (the earlier content is not in the blobs),
     `refused` (a file a revert may not write: left alone)."""
     expected: str | None
-    """The sha256 the file must have now (the agent's newest edit), None: absent."""
+    """The sha256 the file must have now (the agent's newest edit; for a restore, what the
+    live conversation left), None: absent."""
     restore_to: str | None
     """The sha256 of the content put back, None: the file did not exist."""
 
@@ -87,6 +91,134 @@ def plan_file_revert(
             action = "restore"
         plans.append(FilePlan(path, target, action, last.after, first.before))
     return plans
+
+
+def plan_file_restore(
+    live: Sequence[FileEditRecord],
+    restored: Sequence[FileEditRecord],
+    work_dir: Path,
+    journal: FileJournal,
+    may_write: Callable[[Path], bool] | None = None,
+) -> list[FilePlan]:
+    """The plan for making the files agree with a rotated context that is made live again:
+    one per file the two conversations leave with different content. `live` and `restored`
+    are the two contexts' `_file_edit` records, oldest first.
+
+    Their common past is the longest common prefix of the two lists (records equal field by
+    field): a context file keeps its edits in the order they were made, and each branch (a
+    revert, a restore) starts from a copy or a prefix of the file it branched from, so what
+    they share is exactly that prefix; an edit after it belongs to one branch only. (A context
+    that began with a compaction no longer holds the edits before it: `edit_history` puts them
+    back in front, so pass its result for each side.)
+
+    After the branch point each conversation leaves a file at its newest edit's `after`; one it
+    did not edit stays as the common past left it, which is the `before` of the other branch's
+    first edit of it. The plan puts back what the restored conversation left (`restore_to`) where
+    the file still holds what the live one left (`expected`), else it is a `conflict`; a file
+    that already holds the restored content needs nothing and gets no plan. `may_write`
+    refuses as `plan_file_revert` does.
+    """
+    common = 0
+    for here, there in zip(live, restored, strict=False):
+        if here != there:
+            break
+        common += 1
+    ours, theirs = _span_per_file(live[common:]), _span_per_file(restored[common:])
+    plans = []
+    for path in dict.fromkeys([*theirs, *ours]):
+        # (first, newest) edit of the file in each branch after the common past.
+        expected = ours[path][1].after if path in ours else theirs[path][0].before
+        restore_to = theirs[path][1].after if path in theirs else ours[path][0].before
+        if expected == restore_to:
+            continue
+        target = Path(path) if os.path.isabs(path) else work_dir / path
+        now = _hash_of(target)
+        if now == restore_to:
+            continue
+        if may_write is not None and not may_write(target):
+            action: FileAction = "refused"
+        elif now != expected:
+            action = "conflict"
+        elif restore_to is None:
+            action = "delete"
+        elif journal.blob(restore_to) is None:
+            action = "missing"
+        else:
+            action = "restore"
+        plans.append(FilePlan(path, target, action, expected, restore_to))
+    return plans
+
+
+STARTS_AFRESH = frozenset(("compaction", "clear"))
+"""Rotations after which the live context starts without the old records (a summary, or
+nothing), while the files stay as the old conversation left them."""
+
+
+def edit_history(
+    edits: Sequence[FileEditRecord], number: int | None, rotations: Sequence[Rotation]
+) -> list[FileEditRecord]:
+    """Every edit that led to a context's files: its own `edits`, preceded by those of the
+    contexts it was compacted (or cleared) from, which its file no longer holds.
+
+    `number` is the context's rotation number (None: the live context); `rotations` are the
+    session's (`list_rotations`). Each context began when the rotation before it was made:
+    after a compaction or a clear its past is that rotation's whole history; after a revert,
+    a D-Mail or a new system prompt it continues a prefix of that rotation, so its past is
+    the part of that history its own records do not hold; after a restore it continues the
+    restored file. A rotation whose reason is unknown (Kimi CLI's) ends the walk.
+    """
+    by_number = {rotation.number: rotation for rotation in rotations}
+    numbers = sorted(by_number)
+    inherited: list[FileEditRecord] = []
+    current = number
+    while True:
+        earlier = [n for n in numbers if current is None or n < current]
+        if not earlier:
+            break
+        made = by_number[earlier[-1]]
+        if made.reason in STARTS_AFRESH:
+            try:
+                inherited[:0] = read_file_edits(made.path)
+            except OSError:
+                break  # a rotation removed by hand: what it held is gone
+            current = made.number
+        elif made.reason == "restore":
+            current = _rotation_number(made.info.get("source"))
+            # The restored file was made before the restore: anything else is a damaged note.
+            if current is None or current not in by_number or current >= made.number:
+                break
+        elif made.reason in ("revert", "dmail", "system_prompt"):
+            current = made.number
+        else:
+            break
+    return [*inherited, *edits]
+
+
+def read_file_edits(path: Path) -> list[FileEditRecord]:
+    """The `_file_edit` records of a context file, oldest first (other lines are not parsed)."""
+    edits: list[FileEditRecord] = []
+    with path.open("rb") as file:
+        for line in file:
+            if b'"_file_edit"' not in line:
+                continue
+            try:
+                record = parse_record(json.loads(line))
+            except (ValueError, RecursionError):
+                continue
+            if isinstance(record, FileEditRecord):
+                edits.append(record)
+    return edits
+
+
+def _span_per_file(
+    edits: Sequence[FileEditRecord],
+) -> dict[str, tuple[FileEditRecord, FileEditRecord]]:
+    """Each file's (first, newest) edit in `edits`, in the order the files were first edited."""
+    spans: dict[str, tuple[FileEditRecord, FileEditRecord]] = {}
+    for edit in edits:
+        first = spans.get(edit.path, (edit, edit))[0]
+        spans[edit.path] = (first, edit)
+    return spans
 
 
 def apply_file_revert(

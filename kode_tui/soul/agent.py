@@ -13,6 +13,7 @@ from typing import Any
 
 from kode_tui import masking
 from kode_tui.config import Config, ModelChoice
+from kode_tui.paths import canonical
 from kode_tui.session import Context, Session
 from kode_tui.session.journal import FileJournal
 from kode_tui.session.state import ApprovalMode
@@ -96,6 +97,7 @@ async def open_agent(
     approval_override: ApprovalMode | None = None,
     tools: Sequence[Tool[Any]] | None = None,
     watch_project: bool = True,
+    work_dir: Path | None = None,
 ) -> Agent:
     """The agent of `session`, its context restored and wire.jsonl being recorded.
 
@@ -103,8 +105,11 @@ async def open_agent(
     The project context starts collecting in the background; with `watch_project` a change to
     one of its files makes the next turn collect it again. Raises ConfigError when the
     configured compaction strategy cannot be loaded.
+
+    Tools run in the session's work dir; for a folder opened by path whose work dir nobody
+    recorded, in `work_dir` (default: the current directory), never in the session folder.
     """
-    work_dir = session.work_dir or session.dir
+    work_dir = session.work_dir or canonical(work_dir or Path.cwd())
     if context is None:
         context = Context(session.context_file)
         await context.restore()
@@ -153,6 +158,8 @@ async def open_agent(
         project=project,
         reminders=Reminders(work_dir, config.context.max_reminders_per_session),
     )
+    if not session.work_dir_recorded:
+        soul.add_notice(f"no work dir is recorded for {session.dir}; tools run in {work_dir}")
     recorder = WireRecorder(bus, session.wire_file)
     recorder.start()
     return Agent(session, context, bus, soul, recorder)

@@ -55,6 +55,8 @@ from kode_tui.soul.llm import ChatProvider, LLMError
 from kode_tui.soul.llm.demo import DemoProvider
 from kode_tui.soul.soul import (
     ContextReport,
+    RestoreOutcome,
+    RestorePreview,
     RevertOutcome,
     RevertPreview,
     TurnResult,
@@ -86,6 +88,9 @@ __all__ = [
     "FilePlan",
     "LLMError",
     "Message",
+    "RestoreOutcome",
+    "RestorePlan",
+    "RestorePreview",
     "RevertOutcome",
     "RevertPlan",
     "Rotation",
@@ -155,6 +160,16 @@ class RevertPlan:
 
 
 @dataclass(frozen=True, slots=True)
+class RestorePlan:
+    """What restoring a rotated context would do, files included, with the conflicts' diffs."""
+
+    preview: RestorePreview
+    conflict_diffs: list[ev.DiffBlock]
+    """For each conflicting file: what the live conversation left in it against what it
+    holds now."""
+
+
+@dataclass(frozen=True, slots=True)
 class RotationPreview:
     """A rotated context, read without the session's lock, compared with the live one."""
 
@@ -163,6 +178,8 @@ class RotationPreview:
     comparison: Comparison
     results: PastResults | None
     """What the tool calls of its conversation showed (briefs, diffs), from wire.jsonl."""
+    plan: RestorePlan | None = None
+    """What restoring it would do (None in a read-only view: nothing can be restored)."""
 
 
 class PastResults:
@@ -297,6 +314,7 @@ class AgentSession:
             bus=self.bus,
             provider=provider,
             approval_override="yolo" if yolo else None,
+            work_dir=self._work_dir,
         )
         # The views are subscribed by now: what the user should know of the opened session
         # (damaged lines skipped) shows at once, not with the first answer.
@@ -583,13 +601,19 @@ class AgentSession:
         rotation = next((r for r in self._context.rotations() if r.path.name == path.name), None)
         comparison = compare(snapshot.messages, list(self._context.history))
         results = await asyncio.to_thread(PastResults.read, self.session.wire_file)
-        return RotationPreview(snapshot, rotation, comparison, results)
+        plan = None
+        if self._agent is not None:
+            soul = self._agent.soul
+            restore = await asyncio.to_thread(soul.restore_preview, path)
+            diffs = await asyncio.to_thread(_conflict_diffs, restore.files, soul.env.journal)
+            plan = RestorePlan(restore, diffs)
+        return RotationPreview(snapshot, rotation, comparison, results, plan)
 
-    async def restore(self, name: str) -> str | None:
-        """Make the rotated context `name` live again; the name of the file that keeps the
-        context it replaces."""
-        rotated = await self._soul().restore(self._rotated_path(name))
-        return rotated.name if rotated is not None else None
+    async def restore(self, name: str, *, files: bool = False) -> RestoreOutcome:
+        """Make the rotated context `name` live again (the live one is kept in a rotated
+        file), and with `files` put the files back as its conversation left them, where
+        nobody changed them since."""
+        return await self._soul().restore(self._rotated_path(name), files=files)
 
     def _rotated_path(self, name: str) -> Path:
         found = self.rotated_file(name)

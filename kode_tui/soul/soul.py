@@ -43,7 +43,11 @@ from kode_tui.session.timetravel import (
     LEFT_ALONE,
     FilePlan,
     apply_file_revert,
+    compare,
+    edit_history,
+    plan_file_restore,
     plan_file_revert,
+    read_snapshot,
 )
 from kode_tui.soul import prompts
 from kode_tui.soul.approval import Approval
@@ -135,6 +139,33 @@ class RevertOutcome:
     files_restored: list[str]
     conflicts: list[str]
     next_user_text: str
+
+
+@dataclass(frozen=True, slots=True)
+class RestorePreview:
+    """What making a rotated context live again would do, for the user to confirm."""
+
+    source: Path
+    messages: int
+    """The messages of the restored context."""
+    messages_back: int
+    """Those the live context does not have (they come back)."""
+    messages_leaving: int
+    """The live context's messages the restored one does not have (kept in a rotation)."""
+    tokens: int
+    """The restored context's token count."""
+    checkpoints: int
+    files: list[FilePlan]
+    """Per file the two conversations leave differently, what `files=True` does to it."""
+
+
+@dataclass(frozen=True, slots=True)
+class RestoreOutcome:
+    rotated_file: Path | None
+    """The live context as it was (None when it was empty)."""
+    files_restored: list[str]
+    conflicts: list[str]
+    """Files left alone: changed since the live conversation's edit, refused or missing."""
 
 
 class BackToTheFuture(Exception):
@@ -307,6 +338,11 @@ class KodeSoul:
         notices, self._notices = self._notices, []
         for notice in notices:
             self.bus.send(ev.Warning(message=notice))
+
+    def add_notice(self, notice: str) -> None:
+        """One more line for `send_notices` (the agent's builder knows things the soul does
+        not: that no work dir was recorded for the session, say)."""
+        self._notices.append(notice)
 
     # --- a turn --------------------------------------------------------------------------------
 
@@ -618,18 +654,56 @@ class KodeSoul:
         self.bus.send(self.status())
         return RevertOutcome(rotated, restored, conflicts, preview.next_user_text)
 
-    async def restore(self, source: Path) -> Path | None:
-        """Make the rotated context `source` live again; the current one is rotated first."""
+    def restore_preview(self, source: Path) -> RestorePreview:
+        """What `restore(source)` would do; OSError when `source` cannot be read."""
+        snapshot = read_snapshot(source)
+        comparison = compare(snapshot.messages, self.context.history)
+        files: list[FilePlan] = []
+        if self.env.journal is not None:
+            rotations = self.context.rotations()
+            number = next((r.number for r in rotations if r.path.name == source.name), -1)
+            live = [edit.record for edit in self.context.file_edits]
+            files = plan_file_restore(
+                edit_history(live, None, rotations),
+                edit_history(snapshot.file_edits, number, rotations),
+                self.env.work_dir,
+                self.env.journal,
+                self._may_revert,
+            )
+        return RestorePreview(
+            source=source,
+            messages=len(snapshot.messages),
+            messages_back=len(comparison.only_there),
+            messages_leaving=len(comparison.only_here),
+            tokens=snapshot.token_count,
+            checkpoints=snapshot.n_checkpoints,
+            files=files,
+        )
+
+    async def restore(self, source: Path, *, files: bool = False) -> RestoreOutcome:
+        """Make the rotated context `source` live again (the current one is rotated first), and
+        with `files` make the files what the restored conversation left, where nobody changed
+        them since the live conversation did (`plan_file_restore`)."""
+        preview = self.restore_preview(source)  # the live context's edits, before the swap
         rotated = await asyncio.shield(self.context.restore_from(source))
+        restored: list[str] = []
+        conflicts = [p.path for p in preview.files if p.action in LEFT_ALONE]
+        if files and self.env.journal is not None:
+            restored, conflicts = await asyncio.to_thread(
+                apply_file_revert, preview.files, self.env.journal
+            )
         if self._denwa_renji is not None:
             self._denwa_renji.set_n_checkpoints(self.context.n_checkpoints)
         self.bus.send(
             ev.ContextRestored(
-                from_file=source.name, rotated_file=rotated.name if rotated is not None else ""
+                from_file=source.name,
+                rotated_file=rotated.name if rotated is not None else "",
+                files_restored=restored,
+                conflicts=conflicts,
             )
         )
         self.bus.send(self.status())
-        return rotated
+        return RestoreOutcome(rotated, restored, conflicts)
 
     # --- compaction ----------------------------------------------------------------------------
 

@@ -645,17 +645,27 @@ class KodeApp(App[None]):
             self.notify(f"Cannot read {name}: {reason or error}", severity="error")
             return
         restore = await self.push_screen_wait(PreviewScreen.from_preview(preview))
-        if isinstance(restore, str):
+        if isinstance(restore, str) and restore not in ("conversation", "files"):
             prompt = self.screen.query_one(PromptInput)
             prompt.text = restore if not prompt.text else f"{prompt.text}\n\n{restore}"
             prompt.focus()
             return
-        if not restore or self.busy():
+        if restore not in (True, "conversation", "files") or self.busy():
             return
-        rotated = await opened.restore(name)
+        with_files = restore == "files"
+        outcome = await opened.restore(name, files=with_files)
         await self._reload_conversation()
-        kept = f"; the previous one is kept as {rotated}" if rotated is not None else ""
-        self.notify(f"Restored {name}{kept}.", timeout=6)
+        rotated = outcome.rotated_file
+        parts = [f"Restored {name}"]
+        if rotated is not None:
+            parts[0] += f"; the previous one is kept as {rotated.name}"
+        parts[0] += "."
+        if outcome.files_restored:
+            parts.append(f"Restored {len(outcome.files_restored)} file(s).")
+        if with_files and outcome.conflicts:
+            parts.append(f"Left alone (changed since): {', '.join(outcome.conflicts)}.")
+        severity: SeverityLevel = "warning" if with_files and outcome.conflicts else "information"
+        self.notify(" ".join(parts), timeout=8, severity=severity)
 
     async def _reload_conversation(self) -> None:
         from kode_tui.ui.widgets.conversation import Conversation

@@ -314,6 +314,9 @@ class ContextReverted(Event):
 class ContextRestored(Event):
     from_file: str
     rotated_file: str
+    files_restored: list[str] = Field(default_factory=list)
+    conflicts: list[str] = Field(default_factory=list)
+    """Files left alone because they changed since the live conversation's edit."""
 
 
 class ContextCleared(Event):

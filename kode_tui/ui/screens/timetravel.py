@@ -30,6 +30,7 @@ from kode_tui.soul.facade import (
     FileAction,
     FilePlan,
     PastResults,
+    RestorePlan,
     RevertPlan,
     Rotation,
     RotationPreview,
@@ -180,22 +181,25 @@ message from that point goes back into the prompt to edit and send again.
         """Whether any file would be restored or deleted (else there is no "files" choice)."""
         return any(plan.action in _RESTORABLE for plan in self.files)
 
+    VERB = "revert"
+
+    def _title(self) -> str:
+        return f"Revert to checkpoint {self.checkpoint_id}: " + visible(self.label, multiline=False)
+
+    def _summary(self) -> str:
+        return (
+            f"{_plural(self.messages_leaving, 'message')} "
+            f"(~{short_tokens(self.tokens_freed)} tokens) leave the live context. "
+            "They are kept in a rotated file: nothing is lost."
+        )
+
+    def _files_heading(self) -> str:
+        return f"The agent changed {_plural(len(self.files), 'file')} after this checkpoint:"
+
     def compose(self) -> ComposeResult:
         with Vertical(id="revert-dialog"):
-            yield Static(
-                Content(
-                    f"Revert to checkpoint {self.checkpoint_id}: "
-                    + visible(self.label, multiline=False)
-                ),
-                id="revert-title",
-            )
-            yield Static(
-                f"{_plural(self.messages_leaving, 'message')} "
-                f"(~{short_tokens(self.tokens_freed)} tokens) leave the live context. "
-                "They are kept in a rotated file: nothing is lost.",
-                id="revert-summary",
-                markup=False,
-            )
+            yield Static(Content(self._title()), id="revert-title")
+            yield Static(self._summary(), id="revert-summary", markup=False)
             if prompt_text := shorten(self.next_user_text, PROMPT_TEXT_CHARS):
                 yield Static(
                     f"Your message from that point ('{prompt_text}') goes back into the prompt "
@@ -204,11 +208,7 @@ message from that point goes back into the prompt to edit and send again.
                     markup=False,
                 )
             if self.files:
-                yield Static(
-                    f"The agent changed {_plural(len(self.files), 'file')} after this checkpoint:",
-                    id="revert-files-heading",
-                    markup=False,
-                )
+                yield Static(self._files_heading(), id="revert-files-heading", markup=False)
                 yield Static(
                     Content("\n").join(file_row(plan) for plan in self.files), id="revert-files"
                 )
@@ -229,9 +229,9 @@ message from that point goes back into the prompt to edit and send again.
                 yield Button("Cancel", id="revert-cancel", compact=True)
 
     def _keys_text(self) -> Content:
-        keys = [("c", "revert the conversation only (files stay as they are)")]
+        keys = [("c", f"{self.VERB} the conversation only (files stay as they are)")]
         if self.can_restore_files:
-            keys.append(("f", "revert the conversation and restore the files"))
+            keys.append(("f", f"{self.VERB} the conversation and restore the files"))
         keys.append(("Esc", "cancel"))
         return Content("\n").join(
             Content.assemble((f"{key:<4}", "bold $text-accent"), text) for key, text in keys
@@ -276,6 +276,49 @@ message from that point goes back into the prompt to edit and send again.
         self.action_cancel()
 
 
+class RestoreDialog(RevertDialog):
+    """Ask how to restore a rotated context; dismissed with "conversation", "files" or None.
+
+    `files` is the plan of the files the two conversations leave differently
+    (`plan_file_restore`): with "files" each is put back as the restored conversation left it.
+    """
+
+    HELP: ClassVar[str] = """\
+## Restore
+
+Making a rotated context live again keeps the live one as a new rotated file: nothing is lost.
+
+- **c** restores the conversation only: files stay as they are.
+- **f** also puts the files back as the restored conversation left them. A file changed since
+  the live conversation's edit is a *conflict*: it is left alone, never overwritten.
+- **d** shows the conflicts: the live conversation's version of each file against what it
+  holds now.
+- **Esc** cancels.
+"""
+
+    VERB = "restore"
+
+    def __init__(self, name: str, plan: RestorePlan) -> None:
+        preview = plan.preview
+        super().__init__(
+            0, name, preview.messages_leaving, 0, preview.files, "", plan.conflict_diffs
+        )
+        self.messages_back = preview.messages_back
+
+    def _title(self) -> str:
+        return f"Restore {visible(self.label, multiline=False)}"
+
+    def _summary(self) -> str:
+        return (
+            f"{_plural(self.messages_back, 'message')} come back; "
+            f"{_plural(self.messages_leaving, 'message')} of the live context leave it. "
+            "They are kept in a rotated file: nothing is lost."
+        )
+
+    def _files_heading(self) -> str:
+        return f"{_plural(len(self.files), 'file')} differ between the two conversations:"
+
+
 # --- Preview --------------------------------------------------------------------------------------
 
 
@@ -308,13 +351,19 @@ def _compared_lines(messages: Sequence[Message]) -> list[Content]:
     return lines
 
 
-class PreviewScreen(Screen[bool | str]):
+PreviewResult = bool | str | RevertChoice
+"""What a preview is dismissed with: False (closed), True (restore the conversation, no file
+differs), "conversation" or "files" (the restore dialog's choice), or any other text: messages
+for the prompt."""
+
+
+class PreviewScreen(Screen[PreviewResult]):
     """A rotated context, read-only: its conversation and how it differs from the live one.
 
-    Dismissed with True when the user confirms "restore this context", else False.
     `rotation` is what rotations.jsonl says of the file (None: nothing known); `now` fixes
-    the clock its age is measured against (tests); `wire_file` lets tool calls show their
-    diffs and briefs.
+    the clock its age is measured against (tests); `results` lets tool calls show their
+    diffs and briefs; `plan` is what restoring would do, files included (None: the
+    conversation alone comes back, after a y/n question).
     """
 
     HELP: ClassVar[str] = """\
@@ -357,6 +406,7 @@ what only each of them holds.
         *,
         now: float | None = None,
         results: PastResults | None = None,
+        plan: RestorePlan | None = None,
     ) -> None:
         super().__init__()
         self.snapshot = snapshot
@@ -364,12 +414,19 @@ what only each of them holds.
         self.comparison = compare(snapshot.messages, live_messages)
         self._now = now
         self._results = results
+        self.plan = plan
 
     @classmethod
     def from_preview(cls, preview: RotationPreview) -> PreviewScreen:
         comparison = preview.comparison
         live = [*preview.snapshot.messages[: comparison.common], *comparison.only_here]
-        return cls(preview.snapshot, preview.rotation, live, results=preview.results)
+        return cls(
+            preview.snapshot,
+            preview.rotation,
+            live,
+            results=preview.results,
+            plan=preview.plan,
+        )
 
     @property
     def name_shown(self) -> str:
@@ -465,8 +522,16 @@ what only each of them holds.
         return True
 
     def action_restore(self) -> None:
-        """Ask whether to restore this context."""
-        self.confirming = True
+        """Ask whether to restore this context, and with files that differ, how."""
+        if self.plan is None or not self.plan.preview.files:
+            self.confirming = True
+            return
+
+        def chosen(choice: RevertChoice | None) -> None:
+            if choice is not None:
+                self.dismiss(choice)
+
+        self.app.push_screen(RestoreDialog(self.name_shown, self.plan), chosen)
 
     def action_confirm(self) -> None:
         """Restore it: the App makes this file the live context."""
