@@ -9,12 +9,9 @@ from __future__ import annotations
 
 import asyncio
 import codecs
-import contextlib
 import errno
 import hashlib
 import os
-import secrets
-import stat
 from collections import deque
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
@@ -23,7 +20,7 @@ from typing import BinaryIO, Literal
 
 from pydantic import BaseModel, Field, PrivateAttr, model_validator
 
-from kode_tui.fsutil import fsync_dir, write_all
+from kode_tui.fsutil import FileChanged, write_atomically
 from kode_tui.tools.base import (
     MAX_LINE_CHARS,
     MAX_OUTPUT_CHARS,
@@ -342,60 +339,6 @@ def _page_output(page: _Page, params: ReadFileParams) -> ToolOutput:
 # --- writing -------------------------------------------------------------------------------------
 
 
-class FileChanged(Exception):
-    """The file no longer holds what the write was computed from."""
-
-
-_UNCHECKED = object()
-
-
-def _current(target: Path) -> bytes | None:
-    try:
-        return target.read_bytes()
-    except FileNotFoundError:
-        return None
-
-
-def write_atomically(path: Path, data: bytes, *, expected: object = _UNCHECKED) -> None:
-    """Replace the file at `path` (or, for a symlink, the file it points to) with `data`.
-
-    A temp file in the same directory is written, fsynced and renamed over the target, so the
-    file holds its old or its new content at every instant. An existing file keeps its mode
-    bits; a new one gets the usual 0666 less the umask. Missing parent directories are created.
-    With `expected` (bytes, or None for "no file"), the target is compared with it right before
-    the rename, and `FileChanged` is raised instead of replacing an edit made meanwhile.
-    """
-    target = Path(os.path.realpath(path))
-    target.parent.mkdir(parents=True, exist_ok=True)
-    try:
-        old: os.stat_result | None = os.stat(target)
-    except FileNotFoundError:
-        old = None
-    tmp = target.with_name(f".{target.name}.{secrets.token_hex(6)}.tmp")
-    # O_EXCL: never write into a file someone else made; 0o666 lets the umask decide new modes.
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o666)
-    try:
-        try:
-            if old is not None:
-                os.fchmod(fd, stat.S_IMODE(old.st_mode))
-                with contextlib.suppress(PermissionError):
-                    # Only root may give a file away; then the owner stays who it was.
-                    os.fchown(fd, old.st_uid, old.st_gid)
-            write_all(fd, data)
-            os.fsync(fd)
-        finally:
-            os.close(fd)
-        # Last moment before the rename: the window left for another writer is tiny.
-        if expected is not _UNCHECKED and _current(target) != expected:
-            raise FileChanged(str(target))
-        os.replace(tmp, target)
-    except BaseException:
-        with contextlib.suppress(FileNotFoundError):
-            os.unlink(tmp)
-        raise
-    fsync_dir(target.parent)
-
-
 @dataclass(frozen=True, slots=True)
 class _Change:
     """A file's content before a tool call and the content the call would leave."""
@@ -526,7 +469,11 @@ def _take_back(path: Path, change: _Change) -> None:
         write_atomically(path, change.before, expected=change.after)
         return
     target = Path(os.path.realpath(path))
-    if _current(target) != change.after:
+    try:
+        now: bytes | None = target.read_bytes()
+    except FileNotFoundError:
+        now = None
+    if now != change.after:
         raise FileChanged(str(target))
     target.unlink()
 
