@@ -22,8 +22,6 @@ from kode_tui.ui.screens.sessions import (
     EMPTY_HERE,
     ContextStats,
     SessionPicker,
-    format_age,
-    format_tokens,
     read_context_stats,
 )
 from kode_tui.ui.themes import load_themes, register_themes, theme_names, watch_user_themes
@@ -308,27 +306,6 @@ def test_context_stats_survive_bad_lines(tmp_path: Path) -> None:
 
     assert read_context_stats(path) == ContextStats(messages=3, tokens=42)
     assert read_context_stats(tmp_path / "missing.jsonl") == ContextStats(0, None)
-
-
-def test_ages_and_token_counts_read_short() -> None:
-    now = 1_800_000_000.0
-    assert [format_age(now - s, now) for s in (5, 125, 3 * 3600 + 5, 2 * 86400)] == [
-        "just now",
-        "2m ago",
-        "3h ago",
-        "2d ago",
-    ]
-    assert format_age(now - 30 * 86400, now) == time.strftime(
-        "%Y-%m-%d", time.localtime(now - 30 * 86400)
-    )
-    assert [format_tokens(n) for n in (None, 980, 12_873, 99_960, 124_400, 999_600)] == [
-        "-",
-        "980",
-        "12.9k",
-        "100k",
-        "124k",
-        "1.0M",
-    ]
 
 
 # --- Help ---------------------------------------------------------------------------------------
