@@ -27,14 +27,13 @@ from textual.widgets.option_list import Option
 
 from kode_tui.humanize import calls_summary
 from kode_tui.message import Message as ChatMessage
-from kode_tui.message import is_checkpoint_note
+from kode_tui.message import is_checkpoint_note, is_system_note
 from kode_tui.safetext import visible
 from kode_tui.session import Checkpoint, Context
 from kode_tui.soul.compaction import COMPACTION_OUTPUT_PREFIX
 from kode_tui.wire import events as ev
 from kode_tui.wire.bus import Subscription, WireBus
 
-_COMPACTED = f"<system>{COMPACTION_OUTPUT_PREFIX}"
 _LOOKAHEAD = 8
 """Messages read to label a row: past a CHECKPOINT note, think-only replies and tool results."""
 _MAX_LABEL = 80
@@ -415,9 +414,9 @@ def _label(history: Sequence[ChatMessage], start: int, end: int) -> _Label:
             text = message.text.strip()
             if is_checkpoint_note(text):
                 continue
-            if text.startswith(_COMPACTED):
+            if is_system_note(text, COMPACTION_OUTPUT_PREFIX):
                 return _Label("marker", "compacted summary")
-            if text.startswith("<system>") and "D-Mail" in text[:120]:
+            if is_system_note(text) and "D-Mail" in text[:120]:
                 return _Label("marker", "D-Mail")
             return _Label("user", _first_line(text) or "(image)", text)
         if message.role == "assistant":
