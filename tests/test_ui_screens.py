@@ -427,3 +427,25 @@ def test_diff_hunk_headers_are_those_of_diff_u(old: str, new: str) -> None:
         if line.startswith("@@")
     ]
     assert ours == reference
+
+
+def test_the_conversation_form_of_a_diff_reads_as_diff_u_with_the_panels_styles() -> None:
+    """One renderer: the lines the conversation shows for an edit are `diff -u`'s (headers,
+    hunks, signs), styled as the approval panel and the full view style them."""
+    import difflib
+
+    from kode_tui.ui.screens.diff import diff_lines, diff_segments, render_diff_lines
+    from kode_tui.wire.events import DiffBlock
+
+    old, new = "a\nb\nc\n" * 3, "a\nB\nc\n" + "a\nb\nc\n" * 2 + "d\n"
+    segments = diff_segments(DiffBlock(path="src/x.py", old_text=old, new_text=new))
+    reference = difflib.unified_diff(
+        old.splitlines(), new.splitlines(), "src/x.py", "src/x.py", lineterm=""
+    )
+    assert [text for text, _ in segments] == list(reference)
+    panel = render_diff_lines(list(diff_lines(old, new)))
+    assert [text for text, _ in segments[2:]] == panel.plain.splitlines()
+    styles = dict(segments)
+    assert styles["+B"] == "$text-success on $success 15%"
+    assert styles["-b"] == "$text-error on $error 15%"
+    assert diff_segments(DiffBlock(path="same.txt", old_text="x\n", new_text="x\n")) == []
