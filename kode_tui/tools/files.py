@@ -30,8 +30,8 @@ from kode_tui.tools.base import (
     truncate,
 )
 from kode_tui.tools.protected import REASON, is_protected
+from kode_tui.tools.textfile import SNIFF_BYTES as SNIFF_BYTES  # Grep sniffs as ReadFile does
 from kode_tui.tools.textfile import (
-    SNIFF_BYTES,
     Page,
     check_readable,
     check_text_head,
