@@ -230,6 +230,12 @@ def split_system_note(text: str) -> tuple[str, str]:
     return match.group(1).strip(), text[match.end() :]
 
 
+def unwrap_system(text: str) -> str:
+    """The words of a text that is one `<system>` note, its tags taken off (a D-Mail note keeps
+    a `</system>` inside the mail it carries, which `split_system_note` would stop at)."""
+    return text.removeprefix(_SYSTEM_OPEN).removesuffix(_SYSTEM_CLOSE)
+
+
 def tool_status(message: str, *, is_error: bool = False) -> TextPart:
     """A tool result's status line as the model reads it (`<system>ERROR: ...</system>` for an
     error), before the tool's output."""

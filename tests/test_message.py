@@ -32,6 +32,7 @@ from kode_tui.message import (
     split_tool_result,
     system,
     tool_status,
+    unwrap_system,
 )
 from tests.conftest import KIMI_FIXTURE
 
@@ -164,6 +165,8 @@ def test_kimis_system_markers_are_read_back_as_they_were_built() -> None:
     summary = system("Previous context has been compacted.").text
     assert is_system_note(summary, "Previous context") and not is_system_note(summary, "D-Mail")
     assert split_system_note(summary + "the summary")[1] == "the summary"
+    mail = system("You just got a D-Mail. D-Mail content: quote </system> here").text
+    assert unwrap_system(mail).partition("D-Mail content:")[2] == " quote </system> here"
 
     reminder = reminder_text("Your todo list is empty.")
     assert reminder == "<system-reminder>\nYour todo list is empty.\n</system-reminder>"
