@@ -8,7 +8,7 @@ form `FILE:LINE: KEY: what is wrong`; the CLI prints it and exits 2.
 `resolve_model` picks the model for a run: `--model` > `default_model` > the first provider whose
 API key is in the environment > a reachable local Ollama > the offline `demo` model.
 
-This module sits at the bottom of the layers: standard library and pydantic only.
+This module sits at the bottom of the layers: standard library, pydantic and tomlkit only.
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from types import MappingProxyType
-from typing import Any, Literal, get_args, get_origin
+from typing import TYPE_CHECKING, Any, Literal, get_args, get_origin
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 from pydantic_core import ErrorDetails
@@ -30,6 +30,9 @@ from pydantic_core import ErrorDetails
 from kode_tui.errors import ConfigError as ConfigError
 from kode_tui.fsutil import atomic_write_bytes, make_private_dir
 from kode_tui.paths import Paths
+
+if TYPE_CHECKING:
+    from tomlkit import TOMLDocument
 
 # The same literal as kode_tui.session.state.ApprovalMode; config may not import session.
 ApprovalMode = Literal["ask", "auto-edit", "yolo"]
@@ -396,18 +399,17 @@ def probe_ollama(url: str | None = None, timeout: float = 0.3) -> str | None:
 
 # --- Saving a setting -------------------------------------------------------------------------
 
-_TRAILING_COMMENT = re.compile(r"\s*#[^\"'\n]*$")
-
 
 def save_setting(key: str, value: str, path: Path | None = None) -> None:
     """Set the top-level string setting `key` (`theme`, `default_model`, ...) to `value` in the
     config file (default `$KODE_TUI_HOME/config.toml`), keeping the rest of the file as written.
 
-    An existing `key = ...` statement before the first table is replaced (a comment at the end
-    of its line stays); otherwise the line goes after the last top-level setting, or before the
-    first table and the comments right above it. A missing file is created (0600, folder 0700).
-    The file is replaced atomically, so a crash leaves the old or the new file, never a mix; a
-    symlinked file (dotfiles) is written where the link points.
+    tomlkit edits the file as a document, so comments, layout and the other keys stay as they
+    were. An existing `key = ...` is replaced in place (a comment at the end of its line stays);
+    otherwise the setting goes after the last top-level setting, or before the first table and
+    the comments right above it. A missing file is created (0600, folder 0700). The file is
+    replaced atomically, so a crash leaves the old or the new file, never a mix; a symlinked
+    file (dotfiles) is written where the link points.
 
     Raises ValueError when `key` is not a top-level setting or `value` is not valid for it,
     ConfigError when the file is not valid TOML (it is left untouched), OSError when it cannot
@@ -429,92 +431,50 @@ def save_setting(key: str, value: str, path: Path | None = None) -> None:
     except UnicodeDecodeError:
         raise ConfigError(f"{file}: not a UTF-8 text file") from None
     try:
-        before = tomllib.loads(text)
+        before = tomllib.loads(text)  # tomllib's errors carry the line and column we report
     except tomllib.TOMLDecodeError as exc:
         raise ConfigError(_syntax_error(file, text, exc)) from None
-    new_text = _with_setting(text, key, value)
+    # Imported here: only saving needs it, and start-up reads the config with tomllib.
+    import tomlkit
+
+    document = tomlkit.parse(text)
+    cannot = ConfigError(f"{file}: cannot set {key} here without rewriting the file; edit it")
+    if document.as_string() != text:
+        # tomlkit regroups a table split around an array of tables: the layout would change.
+        raise cannot
+    _set_top_level(document, key, value, "\r\n" if "\r\n" in text else "\n")
+    new_text = document.as_string()
     after = tomllib.loads(new_text)
-    # The edit works on lines, not on a TOML tree: check it changed exactly this one key.
     if after.get(key) != value or {**after, key: None} != {**before, key: None}:
-        raise ConfigError(f"{file}: cannot set {key} here without rewriting the file; edit it")
+        raise cannot
     make_private_dir(file.parent)
     atomic_write_bytes(file, new_text.encode("utf-8"))
 
 
-def _with_setting(text: str, key: str, value: str) -> str:
-    newline = "\r\n" if "\r\n" in text else "\n"
-    lines = re.findall(r"[^\n]*\n|[^\n]+$", text)
-    statements, header = _top_level_statements(lines)
-    # JSON's string escapes are all valid in a TOML basic string; TOML also forbids a raw DEL.
-    setting = f"{key} = {json.dumps(value, ensure_ascii=False)}".replace("\x7f", "\\u007f")
-    key_line = re.compile(rf"\s*(?:{key}|\"{key}\"|'{key}')\s*=")
-    for start, end in statements:
-        if key_line.match(lines[start]):
-            last = lines[end - 1]
-            ending = last[len(last.rstrip("\r\n")) :]
-            body = lines[start].rstrip("\r\n")
-            indent = body[: len(body) - len(body.lstrip())]
-            comment = _trailing_comment(body) if end == start + 1 else ""
-            lines[start:end] = [f"{indent}{setting}{comment}{ending}"]
-            return "".join(lines)
-    if statements:
-        at = statements[-1][1]
-        added = setting + newline
-    elif header is not None:
-        at = header
-        while at > 0 and lines[at - 1].lstrip().startswith("#"):
+def _set_top_level(document: TOMLDocument, key: str, value: str, newline: str) -> None:
+    import tomlkit
+    from tomlkit.items import AoT, Comment, Table
+
+    if key in document:
+        document[key] = value
+        return
+    body = document.body
+    tables = [i for i, (_, item) in enumerate(body) if isinstance(item, Table | AoT)]
+    first_table = tables[0] if tables else len(body)
+    settings = [i for i, (name, _) in enumerate(body[:first_table]) if name is not None]
+    item = tomlkit.item(value)
+    item.trivia.trail = newline
+    if settings:
+        at = settings[-1] + 1
+    elif tables:
+        at = first_table
+        # The comments right above a table describe it: the setting goes above them.
+        while at > 0 and isinstance(body[at - 1][1], Comment):
             at -= 1
-        added = setting + newline + newline
+        item.trivia.trail += newline
     else:
-        at = len(lines)
-        added = setting + newline
-    if at == len(lines) and lines and not lines[-1].endswith("\n"):
-        lines[-1] += newline
-    lines.insert(at, added)
-    return "".join(lines)
-
-
-def _top_level_statements(lines: list[str]) -> tuple[list[tuple[int, int]], int | None]:
-    """The (first, end) line ranges of the statements before the first table, and the line of
-    that table's header (None when there is no table).
-
-    A line starts a statement when the lines before it are complete TOML; this keeps a `[` or a
-    `key =` inside a multi-line string or array from being taken for one.
-    """
-    starts: list[int] = []
-    header: int | None = None
-    for number, line in enumerate(lines):
-        stripped = line.strip()
-        if not stripped or stripped.startswith("#") or not _parses(lines[:number]):
-            continue
-        if stripped.startswith("["):
-            header = number
-            break
-        starts.append(number)
-    ranges = []
-    for start in starts:
-        end = start + 1
-        while not _parses(lines[:end]):
-            end += 1
-        ranges.append((start, end))
-    return ranges, header
-
-
-def _parses(lines: list[str]) -> bool:
-    try:
-        tomllib.loads("".join(lines))
-    except tomllib.TOMLDecodeError:
-        return False
-    return True
-
-
-def _trailing_comment(line: str) -> str:
-    """The `  # comment` at the end of a one-line statement, or ""."""
-    match = _TRAILING_COMMENT.search(line)
-    if match is None:
-        return ""
-    try:
-        same = tomllib.loads(line[: match.start()]) == tomllib.loads(line)
-    except tomllib.TOMLDecodeError:
-        return ""
-    return line[match.start() :] if same else ""
+        document.append(key, item)
+        return
+    # tomlkit's public append would put the setting below the comments above the first table;
+    # _insert_at is the method append itself uses, at the place chosen here.
+    document._insert_at(at, key, item)

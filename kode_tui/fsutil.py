@@ -1,7 +1,10 @@
-"""Small crash-safe file operations shared by the session engine.
+"""Small crash-safe file operations: the one atomic writer, and the session engine's helpers.
 
-Session directories are 0700 and the files in them 0600: a session holds source code and
-command output that other users of the machine have no business reading.
+Two kinds of files are written, by one recipe (temp file, fsync, rename, fsync the folder):
+a user's files (`write_atomically`: through symlinks, keeping their mode) and our own files
+(`atomic_write_bytes`: 0600, the name itself replaced). Session directories are 0700 and the
+files in them 0600: a session holds source code and command output that other users of the
+machine have no business reading.
 """
 
 from __future__ import annotations
@@ -9,9 +12,9 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import secrets
 import stat
 import sys
-import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -70,26 +73,86 @@ def write_all(fd: int, data: bytes) -> None:
         view = view[written:]
 
 
-def atomic_write_bytes(path: Path, data: bytes) -> None:
-    """Replace `path` with `data`: write a temp file, fsync, rename, fsync the directory.
+class FileChanged(Exception):
+    """The file no longer holds what the write was computed from."""
 
-    At every instant `path` holds either its old or its new content.
+
+UNCHECKED: Any = object()
+"""`expected` when the file's content before the write does not matter."""
+
+
+def write_atomically(path: Path, data: bytes, *, expected: object = UNCHECKED) -> None:
+    """Replace a user's file (the agent's edits, a revert) with `data`, crash-safe.
+
+    A symlink is written through: the file it points to gets `data` and the link stays, as
+    with any editor. An existing file keeps its mode bits (and owner, when we may set it); a
+    new one gets 0666 less the umask, like any file a program creates. Missing parent
+    directories are created. With `expected` (bytes, or None for "no file"), the file is
+    compared with it right before the rename, and `FileChanged` is raised instead of replacing
+    an edit made meanwhile.
     """
-    # A name of its own, so two processes saving the same file never write into one temp file.
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    target = Path(os.path.realpath(path))
+    target.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        old: os.stat_result | None = os.stat(target)
+    except FileNotFoundError:
+        old = None
+    keep = None if old is None else (stat.S_IMODE(old.st_mode), old.st_uid, old.st_gid)
+    _write_and_rename(target, data, 0o666, keep, expected)
+
+
+def atomic_write_bytes(path: Path, data: bytes) -> None:
+    """Replace one of our own files (state.json, blobs, config.toml) with `data`, crash-safe.
+
+    The file is 0600 whatever it was. The name itself is replaced, a symlink there too: a
+    session folder can come from elsewhere (`--session-dir`), and a link planted in it must not
+    make us write outside it. (config.toml, which a user may link from their dotfiles, is
+    resolved by its caller on purpose.)
+    """
+    _write_and_rename(path, data, FILE_MODE, (FILE_MODE, -1, -1), UNCHECKED)
+
+
+def _write_and_rename(
+    target: Path,
+    data: bytes,
+    create_mode: int,
+    keep: tuple[int, int, int] | None,
+    expected: object,
+) -> None:
+    """The one recipe: write a temp file beside `target`, fsync, rename over it, fsync the
+    directory, so `target` holds its old or its new content at every instant."""
+    tmp = target.with_name(f".{target.name}.{secrets.token_hex(6)}.tmp")
+    # O_EXCL: never write into a file someone else made; `create_mode` goes through the umask.
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, create_mode)
     try:
         try:
-            os.fchmod(fd, FILE_MODE)
+            if keep is not None:
+                mode, uid, gid = keep
+                os.fchmod(fd, mode)  # the umask may have taken bits away
+                if uid != -1:
+                    with contextlib.suppress(PermissionError):
+                        # Only root may give a file away; then the owner stays who it was.
+                        os.fchown(fd, uid, gid)
             write_all(fd, data)
             os.fsync(fd)
         finally:
             os.close(fd)
-        os.replace(tmp, path)
+        # Last moment before the rename: the window left for another writer is tiny.
+        if expected is not UNCHECKED and _current(target) != expected:
+            raise FileChanged(str(target))
+        os.replace(tmp, target)
     except BaseException:
         with contextlib.suppress(FileNotFoundError):
             os.unlink(tmp)
         raise
-    fsync_dir(path.parent)
+    fsync_dir(target.parent)
+
+
+def _current(path: Path) -> bytes | None:
+    try:
+        return path.read_bytes()
+    except FileNotFoundError:
+        return None
 
 
 def atomic_write_json(path: Path, obj: Any) -> None:

@@ -170,7 +170,37 @@ class Message(_Model):
         return chars // 4
 
 
+# --- Kimi's `<system>` markers ------------------------------------------------------------------
+# What kode-tui (not the user, not a tool's output) says inside a message is marked as Kimi CLI
+# marks it: `<system>...</system>` (a tool result's status, checkpoint notes, the compaction and
+# D-Mail notes). Kode's reminders travel as `<system-reminder>` blocks, in requests only. Both
+# are built and recognised here and nowhere else.
+
+_SYSTEM_OPEN, _SYSTEM_CLOSE = "<system>", "</system>"
+_REMINDER_OPEN = "<system-reminder>"
+_ERROR = "ERROR: "
+_SYSTEM_NOTE = re.compile(r"\s*<system>(.*?)</system>\n?", re.DOTALL)
 _CHECKPOINT_NOTE = re.compile(r"\s*<system>CHECKPOINT \d+</system>\s*")
+
+
+def system_text(text: str) -> str:
+    """`text` marked as coming from the system: `<system>text</system>`."""
+    return f"{_SYSTEM_OPEN}{text}{_SYSTEM_CLOSE}"
+
+
+def system(text: str) -> TextPart:
+    """A text part marked as coming from the system, as Kimi marks them."""
+    return TextPart(text=system_text(text))
+
+
+def reminder_text(text: str) -> str:
+    """A reminder as the model reads it: a `<system-reminder>` block (Kode's form)."""
+    return f"{_REMINDER_OPEN}\n{text}\n</system-reminder>"
+
+
+def checkpoint_note(checkpoint_id: int) -> str:
+    """The user message that tells the model a checkpoint's id (for D-Mail)."""
+    return system_text(f"CHECKPOINT {checkpoint_id}")
 
 
 def is_checkpoint_note(text: str) -> bool:
@@ -179,9 +209,46 @@ def is_checkpoint_note(text: str) -> bool:
     return _CHECKPOINT_NOTE.fullmatch(text) is not None
 
 
-def system(text: str) -> TextPart:
-    """A text part marked as coming from the system, as Kimi marks them."""
-    return TextPart(text=f"<system>{text}</system>")
+def is_system_note(text: str, starting: str = "") -> bool:
+    """Whether `text` begins with a `<system>` note (whose words begin with `starting`): the
+    system speaking, not the user."""
+    return text.startswith(_SYSTEM_OPEN + starting)
+
+
+def is_from_system(text: str) -> bool:
+    """Whether `text` is a `<system>` note or a `<system-reminder>` block: what a request holds
+    besides the user's own words."""
+    return text.startswith((_SYSTEM_OPEN, _REMINDER_OPEN))
+
+
+def split_system_note(text: str) -> tuple[str, str]:
+    """The words of the `<system>` note `text` begins with (stripped; "" without one) and the
+    text after it: a tool message's status and its output."""
+    match = _SYSTEM_NOTE.match(text)
+    if match is None:
+        return "", text
+    return match.group(1).strip(), text[match.end() :]
+
+
+def unwrap_system(text: str) -> str:
+    """The words of a text that is one `<system>` note, its tags taken off (a D-Mail note keeps
+    a `</system>` inside the mail it carries, which `split_system_note` would stop at)."""
+    return text.removeprefix(_SYSTEM_OPEN).removesuffix(_SYSTEM_CLOSE)
+
+
+def tool_status(message: str, *, is_error: bool = False) -> TextPart:
+    """A tool result's status line as the model reads it (`<system>ERROR: ...</system>` for an
+    error), before the tool's output."""
+    return system(f"{_ERROR}{message}" if is_error else message)
+
+
+def split_tool_result(text: str) -> tuple[bool, str, str]:
+    """A stored tool message's text read back: (is an error, its status, the tool's output)."""
+    status, output = split_system_note(text)
+    is_error = status.startswith(_ERROR.rstrip())
+    if is_error:
+        status = status.removeprefix(_ERROR.rstrip()).strip()
+    return is_error, status, output
 
 
 def estimate_tokens(messages: Iterable[Message]) -> int:
@@ -190,7 +257,7 @@ def estimate_tokens(messages: Iterable[Message]) -> int:
 
 # --- tool calls and their results ---------------------------------------------------------------
 
-INTERRUPTED_RESULT = "<system>The tool call was interrupted and did not finish.</system>"
+INTERRUPTED_RESULT = system_text("The tool call was interrupted and did not finish.")
 
 
 def interrupted_result(tool_call_id: str) -> Message:

@@ -18,11 +18,11 @@ output holds only what the final attempt said.
 
 from __future__ import annotations
 
-import json
 import sys
 from typing import TextIO
 
 from kode_tui.config import Config, ModelChoice
+from kode_tui.humanize import compact_arguments
 from kode_tui.masking import mask
 from kode_tui.safetext import visible
 from kode_tui.soul.facade import AgentSession, ChatProvider, ContextReport, DemoProvider, LLMError
@@ -81,7 +81,8 @@ class PrintView:
             case ev.ContextReverted(reason="dmail"):
                 self._note(f"D-Mail: the context went back to checkpoint {event.checkpoint_id}")
             case ev.CompactionEnd(rotated_file=str()):
-                self._note(f"compacted the context: {event.tokens_before} → {event.tokens_after}")
+                before, after = event.tokens_before, event.tokens_after
+                self._note(f"compacted the context: {before:,} → {after:,} tokens")
             case ev.Warning():
                 self._note(event.message)
             case _:
@@ -122,7 +123,7 @@ class PrintView:
     def _tool_line(self, result: ev.ToolResult) -> None:
         call = self._calls.get(result.tool_call_id)
         name = call.function.name if call is not None else "tool"
-        arguments = _short(self._arguments.get(result.tool_call_id, ""))
+        arguments = compact_arguments(self._arguments.get(result.tool_call_id, ""), ARGUMENT_WIDTH)
         brief = next((b.text for b in result.display if isinstance(b, ev.BriefBlock)), "")
         # Visible before splitting: only a line feed ends the status line.
         status = brief or next(iter(visible(result.message).splitlines()), "")
@@ -147,16 +148,6 @@ def _is_terminal(stream: TextIO) -> bool:
         return stream.isatty()
     except (AttributeError, ValueError):  # a closed or odd stream: treat it as a file
         return False
-
-
-def _short(arguments: str) -> str:
-    try:
-        compact = json.dumps(json.loads(arguments), ensure_ascii=False)
-    except (ValueError, RecursionError):  # not JSON, or nested too deep to parse
-        compact = arguments
-    # Visible before cutting, so that a cut never splits a stand-in from what it stands for.
-    compact = visible(compact, multiline=False)
-    return compact if len(compact) <= ARGUMENT_WIDTH else compact[: ARGUMENT_WIDTH - 1] + "…"
 
 
 async def run_print(

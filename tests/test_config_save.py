@@ -149,6 +149,21 @@ def test_an_invalid_file_is_an_error_and_stays_untouched(tmp_path: Path) -> None
     assert file.read_text() == "theme = \n"
 
 
+def test_a_file_whose_layout_tomlkit_cannot_keep_is_refused_and_stays_untouched(
+    tmp_path: Path,
+) -> None:
+    """A table split around an array of tables would be regrouped: the user's layout would
+    change behind their back, so the setting is refused instead."""
+    file = tmp_path / "config.toml"
+    text = '[models.a]\nmodel = "x/a"\n[[hooks]]\nx = 1\n[models.b]\nmodel = "x/b"\n'
+    file.write_text(text)
+
+    with pytest.raises(ConfigError, match="cannot set theme here without rewriting the file"):
+        save_setting("theme", "nord", file)
+
+    assert file.read_text() == text
+
+
 @pytest.mark.parametrize(
     ("key", "value"), [("models", "x"), ("nonsense", "x"), ("approval_mode", "always")]
 )

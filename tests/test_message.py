@@ -20,10 +20,19 @@ from kode_tui.message import (
     UnknownPart,
     UnknownRecord,
     UsageRecord,
+    checkpoint_note,
     dump_record,
     estimate_tokens,
+    is_checkpoint_note,
+    is_from_system,
+    is_system_note,
     parse_record,
+    reminder_text,
+    split_system_note,
+    split_tool_result,
     system,
+    tool_status,
+    unwrap_system,
 )
 from tests.conftest import KIMI_FIXTURE
 
@@ -139,3 +148,27 @@ def test_token_estimate_is_characters_over_four() -> None:
         ),
     ]
     assert estimate_tokens(messages) == 10 + (20 + 20 + 4 + 36) // 4
+
+
+def test_kimis_system_markers_are_read_back_as_they_were_built() -> None:
+    fixture_line = "<system>Command executed successfully.</system>\nmain.py"  # Kimi CLI's
+    assert split_tool_result(fixture_line) == (False, "Command executed successfully.", "main.py")
+    error = tool_status("`a.txt` does not exist.", is_error=True).text + "details"
+    assert error == "<system>ERROR: `a.txt` does not exist.</system>details"
+    assert split_tool_result(error) == (True, "`a.txt` does not exist.", "details")
+    assert split_tool_result("plain output") == (False, "", "plain output")
+    assert split_system_note("<system>a</system>\nb") == ("a", "b")
+
+    note = checkpoint_note(7)
+    assert note == "<system>CHECKPOINT 7</system>" and is_checkpoint_note(note)
+    assert is_system_note(note) and not is_system_note("CHECKPOINT 7")
+    summary = system("Previous context has been compacted.").text
+    assert is_system_note(summary, "Previous context") and not is_system_note(summary, "D-Mail")
+    assert split_system_note(summary + "the summary")[1] == "the summary"
+    mail = system("You just got a D-Mail. D-Mail content: quote </system> here").text
+    assert unwrap_system(mail).partition("D-Mail content:")[2] == " quote </system> here"
+
+    reminder = reminder_text("Your todo list is empty.")
+    assert reminder == "<system-reminder>\nYour todo list is empty.\n</system-reminder>"
+    assert is_from_system(reminder) and is_from_system(note)
+    assert not is_system_note(reminder) and not is_from_system("hello <system>")

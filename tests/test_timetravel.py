@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import json
+import os
 import shutil
+import stat
 from pathlib import Path
 
 from kode_tui.config import Config, resolve_model
@@ -441,3 +443,36 @@ async def test_a_restore_never_writes_outside_the_work_dir_or_into_git(tmp_path:
     assert not outside.exists()
     assert (project / "c.txt").read_bytes() == hook
     assert outcome.files_restored == ["c.txt"]
+
+
+async def test_a_revert_with_files_restores_through_a_symlink_and_keeps_the_link(
+    tmp_path: Path,
+) -> None:
+    """The agent wrote through `link.txt` -> `real.txt`: the revert puts back what it changed
+    there, in `real.txt` with the user's mode, and `link.txt` stays a link."""
+    project = tmp_path / "project"
+    project.mkdir()
+    real = project / "real.txt"
+    real.write_text("the user's text\n")
+    real.chmod(0o640)
+    (project / "link.txt").symlink_to("real.txt")
+    provider = ScriptedProvider(
+        [{"tool_calls": [write("link.txt", "agent text\n")]}, {"text": "Done."}]
+    )
+    session = await Session.create(project)
+    agent = await open_agent(
+        session, Config(), resolve_model(Config()), provider=provider, approval_override="yolo"
+    )
+    assert (await agent.soul.run("edit it")).stop_reason == "done"
+    assert real.read_text() == "agent text\n" and (project / "link.txt").is_symlink()
+    k = user_checkpoint(agent, "edit it")
+
+    outcome = await agent.soul.revert(k, files=True)
+    await agent.close()
+
+    assert outcome.files_restored == ["link.txt"] and outcome.conflicts == []
+    assert (project / "link.txt").is_symlink()
+    assert os.readlink(project / "link.txt") == "real.txt"
+    assert real.read_text() == "the user's text\n"
+    assert stat.S_IMODE(real.stat().st_mode) == 0o640
+    assert sorted(p.name for p in project.iterdir()) == ["link.txt", "real.txt"]

@@ -7,6 +7,7 @@ import asyncio
 import errno
 import hashlib
 import os
+import stat
 import time
 import tracemalloc
 from collections.abc import AsyncIterator
@@ -16,6 +17,7 @@ from typing import Any
 import pytest
 from pydantic import ValidationError
 
+from kode_tui.fsutil import atomic_write_bytes
 from kode_tui.session import Context
 from kode_tui.session.journal import FileJournal
 from kode_tui.tools import files
@@ -364,6 +366,34 @@ async def test_write_file_through_a_symlink_writes_its_target(env: ToolEnv, work
     await write(env, "link.txt", "new\n")
     assert (work / "link.txt").is_symlink()
     assert (work / "real.txt").read_text() == "new\n"
+
+
+async def test_str_replace_through_a_symlink_edits_its_target_and_keeps_link_and_mode(
+    env: ToolEnv, work: Path
+) -> None:
+    (work / "real.txt").write_text("old\n")
+    (work / "real.txt").chmod(0o640)
+    (work / "link.txt").symlink_to("real.txt")
+    result = await replace(env, "link.txt", {"old": "old", "new": "new"})
+    assert not result.is_error
+    assert os.readlink(work / "link.txt") == "real.txt"
+    assert (work / "real.txt").read_text() == "new\n"
+    assert (work / "real.txt").stat().st_mode & 0o777 == 0o640
+
+
+def test_our_own_files_are_private_and_a_link_in_their_place_is_replaced(
+    tmp_path: Path,
+) -> None:
+    """A session folder may come from elsewhere: a link planted as state.json must not make a
+    save write where it points."""
+    elsewhere = tmp_path / "elsewhere.txt"
+    elsewhere.write_text("not ours\n")
+    state = tmp_path / "state.json"
+    state.symlink_to(elsewhere)
+    atomic_write_bytes(state, b"{}\n")
+    assert not state.is_symlink() and state.read_bytes() == b"{}\n"
+    assert stat.S_IMODE(state.stat().st_mode) == 0o600
+    assert elsewhere.read_text() == "not ours\n"
 
 
 async def test_write_file_onto_a_directory_is_an_error(env: ToolEnv, work: Path) -> None:

@@ -17,9 +17,9 @@ from textual.widgets import DataTable, Input, Markdown, Static
 
 from kode_tui.paths import Paths, work_dir_hash
 from kode_tui.session import Session
-from kode_tui.ui.screens.help import HelpScreen, collect_bindings, focused_help
 from kode_tui.session.catalog import ContextStats, read_context_stats
-from kode_tui.ui.screens.sessions import EMPTY_HERE, SessionPicker, format_age, format_tokens
+from kode_tui.ui.screens.help import HelpScreen, collect_bindings, focused_help
+from kode_tui.ui.screens.sessions import EMPTY_HERE, SessionPicker
 from kode_tui.ui.themes import load_themes, register_themes, theme_names, watch_user_themes
 
 # --- Themes -------------------------------------------------------------------------------------
@@ -304,27 +304,6 @@ def test_context_stats_survive_bad_lines(tmp_path: Path) -> None:
     assert read_context_stats(tmp_path / "missing.jsonl") == ContextStats(0, None)
 
 
-def test_ages_and_token_counts_read_short() -> None:
-    now = 1_800_000_000.0
-    assert [format_age(now - s, now) for s in (5, 125, 3 * 3600 + 5, 2 * 86400)] == [
-        "just now",
-        "2m ago",
-        "3h ago",
-        "2d ago",
-    ]
-    assert format_age(now - 30 * 86400, now) == time.strftime(
-        "%Y-%m-%d", time.localtime(now - 30 * 86400)
-    )
-    assert [format_tokens(n) for n in (None, 980, 12_873, 99_960, 124_400, 999_600)] == [
-        "-",
-        "980",
-        "12.9k",
-        "100k",
-        "124k",
-        "1.0M",
-    ]
-
-
 # --- Help ---------------------------------------------------------------------------------------
 
 
@@ -444,3 +423,25 @@ def test_diff_hunk_headers_are_those_of_diff_u(old: str, new: str) -> None:
         if line.startswith("@@")
     ]
     assert ours == reference
+
+
+def test_the_conversation_form_of_a_diff_reads_as_diff_u_with_the_panels_styles() -> None:
+    """One renderer: the lines the conversation shows for an edit are `diff -u`'s (headers,
+    hunks, signs), styled as the approval panel and the full view style them."""
+    import difflib
+
+    from kode_tui.ui.screens.diff import diff_lines, diff_segments, render_diff_lines
+    from kode_tui.wire.events import DiffBlock
+
+    old, new = "a\nb\nc\n" * 3, "a\nB\nc\n" + "a\nb\nc\n" * 2 + "d\n"
+    segments = diff_segments(DiffBlock(path="src/x.py", old_text=old, new_text=new))
+    reference = difflib.unified_diff(
+        old.splitlines(), new.splitlines(), "src/x.py", "src/x.py", lineterm=""
+    )
+    assert [text for text, _ in segments] == list(reference)
+    panel = render_diff_lines(list(diff_lines(old, new)))
+    assert [text for text, _ in segments[2:]] == panel.plain.splitlines()
+    styles = dict(segments)
+    assert styles["+B"] == "$text-success on $success 15%"
+    assert styles["-b"] == "$text-error on $error 15%"
+    assert diff_segments(DiffBlock(path="same.txt", old_text="x\n", new_text="x\n")) == []

@@ -30,9 +30,8 @@ from kode_tui.ui.widgets.gauge import (
     USED,
     TokenGauge,
     marker_column,
-    short_tokens,
 )
-from kode_tui.ui.widgets.history import HistoryPane, age_text, reason_text, size_text
+from kode_tui.ui.widgets.history import HistoryPane, reason_text
 from kode_tui.ui.widgets.timeline import USER_MARK, CheckpointDetails, CheckpointTimeline
 from kode_tui.wire import events as ev
 from kode_tui.wire.bus import WireBus
@@ -188,15 +187,25 @@ async def test_gauge_keeps_its_numbers_after_a_revert_until_the_next_status() ->
         assert "5% 10k/200k" in "\n".join(lines(gauge))
 
 
-def test_short_token_counts() -> None:
-    assert [short_tokens(n) for n in (950, 5_100, 5_000, 48_000, 124_400, 1_250_000)] == [
-        "950",
-        "5.1k",
-        "5k",
-        "48k",
-        "124k",
-        "1.2M",
-    ]
+async def test_the_gauge_and_the_history_write_a_token_count_alike(tmp_path: Path) -> None:
+    """One rule (kode_tui.humanize): 12,900 tokens read "12.9k" in the gauge, in the history
+    and in the session picker (tests/test_ui_screens.py), never "13k" in one and "12.9k" in
+    another."""
+    context = Context(tmp_path / "session" / "context.jsonl")
+    await write_turns(context, 1)
+    await context.clear(reason="compaction", tokens_before=12_900, tokens_after=3_000)
+    bus = WireBus()
+    app = Host(lambda: [TokenGauge(bus), HistoryPane(bus, context)])
+    try:
+        async with app.run_test(size=SIZE) as pilot:
+            pane = app.query_one(HistoryPane)
+            await wait_for(pilot, lambda: len(pane.paths) == 1)
+            bus.send(status(12_900))
+            await settle(pilot)
+            assert "12.9k/200k" in "\n".join(lines(app.query_one(TokenGauge)))
+            assert "compaction 12.9k→3k" in "\n".join(lines(pane))
+    finally:
+        await context.close()
 
 
 # --- checkpoint timeline --------------------------------------------------------------------------
@@ -582,7 +591,7 @@ async def test_history_ages_are_refreshed(tmp_path: Path, monkeypatch: pytest.Mo
         assert "2h ago" in lines(pane)[1]
 
 
-def test_reason_age_and_size_texts(tmp_path: Path) -> None:
+def test_reason_texts(tmp_path: Path) -> None:
     def rotation(
         reason: str | None, checkpoint: int | None = None, info: dict[str, Any] | None = None
     ) -> Rotation:
@@ -597,15 +606,3 @@ def test_reason_age_and_size_texts(tmp_path: Path) -> None:
     assert reason_text(restore) == "restore ← context_2"
     assert reason_text(rotation("clear")) == "clear"
     assert reason_text(rotation(None)) == "—"
-    assert [age_text(s) for s in (5, 125, 7300, 200_000)] == [
-        "just now",
-        "2m ago",
-        "2h ago",
-        "2d ago",
-    ]
-    assert [size_text(n) for n in (850, 4300, 12 * 1024, 3 * 1024 * 1024)] == [
-        "850 B",
-        "4.2 KiB",
-        "12 KiB",
-        "3.0 MiB",
-    ]

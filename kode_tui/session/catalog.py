@@ -12,9 +12,8 @@ import logging
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from kode_tui.pathnames import unescape_name
 from kode_tui.paths import Paths, canonical, work_dir_hash
-from kode_tui.session.metadata import load_metadata
+from kode_tui.session.metadata import known_work_dirs
 from kode_tui.session.scan import scan
 from kode_tui.session.session import CONTEXT_FILE_NAME, UNTITLED, Session
 
@@ -94,11 +93,9 @@ def read_context_stats(path: Path) -> ContextStats:
 
 
 async def _sessions_of_every_work_dir(current_work_dir: Path) -> list[Session]:
-    """Every session folder under the sessions dir; the work dir comes from kode.json."""
-    metadata = await asyncio.to_thread(load_metadata)
-    # kode.json keeps a path that is not UTF-8 escaped (kode_tui.pathnames).
-    known = [Path(unescape_name(entry.path)) for entry in metadata.work_dirs]
-    work_dirs = {work_dir_hash(path): path for path in known}
+    """Every session folder under the sessions dir; the work dir comes from kode.json (or
+    Kimi CLI's kimi.json)."""
+    work_dirs = await asyncio.to_thread(known_work_dirs)
     work_dirs[work_dir_hash(current_work_dir)] = canonical(current_work_dir)
     folders = await asyncio.to_thread(_hash_folders, Paths.current().sessions_dir)
     sessions: list[Session] = []

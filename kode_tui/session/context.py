@@ -39,6 +39,7 @@ from kode_tui.message import (
     Message,
     SystemPromptRecord,
     UsageRecord,
+    checkpoint_note,
     estimate_tokens,
     interrupted_result,
     unanswered_at_end,
@@ -379,9 +380,7 @@ class Context:
             state.checkpoints.add(entry)
             state.next_checkpoint_id = checkpoint_id + 1
         if add_user_message:
-            await self.append_message(
-                Message(role="user", content=f"<system>CHECKPOINT {checkpoint_id}</system>")
-            )
+            await self.append_message(Message(role="user", content=checkpoint_note(checkpoint_id)))
         return checkpoint_id
 
     async def update_token_count(self, token_count: int) -> None:

@@ -13,14 +13,12 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import stat
-import tempfile
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
-from kode_tui.fsutil import fsync_dir, write_all
+from kode_tui.fsutil import FileChanged, write_atomically
 from kode_tui.message import (
     CheckpointRecord,
     FileEditRecord,
@@ -225,54 +223,49 @@ def apply_file_revert(
     plans: Sequence[FilePlan], journal: FileJournal
 ) -> tuple[list[str], list[str]]:
     """Carry out a plan; (files restored or deleted, files left alone). Each file is checked
-    again just before it is written, so a change made meanwhile is a conflict too."""
+    again just before it is written, so a change made meanwhile is a conflict too.
+
+    What the agent wrote through a symlink is put back through it: the file the link points to
+    gets its earlier content (keeping its mode) and the link stays, as the tools wrote it.
+    """
     restored: list[str] = []
     skipped: list[str] = []
     for plan in plans:
-        if plan.action in LEFT_ALONE or _hash_of(plan.target) != plan.expected:
+        now = _content_of(plan.target)
+        if plan.action in LEFT_ALONE or _sha256(now) != plan.expected:
             skipped.append(plan.path)
             continue
         if plan.action == "delete":
-            plan.target.unlink(missing_ok=True)
-        else:
-            assert plan.restore_to is not None
-            content = journal.blob(plan.restore_to)
-            if content is None:
-                skipped.append(plan.path)
-                continue
-            _replace(plan.target, content)
+            Path(os.path.realpath(plan.target)).unlink(missing_ok=True)
+            restored.append(plan.path)
+            continue
+        assert plan.restore_to is not None
+        content = journal.blob(plan.restore_to)
+        if content is None:
+            skipped.append(plan.path)
+            continue
+        try:
+            write_atomically(plan.target, content, expected=now)
+        except FileChanged:
+            skipped.append(plan.path)
+            continue
         restored.append(plan.path)
     return restored, skipped
 
 
-def _hash_of(path: Path) -> str | None:
+def _content_of(path: Path) -> bytes | None:
     try:
-        return hashlib.sha256(path.read_bytes()).hexdigest()
+        return path.read_bytes()
     except (FileNotFoundError, IsADirectoryError, NotADirectoryError):
         return None
 
 
-def _replace(path: Path, content: bytes) -> None:
-    """Write `content` over `path` atomically, keeping its mode (a user's file, not ours)."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    try:
-        mode: int | None = stat.S_IMODE(path.stat().st_mode)
-    except FileNotFoundError:
-        mode = None
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        try:
-            if mode is not None:
-                os.fchmod(fd, mode)
-            write_all(fd, content)
-            os.fsync(fd)
-        finally:
-            os.close(fd)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-    fsync_dir(path.parent)
+def _sha256(content: bytes | None) -> str | None:
+    return None if content is None else hashlib.sha256(content).hexdigest()
+
+
+def _hash_of(path: Path) -> str | None:
+    return _sha256(_content_of(path))
 
 
 # --- reading a context without opening it -------------------------------------------------------

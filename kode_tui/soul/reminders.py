@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
 
-from kode_tui.message import ContentPart, Message, TextPart
+from kode_tui.message import ContentPart, Message, TextPart, reminder_text
 from kode_tui.pathnames import is_within, unescape_name
 from kode_tui.session.state import TodoItem
 
@@ -42,7 +42,7 @@ class Reminder:
     text: str
 
     def block(self) -> str:
-        return f"<system-reminder>\n{self.text}\n</system-reminder>"
+        return reminder_text(self.text)
 
 
 @dataclass

@@ -32,7 +32,9 @@ from kode_tui.message import (
     ThinkPart,
     ToolCall,
     UsageRecord,
+    checkpoint_note,
     fresh_call_id,
+    is_system_note,
     paired,
     system,
 )
@@ -759,7 +761,7 @@ class KodeSoul:
             records.append(SystemPromptRecord(content=prompt))
         records.append(CheckpointRecord(id=0))
         if self._checkpoint_messages:
-            records.append(Message(role="user", content="<system>CHECKPOINT 0</system>"))
+            records.append(Message(role="user", content=checkpoint_note(0)))
         records.extend(messages)
         rotated = await self.context.replace_all(
             records,
@@ -898,6 +900,6 @@ def _user_text_after(history: Sequence[Message], start: int, stop: int) -> str:
     """The user's own message (not a `<system>` note) between the checkpoint and the next one:
     what they typed at that point. A step's checkpoint has none."""
     for message in history[start:stop]:
-        if message.role == "user" and not message.text.startswith("<system>"):
+        if message.role == "user" and not is_system_note(message.text):
             return message.text
     return ""

@@ -8,22 +8,17 @@ are recorded in the session's file journal so a revert can undo them.
 from __future__ import annotations
 
 import asyncio
-import codecs
-import contextlib
 import errno
 import hashlib
 import os
-import secrets
-import stat
-from collections import deque
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import BinaryIO, Literal
+from typing import Literal
 
 from pydantic import BaseModel, Field, PrivateAttr, model_validator
 
-from kode_tui.fsutil import fsync_dir, write_all
+from kode_tui.fsutil import FileChanged, write_atomically
 from kode_tui.tools.base import (
     MAX_LINE_CHARS,
     MAX_OUTPUT_CHARS,
@@ -35,21 +30,18 @@ from kode_tui.tools.base import (
     truncate,
 )
 from kode_tui.tools.protected import REASON, is_protected
+from kode_tui.tools.textfile import SNIFF_BYTES as SNIFF_BYTES  # Grep sniffs as ReadFile does
+from kode_tui.tools.textfile import (
+    Page,
+    check_readable,
+    check_text_head,
+    not_text,
+    read_page,
+)
 from kode_tui.wire.events import DiffBlock
 
 MAX_LINES = 1000
 """The most lines one ReadFile call returns."""
-
-SNIFF_BYTES = 8192
-"""How much of a file decides whether it is text."""
-
-_COUNT_CHUNK = 1 << 20
-
-_LINE_HEAD_BYTES = 4 * MAX_LINE_CHARS + 4
-"""The bytes of a line kept in memory: enough for MAX_LINE_CHARS characters of UTF-8."""
-
-_LINE_CHUNK = 1 << 18
-"""The rest of a longer line is read (to count and check it) this many bytes at a time."""
 
 
 def read_outside_permission(env: ToolEnv, path: Path, description: str) -> Permission | None:
@@ -113,14 +105,6 @@ class ReadFileParams(BaseModel):
         return self
 
 
-@dataclass(slots=True)
-class _Page:
-    lines: list[tuple[int, str]]
-    """(line number, text with its line ending) of the lines read."""
-    total: int
-    cut_lines: list[int]
-
-
 class ReadFile(Tool[ReadFileParams]):
     """Reads a UTF-8 text file, a page of at most 1000 numbered lines at a time."""
 
@@ -146,7 +130,7 @@ class ReadFile(Tool[ReadFileParams]):
         shown = env.display_path(path)
         wanted = min(params.n_lines, MAX_LINES)
         try:
-            page = await asyncio.to_thread(_read_page, path, shown, params.line_offset, wanted)
+            page = await asyncio.to_thread(read_page, path, shown, params.line_offset, wanted)
         except OSError as error:
             raise ToolError(
                 f"Failed to read `{shown}`: {error.strerror or error}.", brief="Read failed"
@@ -154,157 +138,7 @@ class ReadFile(Tool[ReadFileParams]):
         return _page_output(page, params)
 
 
-def _check_readable(path: Path, shown: str) -> None:
-    if not path.exists():
-        raise ToolError(f"`{shown}` does not exist.", brief="File not found")
-    if path.is_dir():
-        raise ToolError(
-            f"`{shown}` is a directory, not a file. Use Glob to list what it holds.",
-            brief="Is a directory",
-        )
-    if not path.is_file():
-        # A FIFO or a device would block the read, or never end.
-        raise ToolError(f"`{shown}` is not a regular file.", brief="Not a regular file")
-
-
-def _not_text(shown: str, why: str) -> ToolError:
-    return ToolError(
-        f"`{shown}` {why}; only UTF-8 text files can be read or edited with this tool. "
-        "Inspect it with a Shell command (e.g. `file`, `xxd`, `iconv`) instead.",
-        brief="Not a text file",
-    )
-
-
-def _check_text_head(head: bytes, shown: str) -> None:
-    if b"\0" in head:
-        raise _not_text(shown, "looks like a binary file (it contains NUL bytes)")
-    try:
-        # Not final: the sniffed block may end inside a multi-byte character.
-        codecs.getincrementaldecoder("utf-8")().decode(head, final=False)
-    except UnicodeDecodeError:
-        raise _not_text(shown, "is not valid UTF-8 text") from None
-
-
-def _cut_line(body: str, length: int, ending: str) -> tuple[str, bool]:
-    """The line as shown: `body` (its first characters) cut at MAX_LINE_CHARS when `length`,
-    the whole line's length without its ending, is longer."""
-    if length <= MAX_LINE_CHARS:
-        return body + ending, False
-    marker = f"... [line cut at {MAX_LINE_CHARS} of {length} chars]"
-    return body[:MAX_LINE_CHARS] + marker + ending, True
-
-
-def _split_ending(text: str) -> tuple[str, str]:
-    body = text.rstrip("\r\n")
-    return body, text[len(body) :]
-
-
-def _skip_line(file: BinaryIO) -> bool:
-    """Move past one line without keeping it; False at the end of the file."""
-    head = file.readline(_LINE_HEAD_BYTES)
-    if not head:
-        return False
-    if head.endswith(b"\n") or len(head) < _LINE_HEAD_BYTES:
-        return True
-    while chunk := file.readline(_LINE_CHUNK):
-        if chunk.endswith(b"\n"):
-            break
-    return True
-
-
-def _read_line(file: BinaryIO, number: int, shown: str) -> tuple[str, bool] | None:
-    """The next line as shown and whether it was cut; None at the end of the file.
-
-    At most `_LINE_HEAD_BYTES` of it are kept: the rest is read in chunks only to check it is
-    UTF-8 and to count its characters, so one huge line costs a chunk of memory, not its size.
-    """
-    head = file.readline(_LINE_HEAD_BYTES)
-    if not head:
-        return None
-    decoder = codecs.getincrementaldecoder("utf-8")()
-    try:
-        if head.endswith(b"\n") or len(head) < _LINE_HEAD_BYTES:
-            body, ending = _split_ending(decoder.decode(head, final=True))
-            return _cut_line(body, len(body), ending)
-        body = decoder.decode(head, final=False)
-        length, last = len(body), body[-2:]
-        while chunk := file.readline(_LINE_CHUNK):
-            part = decoder.decode(chunk, final=False)
-            length += len(part)
-            last = (last + part[-2:])[-2:]
-            if chunk.endswith(b"\n"):
-                break
-        rest = decoder.decode(b"", final=True)
-        length += len(rest)
-        last = (last + rest)[-2:]
-    except UnicodeDecodeError:
-        raise _not_text(shown, f"is not valid UTF-8 text (line {number})") from None
-    ending = "\r\n" if last == "\r\n" else "\n" if last.endswith("\n") else ""
-    return _cut_line(body, length - len(ending), ending)
-
-
-def _read_page(path: Path, shown: str, offset: int, wanted: int) -> _Page:
-    _check_readable(path, shown)
-    with open(path, "rb") as file:
-        _check_text_head(file.read(SNIFF_BYTES), shown)
-        file.seek(0)
-        if offset > 0:
-            return _read_forward(file, shown, offset, wanted)
-        return _read_tail(file, shown, -offset, wanted)
-
-
-def _take(file: BinaryIO, shown: str, first: int, wanted: int, page: _Page) -> None:
-    for number in range(first, first + wanted):
-        line = _read_line(file, number, shown)
-        if line is None:
-            return
-        page.lines.append((number, line[0]))
-        if line[1]:
-            page.cut_lines.append(number)
-
-
-def _read_forward(file: BinaryIO, shown: str, offset: int, wanted: int) -> _Page:
-    page = _Page(lines=[], total=0, cut_lines=[])
-    skipped = 0
-    while skipped < offset - 1 and _skip_line(file):
-        skipped += 1
-    if skipped < offset - 1:
-        page.total = skipped
-        return page
-    _take(file, shown, offset, wanted, page)
-    number = offset - 1 + len(page.lines)
-    if len(page.lines) < wanted:
-        page.total = number
-        return page
-    # Counting the rest in big chunks is much faster than iterating over its lines.
-    last_byte = b""
-    while chunk := file.read(_COUNT_CHUNK):
-        number += chunk.count(b"\n")
-        last_byte = chunk[-1:]
-    if last_byte not in (b"", b"\n"):
-        number += 1  # a last line without a line ending
-    page.total = number
-    return page
-
-
-def _read_tail(file: BinaryIO, shown: str, count: int, wanted: int) -> _Page:
-    # Where each of the last `count` lines starts; they are read once the end is known.
-    starts: deque[int] = deque(maxlen=count)
-    total = 0
-    while True:
-        start = file.tell()
-        if not _skip_line(file):
-            break
-        starts.append(start)
-        total += 1
-    page = _Page(lines=[], total=total, cut_lines=[])
-    if starts:
-        file.seek(starts[0])
-        _take(file, shown, total - len(starts) + 1, min(wanted, len(starts)), page)
-    return page
-
-
-def _page_output(page: _Page, params: ReadFileParams) -> ToolOutput:
+def _page_output(page: Page, params: ReadFileParams) -> ToolOutput:
     output = "".join(f"{number:6}\t{line}" for number, line in page.lines)
     if page.lines:
         first = page.lines[0][0]
@@ -340,60 +174,6 @@ def _page_output(page: _Page, params: ReadFileParams) -> ToolOutput:
 
 
 # --- writing -------------------------------------------------------------------------------------
-
-
-class FileChanged(Exception):
-    """The file no longer holds what the write was computed from."""
-
-
-_UNCHECKED = object()
-
-
-def _current(target: Path) -> bytes | None:
-    try:
-        return target.read_bytes()
-    except FileNotFoundError:
-        return None
-
-
-def write_atomically(path: Path, data: bytes, *, expected: object = _UNCHECKED) -> None:
-    """Replace the file at `path` (or, for a symlink, the file it points to) with `data`.
-
-    A temp file in the same directory is written, fsynced and renamed over the target, so the
-    file holds its old or its new content at every instant. An existing file keeps its mode
-    bits; a new one gets the usual 0666 less the umask. Missing parent directories are created.
-    With `expected` (bytes, or None for "no file"), the target is compared with it right before
-    the rename, and `FileChanged` is raised instead of replacing an edit made meanwhile.
-    """
-    target = Path(os.path.realpath(path))
-    target.parent.mkdir(parents=True, exist_ok=True)
-    try:
-        old: os.stat_result | None = os.stat(target)
-    except FileNotFoundError:
-        old = None
-    tmp = target.with_name(f".{target.name}.{secrets.token_hex(6)}.tmp")
-    # O_EXCL: never write into a file someone else made; 0o666 lets the umask decide new modes.
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o666)
-    try:
-        try:
-            if old is not None:
-                os.fchmod(fd, stat.S_IMODE(old.st_mode))
-                with contextlib.suppress(PermissionError):
-                    # Only root may give a file away; then the owner stays who it was.
-                    os.fchown(fd, old.st_uid, old.st_gid)
-            write_all(fd, data)
-            os.fsync(fd)
-        finally:
-            os.close(fd)
-        # Last moment before the rename: the window left for another writer is tiny.
-        if expected is not _UNCHECKED and _current(target) != expected:
-            raise FileChanged(str(target))
-        os.replace(tmp, target)
-    except BaseException:
-        with contextlib.suppress(FileNotFoundError):
-            os.unlink(tmp)
-        raise
-    fsync_dir(target.parent)
 
 
 @dataclass(frozen=True, slots=True)
@@ -526,7 +306,11 @@ def _take_back(path: Path, change: _Change) -> None:
         write_atomically(path, change.before, expected=change.after)
         return
     target = Path(os.path.realpath(path))
-    if _current(target) != change.after:
+    try:
+        now: bytes | None = target.read_bytes()
+    except FileNotFoundError:
+        now = None
+    if now != change.after:
         raise FileChanged(str(target))
     target.unlink()
 
@@ -534,7 +318,7 @@ def _take_back(path: Path, change: _Change) -> None:
 def _read_existing(path: Path, shown: str) -> bytes | None:
     if not path.exists():
         return None
-    _check_readable(path, shown)
+    check_readable(path, shown)
     return _read_bytes(path, shown)
 
 
@@ -701,13 +485,13 @@ class StrReplaceFile(Tool[StrReplaceFileParams]):
 
 
 def _replace(params: StrReplaceFileParams, path: Path, shown: str) -> _Change:
-    _check_readable(path, shown)
+    check_readable(path, shown)
     before = _read_bytes(path, shown)
-    _check_text_head(before[:SNIFF_BYTES], shown)
+    check_text_head(before[:SNIFF_BYTES], shown)
     try:
         text = before.decode("utf-8")
     except UnicodeDecodeError:
-        raise _not_text(shown, "is not valid UTF-8 text") from None
+        raise not_text(shown, "is not valid UTF-8 text") from None
     edits = params.edits()
     if not edits:
         raise ToolError("No edits were given.", brief="No edits")

@@ -18,7 +18,7 @@ from typing import Any
 from pydantic import BaseModel, ValidationError
 
 from kode_tui import masking
-from kode_tui.message import ContentPart, Message, TextPart, ToolCall, system
+from kode_tui.message import ContentPart, Message, TextPart, ToolCall, system, tool_status
 from kode_tui.pathnames import escape_name, scrub_text
 from kode_tui.tools.base import Permission, Tool, ToolEnv, ToolError, ToolOutput
 from kode_tui.wire.events import BriefBlock, DisplayBlock
@@ -283,10 +283,8 @@ def _failed(call: ToolCall, message: str, brief: str) -> PreparedCall:
 def tool_message(tool_call_id: str, result: ToolOutput) -> Message:
     """The tool message the model reads, in Kimi's form: `<system>status</system>` + output."""
     content: list[ContentPart] = []
-    if result.is_error:
-        content.append(system(f"ERROR: {result.message}"))
-    elif result.message:
-        content.append(system(result.message))
+    if result.is_error or result.message:
+        content.append(tool_status(result.message, is_error=result.is_error))
     if result.output:
         content.append(TextPart(text=result.output))
     if not content:

@@ -13,7 +13,7 @@ from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from kode_tui.message import Message, TextPart, estimate_tokens
+from kode_tui.message import Message, TextPart, estimate_tokens, is_from_system, is_system_note
 from kode_tui.soul.llm import StreamItem
 from kode_tui.soul.llm.scripted import stream_response
 
@@ -67,7 +67,7 @@ def _current_turn(history: Sequence[Message]) -> list[Message]:
 def _written_by_user(message: Message) -> bool:
     """Whether a user message holds text of the user's (not only `<system>` notes/reminders)."""
     return any(
-        isinstance(part, TextPart) and not part.text.startswith("<system") for part in message.parts
+        isinstance(part, TextPart) and not is_from_system(part.text) for part in message.parts
     )
 
 
@@ -156,7 +156,7 @@ def _output_lines(message: Message) -> list[str]:
     lines: list[str] = []
     for part in message.parts:
         text = getattr(part, "text", "")
-        if text and not text.startswith("<system>"):
+        if text and not is_system_note(text):
             lines += [line.strip() for line in text.splitlines() if line.strip()]
     return lines
 
@@ -183,6 +183,6 @@ def _readme_title(result: Message) -> str:
 def _user_text(turn: list[Message]) -> str:
     parts = turn[0].parts if turn else []
     text = "".join(
-        p.text for p in parts if isinstance(p, TextPart) and not p.text.startswith("<system")
+        p.text for p in parts if isinstance(p, TextPart) and not is_from_system(p.text)
     ).strip()
     return text if len(text) <= 200 else text[:199] + "…"

@@ -1,4 +1,9 @@
-"""A full-screen look at what a tool call would change: its diffs, or the command it would run."""
+"""A full-screen look at what a tool call would change: its diffs, or the command it would run.
+
+It is also the one diff renderer of the UI: `diff_lines` computes a unified diff (hunks as
+`diff -u` numbers them), `render_diff_lines` draws it for the approval panel, this screen and the
+time-travel screens, `diff_segments` gives the conversation the same lines.
+"""
 
 from __future__ import annotations
 
@@ -29,6 +34,7 @@ _STYLES: dict[LineKind, str] = {
     "same": "",
 }
 _SIGNS: dict[LineKind, str] = {"hunk": "", "add": "+", "delete": "-", "same": " "}
+_HEADER_STYLE = "$text-muted bold"
 
 
 @dataclass(frozen=True, slots=True)
@@ -76,6 +82,10 @@ def _unified_range(start: int, stop: int) -> str:
     return f"{start + 1 if length else start},{length}"
 
 
+def _line_text(line: DiffLine) -> str:
+    return _SIGNS[line.kind] + visible(line.text, multiline=False)
+
+
 def render_diff_lines(lines: Sequence[DiffLine], *, line_numbers: bool = False) -> Content:
     """Diff lines as styled content: additions and deletions in the theme's success/error."""
     width = max(
@@ -84,8 +94,7 @@ def render_diff_lines(lines: Sequence[DiffLine], *, line_numbers: bool = False) 
     )
     rendered: list[Content] = []
     for line in lines:
-        text = visible(line.text, multiline=False)
-        body = Content.styled(f"{_SIGNS[line.kind]}{text}", _STYLES[line.kind])
+        body = Content.styled(_line_text(line), _STYLES[line.kind])
         if line_numbers:
             numbers = " ".join(
                 f"{number:>{width}}" if number else " " * width
@@ -94,6 +103,18 @@ def render_diff_lines(lines: Sequence[DiffLine], *, line_numbers: bool = False) 
             body = Content.assemble((f"{numbers} │", "$text-muted"), body)
         rendered.append(body)
     return Content("\n").join(rendered)
+
+
+def diff_segments(block: DiffBlock) -> list[tuple[str, str]]:
+    """A diff block as (text, style) lines headed `--- path` / `+++ path`, as `diff -u` writes
+    it: the conversation's form of the diff the approval panel and the full view show (the same
+    lines, signs and styles); no lines when nothing changed."""
+    lines = list(diff_lines(block.old_text, block.new_text))
+    if not lines:
+        return []
+    path = visible(block.path, multiline=False)
+    header = [(f"--- {path}", _HEADER_STYLE), (f"+++ {path}", _HEADER_STYLE)]
+    return header + [(_line_text(line), _STYLES[line.kind]) for line in lines]
 
 
 def render_block(block: DisplayBlock, *, line_numbers: bool = True) -> Content:

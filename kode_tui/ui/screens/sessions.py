@@ -23,6 +23,7 @@ from textual.reactive import var
 from textual.screen import ModalScreen
 from textual.widgets import DataTable, Footer, Input, Label, Static, Switch
 
+from kode_tui.humanize import format_age, format_tokens
 from kode_tui.paths import canonical
 from kode_tui.safetext import visible
 from kode_tui.soul.facade import Session, SessionCatalog, SessionRow
@@ -34,34 +35,6 @@ EMPTY_ANYWHERE = "No sessions yet."
 
 
 # --- What a row shows ---------------------------------------------------------------------------
-
-
-def format_age(timestamp: float, now: float | None = None) -> str:
-    """How long ago: "just now", "5m ago", "3h ago", "2d ago", then the date ("2026-11-01")."""
-    seconds = (time.time() if now is None else now) - timestamp
-    if seconds < 60:
-        return "just now"
-    if seconds < 3600:
-        return f"{int(seconds // 60)}m ago"
-    if seconds < 86400:
-        return f"{int(seconds // 3600)}h ago"
-    if seconds < 7 * 86400:
-        return f"{int(seconds // 86400)}d ago"
-    return time.strftime("%Y-%m-%d", time.localtime(timestamp))
-
-
-def format_tokens(tokens: int | None) -> str:
-    """A token count, short: "980", "12.9k", "124k", "1.2M"; "-" when unknown."""
-    if tokens is None:
-        return "-"
-    if tokens < 1000:
-        return str(tokens)
-    # The bounds are where rounding would carry into the next unit ("100.0k", "1000k").
-    if tokens < 99_950:
-        return f"{tokens / 1000:.1f}k"
-    if tokens < 999_500:
-        return f"{tokens / 1000:.0f}k"
-    return f"{tokens / 1_000_000:.1f}M"
 
 
 def _work_dir_label(session: Session) -> str:

@@ -23,6 +23,7 @@ from textual.reactive import reactive
 from textual.screen import ModalScreen, Screen
 from textual.widgets import Button, Footer, Static
 
+from kode_tui.humanize import format_age, format_tokens
 from kode_tui.message import Message, TextPart, is_checkpoint_note
 from kode_tui.safetext import visible
 from kode_tui.soul.facade import (
@@ -38,8 +39,7 @@ from kode_tui.soul.facade import (
     diff_snapshot,
 )
 from kode_tui.ui.widgets.conversation import USER_MARK, Conversation
-from kode_tui.ui.widgets.gauge import short_tokens
-from kode_tui.ui.widgets.history import age_text, reason_text
+from kode_tui.ui.widgets.history import reason_text
 from kode_tui.wire import WireBus
 from kode_tui.wire.events import DiffBlock
 
@@ -189,7 +189,7 @@ message from that point goes back into the prompt to edit and send again.
     def _summary(self) -> str:
         return (
             f"{_plural(self.messages_leaving, 'message')} "
-            f"(~{short_tokens(self.tokens_freed)} tokens) leave the live context. "
+            f"(~{format_tokens(self.tokens_freed)} tokens) leave the live context. "
             "They are kept in a rotated file: nothing is lost."
         )
 
@@ -468,10 +468,10 @@ what only each of them holds.
             facts.append(reason_text(rotation))
             when = rotation.time if rotation.time is not None else rotation.mtime
             now = self._now if self._now is not None else time.time()
-            facts.append(age_text(max(0.0, now - when)))
+            facts.append(format_age(when, now))
         facts += [
             _plural(snapshot.n_checkpoints, "checkpoint"),
-            f"{short_tokens(snapshot.token_count)} tokens",
+            f"{format_tokens(snapshot.token_count)} tokens",
             _plural(len(snapshot.messages), "message"),
         ]
         return visible(" · ".join(facts), multiline=False)
@@ -490,7 +490,7 @@ what only each of them holds.
             if isinstance(strategy, str) and strategy
             else ""
         )
-        return f"compacted {short_tokens(before)} → {short_tokens(after)}{by}"
+        return f"compacted {format_tokens(before)} → {format_tokens(after)}{by}"
 
     def _comparison_text(self) -> Content:
         comparison = self.comparison

@@ -9,6 +9,7 @@ from textual.content import Content
 from textual.reactive import reactive, var
 from textual.widget import Widget
 
+from kode_tui.humanize import format_tokens
 from kode_tui.wire import events as ev
 from kode_tui.wire.bus import Subscription, WireBus
 
@@ -20,17 +21,6 @@ MARKER = "▲"
 # Fill thresholds of the colour levels (DESIGN.md §10): success below 60%, warning below 85%.
 _LEVELS = ((0.60, "-fill-low"), (0.85, "-fill-mid"), (float("inf"), "-fill-high"))
 LEVEL_CLASSES = tuple(name for _, name in _LEVELS)
-
-
-def short_tokens(count: int) -> str:
-    """A token count for a narrow pane: 950, 5.1k, 124k, 1.2M."""
-    if count < 1000:
-        return str(count)
-    if count < 10_000:
-        return f"{count / 1000:.1f}k".replace(".0k", "k")
-    if count < 1_000_000:
-        return f"{round(count / 1000)}k"
-    return f"{count / 1_000_000:.1f}M".replace(".0M", "M")
 
 
 def level_class(fill: float) -> str:
@@ -162,7 +152,7 @@ How much of the model's context window the conversation uses.
             label = Content.styled("compacting…", ".token-gauge--compacting")
         else:
             label = Content.styled(
-                f"compacts at {short_tokens(status.trigger_tokens)}", ".token-gauge--muted"
+                f"compacts at {format_tokens(status.trigger_tokens)}", ".token-gauge--muted"
             )
         marker = Content.styled(MARKER, ".token-gauge--marker")
         if column + 2 + label.cell_length <= width:
@@ -179,12 +169,12 @@ How much of the model's context window the conversation uses.
             (f"{self.fill:.0%}", ".token-gauge--percent"),
             " ",
             (
-                f"{short_tokens(status.context_tokens)}/{short_tokens(status.max_context_tokens)}",
+                f"{format_tokens(status.context_tokens)}/{format_tokens(status.max_context_tokens)}",
                 ".token-gauge--numbers",
             ),
         ]
         if status.pending_tokens > 0:
-            parts.append((f"  ~{short_tokens(status.pending_tokens)} est.", ".token-gauge--muted"))
+            parts.append((f"  ~{format_tokens(status.pending_tokens)} est.", ".token-gauge--muted"))
         return Content.assemble(*parts)
 
 

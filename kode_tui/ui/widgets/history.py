@@ -22,9 +22,9 @@ from textual.message import Message
 from textual.widgets import OptionList
 from textual.widgets.option_list import Option
 
+from kode_tui.humanize import format_age, format_size, format_tokens
 from kode_tui.safetext import visible
 from kode_tui.soul.facade import AgentSession, Rotation, RotationEntry
-from kode_tui.ui.widgets.gauge import short_tokens
 from kode_tui.wire import events as ev
 from kode_tui.wire.bus import Subscription, WireBus
 
@@ -183,7 +183,7 @@ def reason_text(rotation: Rotation) -> str:
         before = info.get("tokens_before", rotation.tokens)
         after = info.get("tokens_after")
         if isinstance(before, int) and isinstance(after, int):
-            return f"compaction {short_tokens(before)}→{short_tokens(after)}"
+            return f"compaction {format_tokens(before)}→{format_tokens(after)}"
         return "compaction"
     if reason == "restore":
         source = info.get("source")
@@ -195,39 +195,16 @@ def reason_text(rotation: Rotation) -> str:
     return reason or "—"
 
 
-def age_text(seconds: float) -> str:
-    """How long ago, in the largest whole unit: `just now`, `2m ago`, `3h ago`, `5d ago`."""
-    if seconds < 60:
-        return "just now"
-    if seconds < 3600:
-        return f"{int(seconds // 60)}m ago"
-    if seconds < 86_400:
-        return f"{int(seconds // 3600)}h ago"
-    return f"{int(seconds // 86_400)}d ago"
-
-
-def size_text(size: int) -> str:
-    """A file size: `850 B`, `4.2 KiB`, `12 KiB`, `3.1 MiB`."""
-    value = float(size)
-    for unit in ("B", "KiB", "MiB"):
-        if value < 1024 or unit == "MiB":
-            if unit == "B":
-                return f"{size} B"
-            return f"{value:.1f} {unit}" if value < 10 else f"{value:.0f} {unit}"
-        value /= 1024
-    raise AssertionError("unreachable")
-
-
 def _row_content(entry: RotationEntry, now: float) -> Content:
     rotation = entry.rotation
     when = rotation.time if rotation.time is not None else rotation.mtime
-    facts = [size_text(rotation.size)]
+    facts = [format_size(rotation.size)]
     if entry.parent is not None:
         facts.insert(0, f"from context_{entry.parent}")
     if entry.messages is not None:
         facts.append(f"{entry.messages} msgs")
     if entry.tokens is not None:
-        facts.append(f"{short_tokens(entry.tokens)} tok")
+        facts.append(f"{format_tokens(entry.tokens)} tok")
     strategy = rotation.info.get("strategy")
     if rotation.reason == "compaction" and isinstance(strategy, str) and strategy:
         # The class names all end so; the pane is narrow.
@@ -241,7 +218,7 @@ def _row_content(entry: RotationEntry, now: float) -> Content:
         "  ",
         (visible(reason_text(rotation), multiline=False), ".history-pane--reason"),
         "  ",
-        (age_text(max(0.0, now - when)), ".history-pane--age"),
+        (format_age(when, now), ".history-pane--age"),
         "\n  ",
         (visible(" · ".join(facts), multiline=False), ".history-pane--muted"),
     )

@@ -9,11 +9,10 @@ spans that changed: the newest one or two. 2,000 checkpoints rebuild in about 5 
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, ClassVar, NamedTuple
+from typing import ClassVar, NamedTuple
 
 from textual import on
 from textual.binding import Binding, BindingType
@@ -26,23 +25,21 @@ from textual.visual import RenderOptions, Visual
 from textual.widgets import OptionList, Static
 from textual.widgets.option_list import Option
 
+from kode_tui.humanize import calls_summary
 from kode_tui.message import Message as ChatMessage
-from kode_tui.message import ToolCall, is_checkpoint_note
+from kode_tui.message import is_checkpoint_note, is_system_note
 from kode_tui.safetext import visible
 from kode_tui.soul.facade import COMPACTION_OUTPUT_PREFIX, AgentSession, Checkpoint
 from kode_tui.wire import events as ev
 from kode_tui.wire.bus import Subscription, WireBus
 
-_COMPACTED = f"<system>{COMPACTION_OUTPUT_PREFIX}"
 _LOOKAHEAD = 8
 """Messages read to label a row: past a CHECKPOINT note, think-only replies and tool results."""
-_KEY_ARGUMENTS = ("path", "file_path", "command", "pattern", "url", "query")
 _MAX_LABEL = 80
 _MAX_DETAILS_TEXT = 2000
 
 USER_MARK = "\N{SINGLE RIGHT-POINTING ANGLE QUOTATION MARK}"
 EDIT_MARK = "\N{LOWER RIGHT PENCIL}"
-_TIMES = "\N{MULTIPLICATION SIGN}"
 
 _NO_DETAILS = Content.styled("Highlight a checkpoint to see it here.", "dim")
 
@@ -418,14 +415,15 @@ def _label(history: Sequence[ChatMessage], start: int, end: int) -> _Label:
             text = message.text.strip()
             if is_checkpoint_note(text):
                 continue
-            if text.startswith(_COMPACTED):
+            if is_system_note(text, COMPACTION_OUTPUT_PREFIX):
                 return _Label("marker", "compacted summary")
-            if text.startswith("<system>") and "D-Mail" in text[:120]:
+            if is_system_note(text) and "D-Mail" in text[:120]:
                 return _Label("marker", "D-Mail")
             return _Label("user", _first_line(text) or "(image)", text)
         if message.role == "assistant":
             if message.tool_calls:
-                return _Label("tool", _first_line(_tool_summary(message.tool_calls)))
+                calls = [(c.function.name, c.function.arguments) for c in message.tool_calls]
+                return _Label("tool", _first_line(calls_summary(calls)))
             # An answer is Markdown: its emphasis and code marks are noise in a one-line label.
             words = _first_line(_MARKDOWN_MARKS.sub("", message.text))
             if words:
@@ -442,37 +440,6 @@ def _first_line(text: str, limit: int = _MAX_LABEL) -> str:
         line = " ".join(line.split())
         if line:
             return line if len(line) <= limit else line[: limit - 1] + "…"
-    return ""
-
-
-def _tool_summary(calls: Sequence[ToolCall]) -> str:
-    if len(calls) == 1:
-        function = calls[0].function
-        argument = _key_argument(function.arguments)
-        name = _first_line(function.name) or "?"
-        return f"{name} {argument}" if argument else name
-    counts: dict[str, int] = {}
-    for call in calls:
-        counts[call.function.name] = counts.get(call.function.name, 0) + 1
-    return ", ".join(
-        name if n == 1 else f"{name} {_TIMES}{n}"
-        for name, n in ((_first_line(name) or "?", n) for name, n in counts.items())
-    )
-
-
-def _key_argument(arguments: str | None) -> str:
-    if not arguments:
-        return ""
-    try:
-        parsed: Any = json.loads(arguments)
-    except (ValueError, RecursionError):  # not JSON, or nested too deep to parse
-        return ""
-    if not isinstance(parsed, dict):
-        return ""
-    for key in _KEY_ARGUMENTS:
-        value = parsed.get(key)
-        if isinstance(value, str) and value.strip():
-            return _first_line(value, 40)
     return ""
 
 

@@ -1,0 +1,93 @@
+"""One rule for token counts, ages, sizes and tool-call summaries, wherever they are shown."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+
+from kode_tui.humanize import (
+    calls_summary,
+    compact_arguments,
+    format_age,
+    format_size,
+    format_tokens,
+    tool_summary,
+)
+
+
+@pytest.mark.parametrize(
+    ("count", "shown"),
+    [
+        (None, "-"),
+        (0, "0"),
+        (999, "999"),
+        (1_000, "1k"),
+        (1_240, "1.2k"),
+        (3_000, "3k"),
+        (12_873, "12.9k"),
+        (12_900, "12.9k"),
+        (99_949, "99.9k"),
+        (99_960, "100k"),
+        (124_400, "124k"),
+        (129_000, "129k"),
+        (999_499, "999k"),
+        (999_600, "1M"),
+        (1_250_000, "1.2M"),
+        (12_340_000, "12.3M"),
+        (250_000_000, "250M"),
+    ],
+)
+def test_a_token_count_has_one_short_form(count: int | None, shown: str) -> None:
+    assert format_tokens(count) == shown
+
+
+def test_ages_read_in_the_largest_whole_unit_then_as_a_date() -> None:
+    now = 1_800_000_000.0
+    assert [format_age(now - s, now) for s in (-3, 5, 125, 7300, 2 * 86_400 + 5)] == [
+        "just now",
+        "just now",
+        "2m ago",
+        "2h ago",
+        "2d ago",
+    ]
+    month = now - 30 * 86_400
+    assert format_age(month, now) == time.strftime("%Y-%m-%d", time.localtime(month))
+
+
+def test_sizes_read_in_binary_units() -> None:
+    sizes = (850, 4300, 10_200, 12 * 1024, 1_048_000, 3 << 20, 3 << 30)
+    assert [format_size(n) for n in sizes] == [
+        "850 B",
+        "4.2 KiB",
+        "10 KiB",
+        "12 KiB",
+        "1023 KiB",
+        "3.0 MiB",
+        "3.0 GiB",
+    ]
+
+
+def test_a_tool_call_is_summarised_by_its_main_argument() -> None:
+    assert tool_summary("ReadFile", '{"path": "src/a.py", "line_offset": 3}') == "src/a.py"
+    assert tool_summary("Shell", '{"command": "git status\\ngit diff"}') == "git status …"
+    assert tool_summary("Glob", '{"pattern": "**/*.py"}') == "**/*.py"
+    assert tool_summary("mcp__web__fetch", '{"url": "https://x.org", "n": 2}') == "https://x.org"
+    assert tool_summary("Other", '{"a": "' + "x" * 100 + '"}') == '{"a": "' + "x" * 52 + "…"
+    assert tool_summary("Shell", '{"command": "ls"') is None  # still streaming
+    assert tool_summary("Shell", "") is None
+    assert tool_summary("TodoWrite", "{}") == ""
+    assert tool_summary("Shell", '{"command": "printf \\u001b[31m"}') == "printf ␛[31m"
+
+
+def test_the_calls_of_a_step_read_as_one_line() -> None:
+    assert calls_summary([("ReadFile", '{"path": "README.md"}')]) == "ReadFile README.md"
+    assert calls_summary([("Shell", None)]) == "Shell"
+    three = [("ReadFile", "{}"), ("Grep", "{}"), ("ReadFile", "{}")]
+    assert calls_summary(three) == "ReadFile \N{MULTIPLICATION SIGN}2, Grep"
+
+
+def test_arguments_are_compact_json_on_one_line() -> None:
+    assert compact_arguments('{\n  "pattern": "*.md"\n}', 80) == '{"pattern": "*.md"}'
+    assert compact_arguments("not json\n", 80) == "not json↵"
+    assert compact_arguments('{"a": "' + "x" * 100 + '"}', 20) == '{"a": "' + "x" * 12 + "…"
