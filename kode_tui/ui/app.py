@@ -319,6 +319,7 @@ class KodeApp(App[None]):
 
     async def _show(self, context: Context, bus: WireBus) -> None:
         """Attach the panes of `context` to the main screen (a fresh one if it has panes)."""
+        from kode_tui.soul.transcript import PastResults
         from kode_tui.ui.widgets.conversation import Conversation
 
         session = self.session
@@ -333,7 +334,8 @@ class KodeApp(App[None]):
             config_path = self._config_file or Paths.current().config_file
             banner = DEMO_BANNER.format(config=tilde(config_path))
         await screen.attach(bus, context, banner)
-        await screen.query_one(Conversation).load_history(context.history, session.wire_file)
+        results = await asyncio.to_thread(PastResults.read, session.wire_file)
+        await screen.query_one(Conversation).load_history(context.history, results)
         self._update_header()
         if self.read_only:  # with an agent, the soul says it (send_notices)
             from kode_tui.soul.soul import damaged_notice
@@ -828,6 +830,7 @@ class KodeApp(App[None]):
         self.notify(f"Restored {path.name}{kept}.", timeout=6)
 
     async def _reload_conversation(self) -> None:
+        from kode_tui.soul.transcript import PastResults
         from kode_tui.ui.widgets.conversation import Conversation
 
         if self.agent is None or not self._attached():
@@ -835,9 +838,10 @@ class KodeApp(App[None]):
         conversation = self.screen.query_one(Conversation)
         await conversation.clear()
         session = self.session
-        await conversation.load_history(
-            self.agent.context.history, session.wire_file if session is not None else None
-        )
+        results = None
+        if session is not None:
+            results = await asyncio.to_thread(PastResults.read, session.wire_file)
+        await conversation.load_history(self.agent.context.history, results)
 
     async def _cmd_revert(self, argument: str) -> None:
         if not argument.isdigit():

@@ -8,6 +8,7 @@ of a revert, and a snapshot of a rotated file read without the session's lock.
 
 from __future__ import annotations
 
+import asyncio
 import re
 import time
 from collections.abc import Sequence
@@ -27,7 +28,9 @@ from kode_tui.message import Message, TextPart, is_checkpoint_note
 from kode_tui.safetext import visible
 from kode_tui.session.rotation import Rotation
 from kode_tui.session.timetravel import ContextSnapshot, FileAction, FilePlan, compare
-from kode_tui.ui.widgets.conversation import USER_MARK, Conversation
+from kode_tui.soul.transcript import PastResults
+from kode_tui.ui.widgets.blocks import USER_MARK
+from kode_tui.ui.widgets.conversation import Conversation
 from kode_tui.ui.widgets.gauge import short_tokens
 from kode_tui.ui.widgets.history import age_text, reason_text
 from kode_tui.wire import WireBus
@@ -374,7 +377,10 @@ what only each of them holds.
         conversation = self.query_one(Conversation)
         conversation.border_title = "Conversation (read-only)"
         conversation.focus()
-        await conversation.load_history(self.snapshot.messages, self._wire_file)
+        results = None
+        if self._wire_file is not None:
+            results = await asyncio.to_thread(PastResults.read, self._wire_file)
+        await conversation.load_history(self.snapshot.messages, results)
 
     def _header_text(self) -> str:
         snapshot, rotation = self.snapshot, self.rotation

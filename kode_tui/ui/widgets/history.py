@@ -31,8 +31,9 @@ from kode_tui.session.rotation import ROTATIONS_LOG
 from kode_tui.session.scan import scan
 from kode_tui.session.timetravel import lineage
 from kode_tui.ui.widgets.gauge import short_tokens
+from kode_tui.ui.wire_messages import WireListener, WireMessage
 from kode_tui.wire import events as ev
-from kode_tui.wire.bus import Subscription, WireBus
+from kode_tui.wire.bus import WireBus
 
 log = logging.getLogger(__name__)
 
@@ -60,7 +61,7 @@ class _Entry:
     """The rotated context this one continued, when that is not simply the one before it."""
 
 
-class HistoryPane(OptionList):
+class HistoryPane(WireListener, OptionList):
     """The rotated contexts of the session, newest first; Enter asks for a preview."""
 
     HELP: ClassVar[str] = """\
@@ -106,7 +107,6 @@ clear or a restore keeps the context it replaced as `context_N.jsonl`: nothing i
         self._bus = bus
         # Not `_context`: MessagePump has a method of that name.
         self._live_context = context
-        self._subscription: Subscription[ev.Event] | None = None
         self._stop_watching = asyncio.Event()
         self._entries: list[_Entry] = []
         self._summaries: dict[tuple[str, int, float], _Summary | None] = {}
@@ -119,12 +119,8 @@ clear or a restore keeps the context it replaced as `context_N.jsonl`: nothing i
 
     def on_mount(self) -> None:
         self._stop_watching = asyncio.Event()  # a fresh one, should the pane be mounted again
-        self._subscription = self._bus.subscribe(
-            ev.ContextReverted,
-            ev.ContextRestored,
-            ev.ContextCleared,
-            ev.CompactionEnd,
-            callback=self._on_wire_event,
+        self.listen(
+            self._bus, ev.ContextReverted, ev.ContextRestored, ev.ContextCleared, ev.CompactionEnd
         )
         self._show_rows()
         self.refresh_rotations()
@@ -133,16 +129,13 @@ clear or a restore keeps the context it replaced as `context_N.jsonl`: nothing i
 
     def on_unmount(self) -> None:
         self._stop_watching.set()
-        if self._subscription is not None:
-            self._subscription.close()
-            self._subscription = None
 
     @property
     def paths(self) -> list[Path]:
         """The rotated files shown, top (newest) to bottom."""
         return [entry.rotation.path for entry in self._entries]
 
-    def _on_wire_event(self, event: ev.Event) -> None:
+    def on_wire_message(self, message: WireMessage) -> None:
         self.refresh_rotations()
 
     @work(exclusive=True, group="history-refresh", exit_on_error=False)

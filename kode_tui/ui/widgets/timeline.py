@@ -31,8 +31,9 @@ from kode_tui.message import ToolCall, is_checkpoint_note
 from kode_tui.safetext import visible
 from kode_tui.session import Checkpoint, Context
 from kode_tui.soul.compaction import COMPACTION_OUTPUT_PREFIX
+from kode_tui.ui.wire_messages import WireListener, WireMessage
 from kode_tui.wire import events as ev
-from kode_tui.wire.bus import Subscription, WireBus
+from kode_tui.wire.bus import WireBus
 
 _COMPACTED = f"<system>{COMPACTION_OUTPUT_PREFIX}"
 _LOOKAHEAD = 8
@@ -126,7 +127,7 @@ _LABEL_STYLES = {
 }
 
 
-class CheckpointTimeline(OptionList):
+class CheckpointTimeline(WireListener, OptionList):
     """The checkpoints of the live context, oldest first; Enter asks to revert to one."""
 
     HELP: ClassVar[str] = """\
@@ -201,7 +202,6 @@ a tool changed files.
         self._bus = bus
         # Not `_context`: MessagePump has a method of that name.
         self._live_context = context
-        self._subscription: Subscription[ev.Event] | None = None
         self._jumps: dict[int, int] = {}
         """D-Mail jumps: the checkpoint gone back to -> the newest checkpoint it came from."""
         self._rows: list[_Row] = []
@@ -212,7 +212,8 @@ a tool changed files.
         self._rebuild_scheduled = False
 
     def on_mount(self) -> None:
-        self._subscription = self._bus.subscribe(
+        self.listen(
+            self._bus,
             ev.CheckpointCreated,
             ev.TurnEnd,
             ev.ToolResult,
@@ -221,14 +222,8 @@ a tool changed files.
             ev.ContextRestored,
             ev.ContextCleared,
             ev.CompactionEnd,
-            callback=self._on_wire_event,
         )
         self.rebuild()
-
-    def on_unmount(self) -> None:
-        if self._subscription is not None:
-            self._subscription.close()
-            self._subscription = None
 
     @property
     def checkpoint_ids(self) -> list[int]:
@@ -248,7 +243,8 @@ a tool changed files.
         if checkpoint_id is not None:
             self.post_message(self.DiffRequested(checkpoint_id, self))
 
-    def _on_wire_event(self, event: ev.Event) -> None:
+    def on_wire_message(self, message: WireMessage) -> None:
+        event = message.event
         if isinstance(event, ev.ContextRestored | ev.ContextCleared | ev.CompactionEnd):
             # A different file is live: equal offsets and ids no longer mean equal rows.
             self._cache.clear()
