@@ -36,14 +36,14 @@ from kode_tui.ui.widgets.tool_block import ToolBlock, tool_summary
 from kode_tui.wire import WireBus
 from kode_tui.wire import events as ev
 from tests.conftest import KIMI_FIXTURE
-from tests.ui_helpers import HostApp, Posted, wait_for
+from tests.ui_helpers import Host, Posted, wait_for
 
 DIFF = ev.DiffBlock(path="hello.py", old_text="print('hi')\n", new_text="print('hello')\n")
 
 
-def host(bus: WireBus, max_blocks: int = 300) -> HostApp:
+def host(bus: WireBus, max_blocks: int = 300) -> Host:
     """An app showing only a conversation pane fed by `bus`."""
-    return HostApp(Conversation(bus, max_blocks=max_blocks, id="conversation"))
+    return Host(Conversation(bus, max_blocks=max_blocks, id="conversation"))
 
 
 async def settle(

@@ -44,7 +44,7 @@ def make_app(
     return KodeApp(work_dir, config, choice, provider=provider, **options)
 
 
-class HostApp(App[Any]):
+class Host(App[Any]):
     """An app holding only what a test looks at: `widgets`, or a `screen` pushed over them.
 
     `results` collects what the pushed screen was dismissed with. A test that needs keys or
