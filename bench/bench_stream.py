@@ -36,7 +36,8 @@ REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
 from kode_tui.message import Message, TextPart  # noqa: E402
-from kode_tui.ui.widgets.conversation import AssistantBlock, Conversation  # noqa: E402
+from kode_tui.ui.widgets.blocks import AssistantBlock  # noqa: E402
+from kode_tui.ui.widgets.conversation import Conversation  # noqa: E402
 from kode_tui.wire import WireBus  # noqa: E402
 from kode_tui.wire import events as ev  # noqa: E402
 

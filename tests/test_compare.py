@@ -6,7 +6,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from textual.app import App
 from textual.content import Content
 from textual.pilot import Pilot
 from textual.widgets import Static
@@ -17,6 +16,7 @@ from kode_tui.session.compare import CheckpointDiff, FileChange, diff_checkpoint
 from kode_tui.session.journal import FileJournal
 from kode_tui.session.timetravel import ContextSnapshot
 from kode_tui.ui.screens.compare import CompareScreen
+from tests.ui_helpers import Host, static_text
 
 
 def user(text: str) -> Message:
@@ -97,16 +97,6 @@ def test_diff_snapshot_splits_after_the_common_prefix() -> None:
 # --- the screen -----------------------------------------------------------------------------------
 
 
-class Host(App[None]):
-    def __init__(self, screen: CompareScreen) -> None:
-        super().__init__()
-        self.pushed = screen
-        self.closed = False
-
-    def on_mount(self) -> None:
-        self.push_screen(self.pushed, lambda _: setattr(self, "closed", True))
-
-
 def sample_diff() -> CheckpointDiff:
     call = ToolCall(id="call_1", function=FunctionBody(name="WriteFile", arguments="{}"))
     return CheckpointDiff(
@@ -127,15 +117,11 @@ def sample_diff() -> CheckpointDiff:
     )
 
 
-def screen_text(app: App[Any]) -> str:
-    return "\n".join(str(static.render()) for static in app.screen.query(Static))
-
-
 async def test_the_screen_shows_counts_messages_and_coloured_diffs() -> None:
-    app = Host(CompareScreen("Checkpoint 0 → 2", sample_diff()))
+    app = Host(screen=CompareScreen("Checkpoint 0 → 2", sample_diff()))
     async with app.run_test(size=(100, 40)) as pilot:
         await pilot.pause()
-        text = screen_text(app)
+        text = static_text(app)
         assert "Messages added (3)" in text
         assert "Messages removed (1)" in text
         assert "Say hello properly…" in text
@@ -153,26 +139,26 @@ async def test_the_screen_shows_counts_messages_and_coloured_diffs() -> None:
         assert any("$text-error" in style for style in styles)
         await pilot.press("q")
         await pilot.pause()
-        assert app.closed
+        assert app.results
 
 
 async def test_no_file_changes_is_said_and_escape_closes() -> None:
-    app = Host(CompareScreen("Checkpoint 0 → 1", CheckpointDiff([user("hi")], [], [])))
+    app = Host(screen=CompareScreen("Checkpoint 0 → 1", CheckpointDiff([user("hi")], [], [])))
     async with app.run_test(size=(80, 20)) as pilot:
         await pilot.pause()
-        text = screen_text(app)
+        text = static_text(app)
         assert "No file changes" in text
         assert "Messages removed (0)" in text
         await pilot.press("escape")
         await pilot.pause()
-        assert app.closed
+        assert app.results
 
 
 def test_the_compare_screen(snap_compare: Any) -> None:
     async def run_before(pilot: Pilot[Any]) -> None:
         await pilot.pause()
 
-    app = Host(CompareScreen("Checkpoint 0 → 2", sample_diff()))
+    app = Host(screen=CompareScreen("Checkpoint 0 → 2", sample_diff()))
     assert snap_compare(app, run_before=run_before, terminal_size=(90, 36))
 
 

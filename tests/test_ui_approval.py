@@ -6,7 +6,7 @@ import asyncio
 from pathlib import Path
 from typing import ClassVar
 
-from textual.app import App, ComposeResult
+from textual.app import App
 from textual.binding import Binding, BindingType
 from textual.message import Message
 from textual.widgets import Button, Input, Static
@@ -23,6 +23,7 @@ from kode_tui.wire.events import (
     RejectWithFeedback,
     ShellBlock,
 )
+from tests.ui_helpers import Host
 
 OLD = "".join(f"line {n}\n" for n in range(1, 41))
 NEW = "".join(
@@ -31,20 +32,21 @@ NEW = "".join(
 """Two hunks, the second beyond the panel's excerpt."""
 
 
-class ApprovalHost(App[None]):
-    CSS_PATH = Path(approval_module.__file__).with_name("prompt.tcss")
+class ApprovalHost(Host):
+    """The approval panel between a stand-in conversation and prompt, with the App's Esc."""
+
     BINDINGS: ClassVar[list[BindingType]] = [Binding("escape", "interrupt", "Interrupt")]
 
     def __init__(self, bus: WireBus) -> None:
-        super().__init__()
+        super().__init__(
+            Static("conversation"),
+            ApprovalPanel(bus, id="approval"),
+            Input(id="prompt"),
+            css_path=Path(approval_module.__file__).with_name("prompt.tcss"),
+        )
         self.bus = bus
         self.messages: list[Message] = []
         self.interrupts = 0
-
-    def compose(self) -> ComposeResult:
-        yield Static("conversation")
-        yield ApprovalPanel(self.bus, id="approval")
-        yield Input(id="prompt")
 
     def on_mount(self) -> None:
         # The guard against keys typed before the panel showed is tested on its own.

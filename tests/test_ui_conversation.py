@@ -4,10 +4,9 @@ from __future__ import annotations
 
 import json
 import shutil
-from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
-from textual.app import App, ComposeResult
 from textual.pilot import Pilot
 from textual.widget import Widget
 
@@ -22,54 +21,37 @@ from kode_tui.message import (
     parse_record,
 )
 from kode_tui.session import Context
-from kode_tui.ui.widgets.conversation import (
+from kode_tui.soul.transcript import PastResults
+from kode_tui.ui.widgets.blocks import (
     AssistantBlock,
-    Conversation,
     DetailBlock,
     MarkerBlock,
     NoticeBlock,
     PruneMarker,
     ThinkingBlock,
-    ToolBlock,
     UserBlock,
-    format_tokens,
-    tool_summary,
 )
+from kode_tui.ui.widgets.conversation import Conversation, format_tokens
+from kode_tui.ui.widgets.tool_block import ToolBlock, tool_summary
 from kode_tui.wire import WireBus
 from kode_tui.wire import events as ev
 from tests.conftest import KIMI_FIXTURE
+from tests.ui_helpers import Host, Posted, wait_for
 
 DIFF = ev.DiffBlock(path="hello.py", old_text="print('hi')\n", new_text="print('hello')\n")
 
 
-class Host(App[None]):
-    def __init__(self, bus: WireBus, max_blocks: int = 300) -> None:
-        super().__init__()
-        self.bus = bus
-        self.max_blocks = max_blocks
-
-    def compose(self) -> ComposeResult:
-        yield Conversation(self.bus, max_blocks=self.max_blocks, id="conversation")
+def host(bus: WireBus, max_blocks: int = 300) -> Host:
+    """An app showing only a conversation pane fed by `bus`."""
+    return Host(Conversation(bus, max_blocks=max_blocks, id="conversation"))
 
 
-async def settle(pilot: Pilot[None]) -> Conversation:
-    """Wait until the pane has handled every event sent so far, and return it."""
-    conversation = pilot.app.query_one(Conversation)
-    # The pane's own subscription: join() returns once its callback took every event.
-    subscription = conversation._subscription
-    assert subscription is not None
-    await subscription.join()
-    await pilot.pause()
-    return conversation
-
-
-async def wait_for(pilot: Pilot[None], condition: Callable[[], bool]) -> None:
-    """Pause until `condition()` holds; fail after 5 s."""
-    for _ in range(100):
-        if condition():
-            return
-        await pilot.pause(0.05)
-    raise AssertionError("the condition never held")
+async def settle(
+    pilot: Pilot[Any], posted: Posted, bus: WireBus, *events: ev.Event
+) -> Conversation:
+    """Send `events` on `bus`, wait until the pane has handled them, and return the pane."""
+    await posted.deliver(pilot, bus, *events)
+    return pilot.app.query_one(Conversation)
 
 
 def header(block: Widget) -> str:
@@ -108,9 +90,12 @@ def text(delta: str) -> ev.ContentPart:
 
 
 async def test_a_turn_streams_into_blocks_and_a_retry_discards_the_partial_answer() -> None:
-    bus = WireBus()
-    async with Host(bus).run_test(size=(100, 60)) as pilot:
-        for event in (
+    bus, posted = WireBus(), Posted()
+    async with host(bus).run_test(size=(100, 60), message_hook=posted) as pilot:
+        conversation = await settle(
+            pilot,
+            posted,
+            bus,
             ev.TurnBegin(user_input="Make hello.py say hello"),
             ev.StepBegin(n=1),
             ev.ContentPart(part=ThinkPart(think="A one-line ")),
@@ -119,39 +104,46 @@ async def test_a_turn_streams_into_blocks_and_a_retry_discards_the_partial_answe
             text("**hello.py**."),
             call("t1", "StrReplaceFile"),
             ev.ToolCallPart(id="t1", arguments_delta='{"path": "hel'),
-        ):
-            bus.send(event)
-        conversation = await settle(pilot)
+        )
         tool = conversation.query_one(ToolBlock)
         assert header(tool) == "▸ StrReplaceFile  running…"
 
-        bus.send(ev.ToolCallPart(id="t1", arguments_delta='lo.py", "edit": {"old": "hi"}}'))
-        bus.send(
+        await settle(
+            pilot,
+            posted,
+            bus,
+            ev.ToolCallPart(id="t1", arguments_delta='lo.py", "edit": {"old": "hi"}}'),
             ev.ApprovalRequest(
                 id="a1", tool_call_id="t1", action="edit file", description="", display=[DIFF]
-            )
+            ),
         )
-        await settle(pilot)
         assert header(tool) == "▾ StrReplaceFile hello.py  waiting for approval"
         assert tool.expanded, "an edit opens to show its diff"
 
-        bus.send(ev.ApprovalResolved(id="a1", response="approve"))
-        await settle(pilot)
+        await settle(pilot, posted, bus, ev.ApprovalResolved(id="a1", response="approve"))
         assert header(tool) == "▾ StrReplaceFile hello.py  running…"
 
         brief = ev.BriefBlock(text="1 edit")
-        bus.send(ev.ToolResult(tool_call_id="t1", message="File edited.", display=[brief, DIFF]))
-        bus.send(ev.StepBegin(n=2))
-        bus.send(text("Partial answ"))
-        conversation = await settle(pilot)
+        conversation = await settle(
+            pilot,
+            posted,
+            bus,
+            ev.ToolResult(tool_call_id="t1", message="File edited.", display=[brief, DIFF]),
+            ev.StepBegin(n=2),
+            text("Partial answ"),
+        )
         assert "assistant: Partial answ" in describe(conversation)
 
         error = "Connection reset by peer"
-        bus.send(ev.StepRetry(n=2, attempt=1, max_attempts=3, wait_s=0.4, error=error))
-        bus.send(text("Done: it says hello."))
-        bus.send(ev.Error(message="demo/model: the model stopped answering"))
-        bus.send(ev.TurnEnd())
-        conversation = await settle(pilot)
+        conversation = await settle(
+            pilot,
+            posted,
+            bus,
+            ev.StepRetry(n=2, attempt=1, max_attempts=3, wait_s=0.4, error=error),
+            text("Done: it says hello."),
+            ev.Error(message="demo/model: the model stopped answering"),
+            ev.TurnEnd(),
+        )
 
         assert describe(conversation) == [
             "user: Make hello.py say hello",
@@ -177,13 +169,11 @@ async def test_a_long_answer_goes_on_in_new_blocks_at_paragraph_breaks_outside_c
     code = "```python\n" + f"x = '{'a' * 90}'\n\n" * 25 + "```\n\n"
     fragments = [paragraph, "\n\n", paragraph, "\n\n", *code.splitlines(keepends=True)]
     fragments += ["   indented, so it continues\n\n", "Last paragraph.\n"]
-    bus = WireBus()
-    async with Host(bus).run_test(size=(100, 60)) as pilot:
-        bus.send(ev.StepBegin(n=1))
-        for fragment in fragments:
-            bus.send(text(fragment))
-        bus.send(ev.TurnEnd())
-        conversation = await settle(pilot)
+    bus, posted = WireBus(), Posted()
+    async with host(bus).run_test(size=(100, 60), message_hook=posted) as pilot:
+        conversation = await settle(
+            pilot, posted, bus, ev.StepBegin(n=1), *map(text, fragments), ev.TurnEnd()
+        )
         assert conversation.pending_count == 0
         assert [block.source for block in conversation.query(AssistantBlock)] == [
             f"{paragraph}\n\n{paragraph}\n\n",
@@ -194,17 +184,14 @@ async def test_a_long_answer_goes_on_in_new_blocks_at_paragraph_breaks_outside_c
 
 async def test_a_retry_also_discards_parts_of_the_answer_that_left_the_dom() -> None:
     paragraph = " ".join(["word"] * 420) + ".\n\n"
-    bus = WireBus()
-    async with Host(bus).run_test(size=(80, 12)) as pilot:
-        bus.send(ev.TurnBegin(user_input="Write a lot"))
-        bus.send(ev.StepBegin(n=1))
-        for _ in range(6):
-            bus.send(text(paragraph))
-        conversation = await settle(pilot)
+    bus, posted = WireBus(), Posted()
+    async with host(bus).run_test(size=(80, 12), message_hook=posted) as pilot:
+        begin = [ev.TurnBegin(user_input="Write a lot"), ev.StepBegin(n=1)]
+        conversation = await settle(pilot, posted, bus, *begin, *[text(paragraph)] * 6)
         await wait_for(pilot, lambda: conversation.pending_count > 0)  # left the DOM
 
-        bus.send(ev.StepRetry(n=1, attempt=1, max_attempts=3, wait_s=1, error="timeout"))
-        conversation = await settle(pilot)
+        retry = ev.StepRetry(n=1, attempt=1, max_attempts=3, wait_s=1, error="timeout")
+        conversation = await settle(pilot, posted, bus, retry)
         # The user's message left the DOM too; with the answer gone it comes back.
         await wait_for(pilot, lambda: conversation.pending_count == 0)
         assert describe(conversation) == [
@@ -214,13 +201,16 @@ async def test_a_retry_also_discards_parts_of_the_answer_that_left_the_dom() -> 
 
 
 async def test_tool_results_show_ok_error_and_rejected() -> None:
-    bus = WireBus()
-    async with Host(bus).run_test(size=(100, 40)) as pilot:
+    bus, posted = WireBus(), Posted()
+    async with host(bus).run_test(size=(100, 40), message_hook=posted) as pilot:
         rejected = (
             "The tool call is rejected by the user. "
             "Stop what you are doing and wait for the user to tell you how to proceed."
         )
-        for event in (
+        conversation = await settle(
+            pilot,
+            posted,
+            bus,
             ev.TurnBegin(user_input="Clean up"),
             ev.StepBegin(n=1),
             call("s1", "Shell", '{"command": "ls"}'),
@@ -240,9 +230,7 @@ async def test_tool_results_show_ok_error_and_rejected() -> None:
                 message="rg exited with code 2",
                 display=[ev.BriefBlock(text="search failed")],
             ),
-        ):
-            bus.send(event)
-        conversation = await settle(pilot)
+        )
         ok, refused, failed = conversation.query(ToolBlock)
         assert header(ok) == "▸ Shell ls  ✔ Command executed."
         assert header(refused) == "▸ Shell rm -rf build  ⊘ Rejected by user"
@@ -255,13 +243,17 @@ async def test_tool_results_show_ok_error_and_rejected() -> None:
 
 
 async def test_long_output_shows_its_first_lines_and_how_many_more() -> None:
-    bus = WireBus()
-    async with Host(bus).run_test(size=(100, 60)) as pilot:
+    bus, posted = WireBus(), Posted()
+    async with host(bus).run_test(size=(100, 60), message_hook=posted) as pilot:
         output = "".join(f"line {n}\n" for n in range(1, 51))
-        bus.send(ev.StepBegin(n=1))
-        bus.send(call("r1", "ReadFile", '{"path": "big.txt"}'))
-        bus.send(ev.ToolResult(tool_call_id="r1", output=output, message="50 lines read."))
-        conversation = await settle(pilot)
+        conversation = await settle(
+            pilot,
+            posted,
+            bus,
+            ev.StepBegin(n=1),
+            call("r1", "ReadFile", '{"path": "big.txt"}'),
+            ev.ToolResult(tool_call_id="r1", output=output, message="50 lines read."),
+        )
         block = conversation.query_one(ToolBlock)
         block.toggle()
         shown = str(block.render())
@@ -270,18 +262,19 @@ async def test_long_output_shows_its_first_lines_and_how_many_more() -> None:
 
 
 async def test_an_interrupted_step_keeps_what_was_shown() -> None:
-    bus = WireBus()
-    async with Host(bus).run_test() as pilot:
-        for event in (
+    bus, posted = WireBus(), Posted()
+    async with host(bus).run_test(message_hook=posted) as pilot:
+        conversation = await settle(
+            pilot,
+            posted,
+            bus,
             ev.TurnBegin(user_input="Run the tests"),
             ev.StepBegin(n=1),
             text("Running them now."),
             call("s1", "Shell", '{"command": "pytest"}'),
             ev.StepInterrupted(reason="interrupted by the user"),
             ev.TurnEnd(),
-        ):
-            bus.send(event)
-        conversation = await settle(pilot)
+        )
         assert describe(conversation) == [
             "user: Run the tests",
             "assistant: Running them now.",
@@ -290,28 +283,32 @@ async def test_an_interrupted_step_keeps_what_was_shown() -> None:
         ]
 
         failure = "demo/model: 503 Service Unavailable"
-        for failed in (
+        conversation = await settle(
+            pilot,
+            posted,
+            bus,
             ev.TurnBegin(user_input="Try again"),
             ev.StepBegin(n=1),
             ev.StepInterrupted(reason=failure),
             ev.Error(message=failure),
             ev.TurnEnd(),
-        ):
-            bus.send(failed)
-        conversation = await settle(pilot)
+        )
         assert describe(conversation)[-2:] == ["user: Try again", f"error: ✘ {failure}"]
 
 
 async def test_compaction_revert_restore_clear_reminders_and_warnings_are_marked() -> None:
-    bus = WireBus()
-    async with Host(bus).run_test(size=(120, 50)) as pilot:
-        bus.send(ev.CompactionBegin(strategy="LLMSummaryCompaction"))
-        conversation = await settle(pilot)
+    bus, posted = WireBus(), Posted()
+    async with host(bus).run_test(size=(120, 50), message_hook=posted) as pilot:
+        begin = ev.CompactionBegin(strategy="LLMSummaryCompaction")
+        conversation = await settle(pilot, posted, bus, begin)
         running = conversation.query_one(MarkerBlock)
         assert running.text == "── compacting… ──"
         assert running.has_class("-running")
 
-        for event in (
+        conversation = await settle(
+            pilot,
+            posted,
+            bus,
             ev.CompactionEnd(tokens_before=48_000, tokens_after=3_000, rotated_file="context_1"),
             ev.ContextReverted(checkpoint_id=3, rotated_file="context_2.jsonl", reason="dmail"),
             ev.ContextReverted(
@@ -329,9 +326,7 @@ async def test_compaction_revert_restore_clear_reminders_and_warnings_are_marked
                 ]
             ),
             ev.Warning(message="Stopped after 100 steps."),
-        ):
-            bus.send(event)
-        conversation = await settle(pilot)
+        )
         assert describe(conversation) == [
             "marker: ── compacted: 48k → 3k tokens (LLMSummaryCompaction) ──",
             "marker: ── reverted to checkpoint 3 (D-Mail) ──",
@@ -356,10 +351,10 @@ def kimi_messages(name: str) -> list[Message]:
 
 
 async def test_a_kimi_session_renders_its_messages_tool_results_and_diffs() -> None:
-    async with Host(WireBus()).run_test(size=(120, 60)) as pilot:
+    async with host(WireBus()).run_test(size=(120, 60)) as pilot:
         conversation = pilot.app.query_one(Conversation)
         messages = kimi_messages("context_1.jsonl")
-        await conversation.load_history(messages, KIMI_FIXTURE / "wire.jsonl")
+        await conversation.load_history(messages, PastResults.read(KIMI_FIXTURE / "wire.jsonl"))
         await pilot.pause()
         lines = describe(conversation)
         assert lines[:8] == [
@@ -393,7 +388,7 @@ async def test_a_kimi_session_after_compaction_shows_the_summary_block(tmp_path:
     context = Context(folder / "context.jsonl")
     await context.restore()
     try:
-        async with Host(WireBus()).run_test(size=(120, 40)) as pilot:
+        async with host(WireBus()).run_test(size=(120, 40)) as pilot:
             conversation = pilot.app.query_one(Conversation)
             await conversation.load_history(context.history)
             await pilot.pause()
@@ -436,7 +431,7 @@ async def test_restored_markers_d_mail_errors_and_rejections() -> None:
         tool_message("c2", "<system>ERROR: Command failed with exit code 1.</system>", "boom"),
         Message(role="user", content=[TextPart(text=dmail)]),
     ]
-    async with Host(WireBus()).run_test(size=(120, 40)) as pilot:
+    async with host(WireBus()).run_test(size=(120, 40)) as pilot:
         conversation = pilot.app.query_one(Conversation)
         await conversation.load_history(messages)
         await pilot.pause()
@@ -479,19 +474,18 @@ async def test_restored_tool_blocks_take_their_brief_from_the_wire(tmp_path: Pat
         Message(role="assistant", content="Testing.", tool_calls=[shell]),
         tool_message("c1", "<system>Command executed successfully.</system>", "ok"),
     ]
-    async with Host(WireBus()).run_test() as pilot:
+    async with host(WireBus()).run_test() as pilot:
         conversation = pilot.app.query_one(Conversation)
-        await conversation.load_history(messages, wire)
+        await conversation.load_history(messages, PastResults.read(wire))
         await pilot.pause()
         assert header(conversation.query_one(ToolBlock)) == "▸ Shell make test  ✔ exit 0, 12 tests"
 
 
 async def test_live_blocks_beyond_max_blocks_are_pruned_with_a_marker() -> None:
-    bus = WireBus()
-    async with Host(bus, max_blocks=5).run_test() as pilot:
-        for n in range(8):
-            bus.send(ev.TurnBegin(user_input=f"question {n}"))
-        conversation = await settle(pilot)
+    bus, posted = WireBus(), Posted()
+    async with host(bus, max_blocks=5).run_test(message_hook=posted) as pilot:
+        questions = [ev.TurnBegin(user_input=f"question {n}") for n in range(8)]
+        conversation = await settle(pilot, posted, bus, *questions)
         assert describe(conversation) == [f"user: question {n}" for n in range(3, 8)]
         marker = conversation.children[0]
         assert isinstance(marker, PruneMarker)
@@ -507,7 +501,7 @@ def chat(turns: int) -> list[Message]:
 
 
 async def test_a_long_history_keeps_the_newest_blocks_and_mounts_old_ones_on_scrolling_up() -> None:
-    async with Host(WireBus(), max_blocks=100).run_test(size=(80, 24)) as pilot:
+    async with host(WireBus(), max_blocks=100).run_test(size=(80, 24)) as pilot:
         conversation = pilot.app.query_one(Conversation)
         await conversation.load_history(chat(1650))  # 3,300 messages
         await pilot.pause()
@@ -537,8 +531,8 @@ async def test_a_long_history_keeps_the_newest_blocks_and_mounts_old_ones_on_scr
 
 
 async def test_blocks_far_above_the_bottom_leave_the_dom_and_come_back_in_order() -> None:
-    bus = WireBus()
-    async with Host(bus).run_test(size=(80, 24)) as pilot:
+    bus, posted = WireBus(), Posted()
+    async with host(bus).run_test(size=(80, 24), message_hook=posted) as pilot:
         conversation = pilot.app.query_one(Conversation)
         await conversation.load_history(chat(60))
         await pilot.pause()
@@ -550,8 +544,7 @@ async def test_blocks_far_above_the_bottom_leave_the_dom_and_come_back_in_order(
         conversation.anchor()
         await pilot.pause()
 
-        bus.send(ev.TurnBegin(user_input="one more"))
-        await settle(pilot)
+        await settle(pilot, posted, bus, ev.TurnBegin(user_input="one more"))
         await wait_for(pilot, lambda: len(conversation.blocks) < 60)  # old ones were unmounted
         assert conversation.pending_count + len(conversation.blocks) == 121
 
@@ -571,23 +564,26 @@ async def test_blocks_far_above_the_bottom_leave_the_dom_and_come_back_in_order(
 
 
 async def test_clear_removes_every_block() -> None:
-    bus = WireBus()
-    async with Host(bus, max_blocks=2).run_test() as pilot:
-        for n in range(3):
-            bus.send(ev.TurnBegin(user_input=f"question {n}"))
-        conversation = await settle(pilot)
+    bus, posted = WireBus(), Posted()
+    async with host(bus, max_blocks=2).run_test(message_hook=posted) as pilot:
+        questions = [ev.TurnBegin(user_input=f"question {n}") for n in range(3)]
+        conversation = await settle(pilot, posted, bus, *questions)
         await conversation.clear()
         assert list(conversation.children) == []
         assert conversation.hidden_count == 0
 
 
 async def test_the_keyboard_cursor_opens_and_closes_blocks() -> None:
-    bus = WireBus()
-    async with Host(bus).run_test() as pilot:
-        bus.send(ev.StepBegin(n=1))
-        bus.send(call("r1", "ReadFile", '{"path": "a.txt"}'))
-        bus.send(call("r2", "ReadFile", '{"path": "b.txt"}'))
-        conversation = await settle(pilot)
+    bus, posted = WireBus(), Posted()
+    async with host(bus).run_test(message_hook=posted) as pilot:
+        conversation = await settle(
+            pilot,
+            posted,
+            bus,
+            ev.StepBegin(n=1),
+            call("r1", "ReadFile", '{"path": "a.txt"}'),
+            call("r2", "ReadFile", '{"path": "b.txt"}'),
+        )
         first, second = conversation.query(ToolBlock)
         conversation.focus()
         await pilot.press("alt+up")
@@ -598,15 +594,36 @@ async def test_the_keyboard_cursor_opens_and_closes_blocks() -> None:
         assert not first.expanded
 
 
+async def test_the_pane_is_posted_its_events_in_the_order_they_were_sent() -> None:
+    bus, posted = WireBus(), Posted()
+    events = [
+        ev.TurnBegin(user_input="Read it"),
+        ev.StepBegin(n=1),
+        *(text(f"word {n} ") for n in range(50)),
+        call("r1", "ReadFile", '{"path": "a.txt"}'),
+        ev.ToolResult(tool_call_id="r1", output="a", message="1 line read."),
+        ev.TurnEnd(),
+    ]
+    async with host(bus).run_test(message_hook=posted) as pilot:
+        conversation = await settle(pilot, posted, bus, *events)
+        assert posted.wire_events == events
+        assert describe(conversation) == [
+            "user: Read it",
+            "assistant: " + "".join(f"word {n} " for n in range(50)),
+            "tool: ▸ ReadFile a.txt  ✔ 1 line read.",
+        ]
+
+
 async def test_the_pane_unsubscribes_when_unmounted() -> None:
-    bus = WireBus()
-    async with Host(bus).run_test() as pilot:
+    bus, posted = WireBus(), Posted()
+    async with host(bus).run_test(message_hook=posted) as pilot:
         conversation = pilot.app.query_one(Conversation)
         assert bus._subscriptions
         await conversation.remove()
         assert not bus._subscriptions
         bus.send(ev.TurnBegin(user_input="nobody listens"))
         await pilot.pause()
+        assert posted.wire_events == []
 
 
 def test_the_summary_is_the_main_argument() -> None:

@@ -14,8 +14,8 @@ from typing import Any
 
 import pytest
 from rich.console import Console
-from textual import events, on
-from textual.app import App, ComposeResult
+from textual import events
+from textual.app import App
 from textual.screen import Screen
 
 from kode_tui.message import FunctionBody, Message, TextPart, ThinkPart, ToolCall
@@ -30,17 +30,18 @@ from kode_tui.ui.screens.dialogs import ContextScreen, LockedScreen
 from kode_tui.ui.screens.diff import DiffScreen
 from kode_tui.ui.screens.sessions import SessionPicker
 from kode_tui.ui.screens.timetravel import RevertDialog
-from kode_tui.ui.widgets import timeline as timeline_module
-from kode_tui.ui.widgets.conversation import Conversation, FoldingBlock
+from kode_tui.ui.widgets.blocks import FoldingBlock
+from kode_tui.ui.widgets.conversation import Conversation
 from kode_tui.ui.widgets.history import HistoryPane
 from kode_tui.ui.widgets.prompt import PromptInput
 from kode_tui.ui.widgets.timeline import CheckpointDetails, CheckpointTimeline
 from kode_tui.wire import WireBus
 from kode_tui.wire import events as ev
 from tests.test_ui_approval import ApprovalHost
-from tests.test_ui_conversation import settle
-from tests.test_ui_screens import PickerApp, loaded, make_session
-from tests.ui_helpers import make_app, ready, send, wait_for
+from tests.test_ui_conversation import host, settle
+from tests.test_ui_screens import loaded, make_session
+from tests.test_ui_side_panes import PanesHost
+from tests.ui_helpers import Host, Posted, make_app, ready, send, wait_for
 
 ESC = "\x1b"
 HIDE = f"{ESC}[8m"
@@ -96,17 +97,8 @@ def assert_shown_visibly(text: str) -> None:
 # --- conversation --------------------------------------------------------------------------------
 
 
-class Host(App[None]):
-    def __init__(self, bus: WireBus) -> None:
-        super().__init__()
-        self.bus = bus
-
-    def compose(self) -> ComposeResult:
-        yield Conversation(self.bus, id="conversation")
-
-
 async def open_every_block(pilot: Any) -> None:
-    conversation = await settle(pilot)
+    conversation = pilot.app.query_one(Conversation)
     for block in conversation.query(FoldingBlock):
         block.expanded = True
     await pilot.pause()
@@ -115,10 +107,13 @@ async def open_every_block(pilot: Any) -> None:
 
 
 async def test_the_conversation_shows_escapes_in_live_events_visibly() -> None:
-    bus = WireBus()
+    bus, posted = WireBus(), Posted()
     arguments = '{"command": "echo \\u001b[8m hidden \\u009b \\u202e"}'
-    async with Host(bus).run_test(size=(200, 120)) as pilot:
-        for event in (
+    async with host(bus).run_test(size=(200, 120), message_hook=posted) as pilot:
+        await settle(
+            pilot,
+            posted,
+            bus,
             ev.TurnBegin(user_input=f"user {HOSTILE}"),
             ev.StepBegin(n=1),
             ev.ContentPart(part=ThinkPart(think=f"think {HOSTILE}")),
@@ -141,8 +136,7 @@ async def test_the_conversation_shows_escapes_in_live_events_visibly() -> None:
             ev.ContextReverted(checkpoint_id=1, rotated_file="c_1.jsonl", files_restored=[HOSTILE]),
             ev.Warning(message=f"warning {HOSTILE}"),
             ev.Error(message=f"error {HOSTILE}"),
-        ):
-            bus.send(event)
+        )
         await open_every_block(pilot)
         shown = terminal_text(pilot.app)
 
@@ -167,10 +161,10 @@ async def test_a_restored_conversation_shows_escapes_visibly() -> None:
         ),
         Message(role="tool", tool_call_id="t1", content=f"output {HOSTILE}"),
     ]
-    bus = WireBus()
-    async with Host(bus).run_test(size=(200, 80)) as pilot:
+    async with host(WireBus()).run_test(size=(200, 80)) as pilot:
         conversation = pilot.app.query_one(Conversation)
         await conversation.load_history(messages)
+        await pilot.pause()
         await open_every_block(pilot)
         shown = terminal_text(pilot.app)
 
@@ -196,11 +190,10 @@ def shell(command: str, scope: str = "exactly this command") -> ev.ApprovalReque
 
 async def approval_shown(request: ev.ApprovalRequest, *, size: tuple[int, int]) -> str:
     """What the terminal shows once the approval panel shows `request`."""
-    bus = WireBus()
+    bus, posted = WireBus(), Posted()
     app = ApprovalHost(bus)
-    async with app.run_test(size=size) as pilot:
-        bus.send(request)
-        await pilot.pause()
+    async with app.run_test(size=size, message_hook=posted) as pilot:
+        await posted.deliver(pilot, bus, request)
         return terminal_text(app)
 
 
@@ -241,19 +234,8 @@ async def test_the_approval_keeps_the_last_lines_of_a_long_command_in_sight(
 # --- full-view, compare, revert and dialog screens -----------------------------------------------
 
 
-class ScreenHost(App[None]):
-    """Pushes one screen."""
-
-    def __init__(self, screen: Screen[Any]) -> None:
-        super().__init__()
-        self.pushed = screen
-
-    def on_mount(self) -> None:
-        self.push_screen(self.pushed)
-
-
 async def shown_on(screen: Screen[Any], size: tuple[int, int] = (220, 60)) -> str:
-    app = ScreenHost(screen)
+    app = Host(screen=screen)
     async with app.run_test(size=size) as pilot:
         await pilot.pause()
         return terminal_text(app)
@@ -332,21 +314,11 @@ async def test_timeline_rows_details_and_history_rows_show_escapes_visibly(tmp_p
     )
     bus = WireBus()
 
-    class Panes(App[None]):
-        CSS_PATH = str(Path(timeline_module.__file__).with_name("context.tcss"))
-
-        def compose(self) -> ComposeResult:
-            yield CheckpointTimeline(bus, context)
-            yield CheckpointDetails()
-            yield HistoryPane(bus, context)
-
-        @on(CheckpointTimeline.Highlighted)
-        def _details(self, event: CheckpointTimeline.Highlighted) -> None:
-            self.query_one(CheckpointDetails).show(event.details_text)
-
     await context.restore_from(context.rotations()[0].path)
     try:
-        app = Panes()
+        app = PanesHost(
+            CheckpointTimeline(bus, context), CheckpointDetails(), HistoryPane(bus, context)
+        )
         async with app.run_test(size=(120, 60)) as pilot:
             history = app.query_one(HistoryPane)
             for _ in range(100):
@@ -389,7 +361,7 @@ async def test_the_sessions_picker_shows_hostile_titles_visibly(tmp_path: Path) 
     work_dir = tmp_path / "work"
     work_dir.mkdir()
     await make_session(work_dir, f"title {HOSTILE}", messages=2, tokens=None, age=60)
-    app = PickerApp(SessionPicker(work_dir))
+    app = Host(screen=SessionPicker(work_dir))
     async with app.run_test(size=(200, 30)) as pilot:
         await loaded(pilot)
         shown = terminal_text(app)
@@ -402,10 +374,10 @@ async def test_the_sessions_picker_shows_hostile_titles_visibly(tmp_path: Path) 
 
 
 async def test_a_warning_event_shows_as_a_notice_in_the_conversation() -> None:
-    bus = WireBus()
-    async with Host(bus).run_test(size=(120, 20)) as pilot:
-        bus.send(ev.Warning(message="2 damaged lines of context.jsonl were skipped\nsee the log"))
-        await settle(pilot)
+    bus, posted = WireBus(), Posted()
+    async with host(bus).run_test(size=(120, 20), message_hook=posted) as pilot:
+        warning = ev.Warning(message="2 damaged lines of context.jsonl were skipped\nsee the log")
+        await settle(pilot, posted, bus, warning)
         shown = terminal_text(pilot.app)
 
     assert "⚠ 2 damaged lines of context.jsonl were skipped" in shown
@@ -415,11 +387,7 @@ async def test_a_warning_event_shows_as_a_notice_in_the_conversation() -> None:
 
 
 async def test_text_pasted_or_put_into_the_prompt_shows_escapes_visibly(tmp_path: Path) -> None:
-    class PromptHost(App[None]):
-        def compose(self) -> ComposeResult:
-            yield PromptInput(tmp_path)
-
-    app = PromptHost()
+    app = Host(PromptInput(tmp_path))
     async with app.run_test(size=(200, 10)) as pilot:
         prompt = app.query_one(PromptInput)
         # As a revert or "copy to the prompt" of a preview puts model text there.

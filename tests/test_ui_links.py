@@ -11,8 +11,8 @@ from textual.widgets import Markdown
 from kode_tui.message import TextPart
 from kode_tui.wire import WireBus
 from kode_tui.wire import events as ev
-from tests.test_ui_conversation import settle
-from tests.test_ui_escapes import Host
+from tests.test_ui_conversation import host, settle
+from tests.ui_helpers import Posted
 
 
 @pytest.mark.parametrize(
@@ -30,8 +30,8 @@ from tests.test_ui_escapes import Host
 async def test_only_web_links_in_an_answer_open(
     href: str, opens: bool, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    bus = WireBus()
-    app = Host(bus)
+    bus, posted = WireBus(), Posted()
+    app = host(bus)
     opened: list[str] = []
     notes: list[str] = []
 
@@ -43,10 +43,9 @@ async def test_only_web_links_in_an_answer_open(
 
     monkeypatch.setattr(app, "open_url", open_url)
     monkeypatch.setattr(app, "notify", notify)
-    async with app.run_test() as pilot:
-        bus.send(ev.TurnBegin(user_input="hi"))
-        bus.send(ev.ContentPart(part=TextPart(text=f"See [the docs]({href}).\n")))
-        conversation = await settle(pilot)
+    async with app.run_test(message_hook=posted) as pilot:
+        answer_text = ev.ContentPart(part=TextPart(text=f"See [the docs]({href}).\n"))
+        conversation = await settle(pilot, posted, bus, ev.TurnBegin(user_input="hi"), answer_text)
         answer = conversation.query_one("AssistantBlock", Markdown)
         answer.post_message(Markdown.LinkClicked(answer, href))
         await pilot.pause()

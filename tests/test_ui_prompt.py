@@ -11,7 +11,7 @@ from typing import ClassVar
 
 import pytest
 from textual import events
-from textual.app import App, ComposeResult
+from textual.app import App
 from textual.binding import Binding, BindingType
 from textual.pilot import Pilot
 from textual.widgets import Static
@@ -24,6 +24,7 @@ from kode_tui.ui.widgets.prompt import (
     match_commands,
     match_paths,
 )
+from tests.ui_helpers import Host
 
 COMMANDS = [
     ("/clear", "Start a fresh context"),
@@ -33,24 +34,19 @@ COMMANDS = [
 ]
 
 
-class PromptHost(App[None]):
-    CSS_PATH = Path(prompt_module.__file__).with_name("prompt.tcss")
+class PromptHost(Host):
     # Stands in for the App's Esc, which interrupts a running turn.
     BINDINGS: ClassVar[list[BindingType]] = [Binding("escape", "interrupt", "Interrupt")]
     CSS = "#conversation { height: 1fr; }"
 
     def __init__(self, work_dir: Path, history: Sequence[str] = ()) -> None:
-        super().__init__()
-        self.work_dir = work_dir
-        self.initial_history = list(history)
+        super().__init__(
+            Static("conversation", id="conversation"),
+            PromptInput(work_dir, commands=COMMANDS, history=list(history), id="prompt"),
+            css_path=Path(prompt_module.__file__).with_name("prompt.tcss"),
+        )
         self.submitted: list[str] = []
         self.interrupts = 0
-
-    def compose(self) -> ComposeResult:
-        yield Static("conversation", id="conversation")
-        yield PromptInput(
-            self.work_dir, commands=COMMANDS, history=self.initial_history, id="prompt"
-        )
 
     def on_mount(self) -> None:
         prompt = self.query_one(PromptInput)

@@ -21,6 +21,7 @@ from kode_tui.session.catalog import ContextStats, read_context_stats
 from kode_tui.ui.screens.help import HelpScreen, collect_bindings, focused_help
 from kode_tui.ui.screens.sessions import EMPTY_HERE, SessionPicker
 from kode_tui.ui.themes import load_themes, register_themes, theme_names, watch_user_themes
+from tests.ui_helpers import Host
 
 # --- Themes -------------------------------------------------------------------------------------
 
@@ -123,16 +124,6 @@ async def make_session(
     return session
 
 
-class PickerApp(App[None]):
-    def __init__(self, picker: SessionPicker) -> None:
-        super().__init__()
-        self.picker = picker
-        self.results: list[Session | None] = []
-
-    def on_mount(self) -> None:
-        self.push_screen(self.picker, callback=self.results.append)
-
-
 async def loaded(pilot: Pilot[None]) -> None:
     await pilot.pause()
     await pilot.app.workers.wait_for_complete()
@@ -166,7 +157,7 @@ async def test_the_picker_lists_the_sessions_newest_first_with_title_messages_an
     await Session.create(work_dir)  # nobody talked in it: not listed
 
     picker = SessionPicker(work_dir, current_id=old.id)
-    async with PickerApp(picker).run_test(size=(120, 30)) as pilot:
+    async with Host(screen=picker).run_test(size=(120, 30)) as pilot:
         await loaded(pilot)
 
         assert column(picker, "Title") == ["Add a README", "Fix the parser"]
@@ -186,7 +177,7 @@ async def test_typing_filters_by_title_and_enter_opens_the_highlighted_session(
     await make_session(work_dir, "Add a README", messages=2, tokens=100, age=30)
 
     picker = SessionPicker(work_dir)
-    app = PickerApp(picker)
+    app = Host(screen=picker)
     async with app.run_test(size=(120, 30)) as pilot:
         await loaded(pilot)
         assert isinstance(picker.focused, Input)
@@ -205,7 +196,7 @@ async def test_typing_filters_by_title_and_enter_opens_the_highlighted_session(
 async def test_a_filter_matching_nothing_says_so(work_dir: Path) -> None:
     await make_session(work_dir, "Fix the parser", messages=2, tokens=100, age=60)
     picker = SessionPicker(work_dir)
-    app = PickerApp(picker)
+    app = Host(screen=picker)
     async with app.run_test(size=(120, 30)) as pilot:
         await loaded(pilot)
         await pilot.press(*"zzz", "enter")
@@ -218,7 +209,7 @@ async def test_a_filter_matching_nothing_says_so(work_dir: Path) -> None:
 
 async def test_escape_closes_the_picker_with_none(work_dir: Path) -> None:
     await make_session(work_dir, "Fix the parser", messages=2, tokens=100, age=60)
-    app = PickerApp(SessionPicker(work_dir))
+    app = Host(screen=SessionPicker(work_dir))
     async with app.run_test(size=(120, 30)) as pilot:
         await loaded(pilot)
         await pilot.press("escape")
@@ -229,7 +220,7 @@ async def test_escape_closes_the_picker_with_none(work_dir: Path) -> None:
 
 async def test_a_work_dir_without_sessions_says_so(work_dir: Path) -> None:
     picker = SessionPicker(work_dir)
-    async with PickerApp(picker).run_test(size=(120, 30)) as pilot:
+    async with Host(screen=picker).run_test(size=(120, 30)) as pilot:
         await loaded(pilot)
 
         assert rows(picker) == []
@@ -250,7 +241,7 @@ async def test_ctrl_a_lists_the_sessions_of_every_work_dir(work_dir: Path, tmp_p
     os.utime(stranger / "context.jsonl", (time.time() - 7200, time.time() - 7200))
 
     picker = SessionPicker(work_dir)
-    app = PickerApp(picker)
+    app = Host(screen=picker)
     async with app.run_test(size=(140, 30)) as pilot:
         await loaded(pilot)
         assert column(picker, "Title") == ["Here"]
@@ -275,7 +266,7 @@ async def test_the_all_work_dirs_switch_can_be_clicked(work_dir: Path, tmp_path:
     other_dir.mkdir()
     await make_session(other_dir, "Elsewhere", messages=2, tokens=None, age=30)
     picker = SessionPicker(work_dir)
-    async with PickerApp(picker).run_test(size=(140, 30)) as pilot:
+    async with Host(screen=picker).run_test(size=(140, 30)) as pilot:
         await loaded(pilot)
         assert rows(picker) == []
 

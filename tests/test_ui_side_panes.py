@@ -7,16 +7,14 @@ import json
 import os
 import shutil
 import time
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 from textual import on
-from textual.app import App, ComposeResult
 from textual.color import Color
 from textual.geometry import Region
-from textual.message import Message
 from textual.pilot import Pilot
 from textual.widget import Widget
 
@@ -24,6 +22,7 @@ from kode_tui.message import FileEditRecord, FunctionBody, TextPart, ToolCall, s
 from kode_tui.message import Message as ChatMessage
 from kode_tui.session import Context, Rotation
 from kode_tui.soul.compaction import COMPACTION_OUTPUT_PREFIX
+from kode_tui.ui import widgets as widgets_module
 from kode_tui.ui.widgets.gauge import (
     MARKER,
     PENDING,
@@ -38,34 +37,23 @@ from kode_tui.wire.bus import WireBus
 
 from .conftest import KIMI_FIXTURE
 from .session_helpers import write_turns
+from .ui_helpers import Host, Posted, wait_for
 
 SIZE = (50, 40)
 
 
-class Host(App[None]):
-    """Mounts the widgets a test makes and records the messages they post."""
+class PanesHost(Host):
+    """Side panes alone, with their stylesheet and the main screen's glue between them: the
+    details of the highlighted checkpoint show in `CheckpointDetails`."""
 
-    # The panes' shared stylesheet, as KodeApp loads it.
-    CSS_PATH = str(Path(__file__).parent.parent / "kode_tui/ui/widgets/context.tcss")
-
-    def __init__(self, make: Callable[[], list[Widget]]) -> None:
-        super().__init__()
-        self._make = make
-        self.posted: list[Message] = []
-
-    def compose(self) -> ComposeResult:
-        yield from self._make()
+    def __init__(self, *widgets: Widget) -> None:
+        # The panes' shared stylesheet, as KodeApp loads it.
+        super().__init__(*widgets, css_path=Path(widgets_module.__file__).parent / "context.tcss")
 
     @on(CheckpointTimeline.Highlighted)
     def _details(self, event: CheckpointTimeline.Highlighted) -> None:
-        self.posted.append(event)
         for details in self.query(CheckpointDetails):
             details.show(event.details_text)
-
-    @on(CheckpointTimeline.RevertRequested)
-    @on(HistoryPane.PreviewRequested)
-    def _record(self, event: Message) -> None:
-        self.posted.append(event)
 
 
 def lines(widget: Widget) -> list[str]:
@@ -105,7 +93,7 @@ async def test_gauge_colour_and_numbers_follow_the_fill(
     tokens: int, level: str, colour: str, text: str
 ) -> None:
     bus = WireBus()
-    app = Host(lambda: [TokenGauge(bus)])
+    app = PanesHost(TokenGauge(bus))
     async with app.run_test(size=SIZE) as pilot:
         gauge = app.query_one(TokenGauge)
         bus.send(status(tokens))
@@ -124,7 +112,7 @@ async def test_gauge_colour_and_numbers_follow_the_fill(
 
 async def test_gauge_marks_the_compaction_trigger_under_the_bar() -> None:
     bus = WireBus()
-    app = Host(lambda: [TokenGauge(bus)])
+    app = PanesHost(TokenGauge(bus))
     async with app.run_test(size=SIZE) as pilot:
         gauge = app.query_one(TokenGauge)
         gauge.set_status(status(20_000))
@@ -140,7 +128,7 @@ async def test_gauge_marks_the_compaction_trigger_under_the_bar() -> None:
 
 async def test_gauge_shows_pending_tokens_in_a_lighter_shade() -> None:
     bus = WireBus()
-    app = Host(lambda: [TokenGauge(bus)])
+    app = PanesHost(TokenGauge(bus))
     async with app.run_test(size=SIZE) as pilot:
         gauge = app.query_one(TokenGauge)
         gauge.set_status(status(100_000, pending=20_000))
@@ -157,7 +145,7 @@ async def test_gauge_shows_pending_tokens_in_a_lighter_shade() -> None:
 
 async def test_gauge_says_compacting_between_begin_and_end() -> None:
     bus = WireBus()
-    app = Host(lambda: [TokenGauge(bus)])
+    app = PanesHost(TokenGauge(bus))
     async with app.run_test(size=SIZE) as pilot:
         gauge = app.query_one(TokenGauge)
         gauge.set_status(status(160_000))
@@ -173,7 +161,7 @@ async def test_gauge_says_compacting_between_begin_and_end() -> None:
 
 async def test_gauge_keeps_its_numbers_after_a_revert_until_the_next_status() -> None:
     bus = WireBus()
-    app = Host(lambda: [TokenGauge(bus)])
+    app = PanesHost(TokenGauge(bus))
     async with app.run_test(size=SIZE) as pilot:
         gauge = app.query_one(TokenGauge)
         gauge.set_status(status(124_000))
@@ -280,8 +268,8 @@ async def context(tmp_path: Path) -> AsyncIterator[Context]:
     await built.close()
 
 
-def timeline_app(bus: WireBus, context: Context) -> Host:
-    return Host(lambda: [CheckpointTimeline(bus, context), CheckpointDetails()])
+def timeline_app(bus: WireBus, context: Context) -> PanesHost:
+    return PanesHost(CheckpointTimeline(bus, context), CheckpointDetails())
 
 
 async def test_timeline_labels_each_checkpoint_by_what_follows_it(context: Context) -> None:
@@ -351,7 +339,8 @@ async def test_clearing_the_context_empties_the_timeline_and_its_details(
 ) -> None:
     bus = WireBus()
     app = timeline_app(bus, context)
-    async with app.run_test(size=SIZE) as pilot:
+    posted = Posted()
+    async with app.run_test(size=SIZE, message_hook=posted) as pilot:
         timeline = app.query_one(CheckpointTimeline)
         await settle(pilot)
         rotated = await context.clear()
@@ -360,7 +349,7 @@ async def test_clearing_the_context_empties_the_timeline_and_its_details(
         await settle(pilot)
         assert timeline.checkpoint_ids == []
         assert "no checkpoints yet" in lines(timeline)[1]
-        highlighted = [m for m in app.posted if isinstance(m, CheckpointTimeline.Highlighted)]
+        highlighted = posted.of(CheckpointTimeline.Highlighted)
         assert highlighted[-1].checkpoint_id is None
         assert "Highlight a checkpoint" in "\n".join(lines(app.query_one(CheckpointDetails)))
 
@@ -368,12 +357,13 @@ async def test_clearing_the_context_empties_the_timeline_and_its_details(
 async def test_highlighting_a_checkpoint_shows_its_details(context: Context) -> None:
     bus = WireBus()
     app = timeline_app(bus, context)
-    async with app.run_test(size=SIZE) as pilot:
+    posted = Posted()
+    async with app.run_test(size=SIZE, message_hook=posted) as pilot:
         timeline = app.query_one(CheckpointTimeline)
         timeline.focus()
         await pilot.press("home")
         await settle(pilot)
-        highlighted = [m for m in app.posted if isinstance(m, CheckpointTimeline.Highlighted)]
+        highlighted = posted.of(CheckpointTimeline.Highlighted)
         assert highlighted[-1].checkpoint_id == 0
         details = str(highlighted[-1].details_text)
         assert "Checkpoint 0 · 0 tokens\n0 messages before it\n" in details
@@ -392,18 +382,19 @@ async def test_highlighting_a_checkpoint_shows_its_details(context: Context) -> 
 async def test_enter_and_click_request_a_revert(context: Context) -> None:
     bus = WireBus()
     app = timeline_app(bus, context)
-    async with app.run_test(size=SIZE) as pilot:
+    posted = Posted()
+    async with app.run_test(size=SIZE, message_hook=posted) as pilot:
         timeline = app.query_one(CheckpointTimeline)
         timeline.focus()
         await pilot.press("home", "down", "enter")
         await settle(pilot)
-        reverts = [m for m in app.posted if isinstance(m, CheckpointTimeline.RevertRequested)]
+        reverts = posted.of(CheckpointTimeline.RevertRequested)
         assert [m.checkpoint_id for m in reverts] == [1]
         assert reverts[0].control is timeline
 
         await pilot.click(CheckpointTimeline, offset=(4, 1 + 4))  # the row of checkpoint 4
         await settle(pilot)
-        reverts = [m for m in app.posted if isinstance(m, CheckpointTimeline.RevertRequested)]
+        reverts = posted.of(CheckpointTimeline.RevertRequested)
         assert [m.checkpoint_id for m in reverts] == [1, 4]
 
 
@@ -459,20 +450,8 @@ async def test_timeline_of_2000_checkpoints_rebuilds_quickly(tmp_path: Path) -> 
 # --- history --------------------------------------------------------------------------------------
 
 
-def history_app(bus: WireBus, context: Context) -> Host:
-    return Host(lambda: [HistoryPane(bus, context)])
-
-
-async def wait_for(
-    pilot: Pilot[None], condition: Callable[[], bool], seconds: float = 2.0
-) -> float:
-    """Seconds until `condition` held; fails after `seconds`."""
-    started = time.monotonic()
-    while not condition():
-        if time.monotonic() - started > seconds:
-            raise AssertionError(f"not true within {seconds} s")
-        await pilot.pause(0.02)
-    return time.monotonic() - started
+def history_app(bus: WireBus, context: Context) -> PanesHost:
+    return PanesHost(HistoryPane(bus, context))
 
 
 async def test_history_of_a_kimi_session_lists_its_rotations_newest_first(
@@ -561,13 +540,14 @@ async def test_enter_on_a_rotation_requests_its_preview(tmp_path: Path) -> None:
     shutil.copytree(KIMI_FIXTURE, session)
     context = Context(session / "context.jsonl")
     app = history_app(WireBus(), context)
-    async with app.run_test(size=SIZE) as pilot:
+    posted = Posted()
+    async with app.run_test(size=SIZE, message_hook=posted) as pilot:
         pane = app.query_one(HistoryPane)
         await wait_for(pilot, lambda: len(pane.paths) == 3)
         pane.focus()
         await pilot.press("down", "enter")
         await settle(pilot)
-        previews = [m for m in app.posted if isinstance(m, HistoryPane.PreviewRequested)]
+        previews = posted.of(HistoryPane.PreviewRequested)
         assert [m.path for m in previews] == [session / "context_2.jsonl"]
 
 

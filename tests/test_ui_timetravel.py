@@ -2,51 +2,24 @@
 
 from __future__ import annotations
 
-import html
-import re
 import shutil
 from pathlib import Path
-from typing import Any, Generic, TypeVar
+from typing import Any
 
 import pytest
-from textual.app import App
 from textual.pilot import Pilot
-from textual.screen import Screen
-from textual.widgets import Static
 
 from kode_tui.message import Message
 from kode_tui.session.rotation import Rotation
 from kode_tui.session.timetravel import ContextSnapshot, FilePlan, read_snapshot
 from kode_tui.ui.screens.timetravel import PreviewScreen, RevertDialog
-from kode_tui.ui.widgets.conversation import USER_MARK, Conversation, UserBlock
+from kode_tui.ui.widgets.blocks import USER_MARK, UserBlock
+from kode_tui.ui.widgets.conversation import Conversation
 from tests.conftest import KIMI_FIXTURE
-
-ResultT = TypeVar("ResultT")
+from tests.ui_helpers import Host, screen_text, static_text
 
 ROTATED_AT = 1_700_000_000.0
 """A fixed rotation time, so that the age on screen does not depend on the clock."""
-
-
-class Host(App[None], Generic[ResultT]):
-    """Pushes one screen and records what it is dismissed with."""
-
-    def __init__(self, screen: Screen[ResultT]) -> None:
-        super().__init__()
-        self.pushed = screen
-        self.results: list[ResultT | None] = []
-
-    def on_mount(self) -> None:
-        self.push_screen(self.pushed, self.results.append)
-
-
-def screen_text(app: App[Any]) -> str:
-    svg = app.export_screenshot()
-    return html.unescape(re.sub(r"<[^>]+>", "", svg)).replace("\xa0", " ")
-
-
-def static_text(app: App[Any]) -> str:
-    """The text of the screen's Statics, unwrapped (sentences stay whole)."""
-    return "\n".join(str(static.render()) for static in app.screen.query(Static))
 
 
 def plan(path: str, action: Any) -> FilePlan:
@@ -75,7 +48,7 @@ def revert_dialog(files: list[FilePlan]) -> RevertDialog:
 
 
 async def test_revert_dialog_explains_what_leaves_and_what_each_file_becomes() -> None:
-    app: Host[Any] = Host(revert_dialog(MIXED_FILES))
+    app = Host(screen=revert_dialog(MIXED_FILES))
     async with app.run_test(size=(110, 36)) as pilot:
         await pilot.pause()
         text = static_text(app)
@@ -92,7 +65,7 @@ async def test_revert_dialog_explains_what_leaves_and_what_each_file_becomes() -
 
 
 async def test_revert_dialog_says_a_refused_file_is_left_as_it_is() -> None:
-    app: Host[Any] = Host(revert_dialog([plan(".git/hooks/pre-commit", "refused")]))
+    app = Host(screen=revert_dialog([plan(".git/hooks/pre-commit", "refused")]))
     async with app.run_test(size=(110, 36)) as pilot:
         await pilot.pause()
         text = static_text(app)
@@ -106,7 +79,7 @@ async def test_revert_dialog_says_a_refused_file_is_left_as_it_is() -> None:
     ("key", "expected"), [("c", "conversation"), ("f", "files"), ("escape", None)]
 )
 async def test_revert_dialog_keys_answer(key: str, expected: str | None) -> None:
-    app: Host[Any] = Host(revert_dialog(MIXED_FILES))
+    app = Host(screen=revert_dialog(MIXED_FILES))
     async with app.run_test() as pilot:
         await pilot.pause()
         await pilot.press(key)
@@ -116,7 +89,7 @@ async def test_revert_dialog_keys_answer(key: str, expected: str | None) -> None
 
 
 async def test_revert_dialog_buttons_answer_too() -> None:
-    app: Host[Any] = Host(revert_dialog(MIXED_FILES))
+    app = Host(screen=revert_dialog(MIXED_FILES))
     async with app.run_test(size=(110, 36)) as pilot:
         await pilot.pause()
         await pilot.click("#revert-with-files")
@@ -132,7 +105,7 @@ async def test_revert_dialog_buttons_answer_too() -> None:
 async def test_revert_dialog_offers_no_file_restore_without_restorable_files(
     files: list[FilePlan],
 ) -> None:
-    app: Host[Any] = Host(revert_dialog(files))
+    app = Host(screen=revert_dialog(files))
     async with app.run_test(size=(110, 36)) as pilot:
         await pilot.pause()
         text = screen_text(app)
@@ -182,7 +155,7 @@ def preview(folder: Path) -> PreviewScreen:
 
 
 async def test_preview_shows_the_rotated_conversation_and_how_it_differs(tmp_path: Path) -> None:
-    app: Host[bool] = Host(preview(tmp_path))
+    app = Host(screen=preview(tmp_path))
     async with app.run_test(size=(120, 36)) as pilot:
         await pilot.pause()
         conversation = app.screen.query_one(Conversation)
@@ -203,7 +176,7 @@ async def test_preview_shows_the_rotated_conversation_and_how_it_differs(tmp_pat
 
 
 async def test_preview_restores_only_after_yes(tmp_path: Path) -> None:
-    app: Host[bool] = Host(preview(tmp_path))
+    app = Host(screen=preview(tmp_path))
     async with app.run_test(size=(120, 36)) as pilot:
         await pilot.pause()
         await pilot.press("r")
@@ -225,7 +198,7 @@ async def test_preview_restores_only_after_yes(tmp_path: Path) -> None:
 
 
 async def test_preview_escape_closes_without_restoring(tmp_path: Path) -> None:
-    app: Host[bool] = Host(preview(tmp_path))
+    app = Host(screen=preview(tmp_path))
     async with app.run_test() as pilot:
         await pilot.pause()
         await pilot.press("escape")
@@ -235,7 +208,7 @@ async def test_preview_escape_closes_without_restoring(tmp_path: Path) -> None:
 
 async def test_preview_without_a_rotation_note_shows_what_the_file_says(tmp_path: Path) -> None:
     snapshot, live = fixture_snapshot(tmp_path)
-    app: Host[bool] = Host(PreviewScreen(snapshot, None, live))
+    app = Host(screen=PreviewScreen(snapshot, None, live))
     async with app.run_test(size=(120, 36)) as pilot:
         await pilot.pause()
         text = screen_text(app)
@@ -253,11 +226,11 @@ async def _settle(pilot: Pilot[Any]) -> None:
 
 
 def test_snapshot_revert_dialog_with_files_and_a_conflict(snap_compare: Any) -> None:
-    app: Host[Any] = Host(revert_dialog([*MIXED_FILES, plan("notes.txt", "missing")]))
+    app = Host(screen=revert_dialog([*MIXED_FILES, plan("notes.txt", "missing")]))
     assert snap_compare(app, run_before=_settle, terminal_size=(110, 34))
 
 
 def test_snapshot_preview_of_a_compaction(tmp_path: Path, snap_compare: Any) -> None:
     # The screen shows the file's name only, never the temp folder it was copied to.
-    app: Host[bool] = Host(preview(tmp_path))
+    app = Host(screen=preview(tmp_path))
     assert snap_compare(app, run_before=_settle, terminal_size=(120, 36))

@@ -1,4 +1,5 @@
-"""Driving the real app in tests: scripted models, screen text, and waiting for things."""
+"""Driving the UI in tests: the real app with scripted models, a host for one widget or screen,
+the messages widgets are posted, screen text, and waiting for things."""
 
 from __future__ import annotations
 
@@ -7,9 +8,14 @@ import html
 import re
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
+from textual.app import App, ComposeResult
+from textual.message import Message
 from textual.pilot import Pilot
+from textual.screen import Screen
+from textual.widget import Widget
+from textual.widgets import Static
 
 from kode_tui.config import Config, ModelChoice, resolve_model
 from kode_tui.soul.llm import ChatProvider
@@ -17,6 +23,11 @@ from kode_tui.soul.llm.demo import DemoProvider
 from kode_tui.ui.app import KodeApp
 from kode_tui.ui.widgets.approval import ApprovalPanel
 from kode_tui.ui.widgets.prompt import PromptInput
+from kode_tui.ui.wire_messages import WireMessage
+from kode_tui.wire import WireBus
+from kode_tui.wire.events import Event
+
+M = TypeVar("M", bound=Message)
 
 
 def make_app(
@@ -33,20 +44,94 @@ def make_app(
     return KodeApp(work_dir, config, choice, provider=provider, **options)
 
 
-def screen_text(app: KodeApp) -> str:
+class Host(App[Any]):
+    """An app holding only what a test looks at: `widgets`, or a `screen` pushed over them.
+
+    `results` collects what the pushed screen was dismissed with. A test that needs keys or
+    glue of its own subclasses it.
+    """
+
+    def __init__(
+        self,
+        *widgets: Widget,
+        screen: Screen[Any] | None = None,
+        css_path: str | Path | None = None,
+    ) -> None:
+        super().__init__(css_path=css_path)
+        self._widgets = widgets
+        self.pushed = screen
+        self.results: list[Any] = []
+
+    def compose(self) -> ComposeResult:
+        yield from self._widgets
+
+    def on_mount(self) -> None:
+        if self.pushed is not None:
+            self.push_screen(self.pushed, self.results.append)
+
+
+class Posted:
+    """Every message the app's widgets were posted, in order, each once: pass it to
+    `run_test(message_hook=...)` (Harlequin's functional tests watch an app so).
+
+    Textual calls the hook as each widget takes a message from its queue, so a message that
+    bubbles is seen at every widget it reaches; it is kept the first time.
+    """
+
+    def __init__(self) -> None:
+        self.messages: list[Message] = []
+        self._seen: set[int] = set()
+
+    def __call__(self, message: Message) -> None:
+        if id(message) not in self._seen:
+            self._seen.add(id(message))
+            self.messages.append(message)
+
+    def of(self, kind: type[M]) -> list[M]:
+        """The messages of one kind."""
+        return [message for message in self.messages if isinstance(message, kind)]
+
+    @property
+    def wire_events(self) -> list[Event]:
+        """The wire events widgets were posted (as `WireMessage`s), in order."""
+        return [message.event for message in self.of(WireMessage)]
+
+    async def handled(self, pilot: Pilot[Any], event: Event) -> None:
+        """Wait until `event`, sent on a bus, has reached a widget that listens for it and the
+        widgets have handled it and everything sent before it."""
+        await wait_for(pilot, lambda: any(seen is event for seen in self.wire_events))
+        # The widget is handling it now: a pause waits until every widget's queue is through.
+        await pilot.pause()
+
+    async def deliver(self, pilot: Pilot[Any], bus: WireBus, *events: Event) -> None:
+        """Send `events` on `bus`, then wait until the widgets have handled them."""
+        for event in events:
+            bus.send(event)
+        await self.handled(pilot, events[-1])
+
+
+def screen_text(app: App[Any]) -> str:
     """The text on screen, from the SVG screenshot Textual exports."""
     svg = app.export_screenshot()
     return html.unescape(re.sub(r"<[^>]+>", "", svg)).replace("\xa0", " ")
 
 
-async def wait_for(pilot: Pilot[Any], condition: Callable[[], object], timeout: float = 10) -> None:
-    """Pause until `condition()` is true (or fail after `timeout` seconds)."""
+def static_text(app: App[Any]) -> str:
+    """The text of the screen's Statics, unwrapped (sentences stay whole)."""
+    return "\n".join(str(static.render()) for static in app.screen.query(Static))
+
+
+async def wait_for(
+    pilot: Pilot[Any], condition: Callable[[], object], timeout: float = 10
+) -> float:
+    """Pause until `condition()` is true (or fail after `timeout` seconds); the seconds it took."""
     loop = asyncio.get_running_loop()
-    deadline = loop.time() + timeout
+    started = loop.time()
     while not condition():
-        if loop.time() > deadline:
+        if loop.time() - started > timeout:
             raise AssertionError(f"timed out waiting for {condition}")
         await pilot.pause(0.05)
+    return loop.time() - started
 
 
 async def ready(pilot: Pilot[Any]) -> None:

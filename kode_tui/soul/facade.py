@@ -62,6 +62,7 @@ from kode_tui.soul.soul import (
     TurnResult,
     damaged_notice,
 )
+from kode_tui.soul.transcript import PastResults, stored_result
 from kode_tui.wire import events as ev
 from kode_tui.wire.bus import Subscription, WireBus
 
@@ -88,6 +89,7 @@ __all__ = [
     "FilePlan",
     "LLMError",
     "Message",
+    "PastResults",
     "RestoreOutcome",
     "RestorePlan",
     "RestorePreview",
@@ -108,6 +110,7 @@ __all__ = [
     "diff_snapshot",
     "list_rotations",
     "read_snapshot",
+    "stored_result",
 ]
 
 log = logging.getLogger(__name__)
@@ -180,14 +183,6 @@ class RotationPreview:
     """What the tool calls of its conversation showed (briefs, diffs), from wire.jsonl."""
     plan: RestorePlan | None = None
     """What restoring it would do (None in a read-only view: nothing can be restored)."""
-
-
-class PastResults:
-    """Placeholder until the transcript module lands (replaced at merge)."""
-
-    @classmethod
-    def read(cls, path: Path) -> PastResults:
-        return cls()
 
 
 # --- the facade ----------------------------------------------------------------------------------

@@ -35,12 +35,13 @@ from kode_tui.soul.facade import (
     RevertPlan,
     Rotation,
     RotationPreview,
+    WireBus,
     compare,
     diff_snapshot,
 )
-from kode_tui.ui.widgets.conversation import USER_MARK, Conversation
+from kode_tui.ui.widgets.blocks import USER_MARK
+from kode_tui.ui.widgets.conversation import Conversation
 from kode_tui.ui.widgets.history import reason_text
-from kode_tui.wire import WireBus
 from kode_tui.wire.events import DiffBlock
 
 RevertChoice = Literal["conversation", "files"]

@@ -19,6 +19,7 @@ from textual.widget import Widget
 from textual.widgets import Button, Input, Static
 
 from kode_tui.safetext import visible
+from kode_tui.soul.facade import WireBus
 from kode_tui.ui.screens.diff import (
     DiffLine,
     DiffScreen,
@@ -29,14 +30,12 @@ from kode_tui.ui.screens.diff import (
     render_diff_lines,
     shorten_line,
 )
-from kode_tui.wire import WireBus
-from kode_tui.wire.bus import Subscription
+from kode_tui.ui.wire_messages import WireListener, WireMessage
 from kode_tui.wire.events import (
     ApprovalRequest,
     ApprovalResolved,
     ApprovalResponse,
     DiffBlock,
-    Event,
     RejectWithFeedback,
     ShellBlock,
 )
@@ -77,7 +76,7 @@ KEY_DELAY_S = 0.5
 and a word being typed there must not answer it ("any" would approve for the session)."""
 
 
-class ApprovalPanel(Widget, can_focus=True):
+class ApprovalPanel(WireListener, Widget, can_focus=True):
     """Shows the tool calls waiting for approval, one at a time, and answers them.
 
     It subscribes to `ApprovalRequest` and `ApprovalResolved` on the bus; it is hidden until a
@@ -144,7 +143,6 @@ A tool call waits for your answer.
         super().__init__(id=id)
         self.bus = bus
         self._queue: list[ApprovalRequest] = []
-        self._subscription: Subscription[Event] | None = None
         self._previous_focus: Widget | None = None
         self._shown_at = 0.0
         self._excerpt_room = (0, 0)
@@ -187,18 +185,12 @@ A tool call waits for your answer.
         # The buttons are for the mouse; focus stays on the panel so y/a/n/f/d keep working.
         for button in self.query(Button):
             button.can_focus = False
-        self._subscription = self.bus.subscribe(
-            ApprovalRequest, ApprovalResolved, callback=self._on_wire_event
-        )
-
-    def on_unmount(self) -> None:
-        if self._subscription is not None:
-            self._subscription.close()
-            self._subscription = None
+        self.listen(self.bus, ApprovalRequest, ApprovalResolved)
 
     # --- wire events -----------------------------------------------------------------------------
 
-    def _on_wire_event(self, event: Event) -> None:
+    def on_wire_message(self, message: WireMessage) -> None:
+        event = message.event
         if isinstance(event, ApprovalRequest):
             self._queue.append(event)
             if len(self._queue) == 1:

@@ -10,8 +10,9 @@ from textual.reactive import reactive, var
 from textual.widget import Widget
 
 from kode_tui.humanize import format_tokens
+from kode_tui.soul.facade import WireBus
+from kode_tui.ui.wire_messages import WireListener, WireMessage
 from kode_tui.wire import events as ev
-from kode_tui.wire.bus import Subscription, WireBus
 
 USED = "█"
 PENDING = "▒"
@@ -35,7 +36,7 @@ def marker_column(trigger_tokens: int, max_tokens: int, width: int) -> int:
     return max(0, min(width - 1, trigger_tokens * width // max_tokens))
 
 
-class TokenGauge(Widget):
+class TokenGauge(WireListener, Widget):
     """A bar of the context size against the model's window, with the compaction trigger."""
 
     HELP: ClassVar[str] = """\
@@ -70,10 +71,10 @@ How much of the model's context window the conversation uses.
     def __init__(self, bus: WireBus, *, id: str | None = None) -> None:
         super().__init__(id=id)
         self._bus = bus
-        self._subscription: Subscription[ev.Event] | None = None
 
     def on_mount(self) -> None:
-        self._subscription = self._bus.subscribe(
+        self.listen(
+            self._bus,
             ev.StatusUpdate,
             ev.CompactionBegin,
             ev.CompactionEnd,
@@ -81,20 +82,15 @@ How much of the model's context window the conversation uses.
             ev.ContextRestored,
             ev.ContextCleared,
             ev.TurnEnd,
-            callback=self._on_wire_event,
         )
-
-    def on_unmount(self) -> None:
-        if self._subscription is not None:
-            self._subscription.close()
-            self._subscription = None
 
     def set_status(self, event: ev.StatusUpdate) -> None:
         """Show `event`'s numbers (the App calls this once with the soul's status at start)."""
         self.status = event
         self.stale = False
 
-    def _on_wire_event(self, event: ev.Event) -> None:
+    def on_wire_message(self, message: WireMessage) -> None:
+        event = message.event
         if isinstance(event, ev.StatusUpdate):
             self.set_status(event)
         elif isinstance(event, ev.CompactionBegin):

@@ -24,9 +24,9 @@ from textual.widgets.option_list import Option
 
 from kode_tui.humanize import format_age, format_size, format_tokens
 from kode_tui.safetext import visible
-from kode_tui.soul.facade import AgentSession, Rotation, RotationEntry
+from kode_tui.soul.facade import AgentSession, Rotation, RotationEntry, WireBus
+from kode_tui.ui.wire_messages import WireListener, WireMessage
 from kode_tui.wire import events as ev
-from kode_tui.wire.bus import Subscription, WireBus
 
 log = logging.getLogger(__name__)
 
@@ -35,7 +35,7 @@ AGE_REFRESH_SECONDS = 30.0
 _GROUP = Binding.Group("History")
 
 
-class HistoryPane(OptionList):
+class HistoryPane(WireListener, OptionList):
     """The rotated contexts of the session, newest first; Enter asks for a preview."""
 
     HELP: ClassVar[str] = """\
@@ -81,7 +81,6 @@ clear or a restore keeps the context it replaced as `context_N.jsonl`: nothing i
         super().__init__(id=id)
         self._bus = bus
         self._session = session
-        self._subscription: Subscription[ev.Event] | None = None
         self._stop_watching = asyncio.Event()
         self._entries: list[RotationEntry] = []
         self._follow = True
@@ -89,13 +88,13 @@ clear or a restore keeps the context it replaced as `context_N.jsonl`: nothing i
 
     def on_mount(self) -> None:
         self._stop_watching = asyncio.Event()  # a fresh one, should the pane be mounted again
-        self._subscription = self._bus.subscribe(
+        self.listen(
+            self._bus,
             ev.ContextReverted,
             ev.ContextRestored,
             ev.ContextCleared,
             ev.ContextReloaded,
             ev.CompactionEnd,
-            callback=self._on_wire_event,
         )
         self._show_rows()
         self.refresh_rotations()
@@ -104,16 +103,13 @@ clear or a restore keeps the context it replaced as `context_N.jsonl`: nothing i
 
     def on_unmount(self) -> None:
         self._stop_watching.set()
-        if self._subscription is not None:
-            self._subscription.close()
-            self._subscription = None
 
     @property
     def paths(self) -> list[Path]:
         """The rotated files shown, top (newest) to bottom."""
         return [entry.rotation.path for entry in self._entries]
 
-    def _on_wire_event(self, event: ev.Event) -> None:
+    def on_wire_message(self, message: WireMessage) -> None:
         self.refresh_rotations()
 
     @work(exclusive=True, group="history-refresh", exit_on_error=False)

@@ -29,9 +29,9 @@ from kode_tui.humanize import calls_summary
 from kode_tui.message import Message as ChatMessage
 from kode_tui.message import is_checkpoint_note, is_system_note
 from kode_tui.safetext import visible
-from kode_tui.soul.facade import COMPACTION_OUTPUT_PREFIX, AgentSession, Checkpoint
+from kode_tui.soul.facade import COMPACTION_OUTPUT_PREFIX, AgentSession, Checkpoint, WireBus
+from kode_tui.ui.wire_messages import WireListener, WireMessage
 from kode_tui.wire import events as ev
-from kode_tui.wire.bus import Subscription, WireBus
 
 _LOOKAHEAD = 8
 """Messages read to label a row: past a CHECKPOINT note, think-only replies and tool results."""
@@ -122,7 +122,7 @@ _LABEL_STYLES = {
 }
 
 
-class CheckpointTimeline(OptionList):
+class CheckpointTimeline(WireListener, OptionList):
     """The checkpoints of the live context, oldest first; Enter asks to revert to one."""
 
     HELP: ClassVar[str] = """\
@@ -196,7 +196,6 @@ a tool changed files.
         super().__init__(id=id)
         self._bus = bus
         self._session = session
-        self._subscription: Subscription[ev.Event] | None = None
         self._jumps: dict[int, int] = {}
         """D-Mail jumps: the checkpoint gone back to -> the newest checkpoint it came from."""
         self._rows: list[_Row] = []
@@ -207,7 +206,8 @@ a tool changed files.
         self._rebuild_scheduled = False
 
     def on_mount(self) -> None:
-        self._subscription = self._bus.subscribe(
+        self.listen(
+            self._bus,
             ev.CheckpointCreated,
             ev.TurnEnd,
             ev.ToolResult,
@@ -217,14 +217,8 @@ a tool changed files.
             ev.ContextCleared,
             ev.ContextReloaded,
             ev.CompactionEnd,
-            callback=self._on_wire_event,
         )
         self.rebuild()
-
-    def on_unmount(self) -> None:
-        if self._subscription is not None:
-            self._subscription.close()
-            self._subscription = None
 
     @property
     def checkpoint_ids(self) -> list[int]:
@@ -244,7 +238,8 @@ a tool changed files.
         if checkpoint_id is not None:
             self.post_message(self.DiffRequested(checkpoint_id, self))
 
-    def _on_wire_event(self, event: ev.Event) -> None:
+    def on_wire_message(self, message: WireMessage) -> None:
+        event = message.event
         if isinstance(
             event, ev.ContextRestored | ev.ContextCleared | ev.ContextReloaded | ev.CompactionEnd
         ):

@@ -1,0 +1,252 @@
+"""The blocks of the conversation pane, one widget each: the user's message, the assistant's
+Markdown, folded details (thinking, reminders, a summary, a D-Mail) and marked lines.
+
+Tool calls have a module of their own (`tool_block.py`); `Conversation` stacks the blocks.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from functools import partial
+from typing import Literal
+
+from markdown_it import MarkdownIt
+from markdown_it.rules_core import StateCore
+from textual import events
+from textual.content import Content
+from textual.message import Message as TextualMessage
+from textual.reactive import reactive
+from textual.widget import Widget
+from textual.widgets import Markdown, Static
+
+from kode_tui.safetext import visible
+
+USER_MARK = "\N{SINGLE RIGHT-POINTING ANGLE QUOTATION MARK}"
+
+BlockFactory = Callable[[], Widget]
+"""Makes a block: blocks waiting to be mounted are kept as these, since Textual cannot mount a
+widget again once it was removed."""
+
+Segment = tuple[str, str]
+"""A line of a block's body and its style ("" for none)."""
+
+
+def assemble(head: list[str | tuple[str, str]], body: list[Segment]) -> Content:
+    """A block's title line, then its body a line each."""
+    parts: list[str | tuple[str, str]] = list(head)
+    for text, style in body:
+        parts.append("\n")
+        parts.append((text, style) if style else text)
+    return Content.assemble(*parts)
+
+
+# --- blocks that fold ----------------------------------------------------------------------------
+
+
+class FoldingBlock(Widget):
+    """A block of one widget whose title line opens to show more; a click toggles it."""
+
+    expanded: reactive[bool] = reactive(False, layout=True)
+
+    class Clicked(TextualMessage):
+        """The user clicked the block (the conversation moves its cursor there)."""
+
+        def __init__(self, block: FoldingBlock) -> None:
+            super().__init__()
+            self.block = block
+
+    def __init__(self, *, expanded: bool, classes: str) -> None:
+        super().__init__(classes=classes)
+        self.set_reactive(FoldingBlock.expanded, expanded)
+        self.set_class(expanded, "-expanded")
+
+    def toggle(self) -> None:
+        self.expanded = not self.expanded
+
+    def factory(self) -> BlockFactory:
+        """Makes a fresh block showing the same; it holds the data, not this widget."""
+        raise NotImplementedError
+
+    def watch_expanded(self, expanded: bool) -> None:
+        self.set_class(expanded, "-expanded")
+
+    def on_click(self, event: events.Click) -> None:
+        event.stop()
+        self.toggle()
+        self.post_message(self.Clicked(self))
+
+    def _symbol(self) -> str:
+        return "▾ " if self.expanded else "▸ "
+
+
+class DetailBlock(FoldingBlock):
+    """A folded block with a one-line title: reminders, a compaction summary, a D-Mail."""
+
+    HELP = "A folded block (thinking, reminders, a summary, a D-Mail): click it to open it."
+
+    def __init__(self, title: str, text: str, *, kind: str, expanded: bool = False) -> None:
+        super().__init__(expanded=expanded, classes=f"block detail {kind}")
+        self.title = visible(title, multiline=False)
+        self.text = text
+        self.kind = kind
+
+    def factory(self) -> BlockFactory:
+        return partial(DetailBlock, self.title, self.text, kind=self.kind, expanded=self.expanded)
+
+    def render(self) -> Content:
+        head: list[str | tuple[str, str]] = [self._symbol(), self.title]
+        if not self.expanded:
+            return Content.assemble(*head)
+        return assemble(head, [("  " + line, "") for line in self.text.splitlines()])
+
+
+class ThinkingBlock(DetailBlock):
+    """A step's thinking: dim and folded; streamed deltas are drawn at most every 50 ms."""
+
+    FLUSH_INTERVAL = 0.05
+
+    def __init__(self, text: str = "", *, expanded: bool = False) -> None:
+        super().__init__("Thinking…", text, kind="thinking", expanded=expanded)
+        self._flush_pending = False
+
+    def factory(self) -> BlockFactory:
+        return partial(ThinkingBlock, self.text, expanded=self.expanded)
+
+    def append(self, text: str) -> None:
+        self.text += text
+        # Folded, the block looks the same whatever the text is.
+        if self.expanded and self.is_mounted and not self._flush_pending:
+            self._flush_pending = True
+            self.set_timer(self.FLUSH_INTERVAL, self._flush)
+
+    def _flush(self) -> None:
+        self._flush_pending = False
+        self.refresh(layout=True)
+
+
+# --- blocks that do not fold --------------------------------------------------------------------
+
+
+class UserBlock(Static):
+    """The user's message, marked as on the prompt."""
+
+    HELP = "A message you sent."
+
+    def __init__(self, text: str) -> None:
+        super().__init__(Content(f"{USER_MARK} {text.strip()}"), classes="block user")
+        self.text = text
+
+    def factory(self) -> BlockFactory:
+        """Makes a fresh block showing the same; it holds the data, not this widget."""
+        return partial(UserBlock, self.text)
+
+
+def _markdown_parser() -> MarkdownIt:
+    parser = MarkdownIt("gfm-like")
+    parser.core.ruler.push("visible", _visible_tokens)
+    return parser
+
+
+def _visible_tokens(state: StateCore) -> None:
+    """Make what the parser made of the text visible: it decodes entities (`&#x202e;`), so a
+    character that was not in the source can be in a token."""
+    stack = list(state.tokens)
+    while stack:
+        token = stack.pop()
+        token.content = visible(token.content)
+        token.info = visible(token.info, multiline=False)
+        for name, value in token.attrs.items():
+            if isinstance(value, str):
+                token.attrs[name] = visible(value, multiline=False)
+        stack += token.children or ()
+
+
+_WEB_LINK = re.compile(r"https?://", re.IGNORECASE)
+
+
+class AssistantBlock(Markdown):
+    """The assistant's text of one step, as Markdown (streamed while it arrives)."""
+
+    HELP = "The assistant's answer, shown as Markdown while it streams in."
+
+    def __init__(self, markdown: str | None = None) -> None:
+        super().__init__(
+            markdown, classes="block assistant", parser_factory=_markdown_parser, open_links=False
+        )
+
+    def on_markdown_link_clicked(self, event: Markdown.LinkClicked) -> None:
+        # The model wrote both the link and the text it shows: only a web address is opened
+        # (in the browser). A file, or a scheme that starts an application, is only named.
+        event.stop()
+        if _WEB_LINK.match(event.href):
+            self.app.open_url(event.href)
+        else:
+            self.notify(
+                f"Not opened (only web links open): {event.href}", severity="warning", markup=False
+            )
+
+    def factory(self) -> BlockFactory:
+        """Makes a fresh block showing the same; it holds the data, not this widget."""
+        return partial(AssistantBlock, self.source)
+
+
+class MarkerBlock(Static):
+    """A marked line: compaction, a revert, a restored or cleared context."""
+
+    HELP = "Where the context changed: compacted, reverted, restored or cleared."
+
+    def __init__(self, text: str, *, kind: str) -> None:
+        super().__init__(Content(text), classes=f"block marker {kind}")
+        self.text = text
+        self.kind = kind
+
+    def set_text(self, text: str) -> None:
+        self.text = text
+        self.update(Content(text))
+
+    def factory(self) -> BlockFactory:
+        """Makes a fresh block showing the same; it holds the data, not this widget."""
+        return partial(MarkerBlock, self.text, kind=self.kind)
+
+
+class NoticeBlock(Static):
+    """A one-line note (a retry, an interruption), a warning or an error."""
+
+    HELP = "A note from the agent loop: a retry, an interruption, a warning or an error."
+
+    def __init__(self, text: str, *, kind: Literal["note", "warning", "error"]) -> None:
+        super().__init__(Content(text), classes=f"block notice {kind}")
+        self.text = text
+        self.kind: Literal["note", "warning", "error"] = kind
+
+    def set_text(self, text: str) -> None:
+        self.text = text
+        self.update(Content(text))
+
+    def factory(self) -> BlockFactory:
+        """Makes a fresh block showing the same; it holds the data, not this widget."""
+        return partial(NoticeBlock, self.text, kind=self.kind)
+
+
+class PruneMarker(Static):
+    """The top line once old blocks were removed: `… N earlier messages not shown`."""
+
+    HELP = "Older messages are not shown here, to keep long sessions fast."
+
+    def __init__(self) -> None:
+        super().__init__(classes="prune-marker")
+        self.count = 0
+
+    def set_count(self, count: int) -> None:
+        self.count = count
+        self.update(Content(f"… {count} earlier messages not shown"))
+
+
+Block = UserBlock | AssistantBlock | FoldingBlock | MarkerBlock | NoticeBlock
+"""What the pane shows, one widget each; `factory()` makes a fresh one to mount again later."""
+
+
+def divider(text: str) -> str:
+    """The text of a marked line: `── text ──`."""
+    return f"── {text} ──"

@@ -1,0 +1,121 @@
+"""The blocks of a stored conversation: what `Conversation.load_history` shows of a context's
+messages, with the briefs and diffs the wire recorded for its tool calls."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from functools import partial
+
+from kode_tui.message import (
+    ContentPart,
+    ImageURLPart,
+    Message,
+    TextPart,
+    ThinkPart,
+    is_checkpoint_note,
+)
+from kode_tui.safetext import visible_model
+from kode_tui.soul.facade import PastResults, stored_result
+from kode_tui.ui.widgets.blocks import (
+    AssistantBlock,
+    BlockFactory,
+    DetailBlock,
+    ThinkingBlock,
+    UserBlock,
+    divider,
+)
+from kode_tui.ui.widgets.tool_block import ToolBlock, ToolState
+from kode_tui.wire import events as ev
+
+# Kimi CLI's markers in stored user messages (ours follow them).
+_COMPACTED_PREFIX = "<system>Previous context has been compacted"
+_DMAIL_PREFIX = "<system>You just got a D-Mail"
+_DMAIL_CONTENT = "D-Mail content:"
+
+
+def user_text(content: str | Sequence[ContentPart]) -> str:
+    """The text of a user message; an image shows as `[image]`."""
+    if isinstance(content, str):
+        return content
+    pieces: list[str] = []
+    for part in content:
+        if isinstance(part, TextPart):
+            pieces.append(part.text)
+        elif isinstance(part, ImageURLPart):
+            pieces.append(" [image] ")
+    return "".join(pieces)
+
+
+def history_blocks(
+    messages: Sequence[Message], limit: int, past: PastResults | None = None
+) -> tuple[list[BlockFactory], int]:
+    """The blocks of the newest messages (at most `limit`), and how many messages are left out;
+    `past` gives tool blocks the brief and diffs the wire recorded.
+
+    Messages are read from the end, so only the shown ones are ever parsed.
+    """
+    past = past or PastResults()
+    groups: list[list[BlockFactory]] = []
+    count = 0
+    results: dict[str, Message] = {}
+    index = len(messages)
+    while index > 0 and count < limit:
+        index -= 1
+        # Visible here, where stored text enters the pane, as live events do in the pane.
+        message = visible_model(messages[index])
+        if message.role == "tool":
+            if message.tool_call_id is not None:
+                results[message.tool_call_id] = message
+            continue
+        group = _message_blocks(message, results, past)
+        groups.append(group)
+        count += len(group)
+    blocks = [block for group in reversed(groups) for block in group]
+    return blocks[-limit:] if limit > 0 else [], index
+
+
+def _message_blocks(
+    message: Message, results: dict[str, Message], past: PastResults
+) -> list[BlockFactory]:
+    if message.role == "user":
+        return _user_blocks(message)
+    if message.role != "assistant":
+        return []
+    blocks: list[BlockFactory] = []
+    thinking = "\n\n".join(p.think for p in message.parts if isinstance(p, ThinkPart) and p.think)
+    if thinking:
+        blocks.append(partial(ThinkingBlock, thinking))
+    if message.text.strip():
+        blocks.append(partial(AssistantBlock, message.text))
+    for call in message.tool_calls or ():
+        state = ToolState(call.id, call.function.name, call.function.arguments or "")
+        state.status = "unknown"
+        stored = results.pop(call.id, None)
+        if stored is not None:
+            state.apply_result(stored_result(stored))
+            recorded = past.find(call.id, state.arguments)
+            if recorded is not None:
+                recorded = visible_model(recorded)
+                # The wire has what the context lacks: the brief and the display blocks.
+                state.brief = next(
+                    (b.text for b in recorded.display if isinstance(b, ev.BriefBlock)), ""
+                )
+                state.display = [b for b in recorded.display if not isinstance(b, ev.BriefBlock)]
+        blocks.append(partial(ToolBlock, state))
+    return blocks
+
+
+def _user_blocks(message: Message) -> list[BlockFactory]:
+    text = user_text(message.content or "")
+    if is_checkpoint_note(text):
+        return []
+    if text.startswith(_COMPACTED_PREFIX):
+        _, _, summary = text.partition("</system>")
+        title = divider("compacted: summary")
+        return [partial(DetailBlock, title, summary.strip(), kind="compaction")]
+    if text.startswith(_DMAIL_PREFIX):
+        _, _, mail = text.partition(_DMAIL_CONTENT)
+        mail = mail.removesuffix("</system>").strip()
+        title = divider("D-Mail from the future")
+        return [partial(DetailBlock, title, mail, kind="dmail")]
+    return [partial(UserBlock, text)]

@@ -1,0 +1,283 @@
+"""A tool call in the conversation: `▸ Name summary  status brief`, and open, its arguments,
+output and diffs."""
+
+from __future__ import annotations
+
+import difflib
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from functools import partial
+from typing import Literal
+
+from textual.content import Content
+
+from kode_tui.safetext import visible
+from kode_tui.ui.widgets.blocks import BlockFactory, FoldingBlock, Segment, assemble
+from kode_tui.wire import events as ev
+
+OUTPUT_LINES = 20
+"""Lines of a tool's output (and of its arguments) shown before "… N more lines"."""
+DIFF_LINES = 200
+SUMMARY_CHARS = 60
+_REJECTED_PREFIX = "The tool call is rejected"
+
+_MAIN_ARGUMENT = {
+    "ReadFile": "path",
+    "WriteFile": "path",
+    "StrReplaceFile": "path",
+    "Shell": "command",
+    "Glob": "pattern",
+    "Grep": "pattern",
+}
+
+ToolStatus = Literal["running", "waiting", "ok", "error", "rejected", "interrupted", "unknown"]
+
+_STATUS_LABEL: dict[ToolStatus, str] = {
+    "running": "running…",
+    "waiting": "waiting for approval",
+    "ok": "✔",
+    "error": "✘",
+    "rejected": "⊘",
+    "interrupted": "interrupted",
+    "unknown": "",
+}
+
+# Text styles inside a block, in theme variables. They are not component classes because
+# Textual restyles every component class of every block whenever the pane's styles change,
+# and a conversation holds hundreds of blocks.
+_STATUS_STYLE: dict[ToolStatus, str] = {
+    "running": "$text-muted italic",
+    "waiting": "$warning bold",
+    "ok": "$success",
+    "error": "$error",
+    "rejected": "$warning",
+    "interrupted": "$text-muted italic",
+    "unknown": "",
+}
+_NAME = "bold"
+_SUMMARY = "$accent"
+_MUTED = "$text-muted"
+_MORE = "$text-muted italic"
+_ERROR = "$error"
+_DIFF_HEADER = "$text-muted bold"
+_DIFF_HUNK = "$secondary"
+_DIFF_ADDED = "$success on $success 10%"
+_DIFF_REMOVED = "$error on $error 10%"
+
+
+def _one_line(text: str, limit: int) -> str:
+    stripped = visible(text).strip()
+    first = stripped.splitlines()[0] if stripped else ""
+    first = visible(first, multiline=False)
+    if len(first) > limit:
+        return first[: limit - 1] + "…"
+    return first + (" …" if first != stripped else "")
+
+
+def tool_summary(name: str, arguments: str) -> str | None:
+    """The main argument of a call (path, command, pattern; else the first 60 characters of the
+    arguments), or None while the arguments are not yet complete JSON (or still empty)."""
+    try:
+        parsed = json.loads(arguments)
+    except (ValueError, RecursionError):  # not JSON, or nested too deep to parse
+        return None
+    key = _MAIN_ARGUMENT.get(name)
+    if isinstance(parsed, dict) and key and isinstance(parsed.get(key), str):
+        return _one_line(parsed[key], 80)
+    if parsed == {}:
+        return ""
+    return _one_line(json.dumps(parsed, ensure_ascii=False), SUMMARY_CHARS)
+
+
+def _lines(text: str, style: str, limit: int) -> list[Segment]:
+    """The first `limit` lines of `text`, then "… N more lines" (never for a single line)."""
+    # Visible first: JSON arguments decode to any character, and splitlines() would break
+    # lines at form feeds and separators that the text does not break at.
+    lines = visible(text).expandtabs(4).splitlines()
+    if len(lines) <= limit + 1:
+        return [(line, style) for line in lines]
+    shown = [(line, style) for line in lines[:limit]]
+    return [*shown, (f"… {len(lines) - limit} more lines", _MORE)]
+
+
+@dataclass(slots=True)
+class ToolState:
+    """Everything a tool block shows; live events and `load_history` fill it in."""
+
+    id: str
+    name: str
+    arguments: str = ""
+    summary: str = ""
+    status: ToolStatus = "running"
+    brief: str = ""
+    message: str = ""
+    output: str = ""
+    display: list[ev.DisplayBlock] = field(default_factory=list)
+
+    def apply_result(self, result: ev.ToolResult) -> None:
+        """Take the status, brief, output and display blocks of a result."""
+        rejected = result.is_error and result.message.startswith(_REJECTED_PREFIX)
+        self.status = "rejected" if rejected else "error" if result.is_error else "ok"
+        self.message = result.message
+        self.output = result.output
+        self.brief = ""
+        display: list[ev.DisplayBlock] = []
+        for block in result.display:
+            if isinstance(block, ev.BriefBlock):
+                self.brief = block.text
+            else:
+                display.append(block)
+        # An approval may have shown the diff already; a result without blocks keeps it.
+        if display or not self.display:
+            self.display = display
+
+    @property
+    def has_diff(self) -> bool:
+        return any(isinstance(block, ev.DiffBlock) for block in self.display)
+
+
+def _body(state: ToolState) -> list[Segment]:
+    segments: list[Segment] = []
+    # An edit shows as its diff: its arguments (the old and new text as JSON) say it again.
+    has_diff = any(isinstance(block, ev.DiffBlock) for block in state.display)
+    if state.arguments.strip() and not has_diff:
+        try:
+            pretty = json.dumps(json.loads(state.arguments), indent=2, ensure_ascii=False)
+        except (ValueError, RecursionError):  # not JSON, or nested too deep to parse
+            pretty = state.arguments
+        segments += _lines(pretty, _MUTED, OUTPUT_LINES)
+    if state.status in ("error", "rejected") and state.message:
+        segments += _lines(state.message, _ERROR, OUTPUT_LINES)
+    if state.output.strip():
+        segments += _lines(state.output, "", OUTPUT_LINES)
+    for block in state.display:
+        if isinstance(block, ev.DiffBlock):
+            segments += _diff(block)
+        elif isinstance(block, ev.TodoBlock):
+            marks = {"done": "☑", "completed": "☑", "in_progress": "◐"}
+            segments += [
+                (f"{marks.get(i.status, '☐')} {visible(i.title, multiline=False)}", "")
+                for i in block.items
+            ]
+    return segments
+
+
+def _diff(block: ev.DiffBlock) -> list[Segment]:
+    path = visible(block.path, multiline=False)
+    lines = difflib.unified_diff(
+        visible(block.old_text).splitlines(),
+        visible(block.new_text).splitlines(),
+        fromfile=path,
+        tofile=path,
+        lineterm="",
+    )
+    segments: list[Segment] = []
+    for line in lines:
+        if line.startswith(("+++", "---")):
+            style = _DIFF_HEADER
+        elif line.startswith("@@"):
+            style = _DIFF_HUNK
+        elif line.startswith("+"):
+            style = _DIFF_ADDED
+        elif line.startswith("-"):
+            style = _DIFF_REMOVED
+        else:
+            style = ""
+        segments.append((line.expandtabs(4), style))
+    if len(segments) > DIFF_LINES + 1:
+        more = len(segments) - DIFF_LINES
+        segments = [*segments[:DIFF_LINES], (f"… {more} more lines", _MORE)]
+    return segments
+
+
+class ToolBlock(FoldingBlock):
+    """A tool call: `▸ Name summary  status brief`; open, its arguments and result."""
+
+    HELP = """\
+## Tool call
+
+`▸ Name summary` and the call's status: *running…*, *waiting for approval*, **✔** done,
+**✘** failed, **⊘** rejected, with the tool's short report. Click it (or **Enter** on the
+block under the cursor) to see the arguments, the output (first 20 lines) and, for edits,
+the diff.
+"""
+
+    def __init__(self, state: ToolState, *, expanded: bool | None = None) -> None:
+        # An edit opens to show its diff.
+        opened = state.has_diff if expanded is None else expanded
+        super().__init__(expanded=opened, classes="block tool")
+        self.state = state
+        self._body: list[Segment] | None = None
+        self._summary_pending = True
+        self._update_summary()
+        self._set_status_class()
+
+    def factory(self) -> BlockFactory:
+        return partial(ToolBlock, self.state, expanded=self.expanded)
+
+    def append_arguments(self, delta: str) -> None:
+        """Add a streamed piece of the arguments; the summary follows once the JSON is whole."""
+        self.state.arguments += delta
+        # Parsing after every delta would be quadratic; a complete object ends with "}".
+        if self._summary_pending and "}" in delta:
+            self._update_summary()
+            self._changed()
+        elif self.expanded:
+            self._changed()
+
+    def wait_for_approval(self, display: Sequence[ev.DisplayBlock]) -> None:
+        self.state.status = "waiting"
+        shown: list[ev.DisplayBlock] = [b for b in display if not isinstance(b, ev.BriefBlock)]
+        if shown:
+            self.state.display = shown
+            if self.state.has_diff:
+                self.expanded = True
+        self._changed()
+
+    def set_status(self, status: ToolStatus) -> None:
+        self.state.status = status
+        self._changed()
+
+    def set_result(self, result: ev.ToolResult) -> None:
+        had_diff = self.state.has_diff
+        self.state.apply_result(result)
+        if self._summary_pending:
+            self._update_summary()
+        if self.state.has_diff and not had_diff:
+            self.expanded = True
+        self._changed()
+
+    def _update_summary(self) -> None:
+        summary = tool_summary(self.state.name, self.state.arguments)
+        if summary is not None:
+            self.state.summary = summary
+            self._summary_pending = False
+
+    def _changed(self) -> None:
+        self._body = None
+        self._set_status_class()
+        self.refresh(layout=True)
+
+    def _set_status_class(self) -> None:
+        for status in _STATUS_LABEL:
+            self.set_class(status == self.state.status, f"-{status}")
+
+    def render(self) -> Content:
+        state = self.state
+        head: list[str | tuple[str, str]] = [
+            self._symbol(),
+            (visible(state.name, multiline=False), _NAME),
+        ]
+        if state.summary:
+            head += [" ", (state.summary, _SUMMARY)]
+        if label := _STATUS_LABEL[state.status]:
+            head += ["  ", (label, _STATUS_STYLE[state.status])]
+        brief = _one_line(state.brief or state.message, SUMMARY_CHARS)
+        if brief and state.status not in ("running", "waiting", "interrupted"):
+            head += [" ", (brief, _MUTED)]
+        if not self.expanded:
+            return Content.assemble(*head)
+        if self._body is None:
+            self._body = _body(state)
+        return assemble(head, self._body)

@@ -1,0 +1,56 @@
+"""Wire events reach widgets as Textual messages (STYLE.md 6b).
+
+A widget that shows wire events mixes in `WireListener`, calls `listen(bus, *event_types)` when
+it is mounted and handles `WireMessage` in `on_wire_message`. The bus's callback does nothing but
+post the message, so the widget's own message loop handles its events one at a time, in the
+order they were sent, and a test can watch them with `App.run_test(message_hook=...)`.
+"""
+
+from __future__ import annotations
+
+from typing import Protocol
+
+from textual.message import Message
+
+from kode_tui.soul.facade import Subscription, WireBus
+from kode_tui.wire.events import Event
+
+
+class WireMessage(Message, bubble=False, verbose=True):
+    """A wire event for the widget that listens for it.
+
+    It does not bubble: it is for that widget alone, and text deltas come one per token.
+    """
+
+    def __init__(self, event: Event) -> None:
+        super().__init__()
+        self.event = event
+
+
+class _Listener(Protocol):
+    _wire_subscription: Subscription[Event] | None
+
+    def post_message(self, message: Message) -> bool: ...
+
+
+class WireListener:
+    """Mixed into a widget: receive wire events as `WireMessage`s until unmounted."""
+
+    _wire_subscription: Subscription[Event] | None = None
+
+    def listen(self: _Listener, bus: WireBus, *event_types: type[Event]) -> None:
+        """Post the events of `event_types` on `bus` to this widget, from now on."""
+        if self._wire_subscription is not None:
+            self._wire_subscription.close()
+        widget = self
+
+        def post(event: Event) -> None:
+            widget.post_message(WireMessage(event))
+
+        self._wire_subscription = bus.subscribe(*event_types, callback=post)
+
+    def _on_unmount(self: _Listener) -> None:
+        # Textual calls the unmount handler of every class of a widget, the mixin's too.
+        if self._wire_subscription is not None:
+            self._wire_subscription.close()
+            self._wire_subscription = None
