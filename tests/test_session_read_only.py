@@ -18,13 +18,12 @@ from typing import Any
 import pytest
 
 from kode_tui import cli
-from kode_tui.session import Session
 from kode_tui.soul.llm.scripted import ScriptedProvider
 from kode_tui.ui.widgets.prompt import PromptInput
 from tests.conftest import KIMI_FIXTURE
 from tests.session_helpers import session_with_turns
 
-from .ui_helpers import make_app, ready, screen_text
+from .ui_helpers import make_app, ready, screen_text, started
 
 WRITING = os.O_WRONLY | os.O_RDWR | os.O_CREAT | os.O_APPEND | os.O_TRUNC
 
@@ -92,9 +91,9 @@ async def test_a_session_folder_that_cannot_be_written_opens_for_viewing(
 
     opened = await cli._open(args_for(folder), tmp_path)
 
-    assert opened.context is not None and opened.context.read_only
-    assert any("hello.py" in m.text for m in opened.context.history)
-    await opened.context.close()
+    assert opened.session is not None and opened.session.read_only == "unwritable"
+    assert any("hello.py" in m.text for m in opened.session.timeline().history)
+    await opened.session.close()
     assert snapshot(folder) == before  # no lock, no state.json, no wire.jsonl, nothing cut
 
 
@@ -119,15 +118,19 @@ async def test_the_tui_shows_a_read_only_session_without_an_agent(
     read_only_mount: Path, tmp_path: Path
 ) -> None:
     opened = await cli._open(args_for(read_only_mount), tmp_path)
-    session = await Session.from_dir(read_only_mount)
-    app = make_app(tmp_path, ScriptedProvider([]), session=session, context=opened.context)
+    app = make_app(tmp_path, ScriptedProvider([]), opened=opened.session)
     async with app.run_test(size=(140, 40)) as pilot:
         await ready(pilot)
-        assert app.read_only and app.agent is None
+        assert app.read_only and not started(app)
         assert "We created hello.py" in screen_text(app)
-        assert app.screen.query_one(PromptInput).disabled
-    assert opened.context is not None
-    await opened.context.close()
+        prompt = app.screen.query_one(PromptInput)
+        assert "cannot be written" in prompt.read_only_reason
+        # Typing is not swallowed: a message stays in the prompt, and says why it cannot go.
+        await pilot.press(*"hello", "enter")
+        await pilot.pause()
+        assert prompt.text == "hello"
+    assert opened.session is not None
+    await opened.session.close()
 
 
 async def test_a_read_only_session_found_by_id_opens_for_viewing_and_print_mode_refuses_it(
@@ -139,9 +142,9 @@ async def test_a_read_only_session_found_by_id_opens_for_viewing_and_print_mode_
 
     args = cli.build_parser().parse_args(["-S", session.id, str(project)])
     opened = await cli._open(args, project)
-    assert opened.context is not None and opened.context.read_only
-    assert len(opened.context.history) == 6
-    await opened.context.close()
+    assert opened.session is not None and opened.session.read_only == "unwritable"
+    assert len(opened.session.timeline().history) == 6
+    await opened.session.close()
 
     status = await asyncio.to_thread(
         cli.main, ["-S", session.id, "-p", "hi", "--model", "demo", str(project)]

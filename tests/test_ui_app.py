@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 
 from kode_tui.config import load_config
+from kode_tui.message import Message
 from kode_tui.session import Context, Session, SessionLocked
 from kode_tui.soul.llm.demo import NOTES_FILE, DemoProvider
 from kode_tui.soul.llm.scripted import ScriptedProvider
@@ -24,7 +25,7 @@ from kode_tui.ui.widgets.prompt import PromptInput
 from kode_tui.ui.widgets.timeline import CheckpointTimeline
 from tests.conftest import KIMI_FIXTURE
 
-from .ui_helpers import make_app, ready, screen_text, send, turn_running, wait_for
+from .ui_helpers import make_app, ready, screen_text, send, started, turn_running, wait_for
 
 
 @pytest.fixture
@@ -211,9 +212,7 @@ async def test_a_resumed_kimi_session_shows_its_history(tmp_path: Path) -> None:
     folder = tmp_path / "kimi-session"
     shutil.copytree(KIMI_FIXTURE, folder)
     session = await Session.from_dir(folder)
-    context = Context(session.context_file)
-    await context.restore()
-    app = make_app(tmp_path, ScriptedProvider([]), session=session, context=context)
+    app = make_app(tmp_path, ScriptedProvider([]), session=session)
     async with app.run_test(size=(140, 40)) as pilot:
         await ready(pilot)
         await pilot.pause(0.3)
@@ -236,9 +235,7 @@ def damaged_kimi_copy(tmp_path: Path) -> Path:
 async def test_opening_a_session_with_damaged_lines_says_so_at_once(tmp_path: Path) -> None:
     folder = damaged_kimi_copy(tmp_path)
     session = await Session.from_dir(folder)
-    context = Context(session.context_file)
-    await context.restore()
-    app = make_app(tmp_path, ScriptedProvider([]), session=session, context=context)
+    app = make_app(tmp_path, ScriptedProvider([]), session=session)
     async with app.run_test(size=(140, 40)) as pilot:
         await ready(pilot)
         # Before anything is sent: the user learns it when the session opens.
@@ -261,7 +258,21 @@ async def test_a_session_open_elsewhere_can_be_viewed_read_only(tmp_path: Path) 
         await ready(pilot)
         assert app.read_only and "read-only" in app.sub_title
         assert "We created hello.py" in screen_text(app)
-        assert app.screen.query_one(PromptInput).disabled
+        prompt = app.screen.query_one(PromptInput)
+        assert prompt.read_only_reason and prompt.border_title == "read-only"
+        # What is typed stays in the prompt: nothing is sent, nothing is lost.
+        await pilot.press(*"keep me", "enter")
+        await pilot.pause()
+        assert prompt.text == "keep me"
+        # The writer goes on: its new turn, checkpoint and rotation show up here.
+        await holder.checkpoint()
+        await holder.append_message(Message(role="user", content="a turn written meanwhile"))
+        await wait_for(pilot, lambda: "a turn written meanwhile" in screen_text(app))
+        timeline = app.screen.query_one(CheckpointTimeline)
+        assert len(timeline.checkpoint_ids) == 4
+        await holder.clear()
+        await wait_for(pilot, lambda: "context_4" in screen_text(app))
+        await wait_for(pilot, lambda: "a turn written meanwhile" not in screen_text(app))
     await holder.close()
 
 
@@ -387,10 +398,10 @@ async def test_a_command_typed_while_the_agent_starts_waits_for_it(
     app = make_app(project, ScriptedProvider([]))
     async with app.run_test(size=(140, 40)) as pilot:
         await wait_for(pilot, lambda: app._attached())
-        assert app.agent is None
+        assert not started(app)
         await send(pilot, "/mode auto-edit")
-        await wait_for(pilot, lambda: app.agent is not None)
-        await wait_for(pilot, lambda: app.agent.soul.approval.mode == "auto-edit")
+        await wait_for(pilot, lambda: started(app))
+        await wait_for(pilot, lambda: app.agent_session.mode == "auto-edit")  # type: ignore[union-attr]
         assert "read-only" not in screen_text(app)
 
 

@@ -153,8 +153,9 @@ async def test_restore_from_the_history_pane_after_a_preview(project: Path) -> N
         # The live context continues context_1 again; context_2 is the branch left behind.
         assert "● context_1" in screen_text(app) and "○ context_2" in screen_text(app)
         # A later rotation continues context_1's line, not context_2's: the pane says so.
-        assert app.agent is not None
-        await app.agent.soul.revert(app.agent.context.checkpoints[-1].id)
+        opened = app.agent_session
+        assert opened is not None
+        await opened.revert(opened.timeline().checkpoints[-1].id)
         await wait_for(pilot, lambda: len(history.paths) == 3)
         assert "from context_1" in screen_text(app) and "● context_3" in screen_text(app)
     assert app.session is not None
@@ -203,8 +204,8 @@ async def test_a_dmail_shows_its_jump_on_the_timeline(project: Path) -> None:
     async with app.run_test(size=(140, 40)) as pilot:
         await ready(pilot)
         reverted: list[ev.ContextReverted] = []
-        assert app.agent is not None
-        app.agent.bus.subscribe(ev.ContextReverted, callback=reverted.append)
+        assert app.agent_session is not None
+        app.agent_session.bus.subscribe(ev.ContextReverted, callback=reverted.append)
         await send(pilot, "what does a.txt say?")
         await wait_for(pilot, lambda: not turn_running(app) and len(provider.requests) == 3)
         await wait_for(pilot, lambda: "D-Mail ↩ from 2" in screen_text(app))
