@@ -17,7 +17,7 @@ import logging
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal, TypeVar
+from typing import TYPE_CHECKING, Literal, TypeVar
 
 import tenacity
 
@@ -46,6 +46,7 @@ from kode_tui.soul.llm import (
     StreamItem,
     ToolCallDelta,
     ToolCallStart,
+    ToolSchema,
     is_retryable,
 )
 from kode_tui.soul.reminders import Reminder, Reminders, inject
@@ -449,7 +450,7 @@ class KodeSoul:
         self,
         system_prompt: str | None,
         history: Sequence[Message],
-        tools: list[dict[str, Any]],
+        tools: Sequence[ToolSchema],
     ) -> Streamed:
         streamed = Streamed()
         system_prompt, history = masked(system_prompt, history)
@@ -507,8 +508,9 @@ class KodeSoul:
         with `files` put back the files the agent changed since, where nobody else did."""
         preview = self.revert_preview(checkpoint_id)
         rotated = await asyncio.shield(self.context.revert_to(checkpoint_id))
-        journal = self.env.journal if files else None
-        restored, conflicts = await timetravel.apply_files(preview.files, journal)
+        restored, conflicts = await timetravel.apply_files(
+            preview.files, self.env.journal, write=files
+        )
         self._sync_dmail_checkpoints()
         self.bus.send(
             ev.ContextReverted(
@@ -532,8 +534,9 @@ class KodeSoul:
         them since the live conversation did (`plan_file_restore`)."""
         preview = self.restore_preview(source)  # the live context's edits, before the swap
         rotated = await asyncio.shield(self.context.restore_from(source))
-        journal = self.env.journal if files else None
-        restored, conflicts = await timetravel.apply_files(preview.files, journal)
+        restored, conflicts = await timetravel.apply_files(
+            preview.files, self.env.journal, write=files
+        )
         self._sync_dmail_checkpoints()
         self.bus.send(
             ev.ContextRestored(
@@ -633,10 +636,7 @@ class _RetryingProvider:
         return self._soul.provider.max_context_size
 
     async def stream(
-        self,
-        system_prompt: str | None,
-        history: Sequence[Message],
-        tools: Sequence[dict[str, Any]],
+        self, system_prompt: str | None, history: Sequence[Message], tools: Sequence[ToolSchema]
     ) -> AsyncIterator[StreamItem]:
         provider = self._soul.provider
         system_prompt, history = masked(system_prompt, paired(history))

@@ -131,12 +131,12 @@ def restore_preview(context: Context, env: ToolEnv, source: Path) -> RestorePrev
 
 
 async def apply_files(
-    plans: Sequence[FilePlan], journal: FileJournal | None
+    plans: Sequence[FilePlan], journal: FileJournal | None, *, write: bool
 ) -> tuple[list[str], list[str]]:
-    """Carry out `plans` with the blobs of `journal` (in a thread): the files restored and the
-    conflicts. With no journal (or the conversation only) nothing is written, and the conflicts
-    are the files the plans leave alone."""
-    if journal is None:
+    """The files restored and the conflicts. With `write` and a journal, `plans` are carried
+    out (in a thread) with the journal's blobs; else nothing is written, and the conflicts are
+    the files the plans leave alone."""
+    if not write or journal is None:
         return [], [p.path for p in plans if p.action in LEFT_ALONE]
     return await asyncio.to_thread(apply_file_revert, plans, journal)
 
