@@ -15,9 +15,9 @@ import asyncio
 import errno
 import logging
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal, TypeVar
+from typing import TYPE_CHECKING, Literal, TypeVar
 
 import tenacity
 
@@ -30,28 +30,15 @@ from kode_tui.message import (
     SystemPromptRecord,
     TextPart,
     ThinkPart,
-    ToolCall,
     UsageRecord,
     checkpoint_note,
-    fresh_call_id,
-    is_system_note,
     paired,
     system,
 )
-from kode_tui.pathnames import is_within, scrub_text
+from kode_tui.pathnames import scrub_text
 from kode_tui.session import Context
 from kode_tui.session.context import ContextWriteError
-from kode_tui.session.timetravel import (
-    LEFT_ALONE,
-    FilePlan,
-    apply_file_revert,
-    compare,
-    edit_history,
-    plan_file_restore,
-    plan_file_revert,
-    read_snapshot,
-)
-from kode_tui.soul import prompts
+from kode_tui.soul import prompts, timetravel
 from kode_tui.soul.approval import Approval
 from kode_tui.soul.compaction import CompactionContext, CompactionStrategy
 from kode_tui.soul.llm import (
@@ -60,16 +47,31 @@ from kode_tui.soul.llm import (
     StreamItem,
     ToolCallDelta,
     ToolCallStart,
+    ToolSchema,
     is_retryable,
 )
 from kode_tui.soul.reminders import Reminder, Reminders, inject
+from kode_tui.soul.stream import Streamed, encodable_item, masked
+from kode_tui.soul.timetravel import RestoreOutcome, RestorePreview, RevertOutcome, RevertPreview
 from kode_tui.tools.base import ToolEnv, ToolOutput
 from kode_tui.tools.dmail import DenwaRenji
-from kode_tui.tools.protected import is_protected
 from kode_tui.tools.toolset import PreparedCall, Toolset, rejected, tool_message
 from kode_tui.wire import WireBus
 from kode_tui.wire import events as ev
 from kode_tui.wire.events import RejectWithFeedback, TokenUsage
+
+__all__ = [
+    "BackToTheFuture",
+    "ContextReport",
+    "KodeSoul",
+    "LoopSettings",
+    "RestoreOutcome",
+    "RestorePreview",
+    "RevertOutcome",
+    "RevertPreview",
+    "TurnResult",
+    "damaged_notice",
+]
 
 log = logging.getLogger(__name__)
 
@@ -123,53 +125,6 @@ class ContextReport:
     trigger_tokens: int
 
 
-@dataclass(frozen=True, slots=True)
-class RevertPreview:
-    """What reverting to a checkpoint would do, for the user to confirm."""
-
-    checkpoint_id: int
-    messages_leaving: int
-    tokens_freed: int
-    files: list[FilePlan]
-    next_user_text: str
-    """The user's message that followed the checkpoint (it goes back into the prompt)."""
-
-
-@dataclass(frozen=True, slots=True)
-class RevertOutcome:
-    rotated_file: Path
-    files_restored: list[str]
-    conflicts: list[str]
-    next_user_text: str
-
-
-@dataclass(frozen=True, slots=True)
-class RestorePreview:
-    """What making a rotated context live again would do, for the user to confirm."""
-
-    source: Path
-    messages: int
-    """The messages of the restored context."""
-    messages_back: int
-    """Those the live context does not have (they come back)."""
-    messages_leaving: int
-    """The live context's messages the restored one does not have (kept in a rotation)."""
-    tokens: int
-    """The restored context's token count."""
-    checkpoints: int
-    files: list[FilePlan]
-    """Per file the two conversations leave differently, what `files=True` does to it."""
-
-
-@dataclass(frozen=True, slots=True)
-class RestoreOutcome:
-    rotated_file: Path | None
-    """The live context as it was (None when it was empty)."""
-    files_restored: list[str]
-    conflicts: list[str]
-    """Files left alone: changed since the live conversation's edit, refused or missing."""
-
-
 class BackToTheFuture(Exception):
     """Raised in a step to take the context back to `checkpoint_id` (a D-Mail)."""
 
@@ -177,67 +132,6 @@ class BackToTheFuture(Exception):
         super().__init__(checkpoint_id)
         self.checkpoint_id = checkpoint_id
         self.messages = messages
-
-
-@dataclass(slots=True)
-class _Streamed:
-    """One LLM response as it arrives."""
-
-    parts: list[ContentPart] = field(default_factory=list)
-    calls: dict[str, ToolCall] = field(default_factory=dict)
-    usage: TokenUsage | None = None
-    renamed: dict[str, str] = field(default_factory=dict)
-    """Provider id -> the id the call is kept under: a repeated (or empty) id gets a new one, so
-    two calls are never merged into one and each gets its own result."""
-
-    def call_id(self, item: ToolCallStart | ToolCallDelta) -> str:
-        """The id a streamed tool-call item belongs to in this response."""
-        return self.renamed.get(item.id, item.id)
-
-    def add(self, item: StreamItem) -> None:
-        if isinstance(item, TextPart | ThinkPart):
-            last = self.parts[-1] if self.parts else None
-            if isinstance(item, TextPart) and isinstance(last, TextPart):
-                last.text += item.text
-            elif isinstance(item, ThinkPart) and isinstance(last, ThinkPart):
-                last.think += item.think
-                last.encrypted = item.encrypted or last.encrypted
-            else:
-                self.parts.append(item.model_copy())
-        elif isinstance(item, ToolCallStart):
-            call_id = item.id
-            if not call_id or call_id in self.calls:
-                call_id = fresh_call_id(call_id, self.calls)
-                self.renamed[item.id] = call_id
-            else:
-                self.renamed.pop(item.id, None)
-            self.calls[call_id] = ToolCall(
-                id=call_id, function=FunctionBody(name=item.name, arguments="")
-            )
-        elif isinstance(item, ToolCallDelta):
-            call_id = self.call_id(item)
-            if call_id not in self.calls:  # a provider that never announced the call
-                self.calls[call_id] = ToolCall(id=call_id, function=FunctionBody(name=""))
-            function = self.calls[call_id].function
-            function.arguments = (function.arguments or "") + item.arguments_delta
-        else:
-            self.usage = item
-
-    def is_empty(self) -> bool:
-        """No text, no thought, no tool call: nothing a message could hold."""
-        return not self.calls and not any(
-            not isinstance(p, TextPart | ThinkPart)
-            or (p.text if isinstance(p, TextPart) else p.think)
-            for p in self.parts
-        )
-
-    def message(self) -> Message:
-        parts = [p for p in self.parts if not isinstance(p, TextPart) or p.text]
-        content: str | list[ContentPart] = parts
-        if len(parts) == 1 and isinstance(parts[0], TextPart):
-            content = parts[0].text  # Kimi stores a lone text part as a string
-        calls = list(self.calls.values())
-        return Message(role="assistant", content=content, tool_calls=calls or None)
 
 
 class KodeSoul:
@@ -437,9 +331,13 @@ class KodeSoul:
 
     async def _checkpoint(self) -> None:
         checkpoint_id = await self.context.checkpoint(self._checkpoint_messages)
+        self._sync_dmail_checkpoints()
+        self.bus.send(ev.CheckpointCreated(id=checkpoint_id))
+
+    def _sync_dmail_checkpoints(self) -> None:
+        """Tell SendDMail how many checkpoints there are now (it refuses an id past them)."""
         if self._denwa_renji is not None:
             self._denwa_renji.set_n_checkpoints(self.context.n_checkpoints)
-        self.bus.send(ev.CheckpointCreated(id=checkpoint_id))
 
     async def _travel(self, jump: BackToTheFuture) -> None:
         rotated = await self.context.revert_to(jump.checkpoint_id, reason="dmail")
@@ -498,7 +396,7 @@ class KodeSoul:
             )
         return None if message.tool_calls else "done"
 
-    async def _call_llm(self, step: int) -> _Streamed:
+    async def _call_llm(self, step: int) -> Streamed:
         """Stream one response, sending it on the wire, retried as DESIGN.md §7 says."""
         system_prompt = await self.request_system_prompt()
         # Every tool call goes with exactly one result, or the provider refuses the request.
@@ -516,7 +414,7 @@ class KodeSoul:
                 self.bus.send(ev.SystemReminders(reminders=items))
         tools = self.toolset.schemas()
 
-        async def attempt() -> _Streamed:
+        async def attempt() -> Streamed:
             return await self._stream_once(system_prompt, history, tools)
 
         return await self._retry(step, attempt)
@@ -553,12 +451,12 @@ class KodeSoul:
         self,
         system_prompt: str | None,
         history: Sequence[Message],
-        tools: list[dict[str, Any]],
-    ) -> _Streamed:
-        streamed = _Streamed()
-        system_prompt, history = _masked(system_prompt, history)
+        tools: Sequence[ToolSchema],
+    ) -> Streamed:
+        streamed = Streamed()
+        system_prompt, history = masked(system_prompt, history)
         async for received in self.provider.stream(system_prompt, history, tools):
-            item = _encodable_item(received)
+            item = encodable_item(received)
             streamed.add(item)
             if isinstance(item, TextPart | ThinkPart):
                 self.bus.send(ev.ContentPart(part=item))
@@ -604,46 +502,17 @@ class KodeSoul:
 
     def revert_preview(self, checkpoint_id: int) -> RevertPreview:
         """What `revert(checkpoint_id)` would do; ValueError when there is no such checkpoint."""
-        context = self.context
-        checkpoint = next((c for c in context.checkpoints if c.id == checkpoint_id), None)
-        if checkpoint is None:
-            raise ValueError(f"there is no checkpoint {checkpoint_id}")
-        history = context.history
-        files: list[FilePlan] = []
-        if self.env.journal is not None:
-            edits = context.file_edits_since(checkpoint_id)
-            files = plan_file_revert(edits, self.env.work_dir, self.env.journal, self._may_revert)
-        return RevertPreview(
-            checkpoint_id=checkpoint_id,
-            messages_leaving=len(history) - checkpoint.message_index,
-            tokens_freed=max(0, context.token_count_with_pending - checkpoint.token_count),
-            files=files,
-            next_user_text=_user_text_after(
-                history,
-                checkpoint.message_index,
-                _next_start(context.checkpoints, checkpoint_id, len(history)),
-            ),
-        )
-
-    def _may_revert(self, target: Path) -> bool:
-        """Whether a revert may write `target`: inside the work dir, and not a file that makes
-        tools run code (the edit records come from the session folder, which may be foreign)."""
-        work_dir = self.env.work_dir
-        return is_within(target, work_dir) and not is_protected(target, work_dir)
+        return timetravel.revert_preview(self.context, self.env, checkpoint_id)
 
     async def revert(self, checkpoint_id: int, *, files: bool = False) -> RevertOutcome:
         """Take the context back to `checkpoint_id` (the rest is kept in a rotated file), and
         with `files` put back the files the agent changed since, where nobody else did."""
         preview = self.revert_preview(checkpoint_id)
         rotated = await asyncio.shield(self.context.revert_to(checkpoint_id))
-        restored: list[str] = []
-        conflicts = [p.path for p in preview.files if p.action in LEFT_ALONE]
-        if files and self.env.journal is not None:
-            restored, conflicts = await asyncio.to_thread(
-                apply_file_revert, preview.files, self.env.journal
-            )
-        if self._denwa_renji is not None:
-            self._denwa_renji.set_n_checkpoints(self.context.n_checkpoints)
+        restored, conflicts = await timetravel.apply_files(
+            preview.files, self.env.journal, write=files
+        )
+        self._sync_dmail_checkpoints()
         self.bus.send(
             ev.ContextReverted(
                 checkpoint_id=checkpoint_id,
@@ -658,29 +527,7 @@ class KodeSoul:
 
     def restore_preview(self, source: Path) -> RestorePreview:
         """What `restore(source)` would do; OSError when `source` cannot be read."""
-        snapshot = read_snapshot(source)
-        comparison = compare(snapshot.messages, self.context.history)
-        files: list[FilePlan] = []
-        if self.env.journal is not None:
-            rotations = self.context.rotations()
-            number = next((r.number for r in rotations if r.path.name == source.name), -1)
-            live = [edit.record for edit in self.context.file_edits]
-            files = plan_file_restore(
-                edit_history(live, None, rotations),
-                edit_history(snapshot.file_edits, number, rotations),
-                self.env.work_dir,
-                self.env.journal,
-                self._may_revert,
-            )
-        return RestorePreview(
-            source=source,
-            messages=len(snapshot.messages),
-            messages_back=len(comparison.only_there),
-            messages_leaving=len(comparison.only_here),
-            tokens=snapshot.token_count,
-            checkpoints=snapshot.n_checkpoints,
-            files=files,
-        )
+        return timetravel.restore_preview(self.context, self.env, source)
 
     async def restore(self, source: Path, *, files: bool = False) -> RestoreOutcome:
         """Make the rotated context `source` live again (the current one is rotated first), and
@@ -688,14 +535,10 @@ class KodeSoul:
         them since the live conversation did (`plan_file_restore`)."""
         preview = self.restore_preview(source)  # the live context's edits, before the swap
         rotated = await asyncio.shield(self.context.restore_from(source))
-        restored: list[str] = []
-        conflicts = [p.path for p in preview.files if p.action in LEFT_ALONE]
-        if files and self.env.journal is not None:
-            restored, conflicts = await asyncio.to_thread(
-                apply_file_revert, preview.files, self.env.journal
-            )
-        if self._denwa_renji is not None:
-            self._denwa_renji.set_n_checkpoints(self.context.n_checkpoints)
+        restored, conflicts = await timetravel.apply_files(
+            preview.files, self.env.journal, write=files
+        )
+        self._sync_dmail_checkpoints()
         self.bus.send(
             ev.ContextRestored(
                 from_file=source.name,
@@ -770,8 +613,7 @@ class KodeSoul:
             tokens_before=before,
             tokens_after=after,
         )
-        if self._denwa_renji is not None:
-            self._denwa_renji.set_n_checkpoints(self.context.n_checkpoints)
+        self._sync_dmail_checkpoints()
         self.bus.send(ev.CheckpointCreated(id=0))
         return rotated.name if rotated is not None else None
 
@@ -794,38 +636,17 @@ class _RetryingProvider:
     def max_context_size(self) -> int:
         return self._soul.provider.max_context_size
 
-    def stream(
-        self,
-        system_prompt: str | None,
-        history: Sequence[Message],
-        tools: Sequence[dict[str, Any]],
-    ) -> AsyncIterator[StreamItem]:
-        return self._replay(system_prompt, history, tools)
-
-    async def _replay(
-        self,
-        system_prompt: str | None,
-        history: Sequence[Message],
-        tools: Sequence[dict[str, Any]],
+    async def stream(
+        self, system_prompt: str | None, history: Sequence[Message], tools: Sequence[ToolSchema]
     ) -> AsyncIterator[StreamItem]:
         provider = self._soul.provider
-        system_prompt, history = _masked(system_prompt, paired(history))
+        system_prompt, history = masked(system_prompt, paired(history))
 
         async def read_all() -> list[StreamItem]:
             return [item async for item in provider.stream(system_prompt, history, tools)]
 
         for item in await self._soul._retry(self._step, read_all):
             yield item
-
-
-def _masked(
-    system_prompt: str | None, history: Sequence[Message]
-) -> tuple[str | None, list[Message]]:
-    """What a provider may see: the request with every API key masked (a key the user typed,
-    or one in a file they mentioned, stays on this machine). The environment is read again first:
-    this is where a changed key is noticed."""
-    masking.refresh()
-    return masking.mask_value(system_prompt), masking.mask_each(history)
 
 
 def _encodable_input(user_input: str | list[ContentPart]) -> str | list[ContentPart]:
@@ -837,36 +658,6 @@ def _encodable_input(user_input: str | list[ContentPart]) -> str | list[ContentP
         p.model_copy(update={"text": scrub_text(p.text)}) if isinstance(p, TextPart) else p
         for p in user_input
     ]
-
-
-def _encodable(text: str) -> str:
-    # Pairs first (`\ud83d\ude00` in a provider's JSON is one emoji), then whatever is left alone.
-    if scrub_text(text) is text:  # no surrogate: one C-level check, not a loop per character
-        return text
-    return scrub_text(text.encode("utf-16", "surrogatepass").decode("utf-16", "surrogatepass"))
-
-
-def _encodable_item(item: StreamItem) -> StreamItem:
-    """`item` as text that can be written and sent: a provider's JSON may hold a lone surrogate
-    (`\ud83d` alone, an emoji split between two chunks), which failed the write of the step and
-    every later request, so the answer was lost."""
-    if isinstance(item, TextPart):
-        text = _encodable(item.text)
-        return item if text is item.text else item.model_copy(update={"text": text})
-    if isinstance(item, ThinkPart):
-        think = _encodable(item.think)
-        return item if think is item.think else item.model_copy(update={"think": think})
-    if isinstance(item, ToolCallStart):
-        name, call_id = _encodable(item.name), _encodable(item.id)
-        if name is item.name and call_id is item.id:
-            return item
-        return ToolCallStart(id=call_id, name=name)
-    if isinstance(item, ToolCallDelta):
-        delta, call_id = _encodable(item.arguments_delta), _encodable(item.id)
-        if delta is item.arguments_delta and call_id is item.id:
-            return item
-        return ToolCallDelta(id=call_id, arguments_delta=delta)
-    return item
 
 
 def damaged_notice(context: Context) -> list[str]:
@@ -888,18 +679,3 @@ def _storage_message(error: OSError) -> str:
         )
     where = f": {error.filename}" if error.filename else ""
     return f"could not write the session: {error.strerror or error}{where}"
-
-
-def _next_start(checkpoints: Sequence[Any], checkpoint_id: int, end: int) -> int:
-    """Where the messages after `checkpoint_id` stop: at the next checkpoint, or at `end`."""
-    later = [c.message_index for c in checkpoints if c.id > checkpoint_id]
-    return min(later, default=end)
-
-
-def _user_text_after(history: Sequence[Message], start: int, stop: int) -> str:
-    """The user's own message (not a `<system>` note) between the checkpoint and the next one:
-    what they typed at that point. A step's checkpoint has none."""
-    for message in history[start:stop]:
-        if message.role == "user" and not is_system_note(message.text):
-            return message.text
-    return ""

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass
-from typing import Any, Protocol, runtime_checkable
+from typing import Any, Protocol, TypeAlias, runtime_checkable
 
 from kode_tui.message import Message, TextPart, ThinkPart
 from kode_tui.wire.events import TokenUsage
@@ -38,6 +38,10 @@ class ToolCallDelta:
 
 
 StreamItem = TextPart | ThinkPart | ToolCallStart | ToolCallDelta | TokenUsage
+
+ToolSchema: TypeAlias = dict[str, Any]
+"""One tool as the model is offered it, in OpenAI function format:
+`{"type": "function", "function": {"name": ..., "description": ..., "parameters": {...}}}`."""
 
 
 class LLMError(Exception):
@@ -82,12 +86,9 @@ class ChatProvider(Protocol):
         ...
 
     def stream(
-        self,
-        system_prompt: str | None,
-        history: Sequence[Message],
-        tools: Sequence[dict[str, Any]],
+        self, system_prompt: str | None, history: Sequence[Message], tools: Sequence[ToolSchema]
     ) -> AsyncIterator[StreamItem]:
-        """Stream one assistant response to `history` (tools in OpenAI function format).
+        """Stream one assistant response to `history`, offering the model `tools`.
 
         Raises `LLMError` (before or while streaming) when the call fails.
         """

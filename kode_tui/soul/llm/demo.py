@@ -13,9 +13,9 @@ from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from kode_tui.message import Message, TextPart, estimate_tokens, is_from_system, is_system_note
-from kode_tui.soul.llm import StreamItem
-from kode_tui.soul.llm.scripted import stream_response
+from kode_tui.message import Message, TextPart, is_from_system, is_system_note
+from kode_tui.soul.llm import DEFAULT_MAX_CONTEXT_SIZE, StreamItem, ToolSchema
+from kode_tui.soul.llm.scripted import request_tokens, stream_response
 
 DEMO_MODEL = "demo"
 NOTES_FILE = "KODE_DEMO.md"
@@ -40,18 +40,15 @@ class DemoProvider:
 
     delay: float = 0.02
     model_name: str = DEMO_MODEL
-    max_context_size: int = 128_000
+    max_context_size: int = DEFAULT_MAX_CONTEXT_SIZE
 
     def stream(
-        self,
-        system_prompt: str | None,
-        history: Sequence[Message],
-        tools: Sequence[dict[str, Any]],
+        self, system_prompt: str | None, history: Sequence[Message], tools: Sequence[ToolSchema]
     ) -> AsyncIterator[StreamItem]:
         turn = _current_turn(history)
         # A call without tools is a compaction asking for a summary, not a turn of the tour.
         response = _respond(turn) if tools else {"text": SUMMARY}
-        sent = estimate_tokens(history) + len(system_prompt or "") // 4
+        sent = request_tokens(system_prompt, history)
         return stream_response(response, len(turn), sent, self.delay)
 
 

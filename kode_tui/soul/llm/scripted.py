@@ -39,6 +39,7 @@ from kode_tui.soul.llm import (
     StreamItem,
     ToolCallDelta,
     ToolCallStart,
+    ToolSchema,
 )
 from kode_tui.wire.events import TokenUsage
 
@@ -49,7 +50,7 @@ class Request:
 
     system_prompt: str | None
     history: list[Message]
-    tools: list[dict[str, Any]]
+    tools: list[ToolSchema]
 
 
 @dataclass
@@ -75,17 +76,19 @@ class ScriptedProvider:
         return len(self.script) - len(self.requests)
 
     def stream(
-        self,
-        system_prompt: str | None,
-        history: Sequence[Message],
-        tools: Sequence[dict[str, Any]],
+        self, system_prompt: str | None, history: Sequence[Message], tools: Sequence[ToolSchema]
     ) -> AsyncIterator[StreamItem]:
         number = len(self.requests)
         self.requests.append(Request(system_prompt, list(history), list(tools)))
         if number >= len(self.script):
             raise LLMError(f"the script has no response for call {number + 1}")
-        sent = estimate_tokens(history) + len(system_prompt or "") // 4
+        sent = request_tokens(system_prompt, history)
         return stream_response(self.script[number], number + 1, sent, self.delay)
+
+
+def request_tokens(system_prompt: str | None, history: Sequence[Message]) -> int:
+    """An estimate of the input tokens of a request, for the usage a script leaves out."""
+    return estimate_tokens(history) + len(system_prompt or "") // 4
 
 
 async def stream_response(

@@ -1,0 +1,165 @@
+"""Time travel as the soul plans it: what a revert to a checkpoint, or a restore of a rotated
+context, would do to the conversation and to the files, and putting the files back.
+
+`KodeSoul.revert` and `KodeSoul.restore` swap the context and send the events; the plans and
+the file work are here, over `session.timetravel`'s per-file planner.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from kode_tui.message import Message, is_system_note
+from kode_tui.pathnames import is_within
+from kode_tui.session import Context
+from kode_tui.session.checkpoints import Checkpoint
+from kode_tui.session.journal import FileJournal
+from kode_tui.session.timetravel import (
+    LEFT_ALONE,
+    FilePlan,
+    apply_file_revert,
+    compare,
+    edit_history,
+    plan_file_restore,
+    plan_file_revert,
+    read_snapshot,
+)
+from kode_tui.tools.base import ToolEnv
+from kode_tui.tools.protected import is_protected
+
+
+@dataclass(frozen=True, slots=True)
+class RevertPreview:
+    """What reverting to a checkpoint would do, for the user to confirm."""
+
+    checkpoint_id: int
+    messages_leaving: int
+    tokens_freed: int
+    files: list[FilePlan]
+    next_user_text: str
+    """The user's message that followed the checkpoint (it goes back into the prompt)."""
+
+
+@dataclass(frozen=True, slots=True)
+class RevertOutcome:
+    rotated_file: Path
+    files_restored: list[str]
+    conflicts: list[str]
+    next_user_text: str
+
+
+@dataclass(frozen=True, slots=True)
+class RestorePreview:
+    """What making a rotated context live again would do, for the user to confirm."""
+
+    source: Path
+    messages: int
+    """The messages of the restored context."""
+    messages_back: int
+    """Those the live context does not have (they come back)."""
+    messages_leaving: int
+    """The live context's messages the restored one does not have (kept in a rotation)."""
+    tokens: int
+    """The restored context's token count."""
+    checkpoints: int
+    files: list[FilePlan]
+    """Per file the two conversations leave differently, what `files=True` does to it."""
+
+
+@dataclass(frozen=True, slots=True)
+class RestoreOutcome:
+    rotated_file: Path | None
+    """The live context as it was (None when it was empty)."""
+    files_restored: list[str]
+    conflicts: list[str]
+    """Files left alone: changed since the live conversation's edit, refused or missing."""
+
+
+def revert_preview(context: Context, env: ToolEnv, checkpoint_id: int) -> RevertPreview:
+    """What reverting `context` to `checkpoint_id` would do; ValueError when there is no such
+    checkpoint. The files are planned only when `env` has a journal to take them back from."""
+    checkpoint = next((c for c in context.checkpoints if c.id == checkpoint_id), None)
+    if checkpoint is None:
+        raise ValueError(f"there is no checkpoint {checkpoint_id}")
+    history = context.history
+    files: list[FilePlan] = []
+    if env.journal is not None:
+        edits = context.file_edits_since(checkpoint_id)
+        files = plan_file_revert(edits, env.work_dir, env.journal, _may_write(env.work_dir))
+    return RevertPreview(
+        checkpoint_id=checkpoint_id,
+        messages_leaving=len(history) - checkpoint.message_index,
+        tokens_freed=max(0, context.token_count_with_pending - checkpoint.token_count),
+        files=files,
+        next_user_text=_user_text_after(
+            history,
+            checkpoint.message_index,
+            _next_start(context.checkpoints, checkpoint_id, len(history)),
+        ),
+    )
+
+
+def restore_preview(context: Context, env: ToolEnv, source: Path) -> RestorePreview:
+    """What making the rotated context `source` live instead of `context` would do; OSError
+    when `source` cannot be read."""
+    snapshot = read_snapshot(source)
+    comparison = compare(snapshot.messages, context.history)
+    files: list[FilePlan] = []
+    if env.journal is not None:
+        rotations = context.rotations()
+        number = next((r.number for r in rotations if r.path.name == source.name), -1)
+        live = [edit.record for edit in context.file_edits]
+        files = plan_file_restore(
+            edit_history(live, None, rotations),
+            edit_history(snapshot.file_edits, number, rotations),
+            env.work_dir,
+            env.journal,
+            _may_write(env.work_dir),
+        )
+    return RestorePreview(
+        source=source,
+        messages=len(snapshot.messages),
+        messages_back=len(comparison.only_there),
+        messages_leaving=len(comparison.only_here),
+        tokens=snapshot.token_count,
+        checkpoints=snapshot.n_checkpoints,
+        files=files,
+    )
+
+
+async def apply_files(
+    plans: Sequence[FilePlan], journal: FileJournal | None, *, write: bool
+) -> tuple[list[str], list[str]]:
+    """The files restored and the conflicts. With `write` and a journal, `plans` are carried
+    out (in a thread) with the journal's blobs; else nothing is written, and the conflicts are
+    the files the plans leave alone."""
+    if not write or journal is None:
+        return [], [p.path for p in plans if p.action in LEFT_ALONE]
+    return await asyncio.to_thread(apply_file_revert, plans, journal)
+
+
+def _may_write(work_dir: Path) -> Callable[[Path], bool]:
+    def may_write(target: Path) -> bool:
+        """Whether a revert may write `target`: inside the work dir, and not a file that makes
+        tools run code (the edit records come from the session folder, which may be foreign)."""
+        return is_within(target, work_dir) and not is_protected(target, work_dir)
+
+    return may_write
+
+
+def _next_start(checkpoints: Sequence[Checkpoint], checkpoint_id: int, end: int) -> int:
+    """Where the messages after `checkpoint_id` stop: at the next checkpoint, or at `end`."""
+    later = [c.message_index for c in checkpoints if c.id > checkpoint_id]
+    return min(later, default=end)
+
+
+def _user_text_after(history: Sequence[Message], start: int, stop: int) -> str:
+    """The user's own message (not a `<system>` note) between the checkpoint and the next one:
+    what they typed at that point. A step's checkpoint has none."""
+    for message in history[start:stop]:
+        if message.role == "user" and not is_system_note(message.text):
+            return message.text
+    return ""
