@@ -41,7 +41,7 @@ from tests.test_ui_approval import ApprovalHost
 from tests.test_ui_conversation import host, settle
 from tests.test_ui_screens import loaded, make_session
 from tests.test_ui_side_panes import PanesHost
-from tests.ui_helpers import Host, Posted, make_app, ready, send, wait_for
+from tests.ui_helpers import Host, Posted, facade_of, make_app, ready, send, wait_for
 
 ESC = "\x1b"
 HIDE = f"{ESC}[8m"
@@ -316,9 +316,8 @@ async def test_timeline_rows_details_and_history_rows_show_escapes_visibly(tmp_p
 
     await context.restore_from(context.rotations()[0].path)
     try:
-        app = PanesHost(
-            CheckpointTimeline(bus, context), CheckpointDetails(), HistoryPane(bus, context)
-        )
+        view = await facade_of(context)
+        app = PanesHost(CheckpointTimeline(bus, view), CheckpointDetails(), HistoryPane(bus, view))
         async with app.run_test(size=(120, 60)) as pilot:
             history = app.query_one(HistoryPane)
             for _ in range(100):

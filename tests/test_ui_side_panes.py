@@ -37,7 +37,7 @@ from kode_tui.wire.bus import WireBus
 
 from .conftest import KIMI_FIXTURE
 from .session_helpers import write_turns
-from .ui_helpers import Host, Posted, wait_for
+from .ui_helpers import Host, Posted, facade_of, wait_for
 
 SIZE = (50, 40)
 
@@ -183,7 +183,8 @@ async def test_the_gauge_and_the_history_write_a_token_count_alike(tmp_path: Pat
     await write_turns(context, 1)
     await context.clear(reason="compaction", tokens_before=12_900, tokens_after=3_000)
     bus = WireBus()
-    app = Host(lambda: [TokenGauge(bus), HistoryPane(bus, context)])
+    view = await facade_of(context)
+    app = Host(TokenGauge(bus), HistoryPane(bus, view))
     try:
         async with app.run_test(size=SIZE) as pilot:
             pane = app.query_one(HistoryPane)
@@ -268,13 +269,13 @@ async def context(tmp_path: Path) -> AsyncIterator[Context]:
     await built.close()
 
 
-def timeline_app(bus: WireBus, context: Context) -> PanesHost:
-    return PanesHost(CheckpointTimeline(bus, context), CheckpointDetails())
+async def timeline_app(bus: WireBus, context: Context) -> PanesHost:
+    return PanesHost(CheckpointTimeline(bus, await facade_of(context)), CheckpointDetails())
 
 
 async def test_timeline_labels_each_checkpoint_by_what_follows_it(context: Context) -> None:
     bus = WireBus()
-    app = timeline_app(bus, context)
+    app = await timeline_app(bus, context)
     async with app.run_test(size=SIZE) as pilot:
         await settle(pilot)
         timeline = app.query_one(CheckpointTimeline)
@@ -295,7 +296,7 @@ async def test_timeline_labels_each_checkpoint_by_what_follows_it(context: Conte
 
 async def test_timeline_grows_live_and_follows_the_newest_checkpoint(context: Context) -> None:
     bus = WireBus()
-    app = timeline_app(bus, context)
+    app = await timeline_app(bus, context)
     async with app.run_test(size=SIZE) as pilot:
         timeline = app.query_one(CheckpointTimeline)
         await context.append_message(ChatMessage(role="user", content="Run it"))
@@ -324,7 +325,7 @@ async def test_timeline_shows_what_a_revert_leaves_after_context_reverted(
     context: Context,
 ) -> None:
     bus = WireBus()
-    app = timeline_app(bus, context)
+    app = await timeline_app(bus, context)
     async with app.run_test(size=SIZE) as pilot:
         timeline = app.query_one(CheckpointTimeline)
         rotated = await context.revert_to(3)
@@ -338,7 +339,7 @@ async def test_clearing_the_context_empties_the_timeline_and_its_details(
     context: Context,
 ) -> None:
     bus = WireBus()
-    app = timeline_app(bus, context)
+    app = await timeline_app(bus, context)
     posted = Posted()
     async with app.run_test(size=SIZE, message_hook=posted) as pilot:
         timeline = app.query_one(CheckpointTimeline)
@@ -356,7 +357,7 @@ async def test_clearing_the_context_empties_the_timeline_and_its_details(
 
 async def test_highlighting_a_checkpoint_shows_its_details(context: Context) -> None:
     bus = WireBus()
-    app = timeline_app(bus, context)
+    app = await timeline_app(bus, context)
     posted = Posted()
     async with app.run_test(size=SIZE, message_hook=posted) as pilot:
         timeline = app.query_one(CheckpointTimeline)
@@ -381,7 +382,7 @@ async def test_highlighting_a_checkpoint_shows_its_details(context: Context) -> 
 
 async def test_enter_and_click_request_a_revert(context: Context) -> None:
     bus = WireBus()
-    app = timeline_app(bus, context)
+    app = await timeline_app(bus, context)
     posted = Posted()
     async with app.run_test(size=SIZE, message_hook=posted) as pilot:
         timeline = app.query_one(CheckpointTimeline)
@@ -404,7 +405,7 @@ async def test_timeline_of_a_kimi_session(tmp_path: Path) -> None:
     context = Context(session / "context.jsonl")
     await context.restore()
     bus = WireBus()
-    app = timeline_app(bus, context)
+    app = await timeline_app(bus, context)
     try:
         async with app.run_test(size=SIZE) as pilot:
             await settle(pilot)
@@ -426,7 +427,7 @@ async def test_timeline_of_2000_checkpoints_rebuilds_quickly(tmp_path: Path) -> 
     context = Context(path)
     await context.restore()
     bus = WireBus()
-    app = timeline_app(bus, context)
+    app = await timeline_app(bus, context)
     try:
         async with app.run_test(size=SIZE) as pilot:
             await settle(pilot)
@@ -450,8 +451,8 @@ async def test_timeline_of_2000_checkpoints_rebuilds_quickly(tmp_path: Path) -> 
 # --- history --------------------------------------------------------------------------------------
 
 
-def history_app(bus: WireBus, context: Context) -> PanesHost:
-    return PanesHost(HistoryPane(bus, context))
+async def history_app(bus: WireBus, context: Context) -> PanesHost:
+    return PanesHost(HistoryPane(bus, await facade_of(context)))
 
 
 async def test_history_of_a_kimi_session_lists_its_rotations_newest_first(
@@ -461,7 +462,7 @@ async def test_history_of_a_kimi_session_lists_its_rotations_newest_first(
     shutil.copytree(KIMI_FIXTURE, session)
     context = Context(session / "context.jsonl")
     bus = WireBus()
-    app = history_app(bus, context)
+    app = await history_app(bus, context)
     async with app.run_test(size=SIZE) as pilot:
         pane = app.query_one(HistoryPane)
         await wait_for(pilot, lambda: len(pane.paths) == 3)
@@ -480,7 +481,7 @@ async def test_history_explains_our_rotations(tmp_path: Path) -> None:
     context = Context(tmp_path / "session" / "context.jsonl")
     await write_turns(context, 3)
     bus = WireBus()
-    app = history_app(bus, context)
+    app = await history_app(bus, context)
     try:
         async with app.run_test(size=SIZE) as pilot:
             pane = app.query_one(HistoryPane)
@@ -520,7 +521,7 @@ async def test_a_rotation_written_by_another_process_appears_within_a_second(
     shutil.copytree(KIMI_FIXTURE, session)
     context = Context(session / "context.jsonl")
     bus = WireBus()
-    app = history_app(bus, context)
+    app = await history_app(bus, context)
     async with app.run_test(size=SIZE) as pilot:
         pane = app.query_one(HistoryPane)
         await wait_for(pilot, lambda: len(pane.paths) == 3)
@@ -539,7 +540,7 @@ async def test_enter_on_a_rotation_requests_its_preview(tmp_path: Path) -> None:
     session = tmp_path / "kimi"
     shutil.copytree(KIMI_FIXTURE, session)
     context = Context(session / "context.jsonl")
-    app = history_app(WireBus(), context)
+    app = await history_app(WireBus(), context)
     posted = Posted()
     async with app.run_test(size=SIZE, message_hook=posted) as pilot:
         pane = app.query_one(HistoryPane)
@@ -548,7 +549,7 @@ async def test_enter_on_a_rotation_requests_its_preview(tmp_path: Path) -> None:
         await pilot.press("down", "enter")
         await settle(pilot)
         previews = posted.of(HistoryPane.PreviewRequested)
-        assert [m.path for m in previews] == [session / "context_2.jsonl"]
+        assert [m.name for m in previews] == ["context_2.jsonl"]
 
 
 async def test_history_ages_are_refreshed(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -558,7 +559,7 @@ async def test_history_ages_are_refreshed(tmp_path: Path, monkeypatch: pytest.Mo
     for path in session.glob("context_*.jsonl"):
         os.utime(path, (hour_ago, hour_ago))
     context = Context(session / "context.jsonl")
-    app = history_app(WireBus(), context)
+    app = await history_app(WireBus(), context)
     async with app.run_test(size=SIZE) as pilot:
         pane = app.query_one(HistoryPane)
         await wait_for(pilot, lambda: len(pane.paths) == 3)

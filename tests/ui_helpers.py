@@ -18,6 +18,8 @@ from textual.widget import Widget
 from textual.widgets import Static
 
 from kode_tui.config import Config, ModelChoice, resolve_model
+from kode_tui.session import Context
+from kode_tui.soul.facade import AgentSession, Session
 from kode_tui.soul.llm import ChatProvider
 from kode_tui.soul.llm.demo import DemoProvider
 from kode_tui.ui.app import KodeApp
@@ -132,6 +134,12 @@ async def wait_for(
             raise AssertionError(f"timed out waiting for {condition}")
         await pilot.pause(0.05)
     return loop.time() - started
+
+
+async def facade_of(context: Context) -> AgentSession:
+    """The facade over a context a test writes itself: the panes read it as they read the
+    app's session (the session folder is the context's)."""
+    return AgentSession(await Session.from_dir(context.path.parent), context)
 
 
 def started(app: KodeApp) -> bool:
