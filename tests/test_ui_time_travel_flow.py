@@ -10,7 +10,7 @@ import pytest
 from textual.pilot import Pilot
 
 from kode_tui.soul.llm.scripted import ScriptedProvider
-from kode_tui.ui.screens.timetravel import PreviewScreen, RevertDialog
+from kode_tui.ui.screens.timetravel import PreviewScreen, RestoreDialog, RevertDialog
 from kode_tui.ui.widgets.history import HistoryPane
 from kode_tui.ui.widgets.prompt import PromptInput
 from kode_tui.ui.widgets.timeline import CheckpointTimeline
@@ -232,3 +232,40 @@ async def test_p_in_a_preview_copies_its_own_messages_into_the_prompt(project: P
         assert text.startswith("From an earlier context:")
         assert "user: write b" in text and "assistant: Wrote b." in text
         assert "CHECKPOINT" not in text
+
+
+async def test_restoring_a_context_offers_its_files_as_a_revert_does(project: Path) -> None:
+    """After a revert with files, restoring the rotated context brings the conversation and,
+    with `f`, the files it says were edited: the same plan and dialog as a revert."""
+    app = make_app(project, ScriptedProvider(SCRIPT), yolo=True)
+    async with app.run_test(size=(140, 40)) as pilot:
+        await three_turns(pilot)
+        await open_revert(pilot, 2)
+        await pilot.press("f")
+        await wait_for(pilot, lambda: not (project / "b.txt").exists())
+        await send(pilot, "/restore 1")
+        await wait_for(pilot, lambda: isinstance(app.screen, PreviewScreen))
+        await pilot.press("r")
+        await wait_for(pilot, lambda: isinstance(app.screen, RestoreDialog))
+        assert "b.txt" in screen_text(app) and "restore" in screen_text(app)
+        await pilot.press("f")
+        await wait_for(pilot, lambda: (project / "b.txt").exists())
+        await wait_for(pilot, lambda: "Wrote b." in screen_text(app))
+    assert (project / "b.txt").read_text() == "agent b\n"
+    assert (project / "a.txt").read_text() == "agent a\n"
+
+
+async def test_restoring_the_conversation_only_leaves_the_files(project: Path) -> None:
+    app = make_app(project, ScriptedProvider(SCRIPT), yolo=True)
+    async with app.run_test(size=(140, 40)) as pilot:
+        await three_turns(pilot)
+        await open_revert(pilot, 2)
+        await pilot.press("f")
+        await wait_for(pilot, lambda: not (project / "b.txt").exists())
+        await send(pilot, "/restore 1")
+        await wait_for(pilot, lambda: isinstance(app.screen, PreviewScreen))
+        await pilot.press("r")
+        await wait_for(pilot, lambda: isinstance(app.screen, RestoreDialog))
+        await pilot.press("c")
+        await wait_for(pilot, lambda: "Wrote b." in screen_text(app))
+    assert not (project / "b.txt").exists()
