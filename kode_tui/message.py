@@ -215,6 +215,15 @@ def is_system_note(text: str, starting: str = "") -> bool:
     return text.startswith(_SYSTEM_OPEN + starting)
 
 
+DMAIL_NOTE = "You just got a D-Mail"
+"""How the note a D-Mail brings back begins (`prompts/dmail.md`, Kimi's wording)."""
+
+
+def is_dmail_note(text: str) -> bool:
+    """Whether `text` is the `<system>` note a D-Mail left in the context."""
+    return is_system_note(text, DMAIL_NOTE)
+
+
 def is_from_system(text: str) -> bool:
     """Whether `text` is a `<system>` note or a `<system-reminder>` block: what a request holds
     besides the user's own words."""

@@ -10,6 +10,7 @@ from typing import Any
 from textual.pilot import Pilot
 from textual.widget import Widget
 
+from kode_tui.humanize import format_tokens, tool_summary
 from kode_tui.message import (
     FunctionBody,
     ImageURL,
@@ -31,8 +32,8 @@ from kode_tui.ui.widgets.blocks import (
     ThinkingBlock,
     UserBlock,
 )
-from kode_tui.ui.widgets.conversation import Conversation, format_tokens
-from kode_tui.ui.widgets.tool_block import ToolBlock, tool_summary
+from kode_tui.ui.widgets.conversation import Conversation
+from kode_tui.ui.widgets.tool_block import ToolBlock
 from kode_tui.wire import WireBus
 from kode_tui.wire import events as ev
 from tests.conftest import KIMI_FIXTURE
@@ -360,7 +361,7 @@ async def test_a_kimi_session_renders_its_messages_tool_results_and_diffs() -> N
         assert lines[:8] == [
             "user: Create hello.py",
             "assistant: Let me look at the files.",
-            'tool: ▸ SetTodoList {"pattern": "*"}  ✔',
+            'tool: ▸ SetTodoList *  ✔',
             "assistant: Reading the readme.",
             "tool: ▸ ReadFile README.md  ✔ 3 lines read from file starting from line 1. "
             "Total lines in…",

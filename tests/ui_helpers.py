@@ -180,6 +180,8 @@ async def settled(pilot: Pilot[Any]) -> None:
     for _ in range(60):
         await pilot.pause(0.05)
         now = (conversation.scroll_y, conversation.max_scroll_y, conversation.virtual_size)
-        if now == last and conversation.scroll_y >= conversation.max_scroll_y:
+        # Its wire events come as messages: the turn may end before the last is handled.
+        drained = conversation.message_queue_size == 0
+        if now == last and drained and conversation.scroll_y >= conversation.max_scroll_y:
             return
         last = now

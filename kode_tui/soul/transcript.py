@@ -8,14 +8,11 @@ and rebuilds results from the context's messages with `stored_result`.
 from __future__ import annotations
 
 import json
-import re
 from pathlib import Path
 
-from kode_tui.message import Message
+from kode_tui.message import Message, split_tool_result
 from kode_tui.wire import events as ev
 from kode_tui.wire.events import read_wire
-
-_SYSTEM_STATUS = re.compile(r"\s*<system>(.*?)</system>\n?", re.DOTALL)
 
 
 class PastResults:
@@ -64,14 +61,7 @@ def _same_arguments(a: str, b: str) -> bool:
 
 def stored_result(message: Message) -> ev.ToolResult:
     """A tool message read back as a result: `<system>ERROR: …</system>` marks an error."""
-    text = message.text
-    status = ""
-    match = _SYSTEM_STATUS.match(text)
-    if match:
-        status, text = match.group(1).strip(), text[match.end() :]
-    is_error = status.startswith("ERROR:")
-    if is_error:
-        status = status.removeprefix("ERROR:").strip()
+    is_error, status, text = split_tool_result(message.text)
     return ev.ToolResult(
         tool_call_id=message.tool_call_id or "", is_error=is_error, output=text, message=status
     )

@@ -30,6 +30,7 @@ from textual.widget import Widget
 from textual.widgets import Markdown
 from textual.widgets.markdown import MarkdownStream
 
+from kode_tui.humanize import format_tokens
 from kode_tui.message import FunctionBody, Message, TextPart, ThinkPart
 from kode_tui.safetext import visible_model
 from kode_tui.soul.facade import PastResults, WireBus
@@ -70,15 +71,6 @@ _CSS = Path(__file__).with_suffix(".tcss").read_text(encoding="utf-8")
 
 
 # --- text helpers --------------------------------------------------------------------------------
-
-
-def format_tokens(count: int) -> str:
-    """`48k`, `3.2k`, `950`: a token count, short."""
-    if count < 1000:
-        return str(count)
-    if count < 10_000:
-        return f"{count / 1000:.1f}".rstrip("0").rstrip(".") + "k"
-    return f"{round(count / 1000)}k"
 
 
 def _compaction_text(event: ev.CompactionEnd, strategy: str) -> str:

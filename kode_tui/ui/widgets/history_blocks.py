@@ -13,9 +13,13 @@ from kode_tui.message import (
     TextPart,
     ThinkPart,
     is_checkpoint_note,
+    is_dmail_note,
+    is_system_note,
+    split_system_note,
+    unwrap_system,
 )
 from kode_tui.safetext import visible_model
-from kode_tui.soul.facade import PastResults, stored_result
+from kode_tui.soul.facade import COMPACTION_OUTPUT_PREFIX, PastResults, stored_result
 from kode_tui.ui.widgets.blocks import (
     AssistantBlock,
     BlockFactory,
@@ -28,8 +32,6 @@ from kode_tui.ui.widgets.tool_block import ToolBlock, ToolState
 from kode_tui.wire import events as ev
 
 # Kimi CLI's markers in stored user messages (ours follow them).
-_COMPACTED_PREFIX = "<system>Previous context has been compacted"
-_DMAIL_PREFIX = "<system>You just got a D-Mail"
 _DMAIL_CONTENT = "D-Mail content:"
 
 
@@ -109,13 +111,12 @@ def _user_blocks(message: Message) -> list[BlockFactory]:
     text = user_text(message.content or "")
     if is_checkpoint_note(text):
         return []
-    if text.startswith(_COMPACTED_PREFIX):
-        _, _, summary = text.partition("</system>")
+    if is_system_note(text, COMPACTION_OUTPUT_PREFIX):
+        summary = split_system_note(text)[1]
         title = divider("compacted: summary")
         return [partial(DetailBlock, title, summary.strip(), kind="compaction")]
-    if text.startswith(_DMAIL_PREFIX):
-        _, _, mail = text.partition(_DMAIL_CONTENT)
-        mail = mail.removesuffix("</system>").strip()
+    if is_dmail_note(text):
+        mail = unwrap_system(text).partition(_DMAIL_CONTENT)[2].strip()
         title = divider("D-Mail from the future")
         return [partial(DetailBlock, title, mail, kind="dmail")]
     return [partial(UserBlock, text)]

@@ -27,7 +27,7 @@ from textual.widgets.option_list import Option
 
 from kode_tui.humanize import calls_summary
 from kode_tui.message import Message as ChatMessage
-from kode_tui.message import is_checkpoint_note, is_system_note
+from kode_tui.message import is_checkpoint_note, is_dmail_note, is_system_note
 from kode_tui.safetext import visible
 from kode_tui.soul.facade import COMPACTION_OUTPUT_PREFIX, AgentSession, Checkpoint, WireBus
 from kode_tui.ui.wire_messages import WireListener, WireMessage
@@ -412,7 +412,7 @@ def _label(history: Sequence[ChatMessage], start: int, end: int) -> _Label:
                 continue
             if is_system_note(text, COMPACTION_OUTPUT_PREFIX):
                 return _Label("marker", "compacted summary")
-            if is_system_note(text) and "D-Mail" in text[:120]:
+            if is_dmail_note(text):
                 return _Label("marker", "D-Mail")
             return _Label("user", _first_line(text) or "(image)", text)
         if message.role == "assistant":

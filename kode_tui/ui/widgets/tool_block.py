@@ -3,7 +3,6 @@ output and diffs."""
 
 from __future__ import annotations
 
-import difflib
 import json
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -12,24 +11,18 @@ from typing import Literal
 
 from textual.content import Content
 
+from kode_tui.humanize import one_line, tool_summary
 from kode_tui.safetext import visible
+from kode_tui.ui.screens.diff import diff_segments
 from kode_tui.ui.widgets.blocks import BlockFactory, FoldingBlock, Segment, assemble
 from kode_tui.wire import events as ev
 
 OUTPUT_LINES = 20
 """Lines of a tool's output (and of its arguments) shown before "… N more lines"."""
 DIFF_LINES = 200
-SUMMARY_CHARS = 60
+BRIEF_CHARS = 60
+"""A result's one-line brief after the call's status."""
 _REJECTED_PREFIX = "The tool call is rejected"
-
-_MAIN_ARGUMENT = {
-    "ReadFile": "path",
-    "WriteFile": "path",
-    "StrReplaceFile": "path",
-    "Shell": "command",
-    "Glob": "pattern",
-    "Grep": "pattern",
-}
 
 ToolStatus = Literal["running", "waiting", "ok", "error", "rejected", "interrupted", "unknown"]
 
@@ -60,34 +53,6 @@ _SUMMARY = "$accent"
 _MUTED = "$text-muted"
 _MORE = "$text-muted italic"
 _ERROR = "$error"
-_DIFF_HEADER = "$text-muted bold"
-_DIFF_HUNK = "$secondary"
-_DIFF_ADDED = "$success on $success 10%"
-_DIFF_REMOVED = "$error on $error 10%"
-
-
-def _one_line(text: str, limit: int) -> str:
-    stripped = visible(text).strip()
-    first = stripped.splitlines()[0] if stripped else ""
-    first = visible(first, multiline=False)
-    if len(first) > limit:
-        return first[: limit - 1] + "…"
-    return first + (" …" if first != stripped else "")
-
-
-def tool_summary(name: str, arguments: str) -> str | None:
-    """The main argument of a call (path, command, pattern; else the first 60 characters of the
-    arguments), or None while the arguments are not yet complete JSON (or still empty)."""
-    try:
-        parsed = json.loads(arguments)
-    except (ValueError, RecursionError):  # not JSON, or nested too deep to parse
-        return None
-    key = _MAIN_ARGUMENT.get(name)
-    if isinstance(parsed, dict) and key and isinstance(parsed.get(key), str):
-        return _one_line(parsed[key], 80)
-    if parsed == {}:
-        return ""
-    return _one_line(json.dumps(parsed, ensure_ascii=False), SUMMARY_CHARS)
 
 
 def _lines(text: str, style: str, limit: int) -> list[Segment]:
@@ -164,27 +129,8 @@ def _body(state: ToolState) -> list[Segment]:
 
 
 def _diff(block: ev.DiffBlock) -> list[Segment]:
-    path = visible(block.path, multiline=False)
-    lines = difflib.unified_diff(
-        visible(block.old_text).splitlines(),
-        visible(block.new_text).splitlines(),
-        fromfile=path,
-        tofile=path,
-        lineterm="",
-    )
-    segments: list[Segment] = []
-    for line in lines:
-        if line.startswith(("+++", "---")):
-            style = _DIFF_HEADER
-        elif line.startswith("@@"):
-            style = _DIFF_HUNK
-        elif line.startswith("+"):
-            style = _DIFF_ADDED
-        elif line.startswith("-"):
-            style = _DIFF_REMOVED
-        else:
-            style = ""
-        segments.append((line.expandtabs(4), style))
+    """The diff as `diff -u` lines (the approval panel's styles), cut after DIFF_LINES."""
+    segments: list[Segment] = list(diff_segments(block))
     if len(segments) > DIFF_LINES + 1:
         more = len(segments) - DIFF_LINES
         segments = [*segments[:DIFF_LINES], (f"… {more} more lines", _MORE)]
@@ -273,7 +219,7 @@ the diff.
             head += [" ", (state.summary, _SUMMARY)]
         if label := _STATUS_LABEL[state.status]:
             head += ["  ", (label, _STATUS_STYLE[state.status])]
-        brief = _one_line(state.brief or state.message, SUMMARY_CHARS)
+        brief = one_line(state.brief or state.message, BRIEF_CHARS)
         if brief and state.status not in ("running", "waiting", "interrupted"):
             head += [" ", (brief, _MUTED)]
         if not self.expanded:
