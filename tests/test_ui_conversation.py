@@ -361,7 +361,7 @@ async def test_a_kimi_session_renders_its_messages_tool_results_and_diffs() -> N
         assert lines[:8] == [
             "user: Create hello.py",
             "assistant: Let me look at the files.",
-            'tool: ▸ SetTodoList *  ✔',
+            "tool: ▸ SetTodoList *  ✔",
             "assistant: Reading the readme.",
             "tool: ▸ ReadFile README.md  ✔ 3 lines read from file starting from line 1. "
             "Total lines in…",
