@@ -34,3 +34,16 @@ def test_the_code_is_formatted() -> None:
 def test_mypy_strict_is_clean() -> None:
     done = run("mypy")  # [tool.mypy] in pyproject.toml: strict, the kode_tui package
     assert done.returncode == 0, done.stdout + done.stderr
+
+
+MAX_MODULE_LINES = 700
+
+
+def test_no_module_is_over_700_lines() -> None:
+    """One concern per module: a file that grows past this is doing two things."""
+    long = {
+        str(path.relative_to(ROOT)): lines
+        for path in (ROOT / "kode_tui").rglob("*.py")
+        if (lines := len(path.read_text(encoding="utf-8").splitlines())) > MAX_MODULE_LINES
+    }
+    assert not long
