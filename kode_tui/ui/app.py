@@ -170,8 +170,7 @@ class KodeApp(App[None]):
         elif self._pick_session:
             self._pick_first_session()
         else:
-            if self.agent_session is None or self.agent_session.read_only is None:
-                await self._frame()
+            await self._frame()
             self.call_after_refresh(self._open_after_frame)
 
     @work(exclusive=True, group="open")
