@@ -29,6 +29,7 @@ from pydantic_core import ErrorDetails
 
 from kode_tui.errors import ConfigError as ConfigError
 from kode_tui.fsutil import atomic_write_bytes, make_private_dir
+from kode_tui.humanize import plural
 from kode_tui.paths import Paths
 
 if TYPE_CHECKING:
@@ -162,7 +163,7 @@ def _validation_error(file: Path, text: str, data: dict[str, Any], exc: Validati
     where = f"{file}:{line}" if line is not None else str(file)
     key = _dotted(loc) or "(top level)"
     more = len(errors) - 1
-    others = f" (and {more} more error{'s' if more > 1 else ''})" if more else ""
+    others = f" (and {plural(more, 'more error')})" if more else ""
     return f"{where}: {key}: {_describe(first)}{others}"
 
 
