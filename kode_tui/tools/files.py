@@ -243,8 +243,12 @@ def _changed(shown: str) -> ToolError:
     )
 
 
-async def _apply_change(env: ToolEnv, path: Path, change: _Change, tool_call_id: str) -> ToolOutput:
+async def _apply_change(
+    env: ToolEnv, path: Path, change: _Change, shown_at: _Shown | None, tool_call_id: str
+) -> ToolOutput:
+    """Write `change` and record it, unless the file is no longer what the approval showed."""
     shown = env.display_path(path)
+    _changed_since_shown(shown_at, path, change, shown)
     # Shielded: once the file is written, the journal must hear of it even if the user
     # interrupts, or a revert could not undo the edit.
     await asyncio.shield(_write_and_record(env, path, shown, change, tool_call_id))
@@ -385,8 +389,7 @@ class WriteFile(Tool[WriteFileParams]):
     async def run(self, params: WriteFileParams, env: ToolEnv, tool_call_id: str) -> ToolOutput:
         path = env.resolve(params.path)
         change = await asyncio.to_thread(self._change, params, path, env.display_path(path))
-        _changed_since_shown(params._shown, path, change, env.display_path(path))
-        return await _apply_change(env, path, change, tool_call_id)
+        return await _apply_change(env, path, change, params._shown, tool_call_id)
 
     @staticmethod
     def _change(params: WriteFileParams, path: Path, shown: str) -> _Change:
@@ -474,8 +477,7 @@ class StrReplaceFile(Tool[StrReplaceFileParams]):
     ) -> ToolOutput:
         path = env.resolve(params.path)
         change = await asyncio.to_thread(_replace, params, path, env.display_path(path))
-        _changed_since_shown(params._shown, path, change, env.display_path(path))
-        return await _apply_change(env, path, change, tool_call_id)
+        return await _apply_change(env, path, change, params._shown, tool_call_id)
 
 
 def _replace(params: StrReplaceFileParams, path: Path, shown: str) -> _Change:
