@@ -129,18 +129,24 @@ def load_config(path: Path | None = None) -> Config:
         return Config()
     except OSError as exc:
         raise ConfigError(f"{file}: cannot read the config file: {exc.strerror}") from None
+    text, data = _parse_toml(file, raw)
+    try:
+        return Config.model_validate(data)
+    except ValidationError as exc:
+        raise ConfigError(_validation_error(file, text, data, exc)) from None
+
+
+def _parse_toml(file: Path, raw: bytes) -> tuple[str, dict[str, Any]]:
+    """The text of a config file and its TOML data; ConfigError saying where it is wrong
+    (tomllib's errors carry the line and column)."""
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError:
         raise ConfigError(f"{file}: not a UTF-8 text file") from None
     try:
-        data = tomllib.loads(text)
+        return text, tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
         raise ConfigError(_syntax_error(file, text, exc)) from None
-    try:
-        return Config.model_validate(data)
-    except ValidationError as exc:
-        raise ConfigError(_validation_error(file, text, data, exc)) from None
 
 
 def _syntax_error(file: Path, text: str, exc: tomllib.TOMLDecodeError) -> str:
@@ -427,14 +433,7 @@ def save_setting(key: str, value: str, path: Path | None = None) -> None:
         raw = file.read_bytes()
     except FileNotFoundError:
         raw = b""
-    try:
-        text = raw.decode("utf-8")
-    except UnicodeDecodeError:
-        raise ConfigError(f"{file}: not a UTF-8 text file") from None
-    try:
-        before = tomllib.loads(text)  # tomllib's errors carry the line and column we report
-    except tomllib.TOMLDecodeError as exc:
-        raise ConfigError(_syntax_error(file, text, exc)) from None
+    text, before = _parse_toml(file, raw)
     # Imported here: only saving needs it, and start-up reads the config with tomllib.
     import tomlkit
 
