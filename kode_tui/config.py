@@ -29,6 +29,7 @@ from pydantic_core import ErrorDetails
 
 from kode_tui.errors import ConfigError as ConfigError
 from kode_tui.fsutil import atomic_write_bytes, make_private_dir
+from kode_tui.humanize import plural
 from kode_tui.paths import Paths
 
 if TYPE_CHECKING:
@@ -128,18 +129,24 @@ def load_config(path: Path | None = None) -> Config:
         return Config()
     except OSError as exc:
         raise ConfigError(f"{file}: cannot read the config file: {exc.strerror}") from None
+    text, data = _parse_toml(file, raw)
+    try:
+        return Config.model_validate(data)
+    except ValidationError as exc:
+        raise ConfigError(_validation_error(file, text, data, exc)) from None
+
+
+def _parse_toml(file: Path, raw: bytes) -> tuple[str, dict[str, Any]]:
+    """The text of a config file and its TOML data; ConfigError saying where it is wrong
+    (tomllib's errors carry the line and column)."""
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError:
         raise ConfigError(f"{file}: not a UTF-8 text file") from None
     try:
-        data = tomllib.loads(text)
+        return text, tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
         raise ConfigError(_syntax_error(file, text, exc)) from None
-    try:
-        return Config.model_validate(data)
-    except ValidationError as exc:
-        raise ConfigError(_validation_error(file, text, data, exc)) from None
 
 
 def _syntax_error(file: Path, text: str, exc: tomllib.TOMLDecodeError) -> str:
@@ -162,7 +169,7 @@ def _validation_error(file: Path, text: str, data: dict[str, Any], exc: Validati
     where = f"{file}:{line}" if line is not None else str(file)
     key = _dotted(loc) or "(top level)"
     more = len(errors) - 1
-    others = f" (and {more} more error{'s' if more > 1 else ''})" if more else ""
+    others = f" (and {plural(more, 'more error')})" if more else ""
     return f"{where}: {key}: {_describe(first)}{others}"
 
 
@@ -426,14 +433,7 @@ def save_setting(key: str, value: str, path: Path | None = None) -> None:
         raw = file.read_bytes()
     except FileNotFoundError:
         raw = b""
-    try:
-        text = raw.decode("utf-8")
-    except UnicodeDecodeError:
-        raise ConfigError(f"{file}: not a UTF-8 text file") from None
-    try:
-        before = tomllib.loads(text)  # tomllib's errors carry the line and column we report
-    except tomllib.TOMLDecodeError as exc:
-        raise ConfigError(_syntax_error(file, text, exc)) from None
+    text, before = _parse_toml(file, raw)
     # Imported here: only saving needs it, and start-up reads the config with tomllib.
     import tomlkit
 

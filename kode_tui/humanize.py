@@ -2,7 +2,8 @@
 
 Token counts: `999`, `1k`, `1.2k`, `12.9k`, `129k`, `1.2M` (three significant digits at most,
 a trailing `.0` dropped). Ages: `just now`, `5m ago`, `3h ago`, `2d ago`, then the date. Sizes:
-`850 B`, `4.2 KiB`, `12 KiB`, `3.0 MiB`. A tool call: its main argument on one line.
+`850 B`, `4.2 KiB`, `12 KiB`, `3.0 MiB`. Counted nouns: `1 file`, `2 files`. A tool call: its main
+argument on one line.
 
 This module imports nothing of the project but `safetext`, and neither Textual nor pydantic,
 so every layer can use it.
@@ -71,6 +72,13 @@ def format_age(timestamp: float, now: float | None = None) -> str:
     if seconds < 7 * 86_400:
         return f"{int(seconds // 86_400)}d ago"
     return time.strftime("%Y-%m-%d", time.localtime(timestamp))
+
+
+def plural(n: int, one: str, many: str | None = None) -> str:
+    """A counted noun: `1 file`, `2 files`; `many` where adding an `s` is wrong (`matches`)."""
+    if n == 1:
+        return f"{n} {one}"
+    return f"{n} {many if many is not None else one + 's'}"
 
 
 def format_size(size: int) -> str:

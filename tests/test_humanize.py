@@ -12,6 +12,7 @@ from kode_tui.humanize import (
     format_age,
     format_size,
     format_tokens,
+    plural,
     tool_summary,
 )
 
@@ -53,6 +54,11 @@ def test_ages_read_in_the_largest_whole_unit_then_as_a_date() -> None:
     ]
     month = now - 30 * 86_400
     assert format_age(month, now) == time.strftime("%Y-%m-%d", time.localtime(month))
+
+
+def test_a_count_takes_the_plural_unless_it_is_one() -> None:
+    assert [plural(n, "file") for n in (0, 1, 2)] == ["0 files", "1 file", "2 files"]
+    assert [plural(n, "match", "matches") for n in (1, 3)] == ["1 match", "3 matches"]
 
 
 def test_sizes_read_in_binary_units() -> None:

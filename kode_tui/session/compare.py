@@ -14,7 +14,7 @@ from kode_tui.message import FileEditRecord, Message
 from kode_tui.session.checkpoints import Checkpoint
 from kode_tui.session.context import Context
 from kode_tui.session.journal import FileJournal
-from kode_tui.session.timetravel import ContextSnapshot, compare
+from kode_tui.session.timetravel import ContextSnapshot, compare, span_per_file
 
 
 @dataclass(frozen=True)
@@ -71,15 +71,10 @@ def diff_snapshot(live_messages: Sequence[Message], snapshot: ContextSnapshot) -
 def file_changes(edits: Sequence[FileEditRecord], journal: FileJournal) -> list[FileChange]:
     """Per path (in the order first edited), its content before the first edit and after the
     last of `edits` (oldest first)."""
-    first: dict[str, FileEditRecord] = {}
-    last: dict[str, FileEditRecord] = {}
-    for edit in edits:
-        first.setdefault(edit.path, edit)
-        last[edit.path] = edit
     changes = []
-    for path, oldest in first.items():
-        old_text, old_missing = _text(oldest.before, journal)
-        new_text, new_missing = _text(last[path].after, journal)
+    for path, (first, last) in span_per_file(edits).items():
+        old_text, old_missing = _text(first.before, journal)
+        new_text, new_missing = _text(last.after, journal)
         changes.append(FileChange(path, old_text, new_text, old_missing or new_missing))
     return changes
 

@@ -67,27 +67,11 @@ def plan_file_revert(
     A file `may_write` refuses is `refused`: a session's records name paths, and a session
     folder from elsewhere must not make a revert write outside the work dir or into `.git/`.
     """
-    newest: dict[str, FileEditRecord] = {}
-    oldest: dict[str, FileEditRecord] = {}
-    for edit in edits:
-        oldest.setdefault(edit.path, edit)
-        newest[edit.path] = edit
     plans = []
-    for path, last in newest.items():
-        first = oldest[path]
+    for path, (first, last) in span_per_file(edits).items():
         target = Path(path) if os.path.isabs(path) else work_dir / path
         now = _hash_of(target)
-        if may_write is not None and not may_write(target):
-            action: FileAction = "refused"
-        elif now != last.after:
-            action = "conflict"
-        elif first.before is None:
-            action = "delete"
-        elif journal.blob(first.before) is None:
-            action = "missing"
-        else:
-            action = "restore"
-        plans.append(FilePlan(path, target, action, last.after, first.before))
+        plans.append(_plan(path, target, now, last.after, first.before, journal, may_write))
     return plans
 
 
@@ -121,7 +105,7 @@ def plan_file_restore(
         if here != there:
             break
         common += 1
-    ours, theirs = _span_per_file(live[common:]), _span_per_file(restored[common:])
+    ours, theirs = span_per_file(live[common:]), span_per_file(restored[common:])
     plans = []
     for path in dict.fromkeys([*theirs, *ours]):
         # (first, newest) edit of the file in each branch after the common past.
@@ -133,18 +117,32 @@ def plan_file_restore(
         now = _hash_of(target)
         if now == restore_to:
             continue
-        if may_write is not None and not may_write(target):
-            action: FileAction = "refused"
-        elif now != expected:
-            action = "conflict"
-        elif restore_to is None:
-            action = "delete"
-        elif journal.blob(restore_to) is None:
-            action = "missing"
-        else:
-            action = "restore"
-        plans.append(FilePlan(path, target, action, expected, restore_to))
+        plans.append(_plan(path, target, now, expected, restore_to, journal, may_write))
     return plans
+
+
+def _plan(
+    path: str,
+    target: Path,
+    now: str | None,
+    expected: str | None,
+    restore_to: str | None,
+    journal: FileJournal,
+    may_write: Callable[[Path], bool] | None,
+) -> FilePlan:
+    """What to do to a file that holds `now` (a sha256, None: absent) to take it from
+    `expected` back to `restore_to`; the same rules for a revert and a restore."""
+    if may_write is not None and not may_write(target):
+        action: FileAction = "refused"
+    elif now != expected:
+        action = "conflict"
+    elif restore_to is None:
+        action = "delete"
+    elif journal.blob(restore_to) is None:
+        action = "missing"
+    else:
+        action = "restore"
+    return FilePlan(path, target, action, expected, restore_to)
 
 
 STARTS_AFRESH = frozenset(("compaction", "clear"))
@@ -208,7 +206,7 @@ def read_file_edits(path: Path) -> list[FileEditRecord]:
     return edits
 
 
-def _span_per_file(
+def span_per_file(
     edits: Sequence[FileEditRecord],
 ) -> dict[str, tuple[FileEditRecord, FileEditRecord]]:
     """Each file's (first, newest) edit in `edits`, in the order the files were first edited."""

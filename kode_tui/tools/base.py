@@ -159,6 +159,11 @@ class Tool(ABC, Generic[P]):
         """The session is closing: stop whatever the tool's calls left running."""
 
 
+def count_lines(text: str) -> int:
+    """How many lines `text` has, a last one without a line end counted too."""
+    return text.count("\n") + (1 if text and not text.endswith("\n") else 0)
+
+
 def truncate(text: str, limit: int = MAX_OUTPUT_CHARS) -> tuple[str, bool]:
     """`text` cut to `limit` characters (at a line end when one is near); whether it was cut."""
     if len(text) <= limit:

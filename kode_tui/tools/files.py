@@ -19,6 +19,7 @@ from typing import Literal
 from pydantic import BaseModel, Field, PrivateAttr, model_validator
 
 from kode_tui.fsutil import FileChanged, write_atomically
+from kode_tui.humanize import plural
 from kode_tui.tools.base import (
     MAX_LINE_CHARS,
     MAX_OUTPUT_CHARS,
@@ -27,6 +28,7 @@ from kode_tui.tools.base import (
     ToolEnv,
     ToolError,
     ToolOutput,
+    count_lines,
     truncate,
 )
 from kode_tui.tools.protected import REASON, is_protected
@@ -169,7 +171,7 @@ def _page_output(page: Page, params: ReadFileParams) -> ToolOutput:
             f" Lines {_join_numbers(page.cut_lines)} were longer than {MAX_LINE_CHARS} chars "
             "and were cut."
         )
-    brief = _plural(len(page.lines), "line") if page.lines else "no lines"
+    brief = plural(len(page.lines), "line") if page.lines else "no lines"
     return ToolOutput(output=output, message=message, brief=brief)
 
 
@@ -241,8 +243,12 @@ def _changed(shown: str) -> ToolError:
     )
 
 
-async def _apply_change(env: ToolEnv, path: Path, change: _Change, tool_call_id: str) -> ToolOutput:
+async def _apply_change(
+    env: ToolEnv, path: Path, change: _Change, shown_at: _Shown | None, tool_call_id: str
+) -> ToolOutput:
+    """Write `change` and record it, unless the file is no longer what the approval showed."""
     shown = env.display_path(path)
+    _changed_since_shown(shown_at, path, change, shown)
     # Shielded: once the file is written, the journal must hear of it even if the user
     # interrupts, or a revert could not undo the edit.
     await asyncio.shield(_write_and_record(env, path, shown, change, tool_call_id))
@@ -331,14 +337,6 @@ def _read_bytes(path: Path, shown: str) -> bytes:
         ) from error
 
 
-def _count_lines(text: str) -> int:
-    return text.count("\n") + (1 if text and not text.endswith("\n") else 0)
-
-
-def _plural(n: int, word: str) -> str:
-    return f"{n} {word}" if n == 1 else f"{n} {word}s"
-
-
 # --- WriteFile -----------------------------------------------------------------------------------
 
 
@@ -391,21 +389,20 @@ class WriteFile(Tool[WriteFileParams]):
     async def run(self, params: WriteFileParams, env: ToolEnv, tool_call_id: str) -> ToolOutput:
         path = env.resolve(params.path)
         change = await asyncio.to_thread(self._change, params, path, env.display_path(path))
-        _changed_since_shown(params._shown, path, change, env.display_path(path))
-        return await _apply_change(env, path, change, tool_call_id)
+        return await _apply_change(env, path, change, params._shown, tool_call_id)
 
     @staticmethod
     def _change(params: WriteFileParams, path: Path, shown: str) -> _Change:
         before = _read_existing(path, shown)
         added = params.content.encode("utf-8")
-        n_lines = _count_lines(params.content)
+        n_lines = count_lines(params.content)
         if params.mode == "append":
             after = (before or b"") + added
-            verb, brief = "appended to", f"appended {_plural(n_lines, 'line')}"
+            verb, brief = "appended to", f"appended {plural(n_lines, 'line')}"
         else:
             after = added
             verb = "created" if before is None else "overwritten"
-            brief = f"wrote {_plural(n_lines, 'line')}"
+            brief = f"wrote {plural(n_lines, 'line')}"
         message = f"File successfully {verb}. Current size: {len(after)} bytes."
         return _Change(before=before, after=after, message=message, brief=brief)
 
@@ -480,8 +477,7 @@ class StrReplaceFile(Tool[StrReplaceFileParams]):
     ) -> ToolOutput:
         path = env.resolve(params.path)
         change = await asyncio.to_thread(_replace, params, path, env.display_path(path))
-        _changed_since_shown(params._shown, path, change, env.display_path(path))
-        return await _apply_change(env, path, change, tool_call_id)
+        return await _apply_change(env, path, change, params._shown, tool_call_id)
 
 
 def _replace(params: StrReplaceFileParams, path: Path, shown: str) -> _Change:
@@ -502,10 +498,10 @@ def _replace(params: StrReplaceFileParams, path: Path, shown: str) -> _Change:
         replacements += count
     after = text.encode("utf-8")
     message = (
-        f"File successfully edited. Applied {_plural(len(edits), 'edit')} with "
-        f"{_plural(replacements, 'total replacement')}."
+        f"File successfully edited. Applied {plural(len(edits), 'edit')} with "
+        f"{plural(replacements, 'total replacement')}."
     )
-    brief = _plural(replacements, "replacement")
+    brief = plural(replacements, "replacement")
     return _Change(before=before, after=after, message=message, brief=brief)
 
 

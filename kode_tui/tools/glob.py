@@ -16,6 +16,7 @@ from pydantic import BaseModel, Field
 from wcmatch import glob as wcglob
 
 from kode_tui import workfiles
+from kode_tui.humanize import plural
 from kode_tui.pathnames import escape_name, is_within, unescape_name
 from kode_tui.tools.base import (
     MAX_OUTPUT_CHARS,
@@ -27,7 +28,7 @@ from kode_tui.tools.base import (
     truncate,
 )
 from kode_tui.tools.files import read_outside_permission
-from kode_tui.tools.search import count, search_root
+from kode_tui.tools.search import search_root
 
 MAX_GLOB_MATCHES = 1000
 MAX_BRACE_VARIANTS = 256
@@ -120,7 +121,7 @@ class Glob(Tool[GlobParams]):
             return ToolOutput(
                 message=f"No matches found for pattern `{pattern}`.", brief="no matches"
             )
-        message = f"Found {count(len(paths), 'match', 'matches')} for pattern `{pattern}`."
+        message = f"Found {plural(len(paths), 'match', 'matches')} for pattern `{pattern}`."
         if len(paths) > MAX_GLOB_MATCHES:
             message += (
                 f" Only the first {MAX_GLOB_MATCHES} matches are returned. "
@@ -131,7 +132,7 @@ class Glob(Tool[GlobParams]):
         if cut:
             message += f" Output truncated at {MAX_OUTPUT_CHARS} characters."
         return ToolOutput(
-            output=output, message=message, brief=count(len(paths), "match", "matches")
+            output=output, message=message, brief=plural(len(paths), "match", "matches")
         )
 
 

@@ -17,6 +17,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from kode_tui import gitcmd, workfiles
+from kode_tui.humanize import plural
 from kode_tui.pathnames import escape_name, unescape_name
 from kode_tui.tools.base import (
     MAX_LINE_CHARS,
@@ -34,7 +35,6 @@ from kode_tui.tools.grep_python import (
     SearchResult,
     search_with_python,
 )
-from kode_tui.tools.search import count
 from kode_tui.tools.shell import terminate_group
 
 MAX_GREP_NOTES = 5
@@ -217,10 +217,8 @@ def _grep_output(params: GrepParams, result: SearchResult, env: ToolEnv) -> Tool
             f"Output truncated at {MAX_OUTPUT_CHARS} characters; narrow the search or page "
             "with offset and head_limit."
         )
-    one, many = (
-        ("file", "files") if params.output_mode == "files_with_matches" else ("line", "lines")
-    )
-    return ToolOutput(output=output, message=" ".join(notes), brief=count(len(lines), one, many))
+    noun = "file" if params.output_mode == "files_with_matches" else "line"
+    return ToolOutput(output=output, message=" ".join(notes), brief=plural(len(lines), noun))
 
 
 def _cut(line: str) -> str:

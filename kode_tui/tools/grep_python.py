@@ -20,10 +20,11 @@ from typing import TYPE_CHECKING, BinaryIO
 from wcmatch import glob as wcglob
 
 from kode_tui import workfiles
+from kode_tui.humanize import plural
 from kode_tui.pathnames import escape_name, unescape_name
 from kode_tui.tools.base import ToolEnv, ToolError
 from kode_tui.tools.files import SNIFF_BYTES
-from kode_tui.tools.search import count, search_root
+from kode_tui.tools.search import search_root
 
 if TYPE_CHECKING:
     from kode_tui.tools.grep import GrepParams
@@ -145,7 +146,7 @@ def _python_search(
             result.notes.append(f"Only the first {_mib(scan.capped)} of `{shown}` were searched.")
         if scan.long_lines:
             result.notes.append(
-                f"{count(scan.long_lines, 'line', 'lines')} of `{shown}` longer than "
+                f"{plural(scan.long_lines, 'line')} of `{shown}` longer than "
                 f"{_mib(GREP_LINE_BYTES)} were searched in their first {_mib(GREP_LINE_BYTES)} "
                 "only."
             )

@@ -1,4 +1,4 @@
-"""What the search tools, Glob and Grep, share: where a search may look, and counted nouns."""
+"""What the search tools, Glob and Grep, share: where a search may look."""
 
 from __future__ import annotations
 
@@ -13,8 +13,3 @@ def search_root(env: ToolEnv, base: Path) -> Path:
         return env.work_dir
     real = base.resolve()
     return real if real.is_dir() else real.parent
-
-
-def count(n: int, one: str, many: str) -> str:
-    """`1 match`, `2 matches`."""
-    return f"{n} {one if n == 1 else many}"

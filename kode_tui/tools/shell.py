@@ -19,6 +19,7 @@ from collections.abc import Awaitable
 from pydantic import BaseModel, Field
 
 from kode_tui.gitcmd import find_program
+from kode_tui.humanize import plural
 from kode_tui.tools.base import (
     MAX_OUTPUT_CHARS,
     Permission,
@@ -26,6 +27,7 @@ from kode_tui.tools.base import (
     ToolEnv,
     ToolError,
     ToolOutput,
+    count_lines,
 )
 from kode_tui.tools.command_scope import scope_of
 from kode_tui.wire.events import ShellBlock
@@ -411,8 +413,7 @@ def _result(
             is_error=True,
         )
     if returncode == 0:
-        n_lines = output.count("\n") + (1 if output and not output.endswith("\n") else 0)
-        brief = f"{n_lines} line{'' if n_lines == 1 else 's'} of output" if output else "no output"
+        brief = f"{plural(count_lines(output), 'line')} of output" if output else "no output"
         return ToolOutput(
             output=output,
             message=" ".join(["Command executed successfully.", *notes]),

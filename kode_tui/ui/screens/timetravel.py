@@ -23,7 +23,7 @@ from textual.reactive import reactive
 from textual.screen import ModalScreen, Screen
 from textual.widgets import Button, Footer, Static
 
-from kode_tui.humanize import format_age, format_tokens
+from kode_tui.humanize import format_age, format_tokens, plural
 from kode_tui.message import Message, TextPart, is_checkpoint_note
 from kode_tui.safetext import visible
 from kode_tui.soul.facade import (
@@ -56,10 +56,6 @@ COMPARED_CHARS = 60
 _RESTORABLE: frozenset[FileAction] = frozenset(("restore", "delete"))
 _SYSTEM_TAGS = re.compile(r"</?system>")
 _ROLE_MARKS = {"user": USER_MARK, "assistant": "●", "tool": "↳", "system": "◆"}
-
-
-def _plural(count: int, word: str) -> str:
-    return f"{count} {word}" if count == 1 else f"{count} {word}s"
 
 
 def shorten(text: str, limit: int) -> str:
@@ -189,13 +185,13 @@ message from that point goes back into the prompt to edit and send again.
 
     def _summary(self) -> str:
         return (
-            f"{_plural(self.messages_leaving, 'message')} "
+            f"{plural(self.messages_leaving, 'message')} "
             f"(~{format_tokens(self.tokens_freed)} tokens) leave the live context. "
             "They are kept in a rotated file: nothing is lost."
         )
 
     def _files_heading(self) -> str:
-        return f"The agent changed {_plural(len(self.files), 'file')} after this checkpoint:"
+        return f"The agent changed {plural(len(self.files), 'file')} after this checkpoint:"
 
     def compose(self) -> ComposeResult:
         with Vertical(id="revert-dialog"):
@@ -311,13 +307,13 @@ Making a rotated context live again keeps the live one as a new rotated file: no
 
     def _summary(self) -> str:
         return (
-            f"{_plural(self.messages_back, 'message')} come back; "
-            f"{_plural(self.messages_leaving, 'message')} of the live context leave it. "
+            f"{plural(self.messages_back, 'message')} come back; "
+            f"{plural(self.messages_leaving, 'message')} of the live context leave it. "
             "They are kept in a rotated file: nothing is lost."
         )
 
     def _files_heading(self) -> str:
-        return f"{_plural(len(self.files), 'file')} differ between the two conversations:"
+        return f"{plural(len(self.files), 'file')} differ between the two conversations:"
 
 
 # --- Preview --------------------------------------------------------------------------------------
@@ -471,9 +467,9 @@ what only each of them holds.
             now = self._now if self._now is not None else time.time()
             facts.append(format_age(when, now))
         facts += [
-            _plural(snapshot.n_checkpoints, "checkpoint"),
+            plural(snapshot.n_checkpoints, "checkpoint"),
             f"{format_tokens(snapshot.token_count)} tokens",
-            _plural(len(snapshot.messages), "message"),
+            plural(len(snapshot.messages), "message"),
         ]
         return visible(" · ".join(facts), multiline=False)
 
@@ -496,7 +492,7 @@ what only each of them holds.
     def _comparison_text(self) -> Content:
         comparison = self.comparison
         lines = [
-            Content.styled(f"{_plural(comparison.common, 'message')} in common", "bold"),
+            Content.styled(f"{plural(comparison.common, 'message')} in common", "bold"),
             Content(""),
             Content.styled(
                 f"{len(shown_messages(comparison.only_there))} only here (this file)", "bold"

@@ -156,26 +156,21 @@ a tool changed files.
     }
 
     @dataclass
-    class RevertRequested(Message):
+    class CheckpointMessage(Message):
+        """The user asked for something about one checkpoint (as `OptionList.OptionMessage`)."""
+
+        checkpoint_id: int
+        timeline: CheckpointTimeline
+
+        @property
+        def control(self) -> CheckpointTimeline:
+            return self.timeline
+
+    class RevertRequested(CheckpointMessage):
         """The user chose a checkpoint to revert to (the App asks how, then does it)."""
 
-        checkpoint_id: int
-        timeline: CheckpointTimeline
-
-        @property
-        def control(self) -> CheckpointTimeline:
-            return self.timeline
-
-    @dataclass
-    class DiffRequested(Message):
+    class DiffRequested(CheckpointMessage):
         """The user asked what changed from a checkpoint to now (messages and files)."""
-
-        checkpoint_id: int
-        timeline: CheckpointTimeline
-
-        @property
-        def control(self) -> CheckpointTimeline:
-            return self.timeline
 
     @dataclass
     class Highlighted(Message):
