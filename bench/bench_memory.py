@@ -55,18 +55,17 @@ def proc_status_mib(field: str) -> float:
 
 async def open_and_render(session_dir: Path, work_dir: Path) -> dict[str, float]:
     """What `kode-tui --session-dir DIR WORK_DIR` does, headless, with timestamps (monotonic)."""
-    from kode_tui.session import Context, Session
+    from kode_tui.soul.facade import AgentSession, Session
     from kode_tui.ui.app import KodeApp
     from kode_tui.ui.screens.main import MainScreen
     from kode_tui.ui.widgets.conversation import Conversation
 
     imported = time.monotonic()
     session = await Session.from_dir(session_dir)
-    context = Context(session.context_file)
-    await context.restore()
+    opened = await AgentSession.open(work_dir, session)
     restored = time.monotonic()
-    messages = len(context.history)
-    app = KodeApp(session.work_dir or work_dir, model="demo", session=session, context=context)
+    messages = len(opened.timeline().history)
+    app = KodeApp(opened.work_dir, model="demo", opened=opened)
 
     def on_screen() -> bool:
         svg = app.export_screenshot()
@@ -78,7 +77,8 @@ async def open_and_render(session_dir: Path, work_dir: Path) -> dict[str, float]
             while not (
                 isinstance(app.screen, MainScreen)
                 and app.screen.attached
-                and app.agent is not None
+                and app.agent_session is not None
+                and app.agent_session.started
                 and on_screen()
             ):
                 if time.monotonic() > deadline:
@@ -112,7 +112,7 @@ async def open_and_render(session_dir: Path, work_dir: Path) -> dict[str, float]
             result["top_blocks_mounted"] = len(conversation.blocks)
             await app.action_quit()
     finally:
-        await context.close()
+        await opened.close()
     return result
 
 

@@ -36,12 +36,16 @@ async def until(pilot: Any, condition: Callable[[], object], timeout: float = 15
         await pilot.pause(0.05)
 
 
+def started(app: Any) -> bool:
+    return app.agent_session is not None and bool(app.agent_session.started)
+
+
 async def ready(pilot: Any) -> None:
     from kode_tui.ui.widgets.approval import ApprovalPanel
     from kode_tui.ui.widgets.prompt import PromptInput
 
     app = pilot.app
-    await until(pilot, lambda: bool(app.screen.query(PromptInput)) and app.agent is not None)
+    await until(pilot, lambda: bool(app.screen.query(PromptInput)) and started(app))
     for panel in app.screen.query(ApprovalPanel):
         panel.key_delay_s = 0
     app.screen.query_one(PromptInput).cursor_blink = False
@@ -63,7 +67,7 @@ async def tour(pilot: Any) -> None:
     """Ask for the TOUR's change and wait until its turn has ended."""
     app = pilot.app
     await send(pilot, ASK)
-    await until(pilot, lambda: len(app.agent.soul.provider.requests) >= 4)
+    await until(pilot, lambda: len(app._provider.requests) >= 4)
     await until(pilot, lambda: not app._turn.is_running)
 
 
@@ -126,7 +130,7 @@ async def main_screen(project: Path) -> None:
         await ready(pilot)
         await tour(pilot)
         await send(pilot, "Now add a test for it")
-        await until(pilot, lambda: len(app.agent.soul.provider.requests) >= 5)
+        await until(pilot, lambda: len(app._provider.requests) >= 5)
         await pilot.pause(0.5)
         app.save_screenshot("main.svg", str(OUT))
 
@@ -207,7 +211,7 @@ async def preview(project: Path) -> None:
         await ready(pilot)
         await tour(pilot)
         await send(pilot, "/compact keep the plan for the test")
-        folder = app.agent.session.dir
+        folder = app.session.dir
         await until(pilot, lambda: (folder / "context_1.jsonl").exists())
         await until(pilot, lambda: not app._turn or not app._turn.is_running)
         await pilot.pause(0.3)
