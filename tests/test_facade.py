@@ -116,3 +116,11 @@ async def test_closing_twice_is_harmless_and_frees_the_session(tmp_path: Path) -
     again = await AgentSession.open(tmp_path, opened.session)
     assert again.read_only is None
     await again.close()
+
+
+def test_the_library_api_names_the_facade() -> None:
+    """DESIGN.md §9: the soul package names the facade next to the loop."""
+    import kode_tui.soul as soul
+
+    assert soul.AgentSession is AgentSession
+    assert "AgentSession" in soul.__all__
