@@ -12,10 +12,11 @@ from typing import Any, ClassVar
 import tenacity
 from pydantic import BaseModel
 
-from kode_tui.session import Context
+from kode_tui.session import Context, Session
 from kode_tui.session.journal import FileJournal
 from kode_tui.session.state import SessionState
 from kode_tui.soul.approval import Approval
+from kode_tui.soul.llm import ChatProvider
 from kode_tui.soul.llm.scripted import ScriptedProvider
 from kode_tui.soul.soul import KodeSoul, LoopSettings
 from kode_tui.tools.base import Permission, Tool, ToolEnv, ToolOutput
@@ -180,3 +181,30 @@ def record_events(bus: WireBus, answer: ApprovalResponse = "approve") -> list[ev
 
     bus.subscribe(callback=record)
     return events
+
+
+@dataclass
+class Printed:
+    """What a print-mode run returned and wrote."""
+
+    status: int
+    out: str
+    err: str
+
+
+async def print_turn(
+    work_dir: Path, provider: ChatProvider, prompt: str = "hi", session: Session | None = None
+) -> Printed:
+    """`kode-tui -p PROMPT --print` in `work_dir` (a new session unless `session`), with
+    `provider` answering."""
+    import io
+
+    from kode_tui.config import Config, ModelChoice
+    from kode_tui.print_mode import run_print
+    from kode_tui.soul.facade import AgentSession
+
+    out, err = io.StringIO(), io.StringIO()
+    choice = ModelChoice(name="scripted", model="scripted", source="flag")
+    opened = await AgentSession.open(work_dir, session)
+    status = await run_print(opened, Config(), choice, prompt, out=out, err=err, provider=provider)
+    return Printed(status, out.getvalue(), err.getvalue())

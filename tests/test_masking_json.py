@@ -138,12 +138,8 @@ async def test_every_session_writer_keeps_its_records_whole_with_an_odd_key(
 async def test_print_mode_masks_a_key_a_server_error_or_a_tool_line_quotes(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    import io
-
-    from kode_tui.config import Config, ModelChoice
-    from kode_tui.print_mode import run_print
-    from kode_tui.soul.facade import AgentSession
     from kode_tui.soul.llm.scripted import ScriptedProvider
+    from tests.soul_helpers import print_turn
 
     key = "sk-live-0123456789abcdef"
     monkeypatch.setenv("OPENAI_API_KEY", key)
@@ -157,23 +153,12 @@ async def test_print_mode_masks_a_key_a_server_error_or_a_tool_line_quotes(
             {"error": {"status": 401, "message": f"Incorrect API key provided: {key}"}},
         ]
     )
-    out, err = io.StringIO(), io.StringIO()
-    choice = ModelChoice(name="scripted", model="scripted", source="flag")
+    printed = await print_turn(project, provider)
 
-    status = await run_print(
-        await AgentSession.open(project),
-        Config(),
-        choice,
-        "hi",
-        out=out,
-        err=err,
-        provider=provider,
-    )
-
-    assert status == 1
-    assert key not in out.getvalue() and key not in err.getvalue()
-    assert "Incorrect API key provided: [masked: OPENAI_API_KEY]" in err.getvalue()
-    assert '"k": "[masked: OPENAI_API_KEY]"' in out.getvalue()
+    assert printed.status == 1
+    assert key not in printed.out and key not in printed.err
+    assert "Incorrect API key provided: [masked: OPENAI_API_KEY]" in printed.err
+    assert '"k": "[masked: OPENAI_API_KEY]"' in printed.out
 
 
 @pytest.mark.parametrize(

@@ -15,18 +15,17 @@ from typing import Any
 import pytest
 
 from kode_tui.cli import main
-from kode_tui.config import Config, ModelChoice, resolve_model
+from kode_tui.config import Config, resolve_model
 from kode_tui.message import TextPart
-from kode_tui.print_mode import PrintView, run_print
+from kode_tui.print_mode import PrintView
 from kode_tui.session import Session
 from kode_tui.soul.agent import open_agent
-from kode_tui.soul.facade import AgentSession
 from kode_tui.soul.llm import LLMConnectionError, StreamItem
 from kode_tui.soul.llm.demo import INTRO, NOTES_FILE, DemoProvider
 from kode_tui.soul.llm.scripted import ScriptedProvider
 from kode_tui.wire import events as ev
 from kode_tui.wire.events import read_wire
-from tests.soul_helpers import make_rig
+from tests.soul_helpers import make_rig, print_turn
 
 
 @pytest.fixture
@@ -236,28 +235,16 @@ async def test_print_mode_shows_escapes_from_the_model_and_tools_visibly(project
         ]
     )
     session = await Session.create(project)
-    out, err = io.StringIO(), io.StringIO()
-    choice = ModelChoice(name="scripted", model="scripted", source="flag")
+    printed = await print_turn(project, provider, session=session)
 
-    status = await run_print(
-        await AgentSession.open(project, session),
-        Config(),
-        choice,
-        "hi",
-        out=out,
-        err=err,
-        provider=provider,
-    )
-
-    assert status == 1
-    for stream in (out.getvalue(), err.getvalue()):
+    assert printed.status == 1
+    for stream in (printed.out, printed.err):
         assert not RAW.findall(stream), stream
     assert (
-        "answer start␛[8mhidden␛[0m ␛]0;pwned␇ csi\\x9b31m cr␍over bidi\\u202eevil"
-        in out.getvalue()
+        "answer start␛[8mhidden␛[0m ␛]0;pwned␇ csi\\x9b31m cr␍over bidi\\u202eevil" in printed.out
     )
-    assert '· No␛[8mTool {"path": "a\\x9b31m"}' in out.getvalue()
-    assert "bad request start␛[8mhidden" in err.getvalue()
+    assert '· No␛[8mTool {"path": "a\\x9b31m"}' in printed.out
+    assert "bad request start␛[8mhidden" in printed.err
 
 
 def test_print_mode_writes_a_warning_as_one_line_on_stderr() -> None:
@@ -337,38 +324,17 @@ async def test_compact_on_a_full_disk_says_so_in_one_line(
     from kode_tui.session import rotation
 
     session = await Session.create(project)
-    choice = ModelChoice(name="scripted", model="scripted", source="flag")
     provider = ScriptedProvider([{"text": "Hello."}, {"text": "The user said hi."}])
-    assert (
-        await run_print(
-            await AgentSession.open(project, session),
-            Config(),
-            choice,
-            "hi",
-            provider=provider,
-            out=io.StringIO(),
-            err=io.StringIO(),
-        )
-        == 0
-    )
+    assert (await print_turn(project, provider, session=session)).status == 0
     before = session.context_file.read_bytes()
 
     def no_room(*args: Any, **kwargs: Any) -> None:
         raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
 
     monkeypatch.setattr(rotation, "swap", no_room)
-    out, err = io.StringIO(), io.StringIO()
-    status = await run_print(
-        await AgentSession.open(project, session),
-        Config(),
-        choice,
-        "/compact",
-        out=out,
-        err=err,
-        provider=provider,
-    )
+    printed = await print_turn(project, provider, "/compact", session=session)
 
-    assert status == 1
-    [line] = err.getvalue().splitlines()
+    assert printed.status == 1
+    [line] = printed.err.splitlines()
     assert line.startswith("kode-tui: compaction failed: disk full")
     assert session.context_file.read_bytes() == before

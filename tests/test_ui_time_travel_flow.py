@@ -234,19 +234,26 @@ async def test_p_in_a_preview_copies_its_own_messages_into_the_prompt(project: P
         assert "CHECKPOINT" not in text
 
 
+async def restore_after_a_revert_with_files(pilot: Pilot[Any], project: Path) -> None:
+    """Three turns, a revert with files to before "write b" (b.txt goes), then `r` on the
+    preview of the rotated context: the restore dialog."""
+    app = pilot.app
+    await three_turns(pilot)
+    await open_revert(pilot, 2)
+    await pilot.press("f")
+    await wait_for(pilot, lambda: not (project / "b.txt").exists())
+    await send(pilot, "/restore 1")
+    await wait_for(pilot, lambda: isinstance(app.screen, PreviewScreen))
+    await pilot.press("r")
+    await wait_for(pilot, lambda: isinstance(app.screen, RestoreDialog))
+
+
 async def test_restoring_a_context_offers_its_files_as_a_revert_does(project: Path) -> None:
     """After a revert with files, restoring the rotated context brings the conversation and,
     with `f`, the files it says were edited: the same plan and dialog as a revert."""
     app = make_app(project, ScriptedProvider(SCRIPT), yolo=True)
     async with app.run_test(size=(140, 40)) as pilot:
-        await three_turns(pilot)
-        await open_revert(pilot, 2)
-        await pilot.press("f")
-        await wait_for(pilot, lambda: not (project / "b.txt").exists())
-        await send(pilot, "/restore 1")
-        await wait_for(pilot, lambda: isinstance(app.screen, PreviewScreen))
-        await pilot.press("r")
-        await wait_for(pilot, lambda: isinstance(app.screen, RestoreDialog))
+        await restore_after_a_revert_with_files(pilot, project)
         assert "b.txt" in screen_text(app) and "restore" in screen_text(app)
         await pilot.press("f")
         await wait_for(pilot, lambda: (project / "b.txt").exists())
@@ -258,14 +265,7 @@ async def test_restoring_a_context_offers_its_files_as_a_revert_does(project: Pa
 async def test_restoring_the_conversation_only_leaves_the_files(project: Path) -> None:
     app = make_app(project, ScriptedProvider(SCRIPT), yolo=True)
     async with app.run_test(size=(140, 40)) as pilot:
-        await three_turns(pilot)
-        await open_revert(pilot, 2)
-        await pilot.press("f")
-        await wait_for(pilot, lambda: not (project / "b.txt").exists())
-        await send(pilot, "/restore 1")
-        await wait_for(pilot, lambda: isinstance(app.screen, PreviewScreen))
-        await pilot.press("r")
-        await wait_for(pilot, lambda: isinstance(app.screen, RestoreDialog))
+        await restore_after_a_revert_with_files(pilot, project)
         await pilot.press("c")
         await wait_for(pilot, lambda: "Wrote b." in screen_text(app))
     assert not (project / "b.txt").exists()
