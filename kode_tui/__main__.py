@@ -1,3 +1,3 @@
-from kode_tui.cli import main
+from kode_tui.cli import run
 
-raise SystemExit(main())
+run()

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import errno
 import logging
 import os
@@ -12,7 +13,7 @@ import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NoReturn
 
 from kode_tui import __version__
 from kode_tui.errors import ConfigError
@@ -86,6 +87,23 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--paths", action="store_true", help="print where kode-tui keeps things")
     parser.add_argument("--version", action="version", version=f"kode-tui {__version__}")
     return parser
+
+
+def run() -> NoReturn:
+    """The `kode-tui` command: `main()`, then a fast exit.
+
+    By the time `main()` returns, every session file is written and fsynced (closing a session
+    does it) and the terminal is restored. What is left is the interpreter's own teardown: the
+    garbage collector walking every object a model's library made (litellm's ~400k, about a
+    second) and the exit handlers those libraries registered. Neither holds anything of ours,
+    so the process flushes its streams and its log, and leaves without them.
+    """
+    status = main()
+    for stream in (sys.stdout, sys.stderr):
+        with contextlib.suppress(OSError, ValueError):  # a closed pipe, a closed stream
+            stream.flush()
+    logging.shutdown()
+    os._exit(status)
 
 
 def main(argv: list[str] | None = None) -> int:

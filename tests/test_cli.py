@@ -145,3 +145,23 @@ def test_print_mode_refuses_a_session_in_use_with_the_pid(tmp_path: Path) -> Non
         assert f"in use by process {holder.pid}" in done.stderr
     finally:
         holder.communicate("\n", timeout=30)
+
+
+def test_the_command_flushes_what_it_wrote_and_leaves_without_the_interpreters_teardown(
+    tmp_path: Path,
+) -> None:
+    """`kode-tui` ends with os._exit once its output is flushed: the exit handlers and the heap
+    teardown of the libraries it loaded (litellm's take about a second) do not run."""
+    marker = tmp_path / "teardown-ran"
+    code = (
+        "import atexit, pathlib, sys\n"
+        f"atexit.register(pathlib.Path({str(marker)!r}).write_text, 'ran')\n"
+        "sys.argv = ['kode-tui', '--paths']\n"
+        "from kode_tui.cli import run\n"
+        "run()\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+
+    assert done.returncode == 0, done.stderr
+    assert "sessions" in done.stdout  # written to a pipe (block-buffered) and still all there
+    assert not marker.exists()
