@@ -5,11 +5,12 @@ usage: .venv/bin/python bench/run_all.py [--kimi PYTHON | --no-kimi] [--markdown
 
 Each benchmark runs as its own process, its output streamed as it comes, its headline numbers
 written as JSON to a scratch file; at the end one Markdown table holds them all with the
-reference measured in the same run (Kimi CLI for the engine, a minimal Textual app for the
-first frame, an empty session for memory), the ratio, the issue's target and PASS/FAIL. Kimi CLI
+reference measured in the same run (Kimi CLI for the engine and, against the same loopback
+server, for the litellm model rows; a minimal Textual app for the first frame; an empty session
+for memory), the ratio, the issue's target and PASS/FAIL. Kimi CLI
 is used when `--kimi PYTHON` is given, else `$KODE_TUI_KIMI_PYTHON`, else /tmp/kimi-ref/bin/python
 when it exists (`../shared/bench/setup_kimi.sh /tmp/kimi-ref` installs it). The whole run takes
-about four minutes on a 2-core machine.
+about seven minutes on a 2-core machine.
 """
 
 from __future__ import annotations
