@@ -5,11 +5,12 @@ usage: .venv/bin/python bench/run_all.py [--kimi PYTHON | --no-kimi] [--markdown
 
 Each benchmark runs as its own process, its output streamed as it comes, its headline numbers
 written as JSON to a scratch file; at the end one Markdown table holds them all with the
-reference measured in the same run (Kimi CLI for the engine, a minimal Textual app for the
-first frame, an empty session for memory), the ratio, the issue's target and PASS/FAIL. Kimi CLI
+reference measured in the same run (Kimi CLI for the engine and, against the same loopback
+server, for the litellm model rows; a minimal Textual app for the first frame; an empty session
+for memory), the ratio, the issue's target and PASS/FAIL. Kimi CLI
 is used when `--kimi PYTHON` is given, else `$KODE_TUI_KIMI_PYTHON`, else /tmp/kimi-ref/bin/python
 when it exists (`../shared/bench/setup_kimi.sh /tmp/kimi-ref` installs it). The whole run takes
-about four minutes on a 2-core machine.
+about seven minutes on a 2-core machine.
 """
 
 from __future__ import annotations
@@ -33,16 +34,26 @@ BENCH = Path(__file__).resolve().parent
 REPO = BENCH.parent
 sys.path.insert(0, str(BENCH))
 from bench_context import ISSUE_TURNS, KIMI, METRICS, OURS, Metric  # noqa: E402
+from bench_model import KIMI as MODEL_KIMI  # noqa: E402
+from bench_model import OURS as MODEL_OURS  # noqa: E402
 from bench_tui import DEMO, LITELLM, MINIMAL, RESUME  # noqa: E402
 
 DEFAULT_KIMI = Path("/tmp/kimi-ref/bin/python")
 KIMI_ENV = "KODE_TUI_KIMI_PYTHON"
-BENCHMARKS = ("context", "tui", "stream", "history", "memory")
+BENCHMARKS = ("context", "tui", "stream", "history", "memory", "model")
+USES_KIMI = ("context", "model")
 
 # The targets of the issues that bench_context.py does not already carry.
 FIRST_FRAME_MAX_RATIO = 1.5  # issue 5: first frame <= 1.5x the minimal Textual app
 RESUME_MAX_S = 1.5  # issue 5: a resumed 500-turn session is interactive within 1.5 s
 STREAM_LAG_MAX_S = 0.1  # issue 5: streaming lag < 100 ms at the end
+# Issue 14, with a litellm model against a loopback server.
+FIRST_REQUEST_MAX_RATIO = 1.2  # launch -> first request (TUI and print mode) <= 1.2x kimi's
+PRINT_EXIT_MAX_S = 0.3  # print mode: last token -> process exit
+ECHO_MAX_S = 0.2  # keystroke echo while streaming: max
+FULL_SPEED_MAX_S = 3.0  # 20k tokens at full speed -> all on screen
+STREAM_CPU_MAX = 0.35  # app CPU while streaming at 300 tok/s, of one core
+IDLE_RSS_MAX_RATIO = 1.5  # idle RSS of the process tree <= 1.5x kimi's
 
 
 @dataclass(slots=True)
@@ -209,12 +220,71 @@ def memory_rows(numbers: dict[str, Any]) -> list[Row]:
     ]
 
 
+def model_rows(numbers: dict[str, Any]) -> list[Row]:
+    ours, kimi = numbers["median"][MODEL_OURS], numbers["median"].get(MODEL_KIMI)
+    what = "litellm model, loopback server"
+
+    def compared(label: str, key: str, max_ratio: float | None, mib: bool = False) -> Row:
+        show = (lambda v: f"{v:.1f} MiB") if mib else fmt_s
+        row = Row(f"{what}: {label}", show(ours[key]))
+        if max_ratio is not None:
+            row.target, row.verdict = f"<= {max_ratio}x kimi's", "not run (no kimi-cli)"
+        if kimi is not None and kimi.get(key):
+            ratio = ours[key] / kimi[key]
+            row.reference, row.ratio = show(kimi[key]), f"{fmt_x(ratio)} kimi's"
+            if max_ratio is not None:
+                row.verdict = verdict(ratio <= max_ratio)
+        return row
+
+    def alone(label: str, value: str, target: str, ok: bool) -> Row:
+        return Row(f"{what}: {label}", value, target=target, verdict=verdict(ok))
+
+    rate, tokens = numbers["rate_per_s"], numbers["tokens"]
+    p90, worst = ours["echo_p90_s"], ours["echo_max_s"]
+    exit_row = compared("print mode, last token -> exit", "print_exit_s", None)
+    exit_row.target = f"<= {PRINT_EXIT_MAX_S} s"
+    exit_row.verdict = verdict(ours["print_exit_s"] <= PRINT_EXIT_MAX_S)
+    return [
+        compared(
+            'launch, "hi" + Enter at once -> request', "first_request_s", FIRST_REQUEST_MAX_RATIO
+        ),
+        compared("that Enter -> request", "enter_to_request_s", None),
+        compared("print mode, launch -> request", "print_first_request_s", FIRST_REQUEST_MAX_RATIO),
+        exit_row,
+        alone(
+            f"key echo while streaming {rate:g} tok/s, p90 / max",
+            f"{fmt_s(p90) if p90 is not None else '—'} / {fmt_s(worst) if worst else '—'}",
+            f"max <= {ECHO_MAX_S * 1000:.0f} ms",
+            worst is not None and worst <= ECHO_MAX_S,
+        ),
+        alone(
+            f"{tokens:,} tokens at full speed -> all on screen",
+            fmt_s(ours["full_speed_s"]),
+            f"<= {FULL_SPEED_MAX_S:g} s",
+            ours["full_speed_s"] <= FULL_SPEED_MAX_S,
+        ),
+        alone(
+            f"app CPU (process tree) while streaming {rate:g} tok/s",
+            f"{ours['stream_cpu']:.0%} of a core",
+            f"<= {STREAM_CPU_MAX:.0%}",
+            ours["stream_cpu"] <= STREAM_CPU_MAX,
+        ),
+        compared(
+            "idle RSS of the process tree, new session",
+            "idle_rss_mib",
+            IDLE_RSS_MAX_RATIO,
+            mib=True,
+        ),
+    ]
+
+
 ROWS: dict[str, Callable[[dict[str, Any]], list[Row]]] = {
     "context": context_rows,
     "tui": tui_rows,
     "stream": stream_rows,
     "history": history_rows,
     "memory": memory_rows,
+    "model": model_rows,
 }
 
 
@@ -276,10 +346,14 @@ def find_kimi(args: argparse.Namespace) -> tuple[Path | None, str]:
     else:
         python, source = DEFAULT_KIMI, "the default place"
     if not os.access(python, os.X_OK):
-        return None, f"not found ({python}, {source}): engine rows show kode-tui alone"
+        return None, f"not found ({python}, {source}): engine and model rows show kode-tui alone"
     version = kimi_version(python)
     if version is None:
-        return None, f"not found ({python} cannot import kimi_cli): engine rows show kode-tui alone"
+        return (
+            None,
+            f"not found ({python} cannot import kimi_cli): "
+            "engine and model rows show kode-tui alone",
+        )
     return python, f"kimi-cli {version} ({python}, {source})"
 
 
@@ -288,15 +362,18 @@ def find_kimi(args: argparse.Namespace) -> tuple[Path | None, str]:
 
 def commands(args: argparse.Namespace, kimi: Path | None, out: Path) -> dict[str, list[str]]:
     """Each benchmark's command line; each writes its numbers to OUT/<name>.json."""
+    stream = ["--tokens", str(args.tokens), "--rate", str(args.rate)]
     options = {
         "context": ["--runs", str(args.context_runs), "--turns", f"500,{ISSUE_TURNS}"],
         "tui": ["--runs", str(args.tui_runs)],
-        "stream": ["--tokens", str(args.tokens), "--rate", str(args.rate)],
+        "stream": stream,
         "history": ["--runs", str(args.history_runs)],
         "memory": ["--runs", str(args.memory_runs)],
+        "model": ["--runs", str(args.model_runs), *stream],
     }
     if kimi is not None:
-        options["context"] += ["--kimi", str(kimi)]
+        for name in USES_KIMI:
+            options[name] += ["--kimi", str(kimi)]
     return {
         name: [
             sys.executable,
@@ -356,7 +433,7 @@ def report(facts: dict[str, str], kimi_line: str, outcomes: list[Outcome], total
         "",
         "References: Kimi CLI's `Context` on the same file for the engine rows, "
         "`bench/minimal_app.py` for the first frame, a session holding only the last exchange "
-        "for the memory rows. "
+        "for the memory rows, Kimi CLI against the same loopback server for the model rows. "
         f"{verdicts.count('PASS')} PASS, {verdicts.count('FAIL')} FAIL; "
         f"the whole run took {f'{total / 60:.1f} min' if total >= 60 else f'{total:.0f} s'} "
         f"({', '.join(f'{o.name} {o.seconds:.0f} s' for o in outcomes)}).",
@@ -382,6 +459,7 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--tui-runs", type=int, default=9, metavar="N")
     parser.add_argument("--history-runs", type=int, default=3, metavar="N")
     parser.add_argument("--memory-runs", type=int, default=3, metavar="N")
+    parser.add_argument("--model-runs", type=int, default=3, metavar="N")
     parser.add_argument("--tokens", type=int, default=20_000, help="streamed tokens")
     parser.add_argument("--rate", type=float, default=300.0, help="tokens per second")
     args = parser.parse_args(argv)
@@ -396,7 +474,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parse_args(argv)
     start = time.monotonic()
     facts = machine()
-    kimi, kimi_line = find_kimi(args) if "context" in args.only else (None, "not needed")
+    uses_kimi = set(USES_KIMI) & set(args.only)
+    kimi, kimi_line = find_kimi(args) if uses_kimi else (None, "not needed")
     print(f"kimi-cli: {kimi_line}", flush=True)
     outcomes: list[Outcome] = []
     with tempfile.TemporaryDirectory(prefix="kode-bench-all-") as tmp:

@@ -118,6 +118,10 @@ class LLMServer:
         """Every request body received, parsed, in order (bodies that are not JSON as `{}`)."""
         self.headers: list[dict[str, str]] = []
         """The headers of each request, in the same order (lower-case names)."""
+        self.arrived: list[float] = []
+        """When each request was read (`time.perf_counter()`), in the same order."""
+        self.finished: list[float] = []
+        """When each streamed reply's last byte was written (`time.perf_counter()`), in order."""
         self.errors: list[BaseException] = []
         """Exceptions the server's handlers raised (a bug in a test's script, say)."""
         self._replies: deque[_Reply] = deque()
@@ -278,6 +282,7 @@ class LLMServer:
 
     def _next(self, body: dict[str, Any], headers: dict[str, str]) -> tuple[int, _Reply | None]:
         with self._lock:
+            self.arrived.append(time.perf_counter())
             self.requests.append(body)
             self.headers.append(headers)
             return len(self.requests), (self._replies.popleft() if self._replies else None)
@@ -418,6 +423,7 @@ class _Handler(BaseHTTPRequestHandler):
                 self._send_chunk("data: [DONE]\n\n")
             self.wfile.write(b"0\r\n\r\n")
             self.wfile.flush()
+            state.finished.append(time.perf_counter())
         except (BrokenPipeError, ConnectionResetError):
             # The client hung up mid-stream (a cancelled test): nothing left to answer.
             self.close_connection = True
