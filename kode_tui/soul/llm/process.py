@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import io
 import itertools
 import logging
 import os
@@ -25,7 +26,9 @@ import sys
 import threading
 from collections.abc import AsyncIterator, Sequence
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, Any, cast
+
+import msgspec
 
 import kode_tui
 from kode_tui.message import Message
@@ -49,11 +52,11 @@ class _Request:
 
     def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
         self.loop = loop
-        self.replies: asyncio.Queue[list[Any]] = asyncio.Queue()
+        self.replies: asyncio.Queue[list[list[Any]]] = asyncio.Queue()
 
-    def deliver(self, reply: list[Any]) -> None:
+    def deliver(self, replies: list[list[Any]]) -> None:
         with contextlib.suppress(RuntimeError):  # its loop is closed: nobody is listening
-            self.loop.call_soon_threadsafe(self.replies.put_nowait, reply)
+            self.loop.call_soon_threadsafe(self.replies.put_nowait, replies)
 
 
 class _Worker:
@@ -128,16 +131,22 @@ class _Worker:
                 stdin.close()
 
     def _read(self) -> None:
-        for line in _pipe(self._process.stdout):
-            try:
-                reply = decode(line)
-                with self._lock:
-                    mailbox = self._requests.get(reply[0])
-            except Exception:
-                log.warning("the model process wrote a line that is not a reply: %.200r", line)
+        stdout = cast(io.BufferedReader, self._process.stdout)
+        rest = b""
+        # Whatever arrived at once goes to each request in one hand-over: one wake-up of its
+        # event loop per read, not per token.
+        while data := stdout.read1(1 << 16):
+            lines, _, rest = (rest + data).rpartition(b"\n")
+            if not lines:
                 continue
-            if mailbox is not None:
-                mailbox.deliver(reply)
+            batches: dict[_Request, list[list[Any]]] = {}
+            with self._lock:
+                for reply in _replies(lines):
+                    mailbox = self._requests.get(reply[0])
+                    if mailbox is not None:
+                        batches.setdefault(mailbox, []).append(reply)
+            for mailbox, replies in batches.items():
+                mailbox.deliver(replies)
         code = self._process.wait()
         with self._lock:
             self.exit_code = code
@@ -147,13 +156,34 @@ class _Worker:
         if orphans or code != 0:
             log.warning("the model process (pid %d) stopped: exit %d", self.pid, code)
         for mailbox in orphans:
-            mailbox.deliver([0, _DIED, code])
+            mailbox.deliver([[0, _DIED, code]])
 
     def _log_stderr(self) -> None:
         for line in _pipe(self._process.stderr):
             text = line.decode("utf-8", "replace").rstrip()
             if text:
                 log.warning("model process: %s", text)
+
+
+def _replies(lines: bytes) -> list[list[Any]]:
+    """The replies in `lines` (complete lines); one that is not a reply is logged and skipped."""
+    try:
+        return list(_lines_decoder.decode_lines(lines))
+    except msgspec.DecodeError:
+        pass  # an escape msgspec refuses (see `decode`), or not a reply at all: line by line
+    replies = []
+    for line in lines.splitlines():
+        try:
+            reply = decode(line)
+        except ValueError:
+            log.warning("the model process wrote a line that is not a reply: %.200r", line)
+            continue
+        if isinstance(reply, list) and reply:
+            replies.append(reply)
+    return replies
+
+
+_lines_decoder = msgspec.json.Decoder(list[Any])
 
 
 def _pipe(stream: IO[bytes] | None) -> IO[bytes]:
@@ -282,19 +312,19 @@ class ProcessProvider:
         finished = False
         try:
             while True:
-                reply = await mailbox.replies.get()
-                tag = reply[1]
-                if tag == "end":
-                    finished = True
-                    if isinstance(reply[2], int) and reply[2] > 0:
-                        self._learned_context_size = reply[2]
-                    return
-                if tag == "err":
-                    finished = True
-                    raise reply_error(reply)
-                if tag == _DIED:
-                    finished = True
-                    raise _stopped(reply[2])
-                yield reply_item(reply)
+                for reply in await mailbox.replies.get():
+                    tag = reply[1]
+                    if tag == "end":
+                        finished = True
+                        if isinstance(reply[2], int) and reply[2] > 0:
+                            self._learned_context_size = reply[2]
+                        return
+                    if tag == "err":
+                        finished = True
+                        raise reply_error(reply)
+                    if tag == _DIED:
+                        finished = True
+                        raise _stopped(reply[2])
+                    yield reply_item(reply)
         finally:
             worker.close(request_id, cancel=not finished)
