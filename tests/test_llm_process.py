@@ -15,7 +15,7 @@ from kode_tui.message import Message, TextPart
 from kode_tui.soul.agent import make_provider
 from kode_tui.soul.llm import ChatProvider, LLMConnectionError, LLMStatusError, StreamItem
 from kode_tui.soul.llm.litellm_provider import LiteLLMProvider, load_litellm
-from kode_tui.soul.llm.process import ProcessProvider, worker_pid
+from kode_tui.soul.llm.process import ProcessProvider, start, worker_pid
 from kode_tui.wire.events import TokenUsage
 from tests.llm_server import LLMServer, loopback_choice
 
@@ -164,3 +164,15 @@ async def test_cancelling_a_stream_leaves_the_model_process_serving(server: LLMS
 
     assert items[:2] == [TextPart(text="Still"), TextPart(text=" here.")]
     assert worker_pid() == pid
+
+
+async def test_a_key_set_after_the_model_process_started_reaches_the_server(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    start()
+    monkeypatch.setenv(KEY_ENV, "sk-set-after-launch-77")
+    with LLMServer() as server:
+        server.reply_text("ok")
+        await collect(in_worker(server))
+
+    assert server.headers[0]["authorization"] == "Bearer sk-set-after-launch-77"
