@@ -40,7 +40,7 @@ from kode_tui.soul.llm import (
 )
 from kode_tui.soul.llm.worker import decode, encode, message_json, reply_error, reply_item
 
-__all__ = ["ProcessProvider", "preload", "start", "stop"]
+__all__ = ["ProcessProvider", "preload", "start", "stop", "worker_pid"]
 
 log = logging.getLogger(__name__)
 
@@ -105,10 +105,6 @@ class _Worker:
         if cancel and alive:
             self._outbox.put({"op": "cancel", "id": request_id})
 
-    def kill(self) -> None:
-        with contextlib.suppress(OSError):
-            self._process.kill()
-
     def stop(self) -> None:
         """End the process by closing its stdin: it leaves at once, without tearing down."""
         self._outbox.put(None)
@@ -119,10 +115,16 @@ class _Worker:
         stdin = _pipe(self._process.stdin)
         try:
             while (request := self._outbox.get()) is not None:
-                if "history" in request:
-                    # Encoded here, not on the event loop: a long history is megabytes.
-                    request["history"] = [message_json(m) for m in request["history"]]
-                stdin.write(encode(request))
+                try:
+                    if "history" in request:
+                        # Encoded here, not on the event loop: a long history is megabytes.
+                        request["history"] = [message_json(m) for m in request["history"]]
+                    line = encode(request)
+                except Exception as error:  # a bug: that request fails, the others go on
+                    log.exception("a request for the model process could not be encoded")
+                    self._fail(request["id"], f"the request could not be encoded: {error}")
+                    continue
+                stdin.write(line)
                 stdin.flush()
         except (OSError, ValueError):
             pass  # the process ended: the reader reports it
@@ -157,6 +159,12 @@ class _Worker:
             log.warning("the model process (pid %d) stopped: exit %d", self.pid, code)
         for mailbox in orphans:
             mailbox.deliver([[0, _DIED, code]])
+
+    def _fail(self, request_id: int, message: str) -> None:
+        with self._lock:
+            mailbox = self._requests.get(request_id)
+        if mailbox is not None:
+            mailbox.deliver([[request_id, "err", "error", message, None]])
 
     def _log_stderr(self) -> None:
         for line in _pipe(self._process.stderr):
