@@ -38,13 +38,15 @@ from kode_tui.wire.recorder import WireRecorder
 
 
 def make_provider(choice: ModelChoice) -> ChatProvider:
-    """The provider for a chosen model; litellm is not imported until its first call."""
+    """The provider for a chosen model; litellm runs in the model process, never in this one
+    (it is started here, so it imports litellm while the rest starts up)."""
     if choice.is_demo:
         return DemoProvider()
     masking.watch_env([choice.api_key_env or ""])
-    from kode_tui.soul.llm.litellm_provider import LiteLLMProvider
+    from kode_tui.soul.llm import process
 
-    return LiteLLMProvider(
+    process.start()
+    return process.ProcessProvider(
         choice.model,
         api_base=choice.api_base,
         api_key_env=choice.api_key_env,

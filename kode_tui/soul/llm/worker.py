@@ -1,0 +1,297 @@
+"""The model process: litellm runs here, never in the UI process (DESIGN.md §7).
+
+`python -m kode_tui.soul.llm.worker` imports litellm once, then serves requests read from
+stdin, one JSON object a line, and streams each answer back on stdout, one JSON array a line.
+`ProcessProvider` (process.py) is the other end. Every request runs through `LiteLLMProvider`,
+so what is sent, the stream items and the error mapping are the in-process ones.
+
+Requests (parent -> child):
+
+    {"op": "stream", "id": 7, "model": ..., "api_base": ..., "api_key_env": ...,
+     "max_context_size": ..., "timeout": ..., "extra": {...}, "env": {...},
+     "system_prompt": ..., "history": [<message JSON>...], "tools": [...]}
+    {"op": "cancel", "id": 7}
+
+Replies (child -> parent), each starting with the request's id:
+
+    [7, "t", text]                    TextPart
+    [7, "k", think, encrypted]        ThinkPart
+    [7, "s", call_id, name]           ToolCallStart
+    [7, "d", call_id, arguments]      ToolCallDelta
+    [7, "u", input, output, cache_read, cache_creation]   TokenUsage
+    [7, "end", max_context_size]      the answer is complete
+    [7, "err", kind, message, status] an LLMError (kind: status, connection, timeout, error)
+
+A cancelled request sends nothing more. Stdin's end (the parent exited) ends the process at
+once, without tearing litellm down.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import os
+import sys
+from collections.abc import Sequence
+from typing import Any
+
+import msgspec
+
+from kode_tui.message import Message, TextPart, ThinkPart
+from kode_tui.soul.llm import (
+    LLMConnectionError,
+    LLMError,
+    LLMStatusError,
+    LLMTimeoutError,
+    StreamItem,
+    ToolCallDelta,
+    ToolCallStart,
+)
+from kode_tui.wire.events import TokenUsage
+
+log = logging.getLogger(__name__)
+
+_FLUSH_SIZE = 1 << 16
+"""Replies queued past this many bytes are written at once, without waiting for the loop."""
+
+_FLUSH_AFTER = 0.015
+"""Nor do replies wait longer than this (a stream that never lets the loop wait)."""
+
+_MAX_LINE = 1 << 31
+"""A request carries the whole history: its line may be as long as the context file."""
+
+# --- the protocol, shared with process.py ------------------------------------------------------
+
+_encoder = msgspec.json.Encoder()
+
+
+def encode(value: Any) -> bytes:
+    """One protocol line. msgspec is fast, but refuses lone surrogates (a file name that is not
+    UTF-8 in a prompt); the standard library writes them as `\\udcxx` escapes instead."""
+    try:
+        return _encoder.encode(value) + b"\n"
+    except UnicodeEncodeError:
+        return json.dumps(_plain(value)).encode("ascii") + b"\n"
+
+
+def decode(line: bytes) -> Any:
+    """A protocol line back to Python; the escapes `encode` falls back to come back as they were
+    (msgspec rejects them)."""
+    try:
+        return msgspec.json.decode(line)
+    except msgspec.DecodeError:
+        return json.loads(line)
+
+
+def message_json(message: Message) -> msgspec.Raw:
+    """A message as the context file writes it, ready to embed in a request line."""
+    try:
+        return msgspec.Raw(message.to_json().encode())
+    except (ValueError, UnicodeEncodeError):  # pydantic's serialization error is a ValueError
+        return msgspec.Raw(json.dumps(message.model_dump(exclude_unset=True)).encode("ascii"))
+
+
+def _plain(value: Any) -> Any:
+    """`value` with every embedded `msgspec.Raw` parsed back, for `json.dumps`."""
+    if isinstance(value, msgspec.Raw):
+        return decode(bytes(value))
+    if isinstance(value, dict):
+        return {key: _plain(item) for key, item in value.items()}
+    if isinstance(value, list | tuple):
+        return [_plain(item) for item in value]
+    return value
+
+
+def item_reply(request_id: int, item: StreamItem) -> list[Any]:
+    """The reply line for one stream item."""
+    if isinstance(item, TextPart):
+        return [request_id, "t", item.text]
+    if isinstance(item, ThinkPart):
+        return [request_id, "k", item.think, item.encrypted]
+    if isinstance(item, ToolCallStart):
+        return [request_id, "s", item.id, item.name]
+    if isinstance(item, ToolCallDelta):
+        return [request_id, "d", item.id, item.arguments_delta]
+    return [
+        request_id,
+        "u",
+        item.input,
+        item.output,
+        item.cache_read,
+        item.cache_creation,
+    ]
+
+
+def reply_item(reply: Sequence[Any]) -> StreamItem:
+    """The stream item a reply line carries (its tag is one `item_reply` writes)."""
+    tag = reply[1]
+    if tag == "t":
+        return TextPart(text=reply[2])
+    if tag == "k":
+        return ThinkPart(think=reply[2], encrypted=reply[3])
+    if tag == "s":
+        return ToolCallStart(id=reply[2], name=reply[3])
+    if tag == "d":
+        return ToolCallDelta(id=reply[2], arguments_delta=reply[3])
+    if tag == "u":
+        return TokenUsage(
+            input=reply[2], output=reply[3], cache_read=reply[4], cache_creation=reply[5]
+        )
+    raise ValueError(f"unknown reply {tag!r}")
+
+
+def error_reply(request_id: int, error: LLMError) -> list[Any]:
+    status = error.status_code if isinstance(error, LLMStatusError) else None
+    if isinstance(error, LLMStatusError):
+        kind = "status"
+    elif isinstance(error, LLMTimeoutError):
+        kind = "timeout"
+    elif isinstance(error, LLMConnectionError):
+        kind = "connection"
+    else:
+        kind = "error"
+    return [request_id, "err", kind, str(error), status]
+
+
+def reply_error(reply: Sequence[Any]) -> LLMError:
+    """The `LLMError` an error reply stands for: the same class, message and status."""
+    kind, message, status = reply[2], reply[3], reply[4]
+    if kind == "status" and isinstance(status, int):
+        return LLMStatusError(message, status)
+    if kind == "timeout":
+        return LLMTimeoutError(message)
+    if kind == "connection":
+        return LLMConnectionError(message)
+    return LLMError(message)
+
+
+# --- the child ---------------------------------------------------------------------------------
+
+
+class _Server:
+    def __init__(self, out_fd: int) -> None:
+        self._out_fd = out_fd
+        self._tasks: dict[int, asyncio.Task[None]] = {}
+        self._pending: list[bytes] = []
+        self._size = 0
+        self._flushed = 0.0
+
+    def send(self, reply: list[Any]) -> None:
+        """Queue a reply; what queues up until the loop next waits goes out in one write (a
+        fast stream hands over many chunks without waiting: one syscall each cost 10%), but
+        never more than a frame's worth of time late."""
+        line = encode(reply)
+        loop = asyncio.get_running_loop()
+        if not self._pending:
+            loop.call_soon(self.flush)
+        self._pending.append(line)
+        self._size += len(line)
+        if self._size >= _FLUSH_SIZE or loop.time() - self._flushed >= _FLUSH_AFTER:
+            self.flush()
+
+    def flush(self) -> None:
+        if not self._pending:
+            return
+        data = memoryview(b"".join(self._pending))
+        self._pending.clear()
+        self._size = 0
+        self._flushed = asyncio.get_running_loop().time()
+        while data:  # a blocking pipe: one call writes it all, but a signal may cut it short
+            data = data[os.write(self._out_fd, data) :]
+
+    async def serve(self) -> None:
+        loop = asyncio.get_running_loop()
+        reader = asyncio.StreamReader(limit=_MAX_LINE)
+        await loop.connect_read_pipe(
+            lambda: asyncio.StreamReaderProtocol(reader), os.fdopen(0, "rb", buffering=0)
+        )
+        while line := await reader.readline():
+            try:
+                request = decode(line)
+                self._handle(request)
+            except Exception:
+                log.exception("a request could not be read")
+        for task in self._tasks.values():
+            task.cancel()
+
+    def _handle(self, request: dict[str, Any]) -> None:
+        request_id = int(request["id"])
+        if request["op"] == "cancel":
+            task = self._tasks.pop(request_id, None)
+            if task is not None:
+                task.cancel()
+            return
+        task = asyncio.create_task(self._stream(request_id, request))
+        self._tasks[request_id] = task
+        task.add_done_callback(lambda _: self._tasks.pop(request_id, None))
+
+    async def _stream(self, request_id: int, request: dict[str, Any]) -> None:
+        from pydantic import TypeAdapter
+
+        from kode_tui.soul.llm.litellm_provider import LiteLLMProvider
+
+        _take_environment(request.get("env") or {})
+        provider = LiteLLMProvider(
+            request["model"],
+            api_base=request.get("api_base"),
+            api_key_env=request.get("api_key_env"),
+            max_context_size=request.get("max_context_size"),
+            timeout=request.get("timeout") or 120,
+            extra=request.get("extra"),
+        )
+        try:
+            history = TypeAdapter(list[Message]).validate_python(request["history"])
+            async for item in provider.stream(
+                request.get("system_prompt"), history, request.get("tools") or ()
+            ):
+                self.send(item_reply(request_id, item))
+        except LLMError as error:
+            self.send(error_reply(request_id, error))
+            return
+        except Exception as error:
+            # A bug, not a provider's failure: the traceback goes to the log (stderr), the
+            # user gets one sentence.
+            log.exception("the request to %s failed", request["model"])
+            failure = LLMError(f"{request['model']} failed: {type(error).__name__}: {error}")
+            self.send(error_reply(request_id, failure))
+            return
+        self.send([request_id, "end", provider.max_context_size])
+
+
+_OWN_ENV = frozenset(("LITELLM_LOCAL_MODEL_COST_MAP",))
+"""What this process sets for itself (see `load_litellm`), kept whatever the parent has."""
+
+
+def _take_environment(env: dict[str, str]) -> None:
+    """Make this process's environment the parent's as of the request: a key set after
+    launch (or a test's) reaches litellm as it would in process."""
+    for name in [name for name in os.environ if name not in env and name not in _OWN_ENV]:
+        os.environ.pop(name, None)
+    for name, value in env.items():
+        if os.environ.get(name) != value:
+            os.environ[name] = value
+
+
+def main() -> None:
+    """Serve requests until stdin ends, then leave without tearing the heap down."""
+    # Protocol lines go to a private copy of stdout; fd 1 itself becomes stderr, so whatever
+    # litellm or a C library prints lands in the log, never in the protocol.
+    out_fd = os.dup(1)
+    os.dup2(2, 1)
+    sys.stdout = sys.stderr
+    logging.basicConfig(
+        stream=sys.stderr, level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s"
+    )
+    from kode_tui.soul.llm.litellm_provider import load_litellm
+
+    load_litellm()
+    try:
+        asyncio.run(_Server(out_fd).serve())
+    finally:
+        sys.stderr.flush()
+        os._exit(0)
+
+
+if __name__ == "__main__":
+    main()

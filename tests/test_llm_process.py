@@ -1,0 +1,178 @@
+"""ProcessProvider: litellm in the model process, against the loopback server; its items and
+errors are LiteLLMProvider's, and the process comes back after it died."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+from collections.abc import Iterator, Sequence
+from typing import Any
+
+import pytest
+
+from kode_tui.message import Message, TextPart
+from kode_tui.soul.agent import make_provider
+from kode_tui.soul.llm import ChatProvider, LLMConnectionError, LLMStatusError, StreamItem
+from kode_tui.soul.llm.litellm_provider import LiteLLMProvider, load_litellm
+from kode_tui.soul.llm.process import ProcessProvider, start, worker_pid
+from kode_tui.wire.events import TokenUsage
+from tests.llm_server import LLMServer, loopback_choice
+
+pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning:litellm.*")
+
+KEY_ENV = "KODE_TEST_LLM_KEY"
+MODEL = "openai/test-model"
+SHELL_TOOL: dict[str, Any] = {
+    "type": "function",
+    "function": {
+        "name": "Shell",
+        "description": "Run a command.",
+        "parameters": {"type": "object", "properties": {"command": {"type": "string"}}},
+    },
+}
+HISTORY = [Message(role="user", content="list the files")]
+
+
+@pytest.fixture
+def server(monkeypatch: pytest.MonkeyPatch) -> Iterator[LLMServer]:
+    monkeypatch.setenv(KEY_ENV, "sk-test-process-4242")
+    with LLMServer() as server:
+        yield server
+
+
+def in_process(server: LLMServer, model: str = MODEL) -> LiteLLMProvider:
+    load_litellm()
+    return LiteLLMProvider(model, api_base=server.url, api_key_env=KEY_ENV, timeout=10)
+
+
+def in_worker(server: LLMServer, model: str = MODEL) -> ProcessProvider:
+    return ProcessProvider(model, api_base=server.url, api_key_env=KEY_ENV, timeout=10)
+
+
+async def collect(
+    provider: ChatProvider, tools: Sequence[dict[str, Any]] = (SHELL_TOOL,)
+) -> list[StreamItem]:
+    return [item async for item in provider.stream("You are a test.", HISTORY, tools)]
+
+
+async def status_error(provider: ChatProvider) -> LLMStatusError:
+    with pytest.raises(LLMStatusError) as caught:
+        await collect(provider)
+    return caught.value
+
+
+def test_make_provider_calls_litellm_models_through_the_model_process() -> None:
+    with LLMServer() as server:
+        provider = make_provider(loopback_choice(server, KEY_ENV))
+
+    assert isinstance(provider, ProcessProvider)
+    assert provider.max_context_size == 32_000
+    assert worker_pid() is not None
+
+
+async def test_an_answer_with_a_tool_call_arrives_as_litellm_provider_streams_it(
+    server: LLMServer,
+) -> None:
+    for _ in range(2):
+        server.reply_tool_calls(
+            [("call_a", "Shell", '{"command": "ls -la src/"}')],
+            text=["Let me ", "look."],
+            usage=(1200, 34, 1000),
+        )
+
+    direct = await collect(in_process(server))
+    through_worker = await collect(in_worker(server))
+
+    assert through_worker == direct
+    assert len(direct) > 5  # text, the call's start, its argument pieces, the usage
+    assert server.requests[1] == server.requests[0]  # the same request went out
+
+
+@pytest.mark.parametrize("status", [429, 500])
+async def test_an_http_error_status_is_the_same_status_error(
+    server: LLMServer, status: int
+) -> None:
+    server.reply_status(status, "slow down")
+    server.reply_status(status, "slow down")
+
+    direct = await status_error(in_process(server))
+    through_worker = await status_error(in_worker(server))
+
+    assert (through_worker.status_code, str(through_worker)) == (status, str(direct))
+
+
+async def test_the_model_info_context_size_is_learned_from_the_first_answer(
+    server: LLMServer,
+) -> None:
+    server.reply_text("ok")
+    provider = in_worker(server, "openai/gpt-4.1")
+
+    await collect(provider)
+
+    assert provider.max_context_size == in_process(server, "openai/gpt-4.1").max_context_size
+    assert provider.max_context_size > 128_000
+
+
+async def test_a_model_process_killed_mid_stream_fails_the_request_and_the_next_starts_it(
+    server: LLMServer,
+) -> None:
+    held = server.reply_hang("Working on it")
+    provider = in_worker(server)
+    received: list[StreamItem] = []
+
+    async def consume() -> None:
+        async for item in provider.stream("sys", HISTORY, []):
+            received.append(item)
+
+    task = asyncio.create_task(consume())
+    await held.wait_started()
+    killed = worker_pid()
+    assert killed is not None
+    os.kill(killed, signal.SIGKILL)
+
+    with pytest.raises(LLMConnectionError) as caught:
+        await task
+    assert str(caught.value) == (
+        "the model process stopped (killed by signal 9); the next request starts it again"
+    )
+    server.drop_pending()
+    held.release()
+
+    server.reply_text("Back again.")
+    assert await collect(provider) == [
+        TextPart(text="Back"),
+        TextPart(text=" again."),
+        TokenUsage(input=10, output=5),
+    ]
+    assert worker_pid() not in (None, killed)
+
+
+async def test_cancelling_a_stream_leaves_the_model_process_serving(server: LLMServer) -> None:
+    held = server.reply_hang("Working")
+    provider = in_worker(server)
+    task = asyncio.create_task(collect(provider))
+    await held.wait_started()
+    pid = worker_pid()
+
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    server.reply_text("Still here.")
+    items = await collect(provider)
+    held.release()
+
+    assert items[:2] == [TextPart(text="Still"), TextPart(text=" here.")]
+    assert worker_pid() == pid
+
+
+async def test_a_key_set_after_the_model_process_started_reaches_the_server(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    start()
+    monkeypatch.setenv(KEY_ENV, "sk-set-after-launch-77")
+    with LLMServer() as server:
+        server.reply_text("ok")
+        await collect(in_worker(server))
+
+    assert server.headers[0]["authorization"] == "Bearer sk-set-after-launch-77"
