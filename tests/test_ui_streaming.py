@@ -114,3 +114,28 @@ async def test_keys_typed_while_an_answer_streams_reach_the_prompt_and_the_answe
         assert shown_text(conversation) == texts
         assert conversation.query_one(ThinkingBlock).text == thoughts == "Let me think. " * 20
         assert prompt.text == "hi"
+
+
+async def test_a_growing_answer_moves_nothing_outside_the_conversation(tmp_path: Path) -> None:
+    # Long enough to go on in new blocks (SPLIT_CHARS) and to scroll.
+    answer = "".join(f"Paragraph {n} begins: " + "a few words " * 40 + "\n\n" for n in range(6))
+    provider = ScriptedProvider([{"text": answer, "hang": True}], delay=0.005)
+    app = make_app(tmp_path, provider)
+    async with app.run_test(size=(140, 40)) as pilot:
+        await ready(pilot)
+        await send(pilot, "Write a long answer")
+        conversation = app.screen.query_one(Conversation)
+        await wait_for(pilot, lambda: shown_text(conversation))
+        outside = [
+            widget
+            for widget in app.screen.walk_children(with_self=False)
+            if conversation not in widget.ancestors_with_self and widget.display
+        ]
+        regions = {widget: widget.region for widget in outside}
+        region = conversation.region
+
+        await wait_for(pilot, lambda: shown_text(conversation) == answer)
+        await pilot.pause()
+        assert len(conversation.query(AssistantBlock)) > 1
+        assert conversation.region == region
+        assert [widget for widget in outside if widget.region != regions[widget]] == []
