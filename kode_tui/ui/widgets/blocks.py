@@ -102,13 +102,11 @@ class DetailBlock(FoldingBlock):
 
 
 class ThinkingBlock(DetailBlock):
-    """A step's thinking: dim and folded; streamed deltas are drawn at most every 50 ms."""
-
-    FLUSH_INTERVAL = 0.05
+    """A step's thinking: dim and folded. The conversation appends streamed deltas once a
+    frame (see `conversation.FRAME_INTERVAL`)."""
 
     def __init__(self, text: str = "", *, expanded: bool = False) -> None:
         super().__init__("Thinking…", text, kind="thinking", expanded=expanded)
-        self._flush_pending = False
 
     def factory(self) -> BlockFactory:
         return partial(ThinkingBlock, self.text, expanded=self.expanded)
@@ -116,13 +114,8 @@ class ThinkingBlock(DetailBlock):
     def append(self, text: str) -> None:
         self.text += text
         # Folded, the block looks the same whatever the text is.
-        if self.expanded and self.is_mounted and not self._flush_pending:
-            self._flush_pending = True
-            self.set_timer(self.FLUSH_INTERVAL, self._flush)
-
-    def _flush(self) -> None:
-        self._flush_pending = False
-        self.refresh(layout=True)
+        if self.expanded and self.is_mounted:
+            self.refresh(layout=True)
 
 
 # --- blocks that do not fold --------------------------------------------------------------------
