@@ -537,9 +537,10 @@ class AgentSession:
         return choice
 
     async def preload_model(self) -> None:
-        """Import the model's library off the event loop, so the first request is quick."""
+        """Start the model process (it imports the model's library, never this process), so
+        the first request does not wait for it."""
         if self.choice is not None and not self.choice.is_demo:
-            from kode_tui.soul.llm.litellm_provider import preload
+            from kode_tui.soul.llm.process import preload
 
             await preload()
 
