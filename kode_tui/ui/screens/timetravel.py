@@ -179,6 +179,7 @@ message from that point goes back into the prompt to edit and send again.
         return any(plan.action in _RESTORABLE for plan in self.files)
 
     VERB = "revert"
+    FILES_KEY = "revert the conversation and restore the files"
 
     def _title(self) -> str:
         return f"Revert to checkpoint {self.checkpoint_id}: " + visible(self.label, multiline=False)
@@ -228,7 +229,7 @@ message from that point goes back into the prompt to edit and send again.
     def _keys_text(self) -> Content:
         keys = [("c", f"{self.VERB} the conversation only (files stay as they are)")]
         if self.can_restore_files:
-            keys.append(("f", f"{self.VERB} the conversation and restore the files"))
+            keys.append(("f", self.FILES_KEY))
         keys.append(("Esc", "cancel"))
         return Content("\n").join(
             Content.assemble((f"{key:<4}", "bold $text-accent"), text) for key, text in keys
@@ -294,6 +295,7 @@ Making a rotated context live again keeps the live one as a new rotated file: no
 """
 
     VERB = "restore"
+    FILES_KEY = "restore the conversation and put the files back as it left them"
 
     def __init__(self, name: str, plan: RestorePlan) -> None:
         preview = plan.preview
