@@ -38,6 +38,7 @@ from kode_tui.soul.llm import (
     StreamItem,
     ToolSchema,
 )
+from kode_tui.soul.llm.litellm_provider import LiteLLMProvider
 from kode_tui.soul.llm.worker import decode, encode, message_json, reply_error, reply_item
 
 __all__ = ["ProcessProvider", "preload", "start", "stop", "worker_pid"]
@@ -260,31 +261,11 @@ def _stopped(code: int) -> LLMConnectionError:
     )
 
 
-class ProcessProvider:
-    """A litellm model, called in the model process; the same arguments, items and errors as
-    `LiteLLMProvider` (which serves it there)."""
+class ProcessProvider(LiteLLMProvider):
+    """A litellm model, called in the model process: `LiteLLMProvider`'s settings, items and
+    errors (it serves the call there), without litellm in this process."""
 
-    def __init__(
-        self,
-        model: str,
-        *,
-        api_base: str | None = None,
-        api_key_env: str | None = None,
-        max_context_size: int | None = None,
-        timeout: float = 120,
-        extra: dict[str, Any] | None = None,
-    ) -> None:
-        self._model = model
-        self._api_base = api_base
-        self._api_key_env = api_key_env
-        self._max_context_size = max_context_size
-        self._learned_context_size: int | None = None
-        self._timeout = timeout
-        self._extra = dict(extra or {})
-
-    @property
-    def model_name(self) -> str:
-        return self._model
+    _learned_context_size: int | None = None
 
     @property
     def max_context_size(self) -> int:
