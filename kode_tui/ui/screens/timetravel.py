@@ -27,6 +27,7 @@ from kode_tui.humanize import format_age, format_tokens, plural
 from kode_tui.message import Message, TextPart, is_checkpoint_note
 from kode_tui.safetext import visible
 from kode_tui.soul.facade import (
+    Comparison,
     ContextSnapshot,
     FileAction,
     FilePlan,
@@ -401,28 +402,28 @@ what only each of them holds.
         self,
         snapshot: ContextSnapshot,
         rotation: Rotation | None,
-        live_messages: Sequence[Message],
+        live: Sequence[Message] | Comparison,
         *,
         now: float | None = None,
         results: PastResults | None = None,
         plan: RestorePlan | None = None,
     ) -> None:
+        """`live`: the live context's messages, or their comparison with `snapshot` made
+        already (the facade's preview has it)."""
         super().__init__()
         self.snapshot = snapshot
         self.rotation = rotation
-        self.comparison = compare(snapshot.messages, live_messages)
+        self.comparison = live if isinstance(live, Comparison) else compare(snapshot.messages, live)
         self._now = now
         self._results = results
         self.plan = plan
 
     @classmethod
     def from_preview(cls, preview: RotationPreview) -> PreviewScreen:
-        comparison = preview.comparison
-        live = [*preview.snapshot.messages[: comparison.common], *comparison.only_here]
         return cls(
             preview.snapshot,
             preview.rotation,
-            live,
+            preview.comparison,
             results=preview.results,
             plan=preview.plan,
         )
