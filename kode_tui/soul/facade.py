@@ -540,7 +540,7 @@ class AgentSession:
         if self.choice is not None and not self.choice.is_demo:
             from kode_tui.soul.llm.process import preload
 
-            await preload()
+            await preload(self.choice.model)
 
     async def set_mode(self, mode: ApprovalMode) -> None:
         await self._soul().approval.set_mode(mode)
