@@ -322,7 +322,8 @@ _OTHER_KEY_VARS = {
 
 
 class _ChunkReader:
-    """Turns litellm's `ModelResponseStream` chunks into stream items; remembers the usage."""
+    """Turns stream chunks (litellm's `ModelResponseStream` objects, or the JSON objects of the
+    OpenAI route) into stream items; remembers the usage."""
 
     def __init__(self) -> None:
         self.usage: TokenUsage | None = None
@@ -331,28 +332,28 @@ class _ChunkReader:
         self._call_ids: dict[Any, str] = {}
 
     def read(self, chunk: Any) -> Iterator[StreamItem]:
-        usage = getattr(chunk, "usage", None)
-        if usage is not None and getattr(usage, "prompt_tokens", None) is not None:
+        usage = _field(chunk, "usage")
+        if usage is not None and _field(usage, "prompt_tokens") is not None:
             self.usage = _token_usage(usage)
-        choices = getattr(chunk, "choices", None) or ()
+        choices = _field(chunk, "choices") or ()
         if not choices:
             return
         if _field(choices[0], "finish_reason"):
             self.finished = True
-        delta = getattr(choices[0], "delta", None)
+        delta = _field(choices[0], "delta")
         if delta is None:
             return
-        reasoning = getattr(delta, "reasoning_content", None)
+        reasoning = _field(delta, "reasoning_content")
         if reasoning:
             yield ThinkPart(think=reasoning)
-        for block in getattr(delta, "thinking_blocks", None) or ():
+        for block in _field(delta, "thinking_blocks") or ():
             signature = _field(block, "signature")
             if _field(block, "type") == "thinking" and signature:
                 yield ThinkPart(think="", encrypted=signature)
-        content = getattr(delta, "content", None)
+        content = _field(delta, "content")
         if content:
             yield TextPart(text=content)
-        for call in getattr(delta, "tool_calls", None) or ():
+        for call in _field(delta, "tool_calls") or ():
             yield from self._tool_call(call)
 
     def _tool_call(self, call: Any) -> Iterator[StreamItem]:
@@ -373,7 +374,8 @@ class _ChunkReader:
 
 
 def _field(obj: Any, name: str) -> Any:
-    """A field of a litellm object or of a plain dict (litellm hands out both)."""
+    """A field of a litellm object or of a plain dict (litellm hands out both; the OpenAI
+    route only dicts)."""
     if isinstance(obj, dict):
         return obj.get(name)
     return getattr(obj, name, None)

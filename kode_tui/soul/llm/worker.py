@@ -71,8 +71,8 @@ def route(model: str) -> str:
 _FLUSH_SIZE = 1 << 16
 """Replies queued past this many bytes are written at once, without waiting for the loop."""
 
-_FLUSH_AFTER = 0.015
-"""Nor do replies wait longer than this (a stream that never lets the loop wait)."""
+_FLUSH_AFTER = 0.03
+"""Replies are written together at most this often (see `_Server.send`)."""
 
 _MAX_LINE = 1 << 31
 """A request carries the whole history: its line may be as long as the context file."""
@@ -192,21 +192,26 @@ class _Server:
         self._pending: list[bytes] = []
         self._size = 0
         self._flushed = 0.0
+        self._timer: asyncio.TimerHandle | None = None
 
-    def send(self, reply: list[Any]) -> None:
-        """Queue a reply; what queues up until the loop next waits goes out in one write (a
-        fast stream hands over many chunks without waiting: one syscall each cost 10%), but
-        never more than a frame's worth of time late."""
-        line = encode(reply)
-        loop = asyncio.get_running_loop()
-        if not self._pending:
-            loop.call_soon(self.flush)
-        self._pending.append(line)
-        self._size += len(line)
-        if self._size >= _FLUSH_SIZE or loop.time() - self._flushed >= _FLUSH_AFTER:
+    def send(self, reply: list[Any], *, last: bool = False) -> None:
+        """Queue a reply. Replies go out together at most once every `_FLUSH_AFTER` (the
+        first after a pause at once): the UI draws a stream once a frame, and a write per
+        token cost both processes a wake-up per token. A request's `last` reply, and a
+        queue past `_FLUSH_SIZE`, go out at once."""
+        self._pending.append(encode(reply))
+        self._size += len(self._pending[-1])
+        if last or self._size >= _FLUSH_SIZE:
             self.flush()
+        elif self._timer is None:
+            loop = asyncio.get_running_loop()
+            wait = max(0.0, self._flushed + _FLUSH_AFTER - loop.time())
+            self._timer = loop.call_later(wait, self.flush)
 
     def flush(self) -> None:
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
         if not self._pending:
             return
         data = memoryview(b"".join(self._pending))
@@ -259,16 +264,16 @@ class _Server:
             ):
                 self.send(item_reply(request_id, item))
         except LLMError as error:
-            self.send(error_reply(request_id, error))
+            self.send(error_reply(request_id, error), last=True)
             return
         except Exception as error:
             # A bug, not a provider's failure: the traceback goes to the log (stderr), the
             # user gets one sentence.
             log.exception("the request to %s failed", request["model"])
             failure = LLMError(f"{request['model']} failed: {type(error).__name__}: {error}")
-            self.send(error_reply(request_id, failure))
+            self.send(error_reply(request_id, failure), last=True)
             return
-        self.send([request_id, "end", provider.max_context_size])
+        self.send([request_id, "end", provider.max_context_size], last=True)
 
 
 def _provider_class(model: str) -> type[LiteLLMProvider]:

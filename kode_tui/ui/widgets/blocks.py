@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
-from functools import partial
+from functools import cache, partial
 from typing import Literal
 
 from markdown_it import MarkdownIt
@@ -135,7 +135,10 @@ class UserBlock(Static):
         return partial(UserBlock, self.text)
 
 
+@cache
 def _markdown_parser() -> MarkdownIt:
+    """One parser for every Markdown block (it keeps no state between parses): Textual asks
+    for one per streamed append, and making one costs more than parsing a frame's text."""
     parser = MarkdownIt("gfm-like")
     parser.core.ruler.push("visible", _visible_tokens)
     return parser

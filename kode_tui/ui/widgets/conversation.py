@@ -72,7 +72,7 @@ TRIM_DELAY = 0.2
 SPLIT_CHARS = 2000
 """A streamed answer continues in a new block after this many characters (at a paragraph
 break outside code), so that the start of a very long answer can leave the DOM too."""
-FRAME_INTERVAL = 1 / 30
+FRAME_INTERVAL = 1 / 15
 """Seconds between two draws of a streamed answer: each draw lays out and repaints the pane,
 so drawing every token of a fast model would leave no time for keys."""
 
