@@ -14,7 +14,8 @@ dozens of widgets, so a long session keeps few of them in the DOM:
   restored session mounts just its newest blocks, and blocks far above a view that follows
   the bottom are unmounted again. Scrolling up mounts them back, a batch at a time.
 
-A streamed answer is drawn at most once a frame (`FRAME_INTERVAL`): text and thinking deltas
+A streamed answer is drawn at most once a frame (`FRAME_INTERVAL`, longer on a machine where
+drawing is slow: `FramePacer`): text and thinking deltas
 wait in a buffer that is written out when the frame is due, and before any other wire event is
 handled, so what the blocks show and in which order is the same as if every delta were drawn.
 Between frames the loop is free for keys. The pane has a fixed size (`height: 1fr`), so its
@@ -25,7 +26,6 @@ from __future__ import annotations
 
 import asyncio
 import re
-import time
 from collections.abc import Awaitable, Callable, Sequence
 from pathlib import Path
 from typing import Any, ClassVar
@@ -42,6 +42,7 @@ from kode_tui.humanize import format_tokens
 from kode_tui.message import FunctionBody, Message, TextPart, ThinkPart
 from kode_tui.safetext import visible_model
 from kode_tui.soul.facade import PastResults, WireBus
+from kode_tui.ui.pacing import FramePacer
 from kode_tui.ui.widgets.blocks import (
     AssistantBlock,
     Block,
@@ -72,9 +73,13 @@ TRIM_DELAY = 0.2
 SPLIT_CHARS = 2000
 """A streamed answer continues in a new block after this many characters (at a paragraph
 break outside code), so that the start of a very long answer can leave the DOM too."""
-FRAME_INTERVAL = 1 / 15
-"""Seconds between two draws of a streamed answer: each draw lays out and repaints the pane,
-so drawing every token of a fast model would leave no time for keys."""
+FRAME_INTERVAL = 1 / 30
+"""The shortest time between two draws of a streamed answer: each draw lays out and repaints
+the pane, so drawing every token of a fast model would leave no time for keys."""
+FRAME_SLOWEST = 1 / 8
+"""The longest: on a machine where drawing is slow, the interval grows up to this."""
+DRAW_BUDGET = 0.2
+"""The share of a core a streamed answer may use (see `FramePacer`)."""
 
 # Widgets have no CSS_PATH; loading the file as DEFAULT_CSS keeps the pane self-contained and
 # lets an App's own CSS override it.
@@ -166,8 +171,7 @@ again.
         self._pending_text: list[str] = []
         self._pending_think: list[str] = []
         self._frame: Timer | None = None
-        self._drawn_at = 0.0
-        """When the last frame was drawn (time.monotonic)."""
+        self._pacer = FramePacer(fastest=FRAME_INTERVAL, slowest=FRAME_SLOWEST, budget=DRAW_BUDGET)
         self._streamed: list[Widget] = []
         self._streamed_away: list[BlockFactory] = []
         """Blocks of this step that `_trim` unmounted: a retry discards them too."""
@@ -418,7 +422,7 @@ again.
         pending.append(delta)
         if self._frame is not None:
             return
-        wait = self._drawn_at + FRAME_INTERVAL - time.monotonic()
+        wait = self._pacer.due_in()
         if wait > 0:
             self._frame = self.set_timer(wait, self._frame_due)
         else:
@@ -437,7 +441,7 @@ again.
             self._frame = None
         if not (self._pending_text or self._pending_think):
             return
-        self._drawn_at = time.monotonic()
+        self._pacer.drawn()
         think, self._pending_think = "".join(self._pending_think), []
         if think and self._thinking is not None:
             self._thinking.append(think)
