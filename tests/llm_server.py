@@ -446,12 +446,15 @@ def loopback_choice(server: LLMServer, key_env: str) -> ModelChoice:
     )
 
 
-def write_loopback_config(home: Path, server: LLMServer, key_env: str) -> None:
-    """A config.toml in `home` whose default model is `server`, its key in `key_env`: for a
-    kode-tui started as a process (print mode), which reads its model from the config."""
+def write_loopback_config(
+    home: Path, server: LLMServer, key_env: str, model: str = "openai/test-model"
+) -> None:
+    """A config.toml in `home` whose default model is `model` at `server`, its key in
+    `key_env`: for a kode-tui started as a process (print mode), which reads its model from
+    the config."""
     config = home / "config.toml"
     config.parent.mkdir(parents=True, exist_ok=True)
     config.write_text(
-        'default_model = "local"\n[models.local]\nmodel = "openai/test-model"\n'
+        f'default_model = "local"\n[models.local]\nmodel = "{model}"\n'
         f'api_base = "{server.url}"\napi_key_env = "{key_env}"\n'
     )
