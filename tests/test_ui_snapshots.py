@@ -127,11 +127,17 @@ def test_the_history_pane_of_a_kimi_session(place: Path, snap_compare: Any) -> N
 
     async def run_before(pilot: Pilot[Any]) -> None:
         await ready(pilot)
+
         # The rotations are read in a thread, and the notice comes as a wire message: on a
         # loaded machine half a second was not always enough.
-        history = app.screen.query_one(HistoryPane)
-        await wait_for(pilot, lambda: len(history.paths) == 3)
+        # The pane is looked up each time: the one that is drawn is the one to wait for.
+        def rows_shown() -> bool:
+            history = app.screen.query_one(HistoryPane)
+            return len(history.paths) == 3 and history.option_count == 3
+
+        await wait_for(pilot, rows_shown)
         await settled(pilot)
+        await wait_for(pilot, rows_shown)
 
     assert snap_compare(app, run_before=run_before, terminal_size=SIZE)
 
