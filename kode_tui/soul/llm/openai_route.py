@@ -2,9 +2,10 @@
 
 For an `openai/` model litellm is a wrapper around the OpenAI SDK's chat completions. Going to
 the SDK directly sends the same request and reads the same chunks, but the model process is
-ready in about a second and 60 MB instead of litellm's four seconds and 200 MB, and each chunk
-costs a fifth of litellm's stream wrapper. Every other provider goes through litellm
-(`LiteLLMProvider`); both share the messages, the chunk reader and the error mapping.
+ready in under a second and 60 MB instead of litellm's four seconds and 200 MB, and a fast
+stream is read several times faster (20k tokens: 1 s on screen instead of 6.7 s, bench_model).
+Every other provider goes through litellm (`LiteLLMProvider`); both share the messages, the
+chunk reader and the error mapping.
 """
 
 from __future__ import annotations
