@@ -1,0 +1,274 @@
+"""A scrolling pane of blocks that keeps a bounded window of them mounted (DESIGN.md §10).
+
+Textual lays out every mounted widget whenever anything changes, and a Markdown answer is
+dozens of widgets, so at most `max_blocks` blocks are mounted: a window onto the session that
+moves both ways. The others wait above and below it in a `HistoryWindow` as `BlockFactory`s
+(a restored history's messages become factories a page at a time, when the window reaches
+them). Scrolling up mounts older blocks and unmounts the newest beyond the window, scrolling
+down does the reverse, **Home** and **End** move it to either end, and blocks far above a view
+that follows the bottom are unmounted again. `Conversation` streams the wire into it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Sequence
+from typing import ClassVar
+
+from textual import work
+from textual.binding import Binding, BindingType
+from textual.containers import VerticalScroll
+from textual.widget import Widget
+
+from kode_tui.ui.widgets.blocks import Block, BlockFactory, PruneMarker
+from kode_tui.ui.widgets.history_window import HistoryWindow
+
+INITIAL_BLOCKS = 30
+"""Blocks mounted at once when a history is loaded or the window jumps; the rest are mounted
+as the user scrolls to them."""
+REVEAL_BATCH = 30
+"""Blocks mounted per step while scrolling up or down: each step lays out every mounted block,
+so few big steps cost far less than many small ones."""
+TRIM_SCREENS = 3
+"""How many screens of blocks stay mounted above the view when trimming."""
+TRIM_DELAY = 0.2
+"""Seconds from a new block (or the end of a step) to looking for blocks to unmount."""
+
+
+class BlockWindow(VerticalScroll):
+    """A pane of blocks, at most `max_blocks` of them mounted; the rest are a scroll away."""
+
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("home", "first", "First block", show=False),
+        Binding("end", "last", "Last block", show=False),
+    ]
+
+    def __init__(
+        self, *, max_blocks: int = 300, id: str | None = None, classes: str | None = None
+    ) -> None:
+        if max_blocks < 1:
+            raise ValueError("max_blocks must be at least 1")
+        super().__init__(id=id, classes=classes)
+        self.max_blocks = max_blocks
+        self._window = HistoryWindow()
+        """The blocks above and below the mounted ones: mounted as the user scrolls to them."""
+        self._marker: PruneMarker | None = None
+        self._moving = asyncio.Lock()
+        """Held while the window moves (`_reveal`, `_jump`): one move at a time."""
+        self._trim_scheduled = False
+
+    @property
+    def blocks(self) -> list[Widget]:
+        """The mounted blocks, oldest first."""
+        return [child for child in self.children if not isinstance(child, PruneMarker)]
+
+    @property
+    def hidden_count(self) -> int:
+        """How many earlier messages of a restored history are not read into blocks yet."""
+        return self._window.hidden_messages
+
+    @property
+    def pending_count(self) -> int:
+        """What is above the mounted blocks (blocks, and messages not read yet): 0 at the top."""
+        return self._window.pending_above
+
+    @property
+    def pending_below(self) -> int:
+        """What is below the mounted blocks: 0 when they reach the end of the session."""
+        return self._window.pending_below
+
+    def _busy(self) -> set[object]:
+        """Blocks that may still change: they stay mounted (the pane's streamed blocks)."""
+        return set()
+
+    def _leaving(self, block: Block, factory: BlockFactory) -> None:
+        """`block` leaves the DOM; `factory` makes it again."""
+
+    def _movable(self, blocks: Sequence[Widget]) -> list[Block]:
+        """The blocks at the start of `blocks` that may leave the DOM: up to a busy one."""
+        busy = self._busy()
+        movable: list[Block] = []
+        for block in blocks:
+            if not isinstance(block, Block) or block in busy:
+                break
+            movable.append(block)
+        return movable
+
+    async def _unmount(self, victims: Sequence[Block]) -> list[BlockFactory]:
+        """Unmount `victims`; return the factories that make them again, in order."""
+        factories: list[BlockFactory] = []
+        for block in victims:
+            factory = block.factory()
+            factories.append(factory)
+            self._leaving(block, factory)
+        if victims:
+            await self.remove_children(victims)
+        return factories
+
+    async def _prune(self) -> None:
+        """Keep at most `max_blocks` mounted: the oldest wait above the window."""
+        blocks = self.blocks
+        excess = len(blocks) - self.max_blocks
+        if excess > 0:
+            self._window.put_above(await self._unmount(self._movable(blocks)[:excess]))
+
+    async def _sync_marker(self) -> None:
+        """The line at the top says how many earlier messages are not read yet."""
+        hidden = self._window.hidden_messages
+        if hidden and self._marker is None:
+            self._marker = PruneMarker()
+            await self.mount(self._marker, before=0)
+        elif not hidden and self._marker is not None:
+            marker, self._marker = self._marker, None
+            await marker.remove()
+        if self._marker is not None:
+            self._marker.set_count(hidden)
+
+    def _following(self) -> bool:
+        """Whether the view sticks to the bottom (it keeps its place there by itself)."""
+        return self.is_anchored and self.scroll_y >= self.max_scroll_y
+
+    def _schedule_trim(self) -> None:
+        # Later, not now: where blocks are is known only once the screen has laid out what
+        # was streamed into them.
+        if not self._trim_scheduled:
+            self._trim_scheduled = True
+            self.set_timer(TRIM_DELAY, self._trim)
+
+    async def _trim(self) -> None:
+        """Unmount blocks far above a view that follows the bottom; they wait above the window.
+
+        Textual lays out every mounted widget on each change, so a long session streams as
+        smoothly as a short one only if old answers leave the DOM.
+        """
+        self._trim_scheduled = False
+        if self._moving.locked() or not self._following():
+            return
+        cut = self.scroll_y - TRIM_SCREENS * self.scrollable_content_region.height
+        victims: list[Block] = []
+        for block in self._movable(self.blocks):
+            if not block.virtual_region or block.virtual_region.bottom >= cut:
+                break
+            victims.append(block)
+        self._window.put_above(await self._unmount(victims))
+
+    def _scrolled(self, old: float, new: float) -> None:
+        if not self._moving.locked():
+            self._maybe_reveal(up=new <= old, move=True)
+
+    def _maybe_reveal(self, up: bool = True, move: bool = False) -> None:
+        """Mount more of the session beyond the edge the view is near: only to fill the
+        window, or (`move`, the user scrolled) moving it too."""
+        if not self._moving.locked() and self._wants_more(up):
+            self._reveal(up, move)
+
+    def _wants_more(self, up: bool) -> bool:
+        """Whether the view is near the top (`up`) or bottom edge of the window, with more
+        of the session beyond it."""
+        margin = max(1, self.scrollable_content_region.height)
+        if not up:
+            return bool(self._window.below) and self.scroll_y >= self.max_scroll_y - margin
+        # A view that follows the bottom only fills the window: it never moves it up.
+        full = self._following() and len(self.blocks) >= self.max_blocks
+        return bool(self._window.above) and self.scroll_y <= margin and not full
+
+    @work(group="conversation-reveal", exit_on_error=False)
+    async def _reveal(self, up: bool, move: bool) -> None:
+        """Mount blocks beyond the edge the view is near, a batch at a time until the view is
+        a screen away from it; once the window is full, one batch per scroll."""
+        if self._moving.locked():
+            return
+        async with self._moving:
+            moved = False
+            while self._wants_more(up):
+                if len(self.blocks) >= self.max_blocks and (moved or not move):
+                    break
+                await (self._mount_above() if up else self._mount_below())
+                moved = True
+
+    async def _mount_above(self) -> None:
+        batch = [make() for make in self._window.take_above(REVEAL_BATCH)]
+        blocks = self.blocks
+        first = blocks[0] if blocks else None
+        # A view that follows the bottom stays there by itself; one the user scrolled up must
+        # keep its place while content grows above it.
+        following = self._following()
+        top = first.virtual_region.y if first is not None else 0
+        await self.mount_all(batch, before=first)
+        await self._laid_out(batch)
+        if first is not None and not following and first.parent is self:
+            grown = first.virtual_region.y - top
+            self.scroll_to(y=self.scroll_y + grown, animate=False, immediate=True)
+        if not following:
+            # The window keeps its size: the newest blocks beyond it wait below it.
+            excess = len(self.blocks) - self.max_blocks
+            newest = self._movable(self.blocks[::-1])[: max(0, excess)]
+            self._window.put_below(await self._unmount(newest[::-1]))
+        await self._sync_marker()
+
+    async def _mount_below(self) -> None:
+        batch = [make() for make in self._window.take_below(REVEAL_BATCH)]
+        await self.mount_all(batch)
+        await self._laid_out(batch)
+        # The window keeps its size: the oldest blocks beyond it wait above it, and the view
+        # keeps its place as the content above it shrinks.
+        blocks = self.blocks
+        victims = self._movable(blocks)[: max(0, len(blocks) - self.max_blocks)]
+        if victims:
+            kept = blocks[len(victims)]
+            shrunk = kept.virtual_region.y - victims[0].virtual_region.y
+            self._window.put_above(await self._unmount(victims))
+            self.scroll_to(y=self.scroll_y - shrunk, animate=False, immediate=True)
+
+    async def _jump(self, *, to_start: bool) -> None:
+        """Move the window to the start or the end of the session (Home, End, new output);
+        not while a step streams into the mounted blocks."""
+        async with self._moving:
+            blocks = self.blocks
+            movable = self._movable(blocks)
+            if len(movable) < len(blocks):
+                return
+            window = await self._unmount(movable)
+            size = min(INITIAL_BLOCKS, self.max_blocks)
+            if to_start:
+                self._window.to_start(window)
+                batch = self._window.take_below(size)
+            else:
+                self._window.to_end(window)
+                batch = self._window.take_above(size)
+            with self.app.batch_update():
+                await self._sync_marker()
+                await self.mount_all(make() for make in batch)
+            if to_start:
+                self.release_anchor()
+                self.scroll_home(animate=False, immediate=True)
+            else:
+                self.anchor()
+        # A short window grows towards what is beyond it.
+        self.call_after_refresh(self._maybe_reveal, not to_start)
+
+    async def action_first(self) -> None:
+        """Home: the first block of the session."""
+        if self._window.above:
+            await self._jump(to_start=True)
+        self.scroll_home(animate=False)
+
+    async def action_last(self) -> None:
+        """End: the last block of the session, followed from then on."""
+        if self._window.below:
+            await self._jump(to_start=False)
+        self.action_scroll_end()
+
+    async def _laid_out(self, batch: Sequence[Widget]) -> None:
+        """Wait until the screen has laid out the blocks just mounted (a busy screen may draw
+        a frame first)."""
+        for _ in range(10):
+            await self._refreshed()
+            if all(block.virtual_region for block in batch):
+                break
+
+    async def _refreshed(self) -> None:
+        """Wait until the screen has laid out what was just mounted."""
+        done = asyncio.Event()
+        self.call_after_refresh(done.set)
+        await done.wait()
