@@ -12,7 +12,8 @@ that follows the bottom are unmounted again. `Conversation` streams the wire int
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from itertools import takewhile
 from typing import ClassVar
 
 from textual import work
@@ -36,7 +37,8 @@ TRIM_DELAY = 0.2
 
 
 class BlockWindow(VerticalScroll):
-    """A pane of blocks, at most `max_blocks` of them mounted; the rest are a scroll away."""
+    """A pane of blocks, at most `max_blocks` of them mounted (or, when that is less than a few
+    screens, what those screens and one batch need); the rest are a scroll away."""
 
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("home", "first", "First block", show=False),
@@ -94,23 +96,26 @@ class BlockWindow(VerticalScroll):
             movable.append(block)
         return movable
 
-    async def _unmount(self, victims: Sequence[Block]) -> list[BlockFactory]:
-        """Unmount `victims`; return the factories that make them again, in order."""
+    async def _unmount(
+        self, victims: Sequence[Block], keep: Callable[[list[BlockFactory]], None]
+    ) -> None:
+        """Unmount `victims`; `keep` is given the factories that make them again, in order,
+        before they leave (so that no block is ever out of both the DOM and the window)."""
         factories: list[BlockFactory] = []
         for block in victims:
             factory = block.factory()
             factories.append(factory)
             self._leaving(block, factory)
+        keep(factories)
         if victims:
             await self.remove_children(victims)
-        return factories
 
     async def _prune(self) -> None:
         """Keep at most `max_blocks` mounted: the oldest wait above the window."""
         blocks = self.blocks
         excess = len(blocks) - self.max_blocks
         if excess > 0:
-            self._window.put_above(await self._unmount(self._movable(blocks)[:excess]))
+            await self._unmount(self._movable(blocks)[:excess], self._window.put_above)
 
     async def _sync_marker(self) -> None:
         """The line at the top says how many earlier messages are not read yet."""
@@ -150,41 +155,45 @@ class BlockWindow(VerticalScroll):
             if not block.virtual_region or block.virtual_region.bottom >= cut:
                 break
             victims.append(block)
-        self._window.put_above(await self._unmount(victims))
+        await self._unmount(victims, self._window.put_above)
 
     def _scrolled(self, old: float, new: float) -> None:
         if not self._moving.locked():
-            self._maybe_reveal(up=new <= old, move=True)
+            self._maybe_reveal(up=new <= old)
 
-    def _maybe_reveal(self, up: bool = True, move: bool = False) -> None:
-        """Mount more of the session beyond the edge the view is near: only to fill the
-        window, or (`move`, the user scrolled) moving it too."""
+    def _maybe_reveal(self, up: bool = True) -> None:
         if not self._moving.locked() and self._wants_more(up):
-            self._reveal(up, move)
+            self._reveal(up)
 
     def _wants_more(self, up: bool) -> bool:
         """Whether the view is near the top (`up`) or bottom edge of the window, with more
         of the session beyond it."""
-        margin = max(1, self.scrollable_content_region.height)
+        margin = self._screen
         if not up:
             return bool(self._window.below) and self.scroll_y >= self.max_scroll_y - margin
         # A view that follows the bottom only fills the window: it never moves it up.
         full = self._following() and len(self.blocks) >= self.max_blocks
         return bool(self._window.above) and self.scroll_y <= margin and not full
 
+    @property
+    def _screen(self) -> int:
+        """The height of the view, at least 1."""
+        return max(1, self.scrollable_content_region.height)
+
     @work(group="conversation-reveal", exit_on_error=False)
-    async def _reveal(self, up: bool, move: bool) -> None:
+    async def _reveal(self, up: bool) -> None:
         """Mount blocks beyond the edge the view is near, a batch at a time until the view is
-        a screen away from it; once the window is full, one batch per scroll."""
+        a screen away from it."""
         if self._moving.locked():
             return
         async with self._moving:
-            moved = False
             while self._wants_more(up):
-                if len(self.blocks) >= self.max_blocks and (moved or not move):
-                    break
                 await (self._mount_above() if up else self._mount_below())
-                moved = True
+        # The view may have scrolled meanwhile (a scroll to the end lands after the layout).
+        self.call_after_refresh(self._recheck)
+
+    def _recheck(self) -> None:
+        self._maybe_reveal(up=self._wants_more(True))
 
     async def _mount_above(self) -> None:
         batch = [make() for make in self._window.take_above(REVEAL_BATCH)]
@@ -200,10 +209,13 @@ class BlockWindow(VerticalScroll):
             grown = first.virtual_region.y - top
             self.scroll_to(y=self.scroll_y + grown, animate=False, immediate=True)
         if not following:
-            # The window keeps its size: the newest blocks beyond it wait below it.
+            # The window keeps its size: the newest blocks beyond it wait below it, but those
+            # within two screens below the view stay, so that scrolling down moves on.
             excess = len(self.blocks) - self.max_blocks
+            below = self.scroll_y + 2 * self._screen
             newest = self._movable(self.blocks[::-1])[: max(0, excess)]
-            self._window.put_below(await self._unmount(newest[::-1]))
+            newest = list(takewhile(lambda block: block.virtual_region.y > below, newest))
+            await self._unmount(newest[::-1], self._window.put_below)
         await self._sync_marker()
 
     async def _mount_below(self) -> None:
@@ -214,10 +226,13 @@ class BlockWindow(VerticalScroll):
         # keeps its place as the content above it shrinks.
         blocks = self.blocks
         victims = self._movable(blocks)[: max(0, len(blocks) - self.max_blocks)]
+        # Those within a screen above the view stay, so that scrolling up moves on.
+        above = self.scroll_y - self._screen
+        victims = list(takewhile(lambda block: block.virtual_region.bottom < above, victims))
         if victims:
             kept = blocks[len(victims)]
             shrunk = kept.virtual_region.y - victims[0].virtual_region.y
-            self._window.put_above(await self._unmount(victims))
+            await self._unmount(victims, self._window.put_above)
             self.scroll_to(y=self.scroll_y - shrunk, animate=False, immediate=True)
 
     async def _jump(self, *, to_start: bool) -> None:
@@ -228,14 +243,10 @@ class BlockWindow(VerticalScroll):
             movable = self._movable(blocks)
             if len(movable) < len(blocks):
                 return
-            window = await self._unmount(movable)
+            window = self._window
+            await self._unmount(movable, window.to_start if to_start else window.to_end)
             size = min(INITIAL_BLOCKS, self.max_blocks)
-            if to_start:
-                self._window.to_start(window)
-                batch = self._window.take_below(size)
-            else:
-                self._window.to_end(window)
-                batch = self._window.take_above(size)
+            batch = window.take_below(size) if to_start else window.take_above(size)
             with self.app.batch_update():
                 await self._sync_marker()
                 await self.mount_all(make() for make in batch)

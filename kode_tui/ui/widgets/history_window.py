@@ -108,12 +108,12 @@ class HistoryWindow:
         """Blocks that left the bottom of the window (oldest first)."""
         self.below[:0] = factories
 
-    def to_start(self, window: Iterable[BlockFactory]) -> None:
+    def to_start(self, window: list[BlockFactory]) -> None:
         """Move the window's blocks and all above it below it: the window goes to the start."""
         self.below = [*self.above, *window, *self.below]
         self.above = []
 
-    def to_end(self, window: Iterable[BlockFactory]) -> None:
+    def to_end(self, window: list[BlockFactory]) -> None:
         """Move the window's blocks and all below it above it: the window goes to the end."""
         self.above = [*self.above, *window, *self.below]
         self.below = []

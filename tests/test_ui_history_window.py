@@ -1,0 +1,161 @@
+"""The conversation's window over a long session: every message is reachable, few are mounted."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from textual.pilot import Pilot
+
+from kode_tui.message import FunctionBody, Message, TextPart, ToolCall
+from kode_tui.ui.widgets.block_window import REVEAL_BATCH
+from kode_tui.ui.widgets.conversation import Conversation
+from kode_tui.ui.widgets.tool_block import ToolBlock
+from kode_tui.wire import WireBus
+from kode_tui.wire import events as ev
+from tests.test_ui_conversation import chat, describe, host, settle
+from tests.ui_helpers import Posted
+
+MAX_BLOCKS = 60
+BOUND = MAX_BLOCKS + REVEAL_BATCH
+"""At most `max_blocks` are mounted, or a few screens and a batch when that is more."""
+
+
+async def scroll(
+    pilot: Pilot[Any],
+    conversation: Conversation,
+    *,
+    up: bool,
+    visit: Callable[[Conversation], None] = lambda _: None,
+) -> list[int]:
+    """Scroll to the edge of the mounted blocks until nothing more is beyond it, calling
+    `visit` at each step; return how many blocks were mounted after each step."""
+    mounted: list[int] = []
+    for _ in range(1000):
+        if not (conversation.pending_count if up else conversation.pending_below):
+            break
+        if up:
+            conversation.scroll_home(animate=False, immediate=True)
+        else:
+            # A screen at a time (as Page Down), so that every block passes through the view.
+            height = conversation.scrollable_content_region.height
+            y = min(conversation.max_scroll_y, conversation.scroll_y + height)
+            conversation.scroll_to(y=y, animate=False, immediate=True)
+        await pilot.pause()
+        await pilot.app.workers.wait_for_complete()
+        mounted.append(len(conversation.blocks))
+        visit(conversation)
+    return mounted
+
+
+def tool_turns(turns: int) -> list[Message]:
+    """Turns of a question, a call and its result: 3 messages, so pages of messages end
+    between a call and its result too."""
+    messages: list[Message] = []
+    for n in range(turns):
+        call = ToolCall(id=f"c{n}", function=FunctionBody(name="ReadFile", arguments="{}"))
+        messages += [
+            Message(role="user", content=f"question {n}"),
+            Message(role="assistant", content=f"reading {n}", tool_calls=[call]),
+            Message(role="tool", tool_call_id=f"c{n}", content=[TextPart(text=f"read {n}")]),
+        ]
+    return messages
+
+
+async def test_home_goes_to_the_first_message_of_a_long_history_and_end_to_the_last() -> None:
+    async with host(WireBus(), max_blocks=MAX_BLOCKS).run_test(size=(80, 24)) as pilot:
+        conversation = pilot.app.query_one(Conversation)
+        await conversation.load_history(chat(1000))  # 2,000 messages
+        conversation.focus()
+        await pilot.pause()
+        await pilot.press("home")
+        await pilot.app.workers.wait_for_complete()
+        await pilot.pause()
+        lines = describe(conversation)
+        assert lines[:2] == ["user: question 0", "assistant: answer **0**"]
+        assert len(lines) <= BOUND
+        assert conversation.scroll_y == 0
+        assert conversation.pending_count == 0 and conversation.hidden_count == 0
+
+        await pilot.press("end")
+        await pilot.app.workers.wait_for_complete()
+        await pilot.pause()
+        assert describe(conversation)[-1] == "assistant: answer **999**"
+        assert len(conversation.blocks) <= BOUND
+        assert conversation.pending_below == 0
+        assert conversation.scroll_y == conversation.max_scroll_y
+
+
+async def test_scrolling_up_reaches_the_first_message_and_down_the_last_with_few_mounted() -> None:
+    async with host(WireBus(), max_blocks=MAX_BLOCKS).run_test(size=(80, 24)) as pilot:
+        conversation = pilot.app.query_one(Conversation)
+        await conversation.load_history(chat(300))
+        await pilot.pause()
+        mounted = await scroll(pilot, conversation, up=True)
+        assert conversation.pending_count == 0
+        assert max(mounted) <= BOUND
+        lines = describe(conversation)
+        assert lines[:2] == ["user: question 0", "assistant: answer **0**"]
+        # The window holds consecutive blocks, in order.
+        assert lines == [
+            line
+            for n in range(len(lines) // 2)
+            for line in (f"user: question {n}", f"assistant: answer **{n}**")
+        ]
+
+        mounted = await scroll(pilot, conversation, up=False)
+        assert conversation.pending_below == 0
+        assert max(mounted) <= BOUND
+        assert describe(conversation)[-2:] == ["user: question 299", "assistant: answer **299**"]
+
+
+async def test_tool_calls_keep_their_results_wherever_the_history_is_read_from() -> None:
+    async with host(WireBus(), max_blocks=MAX_BLOCKS).run_test(size=(80, 24)) as pilot:
+        conversation = pilot.app.query_one(Conversation)
+        await conversation.load_history(tool_turns(100))
+        conversation.focus()
+        await pilot.pause()
+        seen: dict[str, str] = {}
+
+        def visit(conversation: Conversation) -> None:
+            for block in conversation.query(ToolBlock):
+                seen[block.state.id] = block.state.status
+
+        await pilot.press("home")
+        await pilot.app.workers.wait_for_complete()
+        visit(conversation)
+        await scroll(pilot, conversation, up=False, visit=visit)
+        assert len(seen) == 100
+        assert set(seen.values()) == {"ok"}, "no call lost its result at a page's end"
+
+
+async def test_a_new_answer_after_going_to_the_first_message_is_followed_at_the_bottom() -> None:
+    bus, posted = WireBus(), Posted()
+    async with host(bus, max_blocks=MAX_BLOCKS).run_test(size=(80, 24), message_hook=posted) as p:
+        conversation = p.app.query_one(Conversation)
+        await conversation.load_history(chat(500))
+        conversation.focus()
+        await p.pause()
+        await p.press("home")
+        await p.app.workers.wait_for_complete()
+        assert describe(conversation)[0] == "user: question 0"
+
+        events = [
+            ev.TurnBegin(user_input="one more"),
+            ev.StepBegin(n=1),
+            ev.ContentPart(part=TextPart(text="The new answer.")),
+            ev.TurnEnd(),
+        ]
+        conversation = await settle(p, posted, bus, *events)
+        await p.app.workers.wait_for_complete()
+        await p.pause()
+        lines = describe(conversation)
+        assert lines[-3:] == [
+            "assistant: answer **499**",
+            "user: one more",
+            "assistant: The new answer.",
+        ]
+        assert len(lines) <= BOUND
+        assert conversation.pending_below == 0
+        assert conversation.is_anchored
+        assert conversation.scroll_y == conversation.max_scroll_y
