@@ -30,6 +30,9 @@ as the user scrolls to them."""
 REVEAL_BATCH = 30
 """Blocks mounted per step while scrolling up or down: each step lays out every mounted block,
 so few big steps cost far less than many small ones."""
+MAX_BLOCKS = 120
+"""Blocks mounted at most by default: about ten screens. Each move of the window lays out every
+mounted block, so a smaller window moves faster; it only needs to cover a few screens."""
 TRIM_SCREENS = 3
 """How many screens of blocks stay mounted above the view when trimming."""
 TRIM_DELAY = 0.2
@@ -46,7 +49,7 @@ class BlockWindow(VerticalScroll):
     ]
 
     def __init__(
-        self, *, max_blocks: int = 300, id: str | None = None, classes: str | None = None
+        self, *, max_blocks: int = MAX_BLOCKS, id: str | None = None, classes: str | None = None
     ) -> None:
         if max_blocks < 1:
             raise ValueError("max_blocks must be at least 1")

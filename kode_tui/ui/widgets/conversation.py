@@ -36,7 +36,7 @@ from kode_tui.humanize import format_tokens
 from kode_tui.message import FunctionBody, Message, TextPart, ThinkPart
 from kode_tui.safetext import visible_model
 from kode_tui.soul.facade import PastResults, WireBus
-from kode_tui.ui.widgets.block_window import INITIAL_BLOCKS, BlockWindow
+from kode_tui.ui.widgets.block_window import INITIAL_BLOCKS, MAX_BLOCKS, BlockWindow
 from kode_tui.ui.widgets.blocks import (
     AssistantBlock,
     Block,
@@ -125,7 +125,7 @@ again.
         self,
         bus: WireBus,
         *,
-        max_blocks: int = 300,
+        max_blocks: int = MAX_BLOCKS,
         id: str | None = None,
         classes: str | None = None,
     ) -> None:
