@@ -137,14 +137,15 @@ def _is_main_guard(node: ast.stmt) -> bool:
     return isinstance(node, ast.If) and "__main__" in ast.unparse(node.test)
 
 
-def test_textual_stays_in_the_ui_and_litellm_in_the_llm_code() -> None:
+def test_textual_stays_in_the_ui_and_the_model_libraries_in_the_llm_code() -> None:
     wrong = []
     for module, imported in modules().items():
         roots = {name.split(".")[0] for name in imported}
         if "textual" in roots and not module.startswith(("kode_tui.ui", "kode_tui.cli")):
             wrong.append(f"{module} imports textual")
-        if "litellm" in roots and not module.startswith(("kode_tui.soul.llm", "kode_tui.tools")):
-            wrong.append(f"{module} imports litellm")
+        for library in ("litellm", "openai"):
+            if library in roots and not module.startswith(("kode_tui.soul.llm", "kode_tui.tools")):
+                wrong.append(f"{module} imports {library}")
     assert not wrong
 
 

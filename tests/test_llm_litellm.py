@@ -1,10 +1,14 @@
-"""LiteLLMProvider against a loopback OpenAI-compatible server: the real litellm, no network."""
+"""LiteLLMProvider against a loopback OpenAI-compatible server: the real litellm, no network.
+
+The tests of an `openai/` model run twice: through litellm, and through the OpenAI SDK route
+(`OpenAIProvider`) the model process takes for such models, which must behave the same."""
 
 from __future__ import annotations
 
 import asyncio
 import json
 import logging
+import os
 import socket
 import subprocess
 import sys
@@ -34,6 +38,7 @@ from kode_tui.soul.llm import (
     is_retryable,
 )
 from kode_tui.soul.llm.litellm_provider import LiteLLMProvider, load_litellm, to_openai_messages
+from kode_tui.soul.llm.openai_route import OpenAIProvider
 from kode_tui.wire.events import TokenUsage
 from tests.llm_server import LLMServer
 
@@ -67,10 +72,18 @@ def server(litellm: Any) -> Iterator[LLMServer]:
     assert server.errors == []
 
 
+@pytest.fixture(params=["litellm", "openai-sdk"])
+def provider_class(request: pytest.FixtureRequest) -> type[LiteLLMProvider]:
+    """The two routes an `openai/` model can take."""
+    return LiteLLMProvider if request.param == "litellm" else OpenAIProvider
+
+
 @pytest.fixture
-def provider(server: LLMServer, monkeypatch: pytest.MonkeyPatch) -> LiteLLMProvider:
+def provider(
+    server: LLMServer, monkeypatch: pytest.MonkeyPatch, provider_class: type[LiteLLMProvider]
+) -> LiteLLMProvider:
     monkeypatch.setenv(KEY_ENV, KEY)
-    return LiteLLMProvider(MODEL, api_base=server.url, api_key_env=KEY_ENV, timeout=10)
+    return provider_class(MODEL, api_base=server.url, api_key_env=KEY_ENV, timeout=10)
 
 
 async def collect(
@@ -370,11 +383,11 @@ async def test_text_that_is_not_valid_utf8_is_sent_escaped_instead_of_failing(
 
 
 async def test_a_local_encoding_error_is_not_a_server_error_and_not_retried(
-    server: LLMServer, monkeypatch: pytest.MonkeyPatch
+    server: LLMServer, monkeypatch: pytest.MonkeyPatch, provider_class: type[LiteLLMProvider]
 ) -> None:
     monkeypatch.setenv(KEY_ENV, KEY)
     # An HTTP header must be ASCII: the request fails while it is built, before it is sent.
-    provider = LiteLLMProvider(
+    provider = provider_class(
         MODEL,
         api_base=server.url,
         api_key_env=KEY_ENV,
@@ -425,11 +438,11 @@ async def test_a_404_says_model_not_found(server: LLMServer, provider: LiteLLMPr
 
 
 async def test_a_refused_connection_is_a_retryable_connection_error(
-    litellm: Any, monkeypatch: pytest.MonkeyPatch
+    litellm: Any, monkeypatch: pytest.MonkeyPatch, provider_class: type[LiteLLMProvider]
 ) -> None:
     monkeypatch.setenv(KEY_ENV, KEY)
     url = f"http://127.0.0.1:{closed_port()}/v1"
-    provider = LiteLLMProvider(MODEL, api_base=url, api_key_env=KEY_ENV)
+    provider = provider_class(MODEL, api_base=url, api_key_env=KEY_ENV)
 
     error = await failure(provider)
 
@@ -438,10 +451,10 @@ async def test_a_refused_connection_is_a_retryable_connection_error(
 
 
 async def test_a_stream_that_stalls_past_the_timeout_is_a_timeout_error(
-    server: LLMServer, monkeypatch: pytest.MonkeyPatch
+    server: LLMServer, monkeypatch: pytest.MonkeyPatch, provider_class: type[LiteLLMProvider]
 ) -> None:
     monkeypatch.setenv(KEY_ENV, KEY)
-    provider = LiteLLMProvider(MODEL, api_base=server.url, api_key_env=KEY_ENV, timeout=0.5)
+    provider = provider_class(MODEL, api_base=server.url, api_key_env=KEY_ENV, timeout=0.5)
     server.reply_hang("Working")
 
     error = await failure(provider)
@@ -482,8 +495,10 @@ async def test_cancelling_mid_stream_stops_promptly(
         await asyncio.wait_for(task, timeout=5)
 
 
-async def test_a_missing_key_variable_fails_before_any_request(server: LLMServer) -> None:
-    provider = LiteLLMProvider(MODEL, api_base=server.url, api_key_env="OPENAI_API_KEY")
+async def test_a_missing_key_variable_fails_before_any_request(
+    server: LLMServer, provider_class: type[LiteLLMProvider]
+) -> None:
+    provider = provider_class(MODEL, api_base=server.url, api_key_env="OPENAI_API_KEY")
 
     error = await failure(provider)
 
@@ -532,9 +547,9 @@ def test_max_context_size_comes_from_config_then_litellm_then_the_default(litell
 
 
 async def test_without_a_key_variable_litellm_looks_for_its_own_and_the_error_names_it(
-    server: LLMServer,
+    server: LLMServer, provider_class: type[LiteLLMProvider]
 ) -> None:
-    provider = LiteLLMProvider(MODEL, api_base=server.url)  # conftest unset OPENAI_API_KEY
+    provider = provider_class(MODEL, api_base=server.url)  # conftest unset OPENAI_API_KEY
 
     error = await failure(provider)
 
@@ -582,3 +597,57 @@ async def test_a_stream_that_stops_without_a_finish_reason_is_a_cut_off_answer_r
 
     assert isinstance(error, LLMConnectionError) and is_retryable(error)
     assert "cut off" in str(error) and "litellm" not in str(error)
+
+
+# --- the OpenAI SDK route ----------------------------------------------------------------------
+
+
+async def test_options_reach_the_server_as_litellm_sends_them(
+    server: LLMServer, monkeypatch: pytest.MonkeyPatch, provider_class: type[LiteLLMProvider]
+) -> None:
+    monkeypatch.setenv(KEY_ENV, KEY)
+    # temperature is an argument of the SDK; top_k is a server's own option (vLLM, Ollama).
+    extra = {"temperature": 0.2, "top_k": 20, "extra_headers": {"X-Trace": "t1"}}
+    provider = provider_class(MODEL, api_base=server.url, api_key_env=KEY_ENV, extra=extra)
+    server.reply_text("ok")
+
+    await collect(provider)
+
+    [request] = server.requests
+    assert (request["model"], request["temperature"], request["top_k"]) == ("test-model", 0.2, 20)
+    assert request["stream"] is True and request["stream_options"] == {"include_usage": True}
+    assert server.headers[-1]["x-trace"] == "t1"
+    assert server.headers[-1]["authorization"] == f"Bearer {KEY}"
+
+
+def test_the_openai_route_knows_litellms_context_size_for_an_openai_model(litellm: Any) -> None:
+    known = litellm.get_model_info("openai/gpt-4.1")["max_input_tokens"]
+
+    assert OpenAIProvider("openai/gpt-4.1").max_context_size == known
+    assert OpenAIProvider("openai/no-such-model").max_context_size == DEFAULT_MAX_CONTEXT_SIZE
+    assert OpenAIProvider("openai/gpt-4.1", max_context_size=9000).max_context_size == 9000
+
+
+def test_the_openai_route_streams_without_ever_importing_litellm(server: LLMServer) -> None:
+    server.reply_text("Hello from the SDK")
+    code = (
+        "import asyncio, sys\n"
+        "from kode_tui.message import Message\n"
+        "from kode_tui.soul.llm.openai_route import OpenAIProvider\n"
+        f"p = OpenAIProvider({MODEL!r}, api_base={server.url!r}, api_key_env='K')\n"
+        "async def main():\n"
+        "    return [i async for i in p.stream(None, [Message(role='user', content='hi')], [])]\n"
+        "items = asyncio.run(main())\n"
+        "print(''.join(getattr(i, 'text', '') for i in items), p.max_context_size)\n"
+        "print('litellm' in sys.modules)\n"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", code],
+        capture_output=True, text=True, timeout=60, env={**os.environ, "K": KEY},
+    )  # fmt: skip
+
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.split("\n")[:2] == [
+        f"Hello from the SDK {DEFAULT_MAX_CONTEXT_SIZE}",
+        "False",
+    ]

@@ -176,3 +176,19 @@ async def test_a_key_set_after_the_model_process_started_reaches_the_server(
         await collect(in_worker(server))
 
     assert server.headers[0]["authorization"] == "Bearer sk-set-after-launch-77"
+
+
+async def test_an_openai_model_takes_the_sdk_route_and_any_other_model_litellm(
+    server: LLMServer,
+) -> None:
+    from kode_tui.soul.llm.openai_route import OpenAIProvider
+    from kode_tui.soul.llm.worker import _provider_class
+
+    assert _provider_class(MODEL) is OpenAIProvider
+    assert _provider_class("hosted_vllm/test-model") is LiteLLMProvider
+    # litellm's vLLM provider speaks to the same server: the model process loads litellm for it.
+    server.reply_text("through litellm")
+    items = await collect(in_worker(server, "hosted_vllm/test-model"), tools=())
+
+    assert "".join(item.text for item in items if isinstance(item, TextPart)) == "through litellm"
+    assert server.requests[-1]["model"] == "test-model"

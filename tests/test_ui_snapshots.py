@@ -22,6 +22,7 @@ from kode_tui.soul.llm.demo import DemoProvider
 from kode_tui.soul.llm.scripted import ScriptedProvider
 from kode_tui.ui.screens.sessions import SessionPicker
 from kode_tui.ui.widgets.approval import ApprovalPanel
+from kode_tui.ui.widgets.history import HistoryPane
 from tests.conftest import KIMI_FIXTURE
 
 from .ui_helpers import make_app, ready, send, settled, turn_running, wait_for
@@ -126,7 +127,11 @@ def test_the_history_pane_of_a_kimi_session(place: Path, snap_compare: Any) -> N
 
     async def run_before(pilot: Pilot[Any]) -> None:
         await ready(pilot)
-        await pilot.pause(0.5)
+        # The rotations are read in a thread, and the notice comes as a wire message: on a
+        # loaded machine half a second was not always enough.
+        history = app.screen.query_one(HistoryPane)
+        await wait_for(pilot, lambda: len(history.paths) == 3)
+        await settled(pilot)
 
     assert snap_compare(app, run_before=run_before, terminal_size=SIZE)
 

@@ -14,7 +14,6 @@ import contextlib
 import json
 import logging
 import os
-import re
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -53,16 +52,24 @@ def rotation_path(live: Path, number: int) -> Path:
     return live.with_name(f"{live.stem}_{number}{live.suffix}")
 
 
+def rotation_number(name: str | None, live: str = "context.jsonl") -> int | None:
+    """N when `name` is a rotation of the live file `live` (`context_N.jsonl`), else None."""
+    stem, suffix = os.path.splitext(live)
+    if not name or not name.startswith(f"{stem}_") or not name.endswith(suffix):
+        return None
+    digits = name[len(stem) + 1 : len(name) - len(suffix)]
+    return int(digits) if digits.isdecimal() else None
+
+
 def rotation_numbers(live: Path) -> list[tuple[int, Path]]:
-    pattern = re.compile(rf"^{re.escape(live.stem)}_(\d+){re.escape(live.suffix)}$")
     found = []
     try:
         names = os.listdir(live.parent)
     except FileNotFoundError:
         return []
     for name in names:
-        if match := pattern.match(name):
-            found.append((int(match.group(1)), live.parent / name))
+        if (number := rotation_number(name, live.name)) is not None:
+            found.append((number, live.parent / name))
     return sorted(found)
 
 

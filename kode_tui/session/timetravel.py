@@ -28,7 +28,7 @@ from kode_tui.message import (
     parse_record,
 )
 from kode_tui.session.journal import FileJournal
-from kode_tui.session.rotation import Rotation
+from kode_tui.session.rotation import Rotation, rotation_number
 
 FileAction = Literal["restore", "delete", "conflict", "missing", "refused"]
 
@@ -179,7 +179,7 @@ def edit_history(
                 break  # a rotation removed by hand: what it held is gone
             current = made.number
         elif made.reason == "restore":
-            current = _rotation_number(made.info.get("source"))
+            current = rotation_number(made.info.get("source"))
             # The restored file was made before the restore: anything else is a damaged note.
             if current is None or current not in by_number or current >= made.number:
                 break
@@ -355,17 +355,10 @@ def lineage(rotations: Sequence[tuple[int, str | None, str | None]]) -> Lineage:
     current: int | None = None
     for number, reason, source in rotations:
         parent[number] = current
-        restored = _rotation_number(source) if reason == "restore" else None
+        restored = rotation_number(source) if reason == "restore" else None
         current = restored if restored is not None else number
     path: set[int] = set()
     while current is not None and current not in path:
         path.add(current)
         current = parent.get(current)
     return Lineage(parent, frozenset(path))
-
-
-def _rotation_number(name: str | None) -> int | None:
-    if not name or not name.startswith("context_") or not name.endswith(".jsonl"):
-        return None
-    digits = name[len("context_") : -len(".jsonl")]
-    return int(digits) if digits.isdigit() else None

@@ -45,7 +45,7 @@ def make_provider(choice: ModelChoice) -> ChatProvider:
     masking.watch_env([choice.api_key_env or ""])
     from kode_tui.soul.llm import process
 
-    process.start()
+    process.start(choice.model)
     return process.ProcessProvider(
         choice.model,
         api_base=choice.api_base,

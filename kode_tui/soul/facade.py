@@ -25,7 +25,6 @@ import asyncio
 import contextlib
 import logging
 import os
-import re
 import shutil
 import tempfile
 from collections.abc import AsyncIterator, Sequence
@@ -39,8 +38,9 @@ from kode_tui.session import Checkpoint, Context, FileEdit, Rotation, Session, S
 from kode_tui.session.catalog import ContextStats, SessionCatalog, SessionRow
 from kode_tui.session.compare import CheckpointDiff, FileChange, diff_checkpoints, diff_snapshot
 from kode_tui.session.context import restore_or_view
-from kode_tui.session.rotation import ROTATIONS_LOG, list_rotations
+from kode_tui.session.rotation import ROTATIONS_LOG, list_rotations, rotation_number
 from kode_tui.session.scan import scan
+from kode_tui.session.session import CONTEXT_FILE_NAME
 from kode_tui.session.timetravel import (
     Comparison,
     ContextSnapshot,
@@ -255,7 +255,7 @@ class AgentSession:
 
         def is_context_file(change: object, path: str) -> bool:
             name = os.path.basename(path)
-            return (name.startswith("context") and name.endswith(".jsonl")) or name == ROTATIONS_LOG
+            return name == CONTEXT_FILE_NAME or self.is_rotation_file(name)
 
         async for _changes in awatch(
             self.session.dir,
@@ -395,9 +395,7 @@ class AgentSession:
 
     def is_rotation_file(self, name: str) -> bool:
         """Whether a file name in the session folder is a rotated context or their log."""
-        live = self._context.path
-        pattern = rf"{re.escape(live.stem)}_\d+{re.escape(live.suffix)}|{re.escape(ROTATIONS_LOG)}"
-        return re.fullmatch(pattern, name) is not None
+        return name == ROTATIONS_LOG or rotation_number(name) is not None
 
     def rotations(self) -> list[RotationEntry]:
         """The rotated contexts, newest first, with their lineage (blocking: run in a thread)."""
@@ -542,7 +540,7 @@ class AgentSession:
         if self.choice is not None and not self.choice.is_demo:
             from kode_tui.soul.llm.process import preload
 
-            await preload()
+            await preload(self.choice.model)
 
     async def set_mode(self, mode: ApprovalMode) -> None:
         await self._soul().approval.set_mode(mode)
@@ -586,7 +584,7 @@ class AgentSession:
             name = f"context_{name}"
         name += ".jsonl"
         # Checked before it becomes a path: a name like `../x` must not reach the file system.
-        if name == ROTATIONS_LOG or not self.is_rotation_file(name):
+        if rotation_number(name) is None:
             return None
         return name if self._context.path.with_name(name).is_file() else None
 
@@ -633,7 +631,7 @@ def _copy_context(session_dir: Path, copy: Path) -> Context:
         shutil.copy2(path, copy / path.name)
     if (session_dir / ROTATIONS_LOG).exists():
         shutil.copy2(session_dir / ROTATIONS_LOG, copy / ROTATIONS_LOG)
-    return Context(copy / "context.jsonl")
+    return Context(copy / CONTEXT_FILE_NAME)
 
 
 def _restore_source(rotation: Rotation) -> str | None:

@@ -167,7 +167,6 @@ class LiteLLMProvider:
         """Stream one assistant response: deltas in order, then the usage if the provider sent
         one. Every failure is an `LLMError` whose message is one sentence without the key."""
         api_key = self._api_key()
-        litellm = _litellm if _litellm is not None else await asyncio.to_thread(load_litellm)
         messages = to_openai_messages(
             system_prompt, history, anthropic=is_anthropic_family(self._model)
         )
@@ -188,7 +187,7 @@ class LiteLLMProvider:
         if api_key is not None:
             request["api_key"] = api_key
         try:
-            response = await litellm.acompletion(**request)
+            response = await self._open(request)
         except Exception as exc:
             raise self._error(exc, api_key) from exc
         reader = _ChunkReader()
@@ -207,7 +206,7 @@ class LiteLLMProvider:
                     yield item
         finally:
             # Also on cancel or an early stop: give the HTTP connection back.
-            close = getattr(response, "aclose", None)
+            close = getattr(response, "aclose", None) or getattr(response, "close", None)
             if close is not None:
                 try:
                     await close()
@@ -219,6 +218,11 @@ class LiteLLMProvider:
             raise self._cut_off()
         if reader.usage is not None:
             yield reader.usage
+
+    async def _open(self, request: dict[str, Any]) -> Any:
+        """Send `request` (litellm's `acompletion` arguments); the stream of chunks."""
+        litellm = _litellm if _litellm is not None else await asyncio.to_thread(load_litellm)
+        return await litellm.acompletion(**request)
 
     def _cut_off(self) -> LLMConnectionError:
         return LLMConnectionError(
@@ -280,7 +284,9 @@ class LiteLLMProvider:
             if re.search(r"api_key|credentials", str(local), re.IGNORECASE):
                 return LLMError(f"no API key for {model}: set {self._key_hint()}")
             return LLMError(f"{model} failed: {_redact(_detail(local), api_key)}")
-        if isinstance(exc, _litellm.ContextWindowExceededError):
+        if (_litellm is not None and isinstance(exc, _litellm.ContextWindowExceededError)) or (
+            status == 400 and _TOO_LONG.search(detail)
+        ):
             return LLMStatusError(f"the conversation is too long for {model}: {detail}", 400)
         if not isinstance(status, int):
             return LLMError(f"{model} failed: {detail}")
@@ -300,6 +306,10 @@ class LiteLLMProvider:
             return LLMStatusError(f"{model} rejected the request (HTTP 400): {detail}", 400)
         return LLMStatusError(f"{model} answered HTTP {status}: {detail}", status)
 
+
+# An OpenAI-compatible server's words for a request over the model's context (litellm turns
+# them into a ContextWindowExceededError; the OpenAI SDK leaves them in a 400).
+_TOO_LONG = re.compile(r"context[ _]length|maximum context|context window", re.IGNORECASE)
 
 # litellm's words when it notices a stream that ended early itself.
 _CUT_OFF = re.compile(r"ended before a finish_reason", re.IGNORECASE)

@@ -1,10 +1,11 @@
-"""`ProcessProvider`: a litellm model served by the model process (DESIGN.md §7).
+"""`ProcessProvider`: a model served by the model process (DESIGN.md §7).
 
 litellm takes seconds and 150 MB to import, and parsing its chunks holds the GIL; in the UI
 process that froze the first request and hitched typing while answers streamed. So litellm
-lives in a child process (worker.py), started once at launch (`start()`), shared by every
-`ProcessProvider` of this process, and started again by the next request after it died. A
-request in flight when it dies fails with an `LLMConnectionError` (which the soul retries).
+(and the OpenAI SDK, which serves `openai/` models) lives in a child process (worker.py),
+started once at launch (`start()`), shared by every `ProcessProvider` of this process, and
+started again by the next request after it died. A request in flight when it dies fails with
+an `LLMConnectionError` (which the soul retries).
 
 The parent never waits on the child: a writer thread encodes and sends requests, a reader
 thread decodes the replies and hands them to the requesting event loop. Cancelling a stream
@@ -38,7 +39,16 @@ from kode_tui.soul.llm import (
     StreamItem,
     ToolSchema,
 )
-from kode_tui.soul.llm.worker import decode, encode, message_json, reply_error, reply_item
+from kode_tui.soul.llm.litellm_provider import LiteLLMProvider
+from kode_tui.soul.llm.worker import (
+    ROUTE_LITELLM,
+    decode,
+    encode,
+    message_json,
+    reply_error,
+    reply_item,
+    route,
+)
 
 __all__ = ["ProcessProvider", "preload", "start", "stop", "worker_pid"]
 
@@ -62,7 +72,7 @@ class _Request:
 class _Worker:
     """The model process and the three threads that talk to it."""
 
-    def __init__(self) -> None:
+    def __init__(self, library: str) -> None:
         self._lock = threading.Lock()
         self._requests: dict[int, _Request] = {}
         self._ids = itertools.count(1)
@@ -70,7 +80,7 @@ class _Worker:
         self.exit_code: int | None = None
         """Set (under the lock) once the process has ended; no request is taken after."""
         self._process = subprocess.Popen(
-            [sys.executable, "-P", "-m", "kode_tui.soul.llm.worker"],
+            [sys.executable, "-P", "-m", "kode_tui.soul.llm.worker", library],
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
@@ -212,30 +222,32 @@ _worker: _Worker | None = None
 _worker_lock = threading.Lock()
 
 
-def _current() -> _Worker:
+def _current(model: str | None = None) -> _Worker:
+    """The running model process, started now if there is none (importing what `model`
+    needs first)."""
     global _worker
     with _worker_lock:
         if _worker is None or _worker.exit_code is not None:
             try:
-                _worker = _Worker()
+                _worker = _Worker(route(model) if model else ROUTE_LITELLM)
             except OSError as error:
                 raise LLMConnectionError(f"could not start the model process: {error}") from error
         return _worker
 
 
-def start() -> None:
-    """Start the model process now (it imports litellm while the UI comes up), unless it is
-    running. Quick: it only spawns the process. A failure is logged; the first request
-    tries again and reports it."""
+def start(model: str | None = None) -> None:
+    """Start the model process now (it imports what `model` needs while the UI comes up),
+    unless it is running. Quick: it only spawns the process. A failure is logged; the first
+    request tries again and reports it."""
     try:
-        _current()
+        _current(model)
     except LLMConnectionError as error:
         log.warning("%s", error)
 
 
-async def preload() -> None:
-    """`start()`, for callers that preload in a task."""
-    start()
+async def preload(model: str | None = None) -> None:
+    """`start(model)`, for callers that preload in a task."""
+    start(model)
 
 
 def stop() -> None:
@@ -260,31 +272,11 @@ def _stopped(code: int) -> LLMConnectionError:
     )
 
 
-class ProcessProvider:
-    """A litellm model, called in the model process; the same arguments, items and errors as
-    `LiteLLMProvider` (which serves it there)."""
+class ProcessProvider(LiteLLMProvider):
+    """A model called in the model process: `LiteLLMProvider`'s settings, items and
+    errors (it serves the call there), without litellm in this process."""
 
-    def __init__(
-        self,
-        model: str,
-        *,
-        api_base: str | None = None,
-        api_key_env: str | None = None,
-        max_context_size: int | None = None,
-        timeout: float = 120,
-        extra: dict[str, Any] | None = None,
-    ) -> None:
-        self._model = model
-        self._api_base = api_base
-        self._api_key_env = api_key_env
-        self._max_context_size = max_context_size
-        self._learned_context_size: int | None = None
-        self._timeout = timeout
-        self._extra = dict(extra or {})
-
-    @property
-    def model_name(self) -> str:
-        return self._model
+    _learned_context_size: int | None = None
 
     @property
     def max_context_size(self) -> int:
@@ -314,7 +306,7 @@ class ProcessProvider:
         }
         opened = None
         while opened is None:  # None only if it died just now: the next one is new
-            worker = _current()
+            worker = _current(self._model)
             opened = worker.open(request)
         request_id, mailbox = opened
         finished = False

@@ -1,9 +1,12 @@
-"""The model process: litellm runs here, never in the UI process (DESIGN.md §7).
+"""The model process: litellm and the OpenAI SDK run here, never in the UI process (DESIGN.md §7).
 
-`python -m kode_tui.soul.llm.worker` imports litellm once, then serves requests read from
-stdin, one JSON object a line, and streams each answer back on stdout, one JSON array a line.
-`ProcessProvider` (process.py) is the other end. Every request runs through `LiteLLMProvider`,
-so what is sent, the stream items and the error mapping are the in-process ones.
+`python -m kode_tui.soul.llm.worker [openai|litellm]` imports the library the first model
+needs (the OpenAI SDK for an `openai/` model, litellm for the others; the other one when a
+request needs it), then serves requests read from stdin, one JSON object a line, and
+streams each answer back on stdout, one JSON array a line. `ProcessProvider` (process.py) is
+the other end. Every request runs through `LiteLLMProvider` (or `OpenAIProvider`,
+openai_route.py), so what is sent, the stream items and the error mapping are the in-process
+ones.
 
 Requests (parent -> child):
 
@@ -29,6 +32,7 @@ once, without tearing litellm down.
 from __future__ import annotations
 
 import asyncio
+import functools
 import json
 import logging
 import os
@@ -37,6 +41,7 @@ from collections.abc import Sequence
 from typing import Any
 
 import msgspec
+from pydantic import TypeAdapter
 
 from kode_tui.message import Message, TextPart, ThinkPart
 from kode_tui.soul.llm import (
@@ -48,9 +53,20 @@ from kode_tui.soul.llm import (
     ToolCallDelta,
     ToolCallStart,
 )
+from kode_tui.soul.llm.litellm_provider import LiteLLMProvider, load_litellm
+from kode_tui.soul.llm.openai_route import OpenAIProvider, load_openai, uses_openai_route
 from kode_tui.wire.events import TokenUsage
 
 log = logging.getLogger(__name__)
+
+ROUTE_OPENAI, ROUTE_LITELLM = "openai", "litellm"
+"""The process's first argument: the library it imports at start (see `route`)."""
+
+
+def route(model: str) -> str:
+    """Which library serves `model`: the OpenAI SDK for an `openai/` model, else litellm."""
+    return ROUTE_OPENAI if uses_openai_route(model) else ROUTE_LITELLM
+
 
 _FLUSH_SIZE = 1 << 16
 """Replies queued past this many bytes are written at once, without waiting for the loop."""
@@ -227,12 +243,8 @@ class _Server:
         task.add_done_callback(lambda _: self._tasks.pop(request_id, None))
 
     async def _stream(self, request_id: int, request: dict[str, Any]) -> None:
-        from pydantic import TypeAdapter
-
-        from kode_tui.soul.llm.litellm_provider import LiteLLMProvider
-
         _take_environment(request.get("env") or {})
-        provider = LiteLLMProvider(
+        provider = _provider_class(request["model"])(
             request["model"],
             api_base=request.get("api_base"),
             api_key_env=request.get("api_key_env"),
@@ -241,7 +253,7 @@ class _Server:
             extra=request.get("extra"),
         )
         try:
-            history = TypeAdapter(list[Message]).validate_python(request["history"])
+            history = _history_adapter().validate_python(request["history"])
             async for item in provider.stream(
                 request.get("system_prompt"), history, request.get("tools") or ()
             ):
@@ -257,6 +269,25 @@ class _Server:
             self.send(error_reply(request_id, failure))
             return
         self.send([request_id, "end", provider.max_context_size])
+
+
+def _provider_class(model: str) -> type[LiteLLMProvider]:
+    """The OpenAI SDK for an `openai/` model, litellm for every other one."""
+    return OpenAIProvider if uses_openai_route(model) else LiteLLMProvider
+
+
+@functools.cache
+def _history_adapter() -> TypeAdapter[list[Message]]:
+    return TypeAdapter(list[Message])
+
+
+def _warm(library: str) -> None:
+    """Import what a request served by `library` needs now, before a request waits for it."""
+    if library == ROUTE_OPENAI:
+        load_openai()
+    else:
+        load_litellm()
+    _history_adapter()
 
 
 _OWN_ENV = frozenset(("LITELLM_LOCAL_MODEL_COST_MAP",))
@@ -283,9 +314,7 @@ def main() -> None:
     logging.basicConfig(
         stream=sys.stderr, level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s"
     )
-    from kode_tui.soul.llm.litellm_provider import load_litellm
-
-    load_litellm()
+    _warm(sys.argv[1] if len(sys.argv) > 1 else ROUTE_LITELLM)
     try:
         asyncio.run(_Server(out_fd).serve())
     finally:

@@ -27,6 +27,7 @@ from kode_tui.humanize import format_age, format_tokens, plural
 from kode_tui.message import Message, TextPart, is_checkpoint_note
 from kode_tui.safetext import visible
 from kode_tui.soul.facade import (
+    Comparison,
     ContextSnapshot,
     FileAction,
     FilePlan,
@@ -179,6 +180,7 @@ message from that point goes back into the prompt to edit and send again.
         return any(plan.action in _RESTORABLE for plan in self.files)
 
     VERB = "revert"
+    FILES_KEY = "revert the conversation and restore the files"
 
     def _title(self) -> str:
         return f"Revert to checkpoint {self.checkpoint_id}: " + visible(self.label, multiline=False)
@@ -228,7 +230,7 @@ message from that point goes back into the prompt to edit and send again.
     def _keys_text(self) -> Content:
         keys = [("c", f"{self.VERB} the conversation only (files stay as they are)")]
         if self.can_restore_files:
-            keys.append(("f", f"{self.VERB} the conversation and restore the files"))
+            keys.append(("f", self.FILES_KEY))
         keys.append(("Esc", "cancel"))
         return Content("\n").join(
             Content.assemble((f"{key:<4}", "bold $text-accent"), text) for key, text in keys
@@ -294,6 +296,7 @@ Making a rotated context live again keeps the live one as a new rotated file: no
 """
 
     VERB = "restore"
+    FILES_KEY = "restore the conversation and put the files back as it left them"
 
     def __init__(self, name: str, plan: RestorePlan) -> None:
         preview = plan.preview
@@ -399,28 +402,28 @@ what only each of them holds.
         self,
         snapshot: ContextSnapshot,
         rotation: Rotation | None,
-        live_messages: Sequence[Message],
+        live: Sequence[Message] | Comparison,
         *,
         now: float | None = None,
         results: PastResults | None = None,
         plan: RestorePlan | None = None,
     ) -> None:
+        """`live`: the live context's messages, or their comparison with `snapshot` made
+        already (the facade's preview has it)."""
         super().__init__()
         self.snapshot = snapshot
         self.rotation = rotation
-        self.comparison = compare(snapshot.messages, live_messages)
+        self.comparison = live if isinstance(live, Comparison) else compare(snapshot.messages, live)
         self._now = now
         self._results = results
         self.plan = plan
 
     @classmethod
     def from_preview(cls, preview: RotationPreview) -> PreviewScreen:
-        comparison = preview.comparison
-        live = [*preview.snapshot.messages[: comparison.common], *comparison.only_here]
         return cls(
             preview.snapshot,
             preview.rotation,
-            live,
+            preview.comparison,
             results=preview.results,
             plan=preview.plan,
         )
