@@ -24,6 +24,7 @@ from kode_tui.message import (
 from kode_tui.session import Context
 from kode_tui.soul.transcript import PastResults
 from kode_tui.ui.widgets.blocks import (
+    AnswerBlock,
     AssistantBlock,
     DetailBlock,
     MarkerBlock,
@@ -65,7 +66,7 @@ def describe(conversation: Conversation) -> list[str]:
     for block in conversation.blocks:
         if isinstance(block, UserBlock):
             lines.append(f"user: {block.text}")
-        elif isinstance(block, AssistantBlock):
+        elif isinstance(block, AssistantBlock | AnswerBlock):
             lines.append(f"assistant: {block.source}")
         elif isinstance(block, ThinkingBlock):
             lines.append(f"thinking: {block.text}")

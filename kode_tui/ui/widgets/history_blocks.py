@@ -21,7 +21,7 @@ from kode_tui.message import (
 from kode_tui.safetext import visible_model
 from kode_tui.soul.facade import COMPACTION_OUTPUT_PREFIX, PastResults, stored_result
 from kode_tui.ui.widgets.blocks import (
-    AssistantBlock,
+    AnswerBlock,
     BlockFactory,
     DetailBlock,
     ThinkingBlock,
@@ -90,7 +90,7 @@ def _message_blocks(
     if thinking:
         blocks.append(partial(ThinkingBlock, thinking))
     if message.text.strip():
-        blocks.append(partial(AssistantBlock, message.text))
+        blocks.append(partial(AnswerBlock, message.text))
     for call in message.tool_calls or ():
         state = ToolState(call.id, call.function.name, call.function.arguments or "")
         state.status = "unknown"
