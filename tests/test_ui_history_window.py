@@ -129,7 +129,35 @@ async def test_tool_calls_keep_their_results_wherever_the_history_is_read_from()
         assert set(seen.values()) == {"ok"}, "no call lost its result at a page's end"
 
 
-async def test_a_new_answer_after_going_to_the_first_message_is_followed_at_the_bottom() -> None:
+def in_view(conversation: Conversation) -> list[str]:
+    """The blocks the view shows, as `describe` names them."""
+    top = conversation.scroll_y
+    bottom = top + conversation.scrollable_content_region.height
+    lines = describe(conversation)
+    return [
+        line
+        for line, block in zip(lines, conversation.blocks, strict=True)
+        if block.display and block.virtual_region.y < bottom and block.virtual_region.bottom > top
+    ]
+
+
+def new_turn(answer: str) -> list[ev.Event]:
+    return [
+        ev.TurnBegin(user_input="one more"),
+        ev.StepBegin(n=1),
+        *(ev.ContentPart(part=TextPart(text=answer[n : n + 8])) for n in range(0, len(answer), 8)),
+        ev.TurnEnd(),
+    ]
+
+
+async def page_up(pilot: Pilot[Any], times: int) -> None:
+    for _ in range(times):
+        await pilot.press("pageup")
+        await pilot.app.workers.wait_for_complete()
+        await pilot.pause()
+
+
+async def test_a_new_answer_leaves_a_view_at_the_first_message_there_and_end_shows_it() -> None:
     bus, posted = WireBus(), Posted()
     async with host(bus, max_blocks=MAX_BLOCKS).run_test(size=(80, 24), message_hook=posted) as p:
         conversation = p.app.query_one(Conversation)
@@ -138,24 +166,82 @@ async def test_a_new_answer_after_going_to_the_first_message_is_followed_at_the_
         await p.pause()
         await p.press("home")
         await p.app.workers.wait_for_complete()
-        assert describe(conversation)[0] == "user: question 0"
+        shown = in_view(conversation)
+        assert shown[0] == "user: question 0"
 
-        events = [
-            ev.TurnBegin(user_input="one more"),
-            ev.StepBegin(n=1),
-            ev.ContentPart(part=TextPart(text="The new answer.")),
-            ev.TurnEnd(),
-        ]
-        conversation = await settle(p, posted, bus, *events)
+        conversation = await settle(p, posted, bus, *new_turn("The new answer."))
         await p.app.workers.wait_for_complete()
         await p.pause()
-        lines = describe(conversation)
-        assert lines[-3:] == [
+        assert conversation.scroll_y == 0
+        assert in_view(conversation) == shown
+        assert len(conversation.blocks) <= BOUND
+
+        await p.press("end")
+        await p.app.workers.wait_for_complete()
+        await p.pause()
+        assert in_view(conversation)[-3:] == [
             "assistant: answer **499**",
             "user: one more",
             "assistant: The new answer.",
         ]
-        assert len(lines) <= BOUND
         assert conversation.pending_below == 0
-        assert conversation.is_anchored
         assert conversation.scroll_y == conversation.max_scroll_y
+
+        # At the end, new output is followed.
+        conversation = await settle(p, posted, bus, *new_turn("And another."))
+        await p.pause()
+        assert in_view(conversation)[-1] == "assistant: And another."
+        assert conversation.scroll_y == conversation.max_scroll_y
+
+
+async def test_a_streamed_answer_does_not_move_a_view_scrolled_up_and_is_there_below_it() -> None:
+    bus, posted = WireBus(), Posted()
+    async with host(bus, max_blocks=MAX_BLOCKS).run_test(size=(80, 24), message_hook=posted) as p:
+        conversation = p.app.query_one(Conversation)
+        await conversation.load_history(chat(500))
+        conversation.focus()
+        await p.pause()
+        await page_up(p, 3)
+        y, shown = conversation.scroll_y, in_view(conversation)
+        assert shown and "answer **499**" not in shown[-1]
+
+        # A long answer: the window fills up while the view stays where it was.
+        answer = " ".join(f"word{n}" for n in range(400))
+        conversation = await settle(p, posted, bus, *new_turn(answer))
+        await p.app.workers.wait_for_complete()
+        await p.pause()
+        assert conversation.scroll_y == y
+        assert in_view(conversation) == shown
+        assert len(conversation.blocks) <= BOUND
+
+        # Scrolling down comes to it.
+        for _ in range(100):
+            if conversation.scroll_y >= conversation.max_scroll_y and not (
+                conversation.pending_below
+            ):
+                break
+            await pilot_page_down(p)
+        assert describe(conversation)[-2:] == ["user: one more", f"assistant: {answer}"]
+        assert in_view(conversation)[-1] == f"assistant: {answer}"
+
+
+async def pilot_page_down(pilot: Pilot[Any]) -> None:
+    await pilot.press("pagedown")
+    await pilot.app.workers.wait_for_complete()
+    await pilot.pause()
+
+
+async def test_paging_up_from_the_end_reaches_the_first_message_with_few_blocks_mounted() -> None:
+    async with host(WireBus(), max_blocks=MAX_BLOCKS).run_test(size=(80, 24)) as pilot:
+        conversation = pilot.app.query_one(Conversation)
+        await conversation.load_history(tool_turns(30))  # 90 messages
+        conversation.focus()
+        await pilot.pause()
+        mounted: list[int] = []
+        for _ in range(200):
+            if conversation.scroll_y == 0 and not conversation.pending_count:
+                break
+            await page_up(pilot, 1)
+            mounted.append(len(conversation.blocks))
+        assert in_view(conversation)[:2] == ["user: question 0", "assistant: reading 0"]
+        assert max(mounted) <= BOUND

@@ -7,6 +7,12 @@ moves both ways. The others wait above and below it in a `HistoryWindow` as `Blo
 them). Scrolling up mounts older blocks and unmounts the newest beyond the window, scrolling
 down does the reverse, **Home** and **End** move it to either end, and blocks far above a view
 that follows the bottom are unmounted again. `Conversation` streams the wire into it.
+
+New output is followed only by a view at the end of the session. Elsewhere the view stays
+where the user scrolled: new blocks are mounted below it, or, when the window does not reach
+the end (or is full), they wait hidden at the end of the pane (the *tail*: a streamed block
+must be mounted to stream) until the user scrolls down to them or presses End; once finished
+they leave the DOM and wait below the window like the others.
 """
 
 from __future__ import annotations
@@ -58,6 +64,9 @@ class BlockWindow(VerticalScroll):
         self._window = HistoryWindow()
         """The blocks above and below the mounted ones: mounted as the user scrolls to them."""
         self._marker: PruneMarker | None = None
+        self._tail: list[Widget] = []
+        """New blocks at the end of the session, hidden while the view is elsewhere: the
+        blocks below the window (`_window.below`) come before them."""
         self._moving = asyncio.Lock()
         """Held while the window moves (`_reveal`, `_jump`): one move at a time."""
         self._trim_scheduled = False
@@ -81,6 +90,11 @@ class BlockWindow(VerticalScroll):
     def pending_below(self) -> int:
         """What is below the mounted blocks: 0 when they reach the end of the session."""
         return self._window.pending_below
+
+    def _shown(self) -> list[Widget]:
+        """The mounted blocks but the hidden tail: the window the view moves over."""
+        blocks = self.blocks
+        return blocks[: len(blocks) - len(self._tail)]
 
     def _busy(self) -> set[object]:
         """Blocks that may still change: they stay mounted (the pane's streamed blocks)."""
@@ -133,8 +147,44 @@ class BlockWindow(VerticalScroll):
             self._marker.set_count(hidden)
 
     def _following(self) -> bool:
-        """Whether the view sticks to the bottom (it keeps its place there by itself)."""
-        return self.is_anchored and self.scroll_y >= self.max_scroll_y
+        """Whether the view sticks to the end of the session (it keeps its place there by
+        itself): new output is followed only then."""
+        at_end = not (self._tail or self._window.below)
+        # What Textual's compositor follows by: any scroll releases the anchor, and reaching
+        # the bottom again restores it (there is no public accessor).
+        return at_end and self.is_anchored and not self._anchor_released
+
+    async def _append(self, block: Widget) -> None:
+        """Add `block` at the end of the session, in view if the view follows the end; a view
+        the user scrolled elsewhere stays where it is."""
+        await self._settle_tail()
+        if self._following():
+            await self.mount(block)
+            await self._prune()
+            self._schedule_trim()
+        elif self._tail or self._window.below or len(self.blocks) >= self.max_blocks:
+            self._hide([block])
+            await self.mount(block)
+        else:
+            await self.mount(block)
+
+    def _hide(self, blocks: Sequence[Widget]) -> None:
+        """`blocks`, at the end of the session, wait hidden at the start of the tail."""
+        for block in blocks:
+            block.display = False
+        self._tail[:0] = blocks
+
+    def _show_tail(self) -> None:
+        tail, self._tail = self._tail, []
+        for block in tail:
+            block.display = True
+
+    async def _settle_tail(self) -> None:
+        """Finished blocks at the start of the tail leave the DOM: they wait below the window."""
+        done = self._movable(self._tail)
+        if done:
+            del self._tail[: len(done)]
+            await self._unmount(done, self._window.put_end)
 
     def _schedule_trim(self) -> None:
         # Later, not now: where blocks are is known only once the screen has laid out what
@@ -150,6 +200,8 @@ class BlockWindow(VerticalScroll):
         smoothly as a short one only if old answers leave the DOM.
         """
         self._trim_scheduled = False
+        if not self._moving.locked():
+            await self._settle_tail()
         if self._moving.locked() or not self._following():
             return
         cut = self.scroll_y - TRIM_SCREENS * self.scrollable_content_region.height
@@ -173,7 +225,8 @@ class BlockWindow(VerticalScroll):
         of the session beyond it."""
         margin = self._screen
         if not up:
-            return bool(self._window.below) and self.scroll_y >= self.max_scroll_y - margin
+            beyond = self._window.below or self._tail
+            return bool(beyond) and self.scroll_y >= self.max_scroll_y - margin
         # A view that follows the bottom only fills the window: it never moves it up.
         full = self._following() and len(self.blocks) >= self.max_blocks
         return bool(self._window.above) and self.scroll_y <= margin and not full
@@ -216,14 +269,28 @@ class BlockWindow(VerticalScroll):
             # within two screens below the view stay, so that scrolling down moves on.
             excess = len(self.blocks) - self.max_blocks
             below = self.scroll_y + 2 * self._screen
-            newest = self._movable(self.blocks[::-1])[: max(0, excess)]
-            newest = list(takewhile(lambda block: block.virtual_region.y > below, newest))
+            shown = self._shown()
+            far = list(takewhile(lambda block: block.virtual_region.y > below, shown[::-1]))
+            if excess > 0 and not self._window.below:
+                # A step streaming far below the view goes on hidden at the end, so that the
+                # finished blocks before it may leave.
+                busy = self._busy()
+                live = [index for index, block in enumerate(far) if block in busy]
+                if live:
+                    self._hide(far[live[-1] :: -1])
+                    far = far[live[-1] + 1 :]
+            newest = self._movable(far)[: max(0, excess)]
             await self._unmount(newest[::-1], self._window.put_below)
         await self._sync_marker()
 
     async def _mount_below(self) -> None:
         batch = [make() for make in self._window.take_below(REVEAL_BATCH)]
-        await self.mount_all(batch)
+        tail = self._tail
+        await self.mount_all(batch, before=tail[0] if tail else None)
+        if not self._window.below and tail:
+            # The window reaches the end of the session: the new blocks there show.
+            self._show_tail()
+            batch += tail
         await self._laid_out(batch)
         # The window keeps its size: the oldest blocks beyond it wait above it, and the view
         # keeps its place as the content above it shrinks.
@@ -239,20 +306,28 @@ class BlockWindow(VerticalScroll):
             self.scroll_to(y=self.scroll_y - shrunk, animate=False, immediate=True)
 
     async def _jump(self, *, to_start: bool) -> None:
-        """Move the window to the start or the end of the session (Home, End, new output);
-        not while a step streams into the mounted blocks."""
+        """Move the window to the start or the end of the session (Home, End): its blocks are
+        replaced in one update. A step streaming at the end goes on there, hidden."""
         async with self._moving:
-            blocks = self.blocks
-            movable = self._movable(blocks)
-            if len(movable) < len(blocks):
-                return
+            shown = self._shown()
+            movable = self._movable(shown)
             window = self._window
-            await self._unmount(movable, window.to_start if to_start else window.to_end)
-            size = min(INITIAL_BLOCKS, self.max_blocks)
-            batch = window.take_below(size) if to_start else window.take_above(size)
+            if len(movable) < len(shown):
+                if not to_start:
+                    # Busy blocks in the window: it reaches the end already.
+                    return
+                self._hide(shown[len(movable) :])
+            batch: list[BlockFactory] = []
+            if to_start or window.below:
+                await self._unmount(movable, window.to_start if to_start else window.to_end)
+                size = min(INITIAL_BLOCKS, self.max_blocks)
+                batch = window.take_below(size) if to_start else window.take_above(size)
+            tail = self._tail
             with self.app.batch_update():
                 await self._sync_marker()
-                await self.mount_all(make() for make in batch)
+                await self.mount_all((make() for make in batch), before=tail[0] if tail else None)
+                if not to_start:
+                    self._show_tail()
             if to_start:
                 self.release_anchor()
                 self.scroll_home(animate=False, immediate=True)
@@ -269,7 +344,7 @@ class BlockWindow(VerticalScroll):
 
     async def action_last(self) -> None:
         """End: the last block of the session, followed from then on."""
-        if self._window.below:
+        if self._window.below or self._tail:
             await self._jump(to_start=False)
         self.action_scroll_end()
 

@@ -185,6 +185,9 @@ class AssistantBlock(Markdown):
         return partial(AnswerBlock, self.source)
 
 
+_LINK_TOKENS = ("link_open", "link_close")
+
+
 @cache
 def _shared_parser() -> MarkdownIt:
     return _markdown_parser()
@@ -203,12 +206,11 @@ class AnswerBlock(Static):
         text.parsed = _shared_parser().parse(markdown)
         # A link shows as its text, and no click opens it: the model wrote both the link and
         # the text it shows (see AssistantBlock), and a link in the terminal opens anything.
-        stack = list(text.parsed)
-        while stack:
-            token = stack.pop()
-            if token.type == "link_open":
-                token.attrs["href"] = ""
-            stack += token.children or ()
+        for token in text.parsed:
+            if token.children:
+                token.children = [
+                    child for child in token.children if child.type not in _LINK_TOKENS
+                ]
         super().__init__(text, classes="block answer")
         self.source = markdown
 

@@ -45,7 +45,6 @@ from kode_tui.ui.widgets.blocks import (
     FoldingBlock,
     MarkerBlock,
     NoticeBlock,
-    PruneMarker,
     ThinkingBlock,
     UserBlock,
     divider,
@@ -194,26 +193,6 @@ again.
         if self._cursor is not None:
             self._cursor.set_class(has_focus, "-cursor")
 
-    @property
-    def blocks(self) -> list[Widget]:
-        """The mounted blocks, oldest first."""
-        return [child for child in self.children if not isinstance(child, PruneMarker)]
-
-    @property
-    def hidden_count(self) -> int:
-        """How many earlier messages of a restored history are not read into blocks yet."""
-        return self._window.hidden_messages
-
-    @property
-    def pending_count(self) -> int:
-        """What is above the mounted blocks (blocks, and messages not read yet): 0 at the top."""
-        return self._window.pending_above
-
-    @property
-    def pending_below(self) -> int:
-        """What is below the mounted blocks: 0 when they reach the end of the session."""
-        return self._window.pending_below
-
     async def clear(self) -> None:
         """Remove every block (after /clear, /new or a revert, before `load_history`)."""
         self.workers.cancel_group(self, "conversation-reveal")
@@ -222,6 +201,7 @@ again.
         self._compaction = None
         self._cursor = None
         self._marker = None
+        self._tail = []
         self._window.clear()
         await self.remove_children()
 
@@ -247,14 +227,9 @@ again.
     # -- the window (see BlockWindow)
 
     async def _add(self, block: Widget, *, streamed: bool = False) -> None:
-        if self._window.below:
-            # New output goes at the end of the session: the window goes there first.
-            await self._jump(to_start=False)
-        await self.mount(block)
         if streamed:
             self._streamed.append(block)
-        await self._prune()
-        self._schedule_trim()
+        await self._append(block)
 
     def _busy(self) -> set[object]:
         # What may still change stays; finished parts of a long answer may go.

@@ -108,6 +108,10 @@ class HistoryWindow:
         """Blocks that left the bottom of the window (oldest first)."""
         self.below[:0] = factories
 
+    def put_end(self, factories: Iterable[BlockFactory]) -> None:
+        """Blocks that came after everything below the window (oldest first)."""
+        self.below.extend(factories)
+
     def to_start(self, window: list[BlockFactory]) -> None:
         """Move the window's blocks and all above it below it: the window goes to the start."""
         self.below = [*self.above, *window, *self.below]
