@@ -30,12 +30,13 @@ from textual.widget import Widget
 from kode_tui.ui.widgets.blocks import Block, BlockFactory, PruneMarker
 from kode_tui.ui.widgets.history_window import HistoryWindow
 
-INITIAL_BLOCKS = 30
-"""Blocks mounted at once when a history is loaded or the window jumps; the rest are mounted
-as the user scrolls to them."""
-REVEAL_BATCH = 30
-"""Blocks mounted per step while scrolling up or down: each step lays out every mounted block,
-so few big steps cost far less than many small ones."""
+INITIAL_BLOCKS = 16
+"""Blocks mounted at once when a history is loaded or the window jumps (about a screen); the
+rest are mounted as the user scrolls to them."""
+REVEAL_BATCH = 10
+"""Blocks mounted per step while scrolling up or down, a step a frame until the view is a
+screen away from the edge: the new blocks are measured in that frame (a long answer with code
+is Markdown and syntax highlighting to render), so small steps keep each frame short."""
 MAX_BLOCKS = 120
 """Blocks mounted at most by default: about ten screens. Each move of the window lays out every
 mounted block, so a smaller window moves faster; it only needs to cover a few screens."""
