@@ -245,3 +245,39 @@ async def test_paging_up_from_the_end_reaches_the_first_message_with_few_blocks_
             mounted.append(len(conversation.blocks))
         assert in_view(conversation)[:2] == ["user: question 0", "assistant: reading 0"]
         assert max(mounted) <= BOUND
+
+
+async def test_home_while_an_answer_streams_goes_to_the_first_message_and_end_shows_it() -> None:
+    bus, posted = WireBus(), Posted()
+    async with host(bus, max_blocks=MAX_BLOCKS).run_test(size=(80, 24), message_hook=posted) as p:
+        conversation = p.app.query_one(Conversation)
+        await conversation.load_history(chat(500))
+        conversation.focus()
+        await p.pause()
+        start = [ev.TurnBegin(user_input="one more"), ev.StepBegin(n=1)]
+        await settle(p, posted, bus, *start, ev.ContentPart(part=TextPart(text="A first try")))
+
+        await p.press("home")
+        await p.app.workers.wait_for_complete()
+        assert in_view(conversation)[0] == "user: question 0"
+        assert conversation.scroll_y == 0
+
+        # The step goes on (and is retried) out of sight; the view stays.
+        retry = ev.StepRetry(n=1, attempt=1, max_attempts=3, wait_s=0.0, error="overloaded")
+        rest = [ev.ContentPart(part=TextPart(text="The answer.")), ev.TurnEnd()]
+        await settle(p, posted, bus, ev.ContentPart(part=TextPart(text=", more.")), retry, *rest)
+        await p.app.workers.wait_for_complete()
+        await p.pause()
+        assert conversation.scroll_y == 0
+        assert in_view(conversation)[0] == "user: question 0"
+
+        await p.press("end")
+        await p.app.workers.wait_for_complete()
+        await p.pause()
+        lines = in_view(conversation)
+        assert lines[-3:-1] == [
+            "user: one more",
+            "note: retrying in 0.0 s (attempt 1 of 3): overloaded",
+        ]
+        assert lines[-1] == "assistant: The answer."
+        assert not any("A first try" in line for line in describe(conversation))

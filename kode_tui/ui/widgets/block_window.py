@@ -164,7 +164,8 @@ class BlockWindow(VerticalScroll):
             await self._prune()
             self._schedule_trim()
         elif self._tail or self._window.below or len(self.blocks) >= self.max_blocks:
-            self._hide([block])
+            block.display = False
+            self._tail.append(block)
             await self.mount(block)
         else:
             await self.mount(block)
@@ -179,6 +180,11 @@ class BlockWindow(VerticalScroll):
         tail, self._tail = self._tail, []
         for block in tail:
             block.display = True
+
+    async def _remove(self, blocks: Sequence[Widget]) -> None:
+        """Remove `blocks` for good (a retried step's)."""
+        self._tail = [block for block in self._tail if block not in blocks]
+        await self.remove_children(blocks)
 
     async def _settle_tail(self) -> None:
         """Finished blocks at the start of the tail leave the DOM: they wait below the window."""

@@ -353,7 +353,7 @@ again.
         self._streamed = []
         self._streamed_away = []
         if discarded:
-            await self.remove_children(discarded)
+            await self._remove(discarded)
             # Less is above the view now; what waits above the window may be needed.
             self.call_after_refresh(self._maybe_reveal)
         text = (
@@ -462,7 +462,8 @@ again.
     # -- the block cursor
 
     def _folding(self) -> list[FoldingBlock]:
-        return [child for child in self.children if isinstance(child, FoldingBlock)]
+        # Not the hidden ones at the end (see BlockWindow).
+        return [c for c in self.children if isinstance(c, FoldingBlock) and c.display]
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         if action == "toggle_block":
