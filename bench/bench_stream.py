@@ -165,12 +165,13 @@ async def run(
         if history_messages:
             await conversation.load_history(history(history_messages))
             await pilot.pause()
-            # Mount every restored block, as if the user had read back to the top.
-            while conversation.pending_count:
-                conversation.scroll_home(animate=False, immediate=True)
-                await pilot.pause()
-                await app.workers.wait_for_complete()
-            conversation.anchor()
+            # As if the user had gone to the first message (Home) and back (End): a full
+            # window of blocks is mounted above the new answer.
+            await app.run_action("first", conversation)
+            await app.workers.wait_for_complete()
+            await app.run_action("last", conversation)
+            await pilot.pause()
+            await app.workers.wait_for_complete()
             await pilot.pause()
         bus.send(ev.TurnBegin(user_input="Explain the context engine."))
         bus.send(ev.StepBegin(n=1))

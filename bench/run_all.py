@@ -56,6 +56,7 @@ ECHO_P90_MAX_RATIO = 2.0  # keystroke echo while streaming: p90 <= 2x kimi's
 FULL_SPEED_MAX_S = 3.0  # 20k tokens at full speed -> all on screen
 STREAM_CPU_MAX = 0.35  # app CPU while streaming at 300 tok/s, of one core
 IDLE_RSS_MAX_RATIO = 1.5  # idle RSS of the process tree <= 1.5x kimi's
+SCROLL_STALL_MAX_S = 0.1  # scrolling a 5,000-turn session: no stall > 100 ms per page
 
 
 @dataclass(slots=True)
@@ -186,15 +187,29 @@ def stream_rows(numbers: dict[str, Any]) -> list[Row]:
 
 
 def history_rows(numbers: dict[str, Any]) -> list[Row]:
-    what = f"load_history of {numbers['messages']:,} messages"
+    what = f"{numbers['turns']:,}-turn session ({numbers['messages']:,} messages)"
     returned, drawn = fmt_s(numbers["returned_s"]), fmt_s(numbers["drawn_s"])
-    reveal, blocked = fmt_s(numbers["reveal_batch_s"]), fmt_s(numbers["loop_blocked_max_s"])
+    page_max, page_p95 = numbers["page_stall_max_s"], numbers["page_stall_p95_s"]
+    worst = max(page_max, numbers["home_stall_s"], numbers["end_stall_s"])
+    target = f"no stall > {SCROLL_STALL_MAX_S * 1000:.0f} ms"
+    rss = f"{numbers['rss_start_mib']:.0f} -> {numbers['rss_max_mib']:.0f} MiB"
     return [
-        Row(f"{what}: returned / on screen", f"{returned} / {drawn}"),
+        Row(f"{what}: load_history returned / on screen", f"{returned} / {drawn}"),
         Row(
-            f"{what}: scrolling up to all {numbers['blocks_at_top']} blocks, "
-            "each reveal / event loop blocked at most",
-            f"{reveal} / {blocked}",
+            f"{what}: PageUp x{numbers['pages']} from the end, loop blocked per page max / p95",
+            f"{fmt_s(page_max)} / {fmt_s(page_p95)}",
+            target=target,
+            verdict=verdict(page_max <= SCROLL_STALL_MAX_S),
+        ),
+        Row(
+            f"{what}: Home -> first message / End -> last on screen (loop blocked at most)",
+            f"{fmt_s(numbers['home_s'])} / {fmt_s(numbers['end_s'])} ({fmt_s(worst)})",
+            target=target,
+            verdict=verdict(worst <= SCROLL_STALL_MAX_S),
+        ),
+        Row(
+            f"{what}: RSS while scrolling ({numbers['blocks_max']} blocks mounted at most)",
+            rss,
         ),
     ]
 

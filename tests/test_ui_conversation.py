@@ -24,6 +24,7 @@ from kode_tui.message import (
 from kode_tui.session import Context
 from kode_tui.soul.transcript import PastResults
 from kode_tui.ui.widgets.blocks import (
+    AnswerBlock,
     AssistantBlock,
     DetailBlock,
     MarkerBlock,
@@ -65,7 +66,7 @@ def describe(conversation: Conversation) -> list[str]:
     for block in conversation.blocks:
         if isinstance(block, UserBlock):
             lines.append(f"user: {block.text}")
-        elif isinstance(block, AssistantBlock):
+        elif isinstance(block, AssistantBlock | AnswerBlock):
             lines.append(f"assistant: {block.source}")
         elif isinstance(block, ThinkingBlock):
             lines.append(f"thinking: {block.text}")
@@ -482,15 +483,21 @@ async def test_restored_tool_blocks_take_their_brief_from_the_wire(tmp_path: Pat
         assert header(conversation.query_one(ToolBlock)) == "▸ Shell make test  ✔ exit 0, 12 tests"
 
 
-async def test_live_blocks_beyond_max_blocks_are_pruned_with_a_marker() -> None:
+async def test_live_blocks_beyond_max_blocks_leave_the_dom_and_come_back_with_home() -> None:
     bus, posted = WireBus(), Posted()
     async with host(bus, max_blocks=5).run_test(message_hook=posted) as pilot:
         questions = [ev.TurnBegin(user_input=f"question {n}") for n in range(8)]
         conversation = await settle(pilot, posted, bus, *questions)
         assert describe(conversation) == [f"user: question {n}" for n in range(3, 8)]
-        marker = conversation.children[0]
-        assert isinstance(marker, PruneMarker)
-        assert str(marker.render()) == "… 3 earlier messages not shown"
+        assert conversation.pending_count == 3
+        assert not conversation.query(PruneMarker), "nothing is dropped, so nothing is hidden"
+        conversation.focus()
+        await pilot.press("home")
+        await pilot.app.workers.wait_for_complete()
+        assert describe(conversation)[:5] == [f"user: question {n}" for n in range(5)]
+        await pilot.press("end")
+        await pilot.app.workers.wait_for_complete()
+        assert describe(conversation)[-1] == "user: question 7"
 
 
 def chat(turns: int) -> list[Message]:
@@ -501,16 +508,17 @@ def chat(turns: int) -> list[Message]:
     return messages
 
 
-async def test_a_long_history_keeps_the_newest_blocks_and_mounts_old_ones_on_scrolling_up() -> None:
+async def test_a_long_history_mounts_the_newest_blocks_and_older_ones_on_scrolling_up() -> None:
     async with host(WireBus(), max_blocks=100).run_test(size=(80, 24)) as pilot:
         conversation = pilot.app.query_one(Conversation)
         await conversation.load_history(chat(1650))  # 3,300 messages
         await pilot.pause()
-        assert conversation.hidden_count == 3200
-        assert str(conversation.children[0].render()) == "… 3200 earlier messages not shown"
-        mounted = len(conversation.blocks)
+        # Only the newest page of messages was read.
+        hidden = conversation.hidden_count
+        assert 0 < hidden < 3300 - len(conversation.blocks)
+        assert str(conversation.children[0].render()) == f"… {hidden} earlier messages not shown"
+        mounted, pending = len(conversation.blocks), conversation.pending_count
         assert mounted < 100
-        assert mounted + conversation.pending_count == 100
         assert describe(conversation)[-1] == "assistant: answer **1649**"
 
         oldest = conversation.blocks[0]
@@ -518,17 +526,24 @@ async def test_a_long_history_keeps_the_newest_blocks_and_mounts_old_ones_on_scr
         await pilot.pause()
         await pilot.app.workers.wait_for_complete()
         await pilot.pause()
-        assert conversation.pending_count < 100 - mounted
+        assert len(conversation.blocks) > mounted
+        assert conversation.pending_count < pending
         # Blocks came in above it, yet it stays where scrolling up put it: under the marker.
         assert oldest.region.y == conversation.content_region.y + 2
-        while conversation.pending_count:
+        while len(conversation.blocks) < 100:
             conversation.scroll_home(animate=False, immediate=True)
             await pilot.pause()
             await pilot.app.workers.wait_for_complete()
+        # A window of 100 blocks, in order: the newest left it as older ones came in.
         lines = describe(conversation)
-        assert len(lines) == 100
-        assert lines[:2] == ["user: question 1600", "assistant: answer **1600**"]
-        assert lines[-1] == "assistant: answer **1649**"
+        first = int(lines[0].removeprefix("user: question "))
+        assert first < 1600
+        assert lines == [
+            line
+            for n in range(first, first + 50)
+            for line in (f"user: question {n}", f"assistant: answer **{n}**")
+        ]
+        assert conversation.pending_below > 0
 
 
 async def test_blocks_far_above_the_bottom_leave_the_dom_and_come_back_in_order() -> None:

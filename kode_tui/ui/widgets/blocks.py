@@ -13,6 +13,7 @@ from typing import Literal
 
 from markdown_it import MarkdownIt
 from markdown_it.rules_core import StateCore
+from rich.markdown import Markdown as RichMarkdown
 from textual import events
 from textual.content import Content
 from textual.message import Message as TextualMessage
@@ -184,7 +185,37 @@ class AssistantBlock(Markdown):
 
     def factory(self) -> BlockFactory:
         """Makes a fresh block showing the same; it holds the data, not this widget."""
-        return partial(AssistantBlock, self.source)
+        return partial(AnswerBlock, self.source)
+
+
+_LINK_TOKENS = ("link_open", "link_close")
+
+
+class AnswerBlock(Static):
+    """A finished answer of the assistant (read from history, or scrolled back into view):
+    its Markdown drawn by Rich as one widget. Textual's `Markdown` mounts a widget per
+    paragraph, list item and code block, and the pane lays out every mounted widget on each
+    move of its window, so finished answers take this cheaper form."""
+
+    HELP = "An answer of the assistant."
+
+    def __init__(self, markdown: str) -> None:
+        # No hyperlinks: an image's address would otherwise become a link the terminal opens.
+        text = RichMarkdown(markdown, hyperlinks=False)
+        text.parsed = _markdown_parser().parse(markdown)
+        # A link shows as its text, and no click opens it: the model wrote both the link and
+        # the text it shows (see AssistantBlock), and a link in the terminal opens anything.
+        for token in text.parsed:
+            if token.children:
+                token.children = [
+                    child for child in token.children if child.type not in _LINK_TOKENS
+                ]
+        super().__init__(text, classes="block answer")
+        self.source = markdown
+
+    def factory(self) -> BlockFactory:
+        """Makes a fresh block showing the same; it holds the data, not this widget."""
+        return partial(AnswerBlock, self.source)
 
 
 class MarkerBlock(Static):
@@ -239,7 +270,7 @@ class PruneMarker(Static):
         self.update(Content(f"… {count} earlier messages not shown"))
 
 
-Block = UserBlock | AssistantBlock | FoldingBlock | MarkerBlock | NoticeBlock
+Block = UserBlock | AssistantBlock | AnswerBlock | FoldingBlock | MarkerBlock | NoticeBlock
 """What the pane shows, one widget each; `factory()` makes a fresh one to mount again later."""
 
 

@@ -5,14 +5,9 @@ Each top-level child of `Conversation` is one block: the user's message, the ass
 marked line (compaction, revert, D-Mail, reminders, notes, warnings, errors). The blocks live in
 `blocks.py` and `tool_block.py`; `history_blocks.py` builds those of a stored conversation.
 
-Textual lays out every mounted widget whenever anything changes, and a Markdown answer is
-dozens of widgets, so a long session keeps few of them in the DOM:
-
-* at most `max_blocks` blocks exist; older ones are dropped and counted in a marker at the top
-  (Toad's `prune_window` idea);
-* only blocks near the view are mounted. The others wait above it as `BlockFactory`s: a
-  restored session mounts just its newest blocks, and blocks far above a view that follows
-  the bottom are unmounted again. Scrolling up mounts them back, a batch at a time.
+A long session keeps few blocks in the DOM: at most `max_blocks` are mounted, a window onto
+the whole session that moves both ways as the user scrolls (`block_window.py`); a restored
+history is read a page of messages at a time as the window reaches it.
 
 A streamed answer is drawn at most once a frame (`FRAME_INTERVAL`, longer on a machine where
 drawing is slow: `FramePacer`): text and thinking deltas
@@ -30,9 +25,8 @@ from collections.abc import Awaitable, Callable, Sequence
 from pathlib import Path
 from typing import Any, ClassVar
 
-from textual import on, work
+from textual import on
 from textual.binding import Binding, BindingType
-from textual.containers import VerticalScroll
 from textual.timer import Timer
 from textual.widget import Widget
 from textual.widgets import Markdown
@@ -43,6 +37,7 @@ from kode_tui.message import FunctionBody, Message, TextPart, ThinkPart
 from kode_tui.safetext import visible_model
 from kode_tui.soul.facade import PastResults, WireBus
 from kode_tui.ui.pacing import FramePacer
+from kode_tui.ui.widgets.block_window import INITIAL_BLOCKS, MAX_BLOCKS, BlockWindow
 from kode_tui.ui.widgets.blocks import (
     AssistantBlock,
     Block,
@@ -51,25 +46,15 @@ from kode_tui.ui.widgets.blocks import (
     FoldingBlock,
     MarkerBlock,
     NoticeBlock,
-    PruneMarker,
     ThinkingBlock,
     UserBlock,
     divider,
 )
-from kode_tui.ui.widgets.history_blocks import history_blocks, user_text
+from kode_tui.ui.widgets.history_blocks import user_text
 from kode_tui.ui.widgets.tool_block import ToolBlock, ToolState
 from kode_tui.ui.wire_messages import WireListener, WireMessage
 from kode_tui.wire import events as ev
 
-INITIAL_BLOCKS = 30
-"""Blocks `load_history` mounts at once; the rest are mounted as the user scrolls up."""
-REVEAL_BATCH = 30
-"""Blocks mounted per step while scrolling up: each step lays out every mounted block, so few
-big steps cost far less than many small ones."""
-TRIM_SCREENS = 3
-"""How many screens of blocks stay mounted above the view when trimming."""
-TRIM_DELAY = 0.2
-"""Seconds from a new block (or the end of a step) to looking for blocks to unmount."""
 SPLIT_CHARS = 2000
 """A streamed answer continues in a new block after this many characters (at a paragraph
 break outside code), so that the start of a very long answer can leave the DOM too."""
@@ -112,7 +97,7 @@ def _revert_text(event: ev.ContextReverted) -> str:
 _BLOCKS = Binding.Group("Conversation")
 
 
-class Conversation(WireListener, VerticalScroll, can_focus=True, can_focus_children=False):
+class Conversation(WireListener, BlockWindow, can_focus=True, can_focus_children=False):
     """The conversation, streamed from the wire; `load_history` shows a stored one."""
 
     DEFAULT_CSS = _CSS
@@ -126,7 +111,8 @@ again.
 
 - Click a tool call or a folded block to open it.
 - **Alt+↑ / Alt+↓** move the block cursor, **Enter** opens or closes the block under it.
-- Long sessions keep the newest blocks; a line at the top says how many messages are hidden.
+- **Home** goes to the first message, **End** to the last; long sessions are read as you
+  scroll, and a line at the top says how many earlier messages are not read yet.
 """
 
     BINDINGS: ClassVar[list[BindingType]] = [
@@ -143,21 +129,13 @@ again.
         self,
         bus: WireBus,
         *,
-        max_blocks: int = 300,
+        max_blocks: int = MAX_BLOCKS,
         id: str | None = None,
         classes: str | None = None,
     ) -> None:
-        if max_blocks < 1:
-            raise ValueError("max_blocks must be at least 1")
-        super().__init__(id=id, classes=classes)
+        super().__init__(max_blocks=max_blocks, id=id, classes=classes)
         self.border_title = "Conversation"
-        self.max_blocks = max_blocks
         self._bus = bus
-        self._marker: PruneMarker | None = None
-        self._reserve: list[BlockFactory] = []
-        """Blocks above the mounted ones, oldest first: mounted as the user scrolls up to them."""
-        self._revealing = False
-        self._trim_scheduled = False
         self._cursor: FoldingBlock | None = None
         # The step being streamed.
         self._assistant: AssistantBlock | None = None
@@ -219,21 +197,6 @@ again.
         if self._cursor is not None:
             self._cursor.set_class(has_focus, "-cursor")
 
-    @property
-    def blocks(self) -> list[Widget]:
-        """The mounted blocks, oldest first."""
-        return [child for child in self.children if not isinstance(child, PruneMarker)]
-
-    @property
-    def hidden_count(self) -> int:
-        """How many earlier messages are not shown at all (removed, or never built)."""
-        return self._marker.count if self._marker is not None else 0
-
-    @property
-    def pending_count(self) -> int:
-        """Blocks above the mounted ones, mounted as the user scrolls up to them."""
-        return len(self._reserve)
-
     async def clear(self) -> None:
         """Remove every block (after /clear, /new or a revert, before `load_history`)."""
         self.workers.cancel_group(self, "conversation-reveal")
@@ -242,156 +205,52 @@ again.
         self._compaction = None
         self._cursor = None
         self._marker = None
-        self._reserve = []
+        self._tail = []
+        self._window.clear()
         await self.remove_children()
 
     async def load_history(
         self, messages: Sequence[Message], results: PastResults | None = None
     ) -> None:
-        """Show a stored conversation in place of what the pane shows: the newest `max_blocks`
-        blocks of `messages`, with the briefs and diffs of `results` (read from the session's
-        wire) when they are given.
+        """Show a stored conversation in place of what the pane shows: the blocks of
+        `messages`, with the briefs and diffs of `results` (read from the session's wire) when
+        they are given.
 
-        Returns once the newest blocks are mounted; older ones are mounted as the user
-        scrolls up to them (`pending_count`).
+        Returns once the newest blocks are mounted; older ones are read and mounted as the
+        user scrolls up to them (`pending_count`), or goes to the first with Home.
         """
-        factories, hidden = history_blocks(messages, self.max_blocks, results)
         await self.clear()
-        self._reserve = factories[:-INITIAL_BLOCKS]
+        self._window.load(messages, results)
+        newest = self._window.take_above(min(INITIAL_BLOCKS, self.max_blocks))
         with self.app.batch_update():
-            if hidden:
-                await self._set_hidden(hidden)
-            await self.mount_all(make() for make in factories[-INITIAL_BLOCKS:])
+            await self._sync_marker()
+            await self.mount_all(make() for make in newest)
         self.anchor()
         self.call_after_refresh(self._maybe_reveal)
 
-    # -- mounting, pruning and revealing
+    # -- the window (see BlockWindow)
 
     async def _add(self, block: Widget, *, streamed: bool = False) -> None:
-        await self.mount(block)
         if streamed:
             self._streamed.append(block)
-        await self._prune()
-        self._schedule_trim()
+        await self._append(block)
 
-    async def _prune(self) -> None:
-        blocks = self.blocks
-        excess = len(self._reserve) + len(blocks) - self.max_blocks
-        if excess <= 0:
-            return
-        dropped = min(excess, len(self._reserve))
-        del self._reserve[:dropped]
-        victims = blocks[: excess - dropped]
-        if self._assistant in victims:
-            await self._close_text()
-        if self._cursor in victims:
-            self._cursor = None
-        if victims:
-            await self.remove_children(victims)
-        await self._set_hidden(self.hidden_count + excess)
-
-    async def _set_hidden(self, count: int) -> None:
-        if self._marker is None:
-            self._marker = PruneMarker()
-            await self.mount(self._marker, before=0)
-        self._marker.set_count(count)
-
-    def _following(self) -> bool:
-        """Whether the view sticks to the bottom (it keeps its place there by itself)."""
-        return self.is_anchored and self.scroll_y >= self.max_scroll_y
-
-    def _schedule_trim(self) -> None:
-        # Later, not now: where blocks are is known only once the screen has laid out what
-        # was streamed into them.
-        if not self._trim_scheduled:
-            self._trim_scheduled = True
-            self.set_timer(TRIM_DELAY, self._trim)
-
-    async def _trim(self) -> None:
-        """Unmount blocks far above a view that follows the bottom; they wait in the reserve.
-
-        Textual lays out every mounted widget on each change, so a long session streams as
-        smoothly as a short one only if old answers leave the DOM.
-        """
-        self._trim_scheduled = False
-        if self._revealing or not self._following():
-            return
-        cut = self.scroll_y - TRIM_SCREENS * self.scrollable_content_region.height
+    def _busy(self) -> set[object]:
         # What may still change stays; finished parts of a long answer may go.
-        busy = {
+        return {
             *(b for b in self._streamed if not isinstance(b, AssistantBlock)),
             self._assistant,
             self._compaction,
             self._retry_note,
         }
-        victims: list[Block] = []
-        for block in self.blocks:
-            if not isinstance(block, Block) or block in busy:
-                break
-            if not block.virtual_region or block.virtual_region.bottom >= cut:
-                break
-            victims.append(block)
-        if not victims:
-            return
-        if self._cursor in victims:
+
+    def _leaving(self, block: Block, factory: BlockFactory) -> None:
+        if block is self._cursor:
             self._move_cursor(None)
-        for block in victims:
-            factory = block.factory()
-            self._reserve.append(factory)
-            if block in self._streamed:
-                # Held here, the widget could not be freed (a long answer is many blocks).
-                self._streamed.remove(block)
-                self._streamed_away.append(factory)
-        await self.remove_children(victims)
-
-    def _scrolled(self, scroll_y: float) -> None:
-        self._maybe_reveal()
-
-    def _maybe_reveal(self) -> None:
-        if self._reserve and not self._revealing and self.scroll_y <= self._reveal_margin:
-            self._reveal()
-
-    @property
-    def _reveal_margin(self) -> int:
-        """Reveal more blocks while less than a screen of them is above the view."""
-        return max(1, self.scrollable_content_region.height)
-
-    @work(group="conversation-reveal", exit_on_error=False)
-    async def _reveal(self) -> None:
-        """Mount reserved blocks above the others while the view is near the top."""
-        if self._revealing:
-            return
-        self._revealing = True
-        try:
-            while self._reserve and self.scroll_y <= self._reveal_margin:
-                batch = [make() for make in self._reserve[-REVEAL_BATCH:]]
-                del self._reserve[-REVEAL_BATCH:]
-                blocks = self.blocks
-                first = blocks[0] if blocks else None
-                # A view that follows the bottom stays there by itself; one the user scrolled
-                # up must keep its place while content grows above it.
-                following = self._following()
-                top = first.virtual_region.y if first is not None else 0
-                if first is not None:
-                    await self.mount_all(batch, before=first)
-                else:
-                    await self.mount_all(batch)
-                # A busy screen may draw a frame before it lays out what was just mounted.
-                for _ in range(10):
-                    await self._refreshed()
-                    if all(block.virtual_region for block in batch):
-                        break
-                if first is not None and not following and first.parent is self:
-                    grown = first.virtual_region.y - top
-                    self.scroll_to(y=self.scroll_y + grown, animate=False, immediate=True)
-        finally:
-            self._revealing = False
-
-    async def _refreshed(self) -> None:
-        """Wait until the screen has laid out what was just mounted."""
-        done = asyncio.Event()
-        self.call_after_refresh(done.set)
-        await done.wait()
+        if block in self._streamed:
+            # Held here, the widget could not be freed (a long answer is many blocks).
+            self._streamed.remove(block)
+            self._streamed_away.append(factory)
 
     # -- wire events
 
@@ -493,14 +352,13 @@ again.
             if isinstance(block, ToolBlock):
                 self._tools.pop(block.state.id, None)
         discarded = [block for block in self._streamed if block.parent is self]
-        away = {id(factory) for factory in self._streamed_away}
-        self._reserve = [factory for factory in self._reserve if id(factory) not in away]
+        self._window.discard(self._streamed_away)
         self._thinking = None
         self._streamed = []
         self._streamed_away = []
         if discarded:
-            await self.remove_children(discarded)
-            # Less is above the view now; what waits in the reserve may be needed.
+            await self._remove(discarded)
+            # Less is above the view now; what waits above the window may be needed.
             self.call_after_refresh(self._maybe_reveal)
         text = (
             f"retrying in {event.wait_s:.1f} s "
@@ -608,7 +466,8 @@ again.
     # -- the block cursor
 
     def _folding(self) -> list[FoldingBlock]:
-        return [child for child in self.children if isinstance(child, FoldingBlock)]
+        # Not the hidden ones at the end (see BlockWindow).
+        return [c for c in self.children if isinstance(c, FoldingBlock) and c.display]
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         if action == "toggle_block":

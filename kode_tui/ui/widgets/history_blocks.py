@@ -21,7 +21,7 @@ from kode_tui.message import (
 from kode_tui.safetext import visible_model
 from kode_tui.soul.facade import COMPACTION_OUTPUT_PREFIX, PastResults, stored_result
 from kode_tui.ui.widgets.blocks import (
-    AssistantBlock,
+    AnswerBlock,
     BlockFactory,
     DetailBlock,
     ThinkingBlock,
@@ -48,32 +48,34 @@ def user_text(content: str | Sequence[ContentPart]) -> str:
     return "".join(pieces)
 
 
-def history_blocks(
-    messages: Sequence[Message], limit: int, past: PastResults | None = None
-) -> tuple[list[BlockFactory], int]:
-    """The blocks of the newest messages (at most `limit`), and how many messages are left out;
-    `past` gives tool blocks the brief and diffs the wire recorded.
+def page_blocks(
+    messages: Sequence[Message], start: int, stop: int, past: PastResults | None = None
+) -> list[BlockFactory]:
+    """The blocks of `messages[start:stop]`, oldest first; `past` gives tool blocks the brief and
+    diffs the wire recorded.
 
-    Messages are read from the end, so only the shown ones are ever parsed.
+    Tool results belong to the call before them: those at `start` were shown with the page
+    before, and those right after `stop` are read to complete this page's last calls. Only the
+    page's messages are parsed, so a long history is read a page at a time.
     """
     past = past or PastResults()
-    groups: list[list[BlockFactory]] = []
-    count = 0
     results: dict[str, Message] = {}
-    index = len(messages)
-    while index > 0 and count < limit:
-        index -= 1
-        # Visible here, where stored text enters the pane, as live events do in the pane.
-        message = visible_model(messages[index])
+    # Visible here, where stored text enters the pane, as live events do in the pane.
+    shown = [visible_model(messages[index]) for index in range(start, stop)]
+    after = stop
+    while after < len(messages) and messages[after].role == "tool":
+        shown.append(visible_model(messages[after]))
+        after += 1
+    # Read from the end, as a result comes after its call: ids repeat in long sessions, and
+    # each call takes the nearest result after it.
+    groups: list[list[BlockFactory]] = []
+    for message in reversed(shown):
         if message.role == "tool":
             if message.tool_call_id is not None:
                 results[message.tool_call_id] = message
             continue
-        group = _message_blocks(message, results, past)
-        groups.append(group)
-        count += len(group)
-    blocks = [block for group in reversed(groups) for block in group]
-    return blocks[-limit:] if limit > 0 else [], index
+        groups.append(_message_blocks(message, results, past))
+    return [block for group in reversed(groups) for block in group]
 
 
 def _message_blocks(
@@ -88,7 +90,7 @@ def _message_blocks(
     if thinking:
         blocks.append(partial(ThinkingBlock, thinking))
     if message.text.strip():
-        blocks.append(partial(AssistantBlock, message.text))
+        blocks.append(partial(AnswerBlock, message.text))
     for call in message.tool_calls or ():
         state = ToolState(call.id, call.function.name, call.function.arguments or "")
         state.status = "unknown"

@@ -1,0 +1,145 @@
+"""What the conversation pane keeps off screen: the blocks above and below its mounted window.
+
+The pane mounts a bounded window of blocks (Textual lays out every mounted widget on each
+change). Everything else waits here, in order, as `BlockFactory`s that make the block again,
+or, for a stored history not read yet, as a `PageGap`: a run of pages of messages that become
+factories (`page_blocks`) only when the window reaches them. A session of 33k messages thus
+costs the pane its message list, the factories of the pages visited, and the mounted window.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+
+from kode_tui.message import Message
+from kode_tui.soul.facade import PastResults
+from kode_tui.ui.widgets.blocks import BlockFactory
+from kode_tui.ui.widgets.history_blocks import page_blocks
+
+PAGE_MESSAGES = 40
+"""Messages read into blocks at a time when the window reaches a part not read yet."""
+
+
+@dataclass
+class PageGap:
+    """Pages `first` to `end` (excluded) of a stored history, not read into blocks yet."""
+
+    messages: Sequence[Message]
+    count: int
+    """How many of `messages` the history had when it was loaded."""
+    past: PastResults | None
+    first: int
+    end: int
+
+    @property
+    def message_count(self) -> int:
+        return min(self.end * PAGE_MESSAGES, self.count) - self.first * PAGE_MESSAGES
+
+    def page(self, index: int) -> list[BlockFactory]:
+        start = index * PAGE_MESSAGES
+        return page_blocks(self.messages, start, min(start + PAGE_MESSAGES, self.count), self.past)
+
+
+Item = BlockFactory | PageGap
+
+
+class HistoryWindow:
+    """The blocks above and below the mounted ones, oldest first on both sides."""
+
+    def __init__(self) -> None:
+        self.above: list[Item] = []
+        self.below: list[Item] = []
+
+    def load(self, messages: Sequence[Message], past: PastResults | None) -> None:
+        """Start over with a stored history, all of it above the (empty) window."""
+        count = len(messages)
+        pages = -(-count // PAGE_MESSAGES)
+        self.above = [PageGap(messages, count, past, 0, pages)] if pages else []
+        self.below = []
+
+    def clear(self) -> None:
+        self.above = []
+        self.below = []
+
+    @property
+    def hidden_messages(self) -> int:
+        """Messages above the window not read into blocks yet."""
+        return sum(item.message_count for item in self.above if isinstance(item, PageGap))
+
+    @property
+    def pending_above(self) -> int:
+        """Blocks waiting above the window plus messages not read yet there; 0 at the top."""
+        return sum(item.message_count if isinstance(item, PageGap) else 1 for item in self.above)
+
+    @property
+    def pending_below(self) -> int:
+        """Blocks and unread messages below the window; 0 when it shows the end."""
+        return sum(item.message_count if isinstance(item, PageGap) else 1 for item in self.below)
+
+    def take_above(self, count: int) -> list[BlockFactory]:
+        """The (at most) `count` blocks right above the window, oldest first; they leave here."""
+        taken: list[BlockFactory] = []
+        while self.above and len(taken) < count:
+            item = self.above.pop()
+            if isinstance(item, PageGap):
+                self.above.extend(_split_last(item))
+            else:
+                taken.append(item)
+        taken.reverse()
+        return taken
+
+    def take_below(self, count: int) -> list[BlockFactory]:
+        """The (at most) `count` blocks right below the window, oldest first; they leave here."""
+        taken: list[BlockFactory] = []
+        while self.below and len(taken) < count:
+            item = self.below.pop(0)
+            if isinstance(item, PageGap):
+                self.below[:0] = _split_first(item)
+            else:
+                taken.append(item)
+        return taken
+
+    def put_above(self, factories: Iterable[BlockFactory]) -> None:
+        """Blocks that left the top of the window (oldest first)."""
+        self.above.extend(factories)
+
+    def put_below(self, factories: Iterable[BlockFactory]) -> None:
+        """Blocks that left the bottom of the window (oldest first)."""
+        self.below[:0] = factories
+
+    def put_end(self, factories: Iterable[BlockFactory]) -> None:
+        """Blocks that came after everything below the window (oldest first)."""
+        self.below.extend(factories)
+
+    def to_start(self, window: list[BlockFactory]) -> None:
+        """Move the window's blocks and all above it below it: the window goes to the start."""
+        self.below = [*self.above, *window, *self.below]
+        self.above = []
+
+    def to_end(self, window: list[BlockFactory]) -> None:
+        """Move the window's blocks and all below it above it: the window goes to the end."""
+        self.above = [*self.above, *window, *self.below]
+        self.below = []
+
+    def discard(self, factories: Iterable[BlockFactory]) -> None:
+        """Forget these blocks (a step that is retried streams its answer again)."""
+        gone = {id(factory) for factory in factories}
+        self.above = [item for item in self.above if id(item) not in gone]
+        self.below = [item for item in self.below if id(item) not in gone]
+
+
+def _split_last(gap: PageGap) -> list[Item]:
+    """`gap` with its last page read: the rest of the gap (if any), then the page's blocks."""
+    rest: list[Item] = []
+    if gap.end - 1 > gap.first:
+        rest.append(PageGap(gap.messages, gap.count, gap.past, gap.first, gap.end - 1))
+    return [*rest, *gap.page(gap.end - 1)]
+
+
+def _split_first(gap: PageGap) -> list[Item]:
+    """`gap` with its first page read: the page's blocks, then the rest of the gap (if any)."""
+    rest: list[Item] = []
+    if gap.end > gap.first + 1:
+        rest.append(PageGap(gap.messages, gap.count, gap.past, gap.first + 1, gap.end))
+    return [*gap.page(gap.first), *rest]
