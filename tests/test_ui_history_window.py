@@ -150,22 +150,32 @@ def new_turn(answer: str) -> list[ev.Event]:
     ]
 
 
+async def press(pilot: Pilot[Any], key: str) -> None:
+    """Press `key` and wait until the window has moved (its mounting runs in a worker)."""
+    await pilot.press(key)
+    await pilot.app.workers.wait_for_complete()
+    await pilot.pause()
+
+
+async def focused_with(pilot: Pilot[Any], messages: list[Message]) -> Conversation:
+    """The pane showing `messages`, focused (so that keys reach it)."""
+    conversation = pilot.app.query_one(Conversation)
+    await conversation.load_history(messages)
+    conversation.focus()
+    await pilot.pause()
+    return conversation
+
+
 async def page_up(pilot: Pilot[Any], times: int) -> None:
     for _ in range(times):
-        await pilot.press("pageup")
-        await pilot.app.workers.wait_for_complete()
-        await pilot.pause()
+        await press(pilot, "pageup")
 
 
 async def test_a_new_answer_leaves_a_view_at_the_first_message_there_and_end_shows_it() -> None:
     bus, posted = WireBus(), Posted()
     async with host(bus, max_blocks=MAX_BLOCKS).run_test(size=(80, 24), message_hook=posted) as p:
-        conversation = p.app.query_one(Conversation)
-        await conversation.load_history(chat(500))
-        conversation.focus()
-        await p.pause()
-        await p.press("home")
-        await p.app.workers.wait_for_complete()
+        conversation = await focused_with(p, chat(500))
+        await press(p, "home")
         shown = in_view(conversation)
         assert shown[0] == "user: question 0"
 
@@ -176,9 +186,7 @@ async def test_a_new_answer_leaves_a_view_at_the_first_message_there_and_end_sho
         assert in_view(conversation) == shown
         assert len(conversation.blocks) <= BOUND
 
-        await p.press("end")
-        await p.app.workers.wait_for_complete()
-        await p.pause()
+        await press(p, "end")
         assert in_view(conversation)[-3:] == [
             "assistant: answer **499**",
             "user: one more",
@@ -197,10 +205,7 @@ async def test_a_new_answer_leaves_a_view_at_the_first_message_there_and_end_sho
 async def test_a_streamed_answer_does_not_move_a_view_scrolled_up_and_is_there_below_it() -> None:
     bus, posted = WireBus(), Posted()
     async with host(bus, max_blocks=MAX_BLOCKS).run_test(size=(80, 24), message_hook=posted) as p:
-        conversation = p.app.query_one(Conversation)
-        await conversation.load_history(chat(500))
-        conversation.focus()
-        await p.pause()
+        conversation = await focused_with(p, chat(500))
         await page_up(p, 3)
         y, shown = conversation.scroll_y, in_view(conversation)
         assert shown and "answer **499**" not in shown[-1]
@@ -220,15 +225,9 @@ async def test_a_streamed_answer_does_not_move_a_view_scrolled_up_and_is_there_b
                 conversation.pending_below
             ):
                 break
-            await pilot_page_down(p)
+            await press(p, "pagedown")
         assert describe(conversation)[-2:] == ["user: one more", f"assistant: {answer}"]
         assert in_view(conversation)[-1] == f"assistant: {answer}"
-
-
-async def pilot_page_down(pilot: Pilot[Any]) -> None:
-    await pilot.press("pagedown")
-    await pilot.app.workers.wait_for_complete()
-    await pilot.pause()
 
 
 async def test_paging_up_from_the_end_reaches_the_first_message_with_few_blocks_mounted() -> None:
@@ -250,15 +249,11 @@ async def test_paging_up_from_the_end_reaches_the_first_message_with_few_blocks_
 async def test_home_while_an_answer_streams_goes_to_the_first_message_and_end_shows_it() -> None:
     bus, posted = WireBus(), Posted()
     async with host(bus, max_blocks=MAX_BLOCKS).run_test(size=(80, 24), message_hook=posted) as p:
-        conversation = p.app.query_one(Conversation)
-        await conversation.load_history(chat(500))
-        conversation.focus()
-        await p.pause()
+        conversation = await focused_with(p, chat(500))
         start = [ev.TurnBegin(user_input="one more"), ev.StepBegin(n=1)]
         await settle(p, posted, bus, *start, ev.ContentPart(part=TextPart(text="A first try")))
 
-        await p.press("home")
-        await p.app.workers.wait_for_complete()
+        await press(p, "home")
         assert in_view(conversation)[0] == "user: question 0"
         assert conversation.scroll_y == 0
 
@@ -271,9 +266,7 @@ async def test_home_while_an_answer_streams_goes_to_the_first_message_and_end_sh
         assert conversation.scroll_y == 0
         assert in_view(conversation)[0] == "user: question 0"
 
-        await p.press("end")
-        await p.app.workers.wait_for_complete()
-        await p.pause()
+        await press(p, "end")
         lines = in_view(conversation)
         assert lines[-3:-1] == [
             "user: one more",
