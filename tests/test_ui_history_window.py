@@ -9,7 +9,7 @@ from textual.pilot import Pilot
 
 from kode_tui.message import FunctionBody, Message, TextPart, ToolCall
 from kode_tui.ui.widgets.block_window import REVEAL_BATCH
-from kode_tui.ui.widgets.conversation import Conversation
+from kode_tui.ui.widgets.conversation import NEW_OUTPUT_HINT, Conversation
 from kode_tui.ui.widgets.tool_block import ToolBlock
 from kode_tui.wire import WireBus
 from kode_tui.wire import events as ev
@@ -141,13 +141,20 @@ def in_view(conversation: Conversation) -> list[str]:
     ]
 
 
-def new_turn(answer: str) -> list[ev.Event]:
+SENT: list[ev.Event] = [ev.TurnBegin(user_input="one more"), ev.StepBegin(n=1)]
+"""The user sends "one more" and the model's step begins."""
+
+
+def answered(answer: str) -> list[ev.Event]:
+    """The model answers `answer`, in small pieces, and the turn ends."""
     return [
-        ev.TurnBegin(user_input="one more"),
-        ev.StepBegin(n=1),
         *(ev.ContentPart(part=TextPart(text=answer[n : n + 8])) for n in range(0, len(answer), 8)),
         ev.TurnEnd(),
     ]
+
+
+def new_turn(answer: str) -> list[ev.Event]:
+    return [*SENT, *answered(answer)]
 
 
 async def press(pilot: Pilot[Any], key: str) -> None:
@@ -175,16 +182,19 @@ async def test_a_new_answer_leaves_a_view_at_the_first_message_there_and_end_sho
     bus, posted = WireBus(), Posted()
     async with host(bus, max_blocks=MAX_BLOCKS).run_test(size=(80, 24), message_hook=posted) as p:
         conversation = await focused_with(p, chat(500))
+        await settle(p, posted, bus, *SENT)
         await press(p, "home")
         shown = in_view(conversation)
         assert shown[0] == "user: question 0"
+        assert not conversation.border_subtitle
 
-        conversation = await settle(p, posted, bus, *new_turn("The new answer."))
+        conversation = await settle(p, posted, bus, *answered("The new answer."))
         await p.app.workers.wait_for_complete()
         await p.pause()
         assert conversation.scroll_y == 0
         assert in_view(conversation) == shown
         assert len(conversation.blocks) <= BOUND
+        assert conversation.border_subtitle == NEW_OUTPUT_HINT
 
         await press(p, "end")
         assert in_view(conversation)[-3:] == [
@@ -194,6 +204,7 @@ async def test_a_new_answer_leaves_a_view_at_the_first_message_there_and_end_sho
         ]
         assert conversation.pending_below == 0
         assert conversation.scroll_y == conversation.max_scroll_y
+        assert not conversation.border_subtitle
 
         # At the end, new output is followed.
         conversation = await settle(p, posted, bus, *new_turn("And another."))
@@ -206,18 +217,20 @@ async def test_a_streamed_answer_does_not_move_a_view_scrolled_up_and_is_there_b
     bus, posted = WireBus(), Posted()
     async with host(bus, max_blocks=MAX_BLOCKS).run_test(size=(80, 24), message_hook=posted) as p:
         conversation = await focused_with(p, chat(500))
+        await settle(p, posted, bus, *SENT)
         await page_up(p, 3)
         y, shown = conversation.scroll_y, in_view(conversation)
         assert shown and "answer **499**" not in shown[-1]
 
         # A long answer: the window fills up while the view stays where it was.
         answer = " ".join(f"word{n}" for n in range(400))
-        conversation = await settle(p, posted, bus, *new_turn(answer))
+        conversation = await settle(p, posted, bus, *answered(answer))
         await p.app.workers.wait_for_complete()
         await p.pause()
         assert conversation.scroll_y == y
         assert in_view(conversation) == shown
         assert len(conversation.blocks) <= BOUND
+        assert conversation.border_subtitle == NEW_OUTPUT_HINT
 
         # Scrolling down comes to it.
         for _ in range(100):
@@ -228,6 +241,23 @@ async def test_a_streamed_answer_does_not_move_a_view_scrolled_up_and_is_there_b
             await press(p, "pagedown")
         assert describe(conversation)[-2:] == ["user: one more", f"assistant: {answer}"]
         assert in_view(conversation)[-1] == f"assistant: {answer}"
+        assert not conversation.border_subtitle
+
+
+async def test_sending_while_scrolled_up_brings_the_message_and_the_answer_into_view() -> None:
+    bus, posted = WireBus(), Posted()
+    async with host(bus, max_blocks=MAX_BLOCKS).run_test(size=(80, 24), message_hook=posted) as p:
+        conversation = await focused_with(p, chat(500))
+        await press(p, "home")
+        assert in_view(conversation)[0] == "user: question 0"
+
+        conversation = await settle(p, posted, bus, *new_turn("Here it is."))
+        await p.app.workers.wait_for_complete()
+        await p.pause()
+
+        assert in_view(conversation)[-2:] == ["user: one more", "assistant: Here it is."]
+        assert conversation.scroll_y == conversation.max_scroll_y
+        assert not conversation.border_subtitle
 
 
 async def test_paging_up_from_the_end_reaches_the_first_message_with_few_blocks_mounted() -> None:

@@ -64,6 +64,8 @@ the pane, so drawing every token of a fast model would leave no time for keys.""
 FRAME_SLOWEST = 1 / 8
 """The longest: on a machine where drawing is slow, the interval grows up to this."""
 DRAW_BUDGET = 0.2
+NEW_OUTPUT_HINT = "↓ new output · End"
+"""On the pane's bottom edge while output arrives that the view, scrolled away, does not show."""
 """The share of a core a streamed answer may use (see `FramePacer`)."""
 
 # Widgets have no CSS_PATH; loading the file as DEFAULT_CSS keeps the pane self-contained and
@@ -234,6 +236,18 @@ again.
         if streamed:
             self._streamed.append(block)
         await self._append(block)
+        self._note_output()
+
+    def _note_output(self) -> None:
+        """New output the view, scrolled away from the end, does not show: say so on the
+        pane's edge until the view follows the end again."""
+        if not self._following():
+            self.border_subtitle = NEW_OUTPUT_HINT
+
+    def _scrolled(self, old: float, new: float) -> None:
+        super()._scrolled(old, new)
+        if self.border_subtitle and self._following():
+            self.border_subtitle = ""
 
     def _busy(self) -> set[object]:
         # What may still change stays; finished parts of a long answer may go.
@@ -307,6 +321,7 @@ again.
         text, self._pending_text = "".join(self._pending_text), []
         if text and self._stream is not None:
             await self._stream.write(text)
+        self._note_output()
 
     async def _close_text(self) -> None:
         """Finish the assistant block being streamed; text that follows starts a new one."""
@@ -337,6 +352,9 @@ again.
 
     async def _turn_begin(self, event: ev.TurnBegin) -> None:
         await self._end_step()
+        if not self._following():
+            # The user just sent it: their message and the answer come into view.
+            await self.action_last()
         await self._add(UserBlock(user_text(event.user_input)))
 
     async def _turn_end(self, event: ev.TurnEnd) -> None:
