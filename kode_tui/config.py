@@ -99,6 +99,17 @@ class ToolsConfig(_Table):
     dmail: bool = True
 
 
+class NotificationsConfig(_Table):
+    """`[notifications]`: tell the user a long turn ended or an approval waits."""
+
+    when: Literal["unfocused", "always", "never"] = "unfocused"
+    """`unfocused`: only while the terminal window does not have the focus."""
+    turn_seconds: float = Field(default=15, ge=0)
+    """A turn that ran at least this long notifies when it ends."""
+    method: Literal["osc9", "osc777", "bell"] = "osc9"
+    """A desktop notification (OSC 9, or OSC 777 for foot and urxvt), or the terminal's bell."""
+
+
 class Config(_Table):
     """The whole config file; every key has a default, so an empty file is a valid config."""
 
@@ -111,6 +122,7 @@ class Config(_Table):
     compaction: CompactionConfig = Field(default_factory=CompactionConfig)
     context: ContextConfig = Field(default_factory=ContextConfig)
     tools: ToolsConfig = Field(default_factory=ToolsConfig)
+    notifications: NotificationsConfig = Field(default_factory=NotificationsConfig)
 
 
 def load_config(path: Path | None = None) -> Config:

@@ -31,6 +31,7 @@ from kode_tui.paths import Paths, tilde
 from kode_tui.safetext import visible
 from kode_tui.ui import commands
 from kode_tui.ui.commands import SlashCommandProvider
+from kode_tui.ui.notify import Notifier
 from kode_tui.ui.screens.main import MainScreen
 from kode_tui.ui.themes import configured_theme, register_themes, watch_user_themes
 from kode_tui.ui.widgets.prompt import PromptInput
@@ -445,11 +446,19 @@ class KodeApp(App[None]):
         if prompt is not None:
             prompt.busy = True
         try:
-            await opened.run(text)
+            with self._notifier().turn(opened.bus) as turn:
+                turn.failed = (await opened.run(text)).stop_reason == "error"
         finally:
             if prompt is not None:
                 prompt.busy = False
             self._update_header()
+
+    def _notifier(self) -> Notifier:
+        def write(sequence: str) -> None:
+            if not self.is_headless and self._driver is not None:
+                self._driver.write(sequence)  # as Textual writes its own (the bell, OSC 52)
+
+        return Notifier(self.config.notifications, write, lambda: self.app_focus)
 
     def on_worker_state_changed(self, event: Worker.StateChanged) -> None:
         if event.worker is self._turn and event.state in (
