@@ -16,6 +16,7 @@ import pytest
 from kode_tui.config import Config
 from kode_tui.session import Session
 from kode_tui.soul.agent import Agent, open_agent
+from kode_tui.soul.stream import INTERRUPTED_NOTE
 from kode_tui.wire import events as ev
 from kode_tui.wire.events import read_wire
 
@@ -159,7 +160,9 @@ async def test_a_401_fails_at_once_and_leaves_the_context_intact(
     ]
 
 
-async def test_cancel_mid_stream_keeps_whole_steps_only(project: Path, server: LLMServer) -> None:
+async def test_cancel_mid_stream_keeps_what_was_shown_marked(
+    project: Path, server: LLMServer
+) -> None:
     held = server.reply_hang("Thinking hard about it")
     server.reply_text("Fresh start.")
     agent, _ = await start(project, server)
@@ -172,7 +175,9 @@ async def test_cancel_mid_stream_keeps_whole_steps_only(project: Path, server: L
         await task
     held.release()
 
-    assert "assistant" not in [r["role"] for r in records(agent.session.context_file)]
+    [kept] = [r["content"] for r in records(agent.session.context_file) if r["role"] == "assistant"]
+    shown, note = kept.split("\n\n")
+    assert shown and "Thinking hard about it".startswith(shown) and note == INTERRUPTED_NOTE
     assert (await agent.soul.run("again")).stop_reason == "done"
     await agent.close()
 

@@ -10,6 +10,7 @@ import pytest
 
 from kode_tui.session import Context
 from kode_tui.soul.soul import LoopSettings
+from kode_tui.soul.stream import INTERRUPTED_NOTE
 from kode_tui.tools.toolset import REJECTED
 from kode_tui.wire import events as ev
 from kode_tui.wire.events import RejectWithFeedback
@@ -267,7 +268,9 @@ async def test_retries_give_up_after_max_retries_per_step(tmp_path: Path) -> Non
     assert len(rig.of(ev.StepRetry)) == 2 and rig.provider.remaining == 0
 
 
-async def test_cancel_while_streaming_writes_no_partial_step(tmp_path: Path) -> None:
+async def test_cancel_while_streaming_keeps_the_text_shown_marked_as_interrupted(
+    tmp_path: Path,
+) -> None:
     rig = await make_rig(tmp_path, [{"text": "Thinking about it", "hang": True}, {"text": "Hi."}])
     task = asyncio.create_task(rig.soul.run("hi"))
     while not rig.of(ev.ContentPart):
@@ -278,19 +281,21 @@ async def test_cancel_while_streaming_writes_no_partial_step(tmp_path: Path) -> 
         await task
     await rig.settle()
 
-    assert "assistant" not in roles(rig.lines())
+    # What the user saw stays, marked, so the model knows what it already said.
+    kept = rig.context.history[-1]
+    assert (kept.role, kept.text) == ("assistant", f"Thinking about it\n\n{INTERRUPTED_NOTE}")
     assert rig.of(ev.StepInterrupted) and isinstance(rig.events[-1], ev.TurnEnd)
     assert (await rig.soul.run("hi again")).stop_reason == "done"
-    assert roles(rig.lines()).count("assistant") == 1
-    # A fresh reader sees a context with whole steps only.
+    assert roles(rig.lines()).count("assistant") == 2
+    # A fresh reader sees the same context.
     await rig.context.close()
     reread = Context(rig.context.path)
     await reread.restore()
-    assert [m.role for m in reread.history] == ["user", "user", "assistant"]
+    assert [m.role for m in reread.history] == ["user", "assistant", "user", "assistant"]
     await reread.close()
 
 
-async def test_cancel_during_a_tool_call_writes_no_partial_step(tmp_path: Path) -> None:
+async def test_cancel_during_a_tool_call_keeps_only_the_text_and_no_call(tmp_path: Path) -> None:
     sleep = Sleep()
     rig = await make_rig(
         tmp_path,
@@ -304,7 +309,10 @@ async def test_cancel_during_a_tool_call_writes_no_partial_step(tmp_path: Path) 
     with pytest.raises(asyncio.CancelledError):
         await task
 
-    assert not {"assistant", "tool"} & set(roles(rig.lines()))
+    # The call never finished: it is not kept (a call needs its result), its text is.
+    assert "tool" not in roles(rig.lines())
+    kept = rig.context.history[-1]
+    assert (kept.text, kept.tool_calls) == (f"Sleeping.\n\n{INTERRUPTED_NOTE}", None)
     assert (await rig.soul.run("wake up")).stop_reason == "done"
 
 

@@ -165,6 +165,8 @@ class KodeSoul:
         self.project = project
         self.reminders = reminders
         self._turn_text = ""
+        self._partial: Streamed | None = None
+        """The answer of the running step, until the context has it."""
         self._notices: list[str] = damaged_notice(context)
         self._denwa_renji = denwa_renji
         self._system_prompt = system_prompt
@@ -307,6 +309,7 @@ class KodeSoul:
                 continue
             except asyncio.CancelledError:
                 self.bus.send(ev.StepInterrupted(reason="interrupted by the user"))
+                await self._keep_interrupted()
                 raise
             except LLMError as error:
                 model = self.provider.model_name
@@ -385,6 +388,7 @@ class KodeSoul:
                 )
             )
         await asyncio.shield(self._grow_context(message, streamed.usage, results))
+        self._partial = None
         self.bus.send(self.status(streamed.usage))
         dmail = self._denwa_renji.fetch() if self._denwa_renji is not None else None
         if any_rejected:
@@ -395,6 +399,14 @@ class KodeSoul:
                 dmail.checkpoint_id, [Message(role="user", content=[system(text)])]
             )
         return None if message.tool_calls else "done"
+
+    async def _keep_interrupted(self) -> None:
+        """Keep what the user saw of the answer they interrupted, marked so (as Claude Code
+        does): the model then knows what it already said."""
+        partial, self._partial = self._partial, None
+        message = partial.interrupted_message() if partial is not None else None
+        if message is not None:
+            await asyncio.shield(self.context.append_records([message]))
 
     async def _call_llm(self, step: int) -> Streamed:
         """Stream one response, sending it on the wire, retried as DESIGN.md §7 says."""
@@ -453,7 +465,7 @@ class KodeSoul:
         history: Sequence[Message],
         tools: Sequence[ToolSchema],
     ) -> Streamed:
-        streamed = Streamed()
+        streamed = self._partial = Streamed()
         system_prompt, history = masked(system_prompt, history)
         async for received in self.provider.stream(system_prompt, history, tools):
             item = encodable_item(received)

@@ -20,6 +20,9 @@ from kode_tui.pathnames import scrub_text
 from kode_tui.soul.llm import StreamItem, ToolCallDelta, ToolCallStart
 from kode_tui.wire.events import TokenUsage
 
+INTERRUPTED_NOTE = "[interrupted by the user]"
+"""Ends an answer the user interrupted, in the context: the model reads that it was cut."""
+
 
 @dataclass(slots=True)
 class Streamed:
@@ -72,6 +75,14 @@ class Streamed:
             or (p.text if isinstance(p, TextPart) else p.think)
             for p in self.parts
         )
+
+    def interrupted_message(self) -> Message | None:
+        """What the user saw of an answer they interrupted, as the assistant's message that
+        says so (its tool calls never ran, so they are left out); None when it had no text."""
+        text = "".join(p.text for p in self.parts if isinstance(p, TextPart)).rstrip()
+        if not text:
+            return None
+        return Message(role="assistant", content=f"{text}\n\n{INTERRUPTED_NOTE}")
 
     def message(self) -> Message:
         parts = [p for p in self.parts if not isinstance(p, TextPart) or p.text]
