@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from kode_tui.config import load_config
-from kode_tui.message import Message
+from kode_tui.message import Message, is_checkpoint_note
 from kode_tui.session import Context, Session, SessionLocked
 from kode_tui.soul.llm.demo import NOTES_FILE, DemoProvider
 from kode_tui.soul.llm.scripted import ScriptedProvider
@@ -127,8 +127,16 @@ async def test_a_failing_model_shows_one_clear_message_and_the_app_goes_on(
         await send(pilot, "hi")
         await wait_for(pilot, lambda: "invalid api key" in screen_text(app))
         await wait_for(pilot, lambda: not turn_running(app))
-        await send(pilot, "again")
+        # The model never answered: the message is back in the prompt, Enter sends it again.
+        prompt = app.screen.query_one(PromptInput)
+        assert prompt.text == "hi"
+        prompt.focus()
+        await pilot.press("enter")
         await wait_for(pilot, lambda: "Back again." in screen_text(app))
+        await wait_for(pilot, lambda: not turn_running(app))
+    # Sent twice, kept once: the second turn went on from the first one's message.
+    said = [r["content"] for r in records(app.session) if r["role"] == "user"]
+    assert [text for text in said if not is_checkpoint_note(text)] == ["hi"]
 
 
 async def test_mode_cycles_with_ctrl_t_and_slash_mode(project: Path) -> None:

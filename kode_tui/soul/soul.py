@@ -32,6 +32,7 @@ from kode_tui.message import (
     ThinkPart,
     UsageRecord,
     checkpoint_note,
+    is_checkpoint_note,
     paired,
     system,
 )
@@ -165,8 +166,7 @@ class KodeSoul:
         self.project = project
         self.reminders = reminders
         self._turn_text = ""
-        self._partial: Streamed | None = None
-        """The answer of the running step, until the context has it."""
+        self._partial: Streamed | None = None  # the running step's answer, until it is kept
         self._notices: list[str] = damaged_notice(context)
         self._denwa_renji = denwa_renji
         self._system_prompt = system_prompt
@@ -260,8 +260,9 @@ class KodeSoul:
             try:
                 if self.context.system_prompt is None and self._system_prompt:
                     await self.context.write_system_prompt(self._system_prompt)
-                await self._checkpoint()
-                await self.context.append_message(Message(role="user", content=user_input))
+                if not self._unanswered(user_input):  # else: sent again after it failed
+                    await self._checkpoint()
+                    await self.context.append_message(Message(role="user", content=user_input))
             except OSError as error:
                 return self._storage_failed(0, error)
             self.bus.send(self.status())
@@ -272,6 +273,13 @@ class KodeSoul:
             finally:
                 self.bus.send(ev.TurnEnd())
         return result
+
+    def _unanswered(self, user_input: str | list[ContentPart]) -> bool:
+        """Whether the context ends with this message unanswered (its turn failed early)."""
+        for message in reversed(self.context.history):  # the tail only: history is lazy
+            if message.role != "user" or not is_checkpoint_note(message.text):
+                return message.role == "user" and message.content == user_input
+        return False
 
     async def _sync(self) -> None:
         try:
@@ -401,8 +409,7 @@ class KodeSoul:
         return None if message.tool_calls else "done"
 
     async def _keep_interrupted(self) -> None:
-        """Keep what the user saw of the answer they interrupted, marked so (as Claude Code
-        does): the model then knows what it already said."""
+        """Keep what the user saw of an answer they interrupted, marked (as Claude Code does)."""
         partial, self._partial = self._partial, None
         message = partial.interrupted_message() if partial is not None else None
         if message is not None:

@@ -447,7 +447,11 @@ class KodeApp(App[None]):
             prompt.busy = True
         try:
             with self._notifier().turn(opened.bus) as turn:
-                turn.failed = (await opened.run(text)).stop_reason == "error"
+                result = await opened.run(text)
+                turn.failed = result.stop_reason == "error"
+            if turn.failed and result.steps <= 1 and prompt is not None and not prompt.text:
+                prompt.text = text  # the model never answered it: ready to send again
+                self.notify("Your message is back in the prompt: fix that, then Enter.")
         finally:
             if prompt is not None:
                 prompt.busy = False
