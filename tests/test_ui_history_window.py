@@ -186,7 +186,7 @@ async def test_a_new_answer_leaves_a_view_at_the_first_message_there_and_end_sho
         await press(p, "home")
         shown = in_view(conversation)
         assert shown[0] == "user: question 0"
-        assert not conversation.border_subtitle
+        assert NEW_OUTPUT_HINT not in str(conversation.border_subtitle)
 
         conversation = await settle(p, posted, bus, *answered("The new answer."))
         await p.app.workers.wait_for_complete()
@@ -194,7 +194,7 @@ async def test_a_new_answer_leaves_a_view_at_the_first_message_there_and_end_sho
         assert conversation.scroll_y == 0
         assert in_view(conversation) == shown
         assert len(conversation.blocks) <= BOUND
-        assert conversation.border_subtitle == NEW_OUTPUT_HINT
+        assert NEW_OUTPUT_HINT in str(conversation.border_subtitle)
 
         await press(p, "end")
         assert in_view(conversation)[-3:] == [
@@ -204,7 +204,7 @@ async def test_a_new_answer_leaves_a_view_at_the_first_message_there_and_end_sho
         ]
         assert conversation.pending_below == 0
         assert conversation.scroll_y == conversation.max_scroll_y
-        assert not conversation.border_subtitle
+        assert NEW_OUTPUT_HINT not in str(conversation.border_subtitle)
 
         # At the end, new output is followed.
         conversation = await settle(p, posted, bus, *new_turn("And another."))
@@ -230,7 +230,7 @@ async def test_a_streamed_answer_does_not_move_a_view_scrolled_up_and_is_there_b
         assert conversation.scroll_y == y
         assert in_view(conversation) == shown
         assert len(conversation.blocks) <= BOUND
-        assert conversation.border_subtitle == NEW_OUTPUT_HINT
+        assert NEW_OUTPUT_HINT in str(conversation.border_subtitle)
 
         # Scrolling down comes to it.
         for _ in range(100):
@@ -241,7 +241,7 @@ async def test_a_streamed_answer_does_not_move_a_view_scrolled_up_and_is_there_b
             await press(p, "pagedown")
         assert describe(conversation)[-2:] == ["user: one more", f"assistant: {answer}"]
         assert in_view(conversation)[-1] == f"assistant: {answer}"
-        assert not conversation.border_subtitle
+        assert NEW_OUTPUT_HINT not in str(conversation.border_subtitle)
 
 
 async def test_sending_while_scrolled_up_brings_the_message_and_the_answer_into_view() -> None:
@@ -257,7 +257,7 @@ async def test_sending_while_scrolled_up_brings_the_message_and_the_answer_into_
 
         assert in_view(conversation)[-2:] == ["user: one more", "assistant: Here it is."]
         assert conversation.scroll_y == conversation.max_scroll_y
-        assert not conversation.border_subtitle
+        assert NEW_OUTPUT_HINT not in str(conversation.border_subtitle)
 
 
 async def test_paging_up_from_the_end_reaches_the_first_message_with_few_blocks_mounted() -> None:

@@ -6,6 +6,7 @@ under the system temp dir rather than in pytest's numbered ones.
 
 from __future__ import annotations
 
+import fcntl
 import os
 import shutil
 import tempfile
@@ -32,15 +33,19 @@ ROOT = Path(tempfile.gettempdir()) / "kode-tui-snapshots"
 
 @pytest.fixture
 def place(monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
-    shutil.rmtree(ROOT, ignore_errors=True)
-    project = ROOT / "project"
-    project.mkdir(parents=True)
-    (project / "README.md").write_text("# Greeter\n\nSays hello.\n")
-    (project / "hello.py").write_text("print('hello')\n")
-    monkeypatch.setenv("KODE_TUI_HOME", str(ROOT / "home"))
-    monkeypatch.setenv("HOME", str(ROOT / "user-home"))
-    yield project
-    shutil.rmtree(ROOT, ignore_errors=True)
+    # The folder's path is on screen, so it is the same for every test: one test at a time
+    # may use it, across pytest-xdist's workers and any other run on this machine.
+    with (ROOT.parent / "kode-tui-snapshots.lock").open("w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        shutil.rmtree(ROOT, ignore_errors=True)
+        project = ROOT / "project"
+        project.mkdir(parents=True)
+        (project / "README.md").write_text("# Greeter\n\nSays hello.\n")
+        (project / "hello.py").write_text("print('hello')\n")
+        monkeypatch.setenv("KODE_TUI_HOME", str(ROOT / "home"))
+        monkeypatch.setenv("HOME", str(ROOT / "user-home"))
+        yield project
+        shutil.rmtree(ROOT, ignore_errors=True)
 
 
 SIZE = (120, 36)
@@ -77,7 +82,11 @@ def test_a_finished_tool_using_turn(place: Path, snap_compare: Any) -> None:
     assert snap_compare(app, run_before=run_before, terminal_size=SIZE)
 
 
-def test_a_pending_approval_with_its_diff(place: Path, snap_compare: Any) -> None:
+def test_a_pending_approval_with_its_diff(
+    place: Path, snap_compare: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The sign of life counts seconds: the clock stands still for the picture.
+    monkeypatch.setattr("kode_tui.ui.widgets.activity._now", lambda: 1000.0)
     app = make_app(place, DemoProvider(delay=0))
 
     async def run_before(pilot: Pilot[Any]) -> None:

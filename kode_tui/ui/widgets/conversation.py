@@ -37,6 +37,7 @@ from kode_tui.message import FunctionBody, Message, TextPart, ThinkPart
 from kode_tui.safetext import visible_model
 from kode_tui.soul.facade import PastResults, WireBus
 from kode_tui.ui.pacing import FramePacer
+from kode_tui.ui.widgets.activity import Activity
 from kode_tui.ui.widgets.block_window import INITIAL_BLOCKS, MAX_BLOCKS, BlockWindow
 from kode_tui.ui.widgets.blocks import (
     AssistantBlock,
@@ -151,6 +152,10 @@ again.
         self._pending_text: list[str] = []
         self._pending_think: list[str] = []
         self._frame: Timer | None = None
+        self._activity = Activity()
+        self._ticker: Timer | None = None
+        self._unseen = False
+        """Output arrived that the view, scrolled away, does not show."""
         self._pacer = FramePacer(fastest=FRAME_INTERVAL, slowest=FRAME_SLOWEST, budget=DRAW_BUDGET)
         self._streamed: list[Widget] = []
         self._streamed_away: list[BlockFactory] = []
@@ -180,6 +185,7 @@ again.
             ev.SystemReminders: self._system_reminders,
             ev.Warning: self._warning,
             ev.Error: self._error,
+            ev.StatusUpdate: self._status_update,
         }
 
     # -- lifecycle
@@ -241,13 +247,30 @@ again.
     def _note_output(self) -> None:
         """New output the view, scrolled away from the end, does not show: say so on the
         pane's edge until the view follows the end again."""
-        if not self._following():
-            self.border_subtitle = NEW_OUTPUT_HINT
+        if not self._unseen and not self._following():
+            self._unseen = True
+            self._show_edge()
 
     def _scrolled(self, old: float, new: float) -> None:
         super()._scrolled(old, new)
-        if self.border_subtitle and self._following():
-            self.border_subtitle = ""
+        if self._unseen and self._following():
+            self._unseen = False
+            self._show_edge()
+
+    def _show_edge(self) -> None:
+        """The pane's bottom edge: the sign of life of a running turn (redrawn every second
+        while one runs), and the new-output hint."""
+        running = self._activity.running
+        if running and self._ticker is None:
+            self._ticker = self.set_interval(1.0, self._show_edge)
+        elif not running and self._ticker is not None:
+            self._ticker.stop()
+            self._ticker = None
+        parts = (self._activity.text(), NEW_OUTPUT_HINT if self._unseen else "")
+        self.border_subtitle = " · ".join(part for part in parts if part)
+
+    async def _status_update(self, event: ev.StatusUpdate) -> None:
+        """Only the sign of life reads it (the tokens sent)."""
 
     def _busy(self) -> set[object]:
         # What may still change stays; finished parts of a long answer may go.
@@ -270,6 +293,9 @@ again.
 
     async def on_wire_message(self, message: WireMessage) -> None:
         handler = self._handlers.get(type(message.event))
+        self._activity.see(message.event)
+        if not isinstance(message.event, ev.ContentPart | ev.StatusUpdate):
+            self._show_edge()
         if handler is not None and self.is_attached:
             if not isinstance(message.event, ev.ContentPart):
                 # Whatever comes next (a block, the end of the step, an interruption) comes
