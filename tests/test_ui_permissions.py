@@ -209,6 +209,11 @@ def test_permissions_changed_is_not_written_to_wire_jsonl() -> None:
 
 def test_the_grant_time_reads_as_a_clock_and_an_age() -> None:
     now = time.mktime((2026, 11, 24, 15, 0, 0, 0, 0, -1))
+
+    def clock(seconds_ago: float) -> str:
+        return time.strftime("%Y-%m-%d %H:%M", time.localtime(now - seconds_ago))
+
     assert granted_text(now - 180, now) == "granted 14:57 (3m ago)"
-    assert granted_text(now - 3 * 86_400, now) == "granted 2026-11-21 15:00 (3d ago)"
+    assert granted_text(now - 3 * 86_400, now) == f"granted {clock(3 * 86_400)} (3d ago)"
+    assert granted_text(now - 30 * 86_400, now) == f"granted {clock(30 * 86_400)}"
     assert granted_text(None, now) == "time not recorded"

@@ -24,13 +24,16 @@ KEYS = "↑↓ choose · d or Delete revoke · Esc close"
 
 
 def granted_text(granted_at: float | None, now: float | None = None) -> str:
-    """When a grant was made: `granted 14:05 (3m ago)`, with the date when not today."""
+    """When a grant was made: `granted 14:05 (3m ago)`, with the date when not today, and
+    without the age from a week on (`granted 2026-11-01 09:30`)."""
     if granted_at is None:
         return "time not recorded"
     now = time.time() if now is None else now
     same_day = time.localtime(granted_at)[:3] == time.localtime(now)[:3]
     clock = time.strftime("%H:%M" if same_day else "%Y-%m-%d %H:%M", time.localtime(granted_at))
-    return f"granted {clock} ({format_age(granted_at, now)})"
+    age = format_age(granted_at, now)
+    # From a week on the age is the date, which the clock shows already.
+    return f"granted {clock}" if age in clock else f"granted {clock} ({age})"
 
 
 class PermissionsScreen(ModalScreen[None]):
@@ -87,7 +90,7 @@ class PermissionsScreen(ModalScreen[None]):
             Content.assemble(
                 (visible(row.label, multiline=False).ljust(width), "bold"),
                 "  ",
-                (granted_text(row.granted_at), "$text-muted"),
+                (granted_text(row.granted_at), "dim"),
             )
             for row in self._rows
         )
