@@ -10,7 +10,13 @@ from pathlib import Path
 import pytest
 from pydantic import ValidationError
 
-from kode_tui.session.state import SessionState, TodoItem, load_state, save_state
+from kode_tui.session.state import (
+    ApprovalGrant,
+    SessionState,
+    TodoItem,
+    load_state,
+    save_state,
+)
 from tests.conftest import KIMI_FIXTURE
 
 # state.json of a real session folder written by Kimi CLI 1.52.
@@ -132,3 +138,27 @@ def test_an_invalid_approval_mode_cannot_be_set() -> None:
 
     with pytest.raises(ValidationError):
         state.approval_mode = "always"  # type: ignore[assignment]
+
+
+def test_approvals_saved_without_grants_load_and_grants_round_trip(tmp_path: Path) -> None:
+    path = tmp_path / "state.json"
+    path.write_text(json.dumps({"session_approvals": ["edit", "shell:git status"]}))
+    state = load_state(path)
+    assert state.session_approvals == ["edit", "shell:git status"]
+    assert state.session_approval_grants == {}
+
+    state.session_approval_grants["edit"] = ApprovalGrant(
+        label="all edits in the work dir", granted_at=1_790_000_000.5
+    )
+    save_state(state, path)
+    saved = json.loads(path.read_text())
+    # The list stays plain strings, as an older kode-tui reads it.
+    assert saved["session_approvals"] == ["edit", "shell:git status"]
+    assert load_state(path) == state
+
+
+def test_a_bad_grants_value_falls_back_alone(tmp_path: Path) -> None:
+    path = tmp_path / "state.json"
+    path.write_text(json.dumps({"session_approvals": ["edit"], "session_approval_grants": [1]}))
+    state = load_state(path)
+    assert state.session_approvals == ["edit"] and state.session_approval_grants == {}

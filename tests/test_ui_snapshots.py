@@ -19,11 +19,14 @@ import pytest
 from textual.pilot import Pilot
 
 from kode_tui.session import Session
+from kode_tui.session.state import ApprovalGrant
 from kode_tui.soul.llm.demo import DemoProvider
 from kode_tui.soul.llm.scripted import ScriptedProvider
+from kode_tui.ui.screens.permissions import PermissionsScreen
 from kode_tui.ui.screens.sessions import SessionPicker
 from kode_tui.ui.widgets.approval import ApprovalPanel
 from kode_tui.ui.widgets.history import HistoryPane
+from kode_tui.ui.widgets.mode_badge import ModeBadge
 from tests.conftest import KIMI_FIXTURE
 
 from .ui_helpers import make_app, ready, send, settled, turn_running, wait_for
@@ -77,6 +80,7 @@ def test_a_finished_tool_using_turn(place: Path, snap_compare: Any) -> None:
         await ready(pilot)
         await send(pilot, "What is this project?")
         await wait_for(pilot, lambda: not turn_running(app) and len(provider.requests) == 2)
+        await wait_for(pilot, lambda: "What is this project?" in app.sub_title)
         await settled(pilot)
 
     assert snap_compare(app, run_before=run_before, terminal_size=SIZE)
@@ -154,3 +158,58 @@ def test_the_history_pane_of_a_kimi_session(place: Path, snap_compare: Any) -> N
 def test_the_narrow_layout(place: Path, snap_compare: Any) -> None:
     app = make_app(place, DemoProvider(delay=0))
     assert snap_compare(app, run_before=ready, terminal_size=(80, 24))
+
+
+def session_with_approvals(place: Path) -> Session:
+    """A session in yolo with two scopes allowed: one granted with its time, in UTC, one saved
+    before grants were kept."""
+    import asyncio
+
+    async def create() -> Session:
+        session = await Session.create(place)
+        session.context_file.write_text('{"role":"user","content":"Tidy the README"}\n')
+        session.state.approval_mode = "yolo"
+        session.state.session_approvals = ["shell:git status", "edit"]
+        session.state.session_approval_grants = {
+            "edit": ApprovalGrant(label="all edits in the work dir", granted_at=1_767_225_600)
+        }
+        session.save_state()
+        return session
+
+    return asyncio.run(create())
+
+
+@pytest.fixture
+def utc(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    monkeypatch.setenv("TZ", "UTC")
+    time.tzset()
+    yield
+    monkeypatch.undo()
+    time.tzset()
+
+
+def test_the_mode_badge_with_session_approvals_at_80_columns(
+    place: Path, snap_compare: Any
+) -> None:
+    session = session_with_approvals(place)
+    app = make_app(place, ScriptedProvider([]), session=session)
+
+    async def run_before(pilot: Pilot[Any]) -> None:
+        await ready(pilot)
+        await wait_for(pilot, lambda: app.screen.query_one(ModeBadge).display)
+        await settled(pilot)
+
+    assert snap_compare(app, run_before=run_before, terminal_size=(80, 24))
+
+
+def test_the_permissions_dialog(place: Path, utc: None, snap_compare: Any) -> None:
+    session = session_with_approvals(place)
+    app = make_app(place, ScriptedProvider([]), session=session)
+
+    async def run_before(pilot: Pilot[Any]) -> None:
+        await ready(pilot)
+        await send(pilot, "/permissions")
+        await wait_for(pilot, lambda: isinstance(app.screen, PermissionsScreen))
+        await pilot.pause()
+
+    assert snap_compare(app, run_before=run_before, terminal_size=(80, 24))

@@ -98,6 +98,7 @@ SAMPLES: list[events.Event] = [
     events.ContextRestored(from_file="context_1.jsonl", rotated_file="context_3.jsonl"),
     events.ContextCleared(rotated_file="context_4.jsonl"),
     events.ContextReloaded(),
+    events.PermissionsChanged(mode="yolo", session_approvals=2),
     events.SystemReminders(
         reminders=[events.ReminderItem(kind="todo", text="Your todo list has changed.")]
     ),
@@ -114,6 +115,7 @@ def test_every_event_of_the_design_has_a_model_and_a_sample() -> None:
         "ContextRestored", "ContextCleared", "Warning", "Error",
         "SystemReminders",  # issue 4: reminders are shown, never stored in the context
         "ContextReloaded",  # issue 13: a read-only view read its writer's files again
+        "PermissionsChanged",  # issue 15: the mode badge follows the mode and the approvals
     }  # fmt: skip
     assert set(EVENT_TYPES) == designed
     assert {type(sample).__name__ for sample in SAMPLES} == designed

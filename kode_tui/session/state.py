@@ -33,6 +33,21 @@ class TodoItem(BaseModel):
     status: TodoStatus
 
 
+class ApprovalGrant(BaseModel):
+    """How a session approval was granted: the scope in the approval panel's words, and when.
+
+    Kept beside `session_approvals` (not in it), so the list stays plain strings: a file with
+    grants still loads in an older kode-tui, and an older file (no grants) here.
+    """
+
+    model_config = ConfigDict(extra="allow", defer_build=True)
+
+    label: str = ""
+    """E.g. `all edits in the work dir`; empty when the panel gave none."""
+    granted_at: float | None = None
+    """Unix time; None for a grant recorded without one."""
+
+
 class SessionState(BaseModel):
     """What a session remembers besides its context; unknown keys survive a load/save."""
 
@@ -43,6 +58,9 @@ class SessionState(BaseModel):
     approval_mode: ApprovalMode = "ask"
     session_approvals: list[str] = Field(default_factory=list)
     """Scopes approved for the rest of the session, e.g. `edit`, `shell:git status`."""
+    session_approval_grants: dict[str, ApprovalGrant] = Field(default_factory=dict)
+    """How each of `session_approvals` was granted, by scope (those granted before this key
+    existed have none)."""
     todos: list[TodoItem] = Field(default_factory=list)
 
 

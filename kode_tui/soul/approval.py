@@ -6,24 +6,47 @@ dir through; `yolo` lets everything through. A call outside the work dir asks ev
 yolo, and "approve for session" does not cover it. A call whose permission says `always_ask` (a
 write that can make tools run code, see `kode_tui.tools.protected`) asks every time in every mode,
 yolo included, and is never remembered for the session.
+
+Each change of the mode or of the session scopes is sent as `PermissionsChanged`, so the views
+showing them (the prompt's badge) follow; a scope remembers how the panel named it and when it
+was granted, for `/permissions`, which can revoke it.
 """
 
 from __future__ import annotations
 
 import itertools
 import logging
+import time
 from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
 from typing import get_args
 
-from kode_tui.session.state import ApprovalMode, SessionState
+from kode_tui.session.state import ApprovalGrant, ApprovalMode, SessionState
 from kode_tui.tools.base import Permission
 from kode_tui.wire import WireBus
-from kode_tui.wire.events import ApprovalRequest, ApprovalResolved, ApprovalResponse
+from kode_tui.wire.events import (
+    ApprovalRequest,
+    ApprovalResolved,
+    ApprovalResponse,
+    PermissionsChanged,
+)
 
 log = logging.getLogger(__name__)
 
 MODES: tuple[ApprovalMode, ...] = get_args(ApprovalMode)
 _ids = itertools.count(1)
+
+
+@dataclass(frozen=True, slots=True)
+class SessionPermission:
+    """A scope approved for the rest of the session, as `/permissions` lists it."""
+
+    scope: str
+    """The key the policy matches, e.g. `edit`, `shell:git status`."""
+    label: str
+    """The scope in the approval panel's words (the key, for a grant recorded without them)."""
+    granted_at: float | None
+    """Unix time; None when it was recorded without one."""
 
 
 class Approval:
@@ -60,6 +83,33 @@ class Approval:
     @property
     def session_scopes(self) -> list[str]:
         return list(self._state.session_approvals)
+
+    def grants(self) -> list[SessionPermission]:
+        """The session scopes, in the order they were granted, with how and when."""
+        found = self._state.session_approval_grants
+        return [
+            SessionPermission(
+                scope,
+                found[scope].label if scope in found and found[scope].label else scope,
+                found[scope].granted_at if scope in found else None,
+            )
+            for scope in self._state.session_approvals
+        ]
+
+    async def revoke(self, scope: str) -> bool:
+        """Forget a session scope (saved at once): its calls ask again. Whether it was there."""
+        if scope not in self._state.session_approvals:
+            return False
+        self._state.session_approvals.remove(scope)
+        self._state.session_approval_grants.pop(scope, None)
+        await self._save()
+        return True
+
+    def announce(self) -> None:
+        """Send the mode and the number of session scopes as they are now."""
+        self._bus.send(
+            PermissionsChanged(mode=self.mode, session_approvals=len(self._state.session_approvals))
+        )
 
     def allows(self, permission: Permission) -> bool:
         """Whether the call may run without asking."""
@@ -100,9 +150,14 @@ class Approval:
         remember = response == "approve_for_session" and not permission.asks_every_time
         if remember and permission.scope not in self._state.session_approvals:
             self._state.session_approvals.append(permission.scope)
+            self._state.session_approval_grants[permission.scope] = ApprovalGrant(
+                label=permission.scope_label, granted_at=time.time()
+            )
             await self._save()
         return response
 
     async def _save(self) -> None:
+        """Save the state (mode and scopes), and tell the views of it."""
+        self.announce()
         if self._save_state is not None:
             await self._save_state()

@@ -9,7 +9,8 @@ do is here, once, so it behaves alike in each of them:
   writing (it follows the writer's new turns, checkpoints and rotations) or that cannot be
   written;
 - a turn (`run`, `interrupt`), approvals (`ev.ApprovalRequest.resolve`), `clear`, `compact`,
-  the model and approval mode, the title, the context report;
+  the model and approval mode, the session's approvals and their revoking, the title, the
+  context report;
 - time travel: the timeline and the rotated contexts with their lineage, plans and their
   application for a revert and for a restore (conversation only, or with the files), the diff
   between checkpoints and a rotated context's preview.
@@ -50,6 +51,7 @@ from kode_tui.session.timetravel import (
     lineage,
     read_snapshot,
 )
+from kode_tui.soul.approval import SessionPermission
 from kode_tui.soul.compaction import COMPACTION_OUTPUT_PREFIX
 from kode_tui.soul.llm import ChatProvider, LLMError
 from kode_tui.soul.llm.demo import DemoProvider
@@ -101,6 +103,7 @@ __all__ = [
     "Session",
     "SessionCatalog",
     "SessionLocked",
+    "SessionPermission",
     "SessionRow",
     "Subscription",
     "TimelineState",
@@ -314,6 +317,7 @@ class AgentSession:
         # The views are subscribed by now: what the user should know of the opened session
         # (damaged lines skipped) shows at once, not with the first answer.
         self._agent.soul.send_notices()
+        self._agent.soul.approval.announce()
 
     async def close(self) -> None:
         """Stop the turn, make everything durable, let go of the session (once)."""
@@ -547,6 +551,14 @@ class AgentSession:
 
     async def cycle_mode(self) -> ApprovalMode:
         return await self._soul().approval.cycle_mode()
+
+    def permissions(self) -> list[SessionPermission]:
+        """What is approved for the rest of the session, oldest first (none without agent)."""
+        return self._agent.soul.approval.grants() if self._agent is not None else []
+
+    async def revoke_permission(self, scope: str) -> bool:
+        """Forget a session approval, saved at once; whether it was there."""
+        return await self._soul().approval.revoke(scope)
 
     async def set_title(self, title: str) -> None:
         self.session.state.custom_title = title

@@ -125,6 +125,18 @@ async def _mode(app: KodeApp, argument: str) -> None:
     app.notify(f"Approval mode: {mode}", timeout=3)
 
 
+@command("/permissions", "", "List what is allowed for this session, and revoke it")
+async def _permissions(app: KodeApp, argument: str) -> None:
+    from kode_tui.ui.screens.permissions import PermissionsScreen
+
+    opened = app.agent_session
+    if opened is None or not opened.started:
+        message = "This session is read-only." if app.read_only else "No agent is running."
+        app.notify(message, severity="warning")
+        return
+    await app.push_screen(PermissionsScreen(opened))
+
+
 @command("/theme", "[name]", "Pick a theme (live preview), or set one by name")
 async def _theme(app: KodeApp, argument: str) -> None:
     if not argument:

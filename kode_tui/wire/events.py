@@ -24,7 +24,7 @@ import logging
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Annotated, Any, Literal, Self
+from typing import Annotated, Any, ClassVar, Literal, Self
 
 from pydantic import (
     BaseModel,
@@ -38,6 +38,7 @@ from pydantic import (
     model_validator,
 )
 
+from kode_tui.config import ApprovalMode
 from kode_tui.message import ContentPart as Part
 from kode_tui.message import FunctionBody, type_tag
 
@@ -49,6 +50,9 @@ class Event(BaseModel):
 
     # Subscribers share one instance of each event, so none of them may change it for the others.
     model_config = ConfigDict(frozen=True, defer_build=True)
+
+    recorded: ClassVar[bool] = True
+    """Whether wire.jsonl keeps it; False for what state.json holds already."""
 
     def payload(self) -> dict[str, Any]:
         """The JSON object stored as this event's record payload."""
@@ -264,6 +268,19 @@ class ApprovalResolved(Event):
     response: ApprovalResponse
 
 
+class PermissionsChanged(Event):
+    """The approval mode or the session's approvals changed, or the agent came up with them.
+
+    Not recorded: state.json keeps both, and an opened session must stay empty until it is used.
+    """
+
+    recorded: ClassVar[bool] = False
+
+    mode: ApprovalMode
+    session_approvals: int
+    """How many scopes are approved for the rest of the session."""
+
+
 # --- context -------------------------------------------------------------------------------------
 
 
@@ -363,6 +380,7 @@ EVENT_TYPES: Mapping[str, type[Event]] = {
         ToolResult,
         ApprovalRequest,
         ApprovalResolved,
+        PermissionsChanged,
         CheckpointCreated,
         StatusUpdate,
         CompactionBegin,

@@ -117,6 +117,8 @@ class WireRecorder:
         await self.close()
 
     async def _record(self, event: Event) -> None:
+        if not event.recorded:
+            return
         now = time.time()
         delta = _delta(event)
         if delta is not None and self._run is not None and self._run.key == delta.key:

@@ -1,4 +1,5 @@
-"""The main screen: the conversation, the context panes beside it, approvals and the prompt.
+"""The main screen: the conversation, the context panes beside it, approvals and the prompt,
+with the approval mode's badge on the prompt's lower border.
 
 Below 100 columns the side panes move behind a tab bar (`Conversation | Context`), so the
 conversation keeps the whole width.
@@ -88,6 +89,7 @@ class MainScreen(Screen[None]):
         from kode_tui.ui.widgets.conversation import Conversation
         from kode_tui.ui.widgets.gauge import TokenGauge
         from kode_tui.ui.widgets.history import HistoryPane
+        from kode_tui.ui.widgets.mode_badge import ModeBadge
         from kode_tui.ui.widgets.timeline import CheckpointDetails, CheckpointTimeline
 
         bus = opened.bus
@@ -106,6 +108,7 @@ class MainScreen(Screen[None]):
         )
         prompt = self.query_one(PromptInput)
         await self.mount(ApprovalPanel(bus, id="approval"), before=prompt)
+        await self.mount(ModeBadge(bus, id="mode-badge"), after=prompt)
         if opened.read_only is not None:
             why = (
                 "another kode-tui is writing this session"
