@@ -13,11 +13,14 @@ import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
-from kode_tui.config import NotificationsConfig
 from kode_tui.safetext import visible
-from kode_tui.soul.facade import WireBus
-from kode_tui.wire.events import ApprovalRequest
+
+if TYPE_CHECKING:  # the app imports this module before its first frame: no pydantic yet
+    from kode_tui.config import NotificationsConfig
+    from kode_tui.soul.facade import WireBus
+    from kode_tui.wire.events import ApprovalRequest
 
 __all__ = ["Notifier", "Turn", "sequence"]
 
@@ -53,6 +56,8 @@ class Notifier:
     def turn(self, bus: WireBus) -> Iterator[Turn]:
         """Watch one turn: each approval it asks for, and its end when it ran at least
         `turn_seconds`. A turn that raises (interrupted by the user) is not reported."""
+        from kode_tui.wire.events import ApprovalRequest
+
         start = self._clock()
         approvals = bus.subscribe(ApprovalRequest, callback=self._approval)
         turn = Turn()
