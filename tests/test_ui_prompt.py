@@ -11,12 +11,14 @@ from typing import ClassVar
 
 import pytest
 from textual import events
+from textual._xterm_parser import XTermParser
 from textual.app import App
 from textual.binding import Binding, BindingType
 from textual.pilot import Pilot
 from textual.widgets import Static
 
 from kode_tui.ui.widgets import prompt as prompt_module
+from kode_tui.ui.widgets import prompt_habits
 from kode_tui.ui.widgets.prompt import (
     BUSY_HINT,
     PathIndex,
@@ -145,6 +147,127 @@ async def test_up_moves_the_cursor_before_it_walks_the_history(work_dir: Path) -
         assert prompt.cursor_location[0] == 0
         await pilot.press("up")
         assert prompt.text == "older"
+
+
+async def test_ctrl_r_finds_an_older_entry_and_enter_puts_it_in_the_prompt(
+    work_dir: Path,
+) -> None:
+    history = ["git status", "run the Tests please", "fix the lint", "add a test for x"]
+    app = PromptHost(work_dir, history=history)
+    async with app.run_test() as pilot:
+        prompt = prompt_of(app)
+        await type_text(pilot, "draft")
+        await pilot.press("ctrl+r")
+        await type_text(pilot, "TEST")
+        assert prompt.searching and prompt.text == "add a test for x"
+        await pilot.press("ctrl+r")
+        assert prompt.text == "run the Tests please"
+        await pilot.press("ctrl+r")  # nothing older: the match stays, the title says so
+        assert prompt.text == "run the Tests please" and "no match" in str(prompt.border_title)
+        await pilot.press("enter")
+        await pilot.pause()
+        assert not prompt.searching and app.submitted == []
+        assert prompt.text == "run the Tests please"
+        await pilot.press("enter")
+        await pilot.pause()
+        assert app.submitted == ["run the Tests please"]
+
+
+async def test_escape_cancels_a_history_search_and_brings_the_draft_back(work_dir: Path) -> None:
+    app = PromptHost(work_dir, history=["deploy to prod"])
+    async with app.run_test() as pilot:
+        prompt = prompt_of(app)
+        await type_text(pilot, "draft")
+        await pilot.press("ctrl+r", "d", "e", "p")
+        assert prompt.text == "deploy to prod"
+        await pilot.press("escape")
+        await pilot.pause()
+        assert not prompt.searching and prompt.text == "draft"
+        assert app.interrupts == 0  # Esc ended the search, it did not reach the app
+        assert prompt.border_title is None
+
+
+async def test_alt_enter_and_a_trailing_backslash_add_a_newline_without_sending(
+    work_dir: Path,
+) -> None:
+    app = PromptHost(work_dir)
+    async with app.run_test() as pilot:
+        prompt = prompt_of(app)
+        await pilot.press("a", "alt+enter", "b", "backslash", "enter", "c")
+        await pilot.pause()
+        assert prompt.text == "a\nb\nc"
+        assert app.submitted == []
+        await pilot.press("enter")
+        await pilot.pause()
+        assert app.submitted == ["a\nb\nc"]
+
+
+def test_alt_enter_from_a_terminal_without_the_kitty_protocol_is_alt_enter() -> None:
+    # tmux and most terminals send ESC CR for Alt+Enter.
+    parser = XTermParser()
+    keys = [*parser.feed("\x1b\r"), *parser.feed("")]
+    assert [getattr(key, "key", None) for key in keys] == ["alt+enter"]
+
+
+def write_editor(tmp_path: Path, body: str) -> str:
+    """A small `$EDITOR`: a shell script running `body` with the file as `$1`."""
+    script = tmp_path / "editor.sh"
+    script.write_text(f"#!/bin/sh\n{body}\n")
+    script.chmod(0o700)
+    return str(script)
+
+
+@pytest.mark.skipif(os.name == "nt", reason="the editor is a POSIX shell script")
+async def test_ctrl_g_edits_the_prompt_in_the_editor(
+    work_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    seen = tmp_path / "seen.txt"
+    editor = write_editor(
+        tmp_path,
+        f'cp "$1" {seen}; ls -l "$1" >> {seen}; printf "rewritten\\nby the editor\\n" > "$1"',
+    )
+    monkeypatch.delenv("VISUAL", raising=False)
+    monkeypatch.setenv("EDITOR", editor)
+    app = PromptHost(work_dir)
+    async with app.run_test() as pilot:
+        prompt = prompt_of(app)
+        await type_text(pilot, "first draft")
+        await pilot.press("ctrl+g")
+        await pilot.pause()
+        assert prompt.text == "rewritten\nby the editor"
+        assert app.submitted == []
+    handed, listing = seen.read_text().split("\n", 1)[0], seen.read_text()
+    assert handed.startswith("first draft") and "-rw-------" in listing
+
+
+@pytest.mark.skipif(os.name == "nt", reason="the editor is a POSIX shell script")
+async def test_a_failing_editor_leaves_the_prompt_as_it_was_and_says_so(
+    work_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("VISUAL", write_editor(tmp_path, 'echo lost > "$1"; exit 3'))
+    app = PromptHost(work_dir)
+    async with app.run_test() as pilot:
+        prompt = prompt_of(app)
+        await type_text(pilot, "keep me")
+        await pilot.press("ctrl+g")
+        await pilot.pause()
+        assert prompt.text == "keep me"
+        notices = [n.message for n in app._notifications]
+        assert any("exit status 3" in n and "keeps its text" in n for n in notices)
+
+
+async def test_ctrl_g_without_an_editor_says_how_to_set_one(
+    work_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("VISUAL", raising=False)
+    monkeypatch.delenv("EDITOR", raising=False)
+    app = PromptHost(work_dir)
+    async with app.run_test() as pilot:
+        await type_text(pilot, "text")
+        await pilot.press("ctrl+g")
+        await pilot.pause()
+        assert prompt_of(app).text == "text"
+        assert [n.message for n in app._notifications] == [prompt_habits.NO_EDITOR]
 
 
 async def test_a_busy_prompt_still_sends_and_says_it_queues(work_dir: Path) -> None:

@@ -4,9 +4,7 @@
 from __future__ import annotations
 
 import json
-import os
 import stat
-import sys
 from pathlib import Path
 
 import pytest
@@ -120,7 +118,3 @@ def test_the_history_keeps_the_newest_entries_up_to_the_cap(
     assert len(path.read_text().splitlines()) == 3
     assert stat.S_IMODE(path.stat().st_mode) == 0o600
     assert prompt_history.load(path) == expected
-
-
-skip_windows = pytest.mark.skipif(sys.platform == "win32", reason="a POSIX shell script")
-_ = os

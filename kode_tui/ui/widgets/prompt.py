@@ -26,6 +26,7 @@ from textual.widgets.text_area import Edit, EditResult, Location
 from kode_tui import workfiles
 from kode_tui.pathnames import escape_name
 from kode_tui.safetext import has_hidden, visible
+from kode_tui.ui.widgets.prompt_habits import HistorySearch, edit_in_editor
 
 log = logging.getLogger(__name__)
 
@@ -168,8 +169,13 @@ class PromptInput(TextArea):
 
     HELP: ClassVar[str] = """\
 ### Prompt
-- **Enter** send (while a turn runs it is queued) · **Ctrl+J** / **Shift+Enter** new line
-- **↑ / ↓** on the first / last line walk the input history; your draft comes back at the end
+- **Enter** send (while a turn runs it is queued) · **Ctrl+J**, **Alt+Enter**, **Shift+Enter**
+  or `\\` then **Enter**: new line
+- **↑ / ↓** on the first / last line walk the input history (kept per work dir across
+  sessions); your draft comes back at the end
+- **Ctrl+R** searches the history: type to filter, **Ctrl+R** again for an older match,
+  **Enter** or **Tab** takes it, **Esc** cancels
+- **Ctrl+G** edits the prompt in `$VISUAL` / `$EDITOR`
 - **/** at the start completes commands · **@** completes files of the work dir
 - While the list is open: **↑ / ↓** choose, **Tab** or **Enter** take it, **Esc** closes it
 """
@@ -186,7 +192,28 @@ class PromptInput(TextArea):
         ),
         Binding("enter", "submit", "Send", id="prompt.submit", group=_PROMPT_GROUP),
         Binding(
-            "ctrl+j,shift+enter", "newline", "Newline", id="prompt.newline", group=_PROMPT_GROUP
+            "ctrl+j,shift+enter,alt+enter",
+            "newline",
+            "Newline",
+            id="prompt.newline",
+            group=_PROMPT_GROUP,
+        ),
+        # Not in the footer (it is full at 80 columns): F1 lists them.
+        Binding(
+            "ctrl+r",
+            "search_history",
+            "Search history",
+            id="prompt.search",
+            group=_PROMPT_GROUP,
+            show=False,
+        ),
+        Binding(
+            "ctrl+g",
+            "edit_in_editor",
+            "Edit in $EDITOR",
+            id="prompt.editor",
+            group=_PROMPT_GROUP,
+            show=False,
         ),
         Binding("tab", "accept_completion", "Complete", id="prompt.complete", group=_PROMPT_GROUP),
         Binding(
@@ -254,6 +281,8 @@ class PromptInput(TextArea):
         self._candidates: list[_Candidate] = []
         self._dismissed: _Completion | None = None
         """The token Esc closed the list for; it stays closed until the token changes."""
+        self._search: HistorySearch | None = None
+        """The Ctrl+R search under way, if any."""
 
     # Text comes in pasted, completed, restored from a revert or copied from a preview, and may
     # hold control characters: they go in as `visible()` shows them, never drawn raw. (The
@@ -336,6 +365,9 @@ class PromptInput(TextArea):
         # ahead of it are in the text. A burst such as "fix the test\r" (a terminal without
         # bracketed paste, tmux send-keys, expect) would send an empty or cut-off message.
         # (TextArea's own handler, which would insert a newline, is skipped.)
+        if self._search is not None:
+            self._search_key(event)
+            return
         if event.key == "enter":
             event.stop()
             event.prevent_default()
@@ -344,8 +376,20 @@ class PromptInput(TextArea):
             self._refresh_completions(reload=False)
             if self.completions_open:
                 self.action_complete_or_submit()
+            elif self._continues_line():
+                # `\` + Enter, as in a shell: the backslash becomes the line break.
+                row, column = self.cursor_location
+                result = self.replace("\n", (row, column - 1), (row, column))
+                self.move_cursor(result.end_location)
             else:
                 self.action_submit()
+
+    def _continues_line(self) -> bool:
+        """Whether the cursor, with nothing selected, follows a `\\` that ends its line."""
+        start, end = self.selection
+        row, column = end
+        line = self.document[row]
+        return start == end and column > 0 and line[:column].endswith("\\") and not line[column:]
 
     # --- actions ---------------------------------------------------------------------------------
 
@@ -430,6 +474,85 @@ class PromptInput(TextArea):
         # A recalled "/compact" must not pop the command list up and take over Up/Down.
         self._dismissed = self._find_completion()
         self._close_completions()
+
+    # --- history search (Ctrl+R) -----------------------------------------------------------------
+
+    @property
+    def searching(self) -> bool:
+        """Whether a Ctrl+R history search is under way."""
+        return self._search is not None
+
+    def action_search_history(self) -> None:
+        """Ctrl+R: start a search through the history, or go to the next older match."""
+        if self._search is None:
+            self._close_completions()
+            self._search = HistorySearch(self.text, self.cursor_location)
+            self._show_search()
+        else:
+            self._find_match(older=True)
+
+    def _search_key(self, event: events.Key) -> None:
+        """A key while searching: it edits the query, moves, takes or cancels the match."""
+        search = self._search
+        assert search is not None
+        key = event.key
+        handled = True
+        if key == "ctrl+r":
+            self._find_match(older=True)
+        elif key in ("enter", "tab"):
+            self._end_search(search)
+        elif key == "escape":
+            self._end_search(None)
+            self._show_history_text(search.draft)
+            self.move_cursor(search.cursor)
+        elif key == "backspace":
+            search.query = search.query[:-1]
+            self._find_match(older=False)
+        elif event.is_printable and event.character:
+            search.query += event.character
+            self._find_match(older=False)
+        else:
+            # Any other key (arrows, Ctrl+A...) takes the match and does what it does, as in a
+            # shell.
+            self._end_search(search)
+            handled = False
+        if handled:
+            event.stop()
+            event.prevent_default()
+
+    def _find_match(self, *, older: bool) -> None:
+        search = self._search
+        assert search is not None
+        found = search.find(self._history, older=older)
+        if found is not None:
+            self._show_history_text(found)
+        self._show_search()
+
+    def _show_search(self) -> None:
+        assert self._search is not None
+        self.border_title = self._search.title
+        self.add_class("-searching")
+
+    def _end_search(self, taken: HistorySearch | None) -> None:
+        """Leave the search; with the `taken` search, Up and Down walk on from its match."""
+        self._search = None
+        self._history_index = taken.index if taken is not None else None
+        if taken is not None and taken.index is not None:
+            self._draft = taken.draft
+        self.remove_class("-searching")
+        self.watch_read_only_reason(self.read_only_reason)  # puts the border title back
+
+    # --- the prompt in an editor (Ctrl+G) --------------------------------------------------------
+
+    def action_edit_in_editor(self) -> None:
+        """Ctrl+G: hand the prompt's text to $VISUAL or $EDITOR and take back what it saved."""
+        text, failure = edit_in_editor(self.app, self.text)
+        if text is None:
+            self.notify(failure or "The editor failed.", severity="warning")
+            return
+        result = self.replace(text, (0, 0), self.document.end, maintain_selection_offset=False)
+        self.move_cursor(result.end_location)
+        self.focus()
 
     # --- completion ------------------------------------------------------------------------------
 
