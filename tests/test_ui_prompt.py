@@ -202,6 +202,29 @@ async def test_alt_enter_and_a_trailing_backslash_add_a_newline_without_sending(
         assert app.submitted == ["a\nb\nc"]
 
 
+async def test_alt_enter_in_a_burst_breaks_the_line_where_it_was_pressed(work_dir: Path) -> None:
+    # tmux send-keys "one" M-Enter "two": the keys arrive together.
+    app = PromptHost(work_dir)
+    async with app.run_test() as pilot:
+        keys = [("o", "o"), ("n", "n"), ("e", "e"), ("alt+enter", None), ("t", "t"), ("w", "w")]
+        for key, character in keys:
+            app.post_message(events.Key(key, character))
+        await pilot.pause()
+        await pilot.pause()
+        assert prompt_of(app).text == "one\ntw"
+
+
+async def test_ctrl_r_in_a_burst_searches_for_what_follows_it(work_dir: Path) -> None:
+    app = PromptHost(work_dir, history=["one two", "three"])
+    async with app.run_test() as pilot:
+        for key in ["d", "ctrl+r", "t", "w"]:
+            app.post_message(events.Key(key, key if len(key) == 1 else None))
+        await pilot.pause()
+        await pilot.pause()
+        prompt = prompt_of(app)
+        assert prompt.searching and prompt.text == "one two"
+
+
 def test_alt_enter_from_a_terminal_without_the_kitty_protocol_is_alt_enter() -> None:
     # tmux and most terminals send ESC CR for Alt+Enter.
     parser = XTermParser()

@@ -39,6 +39,13 @@ VISIBLE_COMPLETIONS = 10
 """Rows shown at once; the rest scroll."""
 
 _PROMPT_GROUP = Binding.Group("Prompt")
+NEWLINE_KEYS = ("ctrl+j", "shift+enter", "alt+enter")
+IN_ORDER_KEYS = {
+    **dict.fromkeys(NEWLINE_KEYS, "newline"),
+    "ctrl+r": "search_history",
+    "ctrl+g": "edit_in_editor",
+}
+"""Keys the prompt acts on as they reach it (see `_on_key`); their bindings name them."""
 
 
 class PathIndex:
@@ -192,7 +199,7 @@ class PromptInput(TextArea):
         ),
         Binding("enter", "submit", "Send", id="prompt.submit", group=_PROMPT_GROUP),
         Binding(
-            "ctrl+j,shift+enter,alt+enter",
+            ",".join(NEWLINE_KEYS),
             "newline",
             "Newline",
             id="prompt.newline",
@@ -368,7 +375,14 @@ class PromptInput(TextArea):
         if self._search is not None:
             self._search_key(event)
             return
-        if event.key == "enter":
+        action = IN_ORDER_KEYS.get(event.key)
+        if action is not None:
+            # In order too: "one" Alt+Enter "two" in a burst must not become "\none two", nor
+            # "draft" Ctrl+R "two" search for "".
+            event.stop()
+            event.prevent_default()
+            await self.run_action(action)
+        elif event.key == "enter":
             event.stop()
             event.prevent_default()
             # The list may still show the text before the last keys (their Changed messages

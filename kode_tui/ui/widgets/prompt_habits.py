@@ -74,7 +74,8 @@ def edit_in_editor(app: App[Any], text: str) -> tuple[str | None, str | None]:
     path = Path(name)
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as file:
-            file.write(text)
+            # A last line break, as editors write files; taken off again below.
+            file.write(text + "\n" if text and not text.endswith("\n") else text)
         failure = _run_editor(app, command, path)
         if failure is not None:
             return None, f"{failure}: the prompt keeps its text."
