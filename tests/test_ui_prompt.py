@@ -19,13 +19,8 @@ from textual.widgets import Static
 
 from kode_tui.ui.widgets import prompt as prompt_module
 from kode_tui.ui.widgets import prompt_habits
-from kode_tui.ui.widgets.prompt import (
-    BUSY_HINT,
-    PathIndex,
-    PromptInput,
-    match_commands,
-    match_paths,
-)
+from kode_tui.ui.widgets.completion import PathIndex, match_commands, match_paths
+from kode_tui.ui.widgets.prompt import BUSY_HINT, PromptInput
 from tests.ui_helpers import Host
 
 COMMANDS = [
