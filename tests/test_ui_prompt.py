@@ -288,6 +288,39 @@ async def test_ctrl_g_without_an_editor_says_how_to_set_one(
         assert [n.message for n in app._notifications] == [prompt_habits.NO_EDITOR]
 
 
+async def test_a_large_paste_shows_as_a_chip_and_is_sent_whole(work_dir: Path) -> None:
+    pasted = "".join(f"line {n}\n" for n in range(1, 31))
+    app = PromptHost(work_dir)
+    async with app.run_test() as pilot:
+        prompt = prompt_of(app)
+        await type_text(pilot, "see ")
+        app.post_message(events.Paste(pasted))
+        await pilot.pause()
+        await type_text(pilot, " and fix it")
+        assert prompt.text == "see [pasted 30 lines] and fix it"
+        await pilot.press("enter")
+        await pilot.pause()
+        assert app.submitted == [f"see {pasted} and fix it"]
+        await pilot.press("up")  # the history holds what was sent
+        assert prompt.text == f"see {pasted} and fix it"
+
+
+async def test_ctrl_o_expands_a_pasted_chip_and_a_small_paste_goes_in_as_it_is(
+    work_dir: Path,
+) -> None:
+    pasted = "\n".join(f"row {n}" for n in range(25))
+    app = PromptHost(work_dir)
+    async with app.run_test() as pilot:
+        prompt = prompt_of(app)
+        app.post_message(events.Paste("two\nlines"))
+        app.post_message(events.Paste(pasted))
+        app.post_message(events.Paste(pasted))
+        await pilot.pause()
+        assert prompt.text == "two\nlines[pasted 25 lines][pasted 25 lines #2]"
+        await pilot.press("ctrl+o")
+        assert prompt.text == f"two\nlines{pasted}{pasted}"
+
+
 async def test_a_busy_prompt_still_sends_and_says_it_queues(work_dir: Path) -> None:
     app = PromptHost(work_dir)
     async with app.run_test() as pilot:

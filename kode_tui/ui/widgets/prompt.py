@@ -22,7 +22,12 @@ from textual.widgets.text_area import Edit, EditResult, Location
 
 from kode_tui.safetext import has_hidden, visible
 from kode_tui.ui.widgets.completion import PathIndex, match_commands, match_paths
-from kode_tui.ui.widgets.prompt_habits import HistorySearch, edit_in_editor
+from kode_tui.ui.widgets.prompt_habits import (
+    PASTE_COLLAPSE_LINES,
+    HistorySearch,
+    PastedChips,
+    edit_in_editor,
+)
 
 log = logging.getLogger(__name__)
 
@@ -38,6 +43,7 @@ IN_ORDER_KEYS = {
     **dict.fromkeys(NEWLINE_KEYS, "newline"),
     "ctrl+r": "search_history",
     "ctrl+g": "edit_in_editor",
+    "ctrl+o": "expand_pastes",
 }
 """Keys the prompt acts on as they reach it (see `_on_key`); their bindings name them."""
 
@@ -98,7 +104,7 @@ class PromptInput(TextArea):
     runs (`busy`) the prompt stays usable and Enter still sends: the App queues the message.
     """
 
-    HELP: ClassVar[str] = """\
+    HELP: ClassVar[str] = f"""\
 ### Prompt
 - **Enter** send (while a turn runs it is queued) · **Ctrl+J**, **Alt+Enter**, **Shift+Enter**
   or `\\` then **Enter**: new line
@@ -107,6 +113,8 @@ class PromptInput(TextArea):
 - **Ctrl+R** searches the history: type to filter, **Ctrl+R** again for an older match,
   **Enter** or **Tab** takes it, **Esc** cancels
 - **Ctrl+G** edits the prompt in `$VISUAL` / `$EDITOR`
+- A paste of more than {PASTE_COLLAPSE_LINES} lines shows as `[pasted N lines]` and is sent
+  whole; **Ctrl+O** expands it in the prompt
 - **/** at the start completes commands · **@** completes files of the work dir
 - While the list is open: **↑ / ↓** choose, **Tab** or **Enter** take it, **Esc** closes it
 """
@@ -143,6 +151,14 @@ class PromptInput(TextArea):
             "edit_in_editor",
             "Edit in $EDITOR",
             id="prompt.editor",
+            group=_PROMPT_GROUP,
+            show=False,
+        ),
+        Binding(
+            "ctrl+o",
+            "expand_pastes",
+            "Expand pastes",
+            id="prompt.expand_pastes",
             group=_PROMPT_GROUP,
             show=False,
         ),
@@ -214,6 +230,7 @@ class PromptInput(TextArea):
         """The token Esc closed the list for; it stays closed until the token changes."""
         self._search: HistorySearch | None = None
         """The Ctrl+R search under way, if any."""
+        self._chips = PastedChips()
 
     # Text comes in pasted, completed, restored from a revert or copied from a preview, and may
     # hold control characters: they go in as `visible()` shows them, never drawn raw. (The
@@ -338,13 +355,14 @@ class PromptInput(TextArea):
 
     def action_submit(self) -> None:
         """Send the text, unless it is blank."""
-        text = self.text.strip()
+        text = self.full_text.strip()
         if not text:
             return
         self.post_message(self.Submitted(self, text))
         self.add_history(text)
         self._draft = ""
         self.clear()
+        self._chips.clear()
         self._close_completions()
 
     def action_newline(self) -> None:
@@ -480,14 +498,40 @@ class PromptInput(TextArea):
         self.remove_class("-searching")
         self.watch_read_only_reason(self.read_only_reason)  # puts the border title back
 
+    # --- large pastes ---------------------------------------------------------------------------
+
+    @property
+    def full_text(self) -> str:
+        """The text as it is sent: each `[pasted N lines]` chip put back as what was pasted."""
+        return self._chips.expand(self.text) if self._chips else self.text
+
+    async def _on_paste(self, event: events.Paste) -> None:
+        chip = None if self.read_only else self._chips.chip_for(event.text)
+        if chip is None:
+            return  # TextArea's own handler inserts it
+        event.stop()
+        event.prevent_default()
+        result = self.replace(chip, *self.selection, maintain_selection_offset=False)
+        self.move_cursor(result.end_location)
+        self.focus()
+
+    def action_expand_pastes(self) -> None:
+        """Ctrl+O: show the pasted text in place of its chips."""
+        if not self._chips:
+            return
+        text = self.full_text
+        self._chips.clear()
+        self._show_history_text(text)
+
     # --- the prompt in an editor (Ctrl+G) --------------------------------------------------------
 
     def action_edit_in_editor(self) -> None:
         """Ctrl+G: hand the prompt's text to $VISUAL or $EDITOR and take back what it saved."""
-        text, failure = edit_in_editor(self.app, self.text)
+        text, failure = edit_in_editor(self.app, self.full_text)
         if text is None:
             self.notify(failure or "The editor failed.", severity="warning")
             return
+        self._chips.clear()
         result = self.replace(text, (0, 0), self.document.end, maintain_selection_offset=False)
         self.move_cursor(result.end_location)
         self.focus()

@@ -110,3 +110,44 @@ def _run_editor(app: App[Any], command: str, path: Path) -> str | None:
     if code != 0:
         return f"The editor {argv[0]!r} failed (exit status {code})"
     return None
+
+
+PASTE_COLLAPSE_LINES = 20
+"""A paste of more lines than this shows as a chip in the prompt."""
+
+
+class PastedChips:
+    """Large pastes shown as `[pasted N lines]` in the prompt; the chip stands for the text.
+
+    What is sent (and what an editor gets) is the prompt with every chip put back as its text.
+    """
+
+    def __init__(self) -> None:
+        self._texts: dict[str, str] = {}
+
+    def __bool__(self) -> bool:
+        return bool(self._texts)
+
+    def chip_for(self, text: str) -> str | None:
+        """The chip to show for pasted `text`, or None when it is small enough to show."""
+        text = text.replace("\r\n", "\n").replace("\r", "\n")
+        lines = text.rstrip("\n").count("\n") + 1
+        if lines <= PASTE_COLLAPSE_LINES:
+            return None
+        label = f"[pasted {lines} lines]"
+        n = 1
+        while label in self._texts:
+            n += 1
+            label = f"[pasted {lines} lines #{n}]"
+        self._texts[label] = text
+        return label
+
+    def expand(self, text: str) -> str:
+        """`text` with each chip it holds put back as the pasted text."""
+        for label, pasted in self._texts.items():
+            text = text.replace(label, pasted)
+        return text
+
+    def clear(self) -> None:
+        """Forget the chips (the prompt was sent or emptied)."""
+        self._texts.clear()
