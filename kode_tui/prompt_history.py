@@ -21,7 +21,10 @@ log = logging.getLogger(__name__)
 MAX_ENTRIES = 1000
 """Entries kept; older ones are dropped when the file is loaded."""
 MAX_BYTES = 16 << 20
-"""A history file is never read past this: a runaway file must not fill the memory."""
+"""Only the last this many bytes of a history file are read: a runaway file must not fill
+the memory."""
+MAX_ENTRY_CHARS = 64_000
+"""Longer entries (a pasted log) are not kept across sessions: a few would make the file huge."""
 
 
 def history_file(work_dir: str | os.PathLike[str], paths: Paths | None = None) -> Path:
@@ -35,10 +38,13 @@ def load(path: Path) -> list[str]:
     (torn by a crash, edited by hand) are skipped."""
     if not path.exists():
         return []
-    data = read_regular(path, MAX_BYTES)
+    data = read_regular(path, MAX_BYTES, tail=True)
     if data is None:
         log.warning("The prompt history %s cannot be read: starting with an empty one.", path)
         return []
+    cut = len(data) == MAX_BYTES and path.stat().st_size > MAX_BYTES
+    if cut:
+        data = data[data.find(b"\n") + 1 :]  # the first line read is a tail of one
     entries: list[str] = []
     lines = data.splitlines()
     skipped = 0
@@ -54,7 +60,7 @@ def load(path: Path) -> list[str]:
             skipped += 1
     if skipped:
         log.warning("%d lines of the prompt history %s are not entries: skipped.", skipped, path)
-    if len(lines) > MAX_ENTRIES:
+    if len(lines) > MAX_ENTRIES or cut:
         entries = entries[-MAX_ENTRIES:]
         try:
             atomic_write_bytes(path, b"".join(_line(entry) for entry in entries))
@@ -65,7 +71,10 @@ def load(path: Path) -> list[str]:
 
 def append(path: Path, text: str) -> None:
     """Add `text` to the history in `path` (its folder is created 0700); a failure to write is
-    logged, never raised: the message itself has gone already."""
+    logged, never raised: the message itself has gone already. An entry over `MAX_ENTRY_CHARS`
+    is left out."""
+    if len(text) > MAX_ENTRY_CHARS:
+        return
     try:
         make_private_dir(path.parent)
         append_line(path, _line(text).decode().rstrip("\n"))

@@ -182,6 +182,17 @@ async def test_escape_cancels_a_history_search_and_brings_the_draft_back(work_di
         assert prompt.border_title is None
 
 
+async def test_leaving_the_prompt_takes_the_match_and_ends_the_search(work_dir: Path) -> None:
+    app = PromptHost(work_dir, history=["deploy to prod"])
+    async with app.run_test() as pilot:
+        prompt = prompt_of(app)
+        await pilot.press("ctrl+r", "d", "e")
+        prompt.blur()
+        await pilot.pause()
+        assert not prompt.searching and prompt.text == "deploy to prod"
+        assert prompt.border_title is None
+
+
 async def test_alt_enter_and_a_trailing_backslash_add_a_newline_without_sending(
     work_dir: Path,
 ) -> None:

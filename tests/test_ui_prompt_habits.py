@@ -32,7 +32,9 @@ async def send_and_wait(project: Path, *texts: str) -> None:
             await wait_for(pilot, lambda: not turn_running(app) and not app._queue)
 
 
-async def test_up_after_a_restart_recalls_what_was_sent_in_this_work_dir(project: Path) -> None:
+async def test_up_and_ctrl_r_after_a_restart_recall_what_was_sent_in_this_work_dir(
+    project: Path,
+) -> None:
     await send_and_wait(project, "first question", "second question")
     app = make_app(project, ScriptedProvider([]))
     async with app.run_test(size=(100, 30)) as pilot:
@@ -42,6 +44,10 @@ async def test_up_after_a_restart_recalls_what_was_sent_in_this_work_dir(project
         assert prompt.text == "second question"
         await pilot.press("up")
         assert prompt.text == "first question"
+        prompt.clear()
+        await pilot.press("ctrl+r", *"first", "enter")
+        await pilot.pause()
+        assert prompt.text == "first question" and not prompt.searching
 
 
 async def test_the_history_of_one_work_dir_is_not_offered_in_another(
@@ -118,3 +124,16 @@ def test_the_history_keeps_the_newest_entries_up_to_the_cap(
     assert len(path.read_text().splitlines()) == 3
     assert stat.S_IMODE(path.stat().st_mode) == 0o600
     assert prompt_history.load(path) == expected
+
+
+def test_a_huge_history_file_is_read_from_its_end_and_huge_entries_are_not_kept(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(prompt_history, "MAX_BYTES", 200)
+    path = tmp_path / "h" / "history.jsonl"
+    for n in range(20):
+        prompt_history.append(path, f"entry {n:02}")
+    prompt_history.append(path, "x" * (prompt_history.MAX_ENTRY_CHARS + 1))
+    entries = prompt_history.load(path)
+    assert entries[-1] == "entry 19" and "entry 00" not in entries
+    assert prompt_history.load(path) == entries  # the file was cut to what was read

@@ -476,6 +476,11 @@ class PromptInput(TextArea):
             event.stop()
             event.prevent_default()
 
+    def _on_blur(self, event: events.Blur) -> None:
+        # Clicking away takes the match, as another key would; the search must not linger.
+        if self._search is not None:
+            self._end_search(self._search)
+
     def _find_match(self, *, older: bool) -> None:
         search = self._search
         assert search is not None
