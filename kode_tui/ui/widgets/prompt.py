@@ -106,16 +106,10 @@ class PromptInput(TextArea):
 
     HELP: ClassVar[str] = f"""\
 ### Prompt
-- **Enter** send (while a turn runs it is queued) · **Ctrl+J**, **Alt+Enter**, **Shift+Enter**
-  or `\\` then **Enter**: new line
-- **↑ / ↓** on the first / last line walk the input history (kept per work dir across
-  sessions); your draft comes back at the end
-- **Ctrl+R** searches the history: type to filter, **Ctrl+R** again for an older match,
-  **Enter** or **Tab** takes it, **Esc** cancels
-- **Ctrl+G** edits the prompt in `$VISUAL` / `$EDITOR`
-- A paste of more than {PASTE_COLLAPSE_LINES} lines shows as `[pasted N lines]` and is sent
-  whole; **Ctrl+O** expands it in the prompt
-- **/** at the start completes commands · **@** completes files of the work dir
+- **Enter** send (queued while a turn runs) · new line: **Ctrl+J**, **Alt+Enter**, `\\` **Enter**
+- **↑ / ↓** walk this work dir's history · **Ctrl+R** search it · **Ctrl+G** edit in `$EDITOR`
+- **/** completes commands · **@** files · a paste over {PASTE_COLLAPSE_LINES} lines is a chip
+  (**Ctrl+O** expands)
 - While the list is open: **↑ / ↓** choose, **Tab** or **Enter** take it, **Esc** closes it
 """
 
