@@ -285,6 +285,23 @@ async def test_a_failing_editor_leaves_the_prompt_as_it_was_and_says_so(
         assert any("exit status 3" in n and "keeps its text" in n for n in notices)
 
 
+@pytest.mark.skipif(os.name == "nt", reason="the editor is a POSIX shell script")
+async def test_the_editor_gets_a_pasted_chip_as_the_pasted_text(
+    work_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("VISUAL", write_editor(tmp_path, 'echo "# reviewed" >> "$1"'))
+    pasted = "".join(f"line {n}\n" for n in range(30))
+    app = PromptHost(work_dir)
+    async with app.run_test() as pilot:
+        prompt = prompt_of(app)
+        app.post_message(events.Paste(pasted))
+        await pilot.pause()
+        assert prompt.text == "[pasted 30 lines]"
+        await pilot.press("ctrl+g")
+        await pilot.pause()
+        assert prompt.text == pasted + "# reviewed"
+
+
 async def test_ctrl_g_without_an_editor_says_how_to_set_one(
     work_dir: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
