@@ -45,8 +45,9 @@ def fsync_dir(path: Path) -> None:
         os.close(fd)
 
 
-def read_regular(path: Path, limit: int) -> bytes | None:
-    """The first `limit` bytes of `path` when it is a regular file, else (or on error) None.
+def read_regular(path: Path, limit: int, *, tail: bool = False) -> bytes | None:
+    """The first (with `tail`, the last) `limit` bytes of `path` when it is a regular file,
+    else (or on error) None.
 
     Opened without blocking and checked on the open file: a FIFO (or a link to one, or to
     /dev/zero) swapped in after a check must not hang the caller or fill the memory.
@@ -59,6 +60,8 @@ def read_regular(path: Path, limit: int) -> bytes | None:
         if not stat.S_ISREG(os.fstat(fd).st_mode):
             return None
         with os.fdopen(fd, "rb", closefd=False) as file:
+            if tail:
+                file.seek(max(os.fstat(fd).st_size - limit, 0))
             return file.read(limit)
     except OSError:
         return None

@@ -73,12 +73,21 @@ class Paths:
     def work_dir_sessions(self, work_dir: str | os.PathLike[str]) -> Path:
         return self.sessions_dir / work_dir_hash(work_dir)
 
+    @property
+    def prompt_history_dir(self) -> Path:
+        return self.home / "user-history"
+
+    def prompt_history(self, work_dir: str | os.PathLike[str]) -> Path:
+        """What was sent from the prompt in `work_dir`, one JSON line an entry."""
+        return self.prompt_history_dir / f"{work_dir_hash(work_dir)}.jsonl"
+
     def describe(self) -> list[tuple[str, Path]]:
         return [
             ("home", self.home),
             ("config", self.config_file),
             ("metadata", self.metadata_file),
             ("sessions", self.sessions_dir),
+            ("history", self.prompt_history_dir),
             ("log", self.log_file),
             ("themes", data_dir("themes")),
             ("prompts", data_dir("prompts")),

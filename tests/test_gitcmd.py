@@ -12,7 +12,7 @@ from kode_tui import gitcmd, workfiles
 from kode_tui.soul import project_context
 from kode_tui.tools.base import ToolEnv
 from kode_tui.tools.grep import Grep, GrepParams
-from kode_tui.ui.widgets.prompt import PathIndex
+from kode_tui.ui.widgets.completion import PathIndex
 
 pytestmark = pytest.mark.skipif(shutil.which("git") is None, reason="git is not installed")
 

@@ -19,6 +19,7 @@ BOTTOM = {
     "kode_tui.humanize",
     "kode_tui.masking",
     "kode_tui.pathnames",
+    "kode_tui.prompt_history",
     "kode_tui.safetext",
     "kode_tui.workfiles",
 }
@@ -33,6 +34,7 @@ ALLOWED = {
     "kode_tui.humanize": set(),
     "kode_tui.masking": set(),
     "kode_tui.pathnames": set(),
+    "kode_tui.prompt_history": set(),
     "kode_tui.safetext": set(),
     "kode_tui.workfiles": set(),
     "kode_tui.errors": set(),

@@ -11,19 +11,16 @@ from typing import ClassVar
 
 import pytest
 from textual import events
+from textual._xterm_parser import XTermParser
 from textual.app import App
 from textual.binding import Binding, BindingType
 from textual.pilot import Pilot
 from textual.widgets import Static
 
 from kode_tui.ui.widgets import prompt as prompt_module
-from kode_tui.ui.widgets.prompt import (
-    BUSY_HINT,
-    PathIndex,
-    PromptInput,
-    match_commands,
-    match_paths,
-)
+from kode_tui.ui.widgets import prompt_habits
+from kode_tui.ui.widgets.completion import PathIndex, match_commands, match_paths
+from kode_tui.ui.widgets.prompt import BUSY_HINT, PromptInput
 from tests.ui_helpers import Host
 
 COMMANDS = [
@@ -145,6 +142,211 @@ async def test_up_moves_the_cursor_before_it_walks_the_history(work_dir: Path) -
         assert prompt.cursor_location[0] == 0
         await pilot.press("up")
         assert prompt.text == "older"
+
+
+async def test_ctrl_r_finds_an_older_entry_and_enter_puts_it_in_the_prompt(
+    work_dir: Path,
+) -> None:
+    history = ["git status", "run the Tests please", "fix the lint", "add a test for x"]
+    app = PromptHost(work_dir, history=history)
+    async with app.run_test() as pilot:
+        prompt = prompt_of(app)
+        await type_text(pilot, "draft")
+        await pilot.press("ctrl+r")
+        await type_text(pilot, "TEST")
+        assert prompt.searching and prompt.text == "add a test for x"
+        await pilot.press("ctrl+r")
+        assert prompt.text == "run the Tests please"
+        await pilot.press("ctrl+r")  # nothing older: the match stays, the title says so
+        assert prompt.text == "run the Tests please" and "no match" in str(prompt.border_title)
+        await pilot.press("enter")
+        await pilot.pause()
+        assert not prompt.searching and app.submitted == []
+        assert prompt.text == "run the Tests please"
+        await pilot.press("enter")
+        await pilot.pause()
+        assert app.submitted == ["run the Tests please"]
+
+
+async def test_escape_cancels_a_history_search_and_brings_the_draft_back(work_dir: Path) -> None:
+    app = PromptHost(work_dir, history=["deploy to prod"])
+    async with app.run_test() as pilot:
+        prompt = prompt_of(app)
+        await type_text(pilot, "draft")
+        await pilot.press("ctrl+r", "d", "e", "p")
+        assert prompt.text == "deploy to prod"
+        await pilot.press("escape")
+        await pilot.pause()
+        assert not prompt.searching and prompt.text == "draft"
+        assert app.interrupts == 0  # Esc ended the search, it did not reach the app
+        assert prompt.border_title is None
+
+
+async def test_leaving_the_prompt_takes_the_match_and_ends_the_search(work_dir: Path) -> None:
+    app = PromptHost(work_dir, history=["deploy to prod"])
+    async with app.run_test() as pilot:
+        prompt = prompt_of(app)
+        await pilot.press("ctrl+r", "d", "e")
+        prompt.blur()
+        await pilot.pause()
+        assert not prompt.searching and prompt.text == "deploy to prod"
+        assert prompt.border_title is None
+
+
+async def test_alt_enter_and_a_trailing_backslash_add_a_newline_without_sending(
+    work_dir: Path,
+) -> None:
+    app = PromptHost(work_dir)
+    async with app.run_test() as pilot:
+        prompt = prompt_of(app)
+        await pilot.press("a", "alt+enter", "b", "backslash", "enter", "c")
+        await pilot.pause()
+        assert prompt.text == "a\nb\nc"
+        assert app.submitted == []
+        await pilot.press("enter")
+        await pilot.pause()
+        assert app.submitted == ["a\nb\nc"]
+
+
+async def test_alt_enter_in_a_burst_breaks_the_line_where_it_was_pressed(work_dir: Path) -> None:
+    # tmux send-keys "one" M-Enter "two": the keys arrive together.
+    app = PromptHost(work_dir)
+    async with app.run_test() as pilot:
+        keys = [("o", "o"), ("n", "n"), ("e", "e"), ("alt+enter", None), ("t", "t"), ("w", "w")]
+        for key, character in keys:
+            app.post_message(events.Key(key, character))
+        await pilot.pause()
+        await pilot.pause()
+        assert prompt_of(app).text == "one\ntw"
+
+
+async def test_ctrl_r_in_a_burst_searches_for_what_follows_it(work_dir: Path) -> None:
+    app = PromptHost(work_dir, history=["one two", "three"])
+    async with app.run_test() as pilot:
+        for key in ["d", "ctrl+r", "t", "w"]:
+            app.post_message(events.Key(key, key if len(key) == 1 else None))
+        await pilot.pause()
+        await pilot.pause()
+        prompt = prompt_of(app)
+        assert prompt.searching and prompt.text == "one two"
+
+
+def test_alt_enter_from_a_terminal_without_the_kitty_protocol_is_alt_enter() -> None:
+    # tmux and most terminals send ESC CR for Alt+Enter.
+    parser = XTermParser()
+    keys = [*parser.feed("\x1b\r"), *parser.feed("")]
+    assert [getattr(key, "key", None) for key in keys] == ["alt+enter"]
+
+
+def write_editor(tmp_path: Path, body: str) -> str:
+    """A small `$EDITOR`: a shell script running `body` with the file as `$1`."""
+    script = tmp_path / "editor.sh"
+    script.write_text(f"#!/bin/sh\n{body}\n")
+    script.chmod(0o700)
+    return str(script)
+
+
+@pytest.mark.skipif(os.name == "nt", reason="the editor is a POSIX shell script")
+async def test_ctrl_g_edits_the_prompt_in_the_editor(
+    work_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    seen = tmp_path / "seen.txt"
+    editor = write_editor(
+        tmp_path,
+        f'cp "$1" {seen}; ls -l "$1" >> {seen}; printf "rewritten\\nby the editor\\n" > "$1"',
+    )
+    monkeypatch.delenv("VISUAL", raising=False)
+    monkeypatch.setenv("EDITOR", editor)
+    app = PromptHost(work_dir)
+    async with app.run_test() as pilot:
+        prompt = prompt_of(app)
+        await type_text(pilot, "first draft")
+        await pilot.press("ctrl+g")
+        await pilot.pause()
+        assert prompt.text == "rewritten\nby the editor"
+        assert app.submitted == []
+    handed, listing = seen.read_text().split("\n", 1)[0], seen.read_text()
+    assert handed.startswith("first draft") and "-rw-------" in listing
+
+
+@pytest.mark.skipif(os.name == "nt", reason="the editor is a POSIX shell script")
+async def test_a_failing_editor_leaves_the_prompt_as_it_was_and_says_so(
+    work_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("VISUAL", write_editor(tmp_path, 'echo lost > "$1"; exit 3'))
+    app = PromptHost(work_dir)
+    async with app.run_test() as pilot:
+        prompt = prompt_of(app)
+        await type_text(pilot, "keep me")
+        await pilot.press("ctrl+g")
+        await pilot.pause()
+        assert prompt.text == "keep me"
+        notices = [n.message for n in app._notifications]
+        assert any("exit status 3" in n and "keeps its text" in n for n in notices)
+
+
+@pytest.mark.skipif(os.name == "nt", reason="the editor is a POSIX shell script")
+async def test_the_editor_gets_a_pasted_chip_as_the_pasted_text(
+    work_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("VISUAL", write_editor(tmp_path, 'echo "# reviewed" >> "$1"'))
+    pasted = "".join(f"line {n}\n" for n in range(30))
+    app = PromptHost(work_dir)
+    async with app.run_test() as pilot:
+        prompt = prompt_of(app)
+        app.post_message(events.Paste(pasted))
+        await pilot.pause()
+        assert prompt.text == "[pasted 30 lines]"
+        await pilot.press("ctrl+g")
+        await pilot.pause()
+        assert prompt.text == pasted + "# reviewed"
+
+
+async def test_ctrl_g_without_an_editor_says_how_to_set_one(
+    work_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("VISUAL", raising=False)
+    monkeypatch.delenv("EDITOR", raising=False)
+    app = PromptHost(work_dir)
+    async with app.run_test() as pilot:
+        await type_text(pilot, "text")
+        await pilot.press("ctrl+g")
+        await pilot.pause()
+        assert prompt_of(app).text == "text"
+        assert [n.message for n in app._notifications] == [prompt_habits.NO_EDITOR]
+
+
+async def test_a_large_paste_shows_as_a_chip_and_is_sent_whole(work_dir: Path) -> None:
+    pasted = "".join(f"line {n}\n" for n in range(1, 31))
+    app = PromptHost(work_dir)
+    async with app.run_test() as pilot:
+        prompt = prompt_of(app)
+        await type_text(pilot, "see ")
+        app.post_message(events.Paste(pasted))
+        await pilot.pause()
+        await type_text(pilot, " and fix it")
+        assert prompt.text == "see [pasted 30 lines] and fix it"
+        await pilot.press("enter")
+        await pilot.pause()
+        assert app.submitted == [f"see {pasted} and fix it"]
+        await pilot.press("up")  # the history holds what was sent
+        assert prompt.text == f"see {pasted} and fix it"
+
+
+async def test_ctrl_o_expands_a_pasted_chip_and_a_small_paste_goes_in_as_it_is(
+    work_dir: Path,
+) -> None:
+    pasted = "\n".join(f"row {n}" for n in range(25))
+    app = PromptHost(work_dir)
+    async with app.run_test() as pilot:
+        prompt = prompt_of(app)
+        app.post_message(events.Paste("two\nlines"))
+        app.post_message(events.Paste(pasted))
+        app.post_message(events.Paste(pasted))
+        await pilot.pause()
+        assert prompt.text == "two\nlines[pasted 25 lines][pasted 25 lines #2]"
+        await pilot.press("ctrl+o")
+        assert prompt.text == f"two\nlines{pasted}{pasted}"
 
 
 async def test_a_busy_prompt_still_sends_and_says_it_queues(work_dir: Path) -> None:

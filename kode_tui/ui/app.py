@@ -25,7 +25,7 @@ from textual.notifications import SeverityLevel
 from textual.screen import Screen
 from textual.worker import Worker, WorkerState
 
-from kode_tui import masking
+from kode_tui import masking, prompt_history
 from kode_tui.errors import ConfigError
 from kode_tui.paths import Paths, tilde
 from kode_tui.safetext import visible
@@ -113,7 +113,8 @@ class KodeApp(App[None]):
         self._ctrl_c_at = -CTRL_C_WINDOW_S
         self._agent_starting = False
         """Between the session being on screen and its agent being ready (or failing)."""
-        self._history: list[str] = []
+        self._history_file = prompt_history.history_file(work_dir)
+        self._history: list[str] = prompt_history.load(self._history_file)
         self._stop_following = asyncio.Event()
         self._last_session: Session | None = None
         self.resume_command: str | None = None
@@ -411,6 +412,7 @@ class KodeApp(App[None]):
     def _submitted(self, event: PromptInput.Submitted) -> None:
         text = event.text
         self._history.append(text)
+        prompt_history.append(self._history_file, text)
         parsed = commands.parse(text)
         if parsed is not None:
             self.run_command(*parsed)

@@ -3,10 +3,8 @@
 from __future__ import annotations
 
 import asyncio
-import heapq
 import logging
 import re
-import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -15,7 +13,6 @@ from typing import ClassVar, Literal
 from textual import events, on, work
 from textual.binding import Binding, BindingType
 from textual.content import Content
-from textual.fuzzy import Matcher
 from textual.geometry import Offset
 from textual.message import Message
 from textual.reactive import reactive
@@ -23,91 +20,32 @@ from textual.widgets import OptionList, TextArea
 from textual.widgets.option_list import Option
 from textual.widgets.text_area import Edit, EditResult, Location
 
-from kode_tui import workfiles
-from kode_tui.pathnames import escape_name
 from kode_tui.safetext import has_hidden, visible
+from kode_tui.ui.widgets.completion import PathIndex, match_commands, match_paths
+from kode_tui.ui.widgets.prompt_habits import (
+    PASTE_COLLAPSE_LINES,
+    HistorySearch,
+    PastedChips,
+    edit_in_editor,
+)
 
 log = logging.getLogger(__name__)
 
 PLACEHOLDER = "Ask anything · / commands · @ files · Enter send · Ctrl+J newline"
 BUSY_HINT = "(queued after this turn)"
 
-MAX_COMPLETIONS = 20
-"""Rows a completion list may hold; more would only be noise."""
 VISIBLE_COMPLETIONS = 10
 """Rows shown at once; the rest scroll."""
 
 _PROMPT_GROUP = Binding.Group("Prompt")
-
-
-class PathIndex:
-    """The files and folders of a work dir as relative paths, for `@` completion.
-
-    Folders end with `/`. The list is `workfiles`' (git's in a repository, else a walk that
-    honours .gitignore files), at most `limit` entries. `load()` blocks: call it from a thread.
-    """
-
-    def __init__(self, root: Path, *, max_age_s: float = 5.0, limit: int = 20_000) -> None:
-        self.root = root
-        self.max_age_s = max_age_s
-        self.limit = limit
-        self.paths: list[str] = []
-        self._loaded_at: float | None = None
-
-    @property
-    def stale(self) -> bool:
-        """Whether the list was never loaded or is older than `max_age_s`."""
-        return self._loaded_at is None or time.monotonic() - self._loaded_at > self.max_age_s
-
-    def load(self) -> list[str]:
-        """List the paths again, keep them in `paths` and return them."""
-        listed = workfiles.listing(self.root, timeout=5).files(limit=self.limit, folders=True)
-        self.paths = [escape_name(path) for path in listed]
-        self._loaded_at = time.monotonic()
-        return self.paths
-
-
-FUZZY_BUDGET = 2000
-"""Of the paths that hold the query's letters in order, the shallowest this many are scored:
-fuzzy scoring costs tens of microseconds a path, and the prompt must keep up with typing."""
-
-
-def match_paths(paths: Sequence[str], query: str, limit: int = MAX_COMPLETIONS) -> list[str]:
-    """The paths best matching `query`, scored by `textual.fuzzy` (the command palette's
-    matcher: letters in order, more for word starts and runs); shallow and short paths first
-    among equals. The query itself is left out (nothing to complete)."""
-    needle = query.lower()
-    # One C-speed test per path keeps the scoring to the paths that can match at all.
-    letters = re.compile("".join(f"[^{re.escape(c)}]*{re.escape(c)}" for c in needle), re.I)
-    candidates = heapq.nsmallest(
-        FUZZY_BUDGET,
-        (path for path in paths if path.lower() != needle and letters.match(path)),
-        key=_shallow_first,
-    )
-    if not needle:
-        return candidates[:limit]
-    matcher = Matcher(query)
-    scored = [(-matcher.match(path), *_shallow_first(path)) for path in candidates]
-    return [entry[-1] for entry in heapq.nsmallest(limit, scored) if entry[0] < 0]
-
-
-def _shallow_first(path: str) -> tuple[int, int, str]:
-    return path.rstrip("/").count("/"), len(path), path
-
-
-def match_commands(
-    commands: Sequence[tuple[str, str]], query: str, limit: int = MAX_COMPLETIONS
-) -> list[tuple[str, str]]:
-    """The commands whose name starts with `query`, then those that merely contain it."""
-    needle = query.lower()
-    prefix = [command for command in commands if command[0].lower().startswith(needle)]
-    inner = needle.lstrip("/")
-    contains = [
-        command
-        for command in commands
-        if command not in prefix and inner and inner in command[0].lower()
-    ]
-    return [*prefix, *contains][:limit]
+NEWLINE_KEYS = ("ctrl+j", "shift+enter", "alt+enter")
+IN_ORDER_KEYS = {
+    **dict.fromkeys(NEWLINE_KEYS, "newline"),
+    "ctrl+r": "search_history",
+    "ctrl+g": "edit_in_editor",
+    "ctrl+o": "expand_pastes",
+}
+"""Keys the prompt acts on as they reach it (see `_on_key`); their bindings name them."""
 
 
 @dataclass(frozen=True)
@@ -166,11 +104,12 @@ class PromptInput(TextArea):
     runs (`busy`) the prompt stays usable and Enter still sends: the App queues the message.
     """
 
-    HELP: ClassVar[str] = """\
+    HELP: ClassVar[str] = f"""\
 ### Prompt
-- **Enter** send (while a turn runs it is queued) · **Ctrl+J** / **Shift+Enter** new line
-- **↑ / ↓** on the first / last line walk the input history; your draft comes back at the end
-- **/** at the start completes commands · **@** completes files of the work dir
+- **Enter** send (queued while a turn runs) · new line: **Ctrl+J**, **Alt+Enter**, `\\` **Enter**
+- **↑ / ↓** walk this work dir's history · **Ctrl+R** search it · **Ctrl+G** edit in `$EDITOR`
+- **/** completes commands · **@** files · a paste over {PASTE_COLLAPSE_LINES} lines is a chip
+  (**Ctrl+O** expands)
 - While the list is open: **↑ / ↓** choose, **Tab** or **Enter** take it, **Esc** closes it
 """
 
@@ -186,7 +125,36 @@ class PromptInput(TextArea):
         ),
         Binding("enter", "submit", "Send", id="prompt.submit", group=_PROMPT_GROUP),
         Binding(
-            "ctrl+j,shift+enter", "newline", "Newline", id="prompt.newline", group=_PROMPT_GROUP
+            ",".join(NEWLINE_KEYS),
+            "newline",
+            "Newline",
+            id="prompt.newline",
+            group=_PROMPT_GROUP,
+        ),
+        # Not in the footer (it is full at 80 columns): F1 lists them.
+        Binding(
+            "ctrl+r",
+            "search_history",
+            "Search history",
+            id="prompt.search",
+            group=_PROMPT_GROUP,
+            show=False,
+        ),
+        Binding(
+            "ctrl+g",
+            "edit_in_editor",
+            "Edit in $EDITOR",
+            id="prompt.editor",
+            group=_PROMPT_GROUP,
+            show=False,
+        ),
+        Binding(
+            "ctrl+o",
+            "expand_pastes",
+            "Expand pastes",
+            id="prompt.expand_pastes",
+            group=_PROMPT_GROUP,
+            show=False,
         ),
         Binding("tab", "accept_completion", "Complete", id="prompt.complete", group=_PROMPT_GROUP),
         Binding(
@@ -254,6 +222,9 @@ class PromptInput(TextArea):
         self._candidates: list[_Candidate] = []
         self._dismissed: _Completion | None = None
         """The token Esc closed the list for; it stays closed until the token changes."""
+        self._search: HistorySearch | None = None
+        """The Ctrl+R search under way, if any."""
+        self._chips = PastedChips()
 
     # Text comes in pasted, completed, restored from a revert or copied from a preview, and may
     # hold control characters: they go in as `visible()` shows them, never drawn raw. (The
@@ -336,7 +307,17 @@ class PromptInput(TextArea):
         # ahead of it are in the text. A burst such as "fix the test\r" (a terminal without
         # bracketed paste, tmux send-keys, expect) would send an empty or cut-off message.
         # (TextArea's own handler, which would insert a newline, is skipped.)
-        if event.key == "enter":
+        if self._search is not None:
+            self._search_key(event)
+            return
+        action = IN_ORDER_KEYS.get(event.key)
+        if action is not None:
+            # In order too: "one" Alt+Enter "two" in a burst must not become "\none two", nor
+            # "draft" Ctrl+R "two" search for "".
+            event.stop()
+            event.prevent_default()
+            await self.run_action(action)
+        elif event.key == "enter":
             event.stop()
             event.prevent_default()
             # The list may still show the text before the last keys (their Changed messages
@@ -344,8 +325,20 @@ class PromptInput(TextArea):
             self._refresh_completions(reload=False)
             if self.completions_open:
                 self.action_complete_or_submit()
+            elif self._continues_line():
+                # `\` + Enter, as in a shell: the backslash becomes the line break.
+                row, column = self.cursor_location
+                result = self.replace("\n", (row, column - 1), (row, column))
+                self.move_cursor(result.end_location)
             else:
                 self.action_submit()
+
+    def _continues_line(self) -> bool:
+        """Whether the cursor, with nothing selected, follows a `\\` that ends its line."""
+        start, end = self.selection
+        row, column = end
+        line = self.document[row]
+        return start == end and column > 0 and line[:column].endswith("\\") and not line[column:]
 
     # --- actions ---------------------------------------------------------------------------------
 
@@ -356,13 +349,14 @@ class PromptInput(TextArea):
 
     def action_submit(self) -> None:
         """Send the text, unless it is blank."""
-        text = self.text.strip()
+        text = self.full_text.strip()
         if not text:
             return
         self.post_message(self.Submitted(self, text))
         self.add_history(text)
         self._draft = ""
         self.clear()
+        self._chips.clear()
         self._close_completions()
 
     def action_newline(self) -> None:
@@ -430,6 +424,116 @@ class PromptInput(TextArea):
         # A recalled "/compact" must not pop the command list up and take over Up/Down.
         self._dismissed = self._find_completion()
         self._close_completions()
+
+    # --- history search (Ctrl+R) -----------------------------------------------------------------
+
+    @property
+    def searching(self) -> bool:
+        """Whether a Ctrl+R history search is under way."""
+        return self._search is not None
+
+    def action_search_history(self) -> None:
+        """Ctrl+R: start a search through the history, or go to the next older match."""
+        if self._search is None:
+            self._close_completions()
+            self._search = HistorySearch(self.text, self.cursor_location)
+            self._show_search()
+        else:
+            self._find_match(older=True)
+
+    def _search_key(self, event: events.Key) -> None:
+        """A key while searching: it edits the query, moves, takes or cancels the match."""
+        search = self._search
+        assert search is not None
+        key = event.key
+        handled = True
+        if key == "ctrl+r":
+            self._find_match(older=True)
+        elif key in ("enter", "tab"):
+            self._end_search(search)
+        elif key == "escape":
+            self._end_search(None)
+            self._show_history_text(search.draft)
+            self.move_cursor(search.cursor)
+        elif key == "backspace":
+            search.query = search.query[:-1]
+            self._find_match(older=False)
+        elif event.is_printable and event.character:
+            search.query += event.character
+            self._find_match(older=False)
+        else:
+            # Any other key (arrows, Ctrl+A...) takes the match and does what it does, as in a
+            # shell.
+            self._end_search(search)
+            handled = False
+        if handled:
+            event.stop()
+            event.prevent_default()
+
+    def _on_blur(self, event: events.Blur) -> None:
+        # Clicking away takes the match, as another key would; the search must not linger.
+        if self._search is not None:
+            self._end_search(self._search)
+
+    def _find_match(self, *, older: bool) -> None:
+        search = self._search
+        assert search is not None
+        found = search.find(self._history, older=older)
+        if found is not None:
+            self._show_history_text(found)
+        self._show_search()
+
+    def _show_search(self) -> None:
+        assert self._search is not None
+        self.border_title = self._search.title
+        self.add_class("-searching")
+
+    def _end_search(self, taken: HistorySearch | None) -> None:
+        """Leave the search; with the `taken` search, Up and Down walk on from its match."""
+        self._search = None
+        self._history_index = taken.index if taken is not None else None
+        if taken is not None and taken.index is not None:
+            self._draft = taken.draft
+        self.remove_class("-searching")
+        self.watch_read_only_reason(self.read_only_reason)  # puts the border title back
+
+    # --- large pastes ---------------------------------------------------------------------------
+
+    @property
+    def full_text(self) -> str:
+        """The text as it is sent: each `[pasted N lines]` chip put back as what was pasted."""
+        return self._chips.expand(self.text) if self._chips else self.text
+
+    async def _on_paste(self, event: events.Paste) -> None:
+        chip = None if self.read_only else self._chips.chip_for(event.text)
+        if chip is None:
+            return  # TextArea's own handler inserts it
+        event.stop()
+        event.prevent_default()
+        result = self.replace(chip, *self.selection, maintain_selection_offset=False)
+        self.move_cursor(result.end_location)
+        self.focus()
+
+    def action_expand_pastes(self) -> None:
+        """Ctrl+O: show the pasted text in place of its chips."""
+        if not self._chips:
+            return
+        text = self.full_text
+        self._chips.clear()
+        self._show_history_text(text)
+
+    # --- the prompt in an editor (Ctrl+G) --------------------------------------------------------
+
+    def action_edit_in_editor(self) -> None:
+        """Ctrl+G: hand the prompt's text to $VISUAL or $EDITOR and take back what it saved."""
+        text, failure = edit_in_editor(self.app, self.full_text)
+        if text is None:
+            self.notify(failure or "The editor failed.", severity="warning")
+            return
+        self._chips.clear()
+        result = self.replace(text, (0, 0), self.document.end, maintain_selection_offset=False)
+        self.move_cursor(result.end_location)
+        self.focus()
 
     # --- completion ------------------------------------------------------------------------------
 
