@@ -70,6 +70,10 @@ class LoopControl(_Table):
     max_retries_per_step: int = Field(default=3, ge=1)
     reserved_context_size: int = Field(default=50_000, ge=0)
     compaction_trigger_ratio: float = Field(default=0.85, gt=0, le=1)
+    request_timeout: float = Field(default=120, gt=0)
+    """Seconds an answer may go silent once it streams (and to connect)."""
+    first_token_timeout: float = Field(default=300, gt=0)
+    """Seconds to wait for the first part of an answer: a local model may think for minutes."""
 
 
 class CompactionConfig(_Table):

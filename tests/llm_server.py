@@ -73,6 +73,7 @@ class _Stream:
     hold: HeldReply | None = None
     cut: bool = False
     """End the stream after the deltas: no finish reason, no usage, no `[DONE]`."""
+    first_delay: float = 0.0
 
 
 @dataclass
@@ -190,12 +191,14 @@ class LLMServer:
         usage: Usage = (10, 5),
         reasoning: str | Sequence[str] | None = None,
         delay: float = 0.0,
+        first_delay: float = 0.0,
     ) -> None:
         """Stream `text` (a string in word-sized deltas, or the given list of deltas), after
-        `reasoning` as `reasoning_content` deltas if given; `delay` seconds between chunks."""
+        `reasoning` as `reasoning_content` deltas if given; `delay` seconds between chunks,
+        `first_delay` seconds from the headers to the first chunk (a model thinking)."""
         deltas = [{"reasoning_content": piece} for piece in text_pieces(reasoning or [])]
         deltas += [{"content": piece} for piece in text_pieces(text)]
-        self._push(_Stream(deltas, "stop", usage, delay))
+        self._push(_Stream(deltas, "stop", usage, delay, first_delay=first_delay))
 
     def reply_reasoning(
         self, reasoning: str | Sequence[str], text: str | Sequence[str] = "", **kwargs: Any
@@ -405,8 +408,11 @@ class _Handler(BaseHTTPRequestHandler):
         self.send_header("Cache-Control", "no-cache")
         self.send_header("Transfer-Encoding", "chunked")
         self.end_headers()
+        self.wfile.flush()
         state = self._state
         try:
+            if reply.first_delay:
+                time.sleep(reply.first_delay)
             for chunk in state._chunks(reply, body):
                 if chunk is None:
                     assert reply.hold is not None

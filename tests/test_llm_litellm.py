@@ -651,3 +651,37 @@ def test_the_openai_route_streams_without_ever_importing_litellm(server: LLMServ
         f"Hello from the SDK {DEFAULT_MAX_CONTEXT_SIZE}",
         "False",
     ]
+
+
+async def test_a_model_thinking_longer_than_the_request_timeout_is_waited_for(
+    server: LLMServer, monkeypatch: pytest.MonkeyPatch, provider_class: type[LiteLLMProvider]
+) -> None:
+    monkeypatch.setenv(KEY_ENV, KEY)
+    provider = provider_class(
+        MODEL, api_base=server.url, api_key_env=KEY_ENV, timeout=0.3, first_token_timeout=5
+    )
+    server.reply_text("Thought it through.", first_delay=1.0)
+
+    items = await collect(provider)
+
+    assert "".join(i.text for i in items if isinstance(i, TextPart)) == "Thought it through."
+
+
+async def test_no_first_token_in_time_and_a_silence_mid_answer_name_their_settings(
+    server: LLMServer, monkeypatch: pytest.MonkeyPatch, provider_class: type[LiteLLMProvider]
+) -> None:
+    monkeypatch.setenv(KEY_ENV, KEY)
+    waiting = provider_class(
+        MODEL, api_base=server.url, api_key_env=KEY_ENV, timeout=5, first_token_timeout=0.4
+    )
+    server.reply_text("Too late.", first_delay=2.0)
+    error = await failure(waiting)
+    assert isinstance(error, LLMTimeoutError) and is_retryable(error)
+    assert str(error) == f"{MODEL} sent nothing within 0.4 s (loop_control.first_token_timeout)"
+
+    stalling = provider_class(
+        MODEL, api_base=server.url, api_key_env=KEY_ENV, timeout=0.4, first_token_timeout=5
+    )
+    server.reply_hang("Working")
+    error = await failure(stalling)
+    assert str(error) == f"{MODEL} stopped sending for 0.4 s (loop_control.request_timeout)"

@@ -13,7 +13,13 @@ import pytest
 
 from kode_tui.message import Message, TextPart
 from kode_tui.soul.agent import make_provider
-from kode_tui.soul.llm import ChatProvider, LLMConnectionError, LLMStatusError, StreamItem
+from kode_tui.soul.llm import (
+    ChatProvider,
+    LLMConnectionError,
+    LLMError,
+    LLMStatusError,
+    StreamItem,
+)
 from kode_tui.soul.llm.litellm_provider import LiteLLMProvider, load_litellm
 from kode_tui.soul.llm.process import ProcessProvider, start, worker_pid
 from kode_tui.wire.events import TokenUsage
@@ -216,3 +222,21 @@ async def test_text_streamed_faster_than_a_frame_arrives_in_fewer_bigger_parts(
     texts = [item.text for item in items if isinstance(item, TextPart)]
     assert "".join(texts) == "".join(pieces)
     assert len(texts) < len(pieces) / 5
+
+
+async def test_the_first_token_timeout_of_loop_control_reaches_the_model_process(
+    server: LLMServer,
+) -> None:
+    from kode_tui.config import LoopControl
+
+    provider = make_provider(
+        loopback_choice(server, KEY_ENV), LoopControl(request_timeout=5, first_token_timeout=0.4)
+    )
+    server.reply_text("Too late.", first_delay=2.0)
+
+    with pytest.raises(LLMError) as caught:
+        await collect(provider, tools=())
+
+    assert str(caught.value).endswith(
+        "sent nothing within 0.4 s (loop_control.first_token_timeout)"
+    )

@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from kode_tui import masking
-from kode_tui.config import Config, ModelChoice
+from kode_tui.config import Config, LoopControl, ModelChoice
 from kode_tui.paths import canonical
 from kode_tui.session import Context, Session
 from kode_tui.session.journal import FileJournal
@@ -37,7 +37,7 @@ from kode_tui.wire import WireBus
 from kode_tui.wire.recorder import WireRecorder
 
 
-def make_provider(choice: ModelChoice) -> ChatProvider:
+def make_provider(choice: ModelChoice, loop: LoopControl | None = None) -> ChatProvider:
     """The provider for a chosen model; litellm runs in the model process, never in this one
     (it is started here, so it imports litellm while the rest starts up)."""
     if choice.is_demo:
@@ -51,6 +51,8 @@ def make_provider(choice: ModelChoice) -> ChatProvider:
         api_base=choice.api_base,
         api_key_env=choice.api_key_env,
         max_context_size=choice.max_context_size,
+        timeout=(loop or LoopControl()).request_timeout,
+        first_token_timeout=(loop or LoopControl()).first_token_timeout,
     )
 
 
@@ -134,7 +136,7 @@ async def open_agent(
         state=session.state,
         save_state=save_state,
     )
-    provider = provider or make_provider(choice)
+    provider = provider or make_provider(choice, config.loop_control)
     compaction = load_strategy(
         config.compaction.strategy, {ChatProvider: provider, Config: config, Path: work_dir}
     )

@@ -534,7 +534,9 @@ class AgentSession:
         choice = await asyncio.to_thread(resolve_model, self.config or Config(), name)
         self.choice = choice
         if self._agent is not None:
-            self._agent.soul.provider = make_provider(choice)
+            self._agent.soul.provider = make_provider(
+                choice, (self.config or Config()).loop_control
+            )
             self.bus.send(self._agent.soul.status())
         return choice
 

@@ -136,6 +136,7 @@ class LiteLLMProvider:
         api_key_env: str | None = None,
         max_context_size: int | None = None,
         timeout: float = 120,
+        first_token_timeout: float | None = None,
         extra: dict[str, Any] | None = None,
     ) -> None:
         self._model = model
@@ -143,6 +144,7 @@ class LiteLLMProvider:
         self._api_key_env = api_key_env
         self._max_context_size = max_context_size
         self._timeout = timeout
+        self._first_token_timeout = first_token_timeout or timeout
         self._extra = dict(extra or {})
 
     @property
@@ -177,7 +179,9 @@ class LiteLLMProvider:
             "tools": list(tools) or None,
             "stream": True,
             "stream_options": {"include_usage": True},
-            "timeout": self._timeout,
+            # The longest wait for bytes; `_chunks` holds the stream to the shorter one after
+            # its first part.
+            "timeout": max(self._timeout, self._first_token_timeout),
             # The soul retries (with StepRetry events); litellm and the OpenAI SDK must not.
             "num_retries": 0,
             "max_retries": 0,
@@ -187,17 +191,27 @@ class LiteLLMProvider:
         if api_key is not None:
             request["api_key"] = api_key
         try:
-            response = await self._open(request)
+            async with asyncio.timeout(self._first_token_timeout):
+                response = await self._open(request)
+        except TimeoutError as exc:
+            raise self._silent(first=True) from exc
         except Exception as exc:
             raise self._error(exc, api_key) from exc
         reader = _ChunkReader()
         chunks = aiter(response)
+        first = True
         try:
             while True:
                 try:
-                    chunk = await anext(chunks)
+                    async with asyncio.timeout(
+                        self._first_token_timeout if first else self._timeout
+                    ):
+                        chunk = await anext(chunks)
+                    first = False
                 except StopAsyncIteration:
                     break
+                except TimeoutError as exc:
+                    raise self._silent(first=first) from exc
                 except Exception as exc:
                     if _CUT_OFF.search(str(exc)):
                         raise self._cut_off() from exc
@@ -223,6 +237,16 @@ class LiteLLMProvider:
         """Send `request` (litellm's `acompletion` arguments); the stream of chunks."""
         litellm = _litellm if _litellm is not None else await asyncio.to_thread(load_litellm)
         return await litellm.acompletion(**request)
+
+    def _silent(self, *, first: bool) -> LLMTimeoutError:
+        if first:
+            return LLMTimeoutError(
+                f"{self._model} sent nothing within {self._first_token_timeout:g} s "
+                "(loop_control.first_token_timeout)"
+            )
+        return LLMTimeoutError(
+            f"{self._model} stopped sending for {self._timeout:g} s (loop_control.request_timeout)"
+        )
 
     def _cut_off(self) -> LLMConnectionError:
         return LLMConnectionError(
@@ -271,7 +295,8 @@ class LiteLLMProvider:
         if transport == "timeout":
             if status in (408, 504):  # a gateway gave up, maybe long before our timeout
                 return LLMTimeoutError(f"{model} timed out (HTTP {status}): {detail}")
-            return LLMTimeoutError(f"{model} did not answer within {self._timeout:g} s")
+            waited = max(self._timeout, self._first_token_timeout)
+            return LLMTimeoutError(f"{model} did not answer within {waited:g} s")
         if transport is not None:
             where = self._api_base or model
             if transport == "connection refused":

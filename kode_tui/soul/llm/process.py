@@ -315,6 +315,7 @@ class ProcessProvider(LiteLLMProvider):
             "api_key_env": self._api_key_env,
             "max_context_size": self._max_context_size,
             "timeout": self._timeout,
+            "first_token_timeout": self._first_token_timeout,
             "extra": self._extra,
             # The child sees the environment as it is now (a key set after launch, too).
             "env": dict(os.environ),

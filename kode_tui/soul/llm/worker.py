@@ -11,7 +11,8 @@ ones.
 Requests (parent -> child):
 
     {"op": "stream", "id": 7, "model": ..., "api_base": ..., "api_key_env": ...,
-     "max_context_size": ..., "timeout": ..., "extra": {...}, "env": {...},
+     "max_context_size": ..., "timeout": ..., "first_token_timeout": ..., "extra": {...},
+     "env": {...},
      "system_prompt": ..., "history": [<message JSON>...], "tools": [...]}
     {"op": "cancel", "id": 7}
 
@@ -255,6 +256,7 @@ class _Server:
             api_key_env=request.get("api_key_env"),
             max_context_size=request.get("max_context_size"),
             timeout=request.get("timeout") or 120,
+            first_token_timeout=request.get("first_token_timeout"),
             extra=request.get("extra"),
         )
         try:
