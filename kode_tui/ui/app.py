@@ -654,6 +654,8 @@ class KodeApp(App[None]):
         with_files = restore == "files"
         outcome = await opened.restore(name, files=with_files)
         await self._reload_conversation()
+        # As after a revert: the user goes on from the restored context by typing.
+        self.screen.query_one(PromptInput).focus()
         rotated = outcome.rotated_file
         parts = [f"Restored {name}"]
         if rotated is not None:
