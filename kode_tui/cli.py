@@ -278,17 +278,34 @@ async def _find_session(args: argparse.Namespace, work_dir: Path) -> Session | N
         return opened
     if args.session:
         session = await Session.find(work_dir, args.session)
-        if session is None:
-            raise UserError(
-                f"there is no session {args.session} in {work_dir} (see --list-sessions)."
-            )
-        return session
+        return session if session is not None else await _by_prefix(work_dir, args.session)
     if args.continue_:
         session = await Session.continue_(work_dir)
         if session is None:
             raise UserError(f"there is no earlier session in {work_dir} to continue.")
         return session
     return None
+
+
+_SHOWN_MATCHES = 6
+
+
+async def _by_prefix(work_dir: Path, prefix: str) -> Session:
+    """The one session whose id starts with `prefix`, as `git` takes a short hash; among the
+    sessions `--list-sessions` shows (one nothing was said in opens by its whole id)."""
+    from kode_tui.soul.facade import Session
+
+    matches = [s for s in await Session.list(work_dir) if s.id.startswith(prefix)]
+    if len(matches) == 1:
+        return matches[0]
+    if not matches:
+        raise UserError(f"there is no session {prefix} in {work_dir} (see --list-sessions).")
+    ids = ", ".join(sorted(visible(session.id) for session in matches)[:_SHOWN_MATCHES])
+    if len(matches) > _SHOWN_MATCHES:
+        ids += ", …"
+    raise UserError(
+        f"{prefix} could be any of {len(matches)} sessions: {ids}; give more of the id."
+    )
 
 
 class _QuietFileHandler(logging.FileHandler):

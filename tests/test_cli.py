@@ -103,6 +103,29 @@ def test_mistakes_are_one_sentence_and_exit_2(
     assert len(done.stderr.strip().splitlines()) == 1
 
 
+async def test_session_opens_by_an_id_prefix_and_an_ambiguous_one_lists_the_matches(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    project = tmp_path / "project"
+    project.mkdir()
+    for session_id in ("abc-1", "abd-2"):
+        session = await Session.create(project, session_id)
+        async with Context(session.context_file) as context:
+            await write_turns(context, 1)
+
+    assert await _main("-S", "abc", "-p", "again", "--print", "--yolo", str(project)) == 0
+    assert "again" in _context("abc-1").read_text()
+    assert "again" not in _context("abd-2").read_text()
+    capsys.readouterr()
+
+    assert await _main("-S", "ab", "-p", "again", "--print", str(project)) == 2
+    [line] = capsys.readouterr().err.splitlines()
+    assert line == "kode-tui: ab could be any of 2 sessions: abc-1, abd-2; give more of the id."
+    assert await _main("-S", "x", "-p", "again", "--print", str(project)) == 2
+    [line] = capsys.readouterr().err.splitlines()
+    assert line.startswith("kode-tui: there is no session x in ")
+
+
 def test_a_home_that_cannot_be_created_is_one_sentence(tmp_path: Path) -> None:
     blocker = tmp_path / "a-file"
     blocker.write_text("")
