@@ -49,8 +49,9 @@ def build_parser() -> argparse.ArgumentParser:
         description="A terminal coding agent whose context you can see and steer.",
     )
     parser.add_argument(
-        "work_dir", nargs="?", default=".", help="the project to work in (default: here)"
-    )
+        "work_dir", nargs="?", default=".",
+        help="the project to work in (default: here); with --print, a message naming no folder",
+    )  # fmt: skip
     parser.add_argument(
         "-C", "--continue", dest="continue_", action="store_true",
         help="continue the last session of the work dir",
@@ -112,6 +113,10 @@ def main(argv: list[str] | None = None) -> int:
         for name, path in Paths.current().describe():
             print(f"{name:<9} {path}")
         return 0
+    if args.print_mode and args.prompt is None and not Path(args.work_dir).expanduser().is_dir():
+        # `kode-tui --print "question"`, as `claude -p "question"`: a word that names no
+        # folder is the message, asked here.
+        args.prompt, args.work_dir = args.work_dir, "."
     try:
         work_dir = _work_dir(args.work_dir)
         _start_logging()

@@ -126,6 +126,18 @@ def test_print_mode_streams_the_answer_and_a_line_per_tool_call(project: Path) -
     assert (project / NOTES_FILE).exists()
 
 
+def test_demo_by_name_answers_a_message_given_as_claude_takes_it(
+    project: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(project)
+    assert main(["-m", "demo", "--print", "--yolo", "Tour, please"]) == 0
+    err = capsys.readouterr().err
+    assert err.splitlines()[0] == (
+        "kode-tui: this is the offline demo: a scripted agent, not an LLM."
+    )
+    assert "Tour, please" in (project / NOTES_FILE).read_text()
+
+
 def test_print_mode_rejects_approvals_without_yolo(project: Path) -> None:
     done = kode("-p", "Tour, please", "--print", str(project))
 
