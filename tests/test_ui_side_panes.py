@@ -342,6 +342,22 @@ async def test_timeline_grows_live_and_follows_the_newest_checkpoint(context: Co
         assert timeline.highlighted_checkpoint == 10
 
 
+async def test_down_on_the_newest_checkpoint_keeps_it_following(context: Context) -> None:
+    bus = WireBus()
+    app = await timeline_app(bus, context)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        timeline = app.query_one(CheckpointTimeline)
+        timeline.focus()
+        await pilot.press("down")  # on the newest row: nowhere further down to go
+        assert timeline.highlighted_checkpoint == 7
+        bus.send(ev.CheckpointCreated(id=await context.checkpoint()))
+        await settle(pilot)
+        assert timeline.highlighted_checkpoint == 8
+        await pilot.press("home", "up")  # nor further up than the oldest
+        assert timeline.highlighted_checkpoint == 0
+
+
 async def test_timeline_shows_what_a_revert_leaves_after_context_reverted(
     context: Context,
 ) -> None:

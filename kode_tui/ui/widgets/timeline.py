@@ -321,6 +321,16 @@ a tool changed files.
                 return index
         return default
 
+    def action_cursor_down(self) -> None:
+        # A timeline has ends: Down on the newest row stays there, and the highlight goes on
+        # following new checkpoints (OptionList would wrap it to the oldest and stop following).
+        if self.highlighted is None or self.highlighted < len(self._rows) - 1:
+            super().action_cursor_down()
+
+    def action_cursor_up(self) -> None:
+        if self.highlighted is None or self.highlighted > 0:
+            super().action_cursor_up()
+
     def watch_highlighted(self, highlighted: int | None) -> None:
         # Runs synchronously for the user's moves and ours alike, so the newest row is known.
         if highlighted is not None and self._rows:
