@@ -49,8 +49,9 @@ def build_parser() -> argparse.ArgumentParser:
         description="A terminal coding agent whose context you can see and steer.",
     )
     parser.add_argument(
-        "work_dir", nargs="?", default=".", help="the project to work in (default: here)"
-    )
+        "work_dir", nargs="?", default=".",
+        help="the project to work in (default: here); with --print, a message naming no folder",
+    )  # fmt: skip
     parser.add_argument(
         "-C", "--continue", dest="continue_", action="store_true",
         help="continue the last session of the work dir",
@@ -112,6 +113,10 @@ def main(argv: list[str] | None = None) -> int:
         for name, path in Paths.current().describe():
             print(f"{name:<9} {path}")
         return 0
+    if args.print_mode and args.prompt is None and not Path(args.work_dir).expanduser().is_dir():
+        # `kode-tui --print "question"`, as `claude -p "question"`: a word that names no
+        # folder is the message, asked here.
+        args.prompt, args.work_dir = args.work_dir, "."
     try:
         work_dir = _work_dir(args.work_dir)
         _start_logging()
@@ -278,17 +283,34 @@ async def _find_session(args: argparse.Namespace, work_dir: Path) -> Session | N
         return opened
     if args.session:
         session = await Session.find(work_dir, args.session)
-        if session is None:
-            raise UserError(
-                f"there is no session {args.session} in {work_dir} (see --list-sessions)."
-            )
-        return session
+        return session if session is not None else await _by_prefix(work_dir, args.session)
     if args.continue_:
         session = await Session.continue_(work_dir)
         if session is None:
             raise UserError(f"there is no earlier session in {work_dir} to continue.")
         return session
     return None
+
+
+_SHOWN_MATCHES = 6
+
+
+async def _by_prefix(work_dir: Path, prefix: str) -> Session:
+    """The one session whose id starts with `prefix`, as `git` takes a short hash; among the
+    sessions `--list-sessions` shows (one nothing was said in opens by its whole id)."""
+    from kode_tui.soul.facade import Session
+
+    matches = [s for s in await Session.list(work_dir) if s.id.startswith(prefix)]
+    if len(matches) == 1:
+        return matches[0]
+    if not matches:
+        raise UserError(f"there is no session {prefix} in {work_dir} (see --list-sessions).")
+    ids = ", ".join(sorted(visible(session.id) for session in matches)[:_SHOWN_MATCHES])
+    if len(matches) > _SHOWN_MATCHES:
+        ids += ", …"
+    raise UserError(
+        f"{prefix} could be any of {len(matches)} sessions: {ids}; give more of the id."
+    )
 
 
 class _QuietFileHandler(logging.FileHandler):

@@ -7,6 +7,9 @@ callers create what they write (directories 0700, files 0600).
 from __future__ import annotations
 
 import os
+import shlex
+import shutil
+import sys
 from dataclasses import dataclass
 from hashlib import md5
 from pathlib import Path
@@ -32,6 +35,34 @@ def tilde(path: str | os.PathLike[str]) -> str:
     if user_home != os.sep and (text == user_home or text.startswith(user_home + os.sep)):
         return "~" + text[len(user_home) :]
     return text
+
+
+def program() -> str:
+    """The command that runs this kode-tui, for a hint the user copies into a shell.
+
+    `kode-tui` when that name on PATH is the program running (or, run as `python -m kode_tui`,
+    the script beside its python); else the path of that script, as a venv holds it; else
+    `python -m kode_tui` with this python. Quoted for the shell.
+    """
+    argv0 = sys.argv[0] if sys.argv else ""
+    if Path(argv0).name == "kode-tui":
+        running = shutil.which(argv0) or argv0  # a bare name was found on PATH
+    else:
+        beside = Path(sys.executable).parent / "kode-tui"
+        running = str(beside) if beside.is_file() else ""
+    if not running:
+        return f"{shlex.quote(sys.executable)} -m kode_tui"
+    on_path = shutil.which("kode-tui")
+    if on_path is not None and _same_file(on_path, running):
+        return "kode-tui"
+    return shlex.quote(os.path.abspath(running))
+
+
+def _same_file(first: str, second: str) -> bool:
+    try:
+        return os.path.samefile(first, second)
+    except OSError:
+        return False
 
 
 def work_dir_hash(work_dir: str | os.PathLike[str]) -> str:

@@ -166,10 +166,8 @@ async def run_print(
     out = out or sys.stdout
     err = err or sys.stderr
     if provider is None and choice.is_demo:
-        err.write(
-            "kode-tui: no model is configured, so this is the offline demo: "
-            "a scripted agent, not an LLM.\n"
-        )
+        why = "no model is configured, so this is" if choice.source == "demo" else "this is"
+        err.write(f"kode-tui: {why} the offline demo: a scripted agent, not an LLM.\n")
         provider = DemoProvider(delay=0)  # pacing is for eyes on a screen, not for a pipe
     view = PrintView(out, err)
     shown = opened.bus.subscribe(callback=view)

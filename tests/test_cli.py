@@ -12,6 +12,7 @@ import pytest
 
 from kode_tui import __version__
 from kode_tui.cli import main
+from kode_tui.paths import program
 from kode_tui.session import Context, Session
 from tests.conftest import KIMI_FIXTURE
 from tests.session_helpers import session_with_turns, write_turns
@@ -101,6 +102,68 @@ def test_mistakes_are_one_sentence_and_exit_2(
     assert message in done.stderr
     assert "Traceback" not in done.stderr
     assert len(done.stderr.strip().splitlines()) == 1
+
+
+async def test_session_opens_by_an_id_prefix_and_an_ambiguous_one_lists_the_matches(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    project = tmp_path / "project"
+    project.mkdir()
+    for session_id in ("abc-1", "abd-2"):
+        session = await Session.create(project, session_id)
+        async with Context(session.context_file) as context:
+            await write_turns(context, 1)
+
+    assert await _main("-S", "abc", "-p", "again", "--print", "--yolo", str(project)) == 0
+    assert "again" in _context("abc-1").read_text()
+    assert "again" not in _context("abd-2").read_text()
+    capsys.readouterr()
+
+    assert await _main("-S", "ab", "-p", "again", "--print", str(project)) == 2
+    [line] = capsys.readouterr().err.splitlines()
+    assert line == "kode-tui: ab could be any of 2 sessions: abc-1, abd-2; give more of the id."
+    assert await _main("-S", "x", "-p", "again", "--print", str(project)) == 2
+    [line] = capsys.readouterr().err.splitlines()
+    assert line.startswith("kode-tui: there is no session x in ")
+
+
+def test_the_resume_hint_is_a_command_that_runs_where_kode_tui_is_not_on_path(
+    tmp_path: Path,
+) -> None:
+    project = tmp_path / "project"
+    project.mkdir()
+    env = {**os.environ, "PATH": "/usr/bin:/bin"}  # no kode-tui
+    first = subprocess.run(
+        [sys.executable, "-m", "kode_tui", "-p", "hi", "--print", "--yolo", str(project)],
+        capture_output=True, text=True, timeout=60, env=env,
+    )  # fmt: skip
+    assert first.returncode == 0, first.stderr
+    hint = first.stderr.splitlines()[-1].removeprefix("kode-tui: resume this session with: ")
+    assert not hint.startswith("kode-tui ")
+    again = subprocess.run(
+        ["/bin/sh", "-c", f"{hint} -p /context --print"],
+        capture_output=True, text=True, timeout=60, env=env, cwd=project,
+    )  # fmt: skip
+    assert again.returncode == 0, again.stderr
+    assert again.stdout.startswith("Context: ")
+
+
+def test_the_program_is_kode_tui_when_that_is_on_path_else_its_quoted_path(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    bin_dir = tmp_path / "my venv" / "bin"
+    bin_dir.mkdir(parents=True)
+    script = bin_dir / "kode-tui"
+    script.write_text("#!/bin/sh\n")
+    script.chmod(0o755)
+    monkeypatch.setattr(sys, "argv", [str(script)])
+    monkeypatch.setenv("PATH", "/usr/bin:/bin")
+    assert program() == f"'{script}'"
+    monkeypatch.setenv("PATH", f"{bin_dir}:/usr/bin:/bin")
+    assert program() == "kode-tui"
+    monkeypatch.setattr(sys, "argv", ["/somewhere/kode_tui/__main__.py"])
+    monkeypatch.setattr(sys, "executable", str(tmp_path / "py 3" / "python"))
+    assert program() == f"'{tmp_path}/py 3/python' -m kode_tui"
 
 
 def test_a_home_that_cannot_be_created_is_one_sentence(tmp_path: Path) -> None:

@@ -17,6 +17,7 @@ import pytest
 from kode_tui.cli import main
 from kode_tui.config import Config, resolve_model
 from kode_tui.message import TextPart
+from kode_tui.paths import program
 from kode_tui.print_mode import PrintView
 from kode_tui.session import Session
 from kode_tui.soul.agent import open_agent
@@ -126,6 +127,18 @@ def test_print_mode_streams_the_answer_and_a_line_per_tool_call(project: Path) -
     assert (project / NOTES_FILE).exists()
 
 
+def test_demo_by_name_answers_a_message_given_as_claude_takes_it(
+    project: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(project)
+    assert main(["-m", "demo", "--print", "--yolo", "Tour, please"]) == 0
+    err = capsys.readouterr().err
+    assert err.splitlines()[0] == (
+        "kode-tui: this is the offline demo: a scripted agent, not an LLM."
+    )
+    assert "Tour, please" in (project / NOTES_FILE).read_text()
+
+
 def test_print_mode_rejects_approvals_without_yolo(project: Path) -> None:
     done = kode("-p", "Tour, please", "--print", str(project))
 
@@ -188,7 +201,7 @@ def test_print_mode_fails_with_one_line_when_the_model_fails(
     assert main(["-p", "hi", "--print", str(project)]) == 1
     err = capsys.readouterr().err
     assert err.splitlines()[-2] == "kode-tui: scripted: bad key"
-    assert err.splitlines()[-1].startswith("kode-tui: resume this session with: kode-tui -S ")
+    assert err.splitlines()[-1].startswith(f"kode-tui: resume this session with: {program()} -S ")
 
 
 def test_context_command_shows_what_the_model_is_given(project: Path) -> None:

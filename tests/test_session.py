@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from kode_tui.paths import canonical
+from kode_tui.paths import canonical, program
 from kode_tui.session.metadata import load_metadata
 from kode_tui.session.session import Session
 from tests.conftest import KIMI_FIXTURE
@@ -584,9 +584,9 @@ async def test_resume_command_reopens_the_session_from_where_it_is_typed(
     work_dir: Path, tmp_path: Path
 ) -> None:
     session = await Session.create(work_dir)
-    assert session.resume_command(work_dir) == f"kode-tui -S {session.id}"
+    assert session.resume_command(work_dir) == f"{program()} -S {session.id}"
     elsewhere = session.resume_command(tmp_path)
-    assert elsewhere == f"kode-tui -S {session.id} {canonical(work_dir)}"
+    assert elsewhere == f"{program()} -S {session.id} {canonical(work_dir)}"
     found = await Session.find(canonical(work_dir), session.id)
     assert found is not None and found.dir == session.dir
 
@@ -596,7 +596,7 @@ async def test_resume_command_of_a_folder_opened_by_path_names_the_folder(tmp_pa
     folder = tmp_path / "copied session"
     shutil.copytree(KIMI_FIXTURE, folder)
     session = await Session.from_dir(folder)
-    assert session.resume_command() == f"kode-tui --session-dir '{folder}'"
+    assert session.resume_command() == f"{program()} --session-dir '{folder}'"
 
 
 def test_tilde_shortens_paths_under_the_home_dir_only(monkeypatch: pytest.MonkeyPatch) -> None:

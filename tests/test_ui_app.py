@@ -204,6 +204,37 @@ async def test_f1_shows_keys_and_the_focused_panes_help(project: Path) -> None:
         await pilot.press("escape")
 
 
+async def test_f1_lists_kode_tuis_keys_first_and_folds_textuals_generic_ones(
+    project: Path,
+) -> None:
+    from textual.widgets import Collapsible, DataTable
+
+    def descriptions(table: DataTable[Any]) -> list[str]:
+        return [str(table.get_row_at(n)[1]) for n in range(table.row_count)]
+
+    app = make_app(project, DemoProvider(delay=0))
+    async with app.run_test(size=(140, 40)) as pilot:
+        await ready(pilot)
+        app.screen.query_one("#timeline").focus()
+        await pilot.press("f1")
+        await wait_for(pilot, lambda: isinstance(app.screen, HelpScreen))
+        own = descriptions(app.screen.query_one("#help-keys", DataTable))
+        assert "Help" in own and "Focus Next" in own and "Diff to now" in own
+        assert "Page Up" not in own
+        folded = app.screen.query_one("#help-generic", Collapsible)
+        assert folded.collapsed
+        assert "Page Up" in descriptions(folded.query_one(DataTable))
+        await pilot.press("escape")
+        # The prompt's own keys, and a text area's editing keys folded away.
+        app.screen.query_one("#prompt").focus()
+        await pilot.press("f1")
+        await wait_for(pilot, lambda: isinstance(app.screen, HelpScreen))
+        own = descriptions(app.screen.query_one("#help-keys", DataTable))
+        assert "Send" in own and "Cursor word left" not in own
+        folded = app.screen.query_one("#help-generic", Collapsible)
+        assert "Cursor word left" in descriptions(folded.query_one(DataTable))
+
+
 async def test_narrow_terminals_put_the_side_panes_behind_a_tab(project: Path) -> None:
     app = make_app(project, DemoProvider(delay=0))
     async with app.run_test(size=(80, 24)) as pilot:

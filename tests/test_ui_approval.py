@@ -6,6 +6,7 @@ import asyncio
 from pathlib import Path
 from typing import ClassVar
 
+from textual import events
 from textual.app import App
 from textual.binding import Binding, BindingType
 from textual.message import Message
@@ -280,17 +281,42 @@ async def test_a_is_not_offered_without_a_scope() -> None:
         assert await answer_of(request) == "approve"
 
 
-async def test_keys_typed_as_the_panel_shows_do_not_answer_it() -> None:
+async def test_a_word_typed_on_as_the_panel_shows_goes_on_into_the_prompt() -> None:
     bus = WireBus()
     app = ApprovalHost(bus)
     request = edit_request()
     async with app.run_test() as pilot:
         panel = app.query_one(ApprovalPanel)
         panel.key_delay_s = 60
+        prompt = app.query_one("#prompt", Input)
+        await pilot.press("m", "a")
         bus.send(request)
         await pilot.pause()
-        await pilot.press("a")
+        await pilot.press("n", "y")
+        await pilot.pause()
+        # "many" was being typed: its end answers nothing and is not lost.
         assert panel.current is request
+        assert prompt.value == "many"
         # The mouse is deliberate: a button answers at once.
         assert await pilot.click("#approval-reject")
         assert await answer_of(request) == "reject"
+
+
+async def test_a_key_pressed_the_instant_a_request_is_sent_answers_it() -> None:
+    bus = WireBus()
+    app = ApprovalHost(bus)
+    request = edit_request()
+    async with app.run_test():
+        panel = app.query_one(ApprovalPanel)
+        panel.key_delay_s = 60
+        busy = asyncio.Event()
+        panel.call_next(busy.wait)  # the panel is busy: the request waits in its queue
+        bus.send(request)
+        await asyncio.sleep(0.05)  # not pilot.pause(): it would wait for the panel
+        # Before the panel had its turn to show the request (the conversation may say
+        # "waiting for approval" by then): the key is kept for the panel, not lost.
+        app.post_message(events.Key("n", "n"))
+        await asyncio.sleep(0.05)
+        busy.set()
+        assert await answer_of(request) == "reject"
+        assert app.query_one("#prompt", Input).value == ""

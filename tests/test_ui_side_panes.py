@@ -294,6 +294,27 @@ async def test_timeline_labels_each_checkpoint_by_what_follows_it(context: Conte
         assert timeline.highlighted_checkpoint == 7
 
 
+async def test_timeline_labels_keep_code_and_dunder_names_and_drop_only_markup(
+    tmp_path: Path,
+) -> None:
+    context = Context(tmp_path / "session" / "context.jsonl")
+    try:
+        for answer in (
+            "## Edited `__init__.py`",
+            "**Done**: __main__.py calls `run(**opts)`",
+        ):
+            await context.checkpoint()
+            await context.append_message(ChatMessage(role="assistant", content=answer))
+        app = await timeline_app(WireBus(), context)
+        async with app.run_test(size=SIZE) as pilot:
+            await settle(pilot)
+            drawn = lines(app.query_one(CheckpointTimeline))
+            assert drawn[1].startswith("│ 0   Edited __init__.py ")
+            assert drawn[2].startswith("│ 1   Done: __main__.py calls run(**opts) ")
+    finally:
+        await context.close()
+
+
 async def test_timeline_grows_live_and_follows_the_newest_checkpoint(context: Context) -> None:
     bus = WireBus()
     app = await timeline_app(bus, context)
@@ -319,6 +340,22 @@ async def test_timeline_grows_live_and_follows_the_newest_checkpoint(context: Co
         bus.send(ev.CheckpointCreated(id=await context.checkpoint()))
         await settle(pilot)
         assert timeline.highlighted_checkpoint == 10
+
+
+async def test_down_on_the_newest_checkpoint_keeps_it_following(context: Context) -> None:
+    bus = WireBus()
+    app = await timeline_app(bus, context)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        timeline = app.query_one(CheckpointTimeline)
+        timeline.focus()
+        await pilot.press("down")  # on the newest row: nowhere further down to go
+        assert timeline.highlighted_checkpoint == 7
+        bus.send(ev.CheckpointCreated(id=await context.checkpoint()))
+        await settle(pilot)
+        assert timeline.highlighted_checkpoint == 8
+        await pilot.press("home", "up")  # nor further up than the oldest
+        assert timeline.highlighted_checkpoint == 0
 
 
 async def test_timeline_shows_what_a_revert_leaves_after_context_reverted(

@@ -269,3 +269,28 @@ async def test_restoring_the_conversation_only_leaves_the_files(project: Path) -
         await pilot.press("c")
         await wait_for(pilot, lambda: "Wrote b." in screen_text(app))
     assert not (project / "b.txt").exists()
+
+
+async def test_focus_returns_to_the_prompt_after_a_revert_and_after_a_restore(
+    project: Path,
+) -> None:
+    app = make_app(project, ScriptedProvider(SCRIPT), yolo=True)
+    async with app.run_test(size=(140, 40)) as pilot:
+        await three_turns(pilot)
+        prompt = app.screen.query_one(PromptInput)
+        await open_revert(pilot, 2)  # from the timeline, which has the focus
+        await pilot.press("c")
+        await wait_for(pilot, lambda: prompt.text == "write a")
+        await pilot.pause()
+        assert app.focused is prompt
+        # A restore chosen from the History pane, with the keyboard.
+        history = app.screen.query_one(HistoryPane)
+        await wait_for(pilot, lambda: len(history.paths) == 1)
+        history.focus()
+        await pilot.press("enter")
+        await wait_for(pilot, lambda: isinstance(app.screen, PreviewScreen))
+        await pilot.press("r")
+        await pilot.press("y")
+        await wait_for(pilot, lambda: len(history.paths) == 2)
+        await pilot.pause()
+        assert app.focused is prompt

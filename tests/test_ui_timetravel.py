@@ -15,6 +15,7 @@ from kode_tui.session.timetravel import ContextSnapshot, FilePlan, read_snapshot
 from kode_tui.ui.screens.timetravel import PreviewScreen, RevertDialog
 from kode_tui.ui.widgets.blocks import USER_MARK, UserBlock
 from kode_tui.ui.widgets.conversation import Conversation
+from kode_tui.wire.events import DiffBlock
 from tests.conftest import KIMI_FIXTURE
 from tests.ui_helpers import Host, screen_text, static_text
 
@@ -58,10 +59,27 @@ async def test_revert_dialog_explains_what_leaves_and_what_each_file_becomes() -
     assert "('Create hello.py that prints a friendly greeting to whoever…')" in text
     assert "The agent changed 3 files after this checkpoint:" in text
     assert "✔ restore  hello.py" in text
-    assert "✔ delete   greet.py (the agent created it)" in text
+    assert "✔ delete   greet.py — the agent created it, so it will be deleted" in text
     assert "⚠ conflict README.md — changed since the agent's edit, will be left as it is" in text
     assert "revert the conversation and restore the files" in text
     assert "No files to restore" not in text
+
+
+async def test_revert_dialog_lists_d_for_conflicts_and_says_created_files_are_deleted() -> None:
+    conflict = DiffBlock(path="README.md", old_text="agent\n", new_text="mine\n")
+    dialog = revert_dialog(MIXED_FILES)
+    dialog.conflict_diffs = [conflict]
+    app = Host(screen=dialog)
+    async with app.run_test(size=(110, 36)) as pilot:
+        await pilot.pause()
+        text = static_text(app)
+    keys = text[text.index("c   revert") :].splitlines()
+    assert keys == [
+        "c   revert the conversation only (files stay as they are)",
+        "f   revert the conversation and restore the files; created ones are deleted",
+        "d   show the conflicts: the agent's version of each file against what it holds now",
+        "Esc cancel",
+    ]
 
 
 async def test_revert_dialog_says_a_refused_file_is_left_as_it_is() -> None:

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from kode_tui.fsutil import FILE_MODE, make_private_dir
-from kode_tui.paths import Paths, canonical, work_dir_hash
+from kode_tui.paths import Paths, canonical, program, work_dir_hash
 from kode_tui.session import state as session_state
 from kode_tui.session.metadata import load_metadata, record_last_session, recorded_work_dir
 from kode_tui.session.state import SessionState
@@ -70,14 +70,16 @@ class Session:
         """The command that opens this session again, typed in `cwd` (default: here).
 
         `-S id` finds a session only under its work dir's folder in KODE_TUI_HOME; one opened
-        elsewhere (a Kimi CLI session, a copied folder) is reopened by its path.
+        elsewhere (a Kimi CLI session, a copied folder) is reopened by its path. The command is
+        `paths.program()`: `kode-tui`, or the path of the one running when that is not on PATH.
         """
         work_dir = self.work_dir
+        kode_tui = program()
         if work_dir is None or self.dir != Paths.current().work_dir_sessions(work_dir) / self.id:
-            return f"kode-tui --session-dir {shlex.quote(str(self.dir))}"
+            return f"{kode_tui} --session-dir {shlex.quote(str(self.dir))}"
         if canonical(cwd if cwd is not None else Path.cwd()) == work_dir:
-            return f"kode-tui -S {self.id}"
-        return f"kode-tui -S {self.id} {shlex.quote(str(work_dir))}"
+            return f"{kode_tui} -S {shlex.quote(self.id)}"
+        return f"{kode_tui} -S {shlex.quote(self.id)} {shlex.quote(str(work_dir))}"
 
     @classmethod
     async def create(

@@ -515,10 +515,11 @@ class KodeApp(App[None]):
     def action_help(self) -> None:
         from kode_tui.ui.screens.help import HelpScreen, collect_bindings, focused_help
 
-        # The app's own keys first; the text editor's cursor keys are every editor's.
-        rows = [row for row in collect_bindings(self) if row[2] != "Prompt input"]
+        # The app's own keys first; a text area's or a list's keys are every one's, folded.
+        rows = collect_bindings(self, generic=False)
         rows.sort(key=lambda row: row[2] != "App")
-        self.push_screen(HelpScreen(rows, focused_help(self), commands.completions()))
+        generic = collect_bindings(self, generic=True)
+        self.push_screen(HelpScreen(rows, focused_help(self), commands.completions(), generic))
 
     def get_system_commands(self, screen: Screen[object]):  # type: ignore[no-untyped-def]
         yield from super().get_system_commands(screen)
@@ -669,6 +670,8 @@ class KodeApp(App[None]):
         with_files = restore == "files"
         outcome = await opened.restore(name, files=with_files)
         await self._reload_conversation()
+        # As after a revert: the user goes on from the restored context by typing.
+        self.screen.query_one(PromptInput).focus()
         rotated = outcome.rotated_file
         parts = [f"Restored {name}"]
         if rotated is not None:

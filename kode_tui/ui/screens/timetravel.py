@@ -76,7 +76,10 @@ def file_row(plan: FilePlan) -> Content:
         return Content.assemble(("✔ restore ", "$text-success"), " ", path)
     if plan.action == "delete":
         return Content.assemble(
-            ("✔ delete  ", "$text-success"), " ", path, (" (the agent created it)", "dim")
+            ("✔ delete  ", "$text-success"),
+            " ",
+            path,
+            (" — the agent created it, so it will be deleted", "dim"),
         )
     if plan.action == "conflict":
         return Content.assemble(
@@ -181,6 +184,7 @@ message from that point goes back into the prompt to edit and send again.
 
     VERB = "revert"
     FILES_KEY = "revert the conversation and restore the files"
+    CONFLICTS_KEY = "show the conflicts: the agent's version of each file against what it holds now"
 
     def _title(self) -> str:
         return f"Revert to checkpoint {self.checkpoint_id}: " + visible(self.label, multiline=False)
@@ -230,7 +234,11 @@ message from that point goes back into the prompt to edit and send again.
     def _keys_text(self) -> Content:
         keys = [("c", f"{self.VERB} the conversation only (files stay as they are)")]
         if self.can_restore_files:
-            keys.append(("f", self.FILES_KEY))
+            deletes = any(plan.action == "delete" for plan in self.files)
+            also = "; created ones are deleted" if deletes else ""
+            keys.append(("f", self.FILES_KEY + also))
+        if self.conflict_diffs:
+            keys.append(("d", self.CONFLICTS_KEY))
         keys.append(("Esc", "cancel"))
         return Content("\n").join(
             Content.assemble((f"{key:<4}", "bold $text-accent"), text) for key, text in keys
@@ -297,6 +305,7 @@ Making a rotated context live again keeps the live one as a new rotated file: no
 
     VERB = "restore"
     FILES_KEY = "restore the conversation and put the files back as it left them"
+    CONFLICTS_KEY = "show the conflicts: the live conversation's version against the file now"
 
     def __init__(self, name: str, plan: RestorePlan) -> None:
         preview = plan.preview

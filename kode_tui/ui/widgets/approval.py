@@ -8,7 +8,7 @@ from itertools import islice
 from typing import ClassVar
 
 from rich.cells import cell_len, set_cell_size
-from textual import on
+from textual import events, on
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Horizontal
@@ -16,10 +16,10 @@ from textual.content import Content
 from textual.message import Message
 from textual.reactive import reactive
 from textual.widget import Widget
-from textual.widgets import Button, Input, Static
+from textual.widgets import Button, Input, Static, TextArea
 
 from kode_tui.safetext import visible
-from kode_tui.soul.facade import WireBus
+from kode_tui.soul.facade import Subscription, WireBus
 from kode_tui.ui.screens.diff import (
     DiffLine,
     DiffScreen,
@@ -72,8 +72,12 @@ _RESPONSES: dict[str, ApprovalResponse] = {
 }
 
 KEY_DELAY_S = 0.5
-"""Keys typed this soon after a request shows are ignored: the panel takes focus from the prompt
-and a word being typed there must not answer it ("any" would approve for the session)."""
+"""The guard against keys meant for somewhere else. The panel takes focus from the prompt, and a
+word being typed there must not answer it ("any" would approve for the session): when the
+prompt holds text as the panel shows, keys typed this soon after go on into the prompt. A key
+typed with nothing being typed is an answer at once, even one pressed before the panel showed
+(the conversation says "waiting for approval" first). The next request of a queue ignores keys
+this soon after it shows: a key pressed twice must not answer two requests."""
 
 
 class ApprovalPanel(WireListener, Widget, can_focus=True):
@@ -154,7 +158,12 @@ A tool call waits for your answer.
         self._action = Content("")
         """The action line as the request gives it (the scope may be added to it)."""
         self.key_delay_s = KEY_DELAY_S
-        """How long after a request shows its keys start to count (the buttons count at once)."""
+        """How long the guard lasts (`KEY_DELAY_S`); the buttons count at once."""
+        self._typing_until = 0.0
+        """Keys typed before this go back to the widget the user was typing in."""
+        self._early_keys: list[events.Key] = []
+        """Keys typed after the request was sent and before it showed, for it."""
+        self._claim_subscription: Subscription[ApprovalRequest] | None = None
 
     @property
     def current(self) -> ApprovalRequest | None:
@@ -186,6 +195,25 @@ A tool call waits for your answer.
         for button in self.query(Button):
             button.can_focus = False
         self.listen(self.bus, ApprovalRequest, ApprovalResolved)
+        # The conversation may say "waiting for approval" before this panel's turn to show the
+        # request comes: the keys are taken as the request is sent, and kept until it shows.
+        self._claim_subscription = self.bus.subscribe(ApprovalRequest, callback=self._claim)
+
+    def on_unmount(self) -> None:
+        if self._claim_subscription is not None:
+            self._claim_subscription.close()
+
+    def _claim(self, _request: ApprovalRequest | None = None) -> None:
+        """Take the focus (the keys) for a request about to show, unless it has it already."""
+        if not self.is_attached or self.has_class("-active"):
+            return
+        focused = self.screen.focused
+        if focused is None or self._contains(focused):
+            return
+        self._previous_focus = focused
+        typing = _holds_text(focused)
+        self._typing_until = time.monotonic() + self.key_delay_s if typing else 0.0
+        self.screen.set_focus(self, scroll_visible=False)
 
     # --- wire events -----------------------------------------------------------------------------
 
@@ -244,14 +272,17 @@ A tool call waits for your answer.
         full_view.refresh(layout=True)
         self._fit_session_label()
         self.feedback_open = False
-        self._shown_at = time.monotonic()
         if not self.has_class("-active"):
-            focused = self.screen.focused
-            if focused is not None and not self._contains(focused):
-                self._previous_focus = focused
+            self._shown_at = 0.0  # keys typed while it mounts are for it
+            self._claim()
             self.add_class("-active")
+        else:
+            self._shown_at = time.monotonic()  # keys meant for the request answered just now
         self.focus()
         self.refresh_bindings()
+        early, self._early_keys = self._early_keys, []
+        for key in early:
+            self.post_message(key)
 
     def on_resize(self) -> None:
         self._fit_session_label()
@@ -396,8 +427,25 @@ A tool call waits for your answer.
         """Open the whole diff or command in a screen of its own."""
         self._key_choice("full_view")
 
+    def on_key(self, event: events.Key) -> None:
+        if not event.is_printable or self.feedback_open:
+            return
+        if event.time >= self._typing_until:
+            if self.current is None and not self.has_class("-active"):
+                # Claimed, not shown yet: kept until the request shows.
+                event.stop()
+                event.prevent_default()
+                self._early_keys.append(events.Key(event.key, event.character))
+            return
+        # Typed on from the prompt: the key goes on into it, and answers nothing.
+        event.stop()
+        event.prevent_default()
+        previous = self._previous_focus
+        if previous is not None and previous.is_attached:
+            previous.post_message(events.Key(event.key, event.character))
+
     def _key_choice(self, action: str) -> None:
-        if time.monotonic() - self._shown_at >= self.key_delay_s:
+        if self._shown_at == 0.0 or time.monotonic() - self._shown_at >= self.key_delay_s:
             self._choose(action)
 
     def _choose(self, action: str) -> None:
@@ -439,6 +487,13 @@ A tool call waits for your answer.
         action = _BUTTON_ACTIONS.get(event.button.id or "")
         if action is not None and self.check_action(action, ()):
             self._choose(action)
+
+
+def _holds_text(widget: Widget) -> bool:
+    """Whether `widget` is a text field with something typed in it."""
+    if isinstance(widget, Input):
+        return bool(widget.value.strip())
+    return isinstance(widget, TextArea) and bool(widget.text.strip())
 
 
 def _subject(request: ApprovalRequest) -> str:

@@ -321,6 +321,16 @@ a tool changed files.
                 return index
         return default
 
+    def action_cursor_down(self) -> None:
+        # A timeline has ends: Down on the newest row stays there, and the highlight goes on
+        # following new checkpoints (OptionList would wrap it to the oldest and stop following).
+        if self.highlighted is None or self.highlighted < len(self._rows) - 1:
+            super().action_cursor_down()
+
+    def action_cursor_up(self) -> None:
+        if self.highlighted is None or self.highlighted > 0:
+            super().action_cursor_up()
+
     def watch_highlighted(self, highlighted: int | None) -> None:
         # Runs synchronously for the user's moves and ours alike, so the newest row is known.
         if highlighted is not None and self._rows:
@@ -414,14 +424,29 @@ def _label(history: Sequence[ChatMessage], start: int, end: int) -> _Label:
             if message.tool_calls:
                 calls = [(c.function.name, c.function.arguments) for c in message.tool_calls]
                 return _Label("tool", _first_line(calls_summary(calls)))
-            # An answer is Markdown: its emphasis and code marks are noise in a one-line label.
-            words = _first_line(_MARKDOWN_MARKS.sub("", message.text))
+            words = _first_line(_plain(message.text))
             if words:
                 return _Label("text", words)
     return _Label("none", "—")
 
 
-_MARKDOWN_MARKS = re.compile(r"\*\*|__|`|^#+\s+", re.MULTILINE)
+_MARKDOWN_MARKS = re.compile(r"(`+)(.+?)\1|\*\*(?=\S)(.+?)(?<=\S)\*\*|^#+[ \t]+", re.MULTILINE)
+"""A code span (kept verbatim), a bold pair, a heading mark. `__` is left alone: in a coding
+agent's answer it is far more often a dunder name (`__init__.py`) than emphasis."""
+
+
+def _plain(markdown: str) -> str:
+    """An answer's words without the marks that are noise in a one-line label (bold, headings,
+    a code span's backticks); what is inside a code span is kept exactly."""
+
+    def unmark(match: re.Match[str]) -> str:
+        if match.group(2) is not None:
+            return match.group(2)
+        if match.group(3) is not None:
+            return _MARKDOWN_MARKS.sub(unmark, match.group(3))
+        return ""
+
+    return _MARKDOWN_MARKS.sub(unmark, markdown)
 
 
 def _first_line(text: str, limit: int = _MAX_LABEL) -> str:
