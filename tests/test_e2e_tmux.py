@@ -106,7 +106,7 @@ def test_ask_approve_and_revert_in_a_real_terminal(
         time.sleep(0.4)  # a person's pace: each key lands after the last one's focus change
         term.keys(key)
     screen = term.wait_for("Revert to checkpoint 1")
-    assert "hello.py (the agent created it)" in screen
+    assert "hello.py — the agent created it, so it will be deleted" in screen
     term.keys("f")
     term.wait_for("Reverted to checkpoint 1")
     assert not (project / "hello.py").exists()
