@@ -55,6 +55,7 @@ from kode_tui.soul.approval import SessionPermission
 from kode_tui.soul.compaction import COMPACTION_OUTPUT_PREFIX
 from kode_tui.soul.llm import ChatProvider, LLMError
 from kode_tui.soul.llm.demo import DemoProvider
+from kode_tui.soul.llm.model_map import ModelOption
 from kode_tui.soul.soul import (
     ContextReport,
     RestoreOutcome,
@@ -71,7 +72,6 @@ from kode_tui.wire.bus import Subscription, WireBus
 if TYPE_CHECKING:
     from kode_tui.session.journal import FileJournal
     from kode_tui.soul.agent import Agent
-    from kode_tui.soul.llm.model_map import ModelOption
     from kode_tui.soul.soul import KodeSoul
 
 __all__ = [
@@ -92,6 +92,7 @@ __all__ = [
     "FilePlan",
     "LLMError",
     "Message",
+    "ModelOption",
     "PastResults",
     "RestoreOutcome",
     "RestorePlan",

@@ -17,7 +17,7 @@ from kode_tui.humanize import format_tokens
 from kode_tui.safetext import visible
 
 if TYPE_CHECKING:
-    from kode_tui.soul.llm.model_map import ModelOption
+    from kode_tui.soul.facade import ModelOption
 
 KEYS = "↑↓ choose · Enter switch · Esc cancel"
 
