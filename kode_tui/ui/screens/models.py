@@ -23,10 +23,10 @@ KEYS = "↑↓ choose · Enter switch · Esc cancel"
 
 
 def option_detail(option: ModelOption) -> str:
-    """What the row says beside the name: the model, its context size and price, or the key
-    it lacks."""
+    """What the row says beside the name: the key it lacks, the model an alias names, its
+    context size and its price (dollars per million input/output tokens)."""
     if option.model == "demo":
-        return "offline, scripted answers"
+        return "offline, scripted answers (not an LLM)"
     # The missing key first: it is what the user must act on, and a narrow dialog cuts the end.
     parts = [f"set {option.missing_key}"] if option.missing_key else []
     if option.model != option.name:
@@ -34,7 +34,7 @@ def option_detail(option: ModelOption) -> str:
     if option.context_size:
         parts.append(f"{format_tokens(option.context_size)} context")
     if option.input_price is not None and option.output_price is not None:
-        parts.append(f"${option.input_price:g} / ${option.output_price:g} per M in/out")
+        parts.append(f"${option.input_price:g}/${option.output_price:g} per M")
     return " · ".join(parts)
 
 
