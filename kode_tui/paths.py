@@ -112,6 +112,10 @@ class Paths:
         """What was sent from the prompt in `work_dir`, one JSON line an entry."""
         return self.prompt_history_dir / f"{work_dir_hash(work_dir)}.jsonl"
 
+    @property
+    def screenshots_dir(self) -> Path:
+        return self.home / "screenshots"
+
     def describe(self) -> list[tuple[str, Path]]:
         return [
             ("home", self.home),
@@ -119,6 +123,7 @@ class Paths:
             ("metadata", self.metadata_file),
             ("sessions", self.sessions_dir),
             ("history", self.prompt_history_dir),
+            ("screenshots", self.screenshots_dir),
             ("log", self.log_file),
             ("themes", data_dir("themes")),
             ("prompts", data_dir("prompts")),

@@ -119,11 +119,11 @@ async def test_a_turn_streams_into_blocks_and_a_retry_discards_the_partial_answe
                 id="a1", tool_call_id="t1", action="edit file", description="", display=[DIFF]
             ),
         )
-        assert header(tool) == "▾ StrReplaceFile hello.py  waiting for approval"
-        assert tool.expanded, "an edit opens to show its diff"
+        assert header(tool) == "▸ StrReplaceFile hello.py  waiting for approval"
+        assert not tool.expanded, "the approval panel shows the diff; it shows once"
 
         await settle(pilot, posted, bus, ev.ApprovalResolved(id="a1", response="approve"))
-        assert header(tool) == "▾ StrReplaceFile hello.py  running…"
+        assert header(tool) == "▾ StrReplaceFile hello.py  running…", "answered, it opens"
 
         brief = ev.BriefBlock(text="1 edit")
         conversation = await settle(

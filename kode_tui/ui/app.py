@@ -33,6 +33,7 @@ from kode_tui.ui import commands
 from kode_tui.ui.commands import SlashCommandProvider
 from kode_tui.ui.notify import Notifier
 from kode_tui.ui.screens.main import MainScreen
+from kode_tui.ui.screenshot import Screenshots
 from kode_tui.ui.themes import configured_theme, register_themes, watch_user_themes
 from kode_tui.ui.widgets.prompt import PromptInput
 
@@ -57,7 +58,7 @@ DEMO_BANNER = (
 )
 
 
-class KodeApp(App[None]):
+class KodeApp(Screenshots):
     """kode-tui's terminal UI."""
 
     TITLE = "kode-tui"

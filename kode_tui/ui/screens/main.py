@@ -19,6 +19,7 @@ from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, Vertical
 from textual.events import Resize
+from textual.geometry import Size
 from textual.screen import Screen
 from textual.widgets import Footer, Header, Static, Tab, Tabs
 
@@ -32,12 +33,10 @@ if TYPE_CHECKING:
 
 NARROW_WIDTH = 100
 
-
-class Banner(Static):
-    """A notice above the conversation (the demo model's); a click puts it away."""
-
-    def on_click(self) -> None:
-        self.display = False
+CHROME_ROWS = 6
+"""Rows besides the conversation and an approval: header, prompt, footer, a folded banner."""
+NARROW_ROWS = 2
+"""The tab bar's rows below `NARROW_WIDTH`."""
 
 
 class MainScreen(Screen[None]):
@@ -86,6 +85,7 @@ class MainScreen(Screen[None]):
         """Mount the panes, subscribed to the session's wire, showing it, under `banner` if
         any. A read-only session says so where the prompt is."""
         from kode_tui.ui.widgets.approval import ApprovalPanel
+        from kode_tui.ui.widgets.banner import Banner
         from kode_tui.ui.widgets.conversation import Conversation
         from kode_tui.ui.widgets.gauge import TokenGauge
         from kode_tui.ui.widgets.history import HistoryPane
@@ -96,7 +96,7 @@ class MainScreen(Screen[None]):
         await self.query_one("#conversation-frame").remove()
         column = self.query_one("#main-column")
         if banner:
-            await column.mount(Banner(banner, id="banner"))
+            await column.mount(Banner(banner, bus, id="banner"))
         await column.mount(Conversation(bus, id="conversation"))
         await self.query_one("#side").mount_all(
             [
@@ -108,6 +108,7 @@ class MainScreen(Screen[None]):
         )
         prompt = self.query_one(PromptInput)
         await self.mount(ApprovalPanel(bus, id="approval"), before=prompt)
+        self._fit_approval(self.size)
         await self.mount(ModeBadge(bus, id="mode-badge"), after=prompt)
         if opened.read_only is not None:
             why = (
@@ -120,6 +121,17 @@ class MainScreen(Screen[None]):
 
     def on_resize(self, event: Resize) -> None:
         self._apply_width(event.size.width)
+        self._fit_approval(event.size)
+
+    def _fit_approval(self, size: Size) -> None:
+        """Cap the approval panel so the conversation keeps a third of the height: on a short
+        terminal the panel's excerpt shrinks (`d` shows it all), not the conversation."""
+        from kode_tui.ui.widgets.approval import ApprovalPanel
+
+        for panel in self.query(ApprovalPanel):
+            chrome = CHROME_ROWS + (NARROW_ROWS if size.width < NARROW_WIDTH else 0)
+            room = size.height - chrome - -(-size.height // 3)
+            panel.styles.max_height = max(6, min(size.height // 2, room))
 
     def _apply_width(self, width: int) -> None:
         self.set_class(width < NARROW_WIDTH, "-narrow")

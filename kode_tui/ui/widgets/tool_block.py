@@ -173,20 +173,22 @@ the diff.
             self._changed()
 
     def wait_for_approval(self, display: Sequence[ev.DisplayBlock]) -> None:
+        # The diff is kept but stays folded: the approval panel shows it, where the user
+        # decides, and once is enough on a short screen. It opens here with the answer.
         self.state.status = "waiting"
         shown: list[ev.DisplayBlock] = [b for b in display if not isinstance(b, ev.BriefBlock)]
         if shown:
             self.state.display = shown
-            if self.state.has_diff:
-                self.expanded = True
         self._changed()
 
     def set_status(self, status: ToolStatus) -> None:
+        if self.state.status == "waiting" and self.state.has_diff:
+            self.expanded = True  # answered: the panel's diff is gone, this one opens
         self.state.status = status
         self._changed()
 
     def set_result(self, result: ev.ToolResult) -> None:
-        had_diff = self.state.has_diff
+        had_diff = self.state.has_diff and self.state.status != "waiting"
         self.state.apply_result(result)
         if self._summary_pending:
             self._update_summary()
