@@ -389,6 +389,68 @@ def _named(config: Config, name: str, source: str, given_by: str) -> ModelChoice
     return ModelChoice(name=name, model=name, source=source)
 
 
+OTHER_KEY_VARS: Mapping[str, tuple[str, ...]] = MappingProxyType(
+    {
+        "ANTHROPIC_API_KEY": ("ANTHROPIC_AUTH_TOKEN",),
+        "GEMINI_API_KEY": ("GOOGLE_API_KEY",),
+    }
+)
+"""Other variables litellm takes a provider's credentials from."""
+
+
+def key_variable(model: str, api_key_env: str | None = None) -> str:
+    """The variable that holds `model`'s key: `api_key_env` when given, else the provider's
+    usual one (`openai/gpt-5` → `OPENAI_API_KEY`; a bare Claude name is Anthropic's)."""
+    if api_key_env:
+        return api_key_env
+    provider = model.split("/", 1)[0] if "/" in model else ""
+    if not provider and "claude" in model.lower():
+        provider = "anthropic"
+    return f"{provider.upper()}_API_KEY" if provider else "the API key"
+
+
+def missing_key(
+    model: str,
+    api_key_env: str | None = None,
+    api_base: str | None = None,
+    env: Mapping[str, str] | None = None,
+) -> str | None:
+    """The variable to set when `model` has no key in `env` (default `os.environ`), or None.
+
+    A model with its own `api_key_env` needs that variable; a hosted provider's model without
+    one (and without an `api_base` of its own) needs the provider's usual variable or one of
+    `OTHER_KEY_VARS`; any other model (a local server, an unknown provider) needs none."""
+    env = os.environ if env is None else env
+    if model == DEMO_MODEL:
+        return None
+    var = key_variable(model, api_key_env)
+    if api_key_env:
+        return None if env.get(var) else var
+    if api_base is not None or var not in API_KEY_ENV_VARS:
+        return None
+    names = (var, *OTHER_KEY_VARS.get(var, ()))
+    return None if any(env.get(name) for name in names) else var
+
+
+def check_model(config: Config, name: str, env: Mapping[str, str] | None = None) -> ModelChoice:
+    """The model `/model NAME` switches to; ConfigError (one sentence) when `name` is neither an
+    alias, `demo`, nor a `provider/model` string, or when its key is not set."""
+    name = name.strip()
+    if name not in config.models and name != DEMO_MODEL and "/" not in name:
+        known = ", ".join([*config.models, DEMO_MODEL])
+        close = difflib.get_close_matches(name, [*config.models, DEMO_MODEL], n=1, cutoff=0.7)
+        hint = f"did you mean '{close[0]}'? " if close else ""
+        raise ConfigError(
+            f"unknown model '{name}': {hint}use an alias ({known}) "
+            f"or a litellm model with its provider, e.g. 'openai/{name}'"
+        )
+    choice = _named(config, name, "flag", "/model")
+    var = missing_key(choice.model, choice.api_key_env, choice.api_base, env)
+    if var is not None:
+        raise ConfigError(f"no API key for {choice.name}: set {var}")
+    return choice
+
+
 def _ollama_url(env: Mapping[str, str]) -> str:
     """Where Ollama is looked for; an empty string means "do not look"."""
     return env.get(OLLAMA_URL_ENV, DEFAULT_OLLAMA_URL).strip()

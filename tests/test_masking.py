@@ -15,13 +15,12 @@ import pytest
 
 from kode_tui import masking
 from kode_tui.cli import _start_logging
-from kode_tui.config import API_KEY_ENV_VARS, Config
+from kode_tui.config import API_KEY_ENV_VARS, OTHER_KEY_VARS, Config
 from kode_tui.fsutil import append_line, atomic_write_bytes, atomic_write_json
 from kode_tui.message import Message, TextPart, ToolCall, UnknownPart
 from kode_tui.paths import Paths
 from kode_tui.session import Context, Session
 from kode_tui.soul.agent import Agent, open_agent
-from kode_tui.soul.llm.litellm_provider import _OTHER_KEY_VARS
 from kode_tui.wire import events as ev
 
 from .llm_server import LLMServer, loopback_choice
@@ -288,7 +287,7 @@ def test_short_values_and_unrelated_variables_are_left_alone(
 
 
 def test_every_key_variable_kode_tui_reads_is_masked(monkeypatch: pytest.MonkeyPatch) -> None:
-    variables = {*API_KEY_ENV_VARS, *(v for vs in _OTHER_KEY_VARS.values() for v in vs)}
+    variables = {*API_KEY_ENV_VARS, *(v for vs in OTHER_KEY_VARS.values() for v in vs)}
     for n, name in enumerate(sorted(variables)):
         monkeypatch.setenv(name, f"secret-value-{n:04d}-xyz")
     masking.refresh()

@@ -33,7 +33,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal
 
-from kode_tui.config import ApprovalMode, Config, ModelChoice, resolve_model
+from kode_tui.config import ApprovalMode, Config, ModelChoice, check_model
 from kode_tui.message import Message
 from kode_tui.session import Checkpoint, Context, FileEdit, Rotation, Session, SessionLocked
 from kode_tui.session.catalog import ContextStats, SessionCatalog, SessionRow
@@ -55,6 +55,7 @@ from kode_tui.soul.approval import SessionPermission
 from kode_tui.soul.compaction import COMPACTION_OUTPUT_PREFIX
 from kode_tui.soul.llm import ChatProvider, LLMError
 from kode_tui.soul.llm.demo import DemoProvider
+from kode_tui.soul.llm.model_map import ModelOption
 from kode_tui.soul.soul import (
     ContextReport,
     RestoreOutcome,
@@ -91,6 +92,7 @@ __all__ = [
     "FilePlan",
     "LLMError",
     "Message",
+    "ModelOption",
     "PastResults",
     "RestoreOutcome",
     "RestorePlan",
@@ -527,11 +529,12 @@ class AgentSession:
         return list(self.config.models) if self.config is not None else []
 
     async def set_model(self, name: str) -> ModelChoice:
-        """Switch to the model `name` names (an alias or a litellm model); ConfigError when
-        it cannot be resolved. The next request uses it."""
+        """Switch to the model `name` names (an alias, `demo` or a `provider/model` string);
+        ConfigError, the model unchanged, when it is unknown or its key is not set. The next
+        request uses it."""
         from kode_tui.soul.agent import make_provider
 
-        choice = await asyncio.to_thread(resolve_model, self.config or Config(), name)
+        choice = check_model(self.config or Config(), name)
         self.choice = choice
         if self._agent is not None:
             self._agent.soul.provider = make_provider(
@@ -539,6 +542,13 @@ class AgentSession:
             )
             self.bus.send(self._agent.soul.status())
         return choice
+
+    def model_options(self) -> list[ModelOption]:
+        """What `/model` offers: the configured aliases, `demo`, then known models of each
+        provider whose key is set, with the context size and price of litellm's model map."""
+        from kode_tui.soul.llm.model_map import model_options
+
+        return model_options(self.config or Config())
 
     async def preload_model(self) -> None:
         """Start the model process (it imports the model's library, never this process), so

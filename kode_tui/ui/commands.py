@@ -89,21 +89,34 @@ async def _compact(app: KodeApp, argument: str) -> None:
         app.notify("Nothing to compact.", timeout=3)
 
 
-@command("/model", "[name]", "Show the model, or switch to an alias or litellm model")
+@command("/model", "[name]", "Pick a model, or switch to an alias or provider/model")
 async def _model(app: KodeApp, argument: str) -> None:
+    from kode_tui.errors import ConfigError
+    from kode_tui.ui.screens.main import MainScreen
+    from kode_tui.ui.screens.models import ModelPicker
+
     opened = app.agent_session
-    if not argument:
-        aliases = ", ".join(opened.model_aliases() if opened else list(app.config.models))
-        app.notify(
-            f"Model: {app.choice.name} ({app.choice.model}). Aliases: {aliases or 'none'}. "
-            "/model NAME switches.",
-            timeout=6,
-        )
-        return
     if opened is None:
         return
-    app.set_choice(await opened.set_model(argument))
-    app.notify(f"Model: {app.choice.name}", timeout=3)
+    name = argument.strip()
+    if not name:
+        picked = await app.push_screen_wait(ModelPicker(opened.model_options(), app.choice.name))
+        if picked is None:
+            return
+        name = picked
+    try:
+        choice = await opened.set_model(name)
+    except ConfigError as error:
+        app.notify(f"Model unchanged: {error}.", severity="error", timeout=8)
+        return
+    app.set_choice(choice)
+    if not choice.is_demo:
+        # A real model: the offline-demo notice no longer applies (it stays away if `demo`
+        # is chosen again, which the user does knowingly).
+        for screen in app.screen_stack:
+            if isinstance(screen, MainScreen):
+                await screen.query("#banner").remove()
+    app.notify(f"Model: {choice.name}", timeout=3)
 
 
 @command("/mode", "[ask|auto-edit|yolo]", "Cycle or set the approval mode")

@@ -22,7 +22,7 @@ import warnings
 from collections.abc import AsyncIterator, Iterator, Sequence
 from typing import Any
 
-from kode_tui.config import API_KEY_ENV_VARS
+from kode_tui.config import key_variable, missing_key
 from kode_tui.message import ImageURLPart, Message, TextPart, ThinkPart
 from kode_tui.pathnames import scrub_text
 from kode_tui.soul.llm import (
@@ -254,31 +254,18 @@ class LiteLLMProvider:
         )
 
     def _api_key(self) -> str | None:
-        if self._api_key_env is None:
-            # A hosted provider's key that is not set: say so before any request (litellm
-            # would report it as an authentication failure, or send the request without it).
-            hint = self._key_hint()
-            names = (hint, *_OTHER_KEY_VARS.get(hint, ()))
-            if (
-                self._api_base is None
-                and hint in API_KEY_ENV_VARS
-                and not any(os.environ.get(name) for name in names)
-            ):
-                raise LLMError(f"no API key for {self._model}: set {hint}")
-            return None
-        key = os.environ.get(self._api_key_env)
-        if not key:
-            raise LLMError(f"{self._api_key_env} is not set")
-        return key
+        # A hosted provider's key that is not set: say so before any request (litellm would
+        # report it as an authentication failure, or send the request without it).
+        missing = missing_key(self._model, self._api_key_env, self._api_base)
+        if missing is not None:
+            if self._api_key_env:
+                raise LLMError(f"{missing} is not set")
+            raise LLMError(f"no API key for {self._model}: set {missing}")
+        return os.environ.get(self._api_key_env) if self._api_key_env else None
 
     def _key_hint(self) -> str:
         """The variable a user should check after a 401."""
-        if self._api_key_env:
-            return self._api_key_env
-        provider = self._model.split("/", 1)[0] if "/" in self._model else ""
-        if not provider and is_anthropic_family(self._model):
-            provider = "anthropic"
-        return f"{provider.upper()}_API_KEY" if provider else "the API key"
+        return key_variable(self._model, self._api_key_env)
 
     def _error(self, exc: Exception, api_key: str | None) -> LLMError:
         """One `LLMError` for whatever litellm raised, its text free of the key."""
@@ -338,12 +325,6 @@ _TOO_LONG = re.compile(r"context[ _]length|maximum context|context window", re.I
 
 # litellm's words when it notices a stream that ended early itself.
 _CUT_OFF = re.compile(r"ended before a finish_reason", re.IGNORECASE)
-
-_OTHER_KEY_VARS = {
-    "ANTHROPIC_API_KEY": ("ANTHROPIC_AUTH_TOKEN",),
-    "GEMINI_API_KEY": ("GOOGLE_API_KEY",),
-}
-"""Other variables litellm takes a provider's credentials from."""
 
 
 class _ChunkReader:

@@ -17,13 +17,11 @@ import importlib.util
 import os
 import threading
 import weakref
-from pathlib import Path
 from typing import Any
-
-import msgspec
 
 from kode_tui.soul.llm import DEFAULT_MAX_CONTEXT_SIZE
 from kode_tui.soul.llm.litellm_provider import LiteLLMProvider
+from kode_tui.soul.llm.model_map import model_map
 
 __all__ = ["OPENAI_PREFIX", "OpenAIProvider", "load_openai", "uses_openai_route"]
 
@@ -119,14 +117,7 @@ def _client(openai: Any, base_url: str | None, api_key: str | None, timeout: flo
 def _mapped_context_size(model: str) -> int | None:
     """The input size litellm's model map gives an OpenAI model, read from the map's file in
     litellm's package: importing litellm for it would cost what this route saves."""
-    spec = importlib.util.find_spec("litellm")  # finds the package without importing it
-    folders = spec.submodule_search_locations if spec is not None else None
-    if not folders:
-        return None
-    try:
-        models = msgspec.json.decode((Path(folders[0]) / _MODEL_MAP).read_bytes())
-    except (OSError, msgspec.DecodeError):
-        return None
+    models = model_map()
     name = model.removeprefix(OPENAI_PREFIX)
     for entry in (models.get(model), models.get(name)):
         if isinstance(entry, dict) and entry.get("litellm_provider") == "openai":
@@ -134,6 +125,3 @@ def _mapped_context_size(model: str) -> int | None:
             if isinstance(size, int) and size > 0:
                 return size
     return None
-
-
-_MODEL_MAP = "model_prices_and_context_window_backup.json"
