@@ -72,7 +72,7 @@ def route(model: str) -> str:
 _FLUSH_SIZE = 1 << 16
 """Replies queued past this many bytes are written at once, without waiting for the loop."""
 
-_FLUSH_AFTER = 0.03
+_FLUSH_AFTER = 0.05
 """Replies are written together at most this often (see `_Server.send`)."""
 
 _MAX_LINE = 1 << 31

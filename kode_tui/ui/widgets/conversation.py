@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import asyncio
 import re
+import time
 from collections.abc import Awaitable, Callable, Sequence
 from pathlib import Path
 from typing import Any, ClassVar
@@ -62,7 +63,7 @@ break outside code), so that the start of a very long answer can leave the DOM t
 FRAME_INTERVAL = 1 / 30
 """The shortest time between two draws of a streamed answer: each draw lays out and repaints
 the pane, so drawing every token of a fast model would leave no time for keys."""
-FRAME_SLOWEST = 1 / 8
+FRAME_SLOWEST = 1 / 7
 """The longest: on a machine where drawing is slow, the interval grows up to this."""
 DRAW_BUDGET = 0.2
 NEW_OUTPUT_HINT = "↓ new output · End"
@@ -156,6 +157,7 @@ again.
         self._ticker: Timer | None = None
         self._unseen = False
         """Output arrived that the view, scrolled away, does not show."""
+        self._edge_at = 0.0
         self._pacer = FramePacer(fastest=FRAME_INTERVAL, slowest=FRAME_SLOWEST, budget=DRAW_BUDGET)
         self._streamed: list[Widget] = []
         self._streamed_away: list[BlockFactory] = []
@@ -262,12 +264,19 @@ again.
         while one runs), and the new-output hint."""
         running = self._activity.running
         if running and self._ticker is None:
-            self._ticker = self.set_interval(1.0, self._show_edge)
+            self._ticker = self.set_interval(1.0, self._tick)
         elif not running and self._ticker is not None:
             self._ticker.stop()
             self._ticker = None
+        self._edge_at = time.monotonic()
         parts = (self._activity.text(), NEW_OUTPUT_HINT if self._unseen else "")
         self.border_subtitle = " · ".join(part for part in parts if part)
+
+    def _tick(self) -> None:
+        # A drawn frame redraws the edge too (see _draw_frame): while an answer streams the
+        # edge costs no repaint of its own.
+        if time.monotonic() - self._edge_at >= 0.9:
+            self._show_edge()
 
     async def _status_update(self, event: ev.StatusUpdate) -> None:
         """Only the sign of life reads it (the tokens sent)."""
@@ -348,6 +357,8 @@ again.
         if text and self._stream is not None:
             await self._stream.write(text)
         self._note_output()
+        if time.monotonic() - self._edge_at >= 1:
+            self._show_edge()  # in the same repaint as the text
 
     async def _close_text(self) -> None:
         """Finish the assistant block being streamed; text that follows starts a new one."""
