@@ -29,3 +29,12 @@ def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     for key in API_KEY_ENV_VARS:
         monkeypatch.delenv(key, raising=False)
     return home
+
+
+@pytest.fixture
+def project(tmp_path: Path) -> Path:
+    """A work dir holding only a README (a test file may define its own)."""
+    project = tmp_path / "project"
+    project.mkdir()
+    (project / "README.md").write_text("# Tiny project\n")
+    return project

@@ -29,14 +29,6 @@ from tests.conftest import KIMI_FIXTURE
 from .ui_helpers import make_app, ready, screen_text, send, started, turn_running, wait_for
 
 
-@pytest.fixture
-def project(tmp_path: Path) -> Path:
-    project = tmp_path / "project"
-    project.mkdir()
-    (project / "README.md").write_text("# Tiny project\n")
-    return project
-
-
 def records(session: Session | None) -> list[dict[str, Any]]:
     assert session is not None
     return [json.loads(line) for line in session.context_file.read_text().splitlines()]

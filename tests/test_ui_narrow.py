@@ -20,14 +20,6 @@ DIFF_LINE = "+# Notes from the kode-tui demo"
 """A line of the diff the demo's edit asks to approve."""
 
 
-@pytest.fixture
-def project(tmp_path: Path) -> Path:
-    project = tmp_path / "project"
-    project.mkdir()
-    (project / "README.md").write_text("# Tiny project\n")
-    return project
-
-
 async def test_the_demo_banner_folds_to_one_line_after_the_first_turn(project: Path) -> None:
     app = make_app(project, DemoProvider(delay=0))
     async with app.run_test(size=(80, 24)) as pilot:

@@ -6,7 +6,6 @@ import json
 import time
 from pathlib import Path
 
-import pytest
 from textual.color import Color
 from textual.widgets import OptionList
 
@@ -33,14 +32,6 @@ EDIT = Permission(
     scope="edit",
     scope_label="all edits in the work dir",
 )
-
-
-@pytest.fixture
-def project(tmp_path: Path) -> Path:
-    project = tmp_path / "project"
-    project.mkdir()
-    (project / "README.md").write_text("# Tiny project\n")
-    return project
 
 
 def badge_of(app: KodeApp) -> ModeBadge:
