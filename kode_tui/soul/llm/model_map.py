@@ -74,15 +74,20 @@ def map_entry(model: str) -> dict[str, Any] | None:
     return None
 
 
-def _option(name: str, model: str, context_size: int | None, missing: str | None) -> ModelOption:
+def context_size(model: str) -> int | None:
+    """The input size the map gives `model`; None when it does not know it."""
+    size = (map_entry(model) or {}).get("max_input_tokens")
+    return size if isinstance(size, int) and size > 0 else None
+
+
+def _option(name: str, model: str, configured: int | None, missing: str | None) -> ModelOption:
     entry = map_entry(model) or {}
-    size = entry.get("max_input_tokens")
     prices = [entry.get(k) for k in ("input_cost_per_token", "output_cost_per_token")]
     per_million = [p * 1_000_000 if isinstance(p, int | float) else None for p in prices]
     return ModelOption(
         name=name,
         model=model,
-        context_size=context_size or (size if isinstance(size, int) and size > 0 else None),
+        context_size=configured or context_size(model),
         input_price=per_million[0],
         output_price=per_million[1],
         missing_key=missing,

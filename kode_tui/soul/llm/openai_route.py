@@ -11,7 +11,6 @@ chunk reader and the error mapping.
 from __future__ import annotations
 
 import asyncio
-import functools
 import importlib
 import importlib.util
 import os
@@ -21,7 +20,7 @@ from typing import Any
 
 from kode_tui.soul.llm import DEFAULT_MAX_CONTEXT_SIZE
 from kode_tui.soul.llm.litellm_provider import LiteLLMProvider
-from kode_tui.soul.llm.model_map import model_map
+from kode_tui.soul.llm.model_map import context_size
 
 __all__ = ["OPENAI_PREFIX", "OpenAIProvider", "load_openai", "uses_openai_route"]
 
@@ -62,9 +61,10 @@ class OpenAIProvider(LiteLLMProvider):
 
     @property
     def max_context_size(self) -> int:
-        """The configured size, else litellm's model map's, else 128k (as litellm's route)."""
+        """The configured size, else litellm's model map's (read from its file in litellm's
+        package: importing litellm for it would cost what this route saves), else 128k."""
         if self._max_context_size is None:
-            self._max_context_size = _mapped_context_size(self._model) or DEFAULT_MAX_CONTEXT_SIZE
+            self._max_context_size = context_size(self._model) or DEFAULT_MAX_CONTEXT_SIZE
         return self._max_context_size
 
     async def _open(self, request: dict[str, Any]) -> Any:
@@ -111,17 +111,3 @@ def _client(openai: Any, base_url: str | None, api_key: str | None, timeout: flo
         )
         clients[key] = client
     return client
-
-
-@functools.cache
-def _mapped_context_size(model: str) -> int | None:
-    """The input size litellm's model map gives an OpenAI model, read from the map's file in
-    litellm's package: importing litellm for it would cost what this route saves."""
-    models = model_map()
-    name = model.removeprefix(OPENAI_PREFIX)
-    for entry in (models.get(model), models.get(name)):
-        if isinstance(entry, dict) and entry.get("litellm_provider") == "openai":
-            size = entry.get("max_input_tokens")
-            if isinstance(size, int) and size > 0:
-                return size
-    return None
