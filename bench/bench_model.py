@@ -177,24 +177,24 @@ class App:
         return process
 
 
+def _nth(times: list[float], count: int, what: str, timeout: float) -> float:
+    """`times[count]`, once the server has appended it (waits for it)."""
+    deadline = time.perf_counter() + timeout
+    while len(times) <= count:
+        if time.perf_counter() > deadline:
+            raise TimeoutError(f"no {what} #{count + 1} in {timeout} s")
+        time.sleep(0.002)
+    return times[count]
+
+
 def request_after(server: LLMServer, count: int, timeout: float = 120.0) -> float:
     """When request number `count + 1` arrived (waits for it)."""
-    deadline = time.perf_counter() + timeout
-    while len(server.arrived) <= count:
-        if time.perf_counter() > deadline:
-            raise TimeoutError(f"no request #{count + 1} in {timeout} s")
-        time.sleep(0.002)
-    return server.arrived[count]
+    return _nth(server.arrived, count, "request", timeout)
 
 
 def finished_after(server: LLMServer, count: int, timeout: float = 120.0) -> float:
     """When streamed reply number `count + 1` was fully written (waits for it)."""
-    deadline = time.perf_counter() + timeout
-    while len(server.finished) <= count:
-        if time.perf_counter() > deadline:
-            raise TimeoutError(f"reply #{count + 1} not finished in {timeout} s")
-        time.sleep(0.002)
-    return server.finished[count]
+    return _nth(server.finished, count, "finished reply", timeout)
 
 
 # --- the rows ------------------------------------------------------------------------------------

@@ -111,6 +111,17 @@ def _usage_object(usage: Usage) -> dict[str, Any] | None:
     return body
 
 
+SHELL_TOOL: dict[str, Any] = {
+    "type": "function",
+    "function": {
+        "name": "Shell",
+        "description": "Run a command.",
+        "parameters": {"type": "object", "properties": {"command": {"type": "string"}}},
+    },
+}
+"""A tool schema for requests that carry one."""
+
+
 class LLMServer:
     """The server; a context manager (`with LLMServer() as server:`), or `start()`/`close()`."""
 

@@ -40,7 +40,7 @@ from kode_tui.soul.llm import (
 from kode_tui.soul.llm.litellm_provider import LiteLLMProvider, load_litellm, to_openai_messages
 from kode_tui.soul.llm.openai_route import OpenAIProvider
 from kode_tui.wire.events import TokenUsage
-from tests.llm_server import LLMServer
+from tests.llm_server import SHELL_TOOL, LLMServer
 
 # litellm's own pydantic deprecation noise; kode-tui silences it when it loads litellm, but
 # pytest resets warning filters for each test.
@@ -49,14 +49,6 @@ pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning:litellm.*")
 KEY_ENV = "KODE_TEST_LLM_KEY"
 KEY = "sk-test-very-secret-4242"
 MODEL = "openai/test-model"
-SHELL_TOOL: dict[str, Any] = {
-    "type": "function",
-    "function": {
-        "name": "Shell",
-        "description": "Run a command.",
-        "parameters": {"type": "object", "properties": {"command": {"type": "string"}}},
-    },
-}
 
 
 @pytest.fixture(scope="session")

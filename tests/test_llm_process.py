@@ -23,20 +23,12 @@ from kode_tui.soul.llm import (
 from kode_tui.soul.llm.litellm_provider import LiteLLMProvider, load_litellm
 from kode_tui.soul.llm.process import ProcessProvider, start, worker_pid
 from kode_tui.wire.events import TokenUsage
-from tests.llm_server import LLMServer, loopback_choice
+from tests.llm_server import SHELL_TOOL, LLMServer, loopback_choice
 
 pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning:litellm.*")
 
 KEY_ENV = "KODE_TEST_LLM_KEY"
 MODEL = "openai/test-model"
-SHELL_TOOL: dict[str, Any] = {
-    "type": "function",
-    "function": {
-        "name": "Shell",
-        "description": "Run a command.",
-        "parameters": {"type": "object", "properties": {"command": {"type": "string"}}},
-    },
-}
 HISTORY = [Message(role="user", content="list the files")]
 
 
