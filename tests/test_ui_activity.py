@@ -8,8 +8,10 @@ from kode_tui.message import FunctionBody, TextPart
 from kode_tui.soul.llm.scripted import ScriptedProvider
 from kode_tui.ui.widgets.activity import Activity
 from kode_tui.ui.widgets.conversation import Conversation
+from kode_tui.wire import WireBus
 from kode_tui.wire import events as ev
-from tests.ui_helpers import make_app, ready, send, turn_running, wait_for
+from tests.test_ui_conversation import host, settle
+from tests.ui_helpers import Posted, make_app, ready, screen_text, send, turn_running, wait_for
 
 
 class Clock:
@@ -96,3 +98,15 @@ async def test_the_conversation_edge_shows_the_turn_while_it_runs(tmp_path: Path
         await wait_for(pilot, lambda: not turn_running(app))
         await pilot.pause()
         assert "streaming" not in str(conversation.border_subtitle)
+
+
+async def test_a_tool_name_from_the_model_is_shown_as_plain_text() -> None:
+    hostile = "[@click=app.quit]Shell\x1b[2J[/]"
+    bus, posted = WireBus(), Posted()
+    async with host(bus).run_test(size=(100, 30), message_hook=posted) as pilot:
+        call = ev.ToolCall(id="c1", function=FunctionBody(name=hostile, arguments=""))
+        await settle(pilot, posted, bus, ev.TurnBegin(user_input="hi"), call)
+        shown = screen_text(pilot.app)
+
+    assert "\x1b" not in shown
+    assert "running [@click=app.quit]Shell␛[2J[/] ·" in shown

@@ -28,6 +28,7 @@ from typing import Any, ClassVar
 
 from textual import on
 from textual.binding import Binding, BindingType
+from textual.content import Content
 from textual.timer import Timer
 from textual.widget import Widget
 from textual.widgets import Markdown
@@ -270,7 +271,8 @@ again.
             self._ticker = None
         self._edge_at = time.monotonic()
         parts = (self._activity.text(), NEW_OUTPUT_HINT if self._unseen else "")
-        self.border_subtitle = " · ".join(part for part in parts if part)
+        # Plain text: a tool's name comes from the model, and a border title reads markup.
+        self.border_subtitle = Content(" · ".join(part for part in parts if part))
 
     def _tick(self) -> None:
         # A drawn frame redraws the edge too (see _draw_frame): while an answer streams the
@@ -302,17 +304,18 @@ again.
 
     async def on_wire_message(self, message: WireMessage) -> None:
         handler = self._handlers.get(type(message.event))
-        self._activity.see(message.event)
-        if not isinstance(message.event, ev.ContentPart | ev.StatusUpdate):
+        # Every text of the event, shown as the user must see it: control characters
+        # visible, none reaching the terminal (one regex search per string when clean).
+        event = visible_model(message.event)
+        self._activity.see(event)
+        if not isinstance(event, ev.ContentPart | ev.StatusUpdate):
             self._show_edge()
         if handler is not None and self.is_attached:
-            if not isinstance(message.event, ev.ContentPart):
+            if not isinstance(event, ev.ContentPart):
                 # Whatever comes next (a block, the end of the step, an interruption) comes
                 # after every delta sent before it.
                 await self._draw_frame()
-            # Every text of the event, shown as the user must see it: control characters
-            # visible, none reaching the terminal (one regex search per string when clean).
-            await handler(visible_model(message.event))
+            await handler(event)
 
     def _reset_step(self) -> None:
         # Tool calls, approvals and results all happen within their step.
