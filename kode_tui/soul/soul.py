@@ -14,7 +14,7 @@ from __future__ import annotations
 import asyncio
 import errno
 import logging
-from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal, TypeVar
@@ -23,15 +23,12 @@ import tenacity
 
 from kode_tui import masking
 from kode_tui.message import (
-    CheckpointRecord,
     ContentPart,
     FunctionBody,
     Message,
-    SystemPromptRecord,
     TextPart,
     ThinkPart,
     UsageRecord,
-    checkpoint_note,
     is_checkpoint_note,
     paired,
     system,
@@ -39,13 +36,12 @@ from kode_tui.message import (
 from kode_tui.pathnames import scrub_text
 from kode_tui.session import Context
 from kode_tui.session.context import ContextWriteError
-from kode_tui.soul import prompts, timetravel
+from kode_tui.soul import compacting, prompts, timetravel
 from kode_tui.soul.approval import Approval
-from kode_tui.soul.compaction import CompactionContext, CompactionStrategy
+from kode_tui.soul.compaction import CompactionStrategy
 from kode_tui.soul.llm import (
     ChatProvider,
     LLMError,
-    StreamItem,
     ToolCallDelta,
     ToolCallStart,
     ToolSchema,
@@ -175,7 +171,7 @@ class KodeSoul:
             multiplier=0.3, max=5, jitter=0.5
         )
         # The model can only name a checkpoint it can see (Kimi does the same).
-        self._checkpoint_messages = denwa_renji is not None and "SendDMail" in toolset
+        self.checkpoint_messages = denwa_renji is not None and "SendDMail" in toolset
 
     # --- status --------------------------------------------------------------------------------
 
@@ -341,11 +337,11 @@ class KodeSoul:
                 return TurnResult("max_steps", step - 1, message)
 
     async def _checkpoint(self) -> None:
-        checkpoint_id = await self.context.checkpoint(self._checkpoint_messages)
-        self._sync_dmail_checkpoints()
+        checkpoint_id = await self.context.checkpoint(self.checkpoint_messages)
+        self.sync_dmail_checkpoints()
         self.bus.send(ev.CheckpointCreated(id=checkpoint_id))
 
-    def _sync_dmail_checkpoints(self) -> None:
+    def sync_dmail_checkpoints(self) -> None:
         """Tell SendDMail how many checkpoints there are now (it refuses an id past them)."""
         if self._denwa_renji is not None:
             self._denwa_renji.set_n_checkpoints(self.context.n_checkpoints)
@@ -436,9 +432,9 @@ class KodeSoul:
         async def attempt() -> Streamed:
             return await self._stream_once(system_prompt, history, tools)
 
-        return await self._retry(step, attempt)
+        return await self.retry(step, attempt)
 
-    async def _retry(self, step: int, call: Callable[[], Awaitable[T]]) -> T:
+    async def retry(self, step: int, call: Callable[[], Awaitable[T]]) -> T:
         """`call()`, tried again on transient errors with StepRetry events (DESIGN.md §7)."""
         attempts = self.settings.max_retries_per_step
 
@@ -531,7 +527,7 @@ class KodeSoul:
         restored, conflicts = await timetravel.apply_files(
             preview.files, self.env.journal, write=files
         )
-        self._sync_dmail_checkpoints()
+        self.sync_dmail_checkpoints()
         self.bus.send(
             ev.ContextReverted(
                 checkpoint_id=checkpoint_id,
@@ -557,7 +553,7 @@ class KodeSoul:
         restored, conflicts = await timetravel.apply_files(
             preview.files, self.env.journal, write=files
         )
-        self._sync_dmail_checkpoints()
+        self.sync_dmail_checkpoints()
         self.bus.send(
             ev.ContextRestored(
                 from_file=source.name,
@@ -576,96 +572,7 @@ class KodeSoul:
 
         The strategy's LLM calls are retried like a step's (StepRetry events carry `step`).
         """
-        strategy = self.compaction
-        name = type(strategy).__name__ if strategy is not None else ""
-        before = self.context.token_count_with_pending
-        self.bus.send(ev.CompactionBegin(strategy=name))
-        if strategy is None:
-            log.warning("the context is at %d tokens but no compaction strategy is set", before)
-            self.bus.send(ev.CompactionEnd(tokens_before=before, tokens_after=before))
-            return False
-        messages = await strategy.compact(
-            CompactionContext(
-                history=list(self.context.history),
-                token_count=before,
-                max_context_size=self.provider.max_context_size,
-                reserved_context_size=self.reserved_tokens,
-                llm=_RetryingProvider(self, step),
-                instruction=instruction,
-            )
-        )
-        if messages is None:
-            self.bus.send(ev.CompactionEnd(tokens_before=before, tokens_after=before))
-            return False
-        prompt = self.context.system_prompt
-        after = sum(m.estimated_tokens() for m in messages)
-        rotated = await asyncio.shield(
-            self._apply_compaction(name, prompt, messages, before, after)
-        )
-        self.bus.send(
-            ev.CompactionEnd(tokens_before=before, tokens_after=after, rotated_file=rotated)
-        )
-        self.bus.send(self.status())
-        return True
-
-    async def _apply_compaction(
-        self,
-        strategy: str,
-        prompt: str | None,
-        messages: Sequence[Message],
-        before: int,
-        after: int,
-    ) -> str | None:
-        # The new context (prompt, checkpoint 0, the summary) goes live in one swap: a kill or
-        # a full disk halfway must not leave an emptied context behind.
-        records: list[Message | CheckpointRecord | SystemPromptRecord] = []
-        if prompt:
-            records.append(SystemPromptRecord(content=prompt))
-        records.append(CheckpointRecord(id=0))
-        if self._checkpoint_messages:
-            records.append(Message(role="user", content=checkpoint_note(0)))
-        records.extend(messages)
-        rotated = await self.context.replace_all(
-            records,
-            reason="compaction",
-            strategy=strategy,
-            tokens_before=before,
-            tokens_after=after,
-        )
-        self._sync_dmail_checkpoints()
-        self.bus.send(ev.CheckpointCreated(id=0))
-        return rotated.name if rotated is not None else None
-
-
-class _RetryingProvider:
-    """The soul's provider as a compaction strategy sees it: each call is retried like a step.
-
-    A call's stream is read whole before it is handed on, so a failure halfway is retried too.
-    """
-
-    def __init__(self, soul: KodeSoul, step: int) -> None:
-        self._soul = soul
-        self._step = step
-
-    @property
-    def model_name(self) -> str:
-        return self._soul.provider.model_name
-
-    @property
-    def max_context_size(self) -> int:
-        return self._soul.provider.max_context_size
-
-    async def stream(
-        self, system_prompt: str | None, history: Sequence[Message], tools: Sequence[ToolSchema]
-    ) -> AsyncIterator[StreamItem]:
-        provider = self._soul.provider
-        system_prompt, history = masked(system_prompt, paired(history))
-
-        async def read_all() -> list[StreamItem]:
-            return [item async for item in provider.stream(system_prompt, history, tools)]
-
-        for item in await self._soul._retry(self._step, read_all):
-            yield item
+        return await compacting.compact(self, instruction, step)
 
 
 def _encodable_input(user_input: str | list[ContentPart]) -> str | list[ContentPart]:

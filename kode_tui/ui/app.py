@@ -35,6 +35,7 @@ from kode_tui.ui.notify import Notifier
 from kode_tui.ui.screens.main import MainScreen
 from kode_tui.ui.screenshot import Screenshots
 from kode_tui.ui.themes import configured_theme, register_themes, watch_user_themes
+from kode_tui.ui.travel import TimeTravelActions
 from kode_tui.ui.widgets.prompt import PromptInput
 
 if TYPE_CHECKING:
@@ -43,8 +44,6 @@ if TYPE_CHECKING:
     from kode_tui.config import Config, ModelChoice
     from kode_tui.soul.facade import AgentSession, ChatProvider, Session, SessionLocked
     from kode_tui.ui.screens.dialogs import LockedChoice
-    from kode_tui.ui.widgets.history import HistoryPane
-    from kode_tui.ui.widgets.timeline import CheckpointTimeline
 
 log = logging.getLogger(__name__)
 
@@ -58,7 +57,7 @@ DEMO_BANNER = (
 )
 
 
-class KodeApp(Screenshots):
+class KodeApp(Screenshots, TimeTravelActions):
     """kode-tui's terminal UI."""
 
     TITLE = "kode-tui"
@@ -579,118 +578,3 @@ class KodeApp(Screenshots):
         self._choice = choice
         self._preload_model()
         self._update_header()
-
-    # --- intents of the side panes ---------------------------------------------------------
-
-    def on_checkpoint_timeline_revert_requested(
-        self, event: CheckpointTimeline.RevertRequested
-    ) -> None:
-        self.revert(event.checkpoint_id)
-
-    def on_history_pane_preview_requested(self, event: HistoryPane.PreviewRequested) -> None:
-        self.preview(event.name)
-
-    def on_checkpoint_timeline_diff_requested(
-        self, event: CheckpointTimeline.DiffRequested
-    ) -> None:
-        self.diff(event.checkpoint_id, None)
-
-    # --- time travel ---------------------------------------------------------------------------
-
-    @work(exclusive=True, group="time-travel", exit_on_error=False)
-    async def diff(self, first: int, second: int | None) -> None:
-        """What changed between two checkpoints (or from one to now): messages and files."""
-        from kode_tui.ui.screens.compare import CompareScreen
-
-        opened = self.agent_session
-        if opened is None or not opened.started:
-            return
-        try:
-            diff = await opened.diff(first, second)
-        except ValueError as error:
-            self.notify(f"{error}.", severity="warning")
-            return
-        to = f"checkpoint {second}" if second is not None else "now"
-        await self.push_screen(CompareScreen(f"From checkpoint {first} to {to}", diff))
-
-    @work(exclusive=True, group="time-travel", exit_on_error=False)
-    async def revert(self, checkpoint_id: int) -> None:
-        """Ask what reverting to `checkpoint_id` should take back, then do it."""
-        from kode_tui.ui.screens.timetravel import RevertDialog
-
-        if self.busy():
-            return
-        opened = self.agent_session
-        assert opened is not None
-        try:
-            plan = await opened.revert_plan(checkpoint_id)
-        except ValueError as error:
-            self.notify(f"{error}.", severity="warning")
-            return
-        choice = await self.push_screen_wait(RevertDialog.from_plan(plan))
-        if choice is None:
-            return
-        outcome = await opened.revert(checkpoint_id, files=choice == "files")
-        await self._reload_conversation()
-        prompt = self.screen.query_one(PromptInput)
-        prompt.text = outcome.next_user_text
-        prompt.focus()
-        parts = [
-            f"Reverted to checkpoint {checkpoint_id}; {outcome.rotated_file.name} keeps the rest."
-        ]
-        if outcome.files_restored:
-            parts.append(f"Restored {len(outcome.files_restored)} file(s).")
-        if choice == "files" and outcome.conflicts:
-            parts.append(f"Left alone (changed since): {', '.join(outcome.conflicts)}.")
-        self.notify(
-            " ".join(parts), timeout=8, severity="warning" if outcome.conflicts else "information"
-        )
-
-    @work(exclusive=True, group="time-travel", exit_on_error=False)
-    async def preview(self, name: str) -> None:
-        """Show a rotated context read-only; restore it when the user says so."""
-        from kode_tui.ui.screens.timetravel import PreviewScreen
-
-        opened = self.agent_session
-        if opened is None:
-            return
-        try:
-            preview = await opened.preview(name)
-        except (OSError, ValueError) as error:
-            reason = error.strerror if isinstance(error, OSError) else None
-            self.notify(f"Cannot read {name}: {reason or error}", severity="error")
-            return
-        restore = await self.push_screen_wait(PreviewScreen.from_preview(preview))
-        if isinstance(restore, str) and restore not in ("conversation", "files"):
-            prompt = self.screen.query_one(PromptInput)
-            prompt.text = restore if not prompt.text else f"{prompt.text}\n\n{restore}"
-            prompt.focus()
-            return
-        if restore not in (True, "conversation", "files") or self.busy():
-            return
-        with_files = restore == "files"
-        outcome = await opened.restore(name, files=with_files)
-        await self._reload_conversation()
-        # As after a revert: the user goes on from the restored context by typing.
-        self.screen.query_one(PromptInput).focus()
-        rotated = outcome.rotated_file
-        parts = [f"Restored {name}"]
-        if rotated is not None:
-            parts[0] += f"; the previous one is kept as {rotated.name}"
-        parts[0] += "."
-        if outcome.files_restored:
-            parts.append(f"Restored {len(outcome.files_restored)} file(s).")
-        if with_files and outcome.conflicts:
-            parts.append(f"Left alone (changed since): {', '.join(outcome.conflicts)}.")
-        severity: SeverityLevel = "warning" if with_files and outcome.conflicts else "information"
-        self.notify(" ".join(parts), timeout=8, severity=severity)
-
-    async def _reload_conversation(self) -> None:
-        from kode_tui.ui.widgets.conversation import Conversation
-
-        opened = self.agent_session
-        if opened is None or not self._attached():
-            return
-        conversation = self.screen.query_one(Conversation)
-        await conversation.clear()
-        await conversation.load_history(*await opened.messages())

@@ -1,0 +1,287 @@
+"""The facade's time travel (DESIGN.md §9): the timeline, the rotated contexts with their
+lineage, the plans of a revert and of a restore and their application, the diff between
+checkpoints and a rotated context's preview.
+
+`AgentSession` (facade.py) is made of this and the rest; it lives here so each part reads whole.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+from collections.abc import AsyncIterator, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Literal
+
+from kode_tui.message import Message
+from kode_tui.session import Checkpoint, Context, FileEdit, Rotation, Session
+from kode_tui.session.compare import CheckpointDiff, diff_checkpoints
+from kode_tui.session.rotation import ROTATIONS_LOG, rotation_number
+from kode_tui.session.scan import scan
+from kode_tui.session.timetravel import (
+    Comparison,
+    ContextSnapshot,
+    FilePlan,
+    compare,
+    lineage,
+    read_snapshot,
+)
+from kode_tui.soul.soul import RestoreOutcome, RestorePreview, RevertOutcome, RevertPreview
+from kode_tui.soul.transcript import PastResults
+from kode_tui.wire import events as ev
+
+if TYPE_CHECKING:
+    from kode_tui.session.journal import FileJournal
+    from kode_tui.soul.agent import Agent
+    from kode_tui.soul.soul import KodeSoul
+
+WATCH_DEBOUNCE_MS = 100
+_MAX_SUMMARISED_SIZE = 64 << 20
+"""Larger rotations without a note are not read just to count their messages."""
+
+
+@dataclass(frozen=True, slots=True)
+class TimelineState:
+    """The live context's checkpoints, what follows each and the files edited after each.
+
+    `history` is the context's own (lazy) sequence: read it, never keep it past the next
+    `ContextRestored`/`ContextCleared`/`CompactionEnd`, which replace it.
+    """
+
+    history: Sequence[Message]
+    checkpoints: Sequence[Checkpoint]
+    file_edits: Sequence[FileEdit]
+
+
+@dataclass(frozen=True, slots=True)
+class RotationEntry:
+    """A rotated context file, as the History pane lists it."""
+
+    rotation: Rotation
+    messages: int | None
+    tokens: int | None
+    on_live_path: bool = True
+    """Whether the live context descends from it (else it is an abandoned branch)."""
+    parent: int | None = None
+    """The rotated context this one continued, when that is not simply the one before it."""
+
+
+@dataclass(frozen=True, slots=True)
+class RevertPlan:
+    """What reverting to a checkpoint would do, with what the dialog shows of it."""
+
+    preview: RevertPreview
+    label: str
+    """The checkpoint in a few words: the user's message there, else what the agent did."""
+    conflict_diffs: list[ev.DiffBlock]
+    """For each conflicting file: what the agent left in it against what it holds now."""
+
+
+@dataclass(frozen=True, slots=True)
+class RestorePlan:
+    """What restoring a rotated context would do, files included, with the conflicts' diffs."""
+
+    preview: RestorePreview
+    conflict_diffs: list[ev.DiffBlock]
+    """For each conflicting file: what the live conversation left in it against what it
+    holds now."""
+
+
+@dataclass(frozen=True, slots=True)
+class RotationPreview:
+    """A rotated context, read without the session's lock, compared with the live one."""
+
+    snapshot: ContextSnapshot
+    rotation: Rotation | None
+    comparison: Comparison
+    results: PastResults | None
+    """What the tool calls of its conversation showed (briefs, diffs), from wire.jsonl."""
+    plan: RestorePlan | None = None
+    """What restoring it would do (None in a read-only view: nothing can be restored)."""
+
+
+class TimeTravel:
+    """The time travel of an `AgentSession`: what it needs of the session is declared here."""
+
+    session: Session
+    read_only: Literal["locked", "unwritable"] | None
+    _context: Context
+    _agent: Agent | None
+    _summaries: dict[tuple[str, int, float], tuple[int, int] | None]
+
+    def timeline(self) -> TimelineState:
+        context = self._context
+        return TimelineState(context.history, context.checkpoints, context.file_edits)
+
+    def is_rotation_file(self, name: str) -> bool:
+        """Whether a file name in the session folder is a rotated context or their log."""
+        return name == ROTATIONS_LOG or rotation_number(name) is not None
+
+    def rotations(self) -> list[RotationEntry]:
+        """The rotated contexts, newest first, with their lineage (blocking: run in a thread)."""
+        rotations = self._context.rotations()
+        found = lineage([(r.number, r.reason, _restore_source(r)) for r in rotations])
+        entries = []
+        for rotation in reversed(rotations):
+            messages, tokens = rotation.messages, rotation.tokens
+            if messages is None or tokens is None:
+                summary = self._summary(rotation)
+                if summary is not None:
+                    messages = summary[0] if messages is None else messages
+                    tokens = summary[1] if tokens is None else tokens
+            parent = found.parent.get(rotation.number)
+            branched = parent is not None and parent != rotation.number - 1
+            entries.append(
+                RotationEntry(
+                    rotation,
+                    messages,
+                    tokens,
+                    rotation.number in found.live_path,
+                    parent if branched else None,
+                )
+            )
+        return entries
+
+    async def rotation_changes(self, stop: asyncio.Event) -> AsyncIterator[None]:
+        """Yields each time rotated contexts appear or change, until `stop` is set."""
+        from watchfiles import awatch
+
+        folder = self.session.dir
+        if not folder.is_dir():
+            return
+        async for _changes in awatch(
+            folder,
+            watch_filter=lambda change, path: self.is_rotation_file(os.path.basename(path)),
+            debounce=WATCH_DEBOUNCE_MS,
+            step=50,
+            stop_event=stop,
+            recursive=False,
+        ):
+            yield
+
+    def _summary(self, rotation: Rotation) -> tuple[int, int] | None:
+        key = (rotation.path.name, rotation.size, rotation.mtime)
+        if key in self._summaries:
+            return self._summaries[key]
+        summary = None
+        if rotation.size <= _MAX_SUMMARISED_SIZE:
+            try:
+                found = scan(rotation.path.read_bytes(), rotation.path.name)
+            except OSError:
+                return None
+            summary = (len(found.message_starts), found.token_count)
+        self._summaries[key] = summary
+        return summary
+
+    async def revert_plan(self, checkpoint_id: int) -> RevertPlan:
+        """What reverting to `checkpoint_id` would do; ValueError when there is none."""
+        soul = self._soul()
+        preview = soul.revert_preview(checkpoint_id)
+        label = _checkpoint_label(self._context, checkpoint_id, preview.next_user_text)
+        journal = soul.env.journal
+        diffs = await asyncio.to_thread(_conflict_diffs, preview.files, journal)
+        return RevertPlan(preview, label, diffs)
+
+    async def revert(self, checkpoint_id: int, *, files: bool = False) -> RevertOutcome:
+        """Take the conversation (and with `files` the files the agent changed since, where
+        nobody else did) back to `checkpoint_id`; the rest is kept in a rotated file."""
+        return await self._soul().revert(checkpoint_id, files=files)
+
+    async def diff(self, first: int, second: int | None = None) -> CheckpointDiff:
+        """What changed between two checkpoints (or from one to now): messages and files.
+        ValueError when a checkpoint does not exist."""
+        soul = self._soul()
+        journal = soul.env.journal
+        if journal is None:
+            raise ValueError("this session keeps no file history")
+        return await asyncio.to_thread(diff_checkpoints, self._context, first, second, journal)
+
+    def rotated_file(self, name_or_number: str) -> str | None:
+        """The name of a rotated context (`3`, `context_3`, `context_3.jsonl`), if it exists."""
+        name = name_or_number.strip().removesuffix(".jsonl")
+        if name.isdigit():
+            name = f"context_{name}"
+        name += ".jsonl"
+        # Checked before it becomes a path: a name like `../x` must not reach the file system.
+        if rotation_number(name) is None:
+            return None
+        return name if self._context.path.with_name(name).is_file() else None
+
+    async def preview(self, name: str) -> RotationPreview:
+        """A rotated context, compared with the live one; OSError when it cannot be read."""
+        path = self._rotated_path(name)
+        snapshot = await asyncio.to_thread(read_snapshot, path)
+        rotation = next((r for r in self._context.rotations() if r.path.name == path.name), None)
+        comparison = compare(snapshot.messages, list(self._context.history))
+        results = await asyncio.to_thread(PastResults.read, self.session.wire_file)
+        plan = None
+        if self._agent is not None:
+            soul = self._agent.soul
+            restore = await asyncio.to_thread(soul.restore_preview, path)
+            diffs = await asyncio.to_thread(_conflict_diffs, restore.files, soul.env.journal)
+            plan = RestorePlan(restore, diffs)
+        return RotationPreview(snapshot, rotation, comparison, results, plan)
+
+    async def restore(self, name: str, *, files: bool = False) -> RestoreOutcome:
+        """Make the rotated context `name` live again (the live one is kept in a rotated
+        file), and with `files` put the files back as its conversation left them, where
+        nobody changed them since."""
+        return await self._soul().restore(self._rotated_path(name), files=files)
+
+    def _rotated_path(self, name: str) -> Path:
+        found = self.rotated_file(name)
+        if found is None:
+            raise ValueError(f"there is no rotated context {name}")
+        return self._context.path.with_name(found)
+
+    def _soul(self) -> KodeSoul:
+        agent = self._agent
+        if agent is None:
+            reason = "this session is read-only" if self.read_only else "the agent is not running"
+            raise RuntimeError(reason)
+        return agent.soul
+
+
+# --- helpers -------------------------------------------------------------------------------------
+
+
+def _restore_source(rotation: Rotation) -> str | None:
+    source = rotation.info.get("source")
+    return source if isinstance(source, str) else None
+
+
+def _checkpoint_label(context: Context, checkpoint_id: int, user_text: str) -> str:
+    """A checkpoint in a few words: the user's message there, else what the agent did next."""
+    if user_text.strip():
+        return user_text.strip().splitlines()[0]
+    checkpoint = next(c for c in context.checkpoints if c.id == checkpoint_id)
+    for message in context.history[checkpoint.message_index : checkpoint.message_index + 5]:
+        if message.role != "assistant":
+            continue
+        if message.tool_calls:
+            return ", ".join(call.function.name for call in message.tool_calls)
+        if message.text.strip():
+            return message.text.strip().splitlines()[0]
+    return ""
+
+
+def _conflict_diffs(plans: Sequence[FilePlan], journal: FileJournal | None) -> list[ev.DiffBlock]:
+    """For each conflicting file: what the agent left in it against what it holds now."""
+    diffs = []
+    for plan in plans:
+        if plan.action != "conflict" or journal is None:
+            continue
+        agent = journal.blob(plan.expected) if plan.expected is not None else b""
+        try:
+            now = plan.target.read_bytes()
+        except OSError:
+            now = b""
+        diffs.append(
+            ev.DiffBlock(
+                path=plan.path,
+                old_text=(agent or b"").decode("utf-8", "replace"),
+                new_text=now.decode("utf-8", "replace"),
+            )
+        )
+    return diffs
