@@ -73,6 +73,9 @@ from kode_tui.soul.soul import (
     TurnResult,
     damaged_notice,
 )
+from kode_tui.soul.thinking import LEVELS as THINKING_LEVELS
+from kode_tui.soul.thinking import next_level as next_thinking_level
+from kode_tui.soul.thinking import parse_level as parse_thinking_level
 from kode_tui.soul.transcript import PastResults, stored_result
 from kode_tui.wire import events as ev
 from kode_tui.wire.bus import Subscription, WireBus
@@ -83,6 +86,7 @@ if TYPE_CHECKING:
 __all__ = [
     "COMPACTION_OUTPUT_PREFIX",
     "MODES",
+    "THINKING_LEVELS",
     "AgentSession",
     "ChatProvider",
     "Checkpoint",
@@ -125,6 +129,8 @@ __all__ = [
     "cost_lines",
     "diff_snapshot",
     "list_rotations",
+    "next_thinking_level",
+    "parse_thinking_level",
     "read_snapshot",
     "stored_result",
 ]

@@ -578,6 +578,8 @@ class KodeSoul:
 
         The strategy's LLM calls are retried like a step's (StepRetry events carry `step`).
         """
+        if not step:
+            self.cost.begin_turn()  # `/compact`'s call is a line of its own in `/cost`
         return await compacting.compact(self, instruction, step)
 
 

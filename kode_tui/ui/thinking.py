@@ -4,7 +4,9 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from kode_tui.soul.thinking import LEVELS, next_level, parse_level
+from kode_tui.soul.facade import THINKING_LEVELS as LEVELS
+from kode_tui.soul.facade import next_thinking_level as next_level
+from kode_tui.soul.facade import parse_thinking_level as parse_level
 
 if TYPE_CHECKING:
     from kode_tui.ui.app import KodeApp
