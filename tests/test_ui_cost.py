@@ -8,6 +8,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from textual._xterm_parser import XTermParser
 
 from kode_tui.config import Config, ModelConfig
 from kode_tui.session import Session
@@ -221,3 +222,13 @@ async def test_think_on_a_model_without_support_says_so_in_one_line_and_changes_
         await send(pilot, "hi")
         await wait_for(pilot, lambda: len(server.requests) == 1 and not app.busy())
     assert "reasoning_effort" not in server.requests[0]
+
+
+def test_alt_t_from_a_terminal_without_the_kitty_protocol_types_nothing_into_the_prompt() -> None:
+    # tmux and most terminals send ESC t, which Textual reads as an alt+t that carries a `t`:
+    # the focused prompt typed it, and the binding never ran.
+    parser = XTermParser()
+    keys = [*parser.feed("\x1bt"), *parser.feed("")]
+    assert [(getattr(key, "key", None), getattr(key, "character", "")) for key in keys] == [
+        ("alt+t", None)
+    ]

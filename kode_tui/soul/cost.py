@@ -186,7 +186,9 @@ SHOWN_TURNS = 10
 
 
 def cost_lines(report: CostReport, now: float | None = None) -> list[str]:
-    """`/cost` as plain lines (the TUI's dialog and print mode show the same)."""
+    """`/cost` as plain lines (the TUI's dialog and print mode show the same). A model's
+    `input` counts its whole prompts; `cached` of them were read from the provider's cache,
+    `written` to it."""
     if not report.counted:
         return [
             "No cost recorded: this session's calls predate kode-tui's cost count, "
@@ -196,7 +198,7 @@ def cost_lines(report: CostReport, now: float | None = None) -> list[str]:
     if not report.exact:
         total += " + calls left out (unknown price, or made before the count began)"
     lines = [f"Session total: {total}", ""]
-    header = ("model", "calls", "input", "cached", "cache write", "output", "cost")
+    header = ("model", "calls", "input", "cached", "written", "output", "cost")
     rows = [
         (
             m.model,
@@ -221,7 +223,7 @@ def cost_lines(report: CostReport, now: float | None = None) -> list[str]:
             usd = format_usd(turn.usd) + (" + unknown price" if turn.unpriced else "")
             cached = f" ({format_tokens(turn.cache_read)} cached)" if turn.cache_read else ""
             lines.append(
-                f"  {format_age(turn.started_at, now):>10}  {plural(turn.calls, 'call'):>8}  "
+                f"  {format_age(turn.started_at, now):<8}  {plural(turn.calls, 'call'):>8}  "
                 f"{format_tokens(turn.input)} in{cached} · {format_tokens(turn.output)} out  {usd}"
             )
     return lines

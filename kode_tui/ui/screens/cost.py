@@ -22,6 +22,7 @@ class CostScreen(ModalScreen[None]):
     DEFAULT_CLASSES = "kode-dialog"
     DEFAULT_CSS = """
     CostScreen #cost-lines { height: auto; max-height: 30; }
+    CostScreen #cost-lines > Static { text-wrap: nowrap; width: auto; }
     """
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("escape,q", "dismiss", "Close", id="close"),
@@ -32,7 +33,9 @@ class CostScreen(ModalScreen[None]):
         self._report = report
 
     def compose(self) -> ComposeResult:
-        with Vertical():
+        with Vertical() as dialog:
+            # The table needs the room: at 80 columns the dialogs' usual 80% cuts its rows.
+            dialog.styles.width = "100%"
             yield Static("What the model calls cost", classes="dialog-title")
             # Content, not markup: a model name is the user's text.
             text = "\n".join(cost_lines(self._report))
