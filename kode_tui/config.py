@@ -61,6 +61,8 @@ class ModelConfig(_Table):
     api_base: str | None = None
     api_key_env: str | None = Field(default=None, min_length=1)
     """The environment variable holding the key; keys never live in the file."""
+    reasoning: bool | None = None
+    """Whether the model takes a thinking effort (`/think`); unset: as litellm's map says."""
 
 
 class LoopControl(_Table):
@@ -323,6 +325,8 @@ class ModelChoice:
     api_base: str | None = None
     api_key_env: str | None = None
     max_context_size: int | None = None
+    reasoning: bool | None = None
+    """The alias's `reasoning`: whether `/think` applies; None lets litellm's map decide."""
 
     @property
     def is_demo(self) -> bool:
@@ -378,6 +382,7 @@ def _named(config: Config, name: str, source: str, given_by: str) -> ModelChoice
             api_base=entry.api_base,
             api_key_env=entry.api_key_env,
             max_context_size=entry.max_context_size,
+            reasoning=entry.reasoning,
         )
     if name != DEMO_MODEL and "/" not in name:
         close = difflib.get_close_matches(name, [*config.models, DEMO_MODEL], n=1, cutoff=0.7)

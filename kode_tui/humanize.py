@@ -2,8 +2,8 @@
 
 Token counts: `999`, `1k`, `1.2k`, `12.9k`, `129k`, `1.2M` (three significant digits at most,
 a trailing `.0` dropped). Ages: `just now`, `5m ago`, `3h ago`, `2d ago`, then the date. Sizes:
-`850 B`, `4.2 KiB`, `12 KiB`, `3.0 MiB`. Counted nouns: `1 file`, `2 files`. A tool call: its main
-argument on one line.
+`850 B`, `4.2 KiB`, `12 KiB`, `3.0 MiB`. Dollars: `$0`, `<$0.001`, `$0.042`, `$1.23`. Counted
+nouns: `1 file`, `2 files`. A tool call: its main argument on one line.
 
 This module imports nothing of the project but `safetext`, and neither Textual nor pydantic,
 so every layer can use it.
@@ -57,6 +57,17 @@ def format_tokens(count: int | None) -> str:
 
 def _one_decimal(value: float) -> str:
     return f"{value:.1f}".removesuffix(".0")
+
+
+def format_usd(usd: float) -> str:
+    """Dollars spent, short: `$0`, `<$0.001`, `$0.042` below a dollar, `$1.23`, `$1,234.50`."""
+    if usd <= 0:
+        return "$0"
+    if usd < 0.001:
+        return "<$0.001"
+    if usd < 1:
+        return f"${usd:.3f}"
+    return f"${usd:,.2f}"
 
 
 def format_age(timestamp: float, now: float | None = None) -> str:

@@ -25,7 +25,14 @@ from kode_tui.config import Config, ModelChoice
 from kode_tui.humanize import compact_arguments
 from kode_tui.masking import mask
 from kode_tui.safetext import visible
-from kode_tui.soul.facade import AgentSession, ChatProvider, ContextReport, DemoProvider, LLMError
+from kode_tui.soul.facade import (
+    AgentSession,
+    ChatProvider,
+    ContextReport,
+    DemoProvider,
+    LLMError,
+    cost_lines,
+)
 from kode_tui.wire import events as ev
 
 ARGUMENT_WIDTH = 80
@@ -188,7 +195,7 @@ async def run_print(
     return 0 if result.stop_reason == "done" else 1
 
 
-COMMANDS = ("/compact [instruction]", "/context [refresh]")
+COMMANDS = ("/compact [instruction]", "/context [refresh]", "/cost")
 
 
 async def _command(opened: AgentSession, line: str, out: TextIO, err: TextIO) -> int:
@@ -218,6 +225,9 @@ async def _command(opened: AgentSession, line: str, out: TextIO, err: TextIO) ->
         assert report is not None  # the agent is up
         # The system prompt holds the project's files (README.md, AGENTS.md) as they are.
         out.write(visible(mask(format_report(report))))
+        return 0
+    if name == "/cost":
+        out.write(visible("\n".join(cost_lines(opened.cost())) + "\n"))
         return 0
     note(err, f"unknown command {name}; print mode knows {', '.join(COMMANDS)}.")
     return 2

@@ -24,6 +24,7 @@ from kode_tui.config import (
     LoopControl,
     ModelChoice,
     ModelConfig,
+    check_model,
     load_config,
     probe_ollama,
     resolve_model,
@@ -138,6 +139,14 @@ def test_a_full_example_file_parses(tmp_path: Path) -> None:
     assert config.context.custom == "Team conventions: tabs.\n"
     assert config.context.max_reminders_per_session == 10
     assert config.tools.dmail is False
+
+
+def test_a_model_alias_may_say_whether_it_takes_a_thinking_effort(tmp_path: Path) -> None:
+    toml = '[models.qwen]\nmodel = "openai/qwen3"\napi_base = "http://127.0.0.1:9/v1"\n'
+    config = load_config(write(tmp_path, toml + "reasoning = true\n"))
+
+    assert check_model(config, "qwen", env={}).reasoning is True
+    assert check_model(config, "openai/o3", env={"OPENAI_API_KEY": "k"}).reasoning is None
 
 
 def test_an_empty_file_gives_the_defaults(tmp_path: Path) -> None:

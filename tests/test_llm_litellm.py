@@ -192,6 +192,52 @@ async def test_the_usage_chunk_becomes_one_final_token_usage_with_cached_tokens(
     assert isinstance(items[-1], TokenUsage)
 
 
+ANTHROPIC_USAGE = TokenUsage(input=1700, output=30, cache_read=1000, cache_creation=500)
+"""200 fresh prompt tokens, 1000 read from the cache, 500 written to it; 30 out."""
+
+
+async def test_anthropic_usage_as_litellm_shapes_it_counts_cached_tokens_once(
+    server: LLMServer, provider: LiteLLMProvider
+) -> None:
+    # litellm puts an Anthropic model's cached tokens into prompt_tokens: not added twice.
+    server.reply_text(
+        "Hi",
+        usage={
+            "prompt_tokens": 1700,
+            "completion_tokens": 30,
+            "prompt_tokens_details": {"cached_tokens": 1000},
+            "cache_read_input_tokens": 1000,
+            "cache_creation_input_tokens": 500,
+        },
+    )
+
+    items = await collect(provider)
+
+    assert [item for item in items if isinstance(item, TokenUsage)] == [ANTHROPIC_USAGE]
+
+
+async def test_anthropic_shaped_usage_passed_on_by_a_server_adds_cached_tokens_to_the_prompt(
+    server: LLMServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Anthropic's own shape leaves the cached tokens out of input_tokens. The OpenAI SDK route
+    # hands a server's usage object on as it is (litellm's own route rebuilds it).
+    monkeypatch.setenv(KEY_ENV, KEY)
+    provider = OpenAIProvider(MODEL, api_base=server.url, api_key_env=KEY_ENV, timeout=10)
+    server.reply_text(
+        "Hi",
+        usage={
+            "input_tokens": 200,
+            "output_tokens": 30,
+            "cache_read_input_tokens": 1000,
+            "cache_creation_input_tokens": 500,
+        },
+    )
+
+    items = await collect(provider)
+
+    assert [item for item in items if isinstance(item, TokenUsage)] == [ANTHROPIC_USAGE]
+
+
 # --- what the model is sent --------------------------------------------------------------------
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import io
 import json
 import os
@@ -20,6 +21,7 @@ from kode_tui.message import TextPart
 from kode_tui.paths import program
 from kode_tui.print_mode import PrintView
 from kode_tui.session import Session
+from kode_tui.session.state import ModelSpend, SessionSpend
 from kode_tui.soul.agent import open_agent
 from kode_tui.soul.llm import LLMConnectionError, StreamItem
 from kode_tui.soul.llm.demo import INTRO, NOTES_FILE, DemoProvider
@@ -228,6 +230,23 @@ def test_compact_command_in_print_mode(project: Path) -> None:
     assert "The demo cannot summarise" in context.read_text()
     unknown = kode("-p", "/frobnicate", "--print", "-C", str(project))
     assert unknown.returncode == 2 and "/compact" in unknown.stderr
+
+
+async def test_cost_command_prints_the_sessions_cost_per_model(
+    project: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    session = await Session.create(project)
+    session.context_file.write_text('{"role":"user","content":"hi"}\n')
+    spend = ModelSpend(calls=2, input=40_000, cache_read=30_000, output=2_000, usd=0.042)
+    session.state.spend = SessionSpend(models={"openai/gpt-4.1": spend})
+    session.save_state()
+
+    assert await asyncio.to_thread(main, ["-p", "/cost", "--print", "-C", str(project)]) == 0
+
+    out = capsys.readouterr().out
+    assert out.startswith("Session total: $0.042\n")
+    [row] = [line for line in out.splitlines() if line.startswith("openai/gpt-4.1")]
+    assert row.split() == ["openai/gpt-4.1", "2", "40k", "30k", "0", "2k", "$0.042"]
 
 
 # --- what reaches the terminal -------------------------------------------------------------------

@@ -188,6 +188,35 @@ async def test_manual_compact_with_an_instruction(repo: Path) -> None:
     assert any(isinstance(e, ev.CompactionEnd) and e.rotated_file for e in events)
 
 
+async def test_a_compact_summary_call_is_paid_for_and_counted_as_a_line_of_its_own(
+    repo: Path,
+) -> None:
+    agent, _, _ = await start(
+        repo,
+        [
+            {"text": "First.", "usage": {"input": 10_000, "output": 1_000}},
+            {"text": "Second.", "usage": {"input": 10_000, "output": 1_000}},
+            {"text": "<current_focus>x</current_focus>", "usage": {"input": 20_000, "output": 0}},
+        ],
+        model_name="openai/gpt-4o-mini",  # $0.15 / M input, $0.60 / M output
+    )
+    await agent.soul.run("one")
+    await agent.soul.run("two")
+
+    assert await agent.soul.compact()
+    await agent.close()
+
+    report = agent.soul.cost.report()
+    assert [turn.usd for turn in report.turns] == pytest.approx([0.0021, 0.0021, 0.003])
+    assert report.usd == pytest.approx(0.0072)
+    assert (
+        json.loads(agent.session.state_file.read_text())["spend"]["models"]["openai/gpt-4o-mini"][
+            "calls"
+        ]
+        == 3
+    )
+
+
 async def test_the_summary_call_is_retried_like_a_step(repo: Path) -> None:
     agent, _, events = await start(
         repo,

@@ -19,7 +19,7 @@ import pytest
 from textual.pilot import Pilot
 
 from kode_tui.session import Session
-from kode_tui.session.state import ApprovalGrant
+from kode_tui.session.state import ApprovalGrant, ModelSpend, SessionSpend
 from kode_tui.soul.llm.demo import DemoProvider
 from kode_tui.soul.llm.scripted import ScriptedProvider
 from kode_tui.ui.screens.permissions import PermissionsScreen
@@ -116,6 +116,9 @@ def test_the_session_picker(place: Path, snap_compare: Any) -> None:
             session = await Session.create(place)
             session.context_file.write_text('{"role":"user","content":"x"}\n')
             session.state.custom_title = title
+            if age < 3600:  # the other one is from before kode-tui counted cost: `—`
+                spend = ModelSpend(calls=3, input=40_000, output=2_000, usd=0.042)
+                session.state.spend = SessionSpend(models={"openai/gpt-4.1": spend})
             session.save_state()
             then = time.time() - age
             os.utime(session.context_file, (then, then))

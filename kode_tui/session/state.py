@@ -1,4 +1,5 @@
-"""`state.json` of a session: custom title, approval mode and session approvals, todos.
+"""`state.json` of a session: custom title, approval mode and session approvals, todos, what
+the model calls cost and the thinking effort.
 
 Kimi CLI writes the same file with keys of its own (`approval`, `plan_mode`, `archived`, ...);
 they are kept as read and written back unchanged, so either tool can open the other's sessions.
@@ -48,6 +49,69 @@ class ApprovalGrant(BaseModel):
     """Unix time; None for a grant recorded without one."""
 
 
+ThinkingLevel = Literal["off", "low", "medium", "high"]
+
+
+class ModelSpend(BaseModel):
+    """What one model's calls of a session used, and cost."""
+
+    model_config = ConfigDict(extra="allow", defer_build=True)
+
+    calls: int = 0
+    input: int = 0
+    """Prompt tokens, cached ones included."""
+    output: int = 0
+    cache_read: int = 0
+    cache_creation: int = 0
+    usd: float | None = 0.0
+    """None when litellm's map has no price for the model."""
+
+
+class TurnSpend(BaseModel):
+    """What one turn's calls used, and cost."""
+
+    model_config = ConfigDict(extra="allow", defer_build=True)
+
+    started_at: float
+    """Unix time of the turn's first call."""
+    calls: int = 0
+    input: int = 0
+    output: int = 0
+    cache_read: int = 0
+    usd: float = 0.0
+    """Of the calls whose price is known."""
+    unpriced: bool = False
+    """Some call of the turn had no known price."""
+
+
+class SessionSpend(BaseModel):
+    """The session's running cost: kept here, so a picker reads it without the wire file."""
+
+    model_config = ConfigDict(extra="allow", defer_build=True)
+
+    models: dict[str, ModelSpend] = Field(default_factory=dict)
+    turns: list[TurnSpend] = Field(default_factory=list)
+    """The latest turns with calls, oldest first (the ledger keeps the last few dozen)."""
+    complete: bool = True
+    """False when counting began in a session that had calls already (from before kode-tui
+    counted cost): the total leaves those out."""
+
+    @property
+    def usd(self) -> float:
+        """Dollars of the calls whose price is known."""
+        return sum(spend.usd or 0.0 for spend in self.models.values())
+
+    @property
+    def unpriced(self) -> bool:
+        """Whether some call had no known price (the total leaves it out)."""
+        return any(spend.usd is None for spend in self.models.values())
+
+    @property
+    def exact(self) -> bool:
+        """Whether `usd` is every call's cost: all priced, all counted."""
+        return self.complete and not self.unpriced
+
+
 class SessionState(BaseModel):
     """What a session remembers besides its context; unknown keys survive a load/save."""
 
@@ -62,6 +126,10 @@ class SessionState(BaseModel):
     """How each of `session_approvals` was granted, by scope (those granted before this key
     existed have none)."""
     todos: list[TodoItem] = Field(default_factory=list)
+    spend: SessionSpend | None = None
+    """None for a session from before kode-tui counted cost (its cost is unknown)."""
+    thinking: ThinkingLevel = "off"
+    """The reasoning effort asked of a model that supports it (`/think`)."""
 
 
 def load_state(path: Path) -> SessionState:

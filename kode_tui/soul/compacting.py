@@ -15,6 +15,7 @@ from kode_tui.soul.compaction import CompactionContext
 from kode_tui.soul.llm import StreamItem, ToolSchema
 from kode_tui.soul.stream import masked
 from kode_tui.wire import events as ev
+from kode_tui.wire.events import TokenUsage
 
 if TYPE_CHECKING:
     from kode_tui.soul.soul import KodeSoul
@@ -112,4 +113,6 @@ class _RetryingProvider:
             return [item async for item in provider.stream(system_prompt, history, tools)]
 
         for item in await self._soul.retry(self._step, read_all):
+            if isinstance(item, TokenUsage):  # a summary is paid for like any call
+                await self._soul.cost.add(provider.model_name, item)
             yield item

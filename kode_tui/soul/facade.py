@@ -40,6 +40,7 @@ from kode_tui.session.compare import CheckpointDiff, FileChange, diff_snapshot
 from kode_tui.session.context import restore_or_view
 from kode_tui.session.rotation import ROTATIONS_LOG, list_rotations
 from kode_tui.session.session import CONTEXT_FILE_NAME
+from kode_tui.session.state import ThinkingLevel
 from kode_tui.session.timetravel import (
     Comparison,
     ContextSnapshot,
@@ -48,8 +49,10 @@ from kode_tui.session.timetravel import (
     compare,
     read_snapshot,
 )
+from kode_tui.soul import thinking
 from kode_tui.soul.approval import SessionPermission
 from kode_tui.soul.compaction import COMPACTION_OUTPUT_PREFIX
+from kode_tui.soul.cost import CostLedger, CostReport, ModelCost, TurnCost, cost_lines
 from kode_tui.soul.facade_travel import (
     WATCH_DEBOUNCE_MS,
     RestorePlan,
@@ -70,6 +73,9 @@ from kode_tui.soul.soul import (
     TurnResult,
     damaged_notice,
 )
+from kode_tui.soul.thinking import LEVELS as THINKING_LEVELS
+from kode_tui.soul.thinking import next_level as next_thinking_level
+from kode_tui.soul.thinking import parse_level as parse_thinking_level
 from kode_tui.soul.transcript import PastResults, stored_result
 from kode_tui.wire import events as ev
 from kode_tui.wire.bus import Subscription, WireBus
@@ -80,6 +86,7 @@ if TYPE_CHECKING:
 __all__ = [
     "COMPACTION_OUTPUT_PREFIX",
     "MODES",
+    "THINKING_LEVELS",
     "AgentSession",
     "ChatProvider",
     "Checkpoint",
@@ -88,6 +95,7 @@ __all__ = [
     "ContextReport",
     "ContextSnapshot",
     "ContextStats",
+    "CostReport",
     "DemoProvider",
     "FileAction",
     "FileChange",
@@ -95,6 +103,7 @@ __all__ = [
     "FilePlan",
     "LLMError",
     "Message",
+    "ModelCost",
     "ModelOption",
     "PastResults",
     "RestoreOutcome",
@@ -111,12 +120,17 @@ __all__ = [
     "SessionPermission",
     "SessionRow",
     "Subscription",
+    "ThinkingLevel",
     "TimelineState",
+    "TurnCost",
     "TurnResult",
     "WireBus",
     "compare",
+    "cost_lines",
     "diff_snapshot",
     "list_rotations",
+    "next_thinking_level",
+    "parse_thinking_level",
     "read_snapshot",
     "stored_result",
 ]
@@ -252,6 +266,7 @@ class AgentSession(TimeTravel):
             approval_override="yolo" if yolo else None,
             work_dir=self._work_dir,
         )
+        thinking.apply(self._agent.soul.provider, choice, self.thinking)
         # The views are subscribed by now: what the user should know of the opened session
         # (damaged lines skipped) shows at once, not with the first answer.
         self._agent.soul.send_notices()
@@ -412,6 +427,7 @@ class AgentSession(TimeTravel):
             self._agent.soul.provider = make_provider(
                 choice, (self.config or Config()).loop_control
             )
+            thinking.apply(self._agent.soul.provider, choice, self.thinking)
             self.bus.send(self._agent.soul.status())
         return choice
 
@@ -446,6 +462,30 @@ class AgentSession(TimeTravel):
 
     async def set_title(self, title: str) -> None:
         self.session.state.custom_title = title
+        await asyncio.to_thread(self.session.save_state)
+
+    # --- cost and thinking effort (soul/cost.py, soul/thinking.py) -----------------------------
+
+    def cost(self) -> CostReport:
+        """What the session's model calls cost, per model and per turn (`/cost`)."""
+        return CostLedger(self.session.state).report()
+
+    @property
+    def thinking(self) -> ThinkingLevel:
+        """The session's thinking effort (sent only to a model that takes one)."""
+        return self.session.state.thinking
+
+    @property
+    def thinking_supported(self) -> bool:
+        """Whether the current model takes a thinking effort."""
+        return self.choice is not None and thinking.supports_thinking(self.choice)
+
+    async def set_thinking(self, level: ThinkingLevel) -> None:
+        """Make `level` the session's thinking effort, saved at once; the next request of a
+        model that supports it carries it."""
+        self.session.state.thinking = level
+        if self._agent is not None:
+            thinking.apply(self._agent.soul.provider, self.choice, level)
         await asyncio.to_thread(self.session.save_state)
 
 

@@ -39,6 +39,7 @@ from kode_tui.session.context import ContextWriteError
 from kode_tui.soul import compacting, prompts, timetravel
 from kode_tui.soul.approval import Approval
 from kode_tui.soul.compaction import CompactionStrategy
+from kode_tui.soul.cost import CostLedger
 from kode_tui.soul.llm import (
     ChatProvider,
     LLMError,
@@ -161,6 +162,8 @@ class KodeSoul:
         self.compaction = compaction
         self.project = project
         self.reminders = reminders
+        self.cost = CostLedger(env.state, env.save_state, had_calls=context.token_count > 0)
+        """What the model calls cost (`/cost`, the gauge)."""
         self._turn_text = ""
         self._partial: Streamed | None = None  # the running step's answer, until it is kept
         self._notices: list[str] = damaged_notice(context)
@@ -223,6 +226,7 @@ class KodeSoul:
             reserved_tokens=self.reserved_tokens,
             trigger_tokens=self.trigger_tokens,
             usage=usage,
+            cost=self.cost.status(),
         )
 
     def send_notices(self) -> None:
@@ -246,6 +250,7 @@ class KodeSoul:
         masking.refresh()  # a key set since the last turn is masked in what this turn writes
         user_input = _encodable_input(user_input)
         self.bus.send(ev.TurnBegin(user_input=user_input))
+        self.cost.begin_turn()
         self.send_notices()
         self._turn_text = (
             user_input
@@ -364,6 +369,7 @@ class KodeSoul:
         streamed = await self._call_llm(step)
         if streamed.usage is not None:
             await self.context.update_token_count(streamed.usage.input)
+            await self.cost.add(self.provider.model_name, streamed.usage)
         if streamed.is_empty():
             # An empty assistant message is refused by some providers in later requests, and
             # would show as nothing: it is not kept, and the user is told.
@@ -572,6 +578,8 @@ class KodeSoul:
 
         The strategy's LLM calls are retried like a step's (StepRetry events carry `step`).
         """
+        if not step:
+            self.cost.begin_turn()  # `/compact`'s call is a line of its own in `/cost`
         return await compacting.compact(self, instruction, step)
 
 

@@ -72,6 +72,8 @@ class KodeApp(Screenshots, TimeTravelActions):
         Binding("f1", "help", "Help", id="help"),
         Binding("escape", "interrupt", "Interrupt", id="interrupt"),
         Binding("ctrl+t", "cycle_mode", "Approval mode", id="cycle_mode"),
+        # Not in the footer (full at 80 columns): F1 lists it.
+        Binding("alt+t", "cycle_thinking", "Thinking effort", id="cycle_thinking", show=False),
     ]
 
     def __init__(
@@ -400,6 +402,9 @@ class KodeApp(Screenshots, TimeTravelActions):
             parts.append(f"“{session.title}”")
         if self._choice is not None:
             parts.append(self._choice.name)
+            opened = self.agent_session
+            if opened is not None and opened.thinking_supported and opened.thinking != "off":
+                parts.append(f"think {opened.thinking}")
         if self.read_only:
             parts.append("read-only")
         elif self.agent_session is not None and self.agent_session.mode is not None:
@@ -511,6 +516,11 @@ class KodeApp(Screenshots, TimeTravelActions):
         mode = await self.agent_session.cycle_mode()
         self._update_header()
         self.notify(f"Approval mode: {mode}", timeout=3)
+
+    async def action_cycle_thinking(self) -> None:
+        from kode_tui.ui.thinking import cycle_thinking
+
+        await cycle_thinking(self)
 
     def action_help(self) -> None:
         from kode_tui.ui.screens.help import HelpScreen, collect_bindings, focused_help

@@ -216,6 +216,22 @@ async def _title(app: KodeApp, argument: str) -> None:
     app.update_header()
 
 
+@command("/cost", "", "What this session's model calls cost, per model and turn")
+async def _cost(app: KodeApp, argument: str) -> None:
+    from kode_tui.ui.screens.cost import CostScreen
+
+    opened = app.agent_session
+    if opened is not None:
+        await app.push_screen(CostScreen(opened.cost()))
+
+
+@command("/think", "[off|low|medium|high]", "Show or set the model's thinking effort (Alt+T)")
+async def _think(app: KodeApp, argument: str) -> None:
+    from kode_tui.ui.thinking import think_command
+
+    await think_command(app, argument)
+
+
 @command("/quit", "", "Quit kode-tui")
 async def _quit(app: KodeApp, argument: str) -> None:
     await app.action_quit()

@@ -296,6 +296,20 @@ class TokenUsage(BaseModel):
     cache_creation: int = 0
 
 
+class CostStatus(BaseModel):
+    """What the session's model calls cost so far (litellm's prices times the usage)."""
+
+    model_config = ConfigDict(frozen=True, defer_build=True)
+    session_usd: float
+    """Of the calls whose price is known."""
+    turn_usd: float | None = None
+    """The latest turn with calls; None before any."""
+    exact: bool = True
+    """False when some call is left out: its price is unknown, or it predates the count."""
+    priced: bool = True
+    """False when no call so far had a known price (a local model, say)."""
+
+
 class StatusUpdate(Event):
     context_tokens: int
     max_context_tokens: int
@@ -306,6 +320,8 @@ class StatusUpdate(Event):
     """Estimated tokens of messages added since the last reported count (in context_tokens)."""
     usage: TokenUsage | None = None
     """What the last LLM call reported, if it did."""
+    cost: CostStatus | None = None
+    """None while the session has no counted calls (and for the demo)."""
 
 
 class CompactionBegin(Event):

@@ -152,6 +152,20 @@ class LiteLLMProvider:
         return self._model
 
     @property
+    def reasoning_effort(self) -> str | None:
+        """The thinking effort sent as `reasoning_effort` (`low`, `medium`, `high`), or None
+        to send none (litellm turns it into Anthropic's thinking budget)."""
+        effort = self._extra.get("reasoning_effort")
+        return effort if isinstance(effort, str) else None
+
+    @reasoning_effort.setter
+    def reasoning_effort(self, effort: str | None) -> None:
+        if effort is None:
+            self._extra.pop("reasoning_effort", None)
+        else:
+            self._extra["reasoning_effort"] = effort
+
+    @property
     def max_context_size(self) -> int:
         """The configured size, else litellm's model info (once litellm is loaded), else 128k."""
         if self._max_context_size is None and _litellm is not None:
@@ -339,7 +353,9 @@ class _ChunkReader:
 
     def read(self, chunk: Any) -> Iterator[StreamItem]:
         usage = _field(chunk, "usage")
-        if usage is not None and _field(usage, "prompt_tokens") is not None:
+        if usage is not None and (
+            _field(usage, "prompt_tokens") is not None or _field(usage, "input_tokens") is not None
+        ):
             self.usage = _token_usage(usage)
         choices = _field(chunk, "choices") or ()
         if not choices:
@@ -388,15 +404,32 @@ def _field(obj: Any, name: str) -> Any:
 
 
 def _token_usage(usage: Any) -> TokenUsage:
+    """The usage as a `TokenUsage`, whose `input` counts the whole prompt, cached tokens too.
+
+    The OpenAI shape (and litellm's, for every provider) has `prompt_tokens` with the cached
+    ones in it (`prompt_tokens_details.cached_tokens`; litellm adds Anthropic's
+    `cache_read_input_tokens` / `cache_creation_input_tokens` to it). Anthropic's own shape
+    (`input_tokens`, as some servers pass it on) leaves them out: they are added here.
+    """
     details = _field(usage, "prompt_tokens_details")
-    cached = (_field(details, "cached_tokens") if details is not None else None) or _field(
-        usage, "cache_read_input_tokens"
+    cache_read = (
+        (_field(details, "cached_tokens") if details is not None else None)
+        or _field(usage, "cache_read_input_tokens")
+        or _field(usage, "prompt_cache_hit_tokens")  # DeepSeek's name
+        or 0
     )
+    cache_creation = _field(usage, "cache_creation_input_tokens") or 0
+    prompt = _field(usage, "prompt_tokens")
+    if prompt is None:
+        prompt = (_field(usage, "input_tokens") or 0) + cache_read + cache_creation
+    output = _field(usage, "completion_tokens")
+    if output is None:
+        output = _field(usage, "output_tokens")
     return TokenUsage(
-        input=_field(usage, "prompt_tokens") or 0,
-        output=_field(usage, "completion_tokens") or 0,
-        cache_read=cached or 0,
-        cache_creation=_field(usage, "cache_creation_input_tokens") or 0,
+        input=prompt or 0,
+        output=output or 0,
+        cache_read=cache_read,
+        cache_creation=cache_creation,
     )
 
 

@@ -1,8 +1,9 @@
 """The session picker (/sessions): the sessions of the work dir, or of every work dir, newest first.
 
-Each row shows what a user needs to recognise a conversation — title, age, messages, tokens —
-read cheaply from the session files: the context is scanned for record roles only, never
-restored (restoring takes the session's lock and builds the whole history).
+Each row shows what a user needs to recognise a conversation — title, age, messages, tokens,
+cost — read cheaply from the session files: the context is scanned for record roles only, never
+restored (restoring takes the session's lock and builds the whole history); the cost is the
+running total in state.json, `—` for a session from before kode-tui counted it.
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ from textual.reactive import var
 from textual.screen import ModalScreen
 from textual.widgets import DataTable, Footer, Input, Label, Static, Switch
 
-from kode_tui.humanize import format_age, format_tokens
+from kode_tui.humanize import format_age, format_tokens, format_usd
 from kode_tui.paths import canonical
 from kode_tui.safetext import visible
 from kode_tui.soul.facade import Session, SessionCatalog, SessionRow
@@ -46,6 +47,15 @@ def _work_dir_label(session: Session) -> str:
     if path == home or path.startswith(home + os.sep):
         return "~" + path[len(home) :]
     return path
+
+
+def _cost_label(session: Session) -> str:
+    """`$0.042`; `$0.042+` when some calls are left out (unknown price, or older than the
+    count); `—` when nothing priced was counted."""
+    spend = session.state.spend
+    if spend is None or not any(m.usd is not None for m in spend.models.values()):
+        return "—"
+    return format_usd(spend.usd) + ("" if spend.exact else "+")
 
 
 def _key(row: SessionRow) -> str:
@@ -148,6 +158,7 @@ Type to filter by title; **↑/↓** choose, **Enter** opens, **Esc** closes.
         table.add_column("Age", key="age")
         table.add_column(Text("Messages", justify="right"), key="messages")
         table.add_column(Text("Tokens", justify="right"), key="tokens")
+        table.add_column(Text("Cost", justify="right"), key="cost")
         now = time.time()
         for row in shown:
             session = row.session
@@ -162,6 +173,7 @@ Type to filter by title; **↑/↓** choose, **Enter** opens, **Esc** closes.
                 Text(format_age(session.updated_at, now)),
                 Text(str(row.stats.messages), justify="right"),
                 Text(format_tokens(row.stats.tokens), justify="right"),
+                Text(_cost_label(session), justify="right"),
             ]
             table.add_row(*cells, key=_key(row))
         self._shown = {_key(row): row for row in shown}

@@ -9,7 +9,7 @@ from textual.content import Content
 from textual.reactive import reactive, var
 from textual.widget import Widget
 
-from kode_tui.humanize import format_tokens
+from kode_tui.humanize import format_tokens, format_usd
 from kode_tui.soul.facade import WireBus
 from kode_tui.ui.wire_messages import WireListener, WireMessage
 from kode_tui.wire import events as ev
@@ -47,6 +47,8 @@ How much of the model's context window the conversation uses.
 - `█` tokens the model reported, `▒` an estimate for messages added since, `░` free.
 - `▲` marks where compaction starts.
 - Green below 60%, yellow below 85%, red above. Hover for the exact numbers.
+- On the right: the session's cost so far and, in brackets, the last turn's (litellm's prices;
+  a `+` says some calls are left out: unknown price, or older than the count). `/cost` details it.
 """
 
     BORDER_TITLE: ClassVar[str] = "Context"
@@ -60,6 +62,7 @@ How much of the model's context window the conversation uses.
         "token-gauge--numbers",
         "token-gauge--muted",
         "token-gauge--compacting",
+        "token-gauge--cost",
     }
 
     status: reactive[ev.StatusUpdate | None] = reactive(None)
@@ -120,7 +123,7 @@ How much of the model's context window the conversation uses.
     def render(self) -> RenderResult:
         width = self.content_size.width
         return Content("\n").join(
-            [self._bar_line(width), self._marker_line(width), self._numbers_line()]
+            [self._bar_line(width), self._marker_line(width), self._numbers_line(width)]
         )
 
     def _bar_line(self, width: int) -> Content:
@@ -157,7 +160,20 @@ How much of the model's context window the conversation uses.
             return Content.assemble(" " * (column - label.cell_length - 1), label, " ", marker)
         return Content.assemble(" " * column, marker)
 
-    def _numbers_line(self) -> Content:
+    def _numbers_line(self, width: int) -> Content:
+        numbers = self._token_numbers()
+        status = self.status
+        cost = status.cost if status is not None else None
+        if cost is None:
+            return numbers
+        # The longest cost that fits to the right of the numbers: with the last turn's, without.
+        for text in cost_labels(cost):
+            gap = width - numbers.cell_length - len(text)
+            if gap >= 2:
+                return Content.assemble(numbers, " " * gap, (text, ".token-gauge--cost"))
+        return numbers
+
+    def _token_numbers(self) -> Content:
         status = self.status
         if status is None or status.max_context_tokens <= 0:
             return Content.styled("no token count yet", ".token-gauge--muted")
@@ -172,6 +188,16 @@ How much of the model's context window the conversation uses.
         if status.pending_tokens > 0:
             parts.append((f"  ~{format_tokens(status.pending_tokens)} est.", ".token-gauge--muted"))
         return Content.assemble(*parts)
+
+
+def cost_labels(cost: ev.CostStatus) -> list[str]:
+    """What the gauge says of the cost, longest first: `$0.042 (last $0.004)`, `$0.042`."""
+    if not cost.priced:
+        return ["price unknown"]
+    total = format_usd(cost.session_usd) + ("" if cost.exact else "+")
+    if cost.turn_usd is None:
+        return [total]
+    return [f"{total} (last {format_usd(cost.turn_usd)})", total]
 
 
 def _tooltip(status: ev.StatusUpdate | None) -> str:
@@ -192,6 +218,8 @@ def _tooltip(status: ev.StatusUpdate | None) -> str:
             f"last call: {usage.input:,} in · {usage.output:,} out"
             + (f" · {usage.cache_read:,} cached" if usage.cache_read else "")
         )
+    if status.cost is not None and status.cost.priced:
+        lines.append(f"cost so far: {cost_labels(status.cost)[0]} · /cost details it")
     return "\n".join(lines)
 
 

@@ -31,6 +31,15 @@ class _AltEnter:
 cast(dict[str, Any], ANSI_SEQUENCES_KEYS).setdefault("\x1b\r", (_AltEnter,))
 
 
+class _AltT:
+    value = "alt+t"
+
+
+# Alt+T (the thinking effort) comes as ESC t, which Textual reads as an Alt+T carrying the
+# character `t`: the focused prompt typed it, and the key never reached its binding.
+cast(dict[str, Any], ANSI_SEQUENCES_KEYS).setdefault("\x1bt", (_AltT,))
+
+
 @dataclass
 class HistorySearch:
     """A Ctrl+R search: what the prompt held before it, the query, the match shown."""
