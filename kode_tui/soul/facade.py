@@ -48,8 +48,10 @@ from kode_tui.session.timetravel import (
     compare,
     read_snapshot,
 )
+from kode_tui.soul import shell_escape
 from kode_tui.soul.approval import SessionPermission
 from kode_tui.soul.compaction import COMPACTION_OUTPUT_PREFIX
+from kode_tui.soul.context_report import ContextReport, ContextRow, row_lines
 from kode_tui.soul.facade_travel import (
     WATCH_DEBOUNCE_MS,
     RestorePlan,
@@ -62,8 +64,8 @@ from kode_tui.soul.facade_travel import (
 from kode_tui.soul.llm import ChatProvider, LLMError
 from kode_tui.soul.llm.demo import DemoProvider
 from kode_tui.soul.llm.model_map import ModelOption
+from kode_tui.soul.shell_escape import ShellRecord, read_record, typed_text
 from kode_tui.soul.soul import (
-    ContextReport,
     RestoreOutcome,
     RestorePreview,
     RevertOutcome,
@@ -86,6 +88,7 @@ __all__ = [
     "CheckpointDiff",
     "Comparison",
     "ContextReport",
+    "ContextRow",
     "ContextSnapshot",
     "ContextStats",
     "DemoProvider",
@@ -110,6 +113,7 @@ __all__ = [
     "SessionLocked",
     "SessionPermission",
     "SessionRow",
+    "ShellRecord",
     "Subscription",
     "TimelineState",
     "TurnResult",
@@ -117,8 +121,11 @@ __all__ = [
     "compare",
     "diff_snapshot",
     "list_rotations",
+    "read_record",
     "read_snapshot",
+    "row_lines",
     "stored_result",
+    "typed_text",
 ]
 
 log = logging.getLogger(__name__)
@@ -156,6 +163,7 @@ class AgentSession(TimeTravel):
         self._turn: asyncio.Task[object] | None = None
         self._summaries: dict[tuple[str, int, float], tuple[int, int] | None] = {}
         self._closed = False
+        self._measuring: asyncio.Future[None] | None = None
 
     # --- opening and closing ---------------------------------------------------------------------
 
@@ -256,6 +264,9 @@ class AgentSession(TimeTravel):
         # (damaged lines skipped) shows at once, not with the first answer.
         self._agent.soul.send_notices()
         self._agent.soul.approval.announce()
+        # The gauge shows the prompt's size before the first request, once the project context
+        # is collected (in the background: the agent is ready without it).
+        self._measuring = asyncio.ensure_future(self._agent.soul.announce_prompt())
 
     async def close(self) -> None:
         """Stop the turn, make everything durable, let go of the session (once)."""
@@ -263,6 +274,8 @@ class AgentSession(TimeTravel):
             return
         self._closed = True
         self.interrupt()
+        if self._measuring is not None:
+            self._measuring.cancel()
         turn = self._turn
         if turn is not None:
             with contextlib.suppress(BaseException):
@@ -360,6 +373,24 @@ class AgentSession(TimeTravel):
         finally:
             self._turn = None
             await self.session.refresh()
+
+    async def run_shell(self, command: str) -> bool:
+        """Run `command` (what followed the `!`) in the work dir as the user's own, approved
+        as a Shell call is, and add it with its output to the context; no model turn starts.
+        Whether it ran. `interrupt()` stops it (and its processes), adding nothing."""
+        soul = self._soul()
+        self._turn = asyncio.current_task()
+        try:
+            try:
+                return await shell_escape.run(soul, command)
+            except asyncio.CancelledError:
+                raise
+            except Exception as error:  # a bug must not take the front end down with it
+                log.exception("the shell command failed")
+                self.bus.send(ev.Error(message=f"The command failed: {error}"))
+                return False
+        finally:
+            self._turn = None
 
     def interrupt(self) -> bool:
         """Stop the running turn; whether one was running."""
