@@ -18,6 +18,7 @@ from kode_tui.ui.widgets.prompt import PromptInput
 
 if TYPE_CHECKING:
     from kode_tui.soul.facade import AgentSession
+    from kode_tui.ui.notify import Notifier
 
 __all__ = ["ShellActions"]
 
@@ -35,6 +36,8 @@ class ShellActions(App[None]):
         def _attached(self) -> bool: ...
 
         def _update_header(self) -> None: ...
+
+        def _notifier(self) -> Notifier: ...
 
     def run_shell(self, command: str, prompt: PromptInput) -> None:
         """Run `command` (what followed the `!`); when it cannot run now, `!command` goes back
@@ -64,7 +67,10 @@ class ShellActions(App[None]):
         if prompt is not None:
             prompt.busy = True
         try:
-            await opened.run_shell(command)
+            # A long command rings when it ends, and an approval it waits for is announced,
+            # as for a turn (the terminal unfocused).
+            with self._notifier().turn(opened.bus):
+                await opened.run_shell(command)
         finally:
             if prompt is not None:
                 prompt.busy = False

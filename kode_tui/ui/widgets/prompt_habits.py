@@ -156,7 +156,7 @@ class PastedChips:
 SHELL_PREFIX = "!"
 """A prompt starting with it is a shell command (Claude Code's bash mode): Enter runs it."""
 
-SHELL_TITLE = "! shell: Enter runs it in the work dir; its output goes into the context"
+SHELL_TITLE = "! shell · Enter runs it in the work dir"
 
 
 def shell_command(text: str) -> str | None:
