@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import shutil
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -15,13 +16,15 @@ import pytest
 from kode_tui import prompt_history
 from kode_tui.config import Config
 from kode_tui.message import Message
+from kode_tui.session import Context, Session, SessionLocked
 from kode_tui.soul.facade import read_record
 from kode_tui.soul.llm.scripted import ScriptedProvider
 from kode_tui.ui.app import KodeApp
-from kode_tui.ui.screens.dialogs import ContextScreen
+from kode_tui.ui.screens.dialogs import ContextScreen, LockedScreen
 from kode_tui.ui.widgets.approval import ApprovalPanel
 from kode_tui.ui.widgets.gauge import TokenGauge
 from kode_tui.ui.widgets.prompt import PromptInput
+from tests.conftest import KIMI_FIXTURE
 
 from .llm_server import LLMServer, loopback_choice
 from .ui_helpers import make_app, ready, screen_text, send, turn_running, wait_for
@@ -221,3 +224,25 @@ async def test_context_rows_add_up_to_the_gauge_before_and_after_a_call(project:
         assert after is not None and after.reported_tokens == 9_010
         assert sum(row.tokens for row in after.rows) == after.context_tokens == gauge_tokens(app)
         assert await shown_total(app, pilot) == gauge_tokens(app)
+
+
+async def test_a_read_only_session_runs_no_bang_command(tmp_path: Path) -> None:
+    folder = tmp_path / "kimi-session"
+    shutil.copytree(KIMI_FIXTURE, folder)
+    holder = Context(folder / "context.jsonl")
+    await holder.restore()
+    session = await Session.from_dir(folder)
+    app = make_app(
+        tmp_path, ScriptedProvider([]), session=session, locked=SessionLocked(folder / "lock", 1)
+    )
+    async with app.run_test(size=(140, 40)) as pilot:
+        await wait_for(pilot, lambda: isinstance(app.screen, LockedScreen))
+        await pilot.press("r")
+        await ready(pilot)
+        await send(pilot, "!touch from-read-only.txt")
+        prompt = app.screen.query_one(PromptInput)
+        await wait_for(pilot, lambda: prompt.text == "!touch from-read-only.txt")
+        notices = [notice.message for notice in app._notifications]
+        assert any("read-only" in notice for notice in notices)
+    await holder.close()
+    assert not (tmp_path / "from-read-only.txt").exists()
