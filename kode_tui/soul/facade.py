@@ -8,6 +8,8 @@ do is here, once, so it behaves alike in each of them:
 - open: a new session, one found by id or path, or a read-only view of one another kode-tui is
   writing (it follows the writer's new turns, checkpoints and rotations) or that cannot be
   written;
+- a shell command the user typed after `!` (`run_shell`: approved as a Shell call, its output
+  added to the context, no model turn);
 - a turn (`run`, `interrupt`), approvals (`ev.ApprovalRequest.resolve`), `clear`, `compact`,
   the model and approval mode, the session's approvals and their revoking, the title, the
   context report;
@@ -276,6 +278,8 @@ class AgentSession(TimeTravel):
         self.interrupt()
         if self._measuring is not None:
             self._measuring.cancel()
+            with contextlib.suppress(BaseException):
+                await self._measuring
         turn = self._turn
         if turn is not None:
             with contextlib.suppress(BaseException):
