@@ -14,11 +14,11 @@ count, they are scaled down to fit it and say so.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
+from kode_tui.message import estimate_tool_tokens
 from kode_tui.soul.reminders import Reminder
 
 if TYPE_CHECKING:
@@ -82,13 +82,6 @@ class PromptParts:
         return sum(tokens for _, tokens in self.blocks) + self.tool_tokens
 
 
-def tool_tokens(schemas: Sequence[dict[str, Any]]) -> int:
-    """The tool definitions' estimated tokens: their JSON, characters / 4 (as for messages)."""
-    if not schemas:
-        return 0
-    return len(json.dumps(list(schemas), ensure_ascii=False, separators=(",", ":"))) // 4
-
-
 def reminder_tokens(reminders: Sequence[Reminder]) -> int:
     """The estimated tokens of reminders as they go into a request."""
     return sum(len(reminder.block()) // 4 for reminder in reminders)
@@ -102,7 +95,7 @@ async def measure(soul: KodeSoul) -> PromptParts:
     else:
         system_prompt, blocks = base, [("system prompt", len(base) // 4)]
     schemas = soul.toolset.schemas()
-    return PromptParts(system_prompt, blocks, len(schemas), tool_tokens(schemas))
+    return PromptParts(system_prompt, blocks, len(schemas), estimate_tool_tokens(schemas))
 
 
 def context_rows(

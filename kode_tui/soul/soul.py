@@ -29,6 +29,7 @@ from kode_tui.message import (
     TextPart,
     ThinkPart,
     UsageRecord,
+    estimate_tool_tokens,
     is_checkpoint_note,
     paired,
     system,
@@ -153,7 +154,7 @@ class KodeSoul:
         self._denwa_renji = denwa_renji
         self._system_prompt = system_prompt
         # Until the project context is measured (`measure_prompt`): the base prompt and tools.
-        self._prompt_tokens = len(self.system_prompt or "") // 4 + context_report.tool_tokens(
+        self._prompt_tokens = len(self.system_prompt or "") // 4 + estimate_tool_tokens(
             toolset.schemas()
         )
         # DESIGN.md §7's initial=0.3 (tenacity 9.2 calls it `multiplier`).
