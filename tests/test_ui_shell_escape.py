@@ -92,6 +92,9 @@ async def test_a_bang_command_runs_shows_its_output_and_goes_with_the_next_reque
 
         await send(pilot, "What did it print?")
         await wait_for(pilot, lambda: "It printed a greeting." in screen_text(app))
+        await wait_for(pilot, lambda: not turn_running(app))
+        # The session is named after what was asked, not after the command run before it.
+        assert app.session is not None and app.session.title == "What did it print?"
     [request] = server.requests
     sent = request_text(request)
     assert "!echo hi-from-bang" in sent and "<bash-output>hi-from-bang\\n</bash-output>" in sent
@@ -150,7 +153,7 @@ async def test_a_bang_record_survives_resume_and_the_timeline_names_it(project: 
         await wait_for(pilot, lambda: "1 line of output" in screen_text(app))
         await wait_for(pilot, lambda: not turn_running(app))
     session = app.session
-    assert session is not None
+    assert session is not None and session.title == "!echo kept-for-later"  # nothing else asked
 
     again = make_app(project, ScriptedProvider([]), session=session)
     async with again.run_test(size=(140, 40)) as pilot:

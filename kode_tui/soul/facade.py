@@ -395,6 +395,7 @@ class AgentSession(TimeTravel):
                 return False
         finally:
             self._turn = None
+            await self.session.refresh()
 
     def interrupt(self) -> bool:
         """Stop the running turn; whether one was running."""
