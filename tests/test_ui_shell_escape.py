@@ -129,6 +129,19 @@ async def test_in_ask_mode_a_bang_command_waits_for_approval_and_a_rejection_run
     assert [m for m in context_messages(app) if read_record(m) is not None] == []
 
 
+async def test_even_in_yolo_a_bang_command_on_a_protected_file_asks_first(project: Path) -> None:
+    app = make_app(project, ScriptedProvider([]), yolo=True)
+    async with app.run_test(size=(140, 40)) as pilot:
+        await ready(pilot)
+        await send(pilot, "!touch .envrc")
+        panel = app.screen.query_one(ApprovalPanel)
+        await wait_for(pilot, lambda: panel.current is not None)
+        assert panel.current is not None and panel.current.always_ask
+        await pilot.press("n")
+        await wait_for(pilot, lambda: not turn_running(app))
+    assert not (project / ".envrc").exists()
+
+
 async def test_a_session_approval_of_the_command_covers_the_next_bang_run(project: Path) -> None:
     app = make_app(project, ScriptedProvider([]))
     async with app.run_test(size=(140, 40)) as pilot:
