@@ -264,6 +264,13 @@ def estimate_tokens(messages: Iterable[Message]) -> int:
     return sum(message.estimated_tokens() for message in messages)
 
 
+def estimate_tool_tokens(tools: Sequence[dict[str, Any]]) -> int:
+    """A rough token count (chars / 4, as for messages) of tool definitions: their JSON."""
+    if not tools:
+        return 0
+    return len(json.dumps(list(tools), ensure_ascii=False, separators=(",", ":"))) // 4
+
+
 # --- tool calls and their results ---------------------------------------------------------------
 
 INTERRUPTED_RESULT = system_text("The tool call was interrupted and did not finish.")

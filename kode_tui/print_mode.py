@@ -32,6 +32,7 @@ from kode_tui.soul.facade import (
     DemoProvider,
     LLMError,
     cost_lines,
+    row_lines,
 )
 from kode_tui.wire import events as ev
 
@@ -234,15 +235,15 @@ async def _command(opened: AgentSession, line: str, out: TextIO, err: TextIO) ->
 
 
 def format_report(report: ContextReport) -> str:
-    """`/context` as text: the sizes, the reminders of the last request, the system prompt."""
+    """`/context` as text: the rows that add up to the context's size, the reminders of the
+    last request, the system prompt."""
     lines = [
         f"Context: {report.context_tokens:,} of {report.max_context_tokens:,} tokens "
         f"(compacts at {report.trigger_tokens:,})",
         "",
-        "What the model is given (estimated tokens):",
+        "What the model is given (tokens):",
+        *row_lines(report),
     ]
-    width = max((len(name) for name, _ in report.blocks), default=0)
-    lines += [f"  {name:<{width}}  {tokens:>7,}" for name, tokens in report.blocks]
     lines += ["", "Reminders of the last request:"]
     lines += [f"  [{r.kind}] {r.text.splitlines()[0]}" for r in report.reminders] or ["  none"]
     lines += ["", "System prompt:", "", report.system_prompt, ""]

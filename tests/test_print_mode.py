@@ -212,9 +212,15 @@ def test_context_command_shows_what_the_model_is_given(project: Path) -> None:
 
     assert done.returncode == 0, done.stderr
     out = done.stdout
-    assert out.startswith("Context: 0 of 128,000 tokens (compacts at 78,000)")
-    for block in ("system prompt", "AGENTS.md", "directoryStructure", "readme"):
-        assert any(line.strip().startswith(block) for line in out.splitlines()), block
+    # Before the first request: the known prompt (system prompt, project context, tools).
+    header, *lines = out.splitlines()
+    size = int(header.removeprefix("Context: ").split()[0].replace(",", ""))
+    assert size > 0 and header.endswith(" of 128,000 tokens (compacts at 78,000)")
+    for block in ("system prompt", "AGENTS.md", "directoryStructure", "readme", "tool definitions"):
+        assert any(line.strip().startswith(block) for line in lines), block
+    table = lines[lines.index("What the model is given (tokens):") + 1 :]
+    rows = table[: next(i for i, line in enumerate(table) if line.strip().startswith("total"))]
+    assert sum(int(row.split()[-2].replace(",", "")) for row in rows) == size
     assert "Reminders of the last request:\n  none" in out
     assert "Greet politely." in out.split("System prompt:", 1)[1]
 

@@ -26,6 +26,7 @@ from kode_tui.ui.screens.permissions import PermissionsScreen
 from kode_tui.ui.screens.sessions import SessionPicker
 from kode_tui.ui.widgets.approval import ApprovalPanel
 from kode_tui.ui.widgets.conversation import Conversation
+from kode_tui.ui.widgets.gauge import TokenGauge
 from kode_tui.ui.widgets.history import HistoryPane
 from kode_tui.ui.widgets.mode_badge import ModeBadge
 from tests.conftest import KIMI_FIXTURE
@@ -57,7 +58,19 @@ SIZE = (120, 36)
 
 def test_empty_session(place: Path, snap_compare: Any) -> None:
     app = make_app(place, DemoProvider(delay=0))
-    assert snap_compare(app, run_before=ready, terminal_size=SIZE)
+
+    async def run_before(pilot: Pilot[Any]) -> None:
+        await ready(pilot)
+        # The gauge shows the known prompt, once the project context is collected and measured.
+        assert app.agent_session is not None
+        report = await app.agent_session.context_report()
+        assert report is not None
+        gauge = app.screen.query_one(TokenGauge)
+        await wait_for(
+            pilot, lambda: gauge.status and gauge.status.context_tokens == report.context_tokens
+        )
+
+    assert snap_compare(app, run_before=run_before, terminal_size=SIZE)
 
 
 def test_a_finished_tool_using_turn(place: Path, snap_compare: Any) -> None:

@@ -295,7 +295,9 @@ def _any_record(path: Path, matches: Callable[[Any], bool]) -> bool:
 
 
 def _wire_title(path: Path) -> str:
-    """The first TurnBegin's text, shortened; "" when there is none."""
+    """The first TurnBegin's text, shortened; "" when there is none. A shell command the user
+    ran (`!cmd`) names the session only when nothing else was asked."""
+    shell = ""
     try:
         with path.open("rb") as file:
             for line in file:
@@ -303,13 +305,17 @@ def _wire_title(path: Path) -> str:
                 if b'"TurnBegin"' not in line:
                     continue
                 user_input = _turn_begin_input(line)
-                if user_input is not None:
-                    return _shorten(_input_text(user_input), TITLE_WIDTH)
+                if user_input is None:
+                    continue
+                text = _input_text(user_input)
+                if not text.startswith("!"):
+                    return _shorten(text, TITLE_WIDTH)
+                shell = shell or _shorten(text, TITLE_WIDTH)
     except FileNotFoundError:
         pass
     except OSError as exc:
         logger.warning("Cannot read %s: %s", path, exc)
-    return ""
+    return shell
 
 
 def _turn_begin_input(line: bytes) -> str | list[Any] | None:

@@ -8,6 +8,8 @@ do is here, once, so it behaves alike in each of them:
 - open: a new session, one found by id or path, or a read-only view of one another kode-tui is
   writing (it follows the writer's new turns, checkpoints and rotations) or that cannot be
   written;
+- a shell command the user typed after `!` (`run_shell`: approved as a Shell call, its output
+  added to the context, no model turn);
 - a turn (`run`, `interrupt`), approvals (`ev.ApprovalRequest.resolve`), `clear`, `compact`,
   the model and approval mode, the session's approvals and their revoking, the title, the
   context report;
@@ -49,9 +51,10 @@ from kode_tui.session.timetravel import (
     compare,
     read_snapshot,
 )
-from kode_tui.soul import thinking
+from kode_tui.soul import shell_escape, thinking
 from kode_tui.soul.approval import SessionPermission
 from kode_tui.soul.compaction import COMPACTION_OUTPUT_PREFIX
+from kode_tui.soul.context_report import ContextReport, ContextRow, row_lines
 from kode_tui.soul.cost import CostLedger, CostReport, ModelCost, TurnCost, cost_lines
 from kode_tui.soul.facade_travel import (
     WATCH_DEBOUNCE_MS,
@@ -65,8 +68,8 @@ from kode_tui.soul.facade_travel import (
 from kode_tui.soul.llm import ChatProvider, LLMError
 from kode_tui.soul.llm.demo import DemoProvider
 from kode_tui.soul.llm.model_map import ModelOption
+from kode_tui.soul.shell_escape import ShellRecord, read_record, typed_text
 from kode_tui.soul.soul import (
-    ContextReport,
     RestoreOutcome,
     RestorePreview,
     RevertOutcome,
@@ -93,6 +96,7 @@ __all__ = [
     "CheckpointDiff",
     "Comparison",
     "ContextReport",
+    "ContextRow",
     "ContextSnapshot",
     "ContextStats",
     "CostReport",
@@ -119,6 +123,7 @@ __all__ = [
     "SessionLocked",
     "SessionPermission",
     "SessionRow",
+    "ShellRecord",
     "Subscription",
     "ThinkingLevel",
     "TimelineState",
@@ -131,8 +136,11 @@ __all__ = [
     "list_rotations",
     "next_thinking_level",
     "parse_thinking_level",
+    "read_record",
     "read_snapshot",
+    "row_lines",
     "stored_result",
+    "typed_text",
 ]
 
 log = logging.getLogger(__name__)
@@ -170,6 +178,7 @@ class AgentSession(TimeTravel):
         self._turn: asyncio.Task[object] | None = None
         self._summaries: dict[tuple[str, int, float], tuple[int, int] | None] = {}
         self._closed = False
+        self._measuring: asyncio.Future[None] | None = None
 
     # --- opening and closing ---------------------------------------------------------------------
 
@@ -271,6 +280,9 @@ class AgentSession(TimeTravel):
         # (damaged lines skipped) shows at once, not with the first answer.
         self._agent.soul.send_notices()
         self._agent.soul.approval.announce()
+        # The gauge shows the prompt's size before the first request, once the project context
+        # is collected (in the background: the agent is ready without it).
+        self._measuring = asyncio.ensure_future(self._agent.soul.announce_prompt())
 
     async def close(self) -> None:
         """Stop the turn, make everything durable, let go of the session (once)."""
@@ -278,6 +290,10 @@ class AgentSession(TimeTravel):
             return
         self._closed = True
         self.interrupt()
+        if self._measuring is not None:
+            self._measuring.cancel()
+            with contextlib.suppress(BaseException):
+                await self._measuring
         turn = self._turn
         if turn is not None:
             with contextlib.suppress(BaseException):
@@ -372,6 +388,25 @@ class AgentSession(TimeTravel):
                 log.exception("the turn failed")
                 self.bus.send(ev.Error(message=f"The turn failed: {error}"))
                 return TurnResult("error", 0, str(error))
+        finally:
+            self._turn = None
+            await self.session.refresh()
+
+    async def run_shell(self, command: str) -> bool:
+        """Run `command` (what followed the `!`) in the work dir as the user's own, approved
+        as a Shell call is, and add it with its output to the context; no model turn starts.
+        Whether it ran. `interrupt()` stops it (and its processes), adding nothing."""
+        soul = self._soul()
+        self._turn = asyncio.current_task()
+        try:
+            try:
+                return await shell_escape.run(soul, command)
+            except asyncio.CancelledError:
+                raise
+            except Exception as error:  # a bug must not take the front end down with it
+                log.exception("the shell command failed")
+                self.bus.send(ev.Error(message=f"The command failed: {error}"))
+                return False
         finally:
             self._turn = None
             await self.session.refresh()

@@ -29,6 +29,7 @@ from kode_tui.message import (
     TextPart,
     ThinkPart,
     UsageRecord,
+    estimate_tool_tokens,
     is_checkpoint_note,
     paired,
     system,
@@ -36,9 +37,10 @@ from kode_tui.message import (
 from kode_tui.pathnames import scrub_text
 from kode_tui.session import Context
 from kode_tui.session.context import ContextWriteError
-from kode_tui.soul import compacting, prompts, timetravel
+from kode_tui.soul import compacting, context_report, prompts, timetravel
 from kode_tui.soul.approval import Approval
 from kode_tui.soul.compaction import CompactionStrategy
+from kode_tui.soul.context_report import ContextReport, PromptParts
 from kode_tui.soul.cost import CostLedger
 from kode_tui.soul.llm import (
     ChatProvider,
@@ -48,7 +50,7 @@ from kode_tui.soul.llm import (
     ToolSchema,
     is_retryable,
 )
-from kode_tui.soul.reminders import Reminder, Reminders, inject
+from kode_tui.soul.reminders import Reminders, inject
 from kode_tui.soul.stream import Streamed, encodable_item, masked
 from kode_tui.soul.timetravel import RestoreOutcome, RestorePreview, RevertOutcome, RevertPreview
 from kode_tui.tools.base import ToolEnv, ToolOutput
@@ -108,21 +110,6 @@ class TurnResult:
     error: str | None = None
 
 
-@dataclass(frozen=True, slots=True)
-class ContextReport:
-    """What the model is given (`/context`)."""
-
-    system_prompt: str
-    """The whole system prompt of the next request, project context included."""
-    blocks: list[tuple[str, int]]
-    """Its parts with their estimated tokens: the base prompt, each project doc and block."""
-    reminders: list[Reminder]
-    """What went with the latest request."""
-    context_tokens: int
-    max_context_tokens: int
-    trigger_tokens: int
-
-
 class BackToTheFuture(Exception):
     """Raised in a step to take the context back to `checkpoint_id` (a D-Mail)."""
 
@@ -169,6 +156,10 @@ class KodeSoul:
         self._notices: list[str] = damaged_notice(context)
         self._denwa_renji = denwa_renji
         self._system_prompt = system_prompt
+        # Until the project context is measured (`measure_prompt`): the base prompt and tools.
+        self._prompt_tokens = len(self.system_prompt or "") // 4 + estimate_tool_tokens(
+            toolset.schemas()
+        )
         # DESIGN.md §7's initial=0.3 (tenacity 9.2 calls it `multiplier`).
         self._retry_wait = retry_wait or tenacity.wait_exponential_jitter(
             multiplier=0.3, max=5, jitter=0.5
@@ -184,27 +175,30 @@ class KodeSoul:
         return self.context.system_prompt or self._system_prompt
 
     async def context_report(self) -> ContextReport:
-        base = self.system_prompt or ""
-        if self.project is not None:
-            system_prompt, blocks = await self.project.describe(base)
-        else:
-            system_prompt, blocks = base, [("system prompt", len(base) // 4)]
-        return ContextReport(
-            system_prompt=system_prompt,
-            blocks=blocks,
-            reminders=list(self.reminders.last) if self.reminders is not None else [],
-            context_tokens=self.context.token_count_with_pending,
-            max_context_tokens=self.provider.max_context_size,
-            trigger_tokens=self.trigger_tokens,
-        )
+        """What the model is given, in rows that add up to `status()`'s number (`/context`)."""
+        return await context_report.report(self)
+
+    async def measure_prompt(self) -> PromptParts:
+        """The system prompt of the next request and the tools, measured; what `status()`
+        counts for them before the model reported a count is kept."""
+        parts = await context_report.measure(self)
+        self._prompt_tokens = parts.tokens
+        return parts
+
+    async def announce_prompt(self) -> None:
+        """Measure the prompt (the project context once collected) and send the status: the
+        gauge shows the known prompt size before the first request."""
+        try:
+            await self.measure_prompt()
+        except Exception as error:  # the first request measures it again, and says what failed
+            log.warning("could not measure the prompt: %s", error)
+            return
+        self.bus.send(self.status())
 
     async def request_system_prompt(self) -> str | None:
         """What the model is sent as system prompt: the base one with the project context."""
-        base = self.system_prompt
-        if self.project is None:
-            return base
-        system_prompt, _ = await self.project.describe(base or "")
-        return system_prompt
+        parts = await self.measure_prompt()
+        return parts.system_prompt if self.project is not None else self.system_prompt
 
     @property
     def reserved_tokens(self) -> int:
@@ -219,9 +213,13 @@ class KodeSoul:
         return min(size - self.reserved_tokens, int(size * self.settings.compaction_trigger_ratio))
 
     def status(self, usage: TokenUsage | None = None) -> ev.StatusUpdate:
+        """The gauge's numbers: the count the model reported for the last request and an
+        estimate of the messages since; before any report, the known prompt (system prompt,
+        project context, tools) estimated and the messages (`kode_tui.soul.context_report`)."""
+        prompt = 0 if self.context.token_count else self._prompt_tokens
         return ev.StatusUpdate(
-            context_tokens=self.context.token_count_with_pending,
-            pending_tokens=self.context.pending_tokens,
+            context_tokens=self.context.token_count_with_pending + prompt,
+            pending_tokens=self.context.pending_tokens + prompt,
             max_context_tokens=self.provider.max_context_size,
             reserved_tokens=self.reserved_tokens,
             trigger_tokens=self.trigger_tokens,
@@ -262,7 +260,7 @@ class KodeSoul:
                 if self.context.system_prompt is None and self._system_prompt:
                     await self.context.write_system_prompt(self._system_prompt)
                 if not self._unanswered(user_input):  # else: sent again after it failed
-                    await self._checkpoint()
+                    await self.checkpoint()
                     await self.context.append_message(Message(role="user", content=user_input))
             except OSError as error:
                 return self._storage_failed(0, error)
@@ -308,7 +306,7 @@ class KodeSoul:
             try:
                 if self.context.token_count_with_pending >= self.trigger_tokens:
                     await self.compact(step=step)
-                await self._checkpoint()
+                await self.checkpoint()
                 finished = await self._step(step)
             except BackToTheFuture as jump:
                 try:
@@ -341,7 +339,8 @@ class KodeSoul:
                 self.bus.send(ev.Warning(message=message))
                 return TurnResult("max_steps", step - 1, message)
 
-    async def _checkpoint(self) -> None:
+    async def checkpoint(self) -> None:
+        """Mark a point the timeline can revert to, and say so on the wire."""
         checkpoint_id = await self.context.checkpoint(self.checkpoint_messages)
         self.sync_dmail_checkpoints()
         self.bus.send(ev.CheckpointCreated(id=checkpoint_id))
@@ -358,7 +357,7 @@ class KodeSoul:
                 checkpoint_id=jump.checkpoint_id, rotated_file=rotated.name, reason="dmail"
             )
         )
-        await self._checkpoint()
+        await self.checkpoint()
         await self.context.append_message(jump.messages)
         self.bus.send(self.status())
 

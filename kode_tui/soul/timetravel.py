@@ -27,6 +27,7 @@ from kode_tui.session.timetravel import (
     plan_file_revert,
     read_snapshot,
 )
+from kode_tui.soul import shell_escape
 from kode_tui.tools.base import ToolEnv
 from kode_tui.tools.protected import is_protected
 
@@ -161,5 +162,5 @@ def _user_text_after(history: Sequence[Message], start: int, stop: int) -> str:
     what they typed at that point. A step's checkpoint has none."""
     for message in history[start:stop]:
         if message.role == "user" and not is_system_note(message.text):
-            return message.text
+            return shell_escape.typed_text(message)  # a `!` command: the line typed
     return ""

@@ -34,9 +34,11 @@ from kode_tui.ui.commands import SlashCommandProvider
 from kode_tui.ui.notify import Notifier
 from kode_tui.ui.screens.main import MainScreen
 from kode_tui.ui.screenshot import Screenshots
+from kode_tui.ui.shell import ShellActions
 from kode_tui.ui.themes import configured_theme, register_themes, watch_user_themes
 from kode_tui.ui.travel import TimeTravelActions
 from kode_tui.ui.widgets.prompt import PromptInput
+from kode_tui.ui.widgets.prompt_habits import shell_command
 
 if TYPE_CHECKING:
     # The config, the facade (the session engine, the agent: tools, compaction, project
@@ -57,7 +59,7 @@ DEMO_BANNER = (
 )
 
 
-class KodeApp(Screenshots, TimeTravelActions):
+class KodeApp(Screenshots, TimeTravelActions, ShellActions):
     """kode-tui's terminal UI."""
 
     TITLE = "kode-tui"
@@ -418,6 +420,10 @@ class KodeApp(Screenshots, TimeTravelActions):
         text = event.text
         self._history.append(text)
         prompt_history.append(self._history_file, text)
+        command = shell_command(text)
+        if command is not None:
+            self.run_shell(command, event.prompt)
+            return
         parsed = commands.parse(text)
         if parsed is not None:
             self.run_command(*parsed)

@@ -48,7 +48,7 @@ class DemoProvider:
         turn = _current_turn(history)
         # A call without tools is a compaction asking for a summary, not a turn of the tour.
         response = _respond(turn) if tools else {"text": SUMMARY}
-        sent = request_tokens(system_prompt, history)
+        sent = request_tokens(system_prompt, history, tools)
         return stream_response(response, len(turn), sent, self.delay)
 
 

@@ -29,7 +29,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from kode_tui.message import Message, TextPart, ThinkPart, estimate_tokens
+from kode_tui.message import Message, TextPart, ThinkPart, estimate_tokens, estimate_tool_tokens
 from kode_tui.soul.llm import (
     DEFAULT_MAX_CONTEXT_SIZE,
     LLMConnectionError,
@@ -82,13 +82,16 @@ class ScriptedProvider:
         self.requests.append(Request(system_prompt, list(history), list(tools)))
         if number >= len(self.script):
             raise LLMError(f"the script has no response for call {number + 1}")
-        sent = request_tokens(system_prompt, history)
+        sent = request_tokens(system_prompt, history, tools)
         return stream_response(self.script[number], number + 1, sent, self.delay)
 
 
-def request_tokens(system_prompt: str | None, history: Sequence[Message]) -> int:
-    """An estimate of the input tokens of a request, for the usage a script leaves out."""
-    return estimate_tokens(history) + len(system_prompt or "") // 4
+def request_tokens(
+    system_prompt: str | None, history: Sequence[Message], tools: Sequence[ToolSchema] = ()
+) -> int:
+    """An estimate of the input tokens of a request, for the usage a script leaves out: as
+    `/context` estimates each part, so the gauge does not drop when this "model" reports."""
+    return estimate_tokens(history) + len(system_prompt or "") // 4 + estimate_tool_tokens(tools)
 
 
 async def stream_response(

@@ -13,12 +13,12 @@ from textual.screen import ModalScreen
 from textual.widgets import Static
 
 from kode_tui.safetext import visible
-from kode_tui.soul.facade import ContextReport
+from kode_tui.soul.facade import ContextReport, row_lines
 
 
 class ContextScreen(ModalScreen[None]):
-    """`/context`: each part of the system prompt with its size, the last request's reminders,
-    and the whole prompt."""
+    """`/context`: what the model is given in rows that add up to the gauge (each part of the
+    system prompt, the tools, the reminders, the messages), the reminders, the whole prompt."""
 
     DEFAULT_CLASSES = "kode-dialog"
     BINDINGS: ClassVar[list[BindingType]] = [
@@ -44,9 +44,7 @@ class ContextScreen(ModalScreen[None]):
                 ),
                 Content(""),
             ]
-            blocks = [(visible(name, multiline=False), tokens) for name, tokens in report.blocks]
-            width = max((len(name) for name, _ in blocks), default=0)
-            lines += [Content(f"  {name:<{width}}  {tokens:>8,} tokens") for name, tokens in blocks]
+            lines += [Content(visible(line, multiline=False)) for line in row_lines(report)]
             lines += [Content(""), Content.styled("Reminders of the last request", "bold")]
             lines += [
                 Content(

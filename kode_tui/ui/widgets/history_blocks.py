@@ -19,7 +19,12 @@ from kode_tui.message import (
     unwrap_system,
 )
 from kode_tui.safetext import visible_model
-from kode_tui.soul.facade import COMPACTION_OUTPUT_PREFIX, PastResults, stored_result
+from kode_tui.soul.facade import (
+    COMPACTION_OUTPUT_PREFIX,
+    PastResults,
+    read_record,
+    stored_result,
+)
 from kode_tui.ui.widgets.blocks import (
     AnswerBlock,
     BlockFactory,
@@ -110,6 +115,11 @@ def _message_blocks(
 
 
 def _user_blocks(message: Message) -> list[BlockFactory]:
+    shell = read_record(message)
+    if shell is not None:  # `!cmd`: the line typed and the Shell call it ran, as shown live
+        state = ToolState("", "Shell", shell.arguments)
+        state.apply_result(shell.result())
+        return [partial(UserBlock, f"!{shell.command}"), partial(ToolBlock, state)]
     text = user_text(message.content or "")
     if is_checkpoint_note(text):
         return []

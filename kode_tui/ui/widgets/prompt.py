@@ -24,9 +24,11 @@ from kode_tui.safetext import has_hidden, visible
 from kode_tui.ui.widgets.completion import PathIndex, match_commands, match_paths
 from kode_tui.ui.widgets.prompt_habits import (
     PASTE_COLLAPSE_LINES,
+    SHELL_TITLE,
     HistorySearch,
     PastedChips,
     edit_in_editor,
+    shell_command,
 )
 
 log = logging.getLogger(__name__)
@@ -108,6 +110,7 @@ class PromptInput(TextArea):
 ### Prompt
 - **Enter** send (queued while a turn runs) · new line: **Ctrl+J**, **Alt+Enter**, `\\` **Enter**
 - **↑ / ↓** walk this work dir's history · **Ctrl+R** search it · **Ctrl+G** edit in `$EDITOR`
+- **!** first runs a shell command, its output added to the context
 - **/** completes commands · **@** files · a paste over {PASTE_COLLAPSE_LINES} lines is a chip
   (**Ctrl+O** expands)
 - While the list is open: **↑ / ↓** choose, **Tab** or **Enter** take it, **Esc** closes it
@@ -174,6 +177,9 @@ class PromptInput(TextArea):
 
     busy: reactive[bool] = reactive(False, toggle_class="-busy")
     """A turn is running; what is sent now is queued after it."""
+
+    shell_mode: reactive[bool] = reactive(False, toggle_class="-shell")
+    """The text starts with `!`: Enter runs it as a shell command."""
 
     read_only_reason: reactive[str] = reactive("")
     """Why nothing typed here can be sent (a read-only session); empty when it can."""
@@ -291,10 +297,14 @@ class PromptInput(TextArea):
     def watch_busy(self, busy: bool) -> None:
         self.border_subtitle = BUSY_HINT if busy else ""
 
+    def watch_shell_mode(self, shell: bool) -> None:
+        if self._search is None:
+            self.watch_read_only_reason(self.read_only_reason)  # the border title
+
     def watch_read_only_reason(self, reason: str) -> None:
         # Slash commands still work (/new, /sessions, /quit); a message stays in the prompt.
         self.set_class(bool(reason), "-read-only")
-        self.border_title = "read-only" if reason else None
+        self.border_title = "read-only" if reason else SHELL_TITLE if self.shell_mode else None
         self.placeholder = (
             f"Read-only: {reason}. /new starts a session you can write" if reason else PLACEHOLDER
         )
@@ -540,6 +550,7 @@ class PromptInput(TextArea):
     @on(TextArea.Changed)
     @on(TextArea.SelectionChanged)
     def _text_or_cursor_moved(self) -> None:
+        self.shell_mode = shell_command(self.text) is not None
         self._refresh_completions()
 
     def _find_completion(self) -> _Completion | None:

@@ -160,3 +160,14 @@ class PastedChips:
     def clear(self) -> None:
         """Forget the chips (the prompt was sent or emptied)."""
         self._texts.clear()
+
+
+SHELL_PREFIX = "!"
+"""A prompt starting with it is a shell command (Claude Code's bash mode): Enter runs it."""
+
+SHELL_TITLE = "! shell · Enter runs it in the work dir"
+
+
+def shell_command(text: str) -> str | None:
+    """The shell command a prompt line holds (`!git status` → `git status`), else None."""
+    return text[len(SHELL_PREFIX) :] if text.startswith(SHELL_PREFIX) else None

@@ -29,7 +29,13 @@ from kode_tui.humanize import calls_summary
 from kode_tui.message import Message as ChatMessage
 from kode_tui.message import is_checkpoint_note, is_dmail_note, is_system_note
 from kode_tui.safetext import visible
-from kode_tui.soul.facade import COMPACTION_OUTPUT_PREFIX, AgentSession, Checkpoint, WireBus
+from kode_tui.soul.facade import (
+    COMPACTION_OUTPUT_PREFIX,
+    AgentSession,
+    Checkpoint,
+    WireBus,
+    typed_text,
+)
 from kode_tui.ui.wire_messages import WireListener, WireMessage
 from kode_tui.wire import events as ev
 
@@ -412,7 +418,7 @@ def _label(history: Sequence[ChatMessage], start: int, end: int) -> _Label:
     for index in range(start, min(end, start + _LOOKAHEAD)):
         message = history[index]
         if message.role == "user":
-            text = message.text.strip()
+            text = typed_text(message).strip()  # a `!` command: the line typed
             if is_checkpoint_note(text):
                 continue
             if is_system_note(text, COMPACTION_OUTPUT_PREFIX):
