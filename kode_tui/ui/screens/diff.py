@@ -23,6 +23,7 @@ from textual.widget import Widget
 from textual.widgets import Static
 
 from kode_tui.safetext import has_hidden, visible
+from kode_tui.ui.widgets.rows import Gutter, Row, Rows
 from kode_tui.wire.events import BriefBlock, DiffBlock, DisplayBlock, ShellBlock, TodoBlock
 
 LineKind = Literal["hunk", "add", "delete", "same"]
@@ -103,6 +104,46 @@ def render_diff_lines(lines: Sequence[DiffLine], *, line_numbers: bool = False) 
             body = Content.assemble((f"{numbers} │", "$text-muted"), body)
         rendered.append(body)
     return Content("\n").join(rendered)
+
+
+def diff_rows(lines: Sequence[DiffLine], *, line_numbers: bool = True) -> list[Row]:
+    """Diff lines as rows whose gutter (the line numbers, `│` and the sign, or the sign alone)
+    stays in its column while a long line wraps beside it."""
+    width = max(
+        (len(str(n)) for line in lines for n in (line.old_number, line.new_number) if n),
+        default=1,
+    )
+    blank = f"{' ' * (2 * width + 1)} │"
+    rows: list[Row] = []
+    for line in lines:
+        style = _STYLES[line.kind]
+        text = Content.styled(visible(line.text, multiline=False), style)
+        sign = _SIGNS[line.kind]
+        if not line_numbers:
+            rows.append(Gutter(Content.styled(sign, style), text) if sign else text)
+            continue
+        numbers = " ".join(
+            f"{number:>{width}}" if number else " " * width
+            for number in (line.old_number, line.new_number)
+        )
+        gutter = Content.assemble((f"{numbers} │", "$foreground-muted"), (sign, style))
+        rest = Content.assemble((blank, "$foreground-muted"), " " * len(sign))
+        rows.append(Gutter(gutter, text, rest=rest))
+    return rows
+
+
+def diff_block_rows(block: DiffBlock) -> list[Row]:
+    """The conversation's form of a diff block (see `diff_segments`) as rows: a long line
+    wraps beside its sign."""
+    lines = list(diff_lines(block.old_text, block.new_text))
+    if not lines:
+        return []
+    path = visible(block.path, multiline=False)
+    header = [
+        Content.styled(f"--- {path}", _HEADER_STYLE),
+        Content.styled(f"+++ {path}", _HEADER_STYLE),
+    ]
+    return [*header, *diff_rows(lines, line_numbers=False)]
 
 
 def diff_segments(block: DiffBlock) -> list[tuple[str, str]]:
@@ -266,6 +307,9 @@ class ScrollDialog(ModalScreen[None]):
             width: auto;
             min-width: 100%;
         }
+        .-wrapped {
+            width: 100%;
+        }
     }
     """
 
@@ -318,16 +362,29 @@ The complete change a tool call would make. Scroll with the arrows, PgUp/PgDn or
         self.blocks = list(blocks)
 
     def body(self) -> Iterator[Widget]:
-        shown = [(block, content) for block in self.blocks if (content := render_block(block))]
-        for block, content in shown:
+        shown = [(block, rows) for block in self.blocks if (rows := _full_rows(block))]
+        for block, rows in shown:
             heading = block_title(block)
             if heading and (len(shown) > 1 or isinstance(block, DiffBlock)):
                 yield Static(Content(heading), classes="dialog-heading")
             # In pieces: Textual renders a widget whole, and only the pieces in view are
             # rendered, so a command or a file of 50,000 lines opens at once, not in seconds.
-            lines = content.split("\n")
-            for start in range(0, len(lines), _PIECE_LINES):
-                piece = Content("\n").join(lines[start : start + _PIECE_LINES])
-                yield Static(piece, classes="dialog-text diff-text")
+            for start in range(0, len(rows), _PIECE_LINES):
+                piece = rows[start : start + _PIECE_LINES]
+                if isinstance(block, DiffBlock):
+                    # Wrapped beside the line numbers, which stay put (no sideways scrolling).
+                    yield Static(Rows(piece), classes="diff-text -wrapped")
+                else:
+                    text = Content("\n").join(row for row in piece if isinstance(row, Content))
+                    yield Static(text, classes="dialog-text diff-text")
         if not shown:
             yield Static(Content.styled("Nothing to show.", "$text-muted"))
+
+
+def _full_rows(block: DisplayBlock) -> list[Row]:
+    """The rows of a block in the full view (none when it shows nothing)."""
+    if isinstance(block, DiffBlock):
+        lines = list(diff_lines(block.old_text, block.new_text))
+        return diff_rows(lines) if lines else [Content.styled("(no changes)", "$text-muted")]
+    content = render_block(block)
+    return list(content.split("\n")) if content else []
