@@ -161,7 +161,7 @@ async def test_a_command_shows_its_first_lines_and_opens_all_of_them() -> None:
         )
         block = conversation.query_one(ToolBlock)
         assert lines_of(block) == [
-            "▾ Shell make test  ✘ exit code 2",
+            "▸ Shell make test  ✘ exit code 2",
             "Command failed with exit code: 2.",
             "line 1",
             "line 2",

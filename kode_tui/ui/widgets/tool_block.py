@@ -276,17 +276,21 @@ newest todo list shows as a checklist (☐ to do, ◐ in progress, ☑ done); ol
             self.set_class(status == self.state.status, f"-{status}")
 
     def _open(self) -> bool:
-        """Whether the block shows more than its title: a command and the newest todo list
-        always do."""
+        """Whether the block shows more than its title: a command with output and the newest
+        todo list always do."""
         state = self.state
-        if state.name == SHELL or (state.name == TODO and not state.superseded):
+        if state.name == SHELL:
+            failed = state.status in ("error", "rejected") and bool(state.message)
+            return failed or bool(state.output.strip())
+        if state.name == TODO and not state.superseded:
             return True
         return self.expanded
 
     def render(self) -> Content | Rows:
         state = self.state
         head: list[str | tuple[str, str]] = [
-            "▾ " if self._open() else "▸ ",
+            # A command's ▸ points at its full view; it never folds.
+            "▾ " if self._open() and state.name != SHELL else "▸ ",
             (visible(state.name, multiline=False), _NAME),
         ]
         if state.summary:
