@@ -1,8 +1,9 @@
 """A full-screen look at what a tool call would change: its diffs, or the command it would run.
 
 It is also the one diff renderer of the UI: `diff_lines` computes a unified diff (hunks as
-`diff -u` numbers them), `render_diff_lines` draws it for the approval panel, this screen and the
-time-travel screens, `diff_segments` gives the conversation the same lines.
+`diff -u` numbers them), `render_diff_lines` draws it for the approval panel and the time-travel
+screens, `diff_rows` numbers its lines for this screen and the conversation (`diff_block_rows`),
+wrapping a long line beside numbers that stay put.
 """
 
 from __future__ import annotations
@@ -35,7 +36,7 @@ _STYLES: dict[LineKind, str] = {
     "same": "",
 }
 _SIGNS: dict[LineKind, str] = {"hunk": "", "add": "+", "delete": "-", "same": " "}
-_HEADER_STYLE = "$text-muted bold"
+_HEADER_STYLE = "$foreground-muted bold"
 
 
 @dataclass(frozen=True, slots=True)
@@ -132,30 +133,17 @@ def diff_rows(lines: Sequence[DiffLine], *, line_numbers: bool = True) -> list[R
     return rows
 
 
-def diff_block_rows(block: DiffBlock) -> list[Row]:
-    """The conversation's form of a diff block (see `diff_segments`) as rows: a long line
-    wraps beside its sign."""
+def diff_block_rows(block: DiffBlock, *, heading: bool = False) -> list[Row]:
+    """The conversation's form of a diff block: the full view's numbered lines (a long line
+    wraps beside its gutter), under the file's path when `heading` (a call with several
+    diffs); no rows when nothing changed."""
     lines = list(diff_lines(block.old_text, block.new_text))
     if not lines:
         return []
-    path = visible(block.path, multiline=False)
-    header = [
-        Content.styled(f"--- {path}", _HEADER_STYLE),
-        Content.styled(f"+++ {path}", _HEADER_STYLE),
-    ]
-    return [*header, *diff_rows(lines, line_numbers=False)]
-
-
-def diff_segments(block: DiffBlock) -> list[tuple[str, str]]:
-    """A diff block as (text, style) lines headed `--- path` / `+++ path`, as `diff -u` writes
-    it: the conversation's form of the diff the approval panel and the full view show (the same
-    lines, signs and styles); no lines when nothing changed."""
-    lines = list(diff_lines(block.old_text, block.new_text))
-    if not lines:
-        return []
-    path = visible(block.path, multiline=False)
-    header = [(f"--- {path}", _HEADER_STYLE), (f"+++ {path}", _HEADER_STYLE)]
-    return header + [(_line_text(line), _STYLES[line.kind]) for line in lines]
+    rows = diff_rows(lines)
+    if heading:
+        rows.insert(0, Content.styled(visible(block.path, multiline=False), _HEADER_STYLE))
+    return rows
 
 
 def render_block(block: DisplayBlock, *, line_numbers: bool = True) -> Content:

@@ -120,9 +120,9 @@ def _body(state: ToolState) -> list[Row]:
         rows += text_lines(state.message, _ERROR, OUTPUT_LINES)
     if state.output.strip() and state.name != TODO:
         rows += text_lines(state.output, "", OUTPUT_LINES, FULL_HINT)
-    for block in state.display:
-        if isinstance(block, ev.DiffBlock):
-            rows += _diff(block)
+    diffs = [block for block in state.display if isinstance(block, ev.DiffBlock)]
+    for block in diffs:
+        rows += _diff(block, heading=len(diffs) > 1)
     if (items := todo_items(state)) is not None:
         rows += checklist_rows(items)
     return rows
@@ -138,9 +138,9 @@ def _shell_body(state: ToolState) -> list[Row]:
     return rows
 
 
-def _diff(block: ev.DiffBlock) -> list[Row]:
-    """The diff as `diff -u` lines (the approval panel's styles), cut after DIFF_LINES."""
-    rows = diff_block_rows(block)
+def _diff(block: ev.DiffBlock, *, heading: bool) -> list[Row]:
+    """The diff as the full view numbers it, cut after DIFF_LINES."""
+    rows = diff_block_rows(block, heading=heading)
     if len(rows) > DIFF_LINES + 1:
         more = len(rows) - DIFF_LINES
         rows = [*rows[:DIFF_LINES], Content.styled(f"… {more} more lines · {FULL_HINT}", MORE)]
