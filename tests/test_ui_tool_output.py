@@ -5,6 +5,7 @@ diffs that wrap beside their line numbers."""
 from __future__ import annotations
 
 import json
+from pathlib import Path
 from typing import Any
 
 from textual.content import Content
@@ -12,6 +13,7 @@ from textual.pilot import Pilot
 from textual.widgets import Static
 
 from kode_tui.message import FunctionBody, Message, TextPart, ThinkPart, ToolCall
+from kode_tui.soul.llm.scripted import ScriptedProvider
 from kode_tui.ui.screens.diff import DiffScreen, diff_lines, diff_rows
 from kode_tui.ui.screens.output import OutputScreen
 from kode_tui.ui.widgets.blocks import ReminderBlock, ThinkingBlock
@@ -22,7 +24,16 @@ from kode_tui.ui.widgets.tool_views import field_rows
 from kode_tui.wire import WireBus
 from kode_tui.wire import events as ev
 from tests.test_ui_conversation import host, settle, tool_message
-from tests.ui_helpers import Host, Posted, screen_text, wait_for
+from tests.ui_helpers import (
+    Host,
+    Posted,
+    make_app,
+    ready,
+    screen_text,
+    send,
+    turn_running,
+    wait_for,
+)
 
 TODOS = [
     {"title": "read the code", "status": "done"},
@@ -207,6 +218,35 @@ async def test_a_command_shows_no_markup_or_escapes_from_its_output() -> None:
         text = full_view_text(pilot.app.screen)
         assert "[bold red]not markup[/]" in text
         assert "\x1b" not in text and "␛[31mred" in text
+
+
+async def test_a_real_commands_whole_output_opens_from_the_keyboard(project: Path) -> None:
+    provider = ScriptedProvider(
+        [
+            {"tool_calls": [{"name": "Shell", "arguments": {"command": "seq 1 3000"}}]},
+            {"text": "Counted."},
+        ]
+    )
+    app = make_app(project, provider)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await ready(pilot)
+        await send(pilot, "/mode yolo")
+        await wait_for(pilot, lambda: app.sub_title.endswith("· yolo"))
+        await send(pilot, "count")
+        await wait_for(pilot, lambda: len(provider.requests) == 2 and not turn_running(app))
+        block = app.screen.query_one(ToolBlock)
+        assert lines_of(block)[1:] == [
+            *(str(n) for n in range(1, 6)),
+            "… 2995 more lines · Enter/click for full output",
+        ]
+        app.screen.query_one(Conversation).focus()
+        await pilot.press("alt+up", "enter")
+        await wait_for(pilot, lambda: isinstance(app.screen, OutputScreen))
+        text = full_view_text(app.screen)
+        assert "$ seq 1 3000" in text and text.rstrip().endswith("\n3000")
+        assert text.count("\n") > 3000
+        await pilot.press("escape")
+        await wait_for(pilot, lambda: not isinstance(app.screen, OutputScreen))
 
 
 # --- the todo list -------------------------------------------------------------------------------

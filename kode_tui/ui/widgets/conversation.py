@@ -138,7 +138,7 @@ again.
         Binding(
             "enter,space", "toggle_block", "Open/close", id="conversation.toggle", group=_BLOCKS
         ),
-        Binding("o", "full_view", "Full output", id="conversation.full", group=_BLOCKS),
+        Binding("o", "full_view", "Full output", id="conversation.full", group=_BLOCKS, show=False),
     ]
 
     def __init__(

@@ -281,7 +281,8 @@ newest todo list shows as a checklist (☐ to do, ◐ in progress, ☑ done); ol
         state = self.state
         if state.name == SHELL:
             failed = state.status in ("error", "rejected") and bool(state.message)
-            return failed or bool(state.output.strip())
+            # Not strip(): it would copy 50,000 characters on every draw.
+            return failed or (bool(state.output) and not state.output.isspace())
         if state.name == TODO and not state.superseded:
             return True
         return self.expanded
