@@ -651,7 +651,7 @@ def test_the_summary_is_the_main_argument() -> None:
     assert tool_summary("Other", '{"a": "' + "x" * 100 + '"}') == '{"a": "' + "x" * 52 + "…"
     assert tool_summary("Shell", '{"command": "ls"') is None
     assert tool_summary("Shell", "") is None
-    assert tool_summary("TodoWrite", "{}") == ""
+    assert tool_summary("Other", "{}") == ""
 
 
 def test_token_counts_are_short() -> None:

@@ -28,7 +28,6 @@ from kode_tui.ui.widgets.tool_views import (
     parse_arguments,
     text_lines,
     todo_items,
-    todo_summary,
 )
 from kode_tui.wire import events as ev
 
@@ -258,10 +257,7 @@ newest todo list shows as a checklist (☐ to do, ◐ in progress, ☑ done); ol
         self._changed()
 
     def _update_summary(self) -> None:
-        if self.state.name == TODO:
-            summary = todo_summary(self.state.arguments)
-        else:
-            summary = tool_summary(self.state.name, self.state.arguments)
+        summary = tool_summary(self.state.name, self.state.arguments)
         if summary is not None:
             self.state.summary = summary
             self._summary_pending = False

@@ -133,14 +133,6 @@ def checklist_rows(items: Sequence[ev.TodoItem]) -> list[Row]:
     ]
 
 
-def todo_summary(arguments: str) -> str | None:
-    """A TodoWrite call's title: what it did to the list; None while the arguments stream."""
-    parsed = parse_arguments(arguments)
-    if not isinstance(parsed, dict):
-        return None
-    return "read todo list" if parsed.get("todos") is None else "updated todo list"
-
-
 @dataclass
 class TodoBoard:
     """The TodoWrite calls whose checklist shows: the newest only. A stored history's last
