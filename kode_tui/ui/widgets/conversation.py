@@ -24,7 +24,7 @@ import re
 import time
 from collections.abc import Awaitable, Callable, Sequence
 from pathlib import Path
-from typing import Any, ClassVar, TypeVar
+from typing import Any, ClassVar
 
 from textual import on
 from textual.binding import Binding, BindingType
@@ -71,8 +71,6 @@ DRAW_BUDGET = 0.2
 NEW_OUTPUT_HINT = "↓ new output · End"
 """On the pane's bottom edge while output arrives that the view, scrolled away, does not show."""
 """The share of a core a streamed answer may use (see `FramePacer`)."""
-
-_B = TypeVar("_B", bound=Widget)
 
 # Widgets have no CSS_PATH; loading the file as DEFAULT_CSS keeps the pane self-contained and
 # lets an App's own CSS override it.
@@ -480,7 +478,7 @@ again.
         block = ToolBlock(state)
         if state.name == TODO:  # the newest todo list shows; the one shown before folds
             folded = self._window.todos.add_live(state)
-            for shown in self._blocks_of(ToolBlock):
+            for shown in self.query_children(ToolBlock):
                 if any(shown.state is old for old in folded):
                     shown.refresh_state()
         self._tools[event.id] = block
@@ -540,7 +538,7 @@ again.
             self._reminders = items
             await self._add(ReminderBlock(self._reminders))
             return
-        shown = [b for b in self._blocks_of(ReminderBlock) if b.items is self._reminders]
+        shown = [b for b in self.query_children(ReminderBlock) if b.items is self._reminders]
         if shown:
             shown[0].add(items)
         else:  # off screen: the block is made from the same list when it comes back
@@ -557,9 +555,6 @@ again.
     def _folding(self) -> list[FoldingBlock]:
         # Not the hidden ones at the end (see BlockWindow).
         return [c for c in self.children if isinstance(c, FoldingBlock) and c.display]
-
-    def _blocks_of(self, kind: type[_B]) -> list[_B]:
-        return [child for child in self.children if isinstance(child, kind)]
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         if action == "full_view":
