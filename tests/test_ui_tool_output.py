@@ -461,3 +461,39 @@ def test_tool_output_at_80_columns(snap_compare: Any) -> None:
         await pilot.pause()
 
     assert snap_compare(app, run_before=run_before, terminal_size=(80, 50))
+
+
+def test_a_newer_todo_list_read_later_folds_the_one_shown_and_says_so() -> None:
+    """Pages of a stored history are not always read newest first (Home reads the oldest)."""
+    from kode_tui.ui.widgets.tool_block import ToolState
+    from kode_tui.ui.widgets.tool_views import TodoBoard
+
+    board, folded = TodoBoard(), []
+    board.on_fold = folded.append
+    old, new, older, live = (ToolState(n, "TodoWrite") for n in ("a", "b", "c", "d"))
+    board.add_stored(old, 10, 0)
+    board.add_stored(new, 30, 1)
+    assert old.superseded and not new.superseded and folded == [old]
+    board.add_stored(older, 2, 0)  # read after, but older: folded from the start
+    assert older.superseded and folded == [old]
+    board.add_live(live)
+    assert new.superseded and not live.superseded and folded == [old, new]
+
+
+async def test_a_long_resumed_session_is_not_read_whole_to_find_its_todo_list(
+    tmp_path: Path,
+) -> None:
+    from kode_tui.session import Context
+    from tests.session_helpers import write_turns
+
+    path = tmp_path / "context.jsonl"
+    async with Context(path) as context:
+        await write_turns(context, 300)  # 900 messages, no todo list among them
+    restored = Context(path)
+    await restored.restore()
+    async with host(WireBus()).run_test(size=(100, 30)) as pilot:
+        conversation = pilot.app.query_one(Conversation)
+        await conversation.load_history(restored.history)
+        await pilot.pause()
+        unread = int(repr(restored.history).split(", ")[1].split()[0])
+    assert len(restored.history) == 900 and unread > 800

@@ -179,6 +179,7 @@ again.
         self._compaction_strategy = ""
         self._reminders: list[tuple[str, str]] | None = None
         """The reminders of this turn, which one block shows."""
+        self._window.todos.on_fold = self._todo_folded
         self._handlers: dict[type[ev.Event], Callable[[Any], Awaitable[None]]] = {
             ev.TurnBegin: self._turn_begin,
             ev.TurnEnd: self._turn_end,
@@ -477,10 +478,7 @@ again.
         state = ToolState(event.id, event.function.name, event.function.arguments or "")
         block = ToolBlock(state)
         if state.name == TODO:  # the newest todo list shows; the one shown before folds
-            folded = self._window.todos.add_live(state)
-            for shown in self.query_children(ToolBlock):
-                if any(shown.state is old for old in folded):
-                    shown.refresh_state()
+            self._window.todos.add_live(state)
         self._tools[event.id] = block
         await self._add(block, streamed=True)
 
@@ -543,6 +541,11 @@ again.
             shown[0].add(items)
         else:  # off screen: the block is made from the same list when it comes back
             self._reminders += items
+
+    def _todo_folded(self, state: ToolState) -> None:
+        for block in self.query_children(ToolBlock):
+            if block.state is state:
+                block.refresh_state()
 
     async def _warning(self, event: ev.Warning) -> None:
         await self._add(NoticeBlock(f"⚠ {event.message}", kind="warning"))

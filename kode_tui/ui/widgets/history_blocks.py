@@ -57,14 +57,14 @@ def page_blocks(
     todos: TodoBoard | None = None,
 ) -> list[BlockFactory]:
     """The blocks of `messages[start:stop]`, oldest first; `past` gives tool blocks the brief and
-    diffs the wire recorded, `todos` says which todo list shows (by default the last one).
+    diffs the wire recorded, `todos` which todo list shows (the newest of the pages read).
 
     Tool results belong to the call before them: those at `start` were shown with the page
     before, and those right after `stop` are read to complete this page's last calls. Only the
     page's messages are parsed, so a long history is read a page at a time.
     """
     past = past or PastResults()
-    todos = todos or TodoBoard.of_history(messages)
+    todos = todos or TodoBoard()
     results: dict[str, Message] = {}
     # Visible here, where stored text enters the pane, as live events do in the pane.
     shown = [visible_model(messages[index]) for index in range(start, stop)]
@@ -101,11 +101,11 @@ def _message_blocks(
         blocks.append(partial(ThinkingBlock, thinking))
     if message.text.strip():
         blocks.append(partial(AnswerBlock, message.text))
-    for call in message.tool_calls or ():
+    for position, call in enumerate(message.tool_calls or ()):
         state = ToolState(call.id, call.function.name, call.function.arguments or "")
         state.status = "unknown"
         if state.name == TODO:
-            todos[0].add_stored(state, todos[1])
+            todos[0].add_stored(state, todos[1], position)
         stored = results.pop(call.id, None)
         if stored is not None:
             state.apply_result(stored_result(stored))

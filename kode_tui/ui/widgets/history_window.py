@@ -60,14 +60,14 @@ class HistoryWindow:
         """Start over with a stored history, all of it above the (empty) window."""
         count = len(messages)
         pages = -(-count // PAGE_MESSAGES)
-        self.todos = TodoBoard.of_history(messages)
+        self.todos.clear()
         self.above = [PageGap(messages, count, past, 0, pages, self.todos)] if pages else []
         self.below = []
 
     def clear(self) -> None:
         self.above = []
         self.below = []
-        self.todos = TodoBoard()
+        self.todos.clear()
 
     @property
     def hidden_messages(self) -> int:

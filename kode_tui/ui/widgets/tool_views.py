@@ -8,13 +8,11 @@ of a stored history), so the list updates in place instead of stacking copies.
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from textual.content import Content
 
-from kode_tui.message import Message
 from kode_tui.safetext import visible
 from kode_tui.ui.widgets.rows import Gutter, Row
 from kode_tui.wire import events as ev
@@ -133,40 +131,44 @@ def checklist_rows(items: Sequence[ev.TodoItem]) -> list[Row]:
     ]
 
 
-@dataclass
 class TodoBoard:
-    """The TodoWrite calls whose checklist shows: the newest only. A stored history's last
-    call shows until a live call comes; older calls fold to their title line."""
+    """Which TodoWrite call shows its checklist: the newest one read, of a stored history or
+    live; the others fold to their title line.
 
-    last_stored: tuple[int, str] | None = None
-    """Where the stored history's last TodoWrite call is: its message's index and its id."""
-    live: bool = False
-    current: list[ToolState] | None = None
+    A stored history is read a page at a time, newest first but not always (Home reads the
+    oldest), so a call read later may be newer than the one shown: that one folds then, and
+    `on_fold` is told (the pane redraws its block if it shows it).
+    """
 
-    @classmethod
-    def of_history(cls, messages: Sequence[Message]) -> TodoBoard:
-        """The board of a stored history: it finds the history's last TodoWrite call."""
-        for index in range(len(messages) - 1, -1, -1):
-            calls = messages[index].tool_calls or ()
-            for call in reversed(calls):
-                if call.function.name == TODO:
-                    return cls(last_stored=(index, call.id))
-        return cls()
+    def __init__(self) -> None:
+        self.on_fold: Callable[[ToolState], None] | None = None
+        self.clear()
 
-    def add_stored(self, state: ToolState, index: int) -> None:
-        """A stored call read from the history (message `index`): it folds unless it is the
-        last one and no live call came since."""
-        if self.live or self.last_stored != (index, state.id):
+    def clear(self) -> None:
+        """Forget every call (a new history is shown)."""
+        self._current: ToolState | None = None
+        self._current_at: tuple[int, int] = (-1, -1)
+        self._live = 0
+
+    def add_stored(self, state: ToolState, index: int, position: int) -> None:
+        """A call of a stored history: call `position` of message `index`."""
+        self._add(state, (index, position))
+
+    def add_live(self, state: ToolState) -> None:
+        """A call made now: newer than any stored one."""
+        self._live += 1
+        self._add(state, (_LIVE, self._live))
+
+    def _add(self, state: ToolState, at: tuple[int, int]) -> None:
+        if at < self._current_at:
             state.superseded = True
-        else:
-            self.current = [*(self.current or []), state]
-
-    def add_live(self, state: ToolState) -> list[ToolState]:
-        """A new call: it shows its checklist; the calls that showed theirs fold (returned,
-        for the pane to redraw those it shows)."""
-        folded = self.current or []
-        for old in folded:
+            return
+        old, self._current, self._current_at = self._current, state, at
+        if old is not None and old is not state:
             old.superseded = True
-        self.current = [state]
-        self.live = True
-        return folded
+            if self.on_fold is not None:
+                self.on_fold(old)
+
+
+_LIVE = 1 << 62
+"""Where live calls come: after every message of a stored history."""
