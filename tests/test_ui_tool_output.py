@@ -497,3 +497,26 @@ async def test_a_long_resumed_session_is_not_read_whole_to_find_its_todo_list(
         await pilot.pause()
         unread = int(repr(restored.history).split(", ")[1].split()[0])
     assert len(restored.history) == 900 and unread > 800
+
+
+async def test_a_resumed_commands_block_and_full_view_show_what_the_model_was_given() -> None:
+    output = "\n".join(f"row {n}" for n in range(1, 201))
+    messages = [
+        Message(role="user", content="list"),
+        Message(role="assistant", tool_calls=[stored_call("s1", "Shell", {"command": "rows"})]),
+        tool_message("s1", "<system>ERROR: Command failed with exit code: 3.</system>", output),
+    ]
+    async with host(WireBus()).run_test(size=(100, 30)) as pilot:
+        conversation = pilot.app.query_one(Conversation)
+        await conversation.load_history(messages)
+        await pilot.pause()
+        block = conversation.query_one(ToolBlock)
+        assert lines_of(block)[1:] == [
+            "Command failed with exit code: 3.",
+            *(f"row {n}" for n in range(1, 6)),
+            "… 195 more lines · Enter/click for full output",
+        ]
+        await pilot.click(block)
+        await pilot.pause()
+        assert isinstance(pilot.app.screen, OutputScreen)
+        assert full_view_text(pilot.app.screen).rstrip().endswith("row 200")
