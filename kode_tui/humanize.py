@@ -142,6 +142,8 @@ def tool_summary(name: str, arguments: str, limit: int = SUMMARY_CHARS) -> str |
         return None
     if not isinstance(parsed, dict):
         return compact_arguments(arguments, min(limit, ARGUMENTS_CHARS))
+    if name == "TodoWrite":  # the list itself is no title: what the call did to it is
+        return "read todo list" if parsed.get("todos") is None else "updated todo list"
     key = MAIN_ARGUMENTS.get(name)
     if key and isinstance(parsed.get(key), str):
         return one_line(parsed[key], limit)

@@ -82,7 +82,10 @@ def test_a_tool_call_is_summarised_by_its_main_argument() -> None:
     assert tool_summary("Other", '{"a": "' + "x" * 100 + '"}') == '{"a": "' + "x" * 52 + "…"
     assert tool_summary("Shell", '{"command": "ls"') is None  # still streaming
     assert tool_summary("Shell", "") is None
-    assert tool_summary("TodoWrite", "{}") == ""
+    assert tool_summary("Other", "{}") == ""
+    # A todo list is no title: what the call did to it is.
+    assert tool_summary("TodoWrite", '{"todos": [{"title": "x"}]}') == "updated todo list"
+    assert tool_summary("TodoWrite", "{}") == "read todo list"
     assert tool_summary("Shell", '{"command": "printf \\u001b[31m"}') == "printf ␛[31m"
 
 

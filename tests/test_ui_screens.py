@@ -416,23 +416,27 @@ def test_diff_hunk_headers_are_those_of_diff_u(old: str, new: str) -> None:
     assert ours == reference
 
 
-def test_the_conversation_form_of_a_diff_reads_as_diff_u_with_the_panels_styles() -> None:
-    """One renderer: the lines the conversation shows for an edit are `diff -u`'s (headers,
-    hunks, signs), styled as the approval panel and the full view style them."""
+def test_the_conversation_form_of_a_diff_is_the_full_views_with_the_panels_styles() -> None:
+    """One renderer: the lines the conversation shows for an edit are the full view's (hunks,
+    line numbers, signs, as `diff -u` writes them), styled as the approval panel styles them."""
     import difflib
 
-    from kode_tui.ui.screens.diff import diff_lines, diff_segments, render_diff_lines
+    from kode_tui.ui.screens.diff import diff_block_rows, diff_lines, diff_rows, render_diff_lines
+    from kode_tui.ui.widgets.rows import lay_out
     from kode_tui.wire.events import DiffBlock
 
     old, new = "a\nb\nc\n" * 3, "a\nB\nc\n" + "a\nb\nc\n" * 2 + "d\n"
-    segments = diff_segments(DiffBlock(path="src/x.py", old_text=old, new_text=new))
-    reference = difflib.unified_diff(
-        old.splitlines(), new.splitlines(), "src/x.py", "src/x.py", lineterm=""
-    )
-    assert [text for text, _ in segments] == list(reference)
+    block = DiffBlock(path="src/x.py", old_text=old, new_text=new)
+    shown = lay_out(diff_block_rows(block), 80)
+    assert [line.plain for line in shown] == [
+        line.plain for line in lay_out(diff_rows(list(diff_lines(old, new))), 80)
+    ]
+    # Behind the gutter (`old new │`), the lines of `diff -u`.
+    reference = difflib.unified_diff(old.splitlines(), new.splitlines(), lineterm="")
+    assert [line.plain.partition("│")[2] for line in shown] == list(reference)[2:]
     panel = render_diff_lines(list(diff_lines(old, new)))
-    assert [text for text, _ in segments[2:]] == panel.plain.splitlines()
-    styles = dict(segments)
-    assert styles["+B"] == "$text-success on $success 15%"
-    assert styles["-b"] == "$text-error on $error 15%"
-    assert diff_segments(DiffBlock(path="same.txt", old_text="x\n", new_text="x\n")) == []
+    assert [line.plain.partition("│")[2] for line in shown] == panel.plain.splitlines()
+    added = next(line for line in shown if line.plain.endswith("+B"))
+    assert "$text-success on $success 15%" in [str(span.style) for span in added.spans]
+    assert lay_out(diff_block_rows(block, heading=True), 80)[0].plain == "src/x.py"
+    assert diff_block_rows(DiffBlock(path="same.txt", old_text="x\n", new_text="x\n")) == []

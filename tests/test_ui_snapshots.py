@@ -49,6 +49,8 @@ def place(monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
         (project / "hello.py").write_text("print('hello')\n")
         monkeypatch.setenv("KODE_TUI_HOME", str(ROOT / "home"))
         monkeypatch.setenv("HOME", str(ROOT / "user-home"))
+        # A thought takes no time on a stopped clock: "Thought for <1 s" on any machine.
+        monkeypatch.setattr("kode_tui.ui.widgets.blocks._now", lambda: 1000.0)
         yield project
         shutil.rmtree(ROOT, ignore_errors=True)
 

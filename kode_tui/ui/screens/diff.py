@@ -1,8 +1,9 @@
 """A full-screen look at what a tool call would change: its diffs, or the command it would run.
 
 It is also the one diff renderer of the UI: `diff_lines` computes a unified diff (hunks as
-`diff -u` numbers them), `render_diff_lines` draws it for the approval panel, this screen and the
-time-travel screens, `diff_segments` gives the conversation the same lines.
+`diff -u` numbers them), `render_diff_lines` draws it for the approval panel and the time-travel
+screens, `diff_rows` numbers its lines for this screen and the conversation (`diff_block_rows`),
+wrapping a long line beside numbers that stay put.
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ from textual.widget import Widget
 from textual.widgets import Static
 
 from kode_tui.safetext import has_hidden, visible
+from kode_tui.ui.widgets.rows import Gutter, Row, Rows
 from kode_tui.wire.events import BriefBlock, DiffBlock, DisplayBlock, ShellBlock, TodoBlock
 
 LineKind = Literal["hunk", "add", "delete", "same"]
@@ -34,7 +36,7 @@ _STYLES: dict[LineKind, str] = {
     "same": "",
 }
 _SIGNS: dict[LineKind, str] = {"hunk": "", "add": "+", "delete": "-", "same": " "}
-_HEADER_STYLE = "$text-muted bold"
+_HEADER_STYLE = "$foreground-muted bold"
 
 
 @dataclass(frozen=True, slots=True)
@@ -105,16 +107,43 @@ def render_diff_lines(lines: Sequence[DiffLine], *, line_numbers: bool = False) 
     return Content("\n").join(rendered)
 
 
-def diff_segments(block: DiffBlock) -> list[tuple[str, str]]:
-    """A diff block as (text, style) lines headed `--- path` / `+++ path`, as `diff -u` writes
-    it: the conversation's form of the diff the approval panel and the full view show (the same
-    lines, signs and styles); no lines when nothing changed."""
+def diff_rows(lines: Sequence[DiffLine], *, line_numbers: bool = True) -> list[Row]:
+    """Diff lines as rows whose gutter (the line numbers, `│` and the sign, or the sign alone)
+    stays in its column while a long line wraps beside it."""
+    width = max(
+        (len(str(n)) for line in lines for n in (line.old_number, line.new_number) if n),
+        default=1,
+    )
+    blank = f"{' ' * (2 * width + 1)} │"
+    rows: list[Row] = []
+    for line in lines:
+        style = _STYLES[line.kind]
+        text = Content.styled(visible(line.text, multiline=False), style)
+        sign = _SIGNS[line.kind]
+        if not line_numbers:
+            rows.append(Gutter(Content.styled(sign, style), text) if sign else text)
+            continue
+        numbers = " ".join(
+            f"{number:>{width}}" if number else " " * width
+            for number in (line.old_number, line.new_number)
+        )
+        gutter = Content.assemble((f"{numbers} │", "$foreground-muted"), (sign, style))
+        rest = Content.assemble((blank, "$foreground-muted"), " " * len(sign))
+        rows.append(Gutter(gutter, text, rest=rest))
+    return rows
+
+
+def diff_block_rows(block: DiffBlock, *, heading: bool = False) -> list[Row]:
+    """The conversation's form of a diff block: the full view's numbered lines (a long line
+    wraps beside its gutter), under the file's path when `heading` (a call with several
+    diffs); no rows when nothing changed."""
     lines = list(diff_lines(block.old_text, block.new_text))
     if not lines:
         return []
-    path = visible(block.path, multiline=False)
-    header = [(f"--- {path}", _HEADER_STYLE), (f"+++ {path}", _HEADER_STYLE)]
-    return header + [(_line_text(line), _STYLES[line.kind]) for line in lines]
+    rows = diff_rows(lines)
+    if heading:
+        rows.insert(0, Content.styled(visible(block.path, multiline=False), _HEADER_STYLE))
+    return rows
 
 
 def render_block(block: DisplayBlock, *, line_numbers: bool = True) -> Content:
@@ -266,6 +295,9 @@ class ScrollDialog(ModalScreen[None]):
             width: auto;
             min-width: 100%;
         }
+        .-wrapped {
+            width: 100%;
+        }
     }
     """
 
@@ -318,16 +350,29 @@ The complete change a tool call would make. Scroll with the arrows, PgUp/PgDn or
         self.blocks = list(blocks)
 
     def body(self) -> Iterator[Widget]:
-        shown = [(block, content) for block in self.blocks if (content := render_block(block))]
-        for block, content in shown:
+        shown = [(block, rows) for block in self.blocks if (rows := _full_rows(block))]
+        for block, rows in shown:
             heading = block_title(block)
             if heading and (len(shown) > 1 or isinstance(block, DiffBlock)):
                 yield Static(Content(heading), classes="dialog-heading")
             # In pieces: Textual renders a widget whole, and only the pieces in view are
             # rendered, so a command or a file of 50,000 lines opens at once, not in seconds.
-            lines = content.split("\n")
-            for start in range(0, len(lines), _PIECE_LINES):
-                piece = Content("\n").join(lines[start : start + _PIECE_LINES])
-                yield Static(piece, classes="dialog-text diff-text")
+            for start in range(0, len(rows), _PIECE_LINES):
+                piece = rows[start : start + _PIECE_LINES]
+                if isinstance(block, DiffBlock):
+                    # Wrapped beside the line numbers, which stay put (no sideways scrolling).
+                    yield Static(Rows(piece), classes="diff-text -wrapped")
+                else:
+                    text = Content("\n").join(row for row in piece if isinstance(row, Content))
+                    yield Static(text, classes="dialog-text diff-text")
         if not shown:
             yield Static(Content.styled("Nothing to show.", "$text-muted"))
+
+
+def _full_rows(block: DisplayBlock) -> list[Row]:
+    """The rows of a block in the full view (none when it shows nothing)."""
+    if isinstance(block, DiffBlock):
+        lines = list(diff_lines(block.old_text, block.new_text))
+        return diff_rows(lines) if lines else [Content.styled("(no changes)", "$text-muted")]
+    content = render_block(block)
+    return list(content.split("\n")) if content else []

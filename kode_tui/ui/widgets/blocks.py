@@ -7,7 +7,8 @@ Tool calls have a module of their own (`tool_block.py`); `Conversation` stacks t
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
+import time
+from collections.abc import Callable, Sequence
 from functools import cache, partial
 from typing import Literal
 
@@ -104,19 +105,91 @@ class DetailBlock(FoldingBlock):
 
 class ThinkingBlock(DetailBlock):
     """A step's thinking: dim and folded. The conversation appends streamed deltas once a
-    frame (see `conversation.FRAME_INTERVAL`)."""
+    frame (see `conversation.FRAME_INTERVAL`).
 
-    def __init__(self, text: str = "", *, expanded: bool = False) -> None:
-        super().__init__("Thinking…", text, kind="thinking", expanded=expanded)
+    Titled `Thinking…` while it streams (from `started`, a `time.monotonic()`), `Thought for
+    4 s` once `finish()` is called, and `Thought` when the time is not known (a stored one)."""
+
+    def __init__(
+        self,
+        text: str = "",
+        *,
+        expanded: bool = False,
+        started: float | None = None,
+        seconds: float | None = None,
+    ) -> None:
+        super().__init__(thought_title(started, seconds), text, kind="thinking", expanded=expanded)
+        self.started = started
+        self.seconds = seconds
+
+    @classmethod
+    def streaming(cls) -> ThinkingBlock:
+        """A block for thinking that starts streaming now."""
+        return cls(started=_now())
 
     def factory(self) -> BlockFactory:
-        return partial(ThinkingBlock, self.text, expanded=self.expanded)
+        return partial(
+            ThinkingBlock,
+            self.text,
+            expanded=self.expanded,
+            started=self.started,
+            seconds=self.seconds,
+        )
 
     def append(self, text: str) -> None:
         self.text += text
         # Folded, the block looks the same whatever the text is.
         if self.expanded and self.is_mounted:
             self.refresh(layout=True)
+
+    def finish(self) -> None:
+        """The thinking is over (the answer or a tool call began): say how long it took."""
+        if self.started is None or self.seconds is not None:
+            return
+        self.seconds = _now() - self.started
+        self.title = thought_title(self.started, self.seconds)
+        if self.is_mounted:
+            self.refresh()
+
+
+def _now() -> float:
+    # One clock for the thinking time (a snapshot test stops it).
+    return time.monotonic()
+
+
+def thought_title(started: float | None, seconds: float | None) -> str:
+    """`Thinking…` (still streaming), `Thought for 4 s`, or `Thought` (time unknown)."""
+    if seconds is not None:
+        return f"Thought for {seconds:.0f} s" if seconds >= 1 else "Thought for <1 s"
+    return "Thinking…" if started is not None else "Thought"
+
+
+class ReminderBlock(DetailBlock):
+    """The system reminders of a turn, folded into one line (`3 reminders: todo, context`):
+    each request may carry some, and a block each would bury the answer."""
+
+    def __init__(self, items: list[tuple[str, str]], *, expanded: bool = False) -> None:
+        super().__init__(reminders_title(items), "", kind="reminders", expanded=expanded)
+        self.items = items
+        """(kind, text) of each reminder, shared with the factory: the turn adds to it."""
+        self.text = "\n\n".join(text for _, text in items)
+
+    def factory(self) -> BlockFactory:
+        return partial(ReminderBlock, self.items, expanded=self.expanded)
+
+    def add(self, reminders: Sequence[tuple[str, str]]) -> None:
+        """More reminders of the same turn."""
+        self.items += reminders
+        self.title = visible(reminders_title(self.items), multiline=False)
+        self.text = "\n\n".join(text for _, text in self.items)
+        if self.is_mounted:
+            self.refresh(layout=True)
+
+
+def reminders_title(log: Sequence[tuple[str, str]]) -> str:
+    """`reminder: todo`, `3 reminders: todo, context`."""
+    kinds = ", ".join(dict.fromkeys(kind for kind, _ in log))
+    return f"reminder: {kinds}" if len(log) == 1 else f"{len(log)} reminders: {kinds}"
 
 
 # --- blocks that do not fold --------------------------------------------------------------------

@@ -45,16 +45,17 @@ from kode_tui.ui.widgets.blocks import (
     AssistantBlock,
     Block,
     BlockFactory,
-    DetailBlock,
     FoldingBlock,
     MarkerBlock,
     NoticeBlock,
+    ReminderBlock,
     ThinkingBlock,
     UserBlock,
     divider,
 )
 from kode_tui.ui.widgets.history_blocks import user_text
 from kode_tui.ui.widgets.tool_block import ToolBlock, ToolState
+from kode_tui.ui.widgets.tool_views import TODO
 from kode_tui.ui.wire_messages import WireListener, WireMessage
 from kode_tui.wire import events as ev
 
@@ -97,6 +98,13 @@ def _revert_text(event: ev.ContextReverted) -> str:
     return "\n".join(lines)
 
 
+def _thought(event: ev.Event) -> bool:
+    """Whether the event goes on with a step's thinking (else the thinking is over)."""
+    if isinstance(event, ev.ContentPart):
+        return isinstance(event.part, ThinkPart)
+    return isinstance(event, ev.StatusUpdate)
+
+
 # --- the pane ------------------------------------------------------------------------------------
 
 _BLOCKS = Binding.Group("Conversation")
@@ -114,7 +122,7 @@ tool calls with their status and result, and marked lines where the context was 
 reverted, restored or cleared. It follows new output unless you scroll up; **End** follows
 again.
 
-- Click a tool call or a folded block to open it.
+- Click a tool call or a folded block to open it; **o** shows all of a tool call's output.
 - **Alt+↑ / Alt+↓** move the block cursor, **Enter** opens or closes the block under it.
 - **Home** goes to the first message, **End** to the last; long sessions are read as you
   scroll, and a line at the top says how many earlier messages are not read yet.
@@ -128,6 +136,7 @@ again.
         Binding(
             "enter,space", "toggle_block", "Open/close", id="conversation.toggle", group=_BLOCKS
         ),
+        Binding("o", "full_view", "Full output", id="conversation.full", group=_BLOCKS, show=False),
     ]
 
     def __init__(
@@ -168,6 +177,9 @@ again.
         self._approvals: dict[str, str] = {}
         self._compaction: MarkerBlock | None = None
         self._compaction_strategy = ""
+        self._reminders: list[tuple[str, str]] | None = None
+        """The reminders of this turn, which one block shows."""
+        self._window.todos.on_fold = self._todo_folded
         self._handlers: dict[type[ev.Event], Callable[[Any], Awaitable[None]]] = {
             ev.TurnBegin: self._turn_begin,
             ev.TurnEnd: self._turn_end,
@@ -214,6 +226,7 @@ again.
         await self._close_text()
         self._reset_step()
         self._compaction = None
+        self._reminders = None
         self._cursor = None
         self._marker = None
         self._tail = []
@@ -307,6 +320,8 @@ again.
         # Every text of the event, shown as the user must see it: control characters
         # visible, none reaching the terminal (one regex search per string when clean).
         event = visible_model(message.event)
+        if self._thinking is not None and not _thought(event):
+            self._thinking.finish()
         self._activity.see(event)
         if not isinstance(event, ev.ContentPart | ev.StatusUpdate):
             self._show_edge()
@@ -392,6 +407,7 @@ again.
 
     async def _turn_begin(self, event: ev.TurnBegin) -> None:
         await self._end_step()
+        self._reminders = None
         if not self._following():
             # The user just sent it: their message and the answer come into view.
             await self.action_last()
@@ -453,13 +469,16 @@ again.
             self._split_ready = self._at_split_point(part.text)
         elif isinstance(part, ThinkPart) and part.think:
             if self._thinking is None:
-                self._thinking = ThinkingBlock()
+                self._thinking = ThinkingBlock.streaming()
                 await self._add(self._thinking, streamed=True)
             await self._buffer(self._pending_think, part.think)
 
     async def _tool_call(self, event: ev.ToolCall) -> None:
         await self._close_text()
-        block = ToolBlock(ToolState(event.id, event.function.name, event.function.arguments or ""))
+        state = ToolState(event.id, event.function.name, event.function.arguments or "")
+        block = ToolBlock(state)
+        if state.name == TODO:  # the newest todo list shows; the one shown before folds
+            self._window.todos.add_live(state)
         self._tools[event.id] = block
         await self._add(block, streamed=True)
 
@@ -510,10 +529,23 @@ again.
         await self._add(MarkerBlock(text, kind="clear"))
 
     async def _system_reminders(self, event: ev.SystemReminders) -> None:
-        if event.reminders:
-            title = "reminders: " + ", ".join(dict.fromkeys(r.kind for r in event.reminders))
-            text = "\n\n".join(r.text for r in event.reminders)
-            await self._add(DetailBlock(title, text, kind="reminders"))
+        if not event.reminders:
+            return
+        items = [(r.kind, r.text) for r in event.reminders]
+        if self._reminders is None:  # the turn's first: later ones fold into its block
+            self._reminders = items
+            await self._add(ReminderBlock(self._reminders))
+            return
+        shown = [b for b in self.query_children(ReminderBlock) if b.items is self._reminders]
+        if shown:
+            shown[0].add(items)
+        else:  # off screen: the block is made from the same list when it comes back
+            self._reminders += items
+
+    def _todo_folded(self, state: ToolState) -> None:
+        for block in self.query_children(ToolBlock):
+            if block.state is state:
+                block.refresh_state()
 
     async def _warning(self, event: ev.Warning) -> None:
         await self._add(NoticeBlock(f"⚠ {event.message}", kind="warning"))
@@ -528,6 +560,8 @@ again.
         return [c for c in self.children if isinstance(c, FoldingBlock) and c.display]
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        if action == "full_view":
+            return isinstance(self._cursor, ToolBlock) and self._cursor.parent is self
         if action == "toggle_block":
             return self._cursor is not None and self._cursor.parent is self
         if action in ("cursor_previous", "cursor_next"):
@@ -565,6 +599,10 @@ again.
     def action_toggle_block(self) -> None:
         if self._cursor is not None:
             self._cursor.toggle()
+
+    def action_full_view(self) -> None:
+        if isinstance(self._cursor, ToolBlock):
+            self._cursor.open_full_view()
 
     @on(FoldingBlock.Clicked)
     def _block_clicked(self, event: FoldingBlock.Clicked) -> None:

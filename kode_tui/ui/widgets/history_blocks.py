@@ -34,6 +34,7 @@ from kode_tui.ui.widgets.blocks import (
     divider,
 )
 from kode_tui.ui.widgets.tool_block import ToolBlock, ToolState
+from kode_tui.ui.widgets.tool_views import TODO, TodoBoard
 from kode_tui.wire import events as ev
 
 # Kimi CLI's markers in stored user messages (ours follow them).
@@ -54,16 +55,21 @@ def user_text(content: str | Sequence[ContentPart]) -> str:
 
 
 def page_blocks(
-    messages: Sequence[Message], start: int, stop: int, past: PastResults | None = None
+    messages: Sequence[Message],
+    start: int,
+    stop: int,
+    past: PastResults | None = None,
+    todos: TodoBoard | None = None,
 ) -> list[BlockFactory]:
     """The blocks of `messages[start:stop]`, oldest first; `past` gives tool blocks the brief and
-    diffs the wire recorded.
+    diffs the wire recorded, `todos` which todo list shows (the newest of the pages read).
 
     Tool results belong to the call before them: those at `start` were shown with the page
     before, and those right after `stop` are read to complete this page's last calls. Only the
     page's messages are parsed, so a long history is read a page at a time.
     """
     past = past or PastResults()
+    todos = todos or TodoBoard()
     results: dict[str, Message] = {}
     # Visible here, where stored text enters the pane, as live events do in the pane.
     shown = [visible_model(messages[index]) for index in range(start, stop)]
@@ -74,17 +80,21 @@ def page_blocks(
     # Read from the end, as a result comes after its call: ids repeat in long sessions, and
     # each call takes the nearest result after it.
     groups: list[list[BlockFactory]] = []
-    for message in reversed(shown):
+    for offset in range(len(shown) - 1, -1, -1):
+        message = shown[offset]
         if message.role == "tool":
             if message.tool_call_id is not None:
                 results[message.tool_call_id] = message
             continue
-        groups.append(_message_blocks(message, results, past))
+        groups.append(_message_blocks(message, results, past, (todos, start + offset)))
     return [block for group in reversed(groups) for block in group]
 
 
 def _message_blocks(
-    message: Message, results: dict[str, Message], past: PastResults
+    message: Message,
+    results: dict[str, Message],
+    past: PastResults,
+    todos: tuple[TodoBoard, int],
 ) -> list[BlockFactory]:
     if message.role == "user":
         return _user_blocks(message)
@@ -96,9 +106,11 @@ def _message_blocks(
         blocks.append(partial(ThinkingBlock, thinking))
     if message.text.strip():
         blocks.append(partial(AnswerBlock, message.text))
-    for call in message.tool_calls or ():
+    for position, call in enumerate(message.tool_calls or ()):
         state = ToolState(call.id, call.function.name, call.function.arguments or "")
         state.status = "unknown"
+        if state.name == TODO:
+            todos[0].add_stored(state, todos[1], position)
         stored = results.pop(call.id, None)
         if stored is not None:
             state.apply_result(stored_result(stored))

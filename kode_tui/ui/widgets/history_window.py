@@ -16,6 +16,7 @@ from kode_tui.message import Message
 from kode_tui.soul.facade import PastResults
 from kode_tui.ui.widgets.blocks import BlockFactory
 from kode_tui.ui.widgets.history_blocks import page_blocks
+from kode_tui.ui.widgets.tool_views import TodoBoard
 
 PAGE_MESSAGES = 40
 """Messages read into blocks at a time when the window reaches a part not read yet."""
@@ -31,6 +32,7 @@ class PageGap:
     past: PastResults | None
     first: int
     end: int
+    todos: TodoBoard
 
     @property
     def message_count(self) -> int:
@@ -38,7 +40,8 @@ class PageGap:
 
     def page(self, index: int) -> list[BlockFactory]:
         start = index * PAGE_MESSAGES
-        return page_blocks(self.messages, start, min(start + PAGE_MESSAGES, self.count), self.past)
+        stop = min(start + PAGE_MESSAGES, self.count)
+        return page_blocks(self.messages, start, stop, self.past, self.todos)
 
 
 Item = BlockFactory | PageGap
@@ -50,17 +53,21 @@ class HistoryWindow:
     def __init__(self) -> None:
         self.above: list[Item] = []
         self.below: list[Item] = []
+        self.todos = TodoBoard()
+        """Which TodoWrite call shows its checklist (the newest), stored or live."""
 
     def load(self, messages: Sequence[Message], past: PastResults | None) -> None:
         """Start over with a stored history, all of it above the (empty) window."""
         count = len(messages)
         pages = -(-count // PAGE_MESSAGES)
-        self.above = [PageGap(messages, count, past, 0, pages)] if pages else []
+        self.todos.clear()
+        self.above = [PageGap(messages, count, past, 0, pages, self.todos)] if pages else []
         self.below = []
 
     def clear(self) -> None:
         self.above = []
         self.below = []
+        self.todos.clear()
 
     @property
     def hidden_messages(self) -> int:
@@ -133,7 +140,7 @@ def _split_last(gap: PageGap) -> list[Item]:
     """`gap` with its last page read: the rest of the gap (if any), then the page's blocks."""
     rest: list[Item] = []
     if gap.end - 1 > gap.first:
-        rest.append(PageGap(gap.messages, gap.count, gap.past, gap.first, gap.end - 1))
+        rest.append(PageGap(gap.messages, gap.count, gap.past, gap.first, gap.end - 1, gap.todos))
     return [*rest, *gap.page(gap.end - 1)]
 
 
@@ -141,5 +148,5 @@ def _split_first(gap: PageGap) -> list[Item]:
     """`gap` with its first page read: the page's blocks, then the rest of the gap (if any)."""
     rest: list[Item] = []
     if gap.end > gap.first + 1:
-        rest.append(PageGap(gap.messages, gap.count, gap.past, gap.first + 1, gap.end))
+        rest.append(PageGap(gap.messages, gap.count, gap.past, gap.first + 1, gap.end, gap.todos))
     return [*gap.page(gap.first), *rest]

@@ -1,9 +1,9 @@
-"""A tool call in the conversation: `▸ Name summary  status brief`, and open, its arguments,
-output and diffs."""
+"""A tool call in the conversation: `▸ Name summary  status brief`, and open, its arguments
+(as fields), output and diffs. A command shows the first lines of its output and opens a full
+view of all of it; the newest todo list shows as a checklist (see `tool_views`)."""
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from functools import partial
@@ -13,12 +13,30 @@ from textual.content import Content
 
 from kode_tui.humanize import one_line, tool_summary
 from kode_tui.safetext import visible
-from kode_tui.ui.screens.diff import diff_segments
-from kode_tui.ui.widgets.blocks import BlockFactory, FoldingBlock, Segment, assemble
+from kode_tui.ui.screens.diff import command_lines, diff_block_rows, diff_lines, diff_rows
+from kode_tui.ui.screens.output import OutputScreen, Section
+from kode_tui.ui.widgets.blocks import BlockFactory, FoldingBlock
+from kode_tui.ui.widgets.rows import Row, Rows
+from kode_tui.ui.widgets.tool_views import (
+    MORE,
+    MUTED,
+    SHELL,
+    TODO,
+    checklist_rows,
+    field_rows,
+    full_field_rows,
+    parse_arguments,
+    text_lines,
+    todo_items,
+)
 from kode_tui.wire import events as ev
 
 OUTPUT_LINES = 20
-"""Lines of a tool's output (and of its arguments) shown before "… N more lines"."""
+"""Lines of a tool's output shown in the open block before "… N more lines"."""
+SHELL_LINES = 5
+"""Lines of a command's output its block shows; the full view has all of them."""
+SHELL_HINT = "Enter/click for full output"
+FULL_HINT = "o for full output"
 DIFF_LINES = 200
 BRIEF_CHARS = 60
 """A result's one-line brief after the call's status."""
@@ -40,30 +58,17 @@ _STATUS_LABEL: dict[ToolStatus, str] = {
 # Textual restyles every component class of every block whenever the pane's styles change,
 # and a conversation holds hundreds of blocks.
 _STATUS_STYLE: dict[ToolStatus, str] = {
-    "running": "$text-muted italic",
+    "running": MORE,
     "waiting": "$warning bold",
     "ok": "$success",
     "error": "$error",
     "rejected": "$warning",
-    "interrupted": "$text-muted italic",
+    "interrupted": MORE,
     "unknown": "",
 }
 _NAME = "bold"
 _SUMMARY = "$accent"
-_MUTED = "$text-muted"
-_MORE = "$text-muted italic"
 _ERROR = "$error"
-
-
-def _lines(text: str, style: str, limit: int) -> list[Segment]:
-    """The first `limit` lines of `text`, then "… N more lines" (never for a single line)."""
-    # Visible first: JSON arguments decode to any character, and splitlines() would break
-    # lines at form feeds and separators that the text does not break at.
-    lines = visible(text).expandtabs(4).splitlines()
-    if len(lines) <= limit + 1:
-        return [(line, style) for line in lines]
-    shown = [(line, style) for line in lines[:limit]]
-    return [*shown, (f"… {len(lines) - limit} more lines", _MORE)]
 
 
 @dataclass(slots=True)
@@ -79,6 +84,8 @@ class ToolState:
     message: str = ""
     output: str = ""
     display: list[ev.DisplayBlock] = field(default_factory=list)
+    superseded: bool = False
+    """A TodoWrite call a newer one replaced: it folds to its title (see `TodoBoard`)."""
 
     def apply_result(self, result: ev.ToolResult) -> None:
         """Take the status, brief, output and display blocks of a result."""
@@ -102,43 +109,72 @@ class ToolState:
         return any(isinstance(block, ev.DiffBlock) for block in self.display)
 
 
-def _body(state: ToolState) -> list[Segment]:
-    segments: list[Segment] = []
-    # An edit shows as its diff: its arguments (the old and new text as JSON) say it again.
-    has_diff = any(isinstance(block, ev.DiffBlock) for block in state.display)
-    if state.arguments.strip() and not has_diff:
-        try:
-            pretty = json.dumps(json.loads(state.arguments), indent=2, ensure_ascii=False)
-        except (ValueError, RecursionError):  # not JSON, or nested too deep to parse
-            pretty = state.arguments
-        segments += _lines(pretty, _MUTED, OUTPUT_LINES)
+def _body(state: ToolState) -> list[Row]:
+    """What the open block shows below its title."""
+    rows: list[Row] = []
+    # An edit shows as its diff: its arguments (the old and new text) say it again.
+    if not state.has_diff and state.name != TODO:
+        rows += field_rows(state.arguments)
     if state.status in ("error", "rejected") and state.message:
-        segments += _lines(state.message, _ERROR, OUTPUT_LINES)
+        rows += text_lines(state.message, _ERROR, OUTPUT_LINES)
+    if state.output.strip() and state.name != TODO:
+        rows += text_lines(state.output, "", OUTPUT_LINES, FULL_HINT)
+    diffs = [block for block in state.display if isinstance(block, ev.DiffBlock)]
+    for block in diffs:
+        rows += _diff(block, heading=len(diffs) > 1)
+    if (items := todo_items(state)) is not None:
+        rows += checklist_rows(items)
+    return rows
+
+
+def _shell_body(state: ToolState) -> list[Row]:
+    """A command's block, always shown: what went wrong, and its output's first lines."""
+    rows: list[Row] = []
+    if state.status in ("error", "rejected") and state.message:
+        rows += text_lines(state.message, _ERROR, SHELL_LINES)
     if state.output.strip():
-        segments += _lines(state.output, "", OUTPUT_LINES)
+        rows += text_lines(state.output, MUTED, SHELL_LINES, SHELL_HINT)
+    return rows
+
+
+def _diff(block: ev.DiffBlock, *, heading: bool) -> list[Row]:
+    """The diff as the full view numbers it, cut after DIFF_LINES."""
+    rows = diff_block_rows(block, heading=heading)
+    if len(rows) > DIFF_LINES + 1:
+        more = len(rows) - DIFF_LINES
+        rows = [*rows[:DIFF_LINES], Content.styled(f"… {more} more lines · {FULL_HINT}", MORE)]
+    return rows
+
+
+def full_sections(state: ToolState) -> list[Section]:
+    """Everything of a call, for its full view: the command or the arguments in full, what
+    went wrong, every line of the output, the diffs and the todo list."""
+    sections: list[Section] = []
+    if state.name == SHELL and isinstance(command := _argument(state, "command"), str):
+        sections.append(("command", command_lines(command)))
+        sections.append(("", full_field_rows(state.arguments, skip=("command",))))
+    elif not state.has_diff:
+        sections.append(("arguments", full_field_rows(state.arguments)))
+    if state.status in ("error", "rejected") and state.message:
+        sections.append(("", text_lines(state.message, _ERROR, None)))
+    sections.append(("output", text_lines(state.output, "", None)))
     for block in state.display:
         if isinstance(block, ev.DiffBlock):
-            segments += _diff(block)
-        elif isinstance(block, ev.TodoBlock):
-            marks = {"done": "☑", "completed": "☑", "in_progress": "◐"}
-            segments += [
-                (f"{marks.get(i.status, '☐')} {visible(i.title, multiline=False)}", "")
-                for i in block.items
-            ]
-    return segments
+            lines = list(diff_lines(block.old_text, block.new_text))
+            sections.append((visible(block.path, multiline=False), diff_rows(lines)))
+    if (items := todo_items(state)) is not None:
+        sections.append(("todo list", checklist_rows(items)))
+    return sections
 
 
-def _diff(block: ev.DiffBlock) -> list[Segment]:
-    """The diff as `diff -u` lines (the approval panel's styles), cut after DIFF_LINES."""
-    segments: list[Segment] = list(diff_segments(block))
-    if len(segments) > DIFF_LINES + 1:
-        more = len(segments) - DIFF_LINES
-        segments = [*segments[:DIFF_LINES], (f"… {more} more lines", _MORE)]
-    return segments
+def _argument(state: ToolState, name: str) -> object:
+    parsed = parse_arguments(state.arguments)
+    return parsed.get(name) if isinstance(parsed, dict) else None
 
 
 class ToolBlock(FoldingBlock):
-    """A tool call: `▸ Name summary  status brief`; open, its arguments and result."""
+    """A tool call: `▸ Name summary  status brief`; open, its arguments and result. A command
+    always shows its output's first lines; the newest todo list always shows."""
 
     HELP = """\
 ## Tool call
@@ -146,7 +182,11 @@ class ToolBlock(FoldingBlock):
 `▸ Name summary` and the call's status: *running…*, *waiting for approval*, **✔** done,
 **✘** failed, **⊘** rejected, with the tool's short report. Click it (or **Enter** on the
 block under the cursor) to see the arguments, the output (first 20 lines) and, for edits,
-the diff.
+the diff; **o** opens the full view: every line of the output.
+
+A command shows the first lines of its output; a click or **Enter** opens all of it. The
+newest todo list shows as a checklist (☐ to do, ◐ in progress, ☑ done); older ones fold to
+"updated todo list".
 """
 
     def __init__(self, state: ToolState, *, expanded: bool | None = None) -> None:
@@ -154,13 +194,33 @@ the diff.
         opened = state.has_diff if expanded is None else expanded
         super().__init__(expanded=opened, classes="block tool")
         self.state = state
-        self._body: list[Segment] | None = None
+        self._body: Rows | None = None
         self._summary_pending = True
         self._update_summary()
         self._set_status_class()
 
     def factory(self) -> BlockFactory:
         return partial(ToolBlock, self.state, expanded=self.expanded)
+
+    def toggle(self) -> None:
+        # A command's block shows its output's start already: what more there is, is all of it.
+        if self.state.name == SHELL:
+            self.open_full_view()
+        else:
+            super().toggle()
+
+    def open_full_view(self) -> None:
+        """Show every line of the call in a screen of its own."""
+        title = f"{self.state.name} {self.state.summary}".strip()
+        self.app.push_screen(OutputScreen(title, full_sections(self.state)))
+
+    def watch_expanded(self, expanded: bool) -> None:
+        super().watch_expanded(expanded)
+        self._body = None  # its title's ▸ turns
+
+    def refresh_state(self) -> None:
+        """Show what changed in `state` (a newer todo list superseded this one)."""
+        self._changed()
 
     def append_arguments(self, delta: str) -> None:
         """Add a streamed piece of the arguments; the summary follows once the JSON is whole."""
@@ -211,10 +271,23 @@ the diff.
         for status in _STATUS_LABEL:
             self.set_class(status == self.state.status, f"-{status}")
 
-    def render(self) -> Content:
+    def _open(self) -> bool:
+        """Whether the block shows more than its title: a command with output and the newest
+        todo list always do."""
+        state = self.state
+        if state.name == SHELL:
+            failed = state.status in ("error", "rejected") and bool(state.message)
+            # Not strip(): it would copy 50,000 characters on every draw.
+            return failed or (bool(state.output) and not state.output.isspace())
+        if state.name == TODO and not state.superseded:
+            return True
+        return self.expanded
+
+    def render(self) -> Content | Rows:
         state = self.state
         head: list[str | tuple[str, str]] = [
-            self._symbol(),
+            # A command's ▸ points at its full view; it never folds.
+            "▾ " if self._open() and state.name != SHELL else "▸ ",
             (visible(state.name, multiline=False), _NAME),
         ]
         if state.summary:
@@ -223,9 +296,10 @@ the diff.
             head += ["  ", (label, _STATUS_STYLE[state.status])]
         brief = one_line(state.brief or state.message, BRIEF_CHARS)
         if brief and state.status not in ("running", "waiting", "interrupted"):
-            head += [" ", (brief, _MUTED)]
-        if not self.expanded:
+            head += [" ", (brief, MUTED)]
+        if not self._open():
             return Content.assemble(*head)
         if self._body is None:
-            self._body = _body(state)
-        return assemble(head, self._body)
+            body = _shell_body(state) if state.name == SHELL else _body(state)
+            self._body = Rows([Content.assemble(*head), *body])
+        return self._body
