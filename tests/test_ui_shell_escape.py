@@ -79,7 +79,7 @@ async def test_a_bang_command_runs_shows_its_output_and_goes_with_the_next_reque
         await pilot.press("enter")
         await wait_for(pilot, lambda: shell_line(app, "echo hi-from-bang", "✔ 1 line of output"))
         await wait_for(pilot, lambda: not turn_running(app))
-        await pilot.click(app.screen.query_one(ToolBlock))  # opens: the output
+        # The command's output shows under it, as a Shell call's first lines do.
         await wait_for(pilot, lambda: "hi-from-bang" in shown_lines(app))
         assert not prompt.has_class("-shell")
         assert server.requests == []  # no model turn
@@ -174,7 +174,7 @@ async def test_a_bang_record_survives_resume_and_the_timeline_names_it(project: 
         shown = screen_text(again)
         assert "!echo kept-for-later" in shown  # the line typed, and in the timeline
         assert shell_line(again, "echo kept-for-later", "✔ 1 line of output")
-        await pilot.click(again.screen.query_one(ToolBlock))  # opens: the output
+        await pilot.click(again.screen.query_one(ToolBlock))  # the full view of its output
         await wait_for(pilot, lambda: "kept-for-later" in shown_lines(again))
         assert "bash-output" not in shown and "<system>" not in shown
         assert again.agent_session is not None
