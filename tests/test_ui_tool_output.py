@@ -293,6 +293,31 @@ async def test_a_new_todo_list_replaces_the_shown_one_which_folds_to_a_line() ->
         assert "◐ write the tests" in lines_of(first)
 
 
+async def test_a_todo_list_call_that_failed_shows_its_error_and_no_checklist() -> None:
+    bus, posted = WireBus(), Posted()
+    wrong = {"todos": [{"content": "read the code", "status": "completed"}]}
+    async with host(bus).run_test(size=(100, 40), message_hook=posted) as pilot:
+        conversation = await settle(
+            pilot,
+            posted,
+            bus,
+            call("t1", "TodoWrite", wrong),
+            ev.ToolResult(
+                tool_call_id="t1",
+                is_error=True,
+                output="Invalid arguments for TodoWrite: todos.0.title: Field required.",
+                message="Invalid arguments for TodoWrite: todos.0.title: Field required.",
+                display=[ev.BriefBlock(text="invalid arguments")],
+            ),
+        )
+        block = conversation.query_one(ToolBlock)
+        if not block.expanded:
+            await pilot.click(block)
+        lines = lines_of(block)
+        assert "todos.0.title: Field required" in " ".join(lines)
+        assert not any(line.startswith(("☑", "◐", "☐")) for line in lines)
+
+
 async def test_a_resumed_session_shows_only_its_last_todo_list_until_a_new_one_comes() -> None:
     done = [{**todo, "status": "done"} for todo in TODOS]
     messages = [

@@ -100,10 +100,13 @@ def full_field_rows(arguments: str, *, skip: Sequence[str] = ()) -> list[Row]:
 
 def todo_items(state: ToolState) -> list[ev.TodoItem] | None:
     """The list a TodoWrite call shows: its result's, else (running, or a stored call the wire
-    has no record of) the one in its arguments; None when there is none yet."""
+    has no record of) the one in its arguments; None when there is none yet, or the call
+    failed or was rejected."""
     for block in state.display:
         if isinstance(block, ev.TodoBlock):
             return block.items
+    if state.status in ("error", "rejected"):
+        return None  # the call set no list (its arguments may not even be a list of todos)
     parsed = parse_arguments(state.arguments)
     todos = parsed.get("todos") if isinstance(parsed, dict) else None
     if not isinstance(todos, list):
