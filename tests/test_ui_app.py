@@ -243,6 +243,33 @@ async def test_narrow_terminals_put_the_side_panes_behind_a_tab(project: Path) -
         assert screen.query_one(Conversation).region.width > 0
 
 
+async def test_tab_at_80_columns_walks_every_pane_and_the_tab_bar_follows(project: Path) -> None:
+    app = make_app(project, DemoProvider(delay=0))
+    async with app.run_test(size=(80, 24)) as pilot:
+        await ready(pilot)
+        screen = app.screen
+        walked = []
+        for _ in range(5):
+            await pilot.press("tab")
+            await pilot.pause()
+            focused = app.focused
+            assert focused is not None and focused.region.width > 0  # on screen, not behind
+            walked.append((type(focused).__name__, screen.has_class("-show-context")))
+        assert walked == [
+            ("Conversation", False),
+            ("CheckpointTimeline", True),
+            ("HistoryPane", True),
+            ("PromptInput", True),
+            ("Conversation", False),
+        ]
+        await pilot.press("shift+tab")
+        await pilot.pause()
+        assert isinstance(app.focused, PromptInput)
+        await pilot.press("shift+tab")
+        await pilot.pause()
+        assert type(app.focused).__name__ == "HistoryPane" and screen.has_class("-show-context")
+
+
 async def test_a_resumed_kimi_session_shows_its_history(tmp_path: Path) -> None:
     folder = tmp_path / "kimi-session"
     shutil.copytree(KIMI_FIXTURE, folder)

@@ -18,9 +18,11 @@ from textual import on
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, Vertical
+from textual.css.query import QueryType
 from textual.events import Resize
 from textual.geometry import Size
 from textual.screen import Screen
+from textual.widget import Widget
 from textual.widgets import Footer, Header, Static, Tab, Tabs
 
 from kode_tui.ui.widgets.prompt import PromptInput
@@ -37,6 +39,9 @@ CHROME_ROWS = 6
 """Rows besides the conversation and an approval: header, prompt, footer, a folded banner."""
 NARROW_ROWS = 2
 """The tab bar's rows below `NARROW_WIDTH`."""
+NARROW_CHAIN = ("#conversation", "#timeline", "#history", "#prompt")
+"""Where Tab goes below `NARROW_WIDTH`: every pane, the tab bar following the focus (the panes
+behind the hidden tab are not in Textual's own focus chain)."""
 
 
 class MainScreen(Screen[None]):
@@ -61,11 +66,13 @@ class MainScreen(Screen[None]):
 
     def compose(self) -> ComposeResult:
         yield Header()
-        yield Tabs(
+        tabs = Tabs(
             Tab("Conversation", id="tab-conversation"),
             Tab("Context", id="tab-context"),
             id="narrow-tabs",
         )
+        tabs.can_focus = False  # Tab walks the panes and the bar follows (`focus_next`)
+        yield tabs
         with Horizontal(id="body"):
             with Vertical(id="main-column"):
                 yield Static(id="conversation-frame", classes="pane-frame")
@@ -139,6 +146,45 @@ class MainScreen(Screen[None]):
     @on(Tabs.TabActivated, "#narrow-tabs")
     def _switch_tab(self, event: Tabs.TabActivated) -> None:
         self.set_class(event.tab.id == "tab-context", "-show-context")
+
+    def focus_next(self, selector: str | type[QueryType] = "*") -> Widget | None:
+        if not self.has_class("-narrow") or selector != "*":
+            return super().focus_next(selector)
+        return self._focus_narrow(1)
+
+    def focus_previous(self, selector: str | type[QueryType] = "*") -> Widget | None:
+        if not self.has_class("-narrow") or selector != "*":
+            return super().focus_previous(selector)
+        return self._focus_narrow(-1)
+
+    def _focus_narrow(self, step: int) -> Widget | None:
+        chain = [pane for selector in NARROW_CHAIN for pane in self.query(selector)]
+        if not chain:
+            return super().focus_next() if step > 0 else super().focus_previous()
+        focused = self.focused
+        at = (
+            next(
+                (i for i, pane in enumerate(chain) if focused is pane or pane in focused.ancestors),
+                -1,
+            )
+            if focused is not None
+            else -1
+        )
+        target = chain[(at + step) % len(chain)]
+        self._show_tab_of(target)
+        self.set_focus(target)
+        return target
+
+    def _show_tab_of(self, widget: Widget) -> None:
+        """Below `NARROW_WIDTH`, bring the tab holding `widget` to the front."""
+        side = self.query("#side")
+        if not self.has_class("-narrow") or not side:
+            return
+        in_side = side.first() in widget.ancestors
+        if in_side or widget.id == "conversation":
+            tab = "tab-context" if in_side else "tab-conversation"
+            self.query_one("#narrow-tabs", Tabs).active = tab
+            self.set_class(in_side, "-show-context")
 
     def on_checkpoint_timeline_highlighted(self, event: CheckpointTimelineHighlighted) -> None:
         from kode_tui.ui.widgets.timeline import CheckpointDetails
