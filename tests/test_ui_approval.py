@@ -115,8 +115,9 @@ async def test_panel_is_hidden_until_a_request_arrives() -> None:
         assert "outside the working directory" in action
         excerpt = text(app, "#approval-display").splitlines()
         assert len(excerpt) <= 13
-        assert "-line 3" in excerpt
-        assert "+line 3!" in excerpt
+        # Beside their old and new line numbers, as the full view shows them.
+        assert "3   │-line 3" in excerpt
+        assert "  3 │+line 3!" in excerpt
         assert excerpt[-1] == "… d for the full diff"
         label = str(app.query_one("#approval-session", Button).label)
         assert label == "a  for this session: all edits in the work dir"

@@ -86,6 +86,19 @@ async def test_a_long_diff_line_shows_its_start_and_end_and_the_next_line() -> N
     assert f"+{POINT}" in shown
 
 
+def test_a_long_diff_line_wraps_beside_its_line_number_not_under_it() -> None:
+    from kode_tui.ui.widgets.excerpt import excerpt
+
+    long = "echo " + "A" * 90
+    lines = excerpt(write_file(f"{long}\nok\n"), 12, 60).plain.splitlines()
+
+    first = lines.index(next(line for line in lines if line.startswith("  1 │+echo")))
+    # The rest of line 1 goes on beside a blank gutter; line 2 has its own number.
+    assert lines[first + 1].startswith("    │ ") and "A" in lines[first + 1]
+    assert all(len(line) <= 60 for line in lines)
+    assert any(line.startswith("  2 │+ok") for line in lines)
+
+
 @pytest.mark.parametrize("kind", ["command", "diff"])
 async def test_in_the_app_the_panel_shows_a_commands_end_and_a_cut_diffs_note(
     tmp_path: Path, kind: str
@@ -168,20 +181,20 @@ async def test_the_full_view_of_a_huge_command_is_built_in_pieces_and_reaches_it
 def test_the_panel_renders_only_the_lines_it_shows_of_a_huge_command(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    from kode_tui.ui.widgets import approval
+    from kode_tui.ui.widgets import excerpt
 
     rendered: list[int] = []
-    real = approval.command_line
+    real = excerpt.command_line
 
     def counted(line: str, number: int, count: int, *, max_chars: int | None = None) -> object:
         rendered.append(number)
         return real(line, number, count, max_chars=max_chars)
 
-    monkeypatch.setattr(approval, "command_line", counted)
-    excerpt = approval._excerpt(shell("echo hi\n" * 100_000 + POINT), 12, 100)
+    monkeypatch.setattr(excerpt, "command_line", counted)
+    shown = excerpt.excerpt(shell("echo hi\n" * 100_000 + POINT), 12, 100)
 
-    assert POINT in excerpt.plain and "more lines" in excerpt.plain
-    assert len(rendered) <= 2 * approval.EXCERPT_LINES  # not 100,001 lines for a 12-row panel
+    assert POINT in shown.plain and "more lines" in shown.plain
+    assert len(rendered) <= 2 * excerpt.EXCERPT_LINES  # not 100,001 lines for a 12-row panel
 
 
 @pytest.mark.parametrize("width", [80, 60])

@@ -3,8 +3,7 @@
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass, replace
-from itertools import islice
+from dataclasses import dataclass
 from typing import ClassVar
 
 from rich.cells import cell_len, set_cell_size
@@ -21,15 +20,10 @@ from textual.widgets import Button, Input, Static, TextArea
 from kode_tui.safetext import visible
 from kode_tui.soul.facade import Subscription, WireBus
 from kode_tui.ui.screens.diff import (
-    DiffLine,
     DiffScreen,
-    command_line,
     command_text,
-    command_warnings,
-    diff_lines,
-    render_diff_lines,
-    shorten_line,
 )
+from kode_tui.ui.widgets.excerpt import EXCERPT_LINES, excerpt, rows_of
 from kode_tui.ui.wire_messages import WireListener, WireMessage
 from kode_tui.wire.events import (
     ApprovalRequest,
@@ -40,15 +34,8 @@ from kode_tui.wire.events import (
     ShellBlock,
 )
 
-EXCERPT_LINES = 12
-"""Lines of diff or command the panel shows; `d` shows the rest."""
-TAIL_LINES = 3
-"""Of a command longer than the excerpt, the last lines shown too: what runs last is where a
-long command would hide its point."""
 TITLE_CHARS = 60
 """The title quotes this much of a command the panel shows in full below it."""
-LINE_CHARS = 300
-"""A command line longer than this shows its start and end, and how much lies between."""
 PANEL_LINES = 5
 """Lines of the panel besides the excerpt: its border, title, action and choices."""
 
@@ -300,7 +287,7 @@ A tool call waits for your answer.
         width = display.content_region.width or self.screen.size.width - 6
         # A title or an action line that wraps takes rows from the excerpt.
         above = sum(
-            _rows(static.visual, width + 2) - 1
+            rows_of(static.visual, width + 2) - 1
             for static in self.query("#approval-title, #approval-action").results(Static)
             if isinstance(static.visual, Content)
         )
@@ -309,9 +296,9 @@ A tool call waits for your answer.
         if again and (room, width) == self._excerpt_room:
             return
         self._excerpt_room = (room, width)
-        excerpt = _excerpt(request, room, width)
-        display.update(excerpt)
-        display.display = bool(excerpt)
+        shown = excerpt(request, room, width)
+        display.update(shown)
+        display.display = bool(shown)
         self.call_after_refresh(self._check_clipped)
 
     def _check_clipped(self) -> None:
@@ -518,142 +505,6 @@ def _subject(request: ApprovalRequest) -> str:
     if not tool or description.startswith(tool):
         return description
     return f"{tool}: {description}"
-
-
-def _excerpt(request: ApprovalRequest, room: int = EXCERPT_LINES, width: int = 0) -> Content:
-    """The start of the request's diffs and commands in about `room` rows (a command's
-    warnings come on top), lines counted in the rows they wrap onto at `width` (0: unknown, a
-    line is a row)."""
-    diffs = [block for block in request.display if isinstance(block, DiffBlock)]
-    parts: list[Content] = []
-    # A diff cut short ends with a note saying so: its row is kept from the start, or the
-    # panel's edge would clip the note and the cut would go unsaid.
-    lines_left = room - 1 if diffs else room
-    truncated = False
-    for block in request.display:
-        if isinstance(block, DiffBlock):
-            if len(diffs) > 1:
-                heading = Content.styled(visible(block.path, multiline=False), "bold")
-                parts.append(heading)
-                lines_left -= _rows(heading, width)
-            # One line more than fits tells whether there is more; a new file may be huge.
-            lines = list(
-                islice(
-                    diff_lines(block.old_text, block.new_text, context=1), max(lines_left, 0) + 1
-                )
-            )
-            if width > 0:
-                # A long line wraps: at most two rows each, its start and its end shown.
-                lines = [
-                    replace(line, text=shorten_line(line.text, 2 * width - 4)) for line in lines
-                ]
-            shown: list[DiffLine] = []
-            for line in lines:
-                rows = _rows(render_diff_lines([line]), width)
-                if rows > lines_left:
-                    break
-                shown.append(line)
-                lines_left -= rows
-            truncated = truncated or len(shown) < len(lines)
-            if shown:
-                parts.append(render_diff_lines(shown))
-            elif not lines:
-                parts.append(Content.styled("(no changes)", "$text-muted"))
-        elif isinstance(block, ShellBlock):
-            warnings = [
-                Content.styled(warning, "bold $text-warning")
-                for warning in command_warnings(block.command)
-            ]
-            parts += warnings
-            lines_left -= sum(_rows(warning, width) for warning in warnings)
-            # A command cut short says so in its own words (and keeps its last lines).
-            shown_command = _command_excerpt(block.command, max(3, lines_left), width)
-            parts += shown_command
-            lines_left -= sum(_rows(line, width) for line in shown_command)
-        if lines_left <= 0:
-            truncated = truncated or block is not request.display[-1]
-            break
-    if truncated:
-        what = "diff" if diffs else "command"
-        parts.append(Content.styled(f"… d for the full {what}", "$text-muted"))
-    return Content("\n").join(parts)
-
-
-def _command_excerpt(command: str, room: int, width: int = 0) -> list[Content]:
-    """The lines of a command the panel shows in `room` rows (at least 3) of `width` cells.
-
-    Nothing goes unsaid: runs of empty lines become one line that counts them, a line that
-    would wrap onto more than its share of rows shows its start, its end and how much lies
-    between, and a command still too long shows its first lines, how many follow, and its last
-    `TAIL_LINES` lines. Rows, not lines, are counted: a long line wraps, and a panel that
-    counted it as one row would push the command's last lines out of sight.
-    """
-    raw = command.split("\n")
-    # Each line at most a quarter of the rows, two when there is room for the first, the
-    # marker and the last (both cut halves must say something on a narrow screen); the 32
-    # cells are the margin, the `↵` and the note of how much was cut.
-    line_rows = max(2 if room >= 5 else 1, room // 4)
-    line_cells = LINE_CHARS if width <= 0 else min(LINE_CHARS, width * line_rows - 32)
-    max_chars = max(line_cells, 16)
-    # Lines are rendered only when shown or measured: a command of 100,000 lines shows at once.
-    entries: list[int | Content] = [0]  # a line's index, or the note of a run of empty lines
-    index = 1
-    while index < len(raw):
-        end = index
-        while end < len(raw) - 1 and not raw[end].strip():
-            end += 1
-        if end - index >= 2:
-            # `index` .. `end - 1` are empty and each ends with a line break.
-            note = f"  ⋮ {end - index} empty lines ↵"
-            entries.append(Content.styled(note, "italic $text-warning"))
-            index = end
-            continue
-        entries.append(index)
-        index += 1
-    shown: dict[int, tuple[Content, int]] = {}
-
-    def line(position: int) -> tuple[Content, int]:
-        """The entry at `position` as shown, and the rows it takes."""
-        if position not in shown:
-            entry = entries[position]
-            if isinstance(entry, int):
-                entry = command_line(raw[entry], entry, len(raw), max_chars=max_chars)
-            shown[position] = (entry, _rows(entry, width))
-        return shown[position]
-
-    count = len(entries)
-    if count <= room and sum(line(n)[1] for n in range(count)) <= room:
-        return [line(n)[0] for n in range(count)]
-    # The first line, then as many of the last `TAIL_LINES` as fit, then more first lines.
-    budget = room - 1 - line(0)[1]  # a row for the marker
-    tail = 0
-    while tail < min(TAIL_LINES, count - 1) and line(count - 1 - tail)[1] <= budget:
-        budget -= line(count - 1 - tail)[1]
-        tail += 1
-    tail = max(tail, 1)
-    head = 1
-    while head < count - tail and line(head)[1] <= budget:
-        budget -= line(head)[1]
-        head += 1
-    left_out = count - head - tail
-    marker = Content.styled(
-        f"  ⋮ {left_out} more lines · d shows the whole command", "italic $text-warning"
-    )
-    return [
-        *(line(n)[0] for n in range(head)),
-        marker,
-        *(line(n)[0] for n in range(count - tail, count)),
-    ]
-
-
-def _rows(line: Content, width: int) -> int:
-    """The rows `line` takes when it wraps at `width` cells (one when the width is unknown):
-    counted by wrapping it, since a line broken at spaces takes more rows than its length says."""
-    if width <= 0:
-        return 1
-    if line.cell_length <= width:
-        return 1
-    return max(1, len(line.wrap(width)))  # wrapped at spaces, as the Static will
 
 
 if __name__ == "__main__":
