@@ -276,6 +276,9 @@ async def test_broad_scopes_saved_by_an_older_version_cover_only_what_they_mean_
         "cp hook.sh .git/hooks/pre-commit",
         "tee .envrc",
         "echo x >> .git/config",
+        "echo 'rm -rf ~' > .envrc",  # a redirection's file is not a command word
+        "printf x 2>.gitattributes",
+        "cat < x >| .envrc",
         "mv notes .gitattributes",
         "cp hook.sh docs/x",  # docs is a symlink to .git/hooks
     ],

@@ -574,7 +574,8 @@ def _paths(tokens: list[str], work_dir: Path) -> tuple[bool, bool]:
     command_word = True
     for token in tokens:
         if _is_operator(token):
-            command_word = True
+            # After `>`, `>>`, `<`, `&>`... comes the file redirected to or from, not a command.
+            command_word = not any(ch in "<>" for ch in token)
             continue
         if command_word:
             command_word = False
