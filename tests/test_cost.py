@@ -92,6 +92,8 @@ async def test_a_model_without_a_price_is_counted_but_never_given_one() -> None:
     [row] = [line for line in lines if line.startswith("openai/my-local-qwen")]
     assert row.endswith("$0 / price unknown")
     assert lines[0].startswith("Session total: $0 + calls left out")
+    # Nothing but the model's own name is wider than an 80-column dialog's inside.
+    assert all(len(line) <= 72 for line in lines if not line.startswith("openai/"))
 
 
 async def test_the_demo_costs_nothing_and_is_not_counted() -> None:

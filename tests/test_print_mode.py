@@ -251,8 +251,9 @@ async def test_cost_command_prints_the_sessions_cost_per_model(
 
     out = capsys.readouterr().out
     assert out.startswith("Session total: $0.042\n")
-    [row] = [line for line in out.splitlines() if line.startswith("openai/gpt-4.1")]
-    assert row.split() == ["openai/gpt-4.1", "2", "40k", "30k", "0", "2k", "$0.042"]
+    lines = out.splitlines()
+    at = lines.index("openai/gpt-4.1  $0.042")
+    assert lines[at + 1] == "  2 calls · 40k in (30k cached, 0 written) · 2k out"
 
 
 # --- what reaches the terminal -------------------------------------------------------------------

@@ -194,28 +194,19 @@ def cost_lines(report: CostReport, now: float | None = None) -> list[str]:
             "No cost recorded: this session's calls predate kode-tui's cost count, "
             "or the demo answered."
         ]
-    total = format_usd(report.usd)
+    lines = [f"Session total: {format_usd(report.usd)}"]
     if not report.exact:
-        total += " + calls left out (unknown price, or made before the count began)"
-    lines = [f"Session total: {total}", ""]
-    header = ("model", "calls", "input", "cached", "written", "output", "cost")
-    rows = [
-        (
-            m.model,
-            str(m.calls),
-            format_tokens(m.input),
-            format_tokens(m.cache_read),
-            format_tokens(m.cache_creation),
-            format_tokens(m.output),
-            UNKNOWN_PRICE if m.usd is None else format_usd(m.usd),
-        )
-        for m in report.models
-    ]
-    widths = [max(len(row[i]) for row in [header, *rows]) for i in range(len(header))]
-    for row in [header, *rows]:
-        cells = [row[0].ljust(widths[0])]
-        cells += [cell.rjust(width) for cell, width in zip(row[1:-1], widths[1:-1], strict=True)]
-        lines.append("  ".join([*cells, row[-1]]).rstrip())
+        lines[0] += " + calls left out"
+        lines.append("  (their price is unknown, or they were made before the count began)")
+    # A model on a line of its own, its tokens below: it fits 80 columns whatever its name.
+    for m in report.models:
+        lines += [
+            "",
+            f"{m.model}  {UNKNOWN_PRICE if m.usd is None else format_usd(m.usd)}",
+            f"  {plural(m.calls, 'call')} · {format_tokens(m.input)} in "
+            f"({format_tokens(m.cache_read)} cached, {format_tokens(m.cache_creation)} written)"
+            f" · {format_tokens(m.output)} out",
+        ]
     turns = report.turns[-SHOWN_TURNS:]
     if turns:
         lines += ["", f"Latest turns ({len(turns)} of {len(report.turns)} kept)"]
