@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+
+from tests.llm_server import KEY_ENV, LLMServer
 
 # A real session folder written by Kimi CLI 1.52 (read-only: tests work on copies).
 KIMI_FIXTURE = Path(__file__).parent / "fixtures" / "kimi-session"
@@ -38,3 +41,14 @@ def project(tmp_path: Path) -> Path:
     project.mkdir()
     (project / "README.md").write_text("# Tiny project\n")
     return project
+
+
+@pytest.fixture
+def server(monkeypatch: pytest.MonkeyPatch) -> Iterator[LLMServer]:
+    """A loopback model server whose key is in `KEY_ENV` (a test file may define its own)."""
+    from kode_tui.soul.llm import process
+
+    monkeypatch.setenv(KEY_ENV, "sk-test-not-a-secret")
+    with LLMServer() as server:
+        yield server
+    process.stop()  # the next test's model process starts with the next test's environment

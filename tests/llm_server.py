@@ -41,6 +41,9 @@ usage chunk at all)."""
 ToolCallSpec = tuple[str, str, str]
 """`(id, name, arguments_json)`; an empty id is left out of the chunk, as some servers do."""
 
+KEY_ENV = "KODE_TEST_LLM_KEY"
+"""Where the tests' loopback configs look for the key (the `server` fixture sets it)."""
+
 PATHS = frozenset(("/v1/chat/completions", "/chat/completions"))
 
 

@@ -4,7 +4,6 @@ the session picker's column, a resumed session's total, and `/think` reaching th
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -12,33 +11,16 @@ from textual._xterm_parser import XTermParser
 
 from kode_tui.config import Config, ModelConfig
 from kode_tui.session import Session
-from kode_tui.soul.llm import process
 from kode_tui.ui.app import KodeApp
 from kode_tui.ui.screens.cost import CostScreen
 from kode_tui.ui.screens.sessions import SessionPicker
 from kode_tui.ui.widgets.gauge import TokenGauge
 
-from .llm_server import LLMServer
+from .llm_server import KEY_ENV, LLMServer
 from .ui_helpers import make_app, ready, screen_text, send, wait_for
 
-KEY_ENV = "KODE_TEST_LLM_KEY"
 PRICED = "openai/gpt-4o-mini"
 """In litellm's map: $0.15 / M input, $0.075 / M cached, $0.60 / M output."""
-
-
-@pytest.fixture
-def server(monkeypatch: pytest.MonkeyPatch) -> Iterator[LLMServer]:
-    monkeypatch.setenv(KEY_ENV, "sk-test-not-a-secret")
-    with LLMServer() as server:
-        yield server
-    process.stop()
-
-
-@pytest.fixture
-def project(tmp_path: Path) -> Path:
-    project = tmp_path / "project"
-    project.mkdir()
-    return project
 
 
 def config_for(server: LLMServer, model: str = PRICED, reasoning: bool | None = None) -> Config:

@@ -7,7 +7,6 @@ import json
 import os
 import re
 import shutil
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -27,17 +26,8 @@ from kode_tui.ui.widgets.prompt import PromptInput
 from kode_tui.ui.widgets.tool_block import ToolBlock
 from tests.conftest import KIMI_FIXTURE
 
-from .llm_server import LLMServer, loopback_choice
+from .llm_server import KEY_ENV, LLMServer, loopback_choice
 from .ui_helpers import make_app, ready, screen_text, send, turn_running, wait_for
-
-KEY_ENV = "KODE_TEST_LLM_KEY"
-
-
-@pytest.fixture
-def server(monkeypatch: pytest.MonkeyPatch) -> Iterator[LLMServer]:
-    monkeypatch.setenv(KEY_ENV, "sk-test-not-a-secret-1234")
-    with LLMServer() as server:
-        yield server
 
 
 def context_messages(app: KodeApp) -> list[Message]:
