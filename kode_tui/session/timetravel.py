@@ -359,14 +359,12 @@ def message_identity(message: Message) -> bytes:
     the call it answers. Text given as a string or as one text part is the same text."""
     content = message.content
     if isinstance(content, list) and len(content) == 1 and isinstance(content[0], TextPart):
-        content = content[0].text
-    if content is None or isinstance(content, str):
-        body = json.dumps(content, ensure_ascii=False)
-    else:
-        body = message.model_dump_json(include={"content"})
-    calls = message.model_dump_json(include={"tool_calls"}) if message.tool_calls else ""
-    key = "\0".join((message.role, body, calls, message.tool_call_id or ""))
+        message = message.model_copy(update={"content": content[0].text})
+    key = message.model_dump_json(include=_IDENTITY)
     return hashlib.blake2b(key.encode("utf-8", "surrogatepass"), digest_size=16).digest()
+
+
+_IDENTITY = {"role", "content", "tool_calls", "tool_call_id"}
 
 
 # --- branches -----------------------------------------------------------------------------------

@@ -216,7 +216,8 @@ class TimeTravel:
         snapshot = await asyncio.to_thread(read_snapshot, path)
         rotations = await asyncio.to_thread(self._known_rotations)
         rotation = next((r for r in rotations if r.path.name == path.name), None)
-        comparison = compare(snapshot.messages, list(self._context.history))
+        live = list(self._context.history)
+        comparison = await asyncio.to_thread(compare, snapshot.messages, live)
         results = await asyncio.to_thread(PastResults.read, self.session.wire_file)
         plan = None
         if self._agent is not None:
