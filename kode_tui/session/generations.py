@@ -60,9 +60,10 @@ class Generation:
     """What a context file says of where it came from."""
 
     messages: array[int]
-    """A hash of each message line, in order."""
-    checkpoints: tuple[tuple[int, int], ...]
-    """(id, messages before it) of each checkpoint."""
+    """A hash of each message line, in order (Python's own hash: the cache lives in-process)."""
+    checkpoint_ids: array[int]
+    messages_before: array[int]
+    """How many messages come before each checkpoint."""
     token_count: int
     """The last `_usage` record's."""
     first_token_count: int | None
@@ -86,7 +87,7 @@ def read_generation(path: Path) -> Generation | None:
     return _read_cached(str(path), stat.st_size, stat.st_mtime_ns)
 
 
-@lru_cache(maxsize=64)
+@lru_cache(maxsize=32)
 def _read_cached(path: str, size: int, mtime_ns: int) -> Generation | None:
     complete = size <= MAX_READ
     try:
@@ -101,14 +102,14 @@ def _read_cached(path: str, size: int, mtime_ns: int) -> Generation | None:
     starts, ends = found.message_starts, found.message_ends
     hashes = array("q", (hash(view[s:e]) for s, e in zip(starts, ends, strict=True)))
     columns = found.checkpoints
-    checkpoints = tuple(zip(columns.ids, columns.message_index, strict=True))
     compacted = any(
         _is_note(data[starts[i] : ends[i]], _COMPACTED)
         for i in range(min(_FIRST_MESSAGES, len(starts)))
     )
     return Generation(
         hashes,
-        checkpoints,
+        columns.ids,
+        columns.message_index,
         found.token_count,
         _first_token_count(data),
         found.system_prompt,
@@ -259,12 +260,8 @@ def _restored(
 def _checkpoint_at(rotated: Generation, kept: int) -> int | None:
     """The checkpoint a revert that kept `kept` messages went back to: the last one before
     them (taken again by the turn after it, or not yet)."""
-    found = None
-    for checkpoint_id, messages_before in rotated.checkpoints:
-        if messages_before > kept:
-            break
-        found = checkpoint_id
-    return found
+    index = bisect.bisect_right(rotated.messages_before, kept) - 1
+    return rotated.checkpoint_ids[index] if index >= 0 else None
 
 
 def _with(
