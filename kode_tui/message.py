@@ -215,6 +215,10 @@ def is_system_note(text: str, starting: str = "") -> bool:
     return text.startswith(_SYSTEM_OPEN + starting)
 
 
+COMPACTION_OUTPUT_PREFIX = "Previous context has been compacted. Here is the compaction output:"
+"""How the summary a compaction leaves begins, inside `<system>` tags (Kimi's wording, exact:
+Kimi's files are recognised by it)."""
+
 DMAIL_NOTE = "You just got a D-Mail"
 """How the note a D-Mail brings back begins (`prompts/dmail.md`, Kimi's wording)."""
 

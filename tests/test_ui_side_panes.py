@@ -492,7 +492,7 @@ async def history_app(bus: WireBus, context: Context) -> PanesHost:
     return PanesHost(HistoryPane(bus, await facade_of(context)))
 
 
-async def test_history_of_a_kimi_session_lists_its_rotations_newest_first(
+async def test_history_of_a_kimi_session_shows_why_each_rotation_was_made(
     tmp_path: Path,
 ) -> None:
     session = tmp_path / "kimi"
@@ -507,11 +507,36 @@ async def test_history_of_a_kimi_session_lists_its_rotations_newest_first(
         assert pane.border_title == "History"
         drawn = lines(pane)
         assert [line.split()[2] for line in drawn[1:7:2]] == ["context_3", "context_2", "context_1"]
-        for line in drawn[1:7:2]:
-            assert " — " in line  # Kimi CLI records no reason
+        # Kimi CLI notes no reason: each is read from the file that followed it (a summary
+        # and Kimi's estimate of its size), and each compaction continued the file before.
+        reasons = [line.split("  ")[1].strip() for line in drawn[1:7:2]]
+        assert reasons == ["compaction 4k→96", "compaction 12.4k→32", "compaction 4.1k→8.2k"]
+        assert all("\N{BLACK CIRCLE}" in line for line in drawn[1:7:2])
         # Kimi's files have no notes: messages and tokens are counted from the file.
         assert "6 msgs · 4k tok" in drawn[2]
         assert "11 msgs · 4.1k tok" in drawn[6]
+
+
+async def test_history_of_a_kimi_session_marks_the_branch_a_restore_left(tmp_path: Path) -> None:
+    session = tmp_path / "kimi"
+    shutil.copytree(KIMI_FIXTURE, session)
+    # context_2 made live again, by a program that noted nothing: its content says so.
+    live = session / "context.jsonl"
+    live.rename(session / "context_4.jsonl")
+    shutil.copy(session / "context_2.jsonl", live)
+    context = Context(live)
+    app = await history_app(WireBus(), context)
+    async with app.run_test(size=SIZE) as pilot:
+        pane = app.query_one(HistoryPane)
+        await wait_for(pilot, lambda: len(pane.paths) == 4)
+        await settle(pilot)
+        rows = [line.split("  ")[0:2] for line in lines(pane)[1:9:2]]
+    assert [(mark.split()[1], mark.split()[2], reason.strip()) for mark, reason in rows] == [
+        ("\N{WHITE CIRCLE}", "context_4", "restore ← context_2"),
+        ("\N{WHITE CIRCLE}", "context_3", "compaction 4k→96"),
+        ("\N{BLACK CIRCLE}", "context_2", "compaction 12.4k→32"),
+        ("\N{BLACK CIRCLE}", "context_1", "compaction 4.1k→8.2k"),
+    ]
 
 
 async def test_history_explains_our_rotations(tmp_path: Path) -> None:

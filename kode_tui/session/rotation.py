@@ -46,6 +46,8 @@ class Rotation:
     messages: int | None = None
     info: dict[str, Any] = field(default_factory=dict)
     """Anything else recorded (tokens_after and strategy for a compaction, from for a restore)."""
+    inferred: bool = False
+    """The reason was read from the files (`generations.infer_rotations`), not from a note."""
 
 
 def rotation_path(live: Path, number: int) -> Path:

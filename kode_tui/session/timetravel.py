@@ -13,6 +13,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -24,6 +25,7 @@ from kode_tui.message import (
     FileEditRecord,
     Message,
     SystemPromptRecord,
+    TextPart,
     UsageRecord,
     parse_record,
 )
@@ -312,21 +314,57 @@ def read_snapshot(path: Path) -> ContextSnapshot:
 
 @dataclass(frozen=True, slots=True)
 class Comparison:
-    """How two contexts differ: the messages they share at the start, and the rest of each."""
+    """How two contexts differ, message by message: those both hold (wherever they are: a
+    compaction keeps some at another place), and those only one of them holds."""
 
-    common: int
+    in_both: list[Message]
+    """In the order the first context (`there`) holds them."""
     only_there: list[Message]
     only_here: list[Message]
 
+    @property
+    def common(self) -> int:
+        """How many messages the two hold both."""
+        return len(self.in_both)
+
 
 def compare(there: Sequence[Message], here: Sequence[Message]) -> Comparison:
-    """Messages are equal when their JSON is; contexts share a prefix, then branch."""
-    common = 0
-    for a, b in zip(there, here, strict=False):
-        if a.to_json() != b.to_json():
-            break
-        common += 1
-    return Comparison(common, list(there[common:]), list(here[common:]))
+    """Which messages of `there` `here` holds too, and which each holds alone, by identity
+    (`message_identity`) and not by place. A message held twice on one side and once on the
+    other is once in both and once alone."""
+    here_ids = [message_identity(message) for message in here]
+    left = Counter(here_ids)
+    in_both: list[Message] = []
+    only_there: list[Message] = []
+    matched: Counter[bytes] = Counter()
+    for message in there:
+        identity = message_identity(message)
+        if left[identity] > 0:
+            left[identity] -= 1
+            matched[identity] += 1
+            in_both.append(message)
+        else:
+            only_there.append(message)
+    only_here = []
+    for message, identity in zip(here, here_ids, strict=True):
+        if matched[identity] > 0:
+            matched[identity] -= 1
+        else:
+            only_here.append(message)
+    return Comparison(in_both, only_there, only_here)
+
+
+def message_identity(message: Message) -> bytes:
+    """A content hash of what makes a message that message: its role, content, tool calls and
+    the call it answers. Text given as a string or as one text part is the same text."""
+    content = message.content
+    if isinstance(content, list) and len(content) == 1 and isinstance(content[0], TextPart):
+        message = message.model_copy(update={"content": content[0].text})
+    key = message.model_dump_json(include=_IDENTITY)
+    return hashlib.blake2b(key.encode("utf-8", "surrogatepass"), digest_size=16).digest()
+
+
+_IDENTITY = {"role", "content", "tool_calls", "tool_call_id"}
 
 
 # --- branches -----------------------------------------------------------------------------------

@@ -26,12 +26,12 @@ from dataclasses import dataclass
 from typing import Any, Protocol, runtime_checkable
 
 from kode_tui.errors import ConfigError
+from kode_tui.message import COMPACTION_OUTPUT_PREFIX as COMPACTION_OUTPUT_PREFIX
 from kode_tui.message import ImageURLPart, Message, TextPart, ThinkPart, system
 from kode_tui.soul import prompts
 from kode_tui.soul.llm import ChatProvider, LLMError
 
 COMPACTION_SYSTEM_PROMPT = "You are a helpful assistant that compacts conversation context."
-COMPACTION_OUTPUT_PREFIX = "Previous context has been compacted. Here is the compaction output:"
 HIDDEN_TOOL_RESULT = "Earlier tool result hidden to save context."
 """What a hidden tool result says instead (inside `<system>` tags). It must stay byte-stable:
 a tool message holding exactly it counts as already hidden."""

@@ -17,8 +17,8 @@ from typing import TYPE_CHECKING, Literal
 from kode_tui.message import Message
 from kode_tui.session import Checkpoint, Context, FileEdit, Rotation, Session
 from kode_tui.session.compare import CheckpointDiff, diff_checkpoints
+from kode_tui.session.generations import infer_rotations, read_generation
 from kode_tui.session.rotation import ROTATIONS_LOG, rotation_number
-from kode_tui.session.scan import scan
 from kode_tui.session.timetravel import (
     Comparison,
     ContextSnapshot,
@@ -37,8 +37,6 @@ if TYPE_CHECKING:
     from kode_tui.soul.soul import KodeSoul
 
 WATCH_DEBOUNCE_MS = 100
-_MAX_SUMMARISED_SIZE = 64 << 20
-"""Larger rotations without a note are not read just to count their messages."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -119,8 +117,11 @@ class TimeTravel:
         return name == ROTATIONS_LOG or rotation_number(name) is not None
 
     def rotations(self) -> list[RotationEntry]:
-        """The rotated contexts, newest first, with their lineage (blocking: run in a thread)."""
-        rotations = self._context.rotations()
+        """The rotated contexts, newest first, with their lineage (blocking: run in a thread).
+
+        A rotation without a note (Kimi CLI's) gets the reason its files show, so the lineage
+        follows what the files hold."""
+        rotations = self._known_rotations()
         found = lineage([(r.number, r.reason, _restore_source(r)) for r in rotations])
         entries = []
         for rotation in reversed(rotations):
@@ -160,17 +161,18 @@ class TimeTravel:
         ):
             yield
 
+    def _known_rotations(self) -> list[Rotation]:
+        return infer_rotations(self._context.rotations(), self._context.path)
+
     def _summary(self, rotation: Rotation) -> tuple[int, int] | None:
+        """Its message and token counts; None for a file too big to read whole."""
         key = (rotation.path.name, rotation.size, rotation.mtime)
         if key in self._summaries:
             return self._summaries[key]
-        summary = None
-        if rotation.size <= _MAX_SUMMARISED_SIZE:
-            try:
-                found = scan(rotation.path.read_bytes(), rotation.path.name)
-            except OSError:
-                return None
-            summary = (len(found.message_starts), found.token_count)
+        found = read_generation(rotation.path)
+        if found is None:
+            return None
+        summary = (len(found.messages), found.token_count) if found.complete else None
         self._summaries[key] = summary
         return summary
 
@@ -212,8 +214,10 @@ class TimeTravel:
         """A rotated context, compared with the live one; OSError when it cannot be read."""
         path = self._rotated_path(name)
         snapshot = await asyncio.to_thread(read_snapshot, path)
-        rotation = next((r for r in self._context.rotations() if r.path.name == path.name), None)
-        comparison = compare(snapshot.messages, list(self._context.history))
+        rotations = await asyncio.to_thread(self._known_rotations)
+        rotation = next((r for r in rotations if r.path.name == path.name), None)
+        live = list(self._context.history)
+        comparison = await asyncio.to_thread(compare, snapshot.messages, live)
         results = await asyncio.to_thread(PastResults.read, self.session.wire_file)
         plan = None
         if self._agent is not None:

@@ -554,9 +554,8 @@ what only each of them holds.
         """The messages only this file has, and only the live context has, side by side."""
         from kode_tui.ui.screens.compare import CompareScreen
 
-        live = [*self.comparison.only_here]
-        common = self.snapshot.messages[: self.comparison.common]
-        diff = diff_snapshot([*common, *live], self.snapshot)
+        live = [*self.comparison.in_both, *self.comparison.only_here]
+        diff = diff_snapshot(live, self.snapshot)
         self.app.push_screen(CompareScreen(f"{self.name_shown} → the live context", diff))
 
     def action_to_prompt(self) -> None:

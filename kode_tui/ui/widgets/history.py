@@ -2,8 +2,8 @@
 
 It stays live two ways: the soul's events (revert, restore, clear, compaction) and a watch on the
 session folder, so a rotation made by another process (Kimi CLI, a second kode-tui reading the
-session) shows up too. Reading the folder and counting the messages of files that
-rotations.jsonl says nothing about (Kimi CLI's) happens in a thread.
+session) shows up too. Reading the folder, and the files that rotations.jsonl says nothing about
+(Kimi CLI's) for their counts and reasons, happens in a thread.
 """
 
 from __future__ import annotations
@@ -44,8 +44,9 @@ class HistoryPane(WireListener, OptionList):
 Every earlier generation of this session's context, newest first. A revert, a compaction, a
 clear or a restore keeps the context it replaced as `context_N.jsonl`: nothing is lost.
 
-- Each row: the file, why it was made (`revert → 4`, `compaction 48k→3k`, `—` when unknown,
-  as for Kimi CLI's files), how long ago, its size, messages and tokens.
+- Each row: the file, why it was made (`revert → 4`, `compaction 48k→3k`), how long ago, its
+  size, messages and tokens. Kimi CLI notes no reason: its files' contents tell it (`—` when
+  they do not).
 - ● the live context descends from this file; ○ a branch left behind (by a restore):
   restoring it switches to that branch. `from context_N` names the file a context continued
   when that is not the one just before it (after a restore).
