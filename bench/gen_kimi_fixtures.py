@@ -38,7 +38,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from tests.llm_server import LLMServer  # noqa: E402
+from tests.llm_server import LLMServer
 
 FIXTURES = Path(__file__).resolve().parent.parent / "tests" / "fixtures"
 WORK_DIR = Path("/tmp/kode-kimi-fixture-work")

@@ -107,12 +107,23 @@ def write_atomically(path: Path, data: bytes, *, expected: object = UNCHECKED) -
 def atomic_write_bytes(path: Path, data: bytes) -> None:
     """Replace one of our own files (state.json, blobs, config.toml) with `data`, crash-safe.
 
-    The file is 0600 whatever it was. The name itself is replaced, a symlink there too: a
-    session folder can come from elsewhere (`--session-dir`), and a link planted in it must not
-    make us write outside it. (config.toml, which a user may link from their dotfiles, is
-    resolved by its caller on purpose.)
+    A new file is 0600; a regular file already there keeps its mode (a Kimi CLI session's
+    files are 0644, and rewriting one must not change who may read it). The name itself is
+    replaced, a symlink there too: a session folder can come from elsewhere (`--session-dir`),
+    and a link planted in it must not make us write outside it. (config.toml, which a user may
+    link from their dotfiles, is resolved by its caller on purpose.)
     """
-    _write_and_rename(path, data, FILE_MODE, (FILE_MODE, -1, -1), UNCHECKED)
+    _write_and_rename(path, data, FILE_MODE, (kept_mode(path), -1, -1), UNCHECKED)
+
+
+def kept_mode(path: Path) -> int:
+    """The mode a rewrite of our file `path` gets: that of the regular file there (not followed
+    through a symlink), else FILE_MODE."""
+    try:
+        found = os.lstat(path)
+    except FileNotFoundError:
+        return FILE_MODE
+    return stat.S_IMODE(found.st_mode) if stat.S_ISREG(found.st_mode) else FILE_MODE
 
 
 def _write_and_rename(

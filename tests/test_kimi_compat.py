@@ -326,3 +326,60 @@ async def test_kimi_reads_the_interrupted_result_given_to_an_unanswered_tool_cal
         expected = kimi_view(ours(context))
     assert expected["history"][-1]["tool_call_id"] == "call_cut"
     assert kimi(KIMI_RESTORE, live) == expected
+
+
+KIMI_REWRITE_STATE = textwrap.dedent(
+    """
+    import json, sys
+    from pathlib import Path
+    from kimi_cli.session_state import load_session_state, save_session_state
+
+    # What Kimi does after a turn (it names the session): load, change a key, save.
+    folder = Path(sys.argv[1]).parent
+    state = load_session_state(folder)
+    state.custom_title = "Named by Kimi"
+    save_session_state(state, folder)
+    print(json.dumps({"yolo": state.approval.yolo}))
+    """
+)
+
+
+@pytest.mark.parametrize("mode", ["yolo", "ask"])
+async def test_a_state_json_kimi_rewrites_keeps_our_approval_mode(
+    tmp_path: Path, mode: str
+) -> None:
+    from kode_tui.session import Session
+
+    project = tmp_path / "project"
+    project.mkdir()
+    session = await Session.create(project)
+    session.state.approval_mode = mode  # type: ignore[assignment]
+    session.save_state()
+
+    assert kimi(KIMI_REWRITE_STATE, session.state_file) == {"yolo": mode == "yolo"}
+
+    assert "approval_mode" not in json.loads(session.state_file.read_text())  # Kimi dropped it
+    reopened = await Session.from_dir(session.dir)
+    assert reopened.state.approval_mode == mode
+    assert reopened.state.custom_title == "Named by Kimi"
+
+
+async def test_kimi_reads_the_size_of_a_context_we_compacted(tmp_path: Path) -> None:
+    from kode_tui.config import Config, resolve_model
+    from kode_tui.session import Session
+    from kode_tui.soul.agent import open_agent
+    from kode_tui.soul.llm.scripted import ScriptedProvider
+
+    project = tmp_path / "project"
+    project.mkdir()
+    summary = "<current_focus>\nAnswering\n</current_focus>"
+    provider = ScriptedProvider([{"text": "One."}, {"text": "Two."}, {"text": summary}])
+    session = await Session.create(project)
+    agent = await open_agent(session, Config(), resolve_model(Config()), provider=provider)
+    await agent.soul.run("one")
+    await agent.soul.run("two")
+    assert await agent.soul.compact()
+    shown = agent.soul.status().context_tokens
+    await agent.close()
+
+    assert kimi(KIMI_RESTORE, session.context_file)["token_count"] == shown > 0

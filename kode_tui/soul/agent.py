@@ -13,6 +13,7 @@ from typing import Any
 
 from kode_tui import masking
 from kode_tui.config import Config, LoopControl, ModelChoice
+from kode_tui.message import is_checkpoint_note
 from kode_tui.paths import canonical
 from kode_tui.session import Context, Session
 from kode_tui.session.journal import FileJournal
@@ -35,6 +36,20 @@ from kode_tui.tools.todo import TodoWrite
 from kode_tui.tools.toolset import Toolset
 from kode_tui.wire import WireBus
 from kode_tui.wire.recorder import WireRecorder
+
+
+def had_dmail(context: Context) -> bool:
+    """Whether the agent that wrote `context` had D-Mail: then every checkpoint is followed by
+    its `CHECKPOINT n` note (Kimi CLI's okabe agent, kode-tui with `tools.dmail`). A session
+    whose checkpoints have none (Kimi CLI's default agent) goes on without SendDMail, so no
+    note is ever added to it (compaction and /clear included); one with no checkpoint with a
+    message after it yet takes the configured agent's."""
+    history = context.history
+    for entry in reversed(context.checkpoints):
+        if entry.message_index < len(history):
+            first = history[entry.message_index]
+            return first.role == "user" and is_checkpoint_note(first.text)
+    return True
 
 
 def make_provider(choice: ModelChoice, loop: LoopControl | None = None) -> ChatProvider:
@@ -124,7 +139,7 @@ async def open_agent(
     async def save_state() -> None:
         await asyncio.to_thread(session.save_state)
 
-    denwa_renji = DenwaRenji() if config.tools.dmail else None
+    denwa_renji = DenwaRenji() if config.tools.dmail and had_dmail(context) else None
     toolset = Toolset(tools) if tools is not None else make_toolset(denwa_renji)
     # Every configured model's key is masked, not only the chosen one's: /model may switch.
     masking.watch_env(
