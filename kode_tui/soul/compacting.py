@@ -56,10 +56,9 @@ async def compact(soul: KodeSoul, instruction: str | None, step: int) -> bool:
         soul.bus.send(ev.CompactionEnd(tokens_before=before, tokens_after=before))
         return False
     prompt = soul.context.system_prompt
-    # Kimi CLI's estimate of the new context, written as its `_usage` (else a reader takes the
-    # size for 0 until the next call reports one), with the prompt and tools as the gauge counts
-    # them before a count is reported: the gauge stays where it was shown.
-    after = soul.prompt_tokens + sum(m.estimated_tokens() for m in messages)
+    # Kimi CLI's estimate of the new context (its messages, chars / 4), written as its `_usage`
+    # (else a reader takes the size for 0): the next call's reported count replaces it.
+    after = sum(m.estimated_tokens() for m in messages)
     rotated = await asyncio.shield(_apply_compaction(soul, name, prompt, messages, after))
     soul.bus.send(ev.CompactionEnd(tokens_before=before, tokens_after=after, rotated_file=rotated))
     soul.bus.send(soul.status())

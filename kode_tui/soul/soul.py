@@ -201,12 +201,6 @@ class KodeSoul:
         return parts.system_prompt if self.project is not None else self.system_prompt
 
     @property
-    def prompt_tokens(self) -> int:
-        """The estimate of the system prompt (with the project context) and tools that
-        `status()` counts before the model reported a count."""
-        return self._prompt_tokens
-
-    @property
     def reserved_tokens(self) -> int:
         """Room kept free for the next response: the configured size, but never more than half
         of a small model's context (50k reserved of an 8k Ollama model would compact forever)."""
