@@ -8,16 +8,19 @@ API its print mode uses: its `kimi` command only prints a deprecation notice in 
 the loopback server of tests/llm_server.py, whose replies are scripted here in the order Kimi
 asks for them. Nothing leaves the machine: Kimi's telemetry is disabled, no web tool is called.
 
-Each scenario gets a fixed session id, work dir and share dir, so a re-run writes the same
-records; what still differs between runs is the time in wire.jsonl, Kimi's date in its system
-prompt, and the ids of approval requests. Kimi's system prompt (15 KB, in every context file)
-is cut to its first lines so the folders stay small; every other byte is Kimi's.
+Each scenario gets a fixed session id, work dir and share dir, and Kimi's `uuid4` is seeded
+(approval and subagent ids), so a re-run writes the same records but for timestamps and retry
+waits. Kimi's system prompt (15 KB, in every context file) is cut to its first 300 characters so
+the folders stay small; every other byte is Kimi's. GEN_KIMI_DEBUG=1 lists the requests Kimi
+made and the files it wrote (when a script and Kimi's requests no longer line up).
 
 Scenarios (each a session folder):
   kimi-default: Kimi's default agent (no SendDMail): a Shell call approved, an image read by
-      ReadMediaFile (a tool result whose output is a list with an image part), a Shell call
-      rejected, a step interrupted mid-stream, a step retried after a 500 (StepRetry), a
-      /compact, a /clear, a turn, another /compact.
+      ReadMediaFile (a tool result whose output is a list with an image part), a video read
+      the same way (a video_url part), a Shell call
+      rejected, a step interrupted mid-stream, a subagent (Agent tool, `explore`: its folder
+      in subagents/), a step retried after a 500 (StepRetry), a /compact, a /clear, a turn,
+      another /compact.
   kimi-okabe: Kimi's "okabe" agent (it has SendDMail, so CHECKPOINT n notes are in the
       context): two turns, a D-Mail back to checkpoint 1, a /compact.
 """
@@ -49,10 +52,18 @@ DOT_PNG = base64.b64decode(
     "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAIAAACQd1PeAAAADElEQVR4nGP4z8AAAAMBAQDJ/pLvAAAAAElFTkSuQmCC"
 )
 
+# An MP4 header (an `ftyp` box): enough for Kimi's ReadMediaFile to read it as a video.
+CLIP_MP4 = b"\x00\x00\x00\x18ftypmp42\x00\x00\x00\x00mp42isom"
+
 # Run by kimi-cli's Python: drive one scenario through KimiCLI's API.
 DRIVER = r"""
 import asyncio, json, sys
 from pathlib import Path
+
+import random, uuid
+# Fixed "random" ids (approval requests, subagents), so a re-run writes the same ones.
+_ids = random.Random(16)
+uuid.uuid4 = lambda: uuid.UUID(int=_ids.getrandbits(128), version=4)
 
 import kimi_cli.telemetry as telemetry
 telemetry.disable()
@@ -73,7 +84,7 @@ async def main():
             type="openai_legacy", base_url=plan["url"], api_key="sk-fixture")},
         models={"loopback": LLMModel(
             provider="loopback", model="fixture-model", max_context_size=200_000,
-            capabilities={"image_in"})},
+            capabilities={"image_in", "video_in"})},
     )
     config.loop_control.max_retries_per_step = 3
     session = await Session.create(KaosPath(plan["work_dir"]), session_id=plan["session_id"])
@@ -120,6 +131,12 @@ def script_default(server: LLMServer) -> list[dict[str, Any]]:
     )
     server.reply_text("A single red pixel.", usage=(1200, 6))
     turns.append({"input": "Look at dot.png"})
+    # A video in a tool result (the model has `video_in`).
+    server.reply_tool_calls(
+        [call("call_clip", "ReadMediaFile", {"path": "clip.mp4"})], usage=(1220, 10)
+    )
+    server.reply_text("An empty clip.", usage=(1240, 5))
+    turns.append({"input": "And clip.mp4?"})
     # A Shell call, rejected: the turn stops at it.
     server.reply_tool_calls(
         [call("call_rm", "Shell", {"command": "rm dot.png"})], text="Removing.", usage=(1300, 9)
@@ -128,6 +145,16 @@ def script_default(server: LLMServer) -> list[dict[str, Any]]:
     # A step interrupted mid-stream.
     server.reply_hang("Thinking about a long answer that never ends")
     turns.append({"input": "Tell me a long story", "cancel": True})
+    # A subagent (Kimi's Agent tool): its one step runs inside the parent's tool call.
+    task = {"description": "Find the image", "prompt": "Which files are images?"}
+    server.reply_tool_calls(
+        [call("call_agent", "Agent", {**task, "subagent_type": "explore"})], usage=(1350, 15)
+    )
+    # At least 200 characters, or Kimi asks the subagent for a longer summary.
+    found = "Only dot.png is an image: a 1x1 PNG in the work dir. " * 4
+    server.reply_text(found.strip(), usage=(400, 60))
+    server.reply_text("The explorer found only dot.png.", usage=(1380, 9))
+    turns.append({"input": "Ask a helper which files are images", "approvals": ["approve"]})
     # A step retried after a 500 (StepRetry): the OpenAI SDK under Kimi tries each call three
     # times itself (retry-after-ms keeps that quick), so Kimi's step sees the third 500.
     for _ in range(3):
@@ -200,6 +227,7 @@ def generate(name: str, kimi_python: str, out: Path) -> Path:
         shutil.rmtree(WORK_DIR, ignore_errors=True)
         WORK_DIR.mkdir(parents=True)
         (WORK_DIR / "dot.png").write_bytes(DOT_PNG)
+        (WORK_DIR / "clip.mp4").write_bytes(CLIP_MP4)
         turns = script(server)
         plan = {
             "url": server.url,
@@ -226,17 +254,28 @@ def generate(name: str, kimi_python: str, out: Path) -> Path:
             raise SystemExit(f"{name}: kimi-cli failed:\n{done.stderr[-4000:]}")
         if done.stderr.strip():
             print(f"{name}: {done.stderr.strip()}", file=sys.stderr)
+        if os.environ.get("GEN_KIMI_DEBUG"):
+            for number, request in enumerate(server.requests, 1):
+                last = request.get("messages", [{}])[-1]
+                print(number, last.get("role"), str(last.get("content"))[:80], file=sys.stderr)
         if server.pending:
             raise SystemExit(f"{name}: {server.pending} scripted replies were never asked for")
         source = Path(json.loads(done.stdout.strip().splitlines()[-1])["dir"])
         target = out / name
         shutil.rmtree(target, ignore_errors=True)
         target.mkdir(parents=True)
-        for path in sorted(source.iterdir()):
-            if path.is_file() and path.name.startswith("context"):
-                (target / path.name).write_bytes(trim_system_prompt(path.read_bytes()))
-            elif path.is_file() and path.name in KEPT:
-                shutil.copyfile(path, target / path.name)
+        for path in sorted(source.rglob("*")):
+            if os.environ.get("GEN_KIMI_DEBUG"):
+                print(path.relative_to(source), file=sys.stderr)
+            copy = target / path.relative_to(source)
+            kept = path.name in KEPT or path.name.startswith("context")
+            if not path.is_file() or not (kept or path.parts[len(source.parts)] == "subagents"):
+                continue
+            copy.parent.mkdir(parents=True, exist_ok=True)
+            if path.name.startswith("context"):
+                copy.write_bytes(trim_system_prompt(path.read_bytes()))
+            else:
+                shutil.copyfile(path, copy)
         shutil.rmtree(WORK_DIR, ignore_errors=True)
         return target
 

@@ -55,12 +55,12 @@ async def open_fixture(folder: Path, tmp_path: Path, replies: list[dict[str, Any
 async def test_every_line_of_every_kimi_file_parses_and_each_context_restores(
     fixture: Path,
 ) -> None:
-    files = sorted(fixture.glob("*.jsonl"))
+    files = sorted(fixture.rglob("*.jsonl"))  # subagents/<id>/ too
     assert {"context.jsonl", "wire.jsonl"} <= {path.name for path in files}
     for path in files:
         for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
             assert isinstance(json.loads(line), dict), f"{path.name}:{number}"
-    for path in fixture.glob("context*.jsonl"):
+    for path in fixture.rglob("context*.jsonl"):
         context = Context(path, read_only=True)
         assert await context.restore()
         assert context.warnings == [], path.name
