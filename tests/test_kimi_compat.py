@@ -383,3 +383,33 @@ async def test_kimi_reads_the_size_of_a_context_we_compacted(tmp_path: Path) -> 
     await agent.close()
 
     assert kimi(KIMI_RESTORE, session.context_file)["token_count"] == shown > 0
+
+
+@pytest.mark.parametrize("name", ["kimi-default", "kimi-okabe"])
+async def test_kimi_restores_its_session_after_our_turn_and_compaction(
+    tmp_path: Path, name: str
+) -> None:
+    import shutil
+
+    from kode_tui.config import Config, resolve_model
+    from kode_tui.session import Session
+    from kode_tui.soul.agent import open_agent
+    from kode_tui.soul.llm.scripted import ScriptedProvider
+    from tests.conftest import KIMI_FIXTURE
+
+    folder = tmp_path / name
+    shutil.copytree(KIMI_FIXTURE.with_name(name), folder)
+    summary = "<current_focus>\nAnswering\n</current_focus>"
+    provider = ScriptedProvider([{"text": "Ours."}, {"text": summary}])
+    (tmp_path / "work").mkdir()
+    session = await Session.from_dir(folder, tmp_path / "work")
+    agent = await open_agent(session, Config(), resolve_model(Config()), provider=provider)
+    await agent.soul.run("one of ours")
+    assert await agent.soul.compact()
+    await agent.close()
+
+    for path in folder.glob("context*.jsonl"):
+        async with Context(path) as context:
+            await context.restore()
+            assert kimi(KIMI_RESTORE, path) == kimi_view(ours(context)), path.name
+    assert kimi(KIMI_RESTORE, folder / "context.jsonl")["token_count"] > 0
