@@ -2,9 +2,10 @@
 
 Two kinds of files are written, by one recipe (temp file, fsync, rename, fsync the folder):
 a user's files (`write_atomically`: through symlinks, keeping their mode) and our own files
-(`atomic_write_bytes`: 0600, the name itself replaced). Session directories are 0700 and the
-files in them 0600: a session holds source code and command output that other users of the
-machine have no business reading.
+(`atomic_write_bytes`: new ones 0600, old ones keeping their mode, the name itself replaced).
+Session directories we create are 0700 and the files in them 0600: a session holds source code
+and command output that other users of the machine have no business reading. A session Kimi CLI
+made (0644 files) keeps the modes it has when we rewrite its files.
 """
 
 from __future__ import annotations
