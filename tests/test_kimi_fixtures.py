@@ -144,6 +144,22 @@ async def test_no_checkpoint_note_is_written_into_a_kimi_default_agent_session(
         assert notes == [], path.name
 
 
+async def test_a_kimi_default_agent_session_kimi_cleared_gets_no_checkpoint_note(
+    tmp_path: Path,
+) -> None:
+    # Kimi's /clear: the context rotated, the new one holding only the system prompt. The
+    # rotation still tells which agent wrote the session.
+    folder = copy_fixture(KIMI_DEFAULT_FIXTURE, tmp_path)
+    (folder / "context.jsonl").rename(folder / "context_4.jsonl")
+    prompt = records(folder / "context_4.jsonl")[0]
+    (folder / "context.jsonl").write_text(json.dumps(prompt) + "\n")
+    agent = await open_fixture(folder, tmp_path, [{"text": "One."}])
+    assert "SendDMail" not in agent.soul.toolset
+    await agent.soul.run("one")
+    await agent.close()
+    assert not [r for r in records(folder / "context.jsonl") if "CHECKPOINT" in str(r)]
+
+
 async def test_a_kimi_okabe_session_goes_on_with_its_checkpoint_notes(tmp_path: Path) -> None:
     folder = copy_fixture(KIMI_OKABE_FIXTURE, tmp_path)
     agent = await open_fixture(folder, tmp_path, [{"text": "Four."}])
