@@ -32,7 +32,6 @@ import base64
 import json
 import os
 import shutil
-import subprocess
 import sys
 import tempfile
 from collections.abc import Callable
@@ -41,6 +40,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from tests.kimi_helpers import kimi_session_dir, run_kimi
 from tests.llm_server import LLMServer
 
 FIXTURES = Path(__file__).resolve().parent.parent / "tests" / "fixtures"
@@ -54,62 +54,6 @@ DOT_PNG = base64.b64decode(
 
 # An MP4 header (an `ftyp` box): enough for Kimi's ReadMediaFile to read it as a video.
 CLIP_MP4 = b"\x00\x00\x00\x18ftypmp42\x00\x00\x00\x00mp42isom"
-
-# Run by kimi-cli's Python: drive one scenario through KimiCLI's API.
-DRIVER = r"""
-import asyncio, json, sys
-from pathlib import Path
-
-import random, uuid
-# Fixed "random" ids (approval requests, subagents), so a re-run writes the same ones.
-_ids = random.Random(16)
-uuid.uuid4 = lambda: uuid.UUID(int=_ids.getrandbits(128), version=4)
-
-import kimi_cli.telemetry as telemetry
-telemetry.disable()
-
-from kaos.path import KaosPath
-from kimi_cli.app import KimiCLI
-from kimi_cli.config import Config, LLMModel, LLMProvider
-from kimi_cli.session import Session
-from kimi_cli.wire.types import ApprovalRequest, ContentPart
-
-plan = json.loads(sys.argv[1])
-
-
-async def main():
-    config = Config(
-        default_model="loopback",
-        providers={"loopback": LLMProvider(
-            type="openai_legacy", base_url=plan["url"], api_key="sk-fixture")},
-        models={"loopback": LLMModel(
-            provider="loopback", model="fixture-model", max_context_size=200_000,
-            capabilities={"image_in", "video_in"})},
-    )
-    config.loop_control.max_retries_per_step = 3
-    session = await Session.create(KaosPath(plan["work_dir"]), session_id=plan["session_id"])
-    agent_file = None
-    if plan["agent"] == "okabe":
-        import kimi_cli.agents as agents
-        agent_file = Path(agents.__path__[0]) / "okabe" / "agent.yaml"
-    cli = await KimiCLI.create(session, config=config, agent_file=agent_file, ui_mode="print")
-    for turn in plan["turns"]:
-        answers = list(turn.get("approvals", []))
-        cancel = asyncio.Event()
-        try:
-            async for message in cli.run(turn["input"], cancel):
-                if isinstance(message, ApprovalRequest):
-                    message.resolve(answers.pop(0))
-                elif turn.get("cancel") and isinstance(message, ContentPart):
-                    cancel.set()
-        except Exception as error:
-            print(f"turn {turn['input']!r}: {type(error).__name__}: {error}", file=sys.stderr)
-    await cli.shutdown_background_tasks()
-    print(json.dumps({"dir": str(session.dir)}))
-
-
-asyncio.run(main())
-"""
 
 
 def call(call_id: str, name: str, arguments: dict[str, Any]) -> tuple[str, str, str]:
@@ -236,20 +180,7 @@ def generate(name: str, kimi_python: str, out: Path) -> Path:
             "agent": agent,
             "turns": turns,
         }
-        env = {
-            **os.environ,
-            "HOME": scratch,
-            "KIMI_SHARE_DIR": str(Path(scratch) / "share"),
-            "NO_COLOR": "1",
-        }
-        done = subprocess.run(
-            [kimi_python, "-c", DRIVER, json.dumps(plan)],
-            cwd=WORK_DIR,
-            env=env,
-            capture_output=True,
-            text=True,
-            timeout=600,
-        )
+        done = run_kimi(kimi_python, plan, Path(scratch))
         if done.returncode != 0:
             raise SystemExit(f"{name}: kimi-cli failed:\n{done.stderr[-4000:]}")
         if done.stderr.strip():
@@ -260,7 +191,7 @@ def generate(name: str, kimi_python: str, out: Path) -> Path:
                 print(number, last.get("role"), str(last.get("content"))[:80], file=sys.stderr)
         if server.pending:
             raise SystemExit(f"{name}: {server.pending} scripted replies were never asked for")
-        source = Path(json.loads(done.stdout.strip().splitlines()[-1])["dir"])
+        source = kimi_session_dir(done)
         target = out / name
         shutil.rmtree(target, ignore_errors=True)
         target.mkdir(parents=True)

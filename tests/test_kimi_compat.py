@@ -413,3 +413,50 @@ async def test_kimi_restores_its_session_after_our_turn_and_compaction(
             await context.restore()
             assert kimi(KIMI_RESTORE, path) == kimi_view(ours(context)), path.name
     assert kimi(KIMI_RESTORE, folder / "context.jsonl")["token_count"] > 0
+
+
+@pytest.mark.parametrize("name", ["kimi-default", "kimi-okabe"])
+async def test_kimi_continues_its_session_after_we_compacted_it(tmp_path: Path, name: str) -> None:
+    import shutil
+
+    from kode_tui.config import Config, resolve_model
+    from kode_tui.session import Session
+    from kode_tui.soul.agent import open_agent
+    from kode_tui.soul.llm.scripted import ScriptedProvider
+    from tests.conftest import KIMI_FIXTURE
+    from tests.kimi_helpers import kimi_session_dir, run_kimi
+    from tests.llm_server import LLMServer
+
+    folder = tmp_path / name
+    shutil.copytree(KIMI_FIXTURE.with_name(name), folder)
+    work_dir = tmp_path / "work"
+    work_dir.mkdir()
+    summary = "<current_focus>\nAnswering\n</current_focus>"
+    provider = ScriptedProvider([{"text": "Ours."}, {"text": summary}])
+    session = await Session.from_dir(folder, work_dir)
+    agent = await open_agent(session, Config(), resolve_model(Config()), provider=provider)
+    await agent.soul.run("one of ours")
+    assert await agent.soul.compact()
+    await agent.close()
+
+    assert KIMI_PYTHON is not None
+    with LLMServer() as server:
+        server.reply_text("Kimi goes on.", usage=(321, 4))
+        plan = {
+            "url": server.url,
+            "work_dir": str(work_dir),
+            "session_id": folder.name,
+            "agent": "okabe" if name == "kimi-okabe" else "default",
+            "turns": [{"input": "and now Kimi"}],
+            "continue_dir": str(folder),
+        }
+        done = run_kimi(KIMI_PYTHON, plan, tmp_path / "kimi-home")
+    assert done.returncode == 0 and not done.stderr.strip(), done.stderr
+    # Kimi sent what we left (our compaction's summary) and kept its answer after it.
+    sent = [m.get("content") for m in server.requests[0]["messages"]]
+    assert any("compacted" in json.dumps(content) for content in sent)
+    written = [json.loads(line) for line in (kimi_session_dir(done) / "context.jsonl").open()]
+    assert written[-2:] == [
+        {"role": "assistant", "content": "Kimi goes on."},
+        {"role": "_usage", "token_count": 325},
+    ]
