@@ -192,3 +192,24 @@ async def test_the_kimi_files_we_rewrite_keep_their_mode(tmp_path: Path, home: P
     for path in (folder / "context.jsonl", folder / "state.json", home / "kode.json"):
         assert stat.S_IMODE(path.stat().st_mode) == 0o644, path.name
     assert load_state(folder / "state.json").custom_title == "Renamed"
+
+
+async def test_print_mode_compact_of_a_kimi_session_prints_the_size_it_writes(
+    tmp_path: Path,
+) -> None:
+    from tests.soul_helpers import print_turn
+
+    folder = copy_fixture(KIMI_OKABE_FIXTURE, tmp_path)
+    work_dir = tmp_path / "work"
+    work_dir.mkdir()
+    session = await Session.from_dir(folder, work_dir)
+    provider = ScriptedProvider([{"text": "Ours."}, SUMMARY])
+    assert (await print_turn(work_dir, provider, "one of ours", session=session)).status == 0
+
+    printed = await print_turn(work_dir, provider, "/compact", session=session)
+
+    assert printed.status == 0, printed.err
+    [line] = printed.out.splitlines()
+    after = int(line.rsplit("→ ", 1)[1].removesuffix(" tokens.").replace(",", ""))
+    assert "compacted" not in printed.err.lower()
+    assert records(folder / "context.jsonl")[-1] == {"role": "_usage", "token_count": after}
