@@ -2,9 +2,10 @@
 
 Two kinds of files are written, by one recipe (temp file, fsync, rename, fsync the folder):
 a user's files (`write_atomically`: through symlinks, keeping their mode) and our own files
-(`atomic_write_bytes`: 0600, the name itself replaced). Session directories are 0700 and the
-files in them 0600: a session holds source code and command output that other users of the
-machine have no business reading.
+(`atomic_write_bytes`: new ones 0600, old ones keeping their mode, the name itself replaced).
+Session directories we create are 0700 and the files in them 0600: a session holds source code
+and command output that other users of the machine have no business reading. A session Kimi CLI
+made (0644 files) keeps the modes it has when we rewrite its files.
 """
 
 from __future__ import annotations
@@ -107,12 +108,23 @@ def write_atomically(path: Path, data: bytes, *, expected: object = UNCHECKED) -
 def atomic_write_bytes(path: Path, data: bytes) -> None:
     """Replace one of our own files (state.json, blobs, config.toml) with `data`, crash-safe.
 
-    The file is 0600 whatever it was. The name itself is replaced, a symlink there too: a
-    session folder can come from elsewhere (`--session-dir`), and a link planted in it must not
-    make us write outside it. (config.toml, which a user may link from their dotfiles, is
-    resolved by its caller on purpose.)
+    A new file is 0600; a regular file already there keeps its mode (a Kimi CLI session's
+    files are 0644, and rewriting one must not change who may read it). The name itself is
+    replaced, a symlink there too: a session folder can come from elsewhere (`--session-dir`),
+    and a link planted in it must not make us write outside it. (config.toml, which a user may
+    link from their dotfiles, is resolved by its caller on purpose.)
     """
-    _write_and_rename(path, data, FILE_MODE, (FILE_MODE, -1, -1), UNCHECKED)
+    _write_and_rename(path, data, FILE_MODE, (kept_mode(path), -1, -1), UNCHECKED)
+
+
+def kept_mode(path: Path) -> int:
+    """The mode a rewrite of our file `path` gets: that of the regular file there (not followed
+    through a symlink), else FILE_MODE."""
+    try:
+        found = os.lstat(path)
+    except FileNotFoundError:
+        return FILE_MODE
+    return stat.S_IMODE(found.st_mode) if stat.S_ISREG(found.st_mode) else FILE_MODE
 
 
 def _write_and_rename(

@@ -52,6 +52,8 @@ class PrintView:
         """Whether text is written as it arrives (else once the model call that said it ended)."""
         self._attempt: list[str] = []
         """What the running model call said so far (written already when live)."""
+        self.note_compactions = True
+        """Note a compaction on stderr; off for `/compact`, whose result goes to stdout."""
 
     def __call__(self, event: ev.Event) -> None:
         if isinstance(event, ev.ContentPart):
@@ -88,7 +90,7 @@ class PrintView:
                 )
             case ev.ContextReverted(reason="dmail"):
                 self._note(f"D-Mail: the context went back to checkpoint {event.checkpoint_id}")
-            case ev.CompactionEnd(rotated_file=str()):
+            case ev.CompactionEnd(rotated_file=str()) if self.note_compactions:
                 before, after = event.tokens_before, event.tokens_after
                 self._note(f"compacted the context: {before:,} → {after:,} tokens")
             case ev.Warning():
@@ -182,6 +184,7 @@ async def run_print(
     try:
         await opened.start(config, choice, provider=provider, yolo=yolo)
         if prompt.startswith("/"):
+            view.note_compactions = False  # one figure, on stdout
             return await _command(opened, prompt, out, err)
         result = await opened.run(prompt)
     finally:

@@ -11,6 +11,10 @@ from tests.llm_server import KEY_ENV, LLMServer
 
 # A real session folder written by Kimi CLI 1.52 (read-only: tests work on copies).
 KIMI_FIXTURE = Path(__file__).parent / "fixtures" / "kimi-session"
+# More, made by bench/gen_kimi_fixtures.py (tests/fixtures/README.md says what each holds).
+KIMI_DEFAULT_FIXTURE = KIMI_FIXTURE.with_name("kimi-default")
+KIMI_OKABE_FIXTURE = KIMI_FIXTURE.with_name("kimi-okabe")
+KIMI_FIXTURES = (KIMI_FIXTURE, KIMI_DEFAULT_FIXTURE, KIMI_OKABE_FIXTURE)
 
 API_KEY_ENV_VARS = (
     "ANTHROPIC_API_KEY",

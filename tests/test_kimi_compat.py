@@ -326,3 +326,137 @@ async def test_kimi_reads_the_interrupted_result_given_to_an_unanswered_tool_cal
         expected = kimi_view(ours(context))
     assert expected["history"][-1]["tool_call_id"] == "call_cut"
     assert kimi(KIMI_RESTORE, live) == expected
+
+
+KIMI_REWRITE_STATE = textwrap.dedent(
+    """
+    import json, sys
+    from pathlib import Path
+    from kimi_cli.session_state import load_session_state, save_session_state
+
+    # What Kimi does after a turn (it names the session): load, change a key, save.
+    folder = Path(sys.argv[1]).parent
+    state = load_session_state(folder)
+    state.custom_title = "Named by Kimi"
+    save_session_state(state, folder)
+    print(json.dumps({"yolo": state.approval.yolo}))
+    """
+)
+
+
+@pytest.mark.parametrize("mode", ["yolo", "ask"])
+async def test_a_state_json_kimi_rewrites_keeps_our_approval_mode(
+    tmp_path: Path, mode: str
+) -> None:
+    from kode_tui.session import Session
+
+    project = tmp_path / "project"
+    project.mkdir()
+    session = await Session.create(project)
+    session.state.approval_mode = mode  # type: ignore[assignment]
+    session.save_state()
+
+    assert kimi(KIMI_REWRITE_STATE, session.state_file) == {"yolo": mode == "yolo"}
+
+    assert "approval_mode" not in json.loads(session.state_file.read_text())  # Kimi dropped it
+    reopened = await Session.from_dir(session.dir)
+    assert reopened.state.approval_mode == mode
+    assert reopened.state.custom_title == "Named by Kimi"
+
+
+async def test_kimi_reads_the_size_of_a_context_we_compacted(tmp_path: Path) -> None:
+    from kode_tui.config import Config, resolve_model
+    from kode_tui.session import Session
+    from kode_tui.soul.agent import open_agent
+    from kode_tui.soul.llm.scripted import ScriptedProvider
+
+    project = tmp_path / "project"
+    project.mkdir()
+    summary = "<current_focus>\nAnswering\n</current_focus>"
+    provider = ScriptedProvider([{"text": "One."}, {"text": "Two."}, {"text": summary}])
+    session = await Session.create(project)
+    agent = await open_agent(session, Config(), resolve_model(Config()), provider=provider)
+    await agent.soul.run("one")
+    await agent.soul.run("two")
+    assert await agent.soul.compact()
+    shown = agent.soul.status().context_tokens
+    await agent.close()
+
+    assert kimi(KIMI_RESTORE, session.context_file)["token_count"] == shown > 0
+
+
+@pytest.mark.parametrize("name", ["kimi-default", "kimi-okabe"])
+async def test_kimi_restores_its_session_after_our_turn_and_compaction(
+    tmp_path: Path, name: str
+) -> None:
+    import shutil
+
+    from kode_tui.config import Config, resolve_model
+    from kode_tui.session import Session
+    from kode_tui.soul.agent import open_agent
+    from kode_tui.soul.llm.scripted import ScriptedProvider
+    from tests.conftest import KIMI_FIXTURE
+
+    folder = tmp_path / name
+    shutil.copytree(KIMI_FIXTURE.with_name(name), folder)
+    summary = "<current_focus>\nAnswering\n</current_focus>"
+    provider = ScriptedProvider([{"text": "Ours."}, {"text": summary}])
+    (tmp_path / "work").mkdir()
+    session = await Session.from_dir(folder, tmp_path / "work")
+    agent = await open_agent(session, Config(), resolve_model(Config()), provider=provider)
+    await agent.soul.run("one of ours")
+    assert await agent.soul.compact()
+    await agent.close()
+
+    for path in folder.glob("context*.jsonl"):
+        async with Context(path) as context:
+            await context.restore()
+            assert kimi(KIMI_RESTORE, path) == kimi_view(ours(context)), path.name
+    assert kimi(KIMI_RESTORE, folder / "context.jsonl")["token_count"] > 0
+
+
+@pytest.mark.parametrize("name", ["kimi-default", "kimi-okabe"])
+async def test_kimi_continues_its_session_after_we_compacted_it(tmp_path: Path, name: str) -> None:
+    import shutil
+
+    from kode_tui.config import Config, resolve_model
+    from kode_tui.session import Session
+    from kode_tui.soul.agent import open_agent
+    from kode_tui.soul.llm.scripted import ScriptedProvider
+    from tests.conftest import KIMI_FIXTURE
+    from tests.kimi_helpers import kimi_session_dir, run_kimi
+    from tests.llm_server import LLMServer
+
+    folder = tmp_path / name
+    shutil.copytree(KIMI_FIXTURE.with_name(name), folder)
+    work_dir = tmp_path / "work"
+    work_dir.mkdir()
+    summary = "<current_focus>\nAnswering\n</current_focus>"
+    provider = ScriptedProvider([{"text": "Ours."}, {"text": summary}])
+    session = await Session.from_dir(folder, work_dir)
+    agent = await open_agent(session, Config(), resolve_model(Config()), provider=provider)
+    await agent.soul.run("one of ours")
+    assert await agent.soul.compact()
+    await agent.close()
+
+    assert KIMI_PYTHON is not None
+    with LLMServer() as server:
+        server.reply_text("Kimi goes on.", usage=(321, 4))
+        plan = {
+            "url": server.url,
+            "work_dir": str(work_dir),
+            "session_id": folder.name,
+            "agent": "okabe" if name == "kimi-okabe" else "default",
+            "turns": [{"input": "and now Kimi"}],
+            "continue_dir": str(folder),
+        }
+        done = run_kimi(KIMI_PYTHON, plan, tmp_path / "kimi-home")
+    assert done.returncode == 0 and not done.stderr.strip(), done.stderr
+    # Kimi sent what we left (our compaction's summary) and kept its answer after it.
+    sent = [m.get("content") for m in server.requests[0]["messages"]]
+    assert any("compacted" in json.dumps(content) for content in sent)
+    written = [json.loads(line) for line in (kimi_session_dir(done) / "context.jsonl").open()]
+    assert written[-2:] == [
+        {"role": "assistant", "content": "Kimi goes on."},
+        {"role": "_usage", "token_count": 325},
+    ]

@@ -377,3 +377,22 @@ async def test_compact_on_a_full_disk_says_so_in_one_line(
     [line] = printed.err.splitlines()
     assert line.startswith("kode-tui: compaction failed: disk full")
     assert session.context_file.read_bytes() == before
+
+
+async def test_compact_prints_one_after_figure_the_one_the_context_holds(project: Path) -> None:
+    session = await Session.create(project)
+    provider = ScriptedProvider(
+        [{"text": "Hello."}, {"text": "Hi again."}, {"text": "The user said hi twice."}]
+    )
+    assert (await print_turn(project, provider, session=session)).status == 0
+    assert (await print_turn(project, provider, "again", session=session)).status == 0
+
+    printed = await print_turn(project, provider, "/compact", session=session)
+
+    assert printed.status == 0, printed.err
+    [line] = printed.out.splitlines()
+    after = int(line.rsplit("→ ", 1)[1].removesuffix(" tokens.").replace(",", ""))
+    # Not a second, different figure on stderr.
+    assert "compacted" not in printed.err.lower()
+    last = json.loads(session.context_file.read_text().splitlines()[-1])
+    assert last == {"role": "_usage", "token_count": after}

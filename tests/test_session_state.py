@@ -53,13 +53,13 @@ def test_round_trip_keeps_every_kimi_key(kimi_state: Path) -> None:
     original = json.loads(kimi_state.read_text())
     state = load_state(kimi_state)
 
-    state.approval_mode = "yolo"
+    state.approval_mode = "auto-edit"  # not yolo: Kimi's `approval.yolo` stays as it was
     state.session_approvals.append("shell:git status")
     save_state(state, kimi_state)
 
     saved = json.loads(kimi_state.read_text())
     assert {key: saved[key] for key in original} == original
-    assert saved["approval_mode"] == "yolo"
+    assert saved["approval_mode"] == "auto-edit"
     assert saved["session_approvals"] == ["shell:git status"]
     assert load_state(kimi_state) == state
 
@@ -162,3 +162,30 @@ def test_a_bad_grants_value_falls_back_alone(tmp_path: Path) -> None:
     path.write_text(json.dumps({"session_approvals": ["edit"], "session_approval_grants": [1]}))
     state = load_state(path)
     assert state.session_approvals == ["edit"] and state.session_approval_grants == {}
+
+
+def test_kimis_yolo_is_our_mode_when_the_file_has_none_of_ours(tmp_path: Path) -> None:
+    # What Kimi CLI leaves: its writer drops the keys it does not know (`approval_mode`).
+    path = tmp_path / "state.json"
+    kimi = json.loads(KIMI_STATE.read_text())
+    kimi["approval"] = {"yolo": True, "afk": False, "auto_approve_actions": ["run command"]}
+    path.write_text(json.dumps(kimi))
+
+    state = load_state(path)
+
+    assert state.approval_mode == "yolo"
+    save_state(state, path)
+    assert json.loads(path.read_text())["approval"] == kimi["approval"]
+
+
+def test_our_mode_is_written_as_kimis_yolo_and_ours_wins_when_both_are_there(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "state.json"
+    save_state(SessionState(approval_mode="yolo"), path)
+    assert json.loads(path.read_text())["approval"] == {"yolo": True}
+    assert load_state(path) == SessionState(approval_mode="yolo")
+
+    save_state(SessionState(approval_mode="auto-edit"), path)
+    assert json.loads(path.read_text())["approval"] == {"yolo": False}
+    assert load_state(path).approval_mode == "auto-edit"

@@ -154,7 +154,10 @@ async def test_auto_compaction_starts_the_live_context_with_the_summary(repo: Pa
     assert end.rotated_file and "A long answer." in (session_dir / end.rotated_file).read_text()
     note = json.loads((session_dir / "rotations.jsonl").read_text().splitlines()[-1])
     assert note["reason"] == "compaction" and note["file"] == end.rotated_file
-    assert (note["tokens_before"], note["tokens_after"]) == (end.tokens_before, end.tokens_after)
+    # The count the model reported last (the rotated file's last `_usage`), not an estimate.
+    rotated = (session_dir / end.rotated_file).read_text().splitlines()
+    reported = [json.loads(line) for line in rotated if '"_usage"' in line][-1]["token_count"]
+    assert (note["tokens"], note["tokens_after"]) == (reported, end.tokens_after)
     assert note["strategy"] == "LLMSummaryCompaction"
     records = [json.loads(line) for line in agent.session.context_file.read_text().splitlines()]
     assert [r["role"] for r in records[:4]] == ["_system_prompt", "_checkpoint", "user", "user"]

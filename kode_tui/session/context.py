@@ -493,7 +493,7 @@ class Context:
 
     async def replace_all(
         self,
-        records: Sequence[Message | CheckpointRecord | SystemPromptRecord],
+        records: Sequence[Message | CheckpointRecord | SystemPromptRecord | UsageRecord],
         *,
         reason: str,
         **note: Any,
@@ -536,9 +536,8 @@ class Context:
     async def _rewrite(self, write_new: Any, reason: str | None, **note: Any) -> Path | None:
         """Swap in new content (kept as a rotation unless `reason` is None), then read it back."""
         state = self._state
-        # The size the gauge shows: the last reported count plus the estimate of what followed.
-        tokens = state.token_count + state.pending_tokens
-        note = {"tokens": tokens, "messages": len(state.history), **note}
+        # The count last reported (`_usage`), as a revert notes it: not the estimate after it.
+        note = {"tokens": state.token_count, "messages": len(state.history), **note}
         try:
             rotated = await asyncio.to_thread(
                 rotation.swap, self._path, write_new, self._fd, rotate=reason is not None

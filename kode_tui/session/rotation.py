@@ -21,7 +21,7 @@ from os import fsync, link, replace
 from pathlib import Path
 from typing import Any
 
-from kode_tui.fsutil import FILE_MODE, append_line, fsync_dir, sync_data
+from kode_tui.fsutil import FILE_MODE, append_line, fsync_dir, kept_mode, sync_data
 
 log = logging.getLogger(__name__)
 
@@ -99,6 +99,8 @@ def swap(
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, FILE_MODE)
     try:
         try:
+            # The new content keeps the live file's mode (Kimi CLI's files are 0644).
+            os.fchmod(fd, kept_mode(live))
             write_new(fd)
             sync_data(fd)
         finally:

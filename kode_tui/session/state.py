@@ -3,6 +3,10 @@ the model calls cost and the thinking effort.
 
 Kimi CLI writes the same file with keys of its own (`approval`, `plan_mode`, `archived`, ...);
 they are kept as read and written back unchanged, so either tool can open the other's sessions.
+The approval mode is shared with Kimi's `approval.yolo`: we write it from our mode (yolo or
+not), and Kimi, whose writer drops the keys it does not know (`approval_mode` among them),
+leaves a file whose mode we derive from its `yolo`. So a mode switched in either tool holds in
+both; only `auto-edit`, which Kimi has no word for, falls back to `ask` once Kimi rewrites it.
 """
 
 from __future__ import annotations
@@ -147,6 +151,7 @@ def load_state(path: Path) -> SessionState:
     if not isinstance(data, dict):
         logger.warning("Ignoring %s: not a JSON object; using defaults", path)
         return SessionState()
+    data = _from_kimi_approval(data)
     try:
         return SessionState.model_validate(data)
     except ValidationError as exc:
@@ -156,5 +161,29 @@ def load_state(path: Path) -> SessionState:
 
 
 def save_state(state: SessionState, path: Path) -> None:
-    """Replace the state.json at `path` atomically (0600)."""
-    atomic_write_json(path, state.model_dump(mode="json"))
+    """Replace the state.json at `path` atomically (a new one 0600; an old one keeps its mode),
+    with Kimi CLI's `approval.yolo` set from our mode."""
+    data = state.model_dump(mode="json")
+    approval = data.get("approval")
+    data["approval"] = {
+        **(approval if isinstance(approval, dict) else {}),
+        "yolo": state.approval_mode == "yolo",
+    }
+    atomic_write_json(path, data)
+
+
+def _from_kimi_approval(data: dict[str, Any]) -> dict[str, Any]:
+    """`data` with Kimi CLI's `approval.yolo` taken out (`save_state` writes it from our mode)
+    and made our mode when there is none (Kimi rewrote the file)."""
+    approval = data.get("approval")
+    if not isinstance(approval, dict):
+        return data
+    data = dict(data)
+    rest = {key: value for key, value in approval.items() if key != "yolo"}
+    if rest:
+        data["approval"] = rest  # Kimi's afk and auto_approve_actions, kept as they are
+    else:
+        del data["approval"]
+    if "approval_mode" not in data and approval.get("yolo") is True:
+        data["approval_mode"] = "yolo"
+    return data

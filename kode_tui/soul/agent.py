@@ -13,6 +13,7 @@ from typing import Any
 
 from kode_tui import masking
 from kode_tui.config import Config, LoopControl, ModelChoice
+from kode_tui.message import is_checkpoint_note
 from kode_tui.paths import canonical
 from kode_tui.session import Context, Session
 from kode_tui.session.journal import FileJournal
@@ -35,6 +36,35 @@ from kode_tui.tools.todo import TodoWrite
 from kode_tui.tools.toolset import Toolset
 from kode_tui.wire import WireBus
 from kode_tui.wire.recorder import WireRecorder
+
+
+async def had_dmail(context: Context) -> bool:
+    """Whether the agent that wrote `context` had D-Mail: then every checkpoint is followed by
+    its `CHECKPOINT n` note (Kimi CLI's okabe agent, kode-tui with `tools.dmail`). A session
+    whose checkpoints have none (Kimi CLI's default agent) goes on without SendDMail, so no
+    note is ever added to it (compaction and /clear included). A context with no checkpoint
+    followed by a message (just cleared) is judged by its newest rotation that has one; a
+    session with none at all takes the configured agent's."""
+    found = _checkpoint_notes(context)
+    for rotated in reversed(context.rotations() if found is None else []):
+        old = Context(rotated.path, read_only=True)
+        await old.restore()
+        found = _checkpoint_notes(old)
+        await old.close()
+        if found is not None:
+            break
+    return True if found is None else found
+
+
+def _checkpoint_notes(context: Context) -> bool | None:
+    """Whether the last checkpoint followed by a message is followed by its note; None when
+    no checkpoint is followed by a message."""
+    history = context.history
+    for entry in reversed(context.checkpoints):
+        if entry.message_index < len(history):
+            first = history[entry.message_index]
+            return first.role == "user" and is_checkpoint_note(first.text)
+    return None
 
 
 def make_provider(choice: ModelChoice, loop: LoopControl | None = None) -> ChatProvider:
@@ -124,7 +154,7 @@ async def open_agent(
     async def save_state() -> None:
         await asyncio.to_thread(session.save_state)
 
-    denwa_renji = DenwaRenji() if config.tools.dmail else None
+    denwa_renji = DenwaRenji() if config.tools.dmail and await had_dmail(context) else None
     toolset = Toolset(tools) if tools is not None else make_toolset(denwa_renji)
     # Every configured model's key is masked, not only the chosen one's: /model may switch.
     masking.watch_env(

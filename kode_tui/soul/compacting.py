@@ -10,7 +10,14 @@ import logging
 from collections.abc import AsyncIterator, Sequence
 from typing import TYPE_CHECKING
 
-from kode_tui.message import CheckpointRecord, Message, SystemPromptRecord, checkpoint_note, paired
+from kode_tui.message import (
+    CheckpointRecord,
+    Message,
+    SystemPromptRecord,
+    UsageRecord,
+    checkpoint_note,
+    paired,
+)
 from kode_tui.soul.compaction import CompactionContext
 from kode_tui.soul.llm import StreamItem, ToolSchema
 from kode_tui.soul.stream import masked
@@ -49,8 +56,10 @@ async def compact(soul: KodeSoul, instruction: str | None, step: int) -> bool:
         soul.bus.send(ev.CompactionEnd(tokens_before=before, tokens_after=before))
         return False
     prompt = soul.context.system_prompt
+    # Kimi CLI's estimate of the new context (its messages, chars / 4), written as its `_usage`
+    # (else a reader takes the size for 0): the next call's reported count replaces it.
     after = sum(m.estimated_tokens() for m in messages)
-    rotated = await asyncio.shield(_apply_compaction(soul, name, prompt, messages, before, after))
+    rotated = await asyncio.shield(_apply_compaction(soul, name, prompt, messages, after))
     soul.bus.send(ev.CompactionEnd(tokens_before=before, tokens_after=after, rotated_file=rotated))
     soul.bus.send(soul.status())
     return True
@@ -61,24 +70,21 @@ async def _apply_compaction(
     strategy: str,
     prompt: str | None,
     messages: Sequence[Message],
-    before: int,
     after: int,
 ) -> str | None:
-    # The new context (prompt, checkpoint 0, the summary) goes live in one swap: a kill or
-    # a full disk halfway must not leave an emptied context behind.
-    records: list[Message | CheckpointRecord | SystemPromptRecord] = []
+    # The new context (prompt, checkpoint 0, the summary, its `_usage` as Kimi CLI writes it)
+    # goes live in one swap: a kill or a full disk halfway must not leave an emptied context.
+    records: list[Message | CheckpointRecord | SystemPromptRecord | UsageRecord] = []
     if prompt:
         records.append(SystemPromptRecord(content=prompt))
     records.append(CheckpointRecord(id=0))
     if soul.checkpoint_messages:
         records.append(Message(role="user", content=checkpoint_note(0)))
     records.extend(messages)
+    records.append(UsageRecord(token_count=after))
+    # rotations.jsonl's `tokens` is the count reported before: no `tokens_before` estimate.
     rotated = await soul.context.replace_all(
-        records,
-        reason="compaction",
-        strategy=strategy,
-        tokens_before=before,
-        tokens_after=after,
+        records, reason="compaction", strategy=strategy, tokens_after=after
     )
     soul.sync_dmail_checkpoints()
     soul.bus.send(ev.CheckpointCreated(id=0))
