@@ -2,18 +2,34 @@
 
 A record is `{"timestamp": <float>, "message": {"type": "<EventClass>", "payload": {...}}}`, as in
 Kimi CLI's wire.jsonl. The payload is the event's fields, except for `ContentPart`, whose payload is
-the part itself (`{"type": "text", "text": "..."}`); a `ToolCall`'s fields are those of a tool call,
-so both look exactly like Kimi's. A `ToolResult` is written in Kimi's nested form
-(`{"tool_call_id": ..., "return_value": {...}}`) and an `ApprovalRequest` with Kimi's `sender`, so
-Kimi CLI's wire reader takes them; it has no types for some of ours (CheckpointCreated,
-SystemReminders, ...), and its shell then replays a resumed session from context.jsonl instead.
+the part itself (`{"type": "text", "text": "..."}`).
+
+Kimi CLI 1.52 reads every line of a wire.jsonl with its own models (`kimi export`, its ACP history
+replay), and one record of a type it does not know stops it. So the two kinds of events go to two
+files (the recorder writes both):
+
+- An event Kimi has a type for (`kimi = True`) goes to wire.jsonl in Kimi's shape: Kimi's record
+  name (our `ApprovalResolved` is Kimi's `ApprovalResponse`), Kimi's field names and types
+  (`StepRetry` with `next_attempt` and `error_type`, `StatusUpdate` with `context_usage` and
+  `token_usage`, `ToolResult` nested in `return_value`, `ApprovalRequest` with `sender`). Fields
+  of ours that Kimi lacks ride along under names Kimi does not use; Kimi's models ignore unknown
+  keys (tests/test_kimi_wire.py checks with Kimi's own reader, and against the field sets in
+  tests/fixtures/kimi_wire_fields.json without it).
+- An event Kimi has no type for (`kimi = False`: checkpoints, reverts, restores, clears,
+  reminders, warnings, errors, and a tool call's argument deltas, which Kimi's `ToolCallPart`
+  cannot tie to a call) goes to the sidecar `wire.kode.jsonl` next to it (`sidecar_path()`), which
+  Kimi never reads. Its records carry `wire_offset`, the size of wire.jsonl when they were
+  written, and `read_wire()` merges the two files back into one stream in that order.
+
+Sessions written before the sidecar hold our own records in wire.jsonl itself; they are read as
+before and never rewritten (a user's file is not changed only to tidy it).
 
 Reading is lenient in one direction only: unknown payload keys are ignored (the raw record keeps
 them), but an event whose required fields are missing is not guessed at. Such records, and records
-of event types this version does not know, come back with `event=None`. Of Kimi CLI's files this
-reads TurnBegin, TurnEnd, StepBegin, ContentPart, ToolCall, CompactionBegin and ToolResult (whose
-nested `return_value` is flattened); Kimi's StatusUpdate and CompactionEnd carry other fields and
-come back as raw records only.
+of event types this version does not know (Kimi's `SubagentEvent`, `Notification`, ...), come back
+with `event=None`. Kimi's own shapes are mapped onto our events: its `StepRetry`, `StatusUpdate`
+(whose numbers Kimi may leave out: 0), `CompactionEnd` (no counts: 0), `ApprovalResponse`, and old
+records in our former shapes are read too.
 """
 
 from __future__ import annotations
@@ -52,7 +68,11 @@ class Event(BaseModel):
     model_config = ConfigDict(frozen=True, defer_build=True)
 
     recorded: ClassVar[bool] = True
-    """Whether wire.jsonl keeps it; False for what state.json holds already."""
+    """Whether it is recorded at all; False for what state.json holds already."""
+
+    kimi: ClassVar[bool] = True
+    """Whether Kimi CLI 1.52 has a type for it: its record goes to wire.jsonl in Kimi's shape.
+    False: to our sidecar file, which Kimi does not read."""
 
     def payload(self) -> dict[str, Any]:
         """The JSON object stored as this event's record payload."""
@@ -138,13 +158,43 @@ class StepInterrupted(Event):
 
 
 class StepRetry(Event):
-    """The LLM call of step `n` failed and is tried again after `wait_s` seconds."""
+    """The LLM call of step `n` failed and is tried again after `wait_s` seconds.
+
+    Recorded in Kimi's shape: `next_attempt` (our `attempt + 1`) and `error_type`, with our
+    `error` (the message) alongside; Kimi's records, which have no message, read back with
+    `error` set to the error type.
+    """
 
     n: int
     attempt: int
+    """The attempt that failed, from 1."""
     max_attempts: int
     wait_s: float
     error: str
+    error_type: str = ""
+    """The exception's class name, e.g. `APIConnectionError`."""
+    status_code: int | None = None
+    """The HTTP status the provider answered with, when there was one."""
+
+    def payload(self) -> dict[str, Any]:
+        return {
+            "n": self.n,
+            "next_attempt": self.attempt + 1,
+            "max_attempts": self.max_attempts,
+            "wait_s": self.wait_s,
+            "error_type": self.error_type,
+            "status_code": self.status_code,
+            "error": self.error,
+        }
+
+    @model_validator(mode="before")
+    @classmethod
+    def _from_kimi_shape(cls, data: Any) -> Any:
+        if isinstance(data, dict) and "next_attempt" in data and "attempt" not in data:
+            data = {**data, "attempt": data["next_attempt"] - 1}
+            if isinstance(data["attempt"], int) and "error" not in data:
+                data["error"] = data.get("error_type") or ""
+        return data
 
 
 # --- streamed content and tools ------------------------------------------------------------------
@@ -175,7 +225,14 @@ class ToolCall(Event):
 
 
 class ToolCallPart(Event):
-    """A streamed piece of a tool call's JSON arguments."""
+    """A streamed piece of a tool call's JSON arguments.
+
+    The recorder merges the pieces into their `ToolCall`'s record, as Kimi CLI does; Kimi's own
+    `ToolCallPart` has no `id` (it extends the call before it), so a piece that cannot be merged
+    goes to the sidecar.
+    """
+
+    kimi: ClassVar[bool] = False
 
     id: str
     arguments_delta: str
@@ -264,8 +321,26 @@ class ApprovalRequest(Event):
 
 
 class ApprovalResolved(Event):
+    """Recorded as Kimi's `ApprovalResponse`: `{request_id, response, feedback}`, where a
+    rejection with feedback is `response: "reject"` with the feedback."""
+
     id: str
     response: ApprovalResponse
+
+    def payload(self) -> dict[str, Any]:
+        if isinstance(self.response, RejectWithFeedback):
+            return {"request_id": self.id, "response": "reject", "feedback": self.response.feedback}
+        return {"request_id": self.id, "response": self.response, "feedback": ""}
+
+    @model_validator(mode="before")
+    @classmethod
+    def _from_kimi_shape(cls, data: Any) -> Any:
+        if isinstance(data, dict) and "request_id" in data and "id" not in data:
+            response = data.get("response")
+            if response == "reject" and data.get("feedback"):
+                response = {"feedback": data["feedback"]}
+            return {"id": data["request_id"], "response": response}
+        return data
 
 
 class PermissionsChanged(Event):
@@ -285,6 +360,8 @@ class PermissionsChanged(Event):
 
 
 class CheckpointCreated(Event):
+    kimi: ClassVar[bool] = False
+
     id: int
 
 
@@ -311,10 +388,14 @@ class CostStatus(BaseModel):
 
 
 class StatusUpdate(Event):
+    """How full the context is. Recorded in Kimi's shape (`context_usage` as a fraction,
+    `token_usage` with `input_other` = the prompt less its cached tokens) with our numbers
+    alongside; Kimi's records read back with 0 for what they leave out."""
+
     context_tokens: int
     max_context_tokens: int
-    reserved_tokens: int
-    trigger_tokens: int
+    reserved_tokens: int = 0
+    trigger_tokens: int = 0
     """Compaction starts when the context reaches this size."""
     pending_tokens: int = 0
     """Estimated tokens of messages added since the last reported count (in context_tokens)."""
@@ -323,19 +404,74 @@ class StatusUpdate(Event):
     cost: CostStatus | None = None
     """None while the session has no counted calls (and for the demo)."""
 
+    def payload(self) -> dict[str, Any]:
+        ours = self.model_dump(mode="json", exclude={"usage"})
+        usage = self.usage
+        kimi: dict[str, Any] = {
+            "context_usage": (
+                self.context_tokens / self.max_context_tokens if self.max_context_tokens else None
+            ),
+            "token_usage": None,
+        }
+        if usage is not None:
+            kimi["token_usage"] = {
+                "input_other": max(usage.input - usage.cache_read - usage.cache_creation, 0),
+                "output": usage.output,
+                "input_cache_read": usage.cache_read,
+                "input_cache_creation": usage.cache_creation,
+            }
+        return {**kimi, **ours}
+
+    @model_validator(mode="before")
+    @classmethod
+    def _from_kimi_shape(cls, data: Any) -> Any:
+        if not isinstance(data, dict):
+            return data
+        data = {key: value for key, value in data.items() if value is not None}
+        data.setdefault("context_tokens", 0)
+        data.setdefault("max_context_tokens", 0)
+        kimi_usage = data.pop("token_usage", None)
+        if isinstance(kimi_usage, dict) and "usage" not in data:
+            cache_read = kimi_usage.get("input_cache_read") or 0
+            cache_creation = kimi_usage.get("input_cache_creation") or 0
+            data["usage"] = {
+                "input": (kimi_usage.get("input_other") or 0) + cache_read + cache_creation,
+                "output": kimi_usage.get("output") or 0,
+                "cache_read": cache_read,
+                "cache_creation": cache_creation,
+            }
+        return data
+        data = {key: value for key, value in data.items() if value is not None}
+        data.setdefault("context_tokens", 0)
+        data.setdefault("max_context_tokens", 0)
+        kimi_usage = data.pop("token_usage", None)
+        if isinstance(kimi_usage, dict) and "usage" not in data:
+            cache_read = kimi_usage.get("input_cache_read") or 0
+            cache_creation = kimi_usage.get("input_cache_creation") or 0
+            data["usage"] = {
+                "input": (kimi_usage.get("input_other") or 0) + cache_read + cache_creation,
+                "output": kimi_usage.get("output") or 0,
+                "cache_read": cache_read,
+                "cache_creation": cache_creation,
+            }
+        return data
+
 
 class CompactionBegin(Event):
     strategy: str = ""
 
 
 class CompactionEnd(Event):
-    tokens_before: int
-    tokens_after: int
+    tokens_before: int = 0
+    """0 when unknown: Kimi's records carry no counts."""
+    tokens_after: int = 0
     rotated_file: str | None = None
-    """None when the strategy changed nothing."""
+    """None when the strategy changed nothing (or, in Kimi's records, unknown)."""
 
 
 class ContextReverted(Event):
+    kimi: ClassVar[bool] = False
+
     checkpoint_id: int
     rotated_file: str
     reason: Literal["user", "dmail"] = "user"
@@ -345,6 +481,8 @@ class ContextReverted(Event):
 
 
 class ContextRestored(Event):
+    kimi: ClassVar[bool] = False
+
     from_file: str
     rotated_file: str
     files_restored: list[str] = Field(default_factory=list)
@@ -353,12 +491,16 @@ class ContextRestored(Event):
 
 
 class ContextCleared(Event):
+    kimi: ClassVar[bool] = False
+
     rotated_file: str
 
 
 class ContextReloaded(Event):
     """A read-only view read its session's files again: the writer (another kode-tui) added
     turns, checkpoints or rotations. Views show the context afresh."""
+
+    kimi: ClassVar[bool] = False
 
 
 class ReminderItem(BaseModel):
@@ -371,14 +513,20 @@ class ReminderItem(BaseModel):
 class SystemReminders(Event):
     """Reminders that went with the next LLM request (they are not part of the context)."""
 
+    kimi: ClassVar[bool] = False
+
     reminders: list[ReminderItem]
 
 
 class Warning(Event):
+    kimi: ClassVar[bool] = False
+
     message: str
 
 
 class Error(Event):
+    kimi: ClassVar[bool] = False
+
     message: str
 
 
@@ -412,6 +560,23 @@ EVENT_TYPES: Mapping[str, type[Event]] = {
 }
 """Every event class by its name on disk."""
 
+_KIMI_NAMES: Mapping[str, str] = {"ApprovalResolved": "ApprovalResponse"}
+"""Our events whose record is Kimi's type of another name."""
+
+_READ_NAMES: Mapping[str, type[Event]] = {
+    **EVENT_TYPES,
+    "ApprovalResponse": ApprovalResolved,
+    "ApprovalRequestResolved": ApprovalResolved,  # Kimi's wire protocol v1
+}
+
+SIDECAR_SUFFIX = ".kode.jsonl"
+"""`wire.jsonl`'s sidecar is `wire.kode.jsonl`: the records Kimi CLI has no type for."""
+
+
+def sidecar_path(wire_path: Path) -> Path:
+    """Where the records of `wire_path` that Kimi CLI cannot read are kept."""
+    return wire_path.with_name(wire_path.name.removesuffix(".jsonl") + SIDECAR_SUFFIX)
+
 
 # --- wire.jsonl records --------------------------------------------------------------------------
 
@@ -431,12 +596,14 @@ METADATA: dict[str, str] = {"type": "metadata", "protocol_version": "1"}
 """The first line of a wire.jsonl file."""
 
 
-def to_record(event: Event, timestamp: float) -> dict[str, Any]:
-    """The JSON object of the wire.jsonl line for `event`."""
-    return {
-        "timestamp": timestamp,
-        "message": {"type": type(event).__name__, "payload": event.payload()},
-    }
+def to_record(event: Event, timestamp: float, wire_offset: int | None = None) -> dict[str, Any]:
+    """The JSON object of the line for `event`: in wire.jsonl for an event Kimi has a type for,
+    else in the sidecar, where `wire_offset` is the size wire.jsonl had when it was written."""
+    name = type(event).__name__
+    message = {"type": _KIMI_NAMES.get(name, name), "payload": event.payload()}
+    if wire_offset is None:
+        return {"timestamp": timestamp, "message": message}
+    return {"timestamp": timestamp, "wire_offset": wire_offset, "message": message}
 
 
 def from_record(raw: dict[str, Any]) -> WireRecord:
@@ -449,7 +616,7 @@ def from_record(raw: dict[str, Any]) -> WireRecord:
         raise ValueError("a wire record needs a message with a type")
     kind: str = message["type"]
     payload = message.get("payload", {})
-    event_type = EVENT_TYPES.get(kind)
+    event_type = _READ_NAMES.get(kind)
     event: Event | None = None
     if event_type is not None and isinstance(payload, dict):
         try:
@@ -461,17 +628,49 @@ def from_record(raw: dict[str, Any]) -> WireRecord:
 
 
 def read_wire(path: Path | str) -> Iterator[WireRecord]:
-    """The records of a wire.jsonl file, read line by line; a missing file has none.
+    """The records of a wire.jsonl file and of its sidecar, in the order they were written;
+    a missing file has none.
 
-    The metadata line is skipped, and so, with a warning, is any line that is not a record
-    (a torn last line after a crash, for one).
+    Metadata lines are skipped, and so, with a warning, is any line that is not a record
+    (a torn last line after a crash, for one). A sidecar record comes after the wire lines that
+    were on disk when it was written (its `wire_offset`); one whose offset lies past the end of
+    wire.jsonl comes at the end.
     """
+    path = Path(path)
+    pending = iter(_sidecar_records(sidecar_path(path)))
+    waiting = next(pending, None)
+    for offset, record in _records(path):
+        while waiting is not None and waiting[0] <= offset:
+            yield waiting[1]
+            waiting = next(pending, None)
+        yield record
+    while waiting is not None:
+        yield waiting[1]
+        waiting = next(pending, None)
+
+
+def _sidecar_records(path: Path) -> list[tuple[int, WireRecord]]:
+    records: list[tuple[int, WireRecord]] = []
+    for _, record in _records(path):
+        offset = record.raw.get("wire_offset")
+        if isinstance(offset, bool) or not isinstance(offset, int):
+            offset = 0
+        records.append((offset, record))
+    # Appends keep them in order; a stable sort only guards against a hand-edited file.
+    records.sort(key=lambda item: item[0])
+    return records
+
+
+def _records(path: Path) -> Iterator[tuple[int, WireRecord]]:
+    """Each record of `path` with the byte offset its line starts at."""
     try:
         file = open(path, "rb")  # noqa: SIM115 - the generator holds it open while streaming
     except FileNotFoundError:
         return
+    offset = 0
     with file:
         for number, line in enumerate(file, start=1):
+            start, offset = offset, offset + len(line)
             try:
                 record = _parse_line(line)
             except (ValueError, RecursionError) as error:  # RecursionError: nested too deeply
@@ -480,7 +679,7 @@ def read_wire(path: Path | str) -> Iterator[WireRecord]:
                 )
                 continue
             if record is not None:
-                yield record
+                yield start, record
 
 
 def _parse_line(line: bytes) -> WireRecord | None:
