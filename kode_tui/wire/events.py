@@ -350,6 +350,7 @@ class PermissionsChanged(Event):
     """
 
     recorded: ClassVar[bool] = False
+    kimi: ClassVar[bool] = False
 
     mode: ApprovalMode
     session_approvals: int
