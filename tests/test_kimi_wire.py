@@ -445,3 +445,46 @@ async def test_kimi_reads_every_line_of_its_session_after_we_went_on_reverted_an
     types = [r.type for r in read_wire(folder / "wire.jsonl")]
     assert types.count("ContextReverted") == 1 and types.count("ContextRestored") == 1
     assert types.index("ContextReverted") > len(kimis_lines.splitlines()) - 1
+
+
+KIMI_EXPORT = textwrap.dedent(
+    """
+    import asyncio, json, os, shutil, sys, zipfile
+    from pathlib import Path
+    import typer
+    from kaos.path import KaosPath
+    from kimi_cli.__main__ import run_original_cli
+    from kimi_cli.metadata import load_metadata, save_metadata
+    from kimi_cli.session import Session
+
+    ours = Path(sys.argv[1])
+    project = ours.parent / "kimi-project"
+    project.mkdir()
+    work_dir = KaosPath.unsafe_from_local_path(project)
+    session = asyncio.run(Session.create(work_dir))
+    for path in ours.iterdir():
+        if path.is_file() and path.name != "lock":
+            shutil.copy2(path, session.dir / path.name)
+    metadata = load_metadata()
+    metadata.get_work_dir_meta(work_dir.canonical()).last_session_id = session.id
+    save_metadata(metadata)
+    typer.confirm = lambda *args, **kwargs: True  # the user answers "y"
+    os.chdir(project)
+    out = ours.parent / "export.zip"
+    # The installed `kimi` command only prints a deprecation notice; this is what it ran.
+    code = run_original_cli(["export", "-o", str(out)])
+    print(json.dumps({"code": code, "files": sorted(zipfile.ZipFile(out).namelist())}))
+    """
+)
+
+
+@needs_kimi
+async def test_kimi_export_takes_a_session_we_recorded_our_records_included(
+    tmp_path: Path,
+) -> None:
+    wire, _ = await record_a_session(tmp_path)
+
+    exported = kimi(KIMI_EXPORT, wire.parent)
+
+    assert exported["code"] in (0, None)
+    assert {"wire.jsonl", "wire.kode.jsonl", "context.jsonl"} <= set(exported["files"])
