@@ -31,12 +31,15 @@ class PastResults:
         front end runs it in a thread."""
         results = cls()
         arguments: dict[str, str] = {}
+        last_call = ""
         for record in read_wire(path):
             event = record.event
             if isinstance(event, ev.ToolCall):
+                last_call = event.id
                 arguments[event.id] = event.function.arguments or ""
             elif isinstance(event, ev.ToolCallPart):
-                arguments[event.id] = arguments.get(event.id, "") + event.arguments_delta
+                call_id = event.id or last_call  # Kimi's pieces extend the call before them
+                arguments[call_id] = arguments.get(call_id, "") + event.arguments_delta
             elif isinstance(event, ev.ToolResult):
                 entry = (arguments.get(event.tool_call_id, ""), event)
                 results._by_id.setdefault(event.tool_call_id, []).append(entry)

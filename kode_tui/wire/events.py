@@ -235,7 +235,15 @@ class ToolCallPart(Event):
     kimi: ClassVar[bool] = False
 
     id: str
+    """Empty in Kimi's records: the piece extends the call before it."""
     arguments_delta: str
+
+    @model_validator(mode="before")
+    @classmethod
+    def _from_kimi_shape(cls, data: Any) -> Any:
+        if isinstance(data, dict) and "arguments_part" in data and "id" not in data:
+            return {"id": "", "arguments_delta": data["arguments_part"] or ""}
+        return data
 
 
 class ToolResult(Event):
