@@ -1,37 +1,28 @@
 """The events the soul sends on the wire, and their wire.jsonl records (DESIGN.md §2, §3).
 
 A record is `{"timestamp": <float>, "message": {"type": "<EventClass>", "payload": {...}}}`, as in
-Kimi CLI's wire.jsonl. The payload is the event's fields, except for `ContentPart`, whose payload is
-the part itself (`{"type": "text", "text": "..."}`).
+Kimi CLI's wire.jsonl; a `ContentPart`'s payload is the part itself. Kimi CLI 1.52 reads every
+line of a wire.jsonl with its own models (`kimi export`, its ACP replay) and stops at a type it
+does not know, so the recorder splits the events in two:
 
-Kimi CLI 1.52 reads every line of a wire.jsonl with its own models (`kimi export`, its ACP history
-replay), and one record of a type it does not know stops it. So the two kinds of events go to two
-files (the recorder writes both):
+- an event Kimi has a type for (`kimi = True`) goes to wire.jsonl in Kimi's shape: its record
+  name (our `ApprovalResolved` is Kimi's `ApprovalResponse`), field names and types (`StepRetry`'s
+  `next_attempt`, `StatusUpdate`'s `token_usage`, `ToolResult`'s `return_value`, ...). Fields of
+  ours that Kimi lacks ride along under names Kimi does not use: its models ignore unknown keys
+  (tests/test_kimi_wire.py checks with Kimi's reader, and with tests/fixtures/kimi_wire_fields.json
+  without it);
+- the others (checkpoints, reverts, restores, clears, reminders, warnings, errors, and argument
+  pieces not merged into their call) go to the sidecar `wire.kode.jsonl` (`sidecar_path()`), which
+  Kimi never reads, stamped with `wire_offset`, the size wire.jsonl had then; `read_wire()` merges
+  both files back into one stream in that order.
 
-- An event Kimi has a type for (`kimi = True`) goes to wire.jsonl in Kimi's shape: Kimi's record
-  name (our `ApprovalResolved` is Kimi's `ApprovalResponse`), Kimi's field names and types
-  (`StepRetry` with `next_attempt` and `error_type`, `StatusUpdate` with `context_usage` and
-  `token_usage`, `ToolResult` nested in `return_value`, `ApprovalRequest` with `sender`). Fields
-  of ours that Kimi lacks ride along under names Kimi does not use; Kimi's models ignore unknown
-  keys (tests/test_kimi_wire.py checks with Kimi's own reader, and against the field sets in
-  tests/fixtures/kimi_wire_fields.json without it).
-- An event Kimi has no type for (`kimi = False`: checkpoints, reverts, restores, clears,
-  reminders, warnings, errors, and a tool call's argument deltas, which Kimi's `ToolCallPart`
-  cannot tie to a call) goes to the sidecar `wire.kode.jsonl` next to it (`sidecar_path()`), which
-  Kimi never reads. Its records carry `wire_offset`, the size of wire.jsonl when they were
-  written, and `read_wire()` merges the two files back into one stream in that order.
-
-Sessions written before the sidecar hold our own records in wire.jsonl itself; they are read as
-before and never rewritten (a user's file is not changed only to tidy it).
-
-Reading is lenient in one direction only: unknown payload keys are ignored (the raw record keeps
-them), but an event whose required fields are missing is not guessed at. Such records, and records
-of event types this version does not know (Kimi's `SubagentEvent`, `Notification`, ...), come back
-with `event=None`. Kimi's own shapes are mapped onto our events: its `StepRetry`, `StatusUpdate`
-(whose numbers Kimi may leave out: 0), `CompactionEnd` (no counts: 0), `ApprovalResponse`, and old
-records in our former shapes are read too.
+Sessions recorded before the sidecar keep our records in wire.jsonl: read as before, never
+rewritten. Reading is lenient in one direction only: unknown payload keys are ignored (the raw
+record keeps them), but an event whose required fields are missing is not guessed at; such
+records, and types this version does not know (Kimi's `SubagentEvent`, `Notification`, ...), come
+back with `event=None`. Kimi's `StepRetry`, `StatusUpdate`, `CompactionEnd` (what they leave out
+reads as 0), `ApprovalResponse` and `ToolCallPart` are mapped onto our events.
 """
-
 from __future__ import annotations
 
 import asyncio
