@@ -23,6 +23,7 @@ records, and types this version does not know (Kimi's `SubagentEvent`, `Notifica
 back with `event=None`. Kimi's `StepRetry`, `StatusUpdate`, `CompactionEnd` (what they leave out
 reads as 0), `ApprovalResponse` and `ToolCallPart` are mapped onto our events.
 """
+
 from __future__ import annotations
 
 import asyncio
