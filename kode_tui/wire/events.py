@@ -32,15 +32,13 @@ import logging
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Annotated, Any, ClassVar, Literal, Self
+from typing import Any, ClassVar, Literal, Self
 
 from pydantic import (
     BaseModel,
     ConfigDict,
-    Discriminator,
     Field,
     PrivateAttr,
-    Tag,
     TypeAdapter,
     ValidationError,
     model_validator,
@@ -48,7 +46,14 @@ from pydantic import (
 
 from kode_tui.config import ApprovalMode
 from kode_tui.message import ContentPart as Part
-from kode_tui.message import FunctionBody, type_tag
+from kode_tui.message import FunctionBody
+from kode_tui.wire.blocks import BriefBlock as BriefBlock
+from kode_tui.wire.blocks import DiffBlock as DiffBlock
+from kode_tui.wire.blocks import DisplayBlock as DisplayBlock
+from kode_tui.wire.blocks import ShellBlock as ShellBlock
+from kode_tui.wire.blocks import TodoBlock as TodoBlock
+from kode_tui.wire.blocks import TodoItem as TodoItem
+from kode_tui.wire.blocks import UnknownBlock as UnknownBlock
 
 logger = logging.getLogger(__name__)
 
@@ -74,60 +79,6 @@ class Event(BaseModel):
     def from_payload(cls, payload: dict[str, Any]) -> Self:
         """The event a record payload describes; pydantic.ValidationError when it does not fit."""
         return cls.model_validate(payload)
-
-
-# --- display blocks ------------------------------------------------------------------------------
-
-
-class _Block(BaseModel):
-    model_config = ConfigDict(frozen=True, defer_build=True)
-
-
-class DiffBlock(_Block):
-    type: Literal["diff"] = "diff"
-    path: str
-    old_text: str
-    new_text: str
-
-
-class ShellBlock(_Block):
-    type: Literal["shell"] = "shell"
-    language: str = "bash"
-    """Kimi CLI's field; it needs it to read the block."""
-    command: str
-
-
-class TodoItem(_Block):
-    title: str
-    status: str
-    """As the TodoWrite tool reports it, e.g. `pending`, `in_progress`, `done`."""
-
-
-class TodoBlock(_Block):
-    type: Literal["todo"] = "todo"
-    items: list[TodoItem]
-
-
-class BriefBlock(_Block):
-    type: Literal["brief"] = "brief"
-    text: str
-
-
-class UnknownBlock(_Block):
-    """A display block of a kind this version does not know: kept, shown as nothing."""
-
-    model_config = ConfigDict(extra="allow")
-    type: str
-
-
-DisplayBlock = Annotated[
-    Annotated[DiffBlock, Tag("diff")]
-    | Annotated[ShellBlock, Tag("shell")]
-    | Annotated[TodoBlock, Tag("todo")]
-    | Annotated[BriefBlock, Tag("brief")]
-    | Annotated[UnknownBlock, Tag("unknown")],
-    Discriminator(type_tag(("diff", "shell", "todo", "brief"))),
-]
 
 
 # --- turns and steps -----------------------------------------------------------------------------
