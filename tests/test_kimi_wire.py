@@ -365,6 +365,43 @@ def test_kimis_subagent_events_do_not_break_reading(tmp_path: Path) -> None:
     assert result is not None and result.output == "outer"
 
 
+KIMI_MEDIA_RESULT: dict[str, Any] = {
+    "tool_call_id": "call_1_0",
+    "return_value": {
+        "is_error": False,
+        "output": [
+            {"type": "text", "text": '<image path="/tmp/cat.png">'},
+            {"type": "image_url", "image_url": {"url": "data:image/png;base64,iVBO", "id": None}},
+            {"type": "text", "text": "</image>"},
+            {"type": "audio_url", "audio_url": {"url": "data:audio/mp3;base64,SUQz", "id": None}},
+        ],
+        "message": "Loaded.",
+        "display": [],
+        "extras": None,
+    },
+}
+"""Made by kimi-cli 1.52: `WireMessageEnvelope.from_wire_message(ToolResult(...,
+return_value=ToolOk(output=[TextPart, ImageURLPart, TextPart, AudioURLPart])))`."""
+
+
+def test_a_kimi_result_whose_output_is_a_list_of_parts_is_read_with_its_media(
+    tmp_path: Path,
+) -> None:
+    record = {"timestamp": 1.0, "message": {"type": "ToolResult", "payload": KIMI_MEDIA_RESULT}}
+    wire = tmp_path / "wire.jsonl"
+    wire.write_text(json.dumps(record) + "\n")
+
+    result = PastResults.read(wire).find("call_1_0", "")
+
+    assert result is not None
+    assert result.output == '<image path="/tmp/cat.png"></image>'
+    assert [part.type for part in result.parts] == ["image_url", "audio_url"]
+    assert (
+        to_record(result, 1.0)["message"]["payload"]["return_value"]["output"][1:]
+        == (KIMI_MEDIA_RESULT["return_value"]["output"][1::2])
+    )
+
+
 # --- with kimi-cli -------------------------------------------------------------------------------
 
 KIMI_READ_EVERY_LINE = textwrap.dedent(

@@ -70,6 +70,11 @@ SAMPLES: list[events.Event] = [
     events.ToolResult(
         tool_call_id="call_1", is_error=False, output="a.py\n", message="1 file", display=DISPLAY
     ),
+    events.ToolResult(
+        tool_call_id="call_2",
+        output='<image path="cat.png"></image>',
+        parts=[ImageURLPart(image_url=ImageURL(url="data:image/png;base64,AA"))],
+    ),
     events.ApprovalRequest(
         id="ap_1", tool_call_id="call_1", action="run command", description="ls", display=DISPLAY
     ),

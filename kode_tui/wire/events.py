@@ -197,10 +197,17 @@ class ToolResult(Event):
     message: str = ""
     """The status line the model reads in `<system>` tags, e.g. `Command executed successfully.`"""
     display: list[DisplayBlock] = Field(default_factory=list)
+    parts: list[Part] = Field(default_factory=list)
+    """The images, audio and video of a result whose output is a list of parts (as Kimi CLI's
+    media tools give); its text parts are joined into `output`."""
 
     def payload(self) -> dict[str, Any]:
         # Kimi CLI's form, so that its replay of a session we wrote shows the results too.
-        value = self.model_dump(mode="json", exclude={"tool_call_id"})
+        value = self.model_dump(mode="json", exclude={"tool_call_id", "parts"})
+        if self.parts:
+            text = [{"type": "text", "text": self.output}] if self.output else []
+            media = [part.model_dump(mode="json", exclude_unset=True) for part in self.parts]
+            value["output"] = text + media
         return {"tool_call_id": self.tool_call_id, "return_value": {**value, "extras": None}}
 
     @model_validator(mode="before")
@@ -208,7 +215,13 @@ class ToolResult(Event):
     def _flatten_kimi_return_value(cls, data: Any) -> Any:
         # Kimi CLI nests the result: {"tool_call_id": ..., "return_value": {"is_error": ...}}.
         if isinstance(data, dict) and isinstance(data.get("return_value"), dict):
-            return {"tool_call_id": data.get("tool_call_id"), **data["return_value"]}
+            data = {"tool_call_id": data.get("tool_call_id"), **data["return_value"]}
+        if isinstance(data, dict) and isinstance(data.get("output"), list):
+            output: list[Any] = data["output"]
+            texts = [p for p in output if isinstance(p, dict) and p.get("type") == "text"]
+            media = [p for p in output if not (isinstance(p, dict) and p.get("type") == "text")]
+            joined = "".join(str(p.get("text", "")) for p in texts)
+            data = {**data, "output": joined, "parts": media}
         return data
 
 
