@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from kode_tui.message import Message, split_tool_result
+from kode_tui.message import ContentPart, Message, TextPart, ThinkPart, split_tool_result
 from kode_tui.wire import events as ev
 from kode_tui.wire.events import read_wire
 
@@ -65,6 +65,11 @@ def _same_arguments(a: str, b: str) -> bool:
 def stored_result(message: Message) -> ev.ToolResult:
     """A tool message read back as a result: `<system>ERROR: …</system>` marks an error."""
     is_error, status, text = split_tool_result(message.text)
+    media: list[ContentPart] = [p for p in message.parts if not isinstance(p, TextPart | ThinkPart)]
     return ev.ToolResult(
-        tool_call_id=message.tool_call_id or "", is_error=is_error, output=text, message=status
+        tool_call_id=message.tool_call_id or "",
+        is_error=is_error,
+        output=text,
+        message=status,
+        parts=media,
     )

@@ -12,6 +12,7 @@ from typing import Literal
 from textual.content import Content
 
 from kode_tui.humanize import one_line, tool_summary
+from kode_tui.message import media_chips
 from kode_tui.safetext import visible
 from kode_tui.ui.screens.diff import command_lines, diff_block_rows, diff_lines, diff_rows
 from kode_tui.ui.screens.output import OutputScreen, Section
@@ -69,6 +70,7 @@ _STATUS_STYLE: dict[ToolStatus, str] = {
 _NAME = "bold"
 _SUMMARY = "$accent"
 _ERROR = "$error"
+_CHIP = "$accent"
 
 
 @dataclass(slots=True)
@@ -84,6 +86,8 @@ class ToolState:
     message: str = ""
     output: str = ""
     display: list[ev.DisplayBlock] = field(default_factory=list)
+    media: list[str] = field(default_factory=list)
+    """A chip for each image, audio or video part of the result: `image cat.png · 12 KiB`."""
     superseded: bool = False
     """A TodoWrite call a newer one replaced: it folds to its title (see `TodoBoard`)."""
 
@@ -92,7 +96,7 @@ class ToolState:
         rejected = result.is_error and result.message.startswith(_REJECTED_PREFIX)
         self.status = "rejected" if rejected else "error" if result.is_error else "ok"
         self.message = result.message
-        self.output = result.output
+        self.output, self.media = media_chips(result.output, result.parts)
         self.brief = ""
         display: list[ev.DisplayBlock] = []
         for block in result.display:
@@ -119,6 +123,7 @@ def _body(state: ToolState) -> list[Row]:
         rows += text_lines(state.message, _ERROR, OUTPUT_LINES)
     if state.output.strip() and state.name != TODO:
         rows += text_lines(state.output, "", OUTPUT_LINES, FULL_HINT)
+    rows += [Content.styled(f"[{visible(chip)}]", _CHIP) for chip in state.media]
     diffs = [block for block in state.display if isinstance(block, ev.DiffBlock)]
     for block in diffs:
         rows += _diff(block, heading=len(diffs) > 1)
