@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Annotated, Literal
 
-from pydantic import BaseModel, ConfigDict, Discriminator, Tag
+from pydantic import BaseModel, ConfigDict, Discriminator, Field, Tag
 
 from kode_tui.message import type_tag
 
@@ -43,6 +43,16 @@ class BriefBlock(_Block):
     text: str
 
 
+class SubagentBlock(_Block):
+    """What a subagent did for a tool call, one line per step, text, call and result: read back
+    from Kimi CLI's `SubagentEvent` records (see `PastResults`); never recorded."""
+
+    type: Literal["subagent"] = "subagent"
+    agent_id: str = ""
+    subagent_type: str = ""
+    steps: list[str] = Field(default_factory=list)
+
+
 class UnknownBlock(_Block):
     """A display block of a kind this version does not know: kept, shown as nothing."""
 
@@ -55,6 +65,7 @@ DisplayBlock = Annotated[
     | Annotated[ShellBlock, Tag("shell")]
     | Annotated[TodoBlock, Tag("todo")]
     | Annotated[BriefBlock, Tag("brief")]
+    | Annotated[SubagentBlock, Tag("subagent")]
     | Annotated[UnknownBlock, Tag("unknown")],
-    Discriminator(type_tag(("diff", "shell", "todo", "brief"))),
+    Discriminator(type_tag(("diff", "shell", "todo", "brief", "subagent"))),
 ]

@@ -51,6 +51,7 @@ from kode_tui.wire.blocks import BriefBlock as BriefBlock
 from kode_tui.wire.blocks import DiffBlock as DiffBlock
 from kode_tui.wire.blocks import DisplayBlock as DisplayBlock
 from kode_tui.wire.blocks import ShellBlock as ShellBlock
+from kode_tui.wire.blocks import SubagentBlock as SubagentBlock
 from kode_tui.wire.blocks import TodoBlock as TodoBlock
 from kode_tui.wire.blocks import TodoItem as TodoItem
 from kode_tui.wire.blocks import UnknownBlock as UnknownBlock

@@ -129,7 +129,17 @@ def _body(state: ToolState) -> list[Row]:
         rows += _diff(block, heading=len(diffs) > 1)
     if (items := todo_items(state)) is not None:
         rows += checklist_rows(items)
+    for subagent in state.display:
+        if isinstance(subagent, ev.SubagentBlock):
+            rows.append(Content.styled(_subagent_title(subagent), _NAME))
+            rows += text_lines("\n".join(subagent.steps), MUTED, OUTPUT_LINES, FULL_HINT)
     return rows
+
+
+def _subagent_title(block: ev.SubagentBlock) -> str:
+    agent = f"({block.agent_id})" if block.agent_id else ""
+    title = " ".join(part for part in ("subagent", block.subagent_type, agent) if part)
+    return visible(title, multiline=False)
 
 
 def _shell_body(state: ToolState) -> list[Row]:
@@ -169,6 +179,9 @@ def full_sections(state: ToolState) -> list[Section]:
             sections.append((visible(block.path, multiline=False), diff_rows(lines)))
     if (items := todo_items(state)) is not None:
         sections.append(("todo list", checklist_rows(items)))
+    for block in state.display:
+        if isinstance(block, ev.SubagentBlock):
+            sections.append((_subagent_title(block), text_lines("\n".join(block.steps), "", None)))
     return sections
 
 
