@@ -1,8 +1,10 @@
 """What a session's files say about past tool calls, for a front end showing a stored conversation.
 
-The context keeps a tool's output as the model saw it; the wire keeps what the user saw too (the
-short report and the diffs). A front end never opens session files: it asks for `PastResults`
-and rebuilds results from the context's messages with `stored_result`.
+The context keeps a tool's output as the model saw it (images, audio and video parts too: they go
+to `ToolResult.parts`); the wire keeps what the user saw too (the short report, the diffs, and
+the steps of a Kimi CLI subagent the call ran, from its `SubagentEvent` records, as a
+`SubagentBlock`). A front end never opens session files: it asks for `PastResults` and rebuilds
+results from the context's messages with `stored_result`.
 """
 
 from __future__ import annotations
