@@ -140,6 +140,31 @@ def test_kimis_retries_are_read_and_shown_as_ours() -> None:
     assert "retrying in 2 s (attempt 2 of 3)" in activity.text()
 
 
+def test_kimi_shaped_records_with_values_of_the_wrong_type_are_kept_not_fatal(
+    tmp_path: Path,
+) -> None:
+    payloads = {
+        "StepRetry": {"n": 1, "next_attempt": "two", "max_attempts": 3, "wait_s": 1.0},
+        "StatusUpdate": {"context_tokens": 10, "token_usage": {"input_other": "x", "output": 2}},
+        "ToolCallPart": {"arguments_part": 5},
+    }
+    wire = tmp_path / "wire.jsonl"
+    wire.write_text(
+        "".join(
+            json.dumps({"timestamp": 1.0, "message": {"type": kind, "payload": payload}}) + "\n"
+            for kind, payload in payloads.items()
+        )
+    )
+
+    records = list(read_wire(wire))
+
+    assert [r.type for r in records] == list(payloads)
+    assert records[0].event is None and records[2].event is None
+    assert records[1].event == ev.StatusUpdate(
+        context_tokens=10, max_context_tokens=0, usage=ev.TokenUsage(input=0, output=2)
+    )
+
+
 async def record_a_session(tmp_path: Path) -> tuple[Path, list[ev.Event]]:
     """A turn with a retry, two approvals (one rejected with feedback), a tool call whose
     arguments stream in pieces, a compaction, a revert and a restore, recorded to a wire.jsonl."""

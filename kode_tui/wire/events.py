@@ -134,10 +134,11 @@ class StepRetry(Event):
     @model_validator(mode="before")
     @classmethod
     def _from_kimi_shape(cls, data: Any) -> Any:
-        if isinstance(data, dict) and "next_attempt" in data and "attempt" not in data:
-            data = {**data, "attempt": data["next_attempt"] - 1}
-            if isinstance(data["attempt"], int) and "error" not in data:
-                data["error"] = data.get("error_type") or ""
+        if isinstance(data, dict) and "attempt" not in data:
+            next_attempt = data.get("next_attempt")
+            if isinstance(next_attempt, int) and not isinstance(next_attempt, bool):
+                data = {**data, "attempt": next_attempt - 1}
+                data.setdefault("error", data.get("error_type") or "")
         return data
 
 
@@ -398,29 +399,21 @@ class StatusUpdate(Event):
         data.setdefault("max_context_tokens", 0)
         kimi_usage = data.pop("token_usage", None)
         if isinstance(kimi_usage, dict) and "usage" not in data:
-            cache_read = kimi_usage.get("input_cache_read") or 0
-            cache_creation = kimi_usage.get("input_cache_creation") or 0
+            counts = {key: _count(value) for key, value in kimi_usage.items()}
+            cache_read = counts.get("input_cache_read", 0)
+            cache_creation = counts.get("input_cache_creation", 0)
             data["usage"] = {
-                "input": (kimi_usage.get("input_other") or 0) + cache_read + cache_creation,
-                "output": kimi_usage.get("output") or 0,
+                "input": counts.get("input_other", 0) + cache_read + cache_creation,
+                "output": counts.get("output", 0),
                 "cache_read": cache_read,
                 "cache_creation": cache_creation,
             }
         return data
-        data = {key: value for key, value in data.items() if value is not None}
-        data.setdefault("context_tokens", 0)
-        data.setdefault("max_context_tokens", 0)
-        kimi_usage = data.pop("token_usage", None)
-        if isinstance(kimi_usage, dict) and "usage" not in data:
-            cache_read = kimi_usage.get("input_cache_read") or 0
-            cache_creation = kimi_usage.get("input_cache_creation") or 0
-            data["usage"] = {
-                "input": (kimi_usage.get("input_other") or 0) + cache_read + cache_creation,
-                "output": kimi_usage.get("output") or 0,
-                "cache_read": cache_read,
-                "cache_creation": cache_creation,
-            }
-        return data
+
+
+def _count(value: object) -> int:
+    """A token count of Kimi's usage as it is, 0 when it is not a number."""
+    return value if isinstance(value, int) and not isinstance(value, bool) else 0
 
 
 class CompactionBegin(Event):
