@@ -172,7 +172,13 @@ async def record_a_session(tmp_path: Path) -> tuple[Path, list[ev.Event]]:
         tmp_path,
         [
             {"error": {"status": 429, "message": "slow down"}},
-            {"text": "Touching.", "tool_calls": [call("Touch", path="a.txt")]},
+            {
+                "text": "Touching.",
+                "tool_calls": [
+                    call("Touch", path="a.txt"),
+                    call("TodoWrite", todos=[{"title": "touch b", "status": "in_progress"}]),
+                ],
+            },
             {"text": "Again.", "tool_calls": [call("Touch", path="b.txt")]},
             {"text": "Done."},
             {"text": "Second turn."},
@@ -213,7 +219,8 @@ async def test_our_records_stay_out_of_wire_jsonl_and_read_wire_merges_them_back
     read = [r.event for r in read_wire(wire) if r.event is not None and shown(r.event)]
     assert [seen(event) for event in read] == expected
     calls = [event.function.arguments for event in read if isinstance(event, ev.ToolCall)]
-    assert calls == ['{"path": "a.txt"}', '{"path": "b.txt"}']
+    todo = '{"todos": [{"title": "touch b", "status": "in_progress"}]}'
+    assert calls == ['{"path": "a.txt"}', todo, '{"path": "b.txt"}']
     kinds = [type(event).__name__ for event in sent if shown(event)]
     assert {"StepRetry", "ApprovalResolved", "CompactionEnd", "ContextRestored"} <= set(kinds)
 
