@@ -28,7 +28,8 @@ from kode_tui.wire import events as ev
 from kode_tui.wire.events import from_record, sidecar_path, to_record
 from tests.conftest import KIMI_FIXTURE
 from tests.soul_helpers import call, make_rig
-from tests.test_kimi_compat import KIMI_PYTHON, kimi
+from tests.test_kimi_compat import kimi
+from tests.test_kimi_compat import pytestmark as pytestmark_of_kimi_compat
 from tests.test_wire_events import SAMPLES
 
 KIMI_FIELDS = json.loads((Path(__file__).parent / "fixtures/kimi_wire_fields.json").read_text())
@@ -41,11 +42,7 @@ DISPLAY_MODELS = {
     "brief": "BriefDisplayBlock",
 }
 
-needs_kimi = pytest.mark.skipif(
-    KIMI_PYTHON is None,
-    reason="kimi-cli is not installed (run ../shared/bench/setup_kimi.sh, "
-    "or set KODE_TUI_KIMI_PYTHON to a Python that has it)",
-)
+needs_kimi = pytestmark_of_kimi_compat
 
 
 def kimi_shape_problems(line: dict[str, Any]) -> list[str]:
