@@ -13,6 +13,7 @@ what Kimi CLI (kosong) reads and writes, so either tool opens the other's sessio
 
 from __future__ import annotations
 
+import html
 import itertools
 import json
 import re
@@ -28,6 +29,8 @@ from pydantic import (
     Tag,
     TypeAdapter,
 )
+
+from kode_tui.humanize import format_size
 
 Role = Literal["system", "user", "assistant", "tool"]
 MESSAGE_ROLES: frozenset[str] = frozenset(("system", "user", "assistant", "tool"))
@@ -461,3 +464,40 @@ def parse_record(line: str | bytes | dict[str, Any]) -> AnyRecord:
 def dump_record(record: AnyRecord) -> str:
     """The line for a record, without the newline."""
     return record.to_json()
+
+
+# --- media in tool results -----------------------------------------------------------------------
+
+_MEDIA_KINDS = {"image_url": "image", "audio_url": "audio", "video_url": "video"}
+_MEDIA_TAG = re.compile(r"<(image|audio|video)\b([^>]*)>(\s*</\1>)?")
+_PATH_ATTRIBUTE = re.compile(r'\bpath="([^"]*)"')
+
+
+def media_chips(output: str, parts: Sequence[ContentPart]) -> tuple[str, list[str]]:
+    """A tool result's text without the `<image path=…></image>` wrappers its media parts leave
+    empty in it (Kimi CLI's ReadMediaFile), and a chip for each part: `image cat.png · 12 KiB`
+    (the size of the data sent to the model; a part sent as a link has none)."""
+    tags: list[tuple[str, str]] = []
+    for match in _MEDIA_TAG.finditer(output):
+        path = _PATH_ATTRIBUTE.search(match.group(2))
+        tags.append((match.group(1), html.unescape(path.group(1)) if path else ""))
+    text = _MEDIA_TAG.sub("", output).strip() if parts else output
+    chips: list[str] = []
+    for part in parts:
+        kind = _MEDIA_KINDS.get(part.type, part.type)
+        tag = next((tag for tag in tags if tag[0] == kind), None)
+        if tag is not None:
+            tags.remove(tag)
+        size = _data_size(part.model_dump().get(part.type))
+        fields = [kind, tag[1] if tag else "", format_size(size) if size else ""]
+        chips.append(" · ".join(field for field in fields if field))
+    return text, chips
+
+
+def _data_size(value: object) -> int | None:
+    """The decoded size of a `data:…;base64,` URL, given as itself or as `{"url": …}`."""
+    url = value.get("url") if isinstance(value, dict) else value
+    if not isinstance(url, str) or not url.startswith("data:") or ";base64," not in url:
+        return None
+    data = url.partition(";base64,")[2].strip()
+    return len(data) * 3 // 4 - data[-2:].count("=")

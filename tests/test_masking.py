@@ -22,6 +22,7 @@ from kode_tui.paths import Paths
 from kode_tui.session import Context, Session
 from kode_tui.soul.agent import Agent, open_agent
 from kode_tui.wire import events as ev
+from kode_tui.wire.events import sidecar_path
 
 from .llm_server import LLMServer, loopback_choice
 from .soul_helpers import call, make_rig, record_events
@@ -89,7 +90,8 @@ async def test_a_mentioned_env_file_reaches_neither_the_model_nor_a_session_file
     assert key not in sent
     assert MARKER in sent and "PORT=8000" in sent  # the model still reads the rest of the file
     assert files_holding(agent.session.dir, key) == []
-    assert MARKER in agent.session.wire_file.read_text()  # the reminder, recorded masked
+    # The reminder, recorded masked (in the sidecar: Kimi CLI has no type for reminders).
+    assert MARKER in sidecar_path(agent.session.wire_file).read_text()
 
 
 async def test_an_edit_of_env_shows_no_key_while_blobs_keep_it_for_a_revert(

@@ -61,6 +61,23 @@ def test_a_call_id_used_again_in_a_later_step_finds_the_result_of_its_own_argume
     assert past.find("call_1_0", '{"command": "pwd"}') == result("call_1_0", "second")
 
 
+def test_kimis_argument_pieces_extend_the_call_before_them(tmp_path: Path) -> None:
+    # Kimi CLI's ToolCallPart has no call id: `{"arguments_part": "..."}`.
+    wire = write_wire(tmp_path / "wire.jsonl", shell_call("call_1_0"), result("call_1_0", "ok"))
+    lines = wire.read_text().splitlines()
+    piece = {"timestamp": 1.0, "message": {"type": "ToolCallPart", "payload": {}}}
+    pieces = [
+        json.dumps(piece | {"message": {"type": "ToolCallPart", "payload": {"arguments_part": a}}})
+        for a in ('{"command": ', '"ls"}')
+    ]
+    wire.write_text("\n".join([*lines[:2], *pieces, lines[2]]) + "\n")
+
+    found = PastResults.read(wire).find("call_1_0", '{"command": "ls"}')
+
+    assert found == result("call_1_0", "ok")
+    assert PastResults.read(wire).find("call_1_0", '{"command": "pwd"}') is None
+
+
 def test_a_missing_wire_file_has_no_results(tmp_path: Path) -> None:
     assert PastResults.read(tmp_path / "wire.jsonl").find("c1", "{}") is None
 

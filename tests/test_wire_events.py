@@ -70,6 +70,11 @@ SAMPLES: list[events.Event] = [
     events.ToolResult(
         tool_call_id="call_1", is_error=False, output="a.py\n", message="1 file", display=DISPLAY
     ),
+    events.ToolResult(
+        tool_call_id="call_2",
+        output='<image path="cat.png"></image>',
+        parts=[ImageURLPart(image_url=ImageURL(url="data:image/png;base64,AA"))],
+    ),
     events.ApprovalRequest(
         id="ap_1", tool_call_id="call_1", action="run command", description="ls", display=DISPLAY
     ),
@@ -129,7 +134,8 @@ def test_every_event_survives_a_round_trip_through_its_record(event: events.Even
     record = from_record(json.loads(line))
 
     assert record.timestamp == 1795293186.75
-    assert record.type == type(event).__name__
+    name = type(event).__name__
+    assert record.type == {"ApprovalResolved": "ApprovalResponse"}.get(name, name)
     assert record.event == event
 
 
@@ -171,12 +177,17 @@ def test_kimi_fixture_gives_every_turns_user_input_in_order() -> None:
     assert len(records) == len(_kimi_lines()) - 1  # all but the metadata line
 
 
-def test_kimi_events_that_do_not_fit_keep_their_raw_record() -> None:
-    statuses = [record for record in read_wire(_kimi_wire()) if record.type == "StatusUpdate"]
+def test_kimi_status_updates_and_compaction_ends_are_read() -> None:
+    records = list(read_wire(_kimi_wire()))
+    statuses = [record.event for record in records if record.type == "StatusUpdate"]
+    ends = [record.event for record in records if record.type == "CompactionEnd"]
 
-    assert statuses
-    assert all(record.event is None for record in statuses)
-    assert statuses[0].raw["message"]["payload"]["context_tokens"] == 3822
+    assert statuses and ends
+    assert statuses[0] == events.StatusUpdate(
+        context_tokens=3822, max_context_tokens=12000, usage=TokenUsage(input=3822, output=16)
+    )
+    assert all(isinstance(status, events.StatusUpdate) for status in statuses)
+    assert ends == [events.CompactionEnd()] * len(ends)
 
 
 def test_kimi_tool_results_are_read_from_their_return_value() -> None:
@@ -293,12 +304,33 @@ async def test_approval_future_is_never_serialised() -> None:
     assert await replayed.wait() == "reject"
 
 
-def test_approval_responses_are_stored_as_strings_or_feedback_objects() -> None:
+def test_approval_responses_are_stored_as_kimis_approval_response() -> None:
     approve = to_record(ApprovalResolved(id="a", response="approve"), 1.0)
     feedback = to_record(ApprovalResolved(id="a", response=RejectWithFeedback(feedback="no")), 1.0)
 
-    assert approve["message"]["payload"] == {"id": "a", "response": "approve"}
-    assert feedback["message"]["payload"] == {"id": "a", "response": {"feedback": "no"}}
+    assert approve["message"] == {
+        "type": "ApprovalResponse",
+        "payload": {"request_id": "a", "response": "approve", "feedback": ""},
+    }
+    assert feedback["message"]["payload"] == {
+        "request_id": "a",
+        "response": "reject",
+        "feedback": "no",
+    }
+
+
+def test_approval_responses_in_our_former_shape_are_still_read() -> None:
+    old = {
+        "timestamp": 1.0,
+        "message": {
+            "type": "ApprovalResolved",
+            "payload": {"id": "a", "response": {"feedback": "no"}},
+        },
+    }
+
+    assert from_record(old).event == ApprovalResolved(
+        id="a", response=RejectWithFeedback(feedback="no")
+    )
 
 
 def test_events_cannot_be_changed_by_a_subscriber() -> None:

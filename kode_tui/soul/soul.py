@@ -45,6 +45,7 @@ from kode_tui.soul.cost import CostLedger
 from kode_tui.soul.llm import (
     ChatProvider,
     LLMError,
+    LLMStatusError,
     ToolCallDelta,
     ToolCallStart,
     ToolSchema,
@@ -454,6 +455,8 @@ class KodeSoul:
                     max_attempts=attempts,
                     wait_s=round(float(wait), 3),
                     error=str(error),
+                    error_type=type(error).__name__ if error else "unknown",
+                    status_code=error.status_code if isinstance(error, LLMStatusError) else None,
                 )
             )
 

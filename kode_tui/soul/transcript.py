@@ -1,16 +1,20 @@
 """What a session's files say about past tool calls, for a front end showing a stored conversation.
 
-The context keeps a tool's output as the model saw it; the wire keeps what the user saw too (the
-short report and the diffs). A front end never opens session files: it asks for `PastResults`
-and rebuilds results from the context's messages with `stored_result`.
+The context keeps a tool's output as the model saw it (images, audio and video parts too: they go
+to `ToolResult.parts`); the wire keeps what the user saw too (the short report, the diffs, and
+the steps of a Kimi CLI subagent the call ran, from its `SubagentEvent` records, as a
+`SubagentBlock`). A front end never opens session files: it asks for `PastResults` and rebuilds
+results from the context's messages with `stored_result`.
 """
 
 from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
-from kode_tui.message import Message, split_tool_result
+from kode_tui.humanize import one_line, tool_summary
+from kode_tui.message import ContentPart, Message, TextPart, ThinkPart, split_tool_result
 from kode_tui.wire import events as ev
 from kode_tui.wire.events import read_wire
 
@@ -31,15 +35,27 @@ class PastResults:
         front end runs it in a thread."""
         results = cls()
         arguments: dict[str, str] = {}
+        subagents: dict[str, _Subagent] = {}
+        last_call = ""
         for record in read_wire(path):
             event = record.event
+            if record.type == "SubagentEvent":
+                _add_subagent_event(subagents, record)
             if isinstance(event, ev.ToolCall):
+                last_call = event.id
                 arguments[event.id] = event.function.arguments or ""
             elif isinstance(event, ev.ToolCallPart):
-                arguments[event.id] = arguments.get(event.id, "") + event.arguments_delta
+                call_id = event.id or last_call  # Kimi's pieces extend the call before them
+                arguments[call_id] = arguments.get(call_id, "") + event.arguments_delta
             elif isinstance(event, ev.ToolResult):
                 entry = (arguments.get(event.tool_call_id, ""), event)
                 results._by_id.setdefault(event.tool_call_id, []).append(entry)
+        for call_id, subagent in subagents.items():
+            entries = results._by_id.get(call_id)
+            if entries:  # the steps go with the result of the call that ran the subagent
+                recorded, result = entries[-1]
+                display = [*result.display, subagent.block()]
+                entries[-1] = (recorded, result.model_copy(update={"display": display}))
         return results
 
     def find(self, call_id: str, arguments: str) -> ev.ToolResult | None:
@@ -62,6 +78,75 @@ def _same_arguments(a: str, b: str) -> bool:
 def stored_result(message: Message) -> ev.ToolResult:
     """A tool message read back as a result: `<system>ERROR: …</system>` marks an error."""
     is_error, status, text = split_tool_result(message.text)
+    media: list[ContentPart] = [p for p in message.parts if not isinstance(p, TextPart | ThinkPart)]
     return ev.ToolResult(
-        tool_call_id=message.tool_call_id or "", is_error=is_error, output=text, message=status
+        tool_call_id=message.tool_call_id or "",
+        is_error=is_error,
+        output=text,
+        message=status,
+        parts=media,
     )
+
+
+_STEP_TEXT_CHARS = 100
+
+
+class _Subagent:
+    """The steps of one subagent, from its `SubagentEvent` records in the parent's wire."""
+
+    def __init__(self, agent_id: str, subagent_type: str) -> None:
+        self.agent_id = agent_id
+        self.subagent_type = subagent_type
+        self.steps: list[str] = []
+        self._text = ""
+        self._names: dict[str, str] = {}
+
+    def add(self, event: ev.Event) -> None:
+        if isinstance(event, ev.ContentPart) and isinstance(event.part, TextPart):
+            self._text += event.part.text  # deltas of one answer, merged into one line
+            return
+        self._end_text()
+        if isinstance(event, ev.StepBegin):
+            self.steps.append(f"step {event.n}")
+        elif isinstance(event, ev.ToolCall):
+            self._names[event.id] = event.function.name
+            summary = tool_summary(event.function.name, event.function.arguments or "")
+            self.steps.append(f"  → {event.function.name} {summary or ''}".rstrip())
+        elif isinstance(event, ev.ToolResult):
+            mark = "✗" if event.is_error else "✔"
+            name = self._names.get(event.tool_call_id, "")
+            self.steps.append(f"  {mark} {name} {one_line(event.message, 80)}".rstrip())
+
+    def block(self) -> ev.SubagentBlock:
+        self._end_text()
+        return ev.SubagentBlock(
+            agent_id=self.agent_id, subagent_type=self.subagent_type, steps=self.steps
+        )
+
+    def _end_text(self) -> None:
+        if self._text.strip():
+            self.steps.append("  " + one_line(self._text.strip(), _STEP_TEXT_CHARS))
+        self._text = ""
+
+
+def _add_subagent_event(subagents: dict[str, _Subagent], record: ev.WireRecord) -> None:
+    payload: Any = record.raw["message"].get("payload")
+    if not isinstance(payload, dict):
+        return
+    parent = payload.get("parent_tool_call_id") or payload.get("task_tool_call_id")
+    nested = payload.get("event")
+    if not isinstance(parent, str) or not isinstance(nested, dict):
+        return
+    try:
+        event = ev.from_record({"timestamp": record.timestamp, "message": nested}).event
+    except ValueError:
+        return
+    subagent = subagents.get(parent)
+    if subagent is None:
+        agent_id = payload.get("agent_id")
+        kind = payload.get("subagent_type")
+        subagent = subagents[parent] = _Subagent(
+            agent_id if isinstance(agent_id, str) else "", kind if isinstance(kind, str) else ""
+        )
+    if event is not None:
+        subagent.add(event)

@@ -1,19 +1,27 @@
 """The events the soul sends on the wire, and their wire.jsonl records (DESIGN.md §2, §3).
 
 A record is `{"timestamp": <float>, "message": {"type": "<EventClass>", "payload": {...}}}`, as in
-Kimi CLI's wire.jsonl. The payload is the event's fields, except for `ContentPart`, whose payload is
-the part itself (`{"type": "text", "text": "..."}`); a `ToolCall`'s fields are those of a tool call,
-so both look exactly like Kimi's. A `ToolResult` is written in Kimi's nested form
-(`{"tool_call_id": ..., "return_value": {...}}`) and an `ApprovalRequest` with Kimi's `sender`, so
-Kimi CLI's wire reader takes them; it has no types for some of ours (CheckpointCreated,
-SystemReminders, ...), and its shell then replays a resumed session from context.jsonl instead.
+Kimi CLI's wire.jsonl; a `ContentPart`'s payload is the part itself. Kimi CLI 1.52 reads every
+line of a wire.jsonl with its own models (`kimi export`, its ACP replay) and stops at a type it
+does not know, so the recorder splits the events in two:
 
-Reading is lenient in one direction only: unknown payload keys are ignored (the raw record keeps
-them), but an event whose required fields are missing is not guessed at. Such records, and records
-of event types this version does not know, come back with `event=None`. Of Kimi CLI's files this
-reads TurnBegin, TurnEnd, StepBegin, ContentPart, ToolCall, CompactionBegin and ToolResult (whose
-nested `return_value` is flattened); Kimi's StatusUpdate and CompactionEnd carry other fields and
-come back as raw records only.
+- an event Kimi has a type for (`kimi = True`) goes to wire.jsonl in Kimi's shape: its record
+  name (our `ApprovalResolved` is Kimi's `ApprovalResponse`), field names and types (`StepRetry`'s
+  `next_attempt`, `StatusUpdate`'s `token_usage`, `ToolResult`'s `return_value`, ...). Fields of
+  ours that Kimi lacks ride along under names Kimi does not use: its models ignore unknown keys
+  (tests/test_kimi_wire.py checks with Kimi's reader, and with tests/fixtures/kimi_wire_fields.json
+  without it);
+- the others (checkpoints, reverts, restores, clears, reminders, warnings, errors, and argument
+  pieces not merged into their call) go to the sidecar `wire.kode.jsonl` (`sidecar_path()`), which
+  Kimi never reads, stamped with `wire_offset`, the size wire.jsonl had then; `read_wire()` merges
+  both files back into one stream in that order.
+
+Sessions recorded before the sidecar keep our records in wire.jsonl: read as before, never
+rewritten. Reading is lenient in one direction only: unknown payload keys are ignored (the raw
+record keeps them), but an event whose required fields are missing is not guessed at; such
+records, and types this version does not know (Kimi's `SubagentEvent`, `Notification`, ...), come
+back with `event=None`. Kimi's `StepRetry`, `StatusUpdate`, `CompactionEnd` (what they leave out
+reads as 0), `ApprovalResponse` and `ToolCallPart` are mapped onto our events.
 """
 
 from __future__ import annotations
@@ -24,15 +32,13 @@ import logging
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Annotated, Any, ClassVar, Literal, Self
+from typing import Any, ClassVar, Literal, Self
 
 from pydantic import (
     BaseModel,
     ConfigDict,
-    Discriminator,
     Field,
     PrivateAttr,
-    Tag,
     TypeAdapter,
     ValidationError,
     model_validator,
@@ -40,7 +46,15 @@ from pydantic import (
 
 from kode_tui.config import ApprovalMode
 from kode_tui.message import ContentPart as Part
-from kode_tui.message import FunctionBody, type_tag
+from kode_tui.message import FunctionBody
+from kode_tui.wire.blocks import BriefBlock as BriefBlock
+from kode_tui.wire.blocks import DiffBlock as DiffBlock
+from kode_tui.wire.blocks import DisplayBlock as DisplayBlock
+from kode_tui.wire.blocks import ShellBlock as ShellBlock
+from kode_tui.wire.blocks import SubagentBlock as SubagentBlock
+from kode_tui.wire.blocks import TodoBlock as TodoBlock
+from kode_tui.wire.blocks import TodoItem as TodoItem
+from kode_tui.wire.blocks import UnknownBlock as UnknownBlock
 
 logger = logging.getLogger(__name__)
 
@@ -52,7 +66,11 @@ class Event(BaseModel):
     model_config = ConfigDict(frozen=True, defer_build=True)
 
     recorded: ClassVar[bool] = True
-    """Whether wire.jsonl keeps it; False for what state.json holds already."""
+    """Whether it is recorded at all; False for what state.json holds already."""
+
+    kimi: ClassVar[bool] = True
+    """Whether Kimi CLI 1.52 has a type for it: its record goes to wire.jsonl in Kimi's shape.
+    False: to our sidecar file, which Kimi does not read."""
 
     def payload(self) -> dict[str, Any]:
         """The JSON object stored as this event's record payload."""
@@ -62,60 +80,6 @@ class Event(BaseModel):
     def from_payload(cls, payload: dict[str, Any]) -> Self:
         """The event a record payload describes; pydantic.ValidationError when it does not fit."""
         return cls.model_validate(payload)
-
-
-# --- display blocks ------------------------------------------------------------------------------
-
-
-class _Block(BaseModel):
-    model_config = ConfigDict(frozen=True, defer_build=True)
-
-
-class DiffBlock(_Block):
-    type: Literal["diff"] = "diff"
-    path: str
-    old_text: str
-    new_text: str
-
-
-class ShellBlock(_Block):
-    type: Literal["shell"] = "shell"
-    language: str = "bash"
-    """Kimi CLI's field; it needs it to read the block."""
-    command: str
-
-
-class TodoItem(_Block):
-    title: str
-    status: str
-    """As the TodoWrite tool reports it, e.g. `pending`, `in_progress`, `done`."""
-
-
-class TodoBlock(_Block):
-    type: Literal["todo"] = "todo"
-    items: list[TodoItem]
-
-
-class BriefBlock(_Block):
-    type: Literal["brief"] = "brief"
-    text: str
-
-
-class UnknownBlock(_Block):
-    """A display block of a kind this version does not know: kept, shown as nothing."""
-
-    model_config = ConfigDict(extra="allow")
-    type: str
-
-
-DisplayBlock = Annotated[
-    Annotated[DiffBlock, Tag("diff")]
-    | Annotated[ShellBlock, Tag("shell")]
-    | Annotated[TodoBlock, Tag("todo")]
-    | Annotated[BriefBlock, Tag("brief")]
-    | Annotated[UnknownBlock, Tag("unknown")],
-    Discriminator(type_tag(("diff", "shell", "todo", "brief"))),
-]
 
 
 # --- turns and steps -----------------------------------------------------------------------------
@@ -138,13 +102,44 @@ class StepInterrupted(Event):
 
 
 class StepRetry(Event):
-    """The LLM call of step `n` failed and is tried again after `wait_s` seconds."""
+    """The LLM call of step `n` failed and is tried again after `wait_s` seconds.
+
+    Recorded in Kimi's shape: `next_attempt` (our `attempt + 1`) and `error_type`, with our
+    `error` (the message) alongside; Kimi's records, which have no message, read back with
+    `error` set to the error type.
+    """
 
     n: int
     attempt: int
+    """The attempt that failed, from 1."""
     max_attempts: int
     wait_s: float
     error: str
+    error_type: str = ""
+    """The exception's class name, e.g. `APIConnectionError`."""
+    status_code: int | None = None
+    """The HTTP status the provider answered with, when there was one."""
+
+    def payload(self) -> dict[str, Any]:
+        return {
+            "n": self.n,
+            "next_attempt": self.attempt + 1,
+            "max_attempts": self.max_attempts,
+            "wait_s": self.wait_s,
+            "error_type": self.error_type,
+            "status_code": self.status_code,
+            "error": self.error,
+        }
+
+    @model_validator(mode="before")
+    @classmethod
+    def _from_kimi_shape(cls, data: Any) -> Any:
+        if isinstance(data, dict) and "attempt" not in data:
+            next_attempt = data.get("next_attempt")
+            if isinstance(next_attempt, int) and not isinstance(next_attempt, bool):
+                data = {**data, "attempt": next_attempt - 1}
+                data.setdefault("error", data.get("error_type") or "")
+        return data
 
 
 # --- streamed content and tools ------------------------------------------------------------------
@@ -175,10 +170,25 @@ class ToolCall(Event):
 
 
 class ToolCallPart(Event):
-    """A streamed piece of a tool call's JSON arguments."""
+    """A streamed piece of a tool call's JSON arguments.
+
+    The recorder merges the pieces into their `ToolCall`'s record, as Kimi CLI does; Kimi's own
+    `ToolCallPart` has no `id` (it extends the call before it), so a piece that cannot be merged
+    goes to the sidecar.
+    """
+
+    kimi: ClassVar[bool] = False
 
     id: str
+    """Empty in Kimi's records: the piece extends the call before it."""
     arguments_delta: str
+
+    @model_validator(mode="before")
+    @classmethod
+    def _from_kimi_shape(cls, data: Any) -> Any:
+        if isinstance(data, dict) and "arguments_part" in data and "id" not in data:
+            return {"id": "", "arguments_delta": data["arguments_part"] or ""}
+        return data
 
 
 class ToolResult(Event):
@@ -189,10 +199,17 @@ class ToolResult(Event):
     message: str = ""
     """The status line the model reads in `<system>` tags, e.g. `Command executed successfully.`"""
     display: list[DisplayBlock] = Field(default_factory=list)
+    parts: list[Part] = Field(default_factory=list)
+    """The images, audio and video of a result whose output is a list of parts (as Kimi CLI's
+    media tools give); its text parts are joined into `output`."""
 
     def payload(self) -> dict[str, Any]:
         # Kimi CLI's form, so that its replay of a session we wrote shows the results too.
-        value = self.model_dump(mode="json", exclude={"tool_call_id"})
+        value = self.model_dump(mode="json", exclude={"tool_call_id", "parts"})
+        if self.parts:
+            text = [{"type": "text", "text": self.output}] if self.output else []
+            media = [part.model_dump(mode="json", exclude_unset=True) for part in self.parts]
+            value["output"] = text + media
         return {"tool_call_id": self.tool_call_id, "return_value": {**value, "extras": None}}
 
     @model_validator(mode="before")
@@ -200,7 +217,13 @@ class ToolResult(Event):
     def _flatten_kimi_return_value(cls, data: Any) -> Any:
         # Kimi CLI nests the result: {"tool_call_id": ..., "return_value": {"is_error": ...}}.
         if isinstance(data, dict) and isinstance(data.get("return_value"), dict):
-            return {"tool_call_id": data.get("tool_call_id"), **data["return_value"]}
+            data = {"tool_call_id": data.get("tool_call_id"), **data["return_value"]}
+        if isinstance(data, dict) and isinstance(data.get("output"), list):
+            output: list[Any] = data["output"]
+            texts = [p for p in output if isinstance(p, dict) and p.get("type") == "text"]
+            media = [p for p in output if not (isinstance(p, dict) and p.get("type") == "text")]
+            joined = "".join(str(p.get("text", "")) for p in texts)
+            data = {**data, "output": joined, "parts": media}
         return data
 
 
@@ -264,8 +287,26 @@ class ApprovalRequest(Event):
 
 
 class ApprovalResolved(Event):
+    """Recorded as Kimi's `ApprovalResponse`: `{request_id, response, feedback}`, where a
+    rejection with feedback is `response: "reject"` with the feedback."""
+
     id: str
     response: ApprovalResponse
+
+    def payload(self) -> dict[str, Any]:
+        if isinstance(self.response, RejectWithFeedback):
+            return {"request_id": self.id, "response": "reject", "feedback": self.response.feedback}
+        return {"request_id": self.id, "response": self.response, "feedback": ""}
+
+    @model_validator(mode="before")
+    @classmethod
+    def _from_kimi_shape(cls, data: Any) -> Any:
+        if isinstance(data, dict) and "request_id" in data and "id" not in data:
+            response = data.get("response")
+            if response == "reject" and data.get("feedback"):
+                response = {"feedback": data["feedback"]}
+            return {"id": data["request_id"], "response": response}
+        return data
 
 
 class PermissionsChanged(Event):
@@ -275,6 +316,7 @@ class PermissionsChanged(Event):
     """
 
     recorded: ClassVar[bool] = False
+    kimi: ClassVar[bool] = False
 
     mode: ApprovalMode
     session_approvals: int
@@ -285,6 +327,8 @@ class PermissionsChanged(Event):
 
 
 class CheckpointCreated(Event):
+    kimi: ClassVar[bool] = False
+
     id: int
 
 
@@ -311,10 +355,14 @@ class CostStatus(BaseModel):
 
 
 class StatusUpdate(Event):
+    """How full the context is. Recorded in Kimi's shape (`context_usage` as a fraction,
+    `token_usage` with `input_other` = the prompt less its cached tokens) with our numbers
+    alongside; Kimi's records read back with 0 for what they leave out."""
+
     context_tokens: int
     max_context_tokens: int
-    reserved_tokens: int
-    trigger_tokens: int
+    reserved_tokens: int = 0
+    trigger_tokens: int = 0
     """Compaction starts when the context reaches this size."""
     pending_tokens: int = 0
     """Estimated tokens of messages added since the last reported count (in context_tokens)."""
@@ -323,19 +371,66 @@ class StatusUpdate(Event):
     cost: CostStatus | None = None
     """None while the session has no counted calls (and for the demo)."""
 
+    def payload(self) -> dict[str, Any]:
+        ours = self.model_dump(mode="json", exclude={"usage"})
+        usage = self.usage
+        kimi: dict[str, Any] = {
+            "context_usage": (
+                self.context_tokens / self.max_context_tokens if self.max_context_tokens else None
+            ),
+            "token_usage": None,
+        }
+        if usage is not None:
+            kimi["token_usage"] = {
+                "input_other": max(usage.input - usage.cache_read - usage.cache_creation, 0),
+                "output": usage.output,
+                "input_cache_read": usage.cache_read,
+                "input_cache_creation": usage.cache_creation,
+            }
+        return {**kimi, **ours}
+
+    @model_validator(mode="before")
+    @classmethod
+    def _from_kimi_shape(cls, data: Any) -> Any:
+        if not isinstance(data, dict):
+            return data
+        data = {key: value for key, value in data.items() if value is not None}
+        data.setdefault("context_tokens", 0)
+        data.setdefault("max_context_tokens", 0)
+        kimi_usage = data.pop("token_usage", None)
+        if isinstance(kimi_usage, dict) and "usage" not in data:
+            counts = {key: _count(value) for key, value in kimi_usage.items()}
+            cache_read = counts.get("input_cache_read", 0)
+            cache_creation = counts.get("input_cache_creation", 0)
+            data["usage"] = {
+                "input": counts.get("input_other", 0) + cache_read + cache_creation,
+                "output": counts.get("output", 0),
+                "cache_read": cache_read,
+                "cache_creation": cache_creation,
+            }
+        return data
+
+
+def _count(value: object) -> int:
+    """A token count of Kimi's usage as it is, 0 when it is not a number."""
+    return value if isinstance(value, int) and not isinstance(value, bool) else 0
+
 
 class CompactionBegin(Event):
     strategy: str = ""
 
 
 class CompactionEnd(Event):
-    tokens_before: int
-    tokens_after: int
+    tokens_before: int = 0
+    """0 when unknown: Kimi's records carry no counts."""
+    tokens_after: int = 0
     rotated_file: str | None = None
-    """None when the strategy changed nothing."""
+    """None when the strategy changed nothing (or, in Kimi's records, unknown)."""
 
 
 class ContextReverted(Event):
+    kimi: ClassVar[bool] = False
+
     checkpoint_id: int
     rotated_file: str
     reason: Literal["user", "dmail"] = "user"
@@ -345,6 +440,8 @@ class ContextReverted(Event):
 
 
 class ContextRestored(Event):
+    kimi: ClassVar[bool] = False
+
     from_file: str
     rotated_file: str
     files_restored: list[str] = Field(default_factory=list)
@@ -353,12 +450,16 @@ class ContextRestored(Event):
 
 
 class ContextCleared(Event):
+    kimi: ClassVar[bool] = False
+
     rotated_file: str
 
 
 class ContextReloaded(Event):
     """A read-only view read its session's files again: the writer (another kode-tui) added
     turns, checkpoints or rotations. Views show the context afresh."""
+
+    kimi: ClassVar[bool] = False
 
 
 class ReminderItem(BaseModel):
@@ -371,14 +472,20 @@ class ReminderItem(BaseModel):
 class SystemReminders(Event):
     """Reminders that went with the next LLM request (they are not part of the context)."""
 
+    kimi: ClassVar[bool] = False
+
     reminders: list[ReminderItem]
 
 
 class Warning(Event):
+    kimi: ClassVar[bool] = False
+
     message: str
 
 
 class Error(Event):
+    kimi: ClassVar[bool] = False
+
     message: str
 
 
@@ -412,6 +519,23 @@ EVENT_TYPES: Mapping[str, type[Event]] = {
 }
 """Every event class by its name on disk."""
 
+_KIMI_NAMES: Mapping[str, str] = {"ApprovalResolved": "ApprovalResponse"}
+"""Our events whose record is Kimi's type of another name."""
+
+_READ_NAMES: Mapping[str, type[Event]] = {
+    **EVENT_TYPES,
+    "ApprovalResponse": ApprovalResolved,
+    "ApprovalRequestResolved": ApprovalResolved,  # Kimi's wire protocol v1
+}
+
+SIDECAR_SUFFIX = ".kode.jsonl"
+"""`wire.jsonl`'s sidecar is `wire.kode.jsonl`: the records Kimi CLI has no type for."""
+
+
+def sidecar_path(wire_path: Path) -> Path:
+    """Where the records of `wire_path` that Kimi CLI cannot read are kept."""
+    return wire_path.with_name(wire_path.name.removesuffix(".jsonl") + SIDECAR_SUFFIX)
+
 
 # --- wire.jsonl records --------------------------------------------------------------------------
 
@@ -431,12 +555,14 @@ METADATA: dict[str, str] = {"type": "metadata", "protocol_version": "1"}
 """The first line of a wire.jsonl file."""
 
 
-def to_record(event: Event, timestamp: float) -> dict[str, Any]:
-    """The JSON object of the wire.jsonl line for `event`."""
-    return {
-        "timestamp": timestamp,
-        "message": {"type": type(event).__name__, "payload": event.payload()},
-    }
+def to_record(event: Event, timestamp: float, wire_offset: int | None = None) -> dict[str, Any]:
+    """The JSON object of the line for `event`: in wire.jsonl for an event Kimi has a type for,
+    else in the sidecar, where `wire_offset` is the size wire.jsonl had when it was written."""
+    name = type(event).__name__
+    message = {"type": _KIMI_NAMES.get(name, name), "payload": event.payload()}
+    if wire_offset is None:
+        return {"timestamp": timestamp, "message": message}
+    return {"timestamp": timestamp, "wire_offset": wire_offset, "message": message}
 
 
 def from_record(raw: dict[str, Any]) -> WireRecord:
@@ -449,7 +575,7 @@ def from_record(raw: dict[str, Any]) -> WireRecord:
         raise ValueError("a wire record needs a message with a type")
     kind: str = message["type"]
     payload = message.get("payload", {})
-    event_type = EVENT_TYPES.get(kind)
+    event_type = _READ_NAMES.get(kind)
     event: Event | None = None
     if event_type is not None and isinstance(payload, dict):
         try:
@@ -461,17 +587,49 @@ def from_record(raw: dict[str, Any]) -> WireRecord:
 
 
 def read_wire(path: Path | str) -> Iterator[WireRecord]:
-    """The records of a wire.jsonl file, read line by line; a missing file has none.
+    """The records of a wire.jsonl file and of its sidecar, in the order they were written;
+    a missing file has none.
 
-    The metadata line is skipped, and so, with a warning, is any line that is not a record
-    (a torn last line after a crash, for one).
+    Metadata lines are skipped, and so, with a warning, is any line that is not a record
+    (a torn last line after a crash, for one). A sidecar record comes after the wire lines that
+    were on disk when it was written (its `wire_offset`); one whose offset lies past the end of
+    wire.jsonl comes at the end.
     """
+    path = Path(path)
+    pending = iter(_sidecar_records(sidecar_path(path)))
+    waiting = next(pending, None)
+    for offset, record in _records(path):
+        while waiting is not None and waiting[0] <= offset:
+            yield waiting[1]
+            waiting = next(pending, None)
+        yield record
+    while waiting is not None:
+        yield waiting[1]
+        waiting = next(pending, None)
+
+
+def _sidecar_records(path: Path) -> list[tuple[int, WireRecord]]:
+    records: list[tuple[int, WireRecord]] = []
+    for _, record in _records(path):
+        offset = record.raw.get("wire_offset")
+        if isinstance(offset, bool) or not isinstance(offset, int):
+            offset = 0
+        records.append((offset, record))
+    # Appends keep them in order; a stable sort only guards against a hand-edited file.
+    records.sort(key=lambda item: item[0])
+    return records
+
+
+def _records(path: Path) -> Iterator[tuple[int, WireRecord]]:
+    """Each record of `path` with the byte offset its line starts at."""
     try:
         file = open(path, "rb")  # noqa: SIM115 - the generator holds it open while streaming
     except FileNotFoundError:
         return
+    offset = 0
     with file:
         for number, line in enumerate(file, start=1):
+            start, offset = offset, offset + len(line)
             try:
                 record = _parse_line(line)
             except (ValueError, RecursionError) as error:  # RecursionError: nested too deeply
@@ -480,7 +638,7 @@ def read_wire(path: Path | str) -> Iterator[WireRecord]:
                 )
                 continue
             if record is not None:
-                yield record
+                yield start, record
 
 
 def _parse_line(line: bytes) -> WireRecord | None:

@@ -1,9 +1,15 @@
-"""The subscriber that writes a session's wire.jsonl (DESIGN.md §2).
+"""The subscriber that writes a session's wire.jsonl and its sidecar (DESIGN.md §2).
+
+Events Kimi CLI has a type for go to wire.jsonl in Kimi's shape; the others go to the sidecar
+`wire.kode.jsonl`, each stamped with the size wire.jsonl had then, so that `read_wire()` puts them
+back in place (see `kode_tui.wire.events`). The sidecar is created with its first record.
 
 Streamed deltas are stored merged: a run of text deltas becomes one `ContentPart` record holding
 the whole text, stamped with the time of its first delta; think deltas likewise, and the argument
-deltas of one tool call become one `ToolCallPart`. Any other event, `flush()` and `close()` end
-the run. Records are handed to the OS as they are written and fsynced at the end of each turn.
+deltas of a tool call are merged into its `ToolCall` record, as Kimi CLI stores them (deltas with
+no call before them become one `ToolCallPart`, in the sidecar). Any other event, `flush()` and
+`close()` end the run. Both files are only appended to; records are handed to the OS as they are
+written and fsynced at the end of each turn.
 """
 
 from __future__ import annotations
@@ -27,8 +33,10 @@ from kode_tui.wire.events import (
     METADATA,
     ContentPart,
     Event,
+    ToolCall,
     ToolCallPart,
     TurnEnd,
+    sidecar_path,
     to_record,
 )
 
@@ -40,40 +48,27 @@ _MAX_HELD = 16 << 20
 
 
 class WireRecorder:
-    """Records every event sent on `bus` to `path`, appending when the file already has records."""
+    """Records every event sent on `bus` to `path` (and its sidecar), appending when the files
+    already have records."""
 
     def __init__(self, bus: WireBus, path: Path) -> None:
         self._bus = bus
         self._path = path
-        self._fd: int | None = None
+        self._wire = _AppendFile(path)
+        self._sidecar = _AppendFile(sidecar_path(path))
         self._subscription: Subscription[Event] | None = None
         self._run: _Run | None = None
-        self._size = 0
-        self._held: list[bytes] = []
-        """Records a failed write (a full disk) could not hand over: written first next time."""
-        self._held_size = 0
-        self._dropped = 0
-        self._failing = False
 
     def start(self) -> None:
         """Open the file and subscribe; needs a running event loop."""
-        if self._fd is not None:
+        if self._wire.is_open:
             raise RuntimeError(f"{self._path} is already being recorded")
         make_private_dir(self._path.parent)
-        fd = os.open(self._path, os.O_RDWR | os.O_CREAT | os.O_APPEND, FILE_MODE)
-        self._size = os.fstat(fd).st_size
-        self._fd = fd
-        if self._size == 0:
-            self._hold(_line(METADATA))
-        elif os.pread(fd, 1, self._size - 1) != b"\n":
-            # A crash tore the last line; start ours on a line of their own.
-            self._hold(b"\n")
-        self._write_held()
+        self._wire.open(first_line=_line(METADATA))
         try:
             self._subscription = self._bus.subscribe(callback=self._record)
         except BaseException:
-            self._fd = None
-            os.close(fd)
+            self._wire.close_now()
             raise
 
     async def flush(self) -> None:
@@ -83,26 +78,16 @@ class WireRecorder:
         self._end_run()
 
     async def close(self) -> None:
-        """Write every event sent so far, fsync and close the file. Idempotent."""
-        if self._fd is None:
+        """Write every event sent so far, fsync and close the files. Idempotent."""
+        if not self._wire.is_open:
             return
         await self.flush()
-        if self._fd is None:  # a concurrent close() got there first
+        if not self._wire.is_open:  # a concurrent close() got there first
             return
         if self._subscription is not None:
             self._subscription.close()
-        self._write_held()
-        if self._held:
-            log.warning(
-                "%s: %d bytes of records could not be written (disk full?)",
-                self._path,
-                self._held_size,
-            )
-        fd, self._fd = self._fd, None
-        try:
-            await asyncio.to_thread(_sync_and_close, fd)
-        except OSError as error:
-            log.warning("could not fsync %s: %s", self._path, error)
+        for file in (self._wire, self._sidecar):
+            await file.close()
 
     async def __aenter__(self) -> WireRecorder:
         self.start()
@@ -121,35 +106,120 @@ class WireRecorder:
             return
         now = time.time()
         delta = _delta(event)
-        if delta is not None and self._run is not None and self._run.key == delta.key:
+        if (
+            delta is not None
+            and self._run is not None
+            and self._run.key == delta.key
+            and not isinstance(event, ToolCall)
+        ):
             self._run.add(delta)
             return
         self._end_run()
         if delta is not None:
             self._run = _Run(delta, now)
             return
-        self._write(to_record(event, now))
-        if isinstance(event, TurnEnd) and self._fd is not None:
-            try:
-                await asyncio.to_thread(os.fsync, self._fd)
-            except OSError as error:
-                log.warning("could not fsync %s: %s", self._path, error)
+        self._write(event, now)
+        if isinstance(event, TurnEnd):
+            for file in (self._wire, self._sidecar):
+                await file.sync()
 
     def _end_run(self) -> None:
         if self._run is not None:
             run, self._run = self._run, None
-            self._write(to_record(run.event(), run.timestamp))
+            self._write(run.event(), run.timestamp)
 
-    def _write(self, record: dict[str, Any]) -> None:
+    def _write(self, event: Event, timestamp: float) -> None:
+        if not self._wire.is_open:
+            return
+        if event.kimi:
+            self._wire.write(_line(to_record(event, timestamp)))
+            return
+        if not self._sidecar.is_open:
+            try:
+                self._sidecar.open()
+            except OSError as error:
+                log.warning("could not open %s, a record is lost: %s", self._sidecar.path, error)
+                return
+        record = to_record(event, timestamp, wire_offset=self._wire.final_size)
+        self._sidecar.write(_line(record))
+
+
+class _AppendFile:
+    """A JSON-lines file only ever appended to: a torn last line is ended before ours, and
+    records a failed write (a full disk) could not hand over are held and written first next
+    time."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self._fd: int | None = None
+        self._size = 0
+        self._held: list[bytes] = []
+        self._held_size = 0
+        self._dropped = 0
+        self._failing = False
+
+    @property
+    def is_open(self) -> bool:
+        return self._fd is not None
+
+    @property
+    def final_size(self) -> int:
+        """The file's size once the held records are written."""
+        return self._size + self._held_size
+
+    def open(self, first_line: bytes | None = None) -> None:
+        """Open for appending; `first_line` starts a file that is empty."""
+        fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_APPEND, FILE_MODE)
+        self._size = os.fstat(fd).st_size
+        self._fd = fd
+        if self._size == 0:
+            if first_line is not None:
+                self._hold(first_line)
+        elif os.pread(fd, 1, self._size - 1) != b"\n":
+            # A crash tore the last line; start ours on a line of their own.
+            self._hold(b"\n")
+        self._write_held()
+
+    def write(self, line: bytes) -> None:
         if self._fd is None:
             return
-        self._hold(_line(record))
+        self._hold(line)
         self._write_held()
+
+    async def sync(self) -> None:
+        if self._fd is None:
+            return
+        try:
+            await asyncio.to_thread(os.fsync, self._fd)
+        except OSError as error:
+            log.warning("could not fsync %s: %s", self.path, error)
+
+    async def close(self) -> None:
+        """Write what is held, fsync and close; idempotent."""
+        if self._fd is None:
+            return
+        self._write_held()
+        if self._held:
+            log.warning(
+                "%s: %d bytes of records could not be written (disk full?)",
+                self.path,
+                self._held_size,
+            )
+        fd, self._fd = self._fd, None
+        try:
+            await asyncio.to_thread(_sync_and_close, fd)
+        except OSError as error:
+            log.warning("could not fsync %s: %s", self.path, error)
+
+    def close_now(self) -> None:
+        if self._fd is not None:
+            fd, self._fd = self._fd, None
+            os.close(fd)
 
     def _hold(self, line: bytes) -> None:
         if self._held_size + len(line) > _MAX_HELD:
             self._dropped += 1
-            log.warning("%s: dropped a record, %d so far (disk full?)", self._path, self._dropped)
+            log.warning("%s: dropped a record, %d so far (disk full?)", self.path, self._dropped)
             return
         self._held.append(line)
         self._held_size += len(line)
@@ -169,7 +239,7 @@ class WireRecorder:
             with contextlib.suppress(OSError):
                 os.ftruncate(self._fd, self._size)
             if not self._failing:
-                log.warning("could not write %s, holding records back: %s", self._path, error)
+                log.warning("could not write %s, holding records back: %s", self.path, error)
             self._failing = True
             return
         self._failing = False
@@ -180,13 +250,16 @@ class WireRecorder:
 
 @dataclass(frozen=True, slots=True)
 class _Delta:
-    event: ContentPart | ToolCallPart
+    event: ContentPart | ToolCall | ToolCallPart
     key: tuple[str, ...]
     """Deltas with equal keys are pieces of one part (or of one tool call's arguments)."""
     text: str
 
 
 def _delta(event: Event) -> _Delta | None:
+    if isinstance(event, ToolCall):
+        # The start of a call: its argument deltas follow.
+        return _Delta(event, ("tool_call", event.id), event.function.arguments or "")
     if isinstance(event, ToolCallPart):
         return _Delta(event, ("tool_call", event.id), event.arguments_delta)
     if isinstance(event, ContentPart):
@@ -214,8 +287,11 @@ class _Run:
             # Providers send a thought's signature with its last delta.
             self.encrypted = delta.event.part.encrypted or self.encrypted
 
-    def event(self) -> ContentPart | ToolCallPart:
+    def event(self) -> ContentPart | ToolCall | ToolCallPart:
         text = "".join(self.chunks)
+        if isinstance(self.first, ToolCall):
+            function = self.first.function.model_copy(update={"arguments": text})
+            return self.first.model_copy(update={"function": function})
         if isinstance(self.first, ToolCallPart):
             return self.first.model_copy(update={"arguments_delta": text})
         part = self.first.part

@@ -12,6 +12,7 @@ from typing import Literal
 from textual.content import Content
 
 from kode_tui.humanize import one_line, tool_summary
+from kode_tui.message import media_chips
 from kode_tui.safetext import visible
 from kode_tui.ui.screens.diff import command_lines, diff_block_rows, diff_lines, diff_rows
 from kode_tui.ui.screens.output import OutputScreen, Section
@@ -69,6 +70,7 @@ _STATUS_STYLE: dict[ToolStatus, str] = {
 _NAME = "bold"
 _SUMMARY = "$accent"
 _ERROR = "$error"
+_CHIP = "$accent"
 
 
 @dataclass(slots=True)
@@ -84,6 +86,8 @@ class ToolState:
     message: str = ""
     output: str = ""
     display: list[ev.DisplayBlock] = field(default_factory=list)
+    media: list[str] = field(default_factory=list)
+    """A chip for each image, audio or video part of the result: `image cat.png · 12 KiB`."""
     superseded: bool = False
     """A TodoWrite call a newer one replaced: it folds to its title (see `TodoBoard`)."""
 
@@ -92,7 +96,7 @@ class ToolState:
         rejected = result.is_error and result.message.startswith(_REJECTED_PREFIX)
         self.status = "rejected" if rejected else "error" if result.is_error else "ok"
         self.message = result.message
-        self.output = result.output
+        self.output, self.media = media_chips(result.output, result.parts)
         self.brief = ""
         display: list[ev.DisplayBlock] = []
         for block in result.display:
@@ -119,12 +123,23 @@ def _body(state: ToolState) -> list[Row]:
         rows += text_lines(state.message, _ERROR, OUTPUT_LINES)
     if state.output.strip() and state.name != TODO:
         rows += text_lines(state.output, "", OUTPUT_LINES, FULL_HINT)
+    rows += [Content.styled(f"[{visible(chip)}]", _CHIP) for chip in state.media]
     diffs = [block for block in state.display if isinstance(block, ev.DiffBlock)]
     for block in diffs:
         rows += _diff(block, heading=len(diffs) > 1)
     if (items := todo_items(state)) is not None:
         rows += checklist_rows(items)
+    for subagent in state.display:
+        if isinstance(subagent, ev.SubagentBlock):
+            rows.append(Content.styled(_subagent_title(subagent), _NAME))
+            rows += text_lines("\n".join(subagent.steps), MUTED, OUTPUT_LINES, FULL_HINT)
     return rows
+
+
+def _subagent_title(block: ev.SubagentBlock) -> str:
+    agent = f"({block.agent_id})" if block.agent_id else ""
+    title = " ".join(part for part in ("subagent", block.subagent_type, agent) if part)
+    return visible(title, multiline=False)
 
 
 def _shell_body(state: ToolState) -> list[Row]:
@@ -164,6 +179,9 @@ def full_sections(state: ToolState) -> list[Section]:
             sections.append((visible(block.path, multiline=False), diff_rows(lines)))
     if (items := todo_items(state)) is not None:
         sections.append(("todo list", checklist_rows(items)))
+    for block in state.display:
+        if isinstance(block, ev.SubagentBlock):
+            sections.append((_subagent_title(block), text_lines("\n".join(block.steps), "", None)))
     return sections
 
 
