@@ -6,7 +6,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from textual.content import Content
 from textual.pilot import Pilot
 from textual.widgets import Static
 
@@ -16,6 +15,7 @@ from kode_tui.session.compare import CheckpointDiff, FileChange, diff_checkpoint
 from kode_tui.session.journal import FileJournal
 from kode_tui.session.timetravel import ContextSnapshot
 from kode_tui.ui.screens.compare import CompareScreen
+from kode_tui.ui.widgets.rows import Rows
 from tests.ui_helpers import Host, static_text
 
 
@@ -132,8 +132,9 @@ async def test_the_screen_shows_counts_messages_and_coloured_diffs() -> None:
         assert "-    return 'hi'" in text
         assert "+    return 'hello'" in text
         assert "+new notes" in text
-        diff = app.screen.query(".compare-diff").first(Static).render()
-        assert isinstance(diff, Content)
+        rows = app.screen.query(".diff-text").first(Static).render()
+        assert isinstance(rows, Rows)  # numbered, long lines wrapped beside the numbers
+        diff = rows.content(80)
         styles = {str(span.style) for span in diff.spans}
         assert any("$text-success" in style for style in styles)
         assert any("$text-error" in style for style in styles)

@@ -421,9 +421,10 @@ def test_the_conversation_form_of_a_diff_is_the_full_views_with_the_panels_style
     line numbers, signs, as `diff -u` writes them), styled as the approval panel styles them."""
     import difflib
 
-    from kode_tui.ui.screens.diff import diff_block_rows, diff_lines, diff_rows, render_diff_lines
+    from kode_tui.ui.screens.diff import diff_block_rows, diff_lines, diff_rows
+    from kode_tui.ui.widgets.excerpt import excerpt
     from kode_tui.ui.widgets.rows import lay_out
-    from kode_tui.wire.events import DiffBlock
+    from kode_tui.wire.events import ApprovalRequest, DiffBlock
 
     old, new = "a\nb\nc\n" * 3, "a\nB\nc\n" + "a\nb\nc\n" * 2 + "d\n"
     block = DiffBlock(path="src/x.py", old_text=old, new_text=new)
@@ -434,8 +435,12 @@ def test_the_conversation_form_of_a_diff_is_the_full_views_with_the_panels_style
     # Behind the gutter (`old new │`), the lines of `diff -u`.
     reference = difflib.unified_diff(old.splitlines(), new.splitlines(), lineterm="")
     assert [line.plain.partition("│")[2] for line in shown] == list(reference)[2:]
-    panel = render_diff_lines(list(diff_lines(old, new)))
-    assert [line.plain.partition("│")[2] for line in shown] == panel.plain.splitlines()
+    # The approval panel shows the same rows, with one line of context.
+    request = ApprovalRequest(
+        id="r", tool_call_id="c", action="edit", description="x", display=[block]
+    )
+    panel = [line.plain for line in lay_out(diff_rows(list(diff_lines(old, new, context=1))), 80)]
+    assert excerpt(request, 40, 80).plain.splitlines() == panel
     added = next(line for line in shown if line.plain.endswith("+B"))
     assert "$text-success on $success 15%" in [str(span.style) for span in added.spans]
     assert lay_out(diff_block_rows(block, heading=True), 80)[0].plain == "src/x.py"

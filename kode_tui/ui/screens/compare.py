@@ -14,7 +14,7 @@ from textual.widgets import Static
 from kode_tui.message import Message
 from kode_tui.safetext import visible
 from kode_tui.soul.facade import CheckpointDiff, FileChange
-from kode_tui.ui.screens.diff import ScrollDialog, diff_lines, render_diff_lines
+from kode_tui.ui.screens.diff import ScrollDialog, diff_lines, diff_rows, wrapped_pieces
 from kode_tui.ui.screens.timetravel import message_line, shown_messages
 
 
@@ -31,14 +31,18 @@ def file_heading(change: FileChange) -> Content:
     return Content.assemble(visible(change.path, multiline=False), (note, "$text-muted"))
 
 
-def file_body(change: FileChange) -> Content:
-    """The unified diff of one file, or why there is none."""
+def file_body(change: FileChange) -> Iterator[Static]:
+    """The unified diff of one file, numbered, long lines wrapped beside the numbers; or why
+    there is none."""
     if change.missing:
-        return Content.styled("An earlier or later content is not in the blob store.", "dim")
+        text = Content.styled("An earlier or later content is not in the blob store.", "dim")
+        yield Static(text, classes="dialog-text")
+        return
     lines = list(diff_lines(change.old_text or "", change.new_text or ""))
     if not lines:
-        return Content.styled("(no net change)", "$text-muted")
-    return render_diff_lines(lines)
+        yield Static(Content.styled("(no net change)", "$text-muted"), classes="dialog-text")
+        return
+    yield from wrapped_pieces(diff_rows(lines))
 
 
 def messages_body(messages: Sequence[Message]) -> Content:
@@ -88,7 +92,7 @@ closes it.
         yield _section(f"Files changed ({len(diff.files)})" if diff.files else "No file changes")
         for change in diff.files:
             yield Static(file_heading(change), classes="compare-file")
-            yield Static(file_body(change), classes="dialog-text compare-diff")
+            yield from file_body(change)
 
 
 def _section(title: str) -> Static:

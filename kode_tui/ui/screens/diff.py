@@ -1,9 +1,9 @@
 """A full-screen look at what a tool call would change: its diffs, or the command it would run.
 
 It is also the one diff renderer of the UI: `diff_lines` computes a unified diff (hunks as
-`diff -u` numbers them), `render_diff_lines` draws it for the approval panel and the time-travel
-screens, `diff_rows` numbers its lines for this screen and the conversation (`diff_block_rows`),
-wrapping a long line beside numbers that stay put.
+`diff -u` numbers them), `diff_rows` numbers its lines for this screen, the approval panel, the
+compare screen and the conversation (`diff_block_rows`), wrapping a long line beside numbers that
+stay put.
 """
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ from textual.widget import Widget
 from textual.widgets import Static
 
 from kode_tui.safetext import has_hidden, visible
-from kode_tui.ui.widgets.rows import Gutter, Row, Rows
+from kode_tui.ui.widgets.rows import Gutter, Row, Rows, lay_out
 from kode_tui.wire.events import BriefBlock, DiffBlock, DisplayBlock, ShellBlock, TodoBlock
 
 LineKind = Literal["hunk", "add", "delete", "same"]
@@ -88,25 +88,6 @@ def _line_text(line: DiffLine) -> str:
     return _SIGNS[line.kind] + visible(line.text, multiline=False)
 
 
-def render_diff_lines(lines: Sequence[DiffLine], *, line_numbers: bool = False) -> Content:
-    """Diff lines as styled content: additions and deletions in the theme's success/error."""
-    width = max(
-        (len(str(n)) for line in lines for n in (line.old_number, line.new_number) if n),
-        default=1,
-    )
-    rendered: list[Content] = []
-    for line in lines:
-        body = Content.styled(_line_text(line), _STYLES[line.kind])
-        if line_numbers:
-            numbers = " ".join(
-                f"{number:>{width}}" if number else " " * width
-                for number in (line.old_number, line.new_number)
-            )
-            body = Content.assemble((f"{numbers} │", "$text-muted"), body)
-        rendered.append(body)
-    return Content("\n").join(rendered)
-
-
 def diff_rows(lines: Sequence[DiffLine], *, line_numbers: bool = True) -> list[Row]:
     """Diff lines as rows whose gutter (the line numbers, `│` and the sign, or the sign alone)
     stays in its column while a long line wraps beside it."""
@@ -146,13 +127,10 @@ def diff_block_rows(block: DiffBlock, *, heading: bool = False) -> list[Row]:
     return rows
 
 
-def render_block(block: DisplayBlock, *, line_numbers: bool = True) -> Content:
+def render_block(block: DisplayBlock) -> Content:
     """The whole of a display block, as the full view shows it."""
     if isinstance(block, DiffBlock):
-        lines = list(diff_lines(block.old_text, block.new_text))
-        if not lines:
-            return Content.styled("(no changes)", "$text-muted")
-        return render_diff_lines(lines, line_numbers=line_numbers)
+        return Content("\n").join(lay_out(diff_block_rows(block), 0))
     if isinstance(block, ShellBlock):
         warnings = [
             Content.styled(text, "bold $text-warning") for text in command_warnings(block.command)
@@ -357,16 +335,22 @@ The complete change a tool call would make. Scroll with the arrows, PgUp/PgDn or
                 yield Static(Content(heading), classes="dialog-heading")
             # In pieces: Textual renders a widget whole, and only the pieces in view are
             # rendered, so a command or a file of 50,000 lines opens at once, not in seconds.
+            if isinstance(block, DiffBlock):
+                yield from wrapped_pieces(rows)
+                continue
             for start in range(0, len(rows), _PIECE_LINES):
                 piece = rows[start : start + _PIECE_LINES]
-                if isinstance(block, DiffBlock):
-                    # Wrapped beside the line numbers, which stay put (no sideways scrolling).
-                    yield Static(Rows(piece), classes="diff-text -wrapped")
-                else:
-                    text = Content("\n").join(row for row in piece if isinstance(row, Content))
-                    yield Static(text, classes="dialog-text diff-text")
+                text = Content("\n").join(row for row in piece if isinstance(row, Content))
+                yield Static(text, classes="dialog-text diff-text")
         if not shown:
             yield Static(Content.styled("Nothing to show.", "$text-muted"))
+
+
+def wrapped_pieces(rows: Sequence[Row]) -> Iterator[Static]:
+    """A diff's rows, wrapped beside the line numbers, which stay put (no sideways scrolling),
+    in pieces: Textual renders a widget whole and only the pieces in view are rendered."""
+    for start in range(0, len(rows), _PIECE_LINES):
+        yield Static(Rows(rows[start : start + _PIECE_LINES]), classes="diff-text -wrapped")
 
 
 def _full_rows(block: DisplayBlock) -> list[Row]:
