@@ -176,15 +176,7 @@ async def _run(soul: KodeSoul, command: str) -> bool:
     except asyncio.CancelledError:
         soul.bus.send(ev.StepInterrupted(reason="interrupted by the user"))
         raise
-    soul.bus.send(
-        ev.ToolResult(
-            tool_call_id=call.id,
-            is_error=result.is_error,
-            output=result.output,
-            message=result.message,
-            display=result.blocks(),
-        )
-    )
+    soul.bus.send(result.event(call.id))
     if not ran:
         return False
     try:

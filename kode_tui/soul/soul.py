@@ -388,15 +388,7 @@ class KodeSoul:
                 result, was_rejected = await self._run_tool(self.toolset.prepare(call))
                 any_rejected = any_rejected or was_rejected
             results.append((call.id, result))
-            self.bus.send(
-                ev.ToolResult(
-                    tool_call_id=call.id,
-                    is_error=result.is_error,
-                    output=result.output,
-                    message=result.message,
-                    display=result.blocks(),
-                )
-            )
+            self.bus.send(result.event(call.id))
         await asyncio.shield(self._grow_context(message, streamed.usage, results))
         self._partial = None
         self.bus.send(self.status(streamed.usage))

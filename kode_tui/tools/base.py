@@ -21,7 +21,7 @@ from pydantic import BaseModel
 from kode_tui.pathnames import is_within, unescape_name
 from kode_tui.session.journal import FileJournal
 from kode_tui.session.state import SessionState
-from kode_tui.wire.events import BriefBlock, DisplayBlock
+from kode_tui.wire.events import BriefBlock, DisplayBlock, ToolResult
 
 MAX_OUTPUT_CHARS = 50_000
 """Tool output longer than this is cut, with a note saying so."""
@@ -55,6 +55,16 @@ class ToolOutput:
         """The display blocks of the wire's ToolResult: the brief first, when there is one."""
         brief: list[DisplayBlock] = [BriefBlock(text=self.brief)] if self.brief else []
         return brief + list(self.display)
+
+    def event(self, tool_call_id: str) -> ToolResult:
+        """The wire's ToolResult of the call `tool_call_id` (the soul sends it)."""
+        return ToolResult(
+            tool_call_id=tool_call_id,
+            is_error=self.is_error,
+            output=self.output,
+            message=self.message,
+            display=self.blocks(),
+        )
 
 
 PermissionKind = Literal["edit", "shell", "read", "other"]
