@@ -27,7 +27,7 @@ MAIN_ARGUMENTS = {
 }
 """The argument that says what a call of each of our tools is about."""
 
-KEY_ARGUMENTS = ("path", "file_path", "command", "pattern", "url", "query")
+KEY_ARGUMENTS = ("path", "file_path", "command", "pattern", "url", "query", "description")
 """What another tool's call is most likely about (MCP tools, Kimi's other tools), in order."""
 
 SUMMARY_CHARS = 80

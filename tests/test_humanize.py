@@ -80,6 +80,9 @@ def test_a_tool_call_is_summarised_by_its_main_argument() -> None:
     assert tool_summary("Glob", '{"pattern": "**/*.py"}') == "**/*.py"
     assert tool_summary("mcp__web__fetch", '{"url": "https://x.org", "n": 2}') == "https://x.org"
     assert tool_summary("Other", '{"a": "' + "x" * 100 + '"}') == '{"a": "' + "x" * 52 + "…"
+    # Kimi's Agent tool: what the subagent is asked to do, not its JSON.
+    agent = '{"description": "Find the image", "prompt": "Which files are images?"}'
+    assert tool_summary("Agent", agent) == "Find the image"
     assert tool_summary("Shell", '{"command": "ls"') is None  # still streaming
     assert tool_summary("Shell", "") is None
     assert tool_summary("Other", "{}") == ""
