@@ -16,8 +16,8 @@ does not know, so the recorder splits the events in two:
   Kimi never reads, stamped with `wire_offset`, the size wire.jsonl had then; `read_wire()` merges
   both files back into one stream in that order.
 
-Sessions recorded before the sidecar keep our records in wire.jsonl: read as before, never
-rewritten. Reading is lenient in one direction only: unknown payload keys are ignored (the raw
+Sessions recorded before the sidecar keep our records in wire.jsonl until a writer opens them
+(`kode_tui.wire.migrate`); they read the same either way. Reading is lenient in one direction only: unknown payload keys are ignored (the raw
 record keeps them), but an event whose required fields are missing is not guessed at; such
 records, and types this version does not know (Kimi's `SubagentEvent`, `Notification`, ...), come
 back with `event=None`. Kimi's `StepRetry`, `StatusUpdate`, `CompactionEnd` (what they leave out

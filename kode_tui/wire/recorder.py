@@ -8,7 +8,8 @@ Streamed deltas are stored merged: a run of text deltas becomes one `ContentPart
 the whole text, stamped with the time of its first delta; think deltas likewise, and the argument
 deltas of a tool call are merged into its `ToolCall` record, as Kimi CLI stores them (deltas with
 no call before them become one `ToolCallPart`, in the sidecar). Any other event, `flush()` and
-`close()` end the run. Both files are only appended to; records are handed to the OS as they are
+`close()` end the run. Both files are only appended to (a wire.jsonl an older kode-tui wrote is
+first migrated once, see `kode_tui.wire.migrate`); records are handed to the OS as they are
 written and fsynced at the end of each turn.
 """
 
@@ -29,6 +30,7 @@ from kode_tui.fsutil import FILE_MODE, make_private_dir, write_all
 from kode_tui.masking import mask_bytes
 from kode_tui.message import TextPart, ThinkPart
 from kode_tui.wire.bus import Subscription, WireBus
+from kode_tui.wire.migrate import migrate_wire
 from kode_tui.wire.events import (
     METADATA,
     ContentPart,
@@ -64,6 +66,11 @@ class WireRecorder:
         if self._wire.is_open:
             raise RuntimeError(f"{self._path} is already being recorded")
         make_private_dir(self._path.parent)
+        try:
+            # An older kode-tui's records would stop Kimi's reader once we append (see migrate.py).
+            migrate_wire(self._path)
+        except OSError as error:
+            log.warning("could not move %s's old records to the sidecar: %s", self._path, error)
         self._wire.open(first_line=_line(METADATA))
         try:
             self._subscription = self._bus.subscribe(callback=self._record)
