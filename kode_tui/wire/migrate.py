@@ -152,14 +152,14 @@ def _new_sidecar(sidecar: Path, data: bytes, lines: list[_Line], note: dict[str,
     waiting = iter(kept)
     pending = next(waiting, None)
     old_offset = new_offset = 0
-    for original, line in zip(_split(data), lines, strict=True):
+    for original, entry in zip(_split(data), lines, strict=True):
         while pending is not None and pending[0] <= old_offset:
             out.append(_dump({**pending[1], "wire_offset": new_offset}))
             pending = next(waiting, None)
-        if line.moved is not None:
-            out.append(_dump({**line.moved, "wire_offset": new_offset}))
+        if entry.moved is not None:
+            out.append(_dump({**entry.moved, "wire_offset": new_offset}))
         old_offset += len(original)
-        new_offset += len(line.data)
+        new_offset += len(entry.data)
     while pending is not None:
         out.append(_dump({**pending[1], "wire_offset": new_offset}))
         pending = next(waiting, None)
