@@ -30,7 +30,6 @@ from kode_tui.fsutil import FILE_MODE, make_private_dir, write_all
 from kode_tui.masking import mask_bytes
 from kode_tui.message import TextPart, ThinkPart
 from kode_tui.wire.bus import Subscription, WireBus
-from kode_tui.wire.migrate import migrate_wire
 from kode_tui.wire.events import (
     METADATA,
     ContentPart,
@@ -41,6 +40,7 @@ from kode_tui.wire.events import (
     sidecar_path,
     to_record,
 )
+from kode_tui.wire.migrate import migrate_wire
 
 log = logging.getLogger(__name__)
 
