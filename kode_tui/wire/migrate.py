@@ -19,6 +19,7 @@ parsed unless the file holds one of the byte patterns old records have.
 from __future__ import annotations
 
 import hashlib
+import io
 import json
 import logging
 import re
@@ -110,7 +111,8 @@ def half_migrated(path: Path) -> bytes | None:
 
 
 def _split(data: bytes) -> list[bytes]:
-    return data.splitlines(keepends=True)
+    """The lines of `data` as `read_wire()` reads them: ended by "\n" only."""
+    return io.BytesIO(data).readlines()
 
 
 def _migrated(line: bytes) -> _Line:
