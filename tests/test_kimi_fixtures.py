@@ -18,6 +18,7 @@ from kode_tui.session.metadata import Metadata, save_metadata
 from kode_tui.session.state import load_state
 from kode_tui.soul.agent import Agent, open_agent
 from kode_tui.soul.llm.scripted import ScriptedProvider
+from kode_tui.soul.transcript import PastResults
 from kode_tui.wire import events as ev
 from tests.conftest import KIMI_DEFAULT_FIXTURE, KIMI_FIXTURES, KIMI_OKABE_FIXTURE
 
@@ -213,3 +214,34 @@ async def test_print_mode_compact_of_a_kimi_session_prints_the_size_it_writes(
     after = int(line.rsplit("→ ", 1)[1].removesuffix(" tokens.").replace(",", ""))
     assert "compacted" not in printed.err.lower()
     assert records(folder / "context.jsonl")[-1] == {"role": "_usage", "token_count": after}
+
+
+AGENT_CALL = (
+    '{"description": "Find the image", "prompt": "Which files are images?", '
+    '"subagent_type": "explore"}'
+)
+"""The arguments of the Agent call in the kimi-default fixture."""
+
+
+def subagent_blocks(wire: Path, call_id: str) -> list[ev.SubagentBlock]:
+    result = PastResults.read(wire).find(call_id, AGENT_CALL)
+    assert result is not None
+    return [block for block in result.display if isinstance(block, ev.SubagentBlock)]
+
+
+def test_a_subagent_the_parents_wire_has_no_events_of_is_read_from_its_own_folder(
+    tmp_path: Path,
+) -> None:
+    folder = copy_fixture(KIMI_DEFAULT_FIXTURE, tmp_path)
+    wire = folder / "wire.jsonl"
+    from_events = subagent_blocks(wire, "call_agent")
+    # As a background subagent leaves it: no SubagentEvent in the parent's wire.
+    lines = wire.read_text().splitlines(keepends=True)
+    wire.write_text("".join(line for line in lines if '"SubagentEvent"' not in line))
+
+    from_folder = subagent_blocks(wire, "call_agent")
+
+    assert from_folder == from_events
+    (block,) = from_folder
+    assert (block.agent_id, block.subagent_type) == ("a5f81639e", "explore")
+    assert block.steps[0] == "step 1" and block.steps[1].startswith("  Only dot.png is an image")

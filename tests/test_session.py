@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import shutil
@@ -14,8 +15,10 @@ from typing import Any
 import pytest
 
 from kode_tui.paths import canonical, program
+from kode_tui.session.catalog import SessionCatalog
 from kode_tui.session.metadata import load_metadata
 from kode_tui.session.session import Session
+from kode_tui.wire.events import sidecar_path
 from tests.conftest import KIMI_FIXTURE
 
 USER_MESSAGE = {"role": "user", "content": "List the files"}
@@ -263,6 +266,29 @@ async def test_list_skips_sessions_nobody_talked_in(work_dir: Path) -> None:
 
     assert listed == {talked.id, with_turn.id, titled.id}
     assert only_records.id not in listed and only_header.id not in listed
+
+
+async def test_a_session_with_only_our_sidecar_records_is_listed_and_dated_by_them(
+    work_dir: Path, tmp_path: Path
+) -> None:
+    cleared = await session_with_wire(work_dir)
+    write_jsonl(cleared.dir / "context_1.jsonl", USER_MESSAGE)
+    clear = {"type": "ContextCleared", "payload": {"rotated_file": "context_1.jsonl"}}
+    write_jsonl(cleared.wire_sidecar, {"timestamp": 5.0, "wire_offset": 0, "message": clear})
+    for path, when in ((cleared.context_file, 1_000), (cleared.wire_file, 1_000)):
+        os.utime(path, (when, when))
+    os.utime(cleared.wire_sidecar, (4_000, 4_000))
+    folder = tmp_path / "elsewhere" / "abc"  # a folder no work dir is recorded for
+    shutil.copytree(cleared.dir, folder)
+
+    listed = await Session.list(work_dir)
+    rows = await SessionCatalog().rows(work_dir)
+    found = await Session.from_dir(folder)
+
+    assert [(s.id, s.updated_at) for s in listed] == [(cleared.id, 4_000)]
+    assert [row.session.id for row in rows] == [cleared.id]
+    assert not await asyncio.to_thread(found.is_empty)
+    assert cleared.wire_sidecar == sidecar_path(cleared.wire_file)
 
 
 async def test_list_reads_context_only_up_to_the_first_message(

@@ -440,7 +440,7 @@ async def test_restored_markers_d_mail_errors_and_rejections() -> None:
         await conversation.load_history(messages)
         await pilot.pause()
         assert describe(conversation) == [
-            "user: Look at this [image] ",
+            "user: Look at this [image · 3 B]",
             "thinking: Try both.",
             "assistant: Trying.",
             "tool: ▸ WriteFile a  ⊘ The tool call is rejected by the user.",

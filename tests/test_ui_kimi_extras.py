@@ -8,9 +8,11 @@ from pathlib import Path
 
 from kode_tui.message import FunctionBody, Message, TextPart, ToolCall, media_chips
 from kode_tui.soul.transcript import PastResults
+from kode_tui.ui.widgets.blocks import UserBlock
 from kode_tui.ui.widgets.conversation import Conversation
 from kode_tui.ui.widgets.tool_block import ToolBlock
 from kode_tui.wire import WireBus
+from kode_tui.wire import events as ev
 from tests.test_ui_conversation import host
 
 KIMI_IMAGE_RESULT = (
@@ -150,3 +152,28 @@ async def test_a_kimi_subagent_shows_its_steps_in_the_block_of_the_call_that_ran
         "step 2",
     ]
     assert "done" in shown[:at]
+
+
+KIMI_MEDIA_USER_MESSAGE = (
+    '{"role":"user","content":[{"type":"text","text":"Transcribe "},{"type":"text","text":'
+    '"<audio path=\\"talk.mp3\\">"},{"type":"audio_url","audio_url":{"url":"data:audio/mpeg;'
+    'base64,SUQzBAAAAA==","id":null}},{"type":"text","text":"</audio>"},{"type":"text","text":'
+    '" and describe "},{"type":"video_url","video_url":{"url":"https://x/clip.mp4","id":null}}]}'
+)
+"""A Kimi CLI user message with an audio part (wrapped in its path tags) and a video link."""
+
+
+async def test_audio_and_video_in_a_user_message_show_as_chips_in_history_and_live() -> None:
+    message = Message.model_validate(json.loads(KIMI_MEDIA_USER_MESSAGE))
+    bus = WireBus()
+    async with host(bus).run_test(size=(100, 40)) as pilot:
+        conversation = pilot.app.query_one(Conversation)
+        await conversation.load_history([message])
+        bus.send(ev.TurnBegin(user_input=list(message.parts)))
+        await pilot.pause()
+        shown = [str(block.render()) for block in conversation.query(UserBlock)]
+
+    assert len(shown) == 2
+    for text in shown:
+        assert "Transcribe" in text and "[audio · talk.mp3 · 7 B] [video]" in text
+        assert "<audio" not in text and "base64" not in text

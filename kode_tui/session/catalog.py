@@ -53,8 +53,11 @@ class SessionCatalog:
         rows = [
             SessionRow(session, stat)
             for session, stat in zip(sessions, stats, strict=True)
-            # Session.list leaves out sessions nobody talked in; from_dir does not.
-            if stat.messages or session.title != UNTITLED
+            # Session.list leaves out sessions nobody talked in; from_dir does not. One with
+            # only our records (a /clear's) has its earlier conversation to show.
+            if stat.messages
+            or session.title != UNTITLED
+            or not await asyncio.to_thread(session.is_empty)
         ]
         rows.sort(key=lambda row: row.session.updated_at, reverse=True)
         return rows

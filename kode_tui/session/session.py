@@ -27,6 +27,9 @@ logger = logging.getLogger(__name__)
 
 CONTEXT_FILE_NAME = "context.jsonl"
 WIRE_FILE_NAME = "wire.jsonl"
+WIRE_SIDECAR_NAME = "wire.kode.jsonl"
+"""The records of ours Kimi CLI cannot read (`kode_tui.wire.events.sidecar_path`; the session
+layer may not import the wire's)."""
 UNTITLED = "Untitled"
 TITLE_WIDTH = 50
 
@@ -45,7 +48,7 @@ class Session:
     title: str
     """The custom title, else the first user input (50 chars), else "Untitled"."""
     updated_at: float
-    """Time (epoch seconds) of the last write to context.jsonl or wire.jsonl."""
+    """Time (epoch seconds) of the last write to context.jsonl, wire.jsonl or its sidecar."""
 
     @property
     def work_dir_recorded(self) -> bool:
@@ -61,6 +64,10 @@ class Session:
     @property
     def wire_file(self) -> Path:
         return self.dir / WIRE_FILE_NAME
+
+    @property
+    def wire_sidecar(self) -> Path:
+        return self.dir / WIRE_SIDECAR_NAME
 
     @property
     def state_file(self) -> Path:
@@ -130,7 +137,7 @@ class Session:
         last = None
         if entry is not None and entry.last_session_id is not None:
             last = await cls.find(work_dir, entry.last_session_id)
-            if last is not None and not await asyncio.to_thread(last._is_empty):
+            if last is not None and not await asyncio.to_thread(last.is_empty):
                 return last
         talked = await cls.list(work_dir)
         return talked[0] if talked else last
@@ -213,7 +220,7 @@ class Session:
             if not (session_dir / CONTEXT_FILE_NAME).is_file():
                 continue
             session = cls._open(session_dir, work_dir)
-            if session._is_empty():
+            if session.is_empty():
                 continue
             session._refresh_now()
             sessions.append(session)
@@ -221,17 +228,23 @@ class Session:
         return sessions
 
     def _refresh_now(self) -> None:
-        self.updated_at = max(_mtime(self.context_file), _mtime(self.wire_file))
+        self.updated_at = max(
+            _mtime(self.context_file), _mtime(self.wire_file), _mtime(self.wire_sidecar)
+        )
         self.title = self._current_title()
 
     def _current_title(self) -> str:
         return self.state.custom_title or _wire_title(self.wire_file) or UNTITLED
 
-    def _is_empty(self) -> bool:
+    def is_empty(self) -> bool:
+        """Whether nothing was said or done in it: no title, no message, no wire record (ours
+        in the sidecar included: a /clear leaves only that). Blocking; reads up to the first
+        record."""
         if self.state.custom_title:
             return False
         return not (
             _any_record(self.wire_file, _is_wire_event)
+            or _any_record(self.wire_sidecar, _is_wire_event)
             or _any_record(self.context_file, _is_message)
         )
 

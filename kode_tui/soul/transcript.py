@@ -3,13 +3,16 @@
 The context keeps a tool's output as the model saw it (images, audio and video parts too: they go
 to `ToolResult.parts`); the wire keeps what the user saw too (the short report, the diffs, and
 the steps of a Kimi CLI subagent the call ran, from its `SubagentEvent` records, as a
-`SubagentBlock`). A front end never opens session files: it asks for `PastResults` and rebuilds
-results from the context's messages with `stored_result`.
+`SubagentBlock`; a subagent whose steps the parent's wire lacks, a background one, is read from
+Kimi's `subagents/<agent_id>/wire.jsonl`, its n-th turn for the n-th `Agent` call naming it).
+All of it is read once, with the rest of the wire. A front end never opens session files: it
+asks for `PastResults` and rebuilds results from the context's messages with `stored_result`.
 """
 
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 from typing import Any
 
@@ -36,6 +39,8 @@ class PastResults:
         results = cls()
         arguments: dict[str, str] = {}
         subagents: dict[str, _Subagent] = {}
+        names: dict[str, str] = {}
+        agent_results: list[ev.ToolResult] = []
         last_call = ""
         for record in read_wire(path):
             event = record.event
@@ -44,12 +49,16 @@ class PastResults:
             if isinstance(event, ev.ToolCall):
                 last_call = event.id
                 arguments[event.id] = event.function.arguments or ""
+                names[event.id] = event.function.name
             elif isinstance(event, ev.ToolCallPart):
                 call_id = event.id or last_call  # Kimi's pieces extend the call before them
                 arguments[call_id] = arguments.get(call_id, "") + event.arguments_delta
             elif isinstance(event, ev.ToolResult):
                 entry = (arguments.get(event.tool_call_id, ""), event)
                 results._by_id.setdefault(event.tool_call_id, []).append(entry)
+                if names.get(event.tool_call_id) == _AGENT_TOOL:
+                    agent_results.append(event)
+        _add_subagent_folders(path.parent / _SUBAGENTS_DIR, agent_results, subagents)
         for call_id, subagent in subagents.items():
             entries = results._by_id.get(call_id)
             if entries:  # the steps go with the result of the call that ran the subagent
@@ -127,6 +136,56 @@ class _Subagent:
         if self._text.strip():
             self.steps.append("  " + one_line(self._text.strip(), _STEP_TEXT_CHARS))
         self._text = ""
+
+
+_AGENT_TOOL = "Agent"
+_SUBAGENTS_DIR = "subagents"
+_AGENT_ID_LINE = re.compile(r"^agent_id: ([A-Za-z0-9_-]+)$", re.MULTILINE)
+"""How Kimi's Agent tool names the subagent it ran or started, in its result."""
+
+
+def _add_subagent_folders(
+    folder: Path, agent_results: list[ev.ToolResult], subagents: dict[str, _Subagent]
+) -> None:
+    """The steps of the Agent calls whose subagent the parent's wire has no events of, from the
+    subagent's own wire: its n-th turn for the n-th call naming it."""
+    if not agent_results or not folder.is_dir():
+        return
+    turns: dict[str, list[list[ev.Event]]] = {}
+    used: dict[str, int] = {}
+    for result in agent_results:
+        found = _AGENT_ID_LINE.search(result.output)
+        if found is None:
+            continue
+        agent_id = found.group(1)
+        if agent_id not in turns:
+            turns[agent_id] = _subagent_turns(folder / agent_id / "wire.jsonl")
+        turn = used.get(agent_id, 0)
+        used[agent_id] = turn + 1
+        if result.tool_call_id in subagents or turn >= len(turns[agent_id]):
+            continue  # its steps came as SubagentEvent records (they are that turn too)
+        subagent = _Subagent(agent_id, _subagent_type(folder / agent_id / "meta.json"))
+        for event in turns[agent_id][turn]:
+            subagent.add(event)
+        subagents[result.tool_call_id] = subagent
+
+
+def _subagent_turns(wire: Path) -> list[list[ev.Event]]:
+    turns: list[list[ev.Event]] = []
+    for record in read_wire(wire):
+        if isinstance(record.event, ev.TurnBegin) or not turns:
+            turns.append([])
+        if record.event is not None:
+            turns[-1].append(record.event)
+    return turns
+
+
+def _subagent_type(meta: Path) -> str:
+    try:
+        kind = json.loads(meta.read_bytes()).get("subagent_type")
+    except (OSError, ValueError, AttributeError, RecursionError):
+        return ""
+    return kind if isinstance(kind, str) else ""
 
 
 def _add_subagent_event(subagents: dict[str, _Subagent], record: ev.WireRecord) -> None:

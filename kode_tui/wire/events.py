@@ -16,17 +16,19 @@ does not know, so the recorder splits the events in two:
   Kimi never reads, stamped with `wire_offset`, the size wire.jsonl had then; `read_wire()` merges
   both files back into one stream in that order.
 
-Sessions recorded before the sidecar keep our records in wire.jsonl: read as before, never
-rewritten. Reading is lenient in one direction only: unknown payload keys are ignored (the raw
-record keeps them), but an event whose required fields are missing is not guessed at; such
-records, and types this version does not know (Kimi's `SubagentEvent`, `Notification`, ...), come
-back with `event=None`. Kimi's `StepRetry`, `StatusUpdate`, `CompactionEnd` (what they leave out
-reads as 0), `ApprovalResponse` and `ToolCallPart` are mapped onto our events.
+Sessions recorded before the sidecar keep our records in wire.jsonl until a writer opens them
+(`kode_tui.wire.migrate`); they read the same either way. Reading is lenient in one direction
+only: unknown payload keys are ignored (the raw record keeps them), but an event whose required
+fields are missing is not guessed at; such records, and types this version does not know (Kimi's
+`SubagentEvent`, `Notification`, ...), come back with `event=None`. Kimi's `StepRetry`,
+`StatusUpdate`, `CompactionEnd` (what they leave out reads as 0), `ApprovalResponse` and
+`ToolCallPart` are mapped onto our events.
 """
 
 from __future__ import annotations
 
 import asyncio
+import io
 import json
 import logging
 from collections.abc import Iterator, Mapping
@@ -598,7 +600,10 @@ def read_wire(path: Path | str) -> Iterator[WireRecord]:
     path = Path(path)
     pending = iter(_sidecar_records(sidecar_path(path)))
     waiting = next(pending, None)
-    for offset, record in _records(path):
+    from kode_tui.wire.migrate import half_migrated  # it builds on this module
+
+    # A crash between a migration's two renames: read wire.jsonl as it is becoming.
+    for offset, record in _records(path, half_migrated(path)):
         while waiting is not None and waiting[0] <= offset:
             yield waiting[1]
             waiting = next(pending, None)
@@ -620,10 +625,12 @@ def _sidecar_records(path: Path) -> list[tuple[int, WireRecord]]:
     return records
 
 
-def _records(path: Path) -> Iterator[tuple[int, WireRecord]]:
-    """Each record of `path` with the byte offset its line starts at."""
+def _records(path: Path, data: bytes | None = None) -> Iterator[tuple[int, WireRecord]]:
+    """Each record of `path` (of `data`, its content, when given) with the byte offset its
+    line starts at."""
     try:
-        file = open(path, "rb")  # noqa: SIM115 - the generator holds it open while streaming
+        # The generator holds it open while streaming.
+        file = open(path, "rb") if data is None else io.BytesIO(data)  # noqa: SIM115
     except FileNotFoundError:
         return
     offset = 0

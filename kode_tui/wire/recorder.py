@@ -8,7 +8,8 @@ Streamed deltas are stored merged: a run of text deltas becomes one `ContentPart
 the whole text, stamped with the time of its first delta; think deltas likewise, and the argument
 deltas of a tool call are merged into its `ToolCall` record, as Kimi CLI stores them (deltas with
 no call before them become one `ToolCallPart`, in the sidecar). Any other event, `flush()` and
-`close()` end the run. Both files are only appended to; records are handed to the OS as they are
+`close()` end the run. Both files are only appended to (a wire.jsonl an older kode-tui wrote is
+first migrated once, see `kode_tui.wire.migrate`); records are handed to the OS as they are
 written and fsynced at the end of each turn.
 """
 
@@ -39,6 +40,7 @@ from kode_tui.wire.events import (
     sidecar_path,
     to_record,
 )
+from kode_tui.wire.migrate import migrate_wire
 
 log = logging.getLogger(__name__)
 
@@ -64,6 +66,11 @@ class WireRecorder:
         if self._wire.is_open:
             raise RuntimeError(f"{self._path} is already being recorded")
         make_private_dir(self._path.parent)
+        try:
+            # An older kode-tui's records would stop Kimi's reader once we append (see migrate.py).
+            migrate_wire(self._path)
+        except OSError as error:
+            log.warning("could not move %s's old records to the sidecar: %s", self._path, error)
         self._wire.open(first_line=_line(METADATA))
         try:
             self._subscription = self._bus.subscribe(callback=self._record)

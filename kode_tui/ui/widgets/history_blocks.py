@@ -8,13 +8,13 @@ from functools import partial
 
 from kode_tui.message import (
     ContentPart,
-    ImageURLPart,
     Message,
     TextPart,
     ThinkPart,
     is_checkpoint_note,
     is_dmail_note,
     is_system_note,
+    media_chips,
     split_system_note,
     unwrap_system,
 )
@@ -42,16 +42,15 @@ _DMAIL_CONTENT = "D-Mail content:"
 
 
 def user_text(content: str | Sequence[ContentPart]) -> str:
-    """The text of a user message; an image shows as `[image]`."""
+    """The text of a user message; its images, audio and video follow it as chips, as in a
+    tool result: `[audio · talk.mp3 · 12 KiB]` (the `<audio path=…>` tags Kimi CLI wraps them
+    in give the path)."""
     if isinstance(content, str):
         return content
-    pieces: list[str] = []
-    for part in content:
-        if isinstance(part, TextPart):
-            pieces.append(part.text)
-        elif isinstance(part, ImageURLPart):
-            pieces.append(" [image] ")
-    return "".join(pieces)
+    text = "".join(part.text for part in content if isinstance(part, TextPart))
+    media = [part for part in content if not isinstance(part, TextPart | ThinkPart)]
+    text, chips = media_chips(text, media)
+    return " ".join([text, *(f"[{chip}]" for chip in chips)]).strip()
 
 
 def page_blocks(
