@@ -235,3 +235,20 @@ def test_the_permissions_dialog(place: Path, utc: None, snap_compare: Any) -> No
         await pilot.pause()
 
     assert snap_compare(app, run_before=run_before, terminal_size=(80, 24))
+
+
+def test_the_pins_screen(place: Path, snap_compare: Any) -> None:
+    from kode_tui.ui.screens.pins import PinsScreen
+
+    app = make_app(place, ScriptedProvider([]))
+
+    async def run_before(pilot: Pilot[Any]) -> None:
+        await ready(pilot)
+        assert app.agent_session is not None
+        await app.agent_session.pin("Answer in British English.")
+        await app.agent_session.pin("Never edit files under vendored/: they are generated.")
+        await send(pilot, "/pins")
+        await wait_for(pilot, lambda: isinstance(app.screen, PinsScreen))
+        await pilot.pause()
+
+    assert snap_compare(app, run_before=run_before, terminal_size=(100, 30))

@@ -56,6 +56,16 @@ class ApprovalGrant(BaseModel):
 ThinkingLevel = Literal["off", "low", "medium", "high"]
 
 
+class Pin(BaseModel):
+    """A note the user pinned (`/pin`): sent with every request, whatever is compacted."""
+
+    model_config = ConfigDict(extra="allow", defer_build=True)
+
+    text: str
+    pinned_at: float | None = None
+    """Unix time; None for a pin recorded without one."""
+
+
 class ModelSpend(BaseModel):
     """What one model's calls of a session used, and cost."""
 
@@ -134,6 +144,9 @@ class SessionState(BaseModel):
     """None for a session from before kode-tui counted cost (its cost is unknown)."""
     thinking: ThinkingLevel = "off"
     """The reasoning effort asked of a model that supports it (`/think`)."""
+    pins: list[Pin] = Field(default_factory=list)
+    """Notes pinned by the user, oldest first. Kimi CLI's writer drops keys it does not know,
+    so a session Kimi saved its state.json in has lost them."""
 
 
 def load_state(path: Path) -> SessionState:

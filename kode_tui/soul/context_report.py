@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from kode_tui.message import estimate_tool_tokens
+from kode_tui.soul.pins import with_pins
 from kode_tui.soul.reminders import Reminder
 
 if TYPE_CHECKING:
@@ -94,17 +95,27 @@ async def measure(soul: KodeSoul) -> PromptParts:
         system_prompt, blocks = await soul.project.describe(base)
     else:
         system_prompt, blocks = base, [("system prompt", len(base) // 4)]
+    # Last, after the project context: a pin changed leaves the cached prefix as it was.
+    system_prompt, blocks = with_pins(
+        system_prompt, blocks, [pin.text for pin in soul.env.state.pins]
+    )
     schemas = soul.toolset.schemas()
     return PromptParts(system_prompt, blocks, len(schemas), estimate_tool_tokens(schemas))
 
 
 def context_rows(
-    parts: PromptParts, reminders: Sequence[Reminder], reported: int, pending: int
+    parts: PromptParts,
+    reminders: Sequence[Reminder],
+    reported: int,
+    pending: int,
+    changed: int = 0,
 ) -> list[ContextRow]:
     """The rows of `/context`; they add up to the gauge's number (see the module's doc).
 
     `reported` is the model's count for the last request (0: none yet), `pending` the estimate
-    of the messages added since (all the messages, before the first request).
+    of the messages added since (all the messages, before the first request), `changed` how
+    much the fixed part grew since the last request (a pin added or edited): the gauge counts
+    it before the model reports it, so the messages row must not lose it.
     """
     tools_name = f"tool definitions ({parts.tool_count})"
     fixed = [ContextRow(name, tokens) for name, tokens in parts.blocks]
@@ -116,6 +127,7 @@ def context_rows(
         fixed.append(ContextRow("reminders of the last request", reminder_tokens(reminders)))
     estimated = sum(row.tokens for row in fixed)
     rows = fixed
+    reported = max(0, reported + changed)
     messages = reported - estimated
     note = "the last request's reported count minus the rows above"
     if messages < 0:
@@ -145,7 +157,7 @@ async def report(soul: KodeSoul) -> ContextReport:
     reminders = list(soul.reminders.last) if soul.reminders is not None else []
     status = soul.status()
     reported = soul.context.token_count
-    rows = context_rows(parts, reminders, reported, soul.context.pending_tokens)
+    rows = context_rows(parts, reminders, reported, soul.context.pending_tokens, soul.prompt_change)
     return ContextReport(
         system_prompt=parts.system_prompt,
         blocks=parts.blocks,

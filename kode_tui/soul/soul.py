@@ -161,6 +161,9 @@ class KodeSoul:
         self._prompt_tokens = len(self.system_prompt or "") // 4 + estimate_tool_tokens(
             toolset.schemas()
         )
+        # The measured prompt the model's last reported count included (None: not known yet,
+        # the first measure counts as it): a pin added since is in the gauge before a request.
+        self._sent_prompt_tokens: int | None = None
         # DESIGN.md §7's initial=0.3 (tenacity 9.2 calls it `multiplier`).
         self._retry_wait = retry_wait or tenacity.wait_exponential_jitter(
             multiplier=0.3, max=5, jitter=0.5
@@ -184,7 +187,14 @@ class KodeSoul:
         counts for them before the model reported a count is kept."""
         parts = await context_report.measure(self)
         self._prompt_tokens = parts.tokens
+        if self._sent_prompt_tokens is None:
+            self._sent_prompt_tokens = parts.tokens
         return parts
+
+    @property
+    def prompt_change(self) -> int:
+        """How much the measured prompt grew (a pin added) since the last request."""
+        return self._prompt_tokens - (self._sent_prompt_tokens or self._prompt_tokens)
 
     async def announce_prompt(self) -> None:
         """Measure the prompt (the project context once collected) and send the status: the
@@ -199,7 +209,8 @@ class KodeSoul:
     async def request_system_prompt(self) -> str | None:
         """What the model is sent as system prompt: the base one with the project context."""
         parts = await self.measure_prompt()
-        return parts.system_prompt if self.project is not None else self.system_prompt
+        self._sent_prompt_tokens = parts.tokens
+        return parts.system_prompt or self.system_prompt
 
     @property
     def reserved_tokens(self) -> int:
@@ -217,7 +228,7 @@ class KodeSoul:
         """The gauge's numbers: the count the model reported for the last request and an
         estimate of the messages since; before any report, the known prompt (system prompt,
         project context, tools) estimated and the messages (`kode_tui.soul.context_report`)."""
-        prompt = 0 if self.context.token_count else self._prompt_tokens
+        prompt = self.prompt_change if self.context.token_count else self._prompt_tokens
         return ev.StatusUpdate(
             context_tokens=self.context.token_count_with_pending + prompt,
             pending_tokens=self.context.pending_tokens + prompt,

@@ -32,6 +32,7 @@ from kode_tui.safetext import visible
 from kode_tui.ui import commands
 from kode_tui.ui.commands import SlashCommandProvider
 from kode_tui.ui.notify import Notifier
+from kode_tui.ui.pins import PinActions
 from kode_tui.ui.screens.main import MainScreen
 from kode_tui.ui.screenshot import Screenshots
 from kode_tui.ui.shell import ShellActions
@@ -59,7 +60,7 @@ DEMO_BANNER = (
 )
 
 
-class KodeApp(Screenshots, TimeTravelActions, ShellActions):
+class KodeApp(Screenshots, TimeTravelActions, ShellActions, PinActions):
     """kode-tui's terminal UI."""
 
     TITLE = "kode-tui"

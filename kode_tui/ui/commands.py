@@ -216,6 +216,16 @@ async def _title(app: KodeApp, argument: str) -> None:
     app.update_header()
 
 
+@command("/pin", "TEXT", "Pin a note: sent with every request, whatever is compacted")
+async def _pin(app: KodeApp, argument: str) -> None:
+    await app.pin_note(argument)
+
+
+@command("/pins", "", "List, edit and unpin the pinned notes")
+async def _pins(app: KodeApp, argument: str) -> None:
+    await app.show_pins()
+
+
 @command("/cost", "", "What this session's model calls cost, per model and turn")
 async def _cost(app: KodeApp, argument: str) -> None:
     from kode_tui.ui.screens.cost import CostScreen

@@ -29,6 +29,7 @@ from typing import Any, ClassVar
 from textual import on
 from textual.binding import Binding, BindingType
 from textual.content import Content
+from textual.message import Message as TextualMessage
 from textual.timer import Timer
 from textual.widget import Widget
 from textual.widgets import Markdown
@@ -42,6 +43,7 @@ from kode_tui.ui.pacing import FramePacer
 from kode_tui.ui.widgets.activity import Activity
 from kode_tui.ui.widgets.block_window import INITIAL_BLOCKS, MAX_BLOCKS, BlockWindow
 from kode_tui.ui.widgets.blocks import (
+    AnswerBlock,
     AssistantBlock,
     Block,
     BlockFactory,
@@ -108,6 +110,18 @@ def _thought(event: ev.Event) -> bool:
 # --- the pane ------------------------------------------------------------------------------------
 
 _BLOCKS = Binding.Group("Conversation")
+_CURSOR_BLOCKS = (FoldingBlock, UserBlock, AssistantBlock, AnswerBlock)
+
+
+def block_text(block: Widget) -> str:
+    """What `p` pins of a block: a message's text, a tool call's output, a folded block's."""
+    if isinstance(block, UserBlock):
+        return block.text
+    if isinstance(block, AssistantBlock | AnswerBlock):
+        return block.source
+    if isinstance(block, ToolBlock):
+        return block.state.output or block.state.message
+    return str(getattr(block, "text", ""))
 
 
 class Conversation(WireListener, BlockWindow, can_focus=True, can_focus_children=False):
@@ -123,7 +137,8 @@ reverted, restored or cleared. It follows new output unless you scroll up; **End
 again.
 
 - Click a tool call or a folded block to open it; **o** shows all of a tool call's output.
-- **Alt+↑ / Alt+↓** move the block cursor, **Enter** opens or closes the block under it.
+- **Alt+↑ / Alt+↓** move the block cursor, **Enter** opens or closes the block under it,
+  **p** pins its text (sent with every request, whatever is compacted; `/pins` edits them).
 - **Home** goes to the first message, **End** to the last; long sessions are read as you
   scroll, and a line at the top says how many earlier messages are not read yet.
 """
@@ -137,7 +152,15 @@ again.
             "enter,space", "toggle_block", "Open/close", id="conversation.toggle", group=_BLOCKS
         ),
         Binding("o", "full_view", "Full output", id="conversation.full", group=_BLOCKS, show=False),
+        Binding("p", "pin_block", "Pin", id="conversation.pin", group=_BLOCKS),
     ]
+
+    class PinRequested(TextualMessage):
+        """`p` on a block: pin its text."""
+
+        def __init__(self, text: str) -> None:
+            super().__init__()
+            self.text = text
 
     def __init__(
         self,
@@ -150,7 +173,7 @@ again.
         super().__init__(max_blocks=max_blocks, id=id, classes=classes)
         self.border_title = "Conversation"
         self._bus = bus
-        self._cursor: FoldingBlock | None = None
+        self._cursor: Widget | None = None
         # The step being streamed.
         self._assistant: AssistantBlock | None = None
         self._stream: MarkdownStream | None = None
@@ -555,20 +578,22 @@ again.
 
     # -- the block cursor
 
-    def _folding(self) -> list[FoldingBlock]:
-        # Not the hidden ones at the end (see BlockWindow).
-        return [c for c in self.children if isinstance(c, FoldingBlock) and c.display]
+    def _folding(self) -> list[Widget]:
+        # Not the hidden ones at the end (see BlockWindow); messages too, so `p` can pin them.
+        return [c for c in self.children if isinstance(c, _CURSOR_BLOCKS) and c.display]
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         if action == "full_view":
             return isinstance(self._cursor, ToolBlock) and self._cursor.parent is self
         if action == "toggle_block":
+            return isinstance(self._cursor, FoldingBlock) and self._cursor.parent is self
+        if action == "pin_block":
             return self._cursor is not None and self._cursor.parent is self
         if action in ("cursor_previous", "cursor_next"):
-            return any(isinstance(child, FoldingBlock) for child in self.children)
+            return any(isinstance(child, _CURSOR_BLOCKS) for child in self.children)
         return True
 
-    def _move_cursor(self, block: FoldingBlock | None) -> None:
+    def _move_cursor(self, block: Widget | None) -> None:
         if self._cursor is not None:
             self._cursor.remove_class("-cursor")
         self._cursor = block
@@ -597,8 +622,15 @@ again.
         self.scroll_to_widget(blocks[index], animate=False)
 
     def action_toggle_block(self) -> None:
-        if self._cursor is not None:
+        if isinstance(self._cursor, FoldingBlock):
             self._cursor.toggle()
+
+    def action_pin_block(self) -> None:
+        text = block_text(self._cursor) if self._cursor is not None else ""
+        if text.strip():
+            self.post_message(self.PinRequested(text))
+        else:
+            self.notify("This block has no text to pin.", severity="warning")
 
     def action_full_view(self) -> None:
         if isinstance(self._cursor, ToolBlock):
