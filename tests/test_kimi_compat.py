@@ -460,3 +460,30 @@ async def test_kimi_continues_its_session_after_we_compacted_it(tmp_path: Path, 
         {"role": "assistant", "content": "Kimi goes on."},
         {"role": "_usage", "token_count": 325},
     ]
+
+
+async def test_kimi_restores_a_session_we_dropped_a_tool_call_from(tmp_path: Path) -> None:
+    from kode_tui.config import Config, ModelChoice
+    from kode_tui.soul.facade import AgentSession
+    from kode_tui.soul.llm.scripted import ScriptedProvider
+
+    project = tmp_path / "project"
+    project.mkdir()
+    (project / "README.md").write_text("# Tiny\n")
+    script: list[dict[str, Any]] = [
+        {"tool_calls": [{"name": "ReadFile", "arguments": {"path": "README.md"}}]},
+        {"text": "It is tiny."},
+    ]
+    opened = await AgentSession.open(project)
+    choice = ModelChoice(name="scripted", model="scripted", source="flag")
+    await opened.start(Config(), choice, provider=ScriptedProvider(script), yolo=True)
+    await opened.run("read it")
+    history = list(opened._context.history)
+    await opened.drop(opened.drop_plan([i for i, m in enumerate(history) if m.role == "tool"]))
+    await opened.close()
+
+    async with Context(opened.session.context_file) as context:
+        await context.restore()
+        expected = kimi_view(ours(context))
+    assert not any(m["role"] == "tool" for m in expected["history"])
+    assert kimi(KIMI_RESTORE, opened.session.context_file) == expected

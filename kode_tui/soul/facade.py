@@ -56,6 +56,7 @@ from kode_tui.soul.approval import SessionPermission
 from kode_tui.soul.compaction import COMPACTION_OUTPUT_PREFIX
 from kode_tui.soul.context_report import ContextReport, ContextRow, row_lines
 from kode_tui.soul.cost import CostLedger, CostReport, ModelCost, TurnCost, cost_lines
+from kode_tui.soul.facade_drop import DropPlan, Drops
 from kode_tui.soul.facade_pins import Pins
 from kode_tui.soul.facade_travel import (
     WATCH_DEBOUNCE_MS,
@@ -102,6 +103,7 @@ __all__ = [
     "ContextStats",
     "CostReport",
     "DemoProvider",
+    "DropPlan",
     "FileAction",
     "FileChange",
     "FileEdit",
@@ -152,7 +154,7 @@ MODES: tuple[ApprovalMode, ...] = ("ask", "auto-edit", "yolo")
 # --- the facade ----------------------------------------------------------------------------------
 
 
-class AgentSession(TimeTravel, Pins):
+class AgentSession(TimeTravel, Pins, Drops):
     """One session as a front end sees it: its conversation, its agent and its history."""
 
     def __init__(
