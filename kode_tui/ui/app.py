@@ -31,6 +31,7 @@ from kode_tui.paths import Paths, tilde
 from kode_tui.safetext import visible
 from kode_tui.ui import commands
 from kode_tui.ui.commands import SlashCommandProvider
+from kode_tui.ui.drop import DropActions
 from kode_tui.ui.notify import Notifier
 from kode_tui.ui.pins import PinActions
 from kode_tui.ui.screens.main import MainScreen
@@ -60,7 +61,7 @@ DEMO_BANNER = (
 )
 
 
-class KodeApp(Screenshots, TimeTravelActions, ShellActions, PinActions):
+class KodeApp(Screenshots, TimeTravelActions, ShellActions, PinActions, DropActions):
     """kode-tui's terminal UI."""
 
     TITLE = "kode-tui"

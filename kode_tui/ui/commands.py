@@ -226,6 +226,13 @@ async def _pins(app: KodeApp, argument: str) -> None:
     await app.show_pins()
 
 
+@command(
+    "/drop", "[N..M]", "Drop the blocks marked with x, or checkpoints N to M, from the context"
+)
+async def _drop(app: KodeApp, argument: str) -> None:
+    app.drop_command(argument)
+
+
 @command("/cost", "", "What this session's model calls cost, per model and turn")
 async def _cost(app: KodeApp, argument: str) -> None:
     from kode_tui.ui.screens.cost import CostScreen

@@ -8,6 +8,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from textual.app import App
+from textual.widget import Widget
 
 if TYPE_CHECKING:  # not at import: the app's module loads the domain after its first frame
     from kode_tui.soul.facade import AgentSession
@@ -26,7 +27,11 @@ class PinActions(App[None]):
 
     def on_conversation_pin_requested(self, event: Conversation.PinRequested) -> None:
         event.stop()
-        self.run_worker(self.pin_note(event.text), group="pins", exit_on_error=False)
+        text = block_text(event.block)
+        if not text.strip():
+            self.notify("This block has no text to pin.", severity="warning")
+            return
+        self.run_worker(self.pin_note(text), group="pins", exit_on_error=False)
 
     def _pinnable(self) -> AgentSession | None:
         opened = self.agent_session
@@ -61,3 +66,17 @@ class PinActions(App[None]):
         opened = self._pinnable()
         if opened is not None:
             await self.push_screen(PinsScreen(opened))
+
+
+def block_text(block: Widget) -> str:
+    """What `p` pins of a block: a message's text, a tool call's output, a folded block's."""
+    from kode_tui.ui.widgets.blocks import AnswerBlock, AssistantBlock, UserBlock
+    from kode_tui.ui.widgets.tool_block import ToolBlock
+
+    if isinstance(block, UserBlock):
+        return block.text
+    if isinstance(block, AssistantBlock | AnswerBlock):
+        return block.source
+    if isinstance(block, ToolBlock):
+        return block.state.output or block.state.message
+    return str(getattr(block, "text", ""))

@@ -113,17 +113,6 @@ _BLOCKS = Binding.Group("Conversation")
 _CURSOR_BLOCKS = (FoldingBlock, UserBlock, AssistantBlock, AnswerBlock)
 
 
-def block_text(block: Widget) -> str:
-    """What `p` pins of a block: a message's text, a tool call's output, a folded block's."""
-    if isinstance(block, UserBlock):
-        return block.text
-    if isinstance(block, AssistantBlock | AnswerBlock):
-        return block.source
-    if isinstance(block, ToolBlock):
-        return block.state.output or block.state.message
-    return str(getattr(block, "text", ""))
-
-
 class Conversation(WireListener, BlockWindow, can_focus=True, can_focus_children=False):
     """The conversation, streamed from the wire; `load_history` shows a stored one."""
 
@@ -138,7 +127,8 @@ again.
 
 - Click a tool call or a folded block to open it; **o** shows all of a tool call's output.
 - **Alt+↑ / Alt+↓** move the block cursor, **Enter** opens or closes the block under it,
-  **p** pins its text (sent with every request, whatever is compacted; `/pins` edits them).
+  **p** pins its text (sent with every request, whatever is compacted; `/pins` edits them),
+  **x** marks it to drop from the context (`/drop` drops the marked ones).
 - **Home** goes to the first message, **End** to the last; long sessions are read as you
   scroll, and a line at the top says how many earlier messages are not read yet.
 """
@@ -153,14 +143,22 @@ again.
         ),
         Binding("o", "full_view", "Full output", id="conversation.full", group=_BLOCKS, show=False),
         Binding("p", "pin_block", "Pin", id="conversation.pin", group=_BLOCKS),
+        Binding("x", "mark_block", "Mark to drop", id="conversation.mark", group=_BLOCKS),
     ]
+
+    class MarkRequested(TextualMessage):
+        """`x` on a block: mark it for `/drop` (or unmark it)."""
+
+        def __init__(self, block: Widget) -> None:
+            super().__init__()
+            self.block = block
 
     class PinRequested(TextualMessage):
         """`p` on a block: pin its text."""
 
-        def __init__(self, text: str) -> None:
+        def __init__(self, block: Widget) -> None:
             super().__init__()
-            self.text = text
+            self.block = block
 
     def __init__(
         self,
@@ -587,7 +585,7 @@ again.
             return isinstance(self._cursor, ToolBlock) and self._cursor.parent is self
         if action == "toggle_block":
             return isinstance(self._cursor, FoldingBlock) and self._cursor.parent is self
-        if action == "pin_block":
+        if action in ("pin_block", "mark_block"):
             return self._cursor is not None and self._cursor.parent is self
         if action in ("cursor_previous", "cursor_next"):
             return any(isinstance(child, _CURSOR_BLOCKS) for child in self.children)
@@ -626,11 +624,12 @@ again.
             self._cursor.toggle()
 
     def action_pin_block(self) -> None:
-        text = block_text(self._cursor) if self._cursor is not None else ""
-        if text.strip():
-            self.post_message(self.PinRequested(text))
-        else:
-            self.notify("This block has no text to pin.", severity="warning")
+        if self._cursor is not None:
+            self.post_message(self.PinRequested(self._cursor))
+
+    def action_mark_block(self) -> None:
+        if self._cursor is not None:
+            self.post_message(self.MarkRequested(self._cursor))
 
     def action_full_view(self) -> None:
         if isinstance(self._cursor, ToolBlock):

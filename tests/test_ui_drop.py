@@ -1,0 +1,96 @@
+"""Drop from context in the TUI: `x` marks blocks, `/drop` asks with the saving and drops,
+`/drop N..M` drops checkpoints; History restores what was dropped."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from textual.pilot import Pilot
+
+from kode_tui.session.rotation import list_rotations
+from kode_tui.soul.llm.scripted import ScriptedProvider
+from kode_tui.ui.app import KodeApp
+from kode_tui.ui.screens.drop import DropDialog
+from kode_tui.ui.widgets.conversation import Conversation
+from kode_tui.ui.widgets.tool_block import ToolBlock
+
+from .ui_helpers import make_app, ready, screen_text, send, turn_running, wait_for
+
+SCRIPT: list[dict[str, object]] = [
+    {"tool_calls": [{"name": "ReadFile", "arguments": {"path": "README.md"}}]},
+    {"text": "It is a tiny project."},
+    {"text": "Two."},
+]
+
+
+def roles(app: KodeApp) -> list[str]:
+    assert app.agent_session is not None
+    return [m.role for m in app.agent_session._context.history]
+
+
+async def two_turns(app: KodeApp, pilot: Pilot[Any], provider: ScriptedProvider) -> None:
+    await ready(pilot)
+    await send(pilot, "/mode yolo")
+    await send(pilot, "read the readme")
+    await wait_for(pilot, lambda: len(provider.requests) == 2 and not turn_running(app))
+    await send(pilot, "second")
+    await wait_for(pilot, lambda: len(provider.requests) == 3 and not turn_running(app))
+
+
+async def test_x_marks_a_tool_call_and_drop_takes_it_out_with_its_result(project: Path) -> None:
+    provider = ScriptedProvider(SCRIPT)
+    app = make_app(project, provider)
+    async with app.run_test(size=(120, 36)) as pilot:
+        await two_turns(app, pilot, provider)
+        assert "tool" in roles(app)
+        conversation = app.screen.query_one(Conversation)
+        conversation.focus()
+        block = app.screen.query_one(ToolBlock)
+        for _ in range(8):
+            if block.has_class("-cursor"):
+                break
+            await pilot.press("alt+up")
+        await pilot.press("x")
+        await wait_for(pilot, lambda: block.has_class("-marked"))
+
+        await send(pilot, "/drop")
+        await wait_for(pilot, lambda: isinstance(app.screen, DropDialog))
+        text = screen_text(app)
+        assert "Drop 2 messages, 1 of them tool results" in text and "Saves ~" in text
+        await pilot.press("escape")  # cancelled: nothing changes
+        await wait_for(pilot, lambda: not isinstance(app.screen, DropDialog))
+        assert "tool" in roles(app)
+
+        await send(pilot, "/drop")
+        await wait_for(pilot, lambda: isinstance(app.screen, DropDialog))
+        await pilot.press("enter")
+        await wait_for(pilot, lambda: "tool" not in roles(app))
+        await wait_for(pilot, lambda: not app.screen.query(ToolBlock))
+        assert app.session is not None
+        [rotation] = list_rotations(app.session.context_file)
+        assert rotation.reason == "edit"
+
+        # History's restore brings them back, like any other rotation.
+        assert app.agent_session is not None
+        await app.agent_session.restore(rotation.path.name)
+        assert "tool" in roles(app)
+
+
+async def test_slash_drop_a_checkpoint_range(project: Path) -> None:
+    provider = ScriptedProvider(SCRIPT)
+    app = make_app(project, provider)
+    async with app.run_test(size=(120, 36)) as pilot:
+        await two_turns(app, pilot, provider)
+        await send(pilot, "/drop 0..2")
+        await wait_for(pilot, lambda: isinstance(app.screen, DropDialog))
+        assert "checkpoints 0 to 2" in screen_text(app)
+        await pilot.press("y")
+        await wait_for(pilot, lambda: "tool" not in roles(app))
+        assert app.agent_session is not None
+        texts = [m.text for m in app.agent_session._context.history if m.role != "user"]
+        assert texts == ["Two."]
+        await send(pilot, "/drop 7..9")
+        await wait_for(
+            pilot, lambda: any("no checkpoint 7" in n.message for n in app._notifications)
+        )
