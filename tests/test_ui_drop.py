@@ -13,6 +13,7 @@ from kode_tui.soul.llm.scripted import ScriptedProvider
 from kode_tui.ui.app import KodeApp
 from kode_tui.ui.screens.drop import DropDialog
 from kode_tui.ui.widgets.conversation import Conversation
+from kode_tui.ui.widgets.history import reason_text
 from kode_tui.ui.widgets.tool_block import ToolBlock
 
 from .ui_helpers import make_app, ready, screen_text, send, turn_running, wait_for
@@ -69,7 +70,8 @@ async def test_x_marks_a_tool_call_and_drop_takes_it_out_with_its_result(project
         await wait_for(pilot, lambda: not app.screen.query(ToolBlock))
         assert app.session is not None
         [rotation] = list_rotations(app.session.context_file)
-        assert rotation.reason == "edit"
+        assert rotation.reason == "edit" and reason_text(rotation) == "edit: dropped 2"
+        await wait_for(pilot, lambda: "edit: dropped 2" in screen_text(app))  # the History row
 
         # History's restore brings them back, like any other rotation.
         assert app.agent_session is not None

@@ -189,6 +189,8 @@ def reason_text(rotation: Rotation) -> str:
         )
     if reason == "system_prompt":
         return "new system prompt"
+    if reason == "edit" and isinstance(info.get("dropped"), int):
+        return f"edit: dropped {info['dropped']}"  # `/drop`
     return reason or "—"
 
 
