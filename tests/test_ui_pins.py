@@ -90,7 +90,7 @@ async def test_the_pins_screen_edits_and_unpins_and_the_gauge_and_context_count_
         await pilot.press("down", "e")
         editor = app.screen.query_one(TextArea)
         await wait_for(pilot, lambda: editor.has_focus and editor.text == "second note")
-        editor.text = "second note, edited"
+        await pilot.press(",", "space", "e", "d", "i", "t", "e", "d")  # typed at its end
         await pilot.press("ctrl+s")
         await wait_for(pilot, lambda: pins_of(app) == ["first note", "second note, edited"])
         await wait_for(pilot, lambda: app.screen.query_one(OptionList).has_focus)

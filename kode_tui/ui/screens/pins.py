@@ -118,6 +118,7 @@ class PinsScreen(ModalScreen[None]):
         self._editing = index
         editor = self.query_one(TextArea)
         editor.load_text(self._opened.pins()[index])
+        editor.move_cursor(editor.document.end)  # to add to the note, the usual edit
         self.add_class("-editing")
         self.query_one("#pins-keys", Static).update(EDIT_KEYS)
         editor.focus()
