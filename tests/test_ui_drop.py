@@ -96,3 +96,26 @@ async def test_slash_drop_a_checkpoint_range(project: Path) -> None:
         await wait_for(
             pilot, lambda: any("no checkpoint 7" in n.message for n in app._notifications)
         )
+
+
+async def test_x_on_two_checkpoints_of_the_pane_drops_the_range(project: Path) -> None:
+    from kode_tui.ui.widgets.timeline import CheckpointTimeline
+
+    provider = ScriptedProvider(SCRIPT)
+    app = make_app(project, provider)
+    async with app.run_test(size=(120, 36)) as pilot:
+        await two_turns(app, pilot, provider)
+        timeline = app.screen.query_one(CheckpointTimeline)
+        timeline.focus()
+        await wait_for(pilot, lambda: timeline.highlighted_checkpoint is not None)
+        for checkpoint_id in (2, 0):
+            for _ in range(10):
+                if timeline.highlighted_checkpoint == checkpoint_id:
+                    break
+                await pilot.press("up")
+            assert timeline.highlighted_checkpoint == checkpoint_id
+            await pilot.press("x")
+        await wait_for(pilot, lambda: isinstance(app.screen, DropDialog))
+        assert "checkpoints 0 to 2" in screen_text(app)
+        await pilot.press("enter")
+        await wait_for(pilot, lambda: "tool" not in roles(app))

@@ -17,6 +17,7 @@ from textual.widget import Widget
 if TYPE_CHECKING:
     from kode_tui.soul.facade import AgentSession, DropPlan, Message
     from kode_tui.ui.widgets.conversation import Conversation
+    from kode_tui.ui.widgets.timeline import CheckpointTimeline
 
 __all__ = ["MARKED", "DropActions"]
 
@@ -41,6 +42,25 @@ class DropActions(App[None]):
         event.block.toggle_class(MARKED)
         marked = len(self.screen.query(f".{MARKED}"))
         self.notify(f"{marked} marked: /drop drops them (x unmarks).", timeout=3)
+
+    _drop_from: int | None = None
+    """The first checkpoint `x` chose in the Checkpoints pane, until the second."""
+
+    def on_checkpoint_timeline_drop_requested(
+        self, event: CheckpointTimeline.DropRequested
+    ) -> None:
+        event.stop()
+        first, self._drop_from = self._drop_from, None
+        if first is None:
+            self._drop_from = event.checkpoint_id
+            self.notify(
+                f"Drop from checkpoint {event.checkpoint_id}: x on the last checkpoint of the "
+                "range (x here again: only this one).",
+                timeout=6,
+            )
+            return
+        low, high = sorted((first, event.checkpoint_id))
+        self.drop_command(f"{low}..{high}")
 
     def drop_command(self, argument: str) -> None:
         """`/drop [N..M]`."""

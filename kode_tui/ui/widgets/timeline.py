@@ -141,6 +141,8 @@ a tool changed files.
 - **↑ ↓** move; the details of the highlighted checkpoint show below.
 - **Enter** or a click: revert the conversation (and optionally the files) to that point.
 - **End** jumps back to the newest checkpoint, which the highlight then follows.
+- **x** on two checkpoints drops the messages from the first to the end of the second from
+  the context (twice on one: only its own), after a dialog shows the saving.
 """  # noqa: RUF001 - the marks are the ones on screen
 
     BORDER_TITLE: ClassVar[str] = "Checkpoints"
@@ -149,6 +151,7 @@ a tool changed files.
         Binding("enter", "select", "Revert here", id="checkpoints.revert", group=_GROUP),
         Binding("end", "last", "Newest", id="checkpoints.newest", group=_GROUP),
         Binding("d", "diff", "Diff to now", id="checkpoints.diff", group=_GROUP),
+        Binding("x", "drop", "Drop range", id="checkpoints.drop", group=_GROUP),
     ]
 
     COMPONENT_CLASSES: ClassVar[set[str]] = OptionList.COMPONENT_CLASSES | {
@@ -177,6 +180,9 @@ a tool changed files.
 
     class DiffRequested(CheckpointMessage):
         """The user asked what changed from a checkpoint to now (messages and files)."""
+
+    class DropRequested(CheckpointMessage):
+        """The user chose an end of a range of checkpoints to drop from the context."""
 
     @dataclass
     class Highlighted(Message):
@@ -238,6 +244,11 @@ a tool changed files.
         checkpoint_id = self.highlighted_checkpoint
         if checkpoint_id is not None:
             self.post_message(self.DiffRequested(checkpoint_id, self))
+
+    def action_drop(self) -> None:
+        checkpoint_id = self.highlighted_checkpoint
+        if checkpoint_id is not None:
+            self.post_message(self.DropRequested(checkpoint_id, self))
 
     def on_wire_message(self, message: WireMessage) -> None:
         event = message.event
