@@ -56,6 +56,7 @@ from kode_tui.soul.approval import SessionPermission
 from kode_tui.soul.compaction import COMPACTION_OUTPUT_PREFIX
 from kode_tui.soul.context_report import ContextReport, ContextRow, row_lines
 from kode_tui.soul.cost import CostLedger, CostReport, ModelCost, TurnCost, cost_lines
+from kode_tui.soul.facade_lineage import Lineage, LineageNote, Match, lineage_note
 from kode_tui.soul.facade_travel import (
     WATCH_DEBOUNCE_MS,
     RestorePlan,
@@ -106,6 +107,8 @@ __all__ = [
     "FileEdit",
     "FilePlan",
     "LLMError",
+    "LineageNote",
+    "Match",
     "Message",
     "ModelCost",
     "ModelOption",
@@ -133,6 +136,7 @@ __all__ = [
     "compare",
     "cost_lines",
     "diff_snapshot",
+    "lineage_note",
     "list_rotations",
     "next_thinking_level",
     "parse_thinking_level",
@@ -151,7 +155,7 @@ MODES: tuple[ApprovalMode, ...] = ("ask", "auto-edit", "yolo")
 # --- the facade ----------------------------------------------------------------------------------
 
 
-class AgentSession(TimeTravel):
+class AgentSession(TimeTravel, Lineage):
     """One session as a front end sees it: its conversation, its agent and its history."""
 
     def __init__(
