@@ -1,14 +1,14 @@
 """Searching the words of sessions: the live context and every rotated generation.
 
 A context file can be 70 MB, so each file is searched as bytes first (one case-insensitive
-`find` over the lowered bytes, for the query as JSON writes it); only the lines holding a hit are
-parsed, and a hit counts only when the query is in what the message says (its text, thinking,
-tool call or result), never in a key or an id of the JSON around it.
+`find` over the lowered bytes, for the query as JSON writes it: about 0.2 s for 90 MB). Only the
+lines holding a hit are parsed, and the checkpoint before one is found by searching backwards. A
+hit counts only when the query is in what the message says (its text, thinking, tool call or
+result), never in a key or an id of the JSON around it.
 """
 
 from __future__ import annotations
 
-import bisect
 import json
 import logging
 from collections.abc import Iterable, Iterator
@@ -19,11 +19,11 @@ from kode_tui.masking import mask
 from kode_tui.message import Message, TextPart, ThinkPart, is_checkpoint_note, parse_record
 from kode_tui.safetext import visible
 from kode_tui.session.rotation import rotation_numbers
-from kode_tui.session.scan import scan
 from kode_tui.session.session import Session
 
 log = logging.getLogger(__name__)
 
+_CHECKPOINT = b'"_checkpoint"'
 SNIPPET_BEFORE = 30
 SNIPPET_AFTER = 60
 
@@ -37,7 +37,8 @@ class Match:
     """The context file: context.jsonl or a rotated context_N.jsonl."""
     checkpoint: int | None
     """The checkpoint the message follows (None before the first one)."""
-    message_index: int
+    offset: int
+    """Where the message's line starts in the file."""
     role: str
     snippet: str
     """A line of the message around the query: one line, masked, control characters shown."""
@@ -73,34 +74,44 @@ def search_file(session: Session, path: Path, query: str) -> Iterator[Match]:
         return
     lowered = data.lower()  # ASCII letters only: the needles are lowered the same way
     line_starts = sorted({_line_start(lowered, hit) for hit in _hits(lowered, needles)})
-    if not line_starts:
-        return
-    found = scan(data, path.name)
-    starts, checkpoints = found.message_starts, found.checkpoints
     folded = query.casefold()
     for line_start in line_starts:
-        index = bisect.bisect_left(starts, line_start)
-        if index >= len(starts) or starts[index] != line_start:
-            continue  # a `_` record (a system prompt, a file edit): not what anyone said
+        end = data.find(b"\n", line_start)
         try:
-            message = parse_record(data[line_start : found.message_ends[index]])
+            message = parse_record(data[line_start : end if end >= 0 else len(data)])
         except ValueError:
-            continue
+            continue  # a damaged line: opening the session reports it
         if not isinstance(message, Message):
-            continue
+            continue  # a `_` record (a system prompt, a file edit): not what anyone said
         # Masked before it is cut: a key cut in half would not be recognised.
         snippet = _snippet(mask(searchable_text(message)), folded)
         if snippet is None:
             continue
-        at = bisect.bisect_right(checkpoints.offset, line_start) - 1
         yield Match(
             session=session,
             path=path,
-            checkpoint=checkpoints.ids[at] if at >= 0 else None,
-            message_index=index,
+            checkpoint=_checkpoint_before(data, line_start),
+            offset=line_start,
             role=message.role,
             snippet=snippet,
         )
+
+
+def _checkpoint_before(data: bytes, offset: int) -> int | None:
+    """The id of the last `_checkpoint` record before `offset` (found backwards: no full
+    parse of a big file for one match)."""
+    pos = offset
+    while (pos := data.rfind(_CHECKPOINT, 0, pos)) >= 0:
+        start = data.rfind(b"\n", 0, pos) + 1
+        end = data.find(b"\n", pos)
+        try:
+            record = json.loads(data[start : end if end >= 0 else len(data)])
+        except (ValueError, RecursionError):
+            continue
+        if isinstance(record, dict) and record.get("role") == "_checkpoint":
+            found = record.get("id")
+            return found if isinstance(found, int) and not isinstance(found, bool) else None
+    return None
 
 
 def searchable_text(message: Message) -> str:
