@@ -75,6 +75,17 @@ def test_search_without_text_is_one_sentence_and_exit_2(tmp_path: Path) -> None:
     assert result.stderr == "kode-tui: --search needs some text to look for.\n"
 
 
+def test_options_without_their_command_are_one_sentence_and_exit_2(tmp_path: Path) -> None:
+    for args, said in (
+        (["--all"], "--all goes with --search TEXT."),
+        (["-o", "out.md"], "--format and -o go with --export ID."),
+        (["--format", "jsonl"], "--format and -o go with --export ID."),
+        (["--search", "a", "--export", "b"], "--search and --export go one at a time."),
+    ):
+        result = run(*args, str(tmp_path))
+        assert (result.returncode, result.stderr) == (2, f"kode-tui: {said}\n")
+
+
 async def test_export_markdown_folds_tools_and_marks_the_revert(tmp_path: Path) -> None:
     project, session = await _reverted_session(tmp_path)
     result = run("--export", session.id[:8], str(project))
