@@ -9,6 +9,8 @@ import sys
 from pathlib import Path
 
 from kode_tui.session import Context, Session
+from kode_tui.session.export import export_markdown
+from tests.conftest import KIMI_DEFAULT_FIXTURE
 from tests.session_helpers import session_with_turns, user, write_turns
 
 
@@ -148,3 +150,17 @@ def test_export_of_an_unknown_session_is_one_sentence_and_exit_2(tmp_path: Path)
     assert result.returncode == 2
     assert result.stderr.startswith("kode-tui: there is no session nope in ")
     assert len(result.stderr.splitlines()) == 1
+
+
+async def test_export_of_a_kimi_session_marks_its_compactions_and_clear_from_the_files() -> None:
+    # Kimi CLI notes no reasons: the markers come from what its files show.
+    session = await Session.from_dir(KIMI_DEFAULT_FIXTURE)
+    text = "".join(export_markdown(session))
+    markers = [line for line in text.splitlines() if line.startswith("**⟲")]
+    assert markers == [
+        "**⟲ Compacted: 1406 → 48 tokens** (the context before it: context_1.jsonl)",
+        "**⟲ Cleared** (the context before it: context_2.jsonl)",
+        "**⟲ Compacted: 605 → 39 tokens** (the context before it: context_3.jsonl)",
+    ]
+    assert "<details><summary>Compaction summary</summary>\n\n```\nThe user said hello" in text
+    assert "Previous context has been compacted" not in text

@@ -19,11 +19,14 @@ from pathlib import Path
 
 from kode_tui.masking import mask, mask_bytes
 from kode_tui.message import (
+    COMPACTION_OUTPUT_PREFIX,
     Message,
     TextPart,
     ThinkPart,
     is_checkpoint_note,
     is_dmail_note,
+    is_from_system,
+    is_system_note,
     split_tool_result,
     unwrap_system,
 )
@@ -98,6 +101,14 @@ def _message(message: Message) -> Iterator[str]:
         return
     if message.role == "user" and texts and is_dmail_note(texts[0]):
         yield f"> **D-Mail**\n>\n{_quote(unwrap_system(texts[0]))}\n\n"
+        return
+    if message.role == "user" and texts and is_system_note(texts[0], COMPACTION_OUTPUT_PREFIX):
+        # The summary a compaction left: the note, then the summary itself.
+        summary = "\n\n".join(texts[1:]) or unwrap_system(texts[0])
+        yield _details("Compaction summary", summary)
+        return
+    if message.role == "user" and texts and all(is_from_system(text) for text in texts):
+        yield _details("System note", "\n\n".join(unwrap_system(text) for text in texts))
         return
     yield f"## {message.role.capitalize()}\n\n"
     for think in thinking:
