@@ -11,6 +11,7 @@ from kode_tui.session import Context, Session
 from kode_tui.session.state import load_state
 from kode_tui.soul.facade import AgentSession, lineage_note
 from tests.session_helpers import session_with_turns
+from tests.test_kimi_compat import KIMI_PYTHON, KIMI_RESTORE, kimi, kimi_view, ours
 
 
 def _before_checkpoint(path: Path, checkpoint: int) -> bytes:
@@ -97,3 +98,18 @@ async def test_fork_at_a_missing_checkpoint_says_so_and_makes_nothing(tmp_path: 
     finally:
         await opened.close()
     assert [s.id for s in await Session.list(project)] == [source.id]
+
+
+@pytest.mark.skipif(KIMI_PYTHON is None, reason="kimi-cli is not installed")
+async def test_kimi_restores_a_fork_as_we_do(tmp_path: Path) -> None:
+    project, source = await session_with_turns(tmp_path, 3)
+    opened = await AgentSession.open(project, source)
+    try:
+        forked = await opened.fork(4)
+    finally:
+        await opened.close()
+    async with Context(forked.context_file) as context:
+        await context.restore()
+        expected = kimi_view(ours(context))
+    assert len(expected["history"]) == 6
+    assert kimi(KIMI_RESTORE, forked.context_file) == expected
