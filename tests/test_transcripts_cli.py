@@ -11,7 +11,7 @@ from pathlib import Path
 from kode_tui.session import Context, Session
 from kode_tui.session.export import export_markdown
 from tests.conftest import KIMI_DEFAULT_FIXTURE
-from tests.session_helpers import session_with_turns, user, write_turns
+from tests.session_helpers import assistant_with_tool_call, session_with_turns, user, write_turns
 
 
 def run(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
@@ -164,3 +164,15 @@ async def test_export_of_a_kimi_session_marks_its_compactions_and_clear_from_the
     ]
     assert "<details><summary>Compaction summary</summary>\n\n```\nThe user said hello" in text
     assert "Previous context has been compacted" not in text
+
+
+async def test_search_shows_tool_call_arguments_as_their_text(tmp_path: Path) -> None:
+    project = tmp_path / "project"
+    project.mkdir()
+    session = await Session.create(project)
+    async with Context(session.context_file) as context:
+        await context.checkpoint()
+        await context.append_message(assistant_with_tool_call("call_1", "echo first\necho zebra"))
+    result = run("--search", "zebra", str(project))
+    assert result.returncode == 0
+    assert result.stdout.endswith("assistant: …ing it. Shell echo first echo zebra\n")

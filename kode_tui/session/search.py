@@ -124,8 +124,20 @@ def searchable_text(message: Message) -> str:
         elif isinstance(part, ThinkPart):
             pieces.append(part.think)
     for call in message.tool_calls or ():
-        pieces.append(f"{call.function.name} {call.function.arguments or ''}")
+        pieces.append(f"{call.function.name} {_argument_text(call.function.arguments or '')}")
     return "\n".join(pieces)
+
+
+def _argument_text(arguments: str) -> str:
+    """A tool call's argument values as text (a file's content with its real line breaks),
+    the JSON as it is when it does not parse."""
+    try:
+        value = json.loads(arguments)
+    except (ValueError, RecursionError):
+        return arguments
+    if isinstance(value, dict):
+        return " ".join(str(item) for item in value.values())
+    return arguments
 
 
 def _needles(query: str) -> list[bytes]:
