@@ -113,3 +113,17 @@ async def test_kimi_restores_a_fork_as_we_do(tmp_path: Path) -> None:
         expected = kimi_view(ours(context))
     assert len(expected["history"]) == 6
     assert kimi(KIMI_RESTORE, forked.context_file) == expected
+
+
+async def test_fork_of_a_context_without_messages_says_so(tmp_path: Path) -> None:
+    project, source = await session_with_turns(tmp_path, 1)
+    async with Context(source.context_file) as context:
+        await context.clear()
+    opened = await AgentSession.open(project, source)
+    try:
+        with pytest.raises(ValueError, match="there is nothing to fork"):
+            await opened.fork()
+        with pytest.raises(ValueError, match="there is nothing to fork"):
+            await opened.fork(0, from_file="1")
+    finally:
+        await opened.close()

@@ -27,7 +27,8 @@ FORK_SUFFIX = " (fork)"
 
 def forked_records(path: Path, checkpoint: int | None) -> bytes:
     """The lines of `path` before checkpoint `checkpoint` (all of them when None): whole
-    lines only, a torn last line left out. ValueError when there is no such checkpoint."""
+    lines only, a torn last line left out. ValueError when there is no such checkpoint or no
+    message to copy."""
     data = path.read_bytes()
     found = scan(data, path.name)
     end = found.good_size
@@ -36,6 +37,8 @@ def forked_records(path: Path, checkpoint: int | None) -> bytes:
         if position is None:
             raise ValueError(f"there is no checkpoint {checkpoint} in {path.name}")
         end = found.checkpoints[position].offset
+    if not found.message_starts or found.message_starts[0] >= end:
+        raise ValueError(f"there is nothing to fork: {path.name} holds no message before that")
     kept = data[:end]
     if kept and not kept.endswith(b"\n"):
         kept += b"\n"  # a complete last record without its newline (kept by the scan)
