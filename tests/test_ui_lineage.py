@@ -7,12 +7,14 @@ from typing import Any
 
 from textual.pilot import Pilot
 
+from kode_tui.session import Context, Session
 from kode_tui.session.state import load_state
 from kode_tui.soul.llm.scripted import ScriptedProvider
 from kode_tui.ui.screens.search import SearchScreen
 from kode_tui.ui.screens.sessions import SessionPicker
 from kode_tui.ui.screens.timetravel import PreviewScreen
 from kode_tui.ui.widgets.history import HistoryPane
+from tests.session_helpers import write_turns
 
 from .ui_helpers import make_app, ready, screen_text, send, turn_running, wait_for
 
@@ -113,3 +115,26 @@ async def test_search_with_no_match_says_so(tmp_path: Path) -> None:
         await send(pilot, "/search giraffe")
         await wait_for(pilot, lambda: any("giraffe" in str(n.message) for n in app._notifications))
         assert not isinstance(app.screen, SearchScreen)
+
+
+async def test_search_all_finds_another_work_dirs_session_and_enter_opens_it(
+    tmp_path: Path,
+) -> None:
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    other = await Session.create(elsewhere)
+    async with Context(other.context_file) as context:
+        await write_turns(context, 1)
+    app = make_app(tmp_path, ScriptedProvider(SCRIPT))
+    async with app.run_test(size=(140, 40)) as pilot:
+        source_id = await two_turns(pilot)
+        await send(pilot, "/search turn 0")
+        await wait_for(pilot, lambda: any("turn 0" in str(n.message) for n in app._notifications))
+        await send(pilot, "/search --all turn 0")
+        await wait_for(pilot, lambda: isinstance(app.screen, SearchScreen))
+        row = f"{other.id[:8]}  context.jsonl  #0  user: turn 0"
+        await wait_for(pilot, lambda: row in screen_text(app))
+        assert f"● {row}" not in screen_text(app)  # not this session's
+        await pilot.press("enter")
+        await wait_for(pilot, lambda: switched(app, source_id))
+        assert app.session.id == other.id

@@ -80,7 +80,7 @@ class LineageActions(App[None]):
                 timeline.focus()
 
 
-@command("/search", "TEXT", "Find words in this work dir's sessions, rotated contexts too")
+@command("/search", "[--all] TEXT", "Find words in this work dir's sessions (--all: every one's)")
 async def _search(app: KodeApp, argument: str) -> None:
     from kode_tui.ui.screens.search import SearchScreen
 
@@ -88,12 +88,16 @@ async def _search(app: KodeApp, argument: str) -> None:
     if opened is None:
         return
     text = argument.strip()
+    everywhere = text == "--all" or text.startswith("--all ")
+    if everywhere:
+        text = text.removeprefix("--all").strip()
     if not text:
-        app.notify("/search TEXT: the words to look for.", severity="warning")
+        app.notify("/search [--all] TEXT: the words to look for.", severity="warning")
         return
-    matches = await opened.search(text)
+    matches = await opened.search(text, everywhere=everywhere)
     if not matches:
-        app.notify(f"No message in this work dir's sessions holds {text}.", timeout=5)
+        where = "any session" if everywhere else "this work dir's sessions"
+        app.notify(f"No message in {where} holds {text}.", timeout=5)
         return
     chosen = await app.push_screen_wait(SearchScreen(text, matches, opened.id))
     if chosen is not None:
