@@ -192,3 +192,15 @@ async def test_without_review_in_the_config_the_reviewer_is_not_asked(tmp_path: 
     await agent.run("second")
     assert agent.rotations()[0].rotation.reason == "compaction"
     await agent.close()
+
+
+async def test_with_review_on_but_no_reviewer_the_compaction_applies_unreviewed(
+    tmp_path: Path,
+) -> None:
+    # Print mode sets no reviewer: nobody could answer, so the turn must not wait.
+    provider = ScriptedProvider(big_turns(), max_context_size=1_000)
+    agent = await opened(tmp_path, provider, Config(compaction=CompactionConfig(review=True)))
+    await agent.run("first")
+    await agent.run("second")
+    assert agent.rotations()[0].rotation.reason == "compaction"
+    await agent.close()

@@ -8,18 +8,19 @@ is kept verbatim and how much is hidden; `ctrl+s` or Accept dismisses it with th
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from typing import TYPE_CHECKING, ClassVar
 
 from textual import on, work
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, Vertical
+from textual.content import Content
 from textual.screen import ModalScreen
 from textual.widgets import Button, Select, Static, TextArea
 
 from kode_tui.humanize import format_tokens
-from kode_tui.safetext import visible
+from kode_tui.ui.screens.timetravel import message_line, shown_messages
 
 if TYPE_CHECKING:
     from kode_tui.soul.facade import CompactionPlan, Message
@@ -38,17 +39,13 @@ def strategy_label(name: str) -> str:
     return name.removesuffix("Compaction") or name
 
 
-def kept_lines(kept: tuple[Message, ...], limit: int = SHOWN_KEPT) -> str:
-    """The kept messages, newest last, one line each: `user: the text…`."""
-    lines = []
-    for message in kept[-limit:]:
-        text = message.text.strip().splitlines()[0] if message.text.strip() else ""
-        if message.role == "assistant" and message.tool_calls and not text:
-            text = ", ".join(call.function.name for call in message.tool_calls)
-        lines.append(f"{message.role}: {visible(text[:90], multiline=False)}")
-    if len(kept) > limit:
-        lines.insert(0, f"… {len(kept) - limit} earlier")
-    return "\n".join(lines) or "nothing"
+def kept_lines(kept: Sequence[Message], limit: int = SHOWN_KEPT) -> Content:
+    """The kept messages (checkpoint notes left out), newest last, one short line each."""
+    shown = shown_messages(kept)
+    lines = [message_line(m) for m in shown[-limit:]]
+    if len(shown) > limit:
+        lines.insert(0, Content(f"… {len(shown) - limit} earlier"))
+    return Content("\n").join(lines) if lines else Content("nothing")
 
 
 class CompactionReview(ModalScreen["CompactionPlan | None"]):
@@ -131,8 +128,11 @@ class CompactionReview(ModalScreen["CompactionPlan | None"]):
         summary.text = plan.summary if plan.summary is not None else NO_SUMMARY
         summary.read_only = plan.summary is None
         summary.move_cursor((0, 0))
+        # Counted as the conversation shows them: checkpoint notes for the model left out.
+        kept = len(shown_messages(plan.kept))
+        hidden = len(shown_messages(plan.source)) - kept if plan.source else plan.hidden
         self.query_one("#review-kept-title", Static).update(
-            f"Kept verbatim: {len(plan.kept)} messages · hidden: {plan.hidden} "
+            f"Kept verbatim: {kept} messages · hidden: {hidden} "
             f"({'summarised' if plan.summary is not None else 'tool results replaced'})"
         )
         self.query_one("#review-kept", Static).update(kept_lines(plan.kept))
