@@ -196,3 +196,24 @@ def test_the_compaction_review_screen(snap_compare: Any) -> None:
         css_path=Path(__file__).parent.parent / "kode_tui" / "ui" / "app.tcss",
     )
     assert snap_compare(app, run_before=run_before, terminal_size=(110, 40))
+
+
+async def test_interrupting_the_turn_closes_its_review_and_changes_nothing(
+    tmp_path: Path,
+) -> None:
+    provider = ScriptedProvider(
+        [{"text": "one.", "usage": {"input": 900, "output": 50}}, {"text": "AUTO SUMMARY"}],
+        max_context_size=1_000,
+    )
+    app = make_app(tmp_path, provider, Config(compaction=CompactionConfig(review=True)))
+    async with app.run_test(size=(120, 40)) as pilot:
+        await ready(pilot)
+        await send(pilot, "first")
+        await wait_for(pilot, lambda: not turn_running(app) and len(provider.requests) == 1)
+        await send(pilot, "second")
+        await review_open(pilot)
+        opened = app.agent_session
+        assert opened is not None and opened.interrupt()
+        await wait_for(pilot, lambda: not isinstance(app.screen, CompactionReview))
+        await wait_for(pilot, lambda: not turn_running(app))
+        assert opened.rotations() == []
