@@ -161,19 +161,30 @@ async def test_with_review_on_an_automatic_compaction_waits_for_the_reviewer(
     await agent.close()
 
 
-async def test_a_cancelled_automatic_review_lets_the_turn_go_on_uncompacted(
+async def test_a_cancelled_automatic_review_lets_the_turn_go_on_uncompacted_and_unasked(
     tmp_path: Path,
 ) -> None:
-    provider = ScriptedProvider(big_turns(), max_context_size=1_000)
+    write = {"name": "WriteFile", "arguments": {"path": "a.txt", "content": "a"}}
+    provider = ScriptedProvider(
+        [
+            {"text": "one.", "usage": {"input": 900, "output": 50}},
+            {"text": "SUMMARY"},  # worked out at the second turn's first step, then declined
+            {"tool_calls": [write], "usage": {"input": 950, "output": 20}},
+            {"text": "two."},  # its second step, still past the trigger, is not asked again
+        ],
+        max_context_size=1_000,
+    )
     agent = await opened(tmp_path, provider, Config(compaction=CompactionConfig(review=True)))
+    asked: list[CompactionPlan] = []
 
     async def cancel(plan: CompactionPlan) -> CompactionPlan | None:
+        asked.append(plan)
         return None
 
     agent.set_compaction_reviewer(cancel)
     await agent.run("first")
     result = await agent.run("second")
-    assert result.stop_reason == "no_tool_calls" or result.error is None
+    assert result.error is None and len(asked) == 1
     assert agent.rotations() == []
     sent = [m.text for m in provider.requests[-1].history]
     assert "first" in sent and "one." in sent

@@ -151,6 +151,7 @@ async def test_a_cancelled_automatic_review_lets_the_turn_go_on(tmp_path: Path) 
         await review_open(pilot)
         await pilot.press("escape")
         await wait_for(pilot, lambda: len(provider.requests) == 3 and not turn_running(app))
+        assert any("Not compacted" in str(n.message) for n in app._notifications)
         sent = [m.text for m in provider.requests[2].history]
         assert "first" in sent and "one." in sent
         assert app.agent_session is not None and app.agent_session.rotations() == []

@@ -103,18 +103,29 @@ async def compact(soul: KodeSoul, instruction: str | None, step: int) -> bool:
     strategy = soul.compaction
     name = type(strategy).__name__ if strategy is not None else ""
     before = soul.context.token_count_with_pending
+    turn = asyncio.current_task()
+    reviewer = soul.compaction_reviewer
+    if reviewer is not None and turn is not None and soul.compaction_declined_in is turn:
+        return False  # the user said no in this turn: its later steps do not ask again
     soul.bus.send(ev.CompactionBegin(strategy=name))
     if strategy is None:
         log.warning("the context is at %d tokens but no compaction strategy is set", before)
         soul.bus.send(ev.CompactionEnd(tokens_before=before, tokens_after=before))
         return False
-    planned = await plan(soul, instruction, step=step)
-    if planned is not None and soul.compaction_reviewer is not None:
-        planned = await soul.compaction_reviewer(planned)
+    try:
+        planned = await plan(soul, instruction, step=step)
+        if planned is not None and reviewer is not None:
+            planned = await reviewer(planned)
+            if planned is None:
+                soul.compaction_declined_in = turn
+        if planned is not None:
+            await _apply_plan(soul, planned)
+    except BaseException:
+        soul.bus.send(ev.CompactionEnd(tokens_before=before, tokens_after=before))
+        raise
     if planned is None:
         soul.bus.send(ev.CompactionEnd(tokens_before=before, tokens_after=before))
         return False
-    await _apply_plan(soul, planned)
     return True
 
 

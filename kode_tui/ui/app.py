@@ -269,7 +269,7 @@ class KodeApp(Screenshots, TimeTravelActions, ShellActions, CompactionActions):
     @work(exclusive=True, group="agent")
     async def _start_agent(self, opened: AgentSession) -> None:
         # With `[compaction] review = true` an automatic compaction waits for the review screen.
-        opened.set_compaction_reviewer(self.review_compaction)
+        opened.set_compaction_reviewer(self.review_automatic_compaction)
         try:
             await opened.start(self.config, self.choice, provider=self._provider, yolo=self._yolo)
         finally:

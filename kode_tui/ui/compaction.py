@@ -50,6 +50,18 @@ class CompactionActions(App[None]):
             return
         self.notify("Compacted: the old context is kept in History.", timeout=3)
 
+    async def review_automatic_compaction(self, plan: CompactionPlan) -> CompactionPlan | None:
+        """The facade's reviewer (`[compaction] review = true`): a turn's compaction, shown."""
+        reviewed = await self.review_compaction(plan)
+        if reviewed is None:
+            self.notify(
+                "Not compacted: the turn goes on with the whole context. If it is larger than "
+                "the model takes, the model's provider refuses it; /compact shrinks it.",
+                severity="warning",
+                timeout=8,
+            )
+        return reviewed
+
     async def review_compaction(
         self, plan: CompactionPlan, instruction: str | None = None
     ) -> CompactionPlan | None:
