@@ -31,6 +31,7 @@ from kode_tui.paths import Paths, tilde
 from kode_tui.safetext import visible
 from kode_tui.ui import commands
 from kode_tui.ui.commands import SlashCommandProvider
+from kode_tui.ui.compaction import CompactionActions
 from kode_tui.ui.lineage import LineageActions
 from kode_tui.ui.notify import Notifier
 from kode_tui.ui.screens.main import MainScreen
@@ -60,7 +61,7 @@ DEMO_BANNER = (
 )
 
 
-class KodeApp(Screenshots, TimeTravelActions, LineageActions, ShellActions):
+class KodeApp(Screenshots, TimeTravelActions, LineageActions, ShellActions, CompactionActions):
     """kode-tui's terminal UI."""
 
     TITLE = "kode-tui"
@@ -268,6 +269,8 @@ class KodeApp(Screenshots, TimeTravelActions, LineageActions, ShellActions):
 
     @work(exclusive=True, group="agent")
     async def _start_agent(self, opened: AgentSession) -> None:
+        # With `[compaction] review = true` an automatic compaction waits for the review screen.
+        opened.set_compaction_reviewer(self.review_automatic_compaction)
         try:
             await opened.start(self.config, self.choice, provider=self._provider, yolo=self._yolo)
         finally:

@@ -239,6 +239,9 @@ def _row_content(entry: RotationEntry, now: float) -> Content:
     if rotation.reason == "compaction" and isinstance(strategy, str) and strategy:
         # The class names all end so; the pane is narrow.
         facts.append(strategy.removesuffix("Compaction") or strategy)
+    if rotation.reason == "compaction" and rotation.info.get("edited") is True:
+        # The user changed the summary in the review: first, so the narrow pane shows it.
+        facts.insert(0, "summary edited")
     # ● the live context descends from it; ○ an abandoned branch (restore it to switch).
     mark = "\N{BLACK CIRCLE} " if entry.on_live_path else "\N{WHITE CIRCLE} "
     # The file's name and what rotations.jsonl says of it are shown, so they are made visible.
