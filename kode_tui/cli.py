@@ -67,6 +67,24 @@ def build_parser() -> argparse.ArgumentParser:
         "--list-sessions", action="store_true", help="list the sessions of the work dir"
     )
     parser.add_argument(
+        "--search", metavar="TEXT",
+        help="print the messages holding TEXT in the sessions of the work dir (any case)",
+    )  # fmt: skip
+    parser.add_argument(
+        "--all", dest="everywhere", action="store_true",
+        help="with --search: in the sessions of every work dir",
+    )  # fmt: skip
+    parser.add_argument(
+        "--export", metavar="ID", help="write the transcript of a session (an id or its start)"
+    )
+    parser.add_argument(
+        "--format", dest="export_format", choices=("md", "jsonl"),
+        help="with --export: Markdown (default), or the raw records as JSON lines",
+    )  # fmt: skip
+    parser.add_argument(
+        "-o", "--output", metavar="FILE", help="with --export: write to FILE, not stdout"
+    )
+    parser.add_argument(
         "-m", "--model", metavar="MODEL",
         help="a model alias from config.toml, a litellm model string, or 'demo'",
     )  # fmt: skip
@@ -122,6 +140,14 @@ def main(argv: list[str] | None = None) -> int:
         _start_logging()
         if args.list_sessions:
             return asyncio.run(_list_sessions(work_dir))
+        if args.search is not None or args.export is not None or _export_options(args):
+            from kode_tui.cli_transcripts import run_export, run_search
+
+            _check_transcript_options(args)
+            if args.search is not None:
+                return asyncio.run(run_search(work_dir, args.search, everywhere=args.everywhere))
+            form = args.export_format or "md"
+            return asyncio.run(run_export(work_dir, args.export, form, args.output))
         if args.print_mode or args.prompt is not None:
             prompt = _prompt(args)
             return asyncio.run(_run_print(args, work_dir, _load_config(args), prompt))
@@ -145,6 +171,19 @@ def main(argv: list[str] | None = None) -> int:
         shown = visible(mask(f"{type(error).__name__}: {error}"), multiline=False)
         print(f"kode-tui: unexpected error: {shown} (details in the log)", file=sys.stderr)
         return 1
+
+
+def _export_options(args: argparse.Namespace) -> bool:
+    return bool(args.everywhere or args.export_format or args.output)
+
+
+def _check_transcript_options(args: argparse.Namespace) -> None:
+    if args.search is not None and args.export is not None:
+        raise UserError("--search and --export go one at a time.")
+    if args.everywhere and args.search is None:
+        raise UserError("--all goes with --search TEXT.")
+    if (args.export_format or args.output) and args.export is None:
+        raise UserError("--format and -o go with --export ID.")
 
 
 def _config_file(args: argparse.Namespace) -> Path | None:

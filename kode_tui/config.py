@@ -82,6 +82,9 @@ class CompactionConfig(_Table):
     """`[compaction]`: the strategy class, as `module:ClassName` (loaded by the soul)."""
 
     strategy: str = DEFAULT_STRATEGY
+    review: bool = False
+    """Show an automatic compaction for review in the TUI before it applies (the turn waits);
+    off by default, so an unattended turn never stalls. `/compact` always shows it."""
 
     @field_validator("strategy")
     @classmethod

@@ -129,6 +129,8 @@ class Rig:
             "KODE_TUI_OLLAMA_URL": "",
             "TERM": "xterm-256color",
             "PATH": os.environ.get("PATH", ""),
+            # A checkout run with PYTHONPATH (a worktree) tests its own code, not the installed.
+            **({"PYTHONPATH": os.environ["PYTHONPATH"]} if "PYTHONPATH" in os.environ else {}),
         }
 
     async def turns(self, tag: str, count: int = 2) -> None:
@@ -290,7 +292,9 @@ async def test_kill_while_compacting(rig: Rig) -> None:
             before = len(rig.server.requests)
             app.type("/compact\r")
             app.wait_for(rig.requested(before))
-            return 1.0
+            app.wait_for("Review the compaction")  # the summary is shown before it applies
+            app.type("\x13")  # ctrl+s: accept it, so the kill can fall in the swap
+            return 0.3
 
         rig.kill_during(compact)
         rotated = len(list(rig.folder.glob("context_*.jsonl"))) > rotations

@@ -364,6 +364,37 @@ async def test_a_state_json_kimi_rewrites_keeps_our_approval_mode(
     assert reopened.state.custom_title == "Named by Kimi"
 
 
+async def test_kimi_restores_a_compaction_whose_summary_was_edited_in_review(
+    tmp_path: Path,
+) -> None:
+    from kode_tui.config import Config, resolve_model
+    from kode_tui.session import Session
+    from kode_tui.soul import compacting
+    from kode_tui.soul.agent import open_agent
+    from kode_tui.soul.llm.scripted import ScriptedProvider
+
+    project = tmp_path / "project"
+    project.mkdir()
+    provider = ScriptedProvider(
+        [{"text": "First."}, {"text": "Second."}, {"text": "THE MODEL'S SUMMARY"}]
+    )
+    session = await Session.create(project)
+    agent = await open_agent(session, Config(), resolve_model(Config()), provider=provider)
+    await agent.soul.run("one")
+    await agent.soul.run("two")
+    plan = await compacting.plan(agent.soul, None)
+    assert plan is not None
+    await compacting.apply(agent.soul, plan.with_summary("THE USER'S SUMMARY"))
+    await agent.close()
+
+    async with Context(session.context_file) as context:
+        await context.restore()
+        expected = kimi_view(ours(context))
+    restored = kimi(KIMI_RESTORE, session.context_file)
+    assert restored == expected
+    assert "THE USER'S SUMMARY" in json.dumps(restored["history"])
+
+
 async def test_kimi_reads_the_size_of_a_context_we_compacted(tmp_path: Path) -> None:
     from kode_tui.config import Config, resolve_model
     from kode_tui.session import Session

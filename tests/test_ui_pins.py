@@ -8,11 +8,16 @@ from pathlib import Path
 from textual.widgets import OptionList, TextArea
 
 from kode_tui.soul.llm.scripted import ScriptedProvider
+from kode_tui.ui.screens.compaction import CompactionReview
 from kode_tui.ui.screens.dialogs import ContextScreen
 from kode_tui.ui.screens.pins import PinsScreen
 from kode_tui.ui.widgets.conversation import Conversation
 
 from .ui_helpers import make_app, ready, screen_text, send, turn_running, wait_for
+
+
+def rotated(session_dir: Path) -> bool:
+    return any(session_dir.glob("context_*.jsonl"))
 
 
 def pins_of(app: object) -> list[str]:
@@ -36,7 +41,10 @@ async def test_slash_pin_goes_after_the_project_context_and_survives_compact(
         await send(pilot, "hello")
         await wait_for(pilot, lambda: len(provider.requests) == 1 and not turn_running(app))
         await send(pilot, "/compact")
-        await wait_for(pilot, lambda: len(provider.requests) == 2 and not turn_running(app))
+        await wait_for(pilot, lambda: isinstance(app.screen, CompactionReview))
+        await pilot.press("ctrl+s")  # accepted as the model wrote it
+        await wait_for(pilot, lambda: not isinstance(app.screen, CompactionReview))
+        await wait_for(pilot, lambda: app.session is not None and rotated(app.session.dir))
         await send(pilot, "again")
         await wait_for(pilot, lambda: len(provider.requests) == 3 and not turn_running(app))
 

@@ -95,6 +95,13 @@ def read_context_stats(path: Path) -> ContextStats:
     return ContextStats(len(found.message_starts), tokens)
 
 
+async def list_sessions(work_dir: Path, *, everywhere: bool = False) -> list[Session]:
+    """The sessions of `work_dir`, or of every work dir with `everywhere` (unordered then)."""
+    if everywhere:
+        return await _sessions_of_every_work_dir(work_dir)
+    return await Session.list(work_dir)
+
+
 async def _sessions_of_every_work_dir(current_work_dir: Path) -> list[Session]:
     """Every session folder under the sessions dir; the work dir comes from kode.json (or
     Kimi CLI's kimi.json)."""

@@ -126,6 +126,18 @@ class SessionSpend(BaseModel):
         return self.complete and not self.unpriced
 
 
+class ForkOrigin(BaseModel):
+    """Where a forked session's context came from (`/fork`, `F` on a History row)."""
+
+    session: str
+    """The id of the session it was forked from."""
+    file: str
+    """The context file copied: `context.jsonl` or a rotated `context_N.jsonl`."""
+    checkpoint: int | None = None
+    """The copy stops before this checkpoint; None when the whole file was copied."""
+    time: float | None = None
+
+
 class SessionState(BaseModel):
     """What a session remembers besides its context; unknown keys survive a load/save."""
 
@@ -142,6 +154,8 @@ class SessionState(BaseModel):
     todos: list[TodoItem] = Field(default_factory=list)
     spend: SessionSpend | None = None
     """None for a session from before kode-tui counted cost (its cost is unknown)."""
+    forked_from: ForkOrigin | None = None
+    """Set in a session made by a fork: where its context came from."""
     thinking: ThinkingLevel = "off"
     """The reasoning effort asked of a model that supports it (`/think`)."""
     pins: list[Pin] = Field(default_factory=list)

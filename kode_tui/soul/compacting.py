@@ -7,18 +7,29 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
 from kode_tui.message import (
+    COMPACTION_OUTPUT_PREFIX,
     CheckpointRecord,
     Message,
     SystemPromptRecord,
+    TextPart,
     UsageRecord,
     checkpoint_note,
     paired,
+    system,
+    system_text,
 )
-from kode_tui.soul.compaction import CompactionContext
+from kode_tui.soul.compaction import (
+    CompactionContext,
+    CompactionStrategy,
+    HidingThenSummaryCompaction,
+    LLMSummaryCompaction,
+    ToolResultHidingCompaction,
+)
 from kode_tui.soul.llm import StreamItem, ToolSchema
 from kode_tui.soul.stream import masked
 from kode_tui.wire import events as ev
@@ -30,21 +41,118 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 
+BUILT_IN_STRATEGIES: dict[str, Callable[[], CompactionStrategy]] = {
+    "LLMSummaryCompaction": LLMSummaryCompaction,
+    "ToolResultHidingCompaction": ToolResultHidingCompaction,
+    "HidingThenSummaryCompaction": HidingThenSummaryCompaction,
+}
+"""The strategies a review can switch to, besides the configured one (built with defaults)."""
+
+
+@dataclass(frozen=True, slots=True)
+class CompactionPlan:
+    """A compaction worked out but not applied (a review shows it): plain data for front ends.
+
+    `apply` makes it live only while the context is still the one it was planned from.
+    """
+
+    strategy: str
+    """The class name of the strategy that made it."""
+    strategies: tuple[str, ...]
+    """What a review may switch to: the configured strategy first, then the built-in ones."""
+    instruction: str | None
+    tokens_before: int
+    tokens_after: int
+    """The estimate of the new context (chars / 4), as the summary stands in the plan."""
+    kept: tuple[Message, ...]
+    """The messages carried over verbatim, in order."""
+    hidden: int
+    """How many messages of the old context are not carried over verbatim (summarised, or their
+    tool results replaced)."""
+    summary: str | None
+    """The summary's text, without Kimi's `<system>` prefix; None when the strategy writes none."""
+    messages: tuple[Message, ...]
+    """The new context's messages."""
+    source: tuple[Message, ...]
+    """The history it was planned from."""
+    edited: bool = False
+    """Whether the summary is not the strategy's own (rotations.jsonl notes `edited`)."""
+
+    def with_summary(self, text: str) -> CompactionPlan:
+        """The plan with `text` as its summary (and the token estimate that goes with it)."""
+        if self.summary is None or text == self.summary:
+            return self
+        messages = tuple(
+            _summary_message(text) if _summary_of(m) is not None else m for m in self.messages
+        )
+        after = sum(m.estimated_tokens() for m in messages)
+        return replace(self, summary=text, messages=messages, tokens_after=after, edited=True)
+
+
+Reviewer = Callable[[CompactionPlan], Awaitable[CompactionPlan | None]]
+"""Shows a plan to the user: the plan to apply (its summary maybe edited), or None to cancel."""
+
+
 async def compact(soul: KodeSoul, instruction: str | None, step: int) -> bool:
     """`KodeSoul.compact`: shrink the context with the configured strategy; whether anything
     changed. The strategy's LLM calls are retried like a step's (StepRetry events carry `step`).
+
+    With a `reviewer` (the TUI's, `[compaction] review = true`) the plan is shown first; a
+    cancelled review changes nothing and the turn goes on uncompacted.
     """
     strategy = soul.compaction
     name = type(strategy).__name__ if strategy is not None else ""
     before = soul.context.token_count_with_pending
+    turn = asyncio.current_task()
+    reviewer = soul.compaction_reviewer
+    if reviewer is not None and turn is not None and soul.compaction_declined_in is turn:
+        return False  # the user said no in this turn: its later steps do not ask again
     soul.bus.send(ev.CompactionBegin(strategy=name))
     if strategy is None:
         log.warning("the context is at %d tokens but no compaction strategy is set", before)
         soul.bus.send(ev.CompactionEnd(tokens_before=before, tokens_after=before))
         return False
-    messages = await strategy.compact(
+    try:
+        planned = await plan(soul, instruction, step=step)
+        if planned is not None and reviewer is not None:
+            planned = await reviewer(planned)
+            if planned is None:
+                soul.compaction_declined_in = turn
+        if planned is not None:
+            await _apply_plan(soul, planned)
+    except BaseException:
+        soul.bus.send(ev.CompactionEnd(tokens_before=before, tokens_after=before))
+        raise
+    if planned is None:
+        soul.bus.send(ev.CompactionEnd(tokens_before=before, tokens_after=before))
+        return False
+    return True
+
+
+async def plan(
+    soul: KodeSoul, instruction: str | None, strategy: str | None = None, *, step: int = 0
+) -> CompactionPlan | None:
+    """Run a strategy (the configured one, or the one `strategy` names) on the live history
+    without changing anything; None when it has nothing to do. ValueError for an unknown name."""
+    configured = soul.compaction
+    names = tuple(BUILT_IN_STRATEGIES)
+    if configured is not None and type(configured).__name__ not in names:
+        names = (type(configured).__name__, *names)
+    elif configured is not None:
+        own = type(configured).__name__
+        names = (own, *(n for n in names if n != own))
+    name = strategy or (type(configured).__name__ if configured is not None else names[0])
+    if configured is not None and name == type(configured).__name__:
+        chosen = configured
+    elif name in BUILT_IN_STRATEGIES:
+        chosen = BUILT_IN_STRATEGIES[name]()
+    else:
+        raise ValueError(f"There is no compaction strategy named {name}.")
+    history = tuple(soul.context.history)
+    before = soul.context.token_count_with_pending
+    messages = await chosen.compact(
         CompactionContext(
-            history=list(soul.context.history),
+            history=list(history),
             token_count=before,
             max_context_size=soul.provider.max_context_size,
             reserved_context_size=soul.reserved_tokens,
@@ -53,16 +161,77 @@ async def compact(soul: KodeSoul, instruction: str | None, step: int) -> bool:
         )
     )
     if messages is None:
+        return None
+    # A strategy hands on the messages it keeps as they are (the same objects).
+    old = set(map(id, history))
+    kept = tuple(m for m in messages if id(m) in old)
+    summary = next((s for s in map(_summary_of, messages) if s is not None), None)
+    return CompactionPlan(
+        strategy=name,
+        strategies=names,
+        instruction=instruction,
+        tokens_before=before,
+        # Kimi CLI's estimate of the new context (its messages, chars / 4), written as its
+        # `_usage` (else a reader takes the size for 0): the next call's count replaces it.
+        tokens_after=sum(m.estimated_tokens() for m in messages),
+        kept=kept,
+        hidden=len(history) - len(kept),
+        summary=summary,
+        messages=tuple(messages),
+        source=history,
+    )
+
+
+async def apply(soul: KodeSoul, planned: CompactionPlan) -> None:
+    """Make a reviewed plan live (one crash-safe swap, as `compact` does). ValueError, nothing
+    changed, when the context is no longer the one it was planned from or the summary is empty.
+    """
+    soul.bus.send(ev.CompactionBegin(strategy=planned.strategy))
+    try:
+        await _apply_plan(soul, planned)
+    except BaseException:
+        before = soul.context.token_count_with_pending
         soul.bus.send(ev.CompactionEnd(tokens_before=before, tokens_after=before))
-        return False
+        raise
+
+
+async def _apply_plan(soul: KodeSoul, planned: CompactionPlan) -> None:
+    if tuple(soul.context.history) != planned.source:
+        raise ValueError("The context changed since this compaction was worked out.")
+    if planned.summary is not None and not planned.summary.strip():
+        raise ValueError("The summary is empty, so the context was not compacted.")
+    # Noted only when true: rotations.jsonl stays as it was for an unreviewed compaction.
+    note = {"edited": True} if planned.edited else {}
     prompt = soul.context.system_prompt
-    # Kimi CLI's estimate of the new context (its messages, chars / 4), written as its `_usage`
-    # (else a reader takes the size for 0): the next call's reported count replaces it.
-    after = sum(m.estimated_tokens() for m in messages)
-    rotated = await asyncio.shield(_apply_compaction(soul, name, prompt, messages, after))
-    soul.bus.send(ev.CompactionEnd(tokens_before=before, tokens_after=after, rotated_file=rotated))
+    rotated = await asyncio.shield(
+        _apply_compaction(
+            soul, planned.strategy, prompt, planned.messages, planned.tokens_after, **note
+        )
+    )
+    soul.bus.send(
+        ev.CompactionEnd(
+            tokens_before=planned.tokens_before,
+            tokens_after=planned.tokens_after,
+            rotated_file=rotated,
+        )
+    )
     soul.bus.send(soul.status())
-    return True
+
+
+def _summary_of(message: Message) -> str | None:
+    # The summary message as LLMSummaryCompaction writes it (Kimi's shape): the prefix in
+    # `<system>` tags, then the summary's text.
+    content = message.content
+    if message.role != "user" or not isinstance(content, list) or len(content) != 2:
+        return None
+    head, body = content
+    if not isinstance(head, TextPart) or head.text != system_text(COMPACTION_OUTPUT_PREFIX):
+        return None
+    return body.text if isinstance(body, TextPart) else None
+
+
+def _summary_message(text: str) -> Message:
+    return Message(role="user", content=[system(COMPACTION_OUTPUT_PREFIX), TextPart(text=text)])
 
 
 async def _apply_compaction(
@@ -71,6 +240,7 @@ async def _apply_compaction(
     prompt: str | None,
     messages: Sequence[Message],
     after: int,
+    **note: bool,
 ) -> str | None:
     # The new context (prompt, checkpoint 0, the summary, its `_usage` as Kimi CLI writes it)
     # goes live in one swap: a kill or a full disk halfway must not leave an emptied context.
@@ -84,7 +254,7 @@ async def _apply_compaction(
     records.append(UsageRecord(token_count=after))
     # rotations.jsonl's `tokens` is the count reported before: no `tokens_before` estimate.
     rotated = await soul.context.replace_all(
-        records, reason="compaction", strategy=strategy, tokens_after=after
+        records, reason="compaction", strategy=strategy, tokens_after=after, **note
     )
     soul.sync_dmail_checkpoints()
     soul.bus.send(ev.CheckpointCreated(id=0))

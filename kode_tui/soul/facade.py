@@ -10,7 +10,8 @@ do is here, once, so it behaves alike in each of them:
   written;
 - a shell command the user typed after `!` (`run_shell`: approved as a Shell call, its output
   added to the context, no model turn);
-- a turn (`run`, `interrupt`), approvals (`ev.ApprovalRequest.resolve`), `clear`, `compact`,
+- a turn (`run`, `interrupt`), approvals (`ev.ApprovalRequest.resolve`), `clear`, `compact`
+  (or reviewed: `plan_compaction`, then `apply_compaction` with the edited summary),
   the model and approval mode, the session's approvals and their revoking, the title, the
   context report;
 - time travel: the timeline and the rotated contexts with their lineage, plans and their
@@ -51,12 +52,14 @@ from kode_tui.session.timetravel import (
     compare,
     read_snapshot,
 )
-from kode_tui.soul import shell_escape, thinking
+from kode_tui.soul import compacting, shell_escape, thinking
 from kode_tui.soul.approval import SessionPermission
+from kode_tui.soul.compacting import CompactionPlan, Reviewer
 from kode_tui.soul.compaction import COMPACTION_OUTPUT_PREFIX
 from kode_tui.soul.context_report import ContextReport, ContextRow, row_lines
 from kode_tui.soul.cost import CostLedger, CostReport, ModelCost, TurnCost, cost_lines
 from kode_tui.soul.facade_drop import DropPlan, Drops
+from kode_tui.soul.facade_lineage import Lineage, LineageNote, Match, lineage_note
 from kode_tui.soul.facade_pins import Pins
 from kode_tui.soul.facade_travel import (
     WATCH_DEBOUNCE_MS,
@@ -72,6 +75,7 @@ from kode_tui.soul.llm.demo import DemoProvider
 from kode_tui.soul.llm.model_map import ModelOption
 from kode_tui.soul.shell_escape import ShellRecord, read_record, typed_text
 from kode_tui.soul.soul import (
+    KodeSoul,
     RestoreOutcome,
     RestorePreview,
     RevertOutcome,
@@ -96,6 +100,7 @@ __all__ = [
     "ChatProvider",
     "Checkpoint",
     "CheckpointDiff",
+    "CompactionPlan",
     "Comparison",
     "ContextReport",
     "ContextRow",
@@ -109,6 +114,8 @@ __all__ = [
     "FileEdit",
     "FilePlan",
     "LLMError",
+    "LineageNote",
+    "Match",
     "Message",
     "ModelCost",
     "ModelOption",
@@ -136,6 +143,7 @@ __all__ = [
     "compare",
     "cost_lines",
     "diff_snapshot",
+    "lineage_note",
     "list_rotations",
     "next_thinking_level",
     "parse_thinking_level",
@@ -154,7 +162,7 @@ MODES: tuple[ApprovalMode, ...] = ("ask", "auto-edit", "yolo")
 # --- the facade ----------------------------------------------------------------------------------
 
 
-class AgentSession(TimeTravel, Pins, Drops):
+class AgentSession(TimeTravel, Lineage, Pins, Drops):
     """One session as a front end sees it: its conversation, its agent and its history."""
 
     def __init__(
@@ -181,6 +189,7 @@ class AgentSession(TimeTravel, Pins, Drops):
         self._turn: asyncio.Task[object] | None = None
         self._summaries: dict[tuple[str, int, float], tuple[int, int] | None] = {}
         self._closed = False
+        self._compaction_reviewer: Reviewer | None = None
         self._measuring: asyncio.Future[None] | None = None
 
     # --- opening and closing ---------------------------------------------------------------------
@@ -279,6 +288,7 @@ class AgentSession(TimeTravel, Pins, Drops):
             work_dir=self._work_dir,
         )
         thinking.apply(self._agent.soul.provider, choice, self.thinking)
+        self._install_reviewer(self._agent.soul)
         # The views are subscribed by now: what the user should know of the opened session
         # (damaged lines skipped) shows at once, not with the first answer.
         self._agent.soul.send_notices()
@@ -446,6 +456,43 @@ class AgentSession(TimeTravel, Pins, Drops):
         except Exception as error:
             self.bus.send(ev.Error(message=f"Compaction failed: {error}"))
             raise
+
+    # --- reviewable compaction (soul/compacting.py) -------------------------------------------
+
+    async def plan_compaction(
+        self, instruction: str | None = None, strategy: str | None = None
+    ) -> CompactionPlan | None:
+        """Work out a compaction (the configured strategy, or the built-in one `strategy`
+        names) without changing anything; None when there is nothing to compact. A failure (the
+        model's) is sent as an Error event and raised; ValueError for an unknown strategy."""
+        soul = self._soul()
+        if not self.turn_running:
+            soul.cost.begin_turn()  # the summary's call is a line of its own in `/cost`
+        try:
+            return await compacting.plan(soul, instruction or None, strategy)
+        except Exception as error:
+            self.bus.send(ev.Error(message=f"Compaction failed: {error}"))
+            raise
+
+    async def apply_compaction(self, plan: CompactionPlan, summary: str | None = None) -> None:
+        """Make `plan` the live context (rotation as `compact` does), with `summary` (edited in
+        a review) as what the model reads. ValueError, nothing changed, when the context moved
+        on since it was planned or the summary is empty."""
+        await compacting.apply(
+            self._soul(), plan if summary is None else plan.with_summary(summary)
+        )
+
+    def set_compaction_reviewer(self, reviewer: Reviewer | None) -> None:
+        """A front end that can ask the user (the TUI) shows automatic compactions through
+        `reviewer` when `[compaction] review = true`; without one (print mode) they apply
+        unreviewed, as nobody could answer. Takes effect at `start()` or at once if started."""
+        self._compaction_reviewer = reviewer
+        if self._agent is not None:
+            self._install_reviewer(self._agent.soul)
+
+    def _install_reviewer(self, soul: KodeSoul) -> None:
+        review = self.config is not None and self.config.compaction.review
+        soul.compaction_reviewer = self._compaction_reviewer if review else None
 
     def token_count(self) -> int:
         return self._context.token_count_with_pending

@@ -148,6 +148,10 @@ class KodeSoul:
         self.approval = approval
         self.settings = settings or LoopSettings()
         self.compaction = compaction
+        self.compaction_reviewer: compacting.Reviewer | None = None
+        """Shows an automatic compaction to the user before it applies (`[compaction] review`)."""
+        self.compaction_declined_in: asyncio.Task[object] | None = None
+        """The turn whose review the user cancelled: it goes on uncompacted, unasked."""
         self.project = project
         self.reminders = reminders
         self.cost = CostLedger(env.state, env.save_state, had_calls=context.token_count > 0)

@@ -31,7 +31,9 @@ from kode_tui.paths import Paths, tilde
 from kode_tui.safetext import visible
 from kode_tui.ui import commands
 from kode_tui.ui.commands import SlashCommandProvider
+from kode_tui.ui.compaction import CompactionActions
 from kode_tui.ui.drop import DropActions
+from kode_tui.ui.lineage import LineageActions
 from kode_tui.ui.notify import Notifier
 from kode_tui.ui.pins import PinActions
 from kode_tui.ui.screens.main import MainScreen
@@ -61,7 +63,15 @@ DEMO_BANNER = (
 )
 
 
-class KodeApp(Screenshots, TimeTravelActions, ShellActions, PinActions, DropActions):
+class KodeApp(
+    Screenshots,
+    TimeTravelActions,
+    LineageActions,
+    ShellActions,
+    CompactionActions,
+    PinActions,
+    DropActions,
+):
     """kode-tui's terminal UI."""
 
     TITLE = "kode-tui"
@@ -269,6 +279,8 @@ class KodeApp(Screenshots, TimeTravelActions, ShellActions, PinActions, DropActi
 
     @work(exclusive=True, group="agent")
     async def _start_agent(self, opened: AgentSession) -> None:
+        # With `[compaction] review = true` an automatic compaction waits for the review screen.
+        opened.set_compaction_reviewer(self.review_automatic_compaction)
         try:
             await opened.start(self.config, self.choice, provider=self._provider, yolo=self._yolo)
         finally:

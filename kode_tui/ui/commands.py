@@ -77,16 +77,11 @@ async def _clear(app: KodeApp, argument: str) -> None:
     app.notify("Cleared: the old context is kept in History.", timeout=3)
 
 
-@command("/compact", "[instruction]", "Compact the context now, keeping what you say")
+@command("/compact", "[instruction]", "Compact the context, after you review and edit the summary")
 async def _compact(app: KodeApp, argument: str) -> None:
     if app.busy() or app.agent_session is None:
         return
-    try:
-        changed = await app.agent_session.compact(argument or None)
-    except Exception:  # the facade showed it in the conversation; the app goes on
-        return
-    if not changed:
-        app.notify("Nothing to compact.", timeout=3)
+    app.compact_with_review(argument or None)
 
 
 @command("/model", "[name]", "Pick a model, or switch to an alias or provider/model")

@@ -27,7 +27,7 @@ from textual.widgets import DataTable, Footer, Input, Label, Static, Switch
 from kode_tui.humanize import format_age, format_tokens, format_usd
 from kode_tui.paths import canonical
 from kode_tui.safetext import visible
-from kode_tui.soul.facade import Session, SessionCatalog, SessionRow
+from kode_tui.soul.facade import Session, SessionCatalog, SessionRow, lineage_note
 
 log = logging.getLogger(__name__)
 
@@ -163,10 +163,12 @@ Type to filter by title; **↑/↓** choose, **Enter** opens, **Esc** closes.
         for row in shown:
             session = row.session
             current = self._is_current(session)
-            cells: list[Text] = [
-                Text("●" if current else " "),
-                Text(visible(session.title, multiline=False), style="bold" if current else ""),
-            ]
+            title = Text(visible(session.title, multiline=False), style="bold" if current else "")
+            note = lineage_note(session)
+            if note is not None:
+                # Where a fork came from, after its title: the picker shows the lineage.
+                title.append(visible(f"  ⑂ {note.text}", multiline=False), style="dim")
+            cells: list[Text] = [Text("●" if current else " "), title]
             if self.show_all:
                 cells.append(Text(visible(_work_dir_label(session), multiline=False)))
             cells += [

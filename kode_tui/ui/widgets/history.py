@@ -24,7 +24,7 @@ from textual.widgets.option_list import Option
 
 from kode_tui.humanize import format_age, format_size, format_tokens
 from kode_tui.safetext import visible
-from kode_tui.soul.facade import AgentSession, Rotation, RotationEntry, WireBus
+from kode_tui.soul.facade import AgentSession, Rotation, RotationEntry, WireBus, lineage_note
 from kode_tui.ui.wire_messages import WireListener, WireMessage
 from kode_tui.wire import events as ev
 
@@ -51,12 +51,15 @@ clear or a restore keeps the context it replaced as `context_N.jsonl`: nothing i
   restoring it switches to that branch. `from context_N` names the file a context continued
   when that is not the one just before it (after a restore).
 - **Enter** or a click opens a read-only preview, from which it can be restored.
+- **F** forks it: a new session whose context is this file's, opened in its place (the
+  session picker and this pane of the new session say where it came from).
 """
 
     BORDER_TITLE: ClassVar[str] = "History"
 
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("enter", "select", "Preview", id="history.preview", group=_GROUP),
+        Binding("F", "fork", "Fork", id="history.fork", group=_GROUP),
     ]
 
     COMPONENT_CLASSES: ClassVar[set[str]] = OptionList.COMPONENT_CLASSES | {
@@ -72,6 +75,17 @@ clear or a restore keeps the context it replaced as `context_N.jsonl`: nothing i
 
         name: str
         """The rotated file's name, `context_3.jsonl`."""
+        history: HistoryPane
+
+        @property
+        def control(self) -> HistoryPane:
+            return self.history
+
+    @dataclass
+    class ForkRequested(Message):
+        """The user wants a new session made of a rotated context (the App makes it)."""
+
+        name: str
         history: HistoryPane
 
         @property
@@ -128,7 +142,7 @@ clear or a restore keeps the context it replaced as `context_N.jsonl`: nothing i
         entries = self._entries
         if not entries:
             empty = Content.styled("no rotated contexts yet", ".history-pane--muted")
-            self.set_options([Option(empty, disabled=True)])
+            self.set_options([Option(empty, disabled=True), *self._lineage()])
             self._follow = True
             return
         highlighted = self.highlighted_option
@@ -137,7 +151,13 @@ clear or a restore keeps the context it replaced as `context_N.jsonl`: nothing i
         scroll_y = self.scroll_y
         now = time.time()
         self.set_options(
-            [Option(_row_content(entry, now), id=entry.rotation.path.name) for entry in entries]
+            [
+                *(
+                    Option(_row_content(entry, now), id=entry.rotation.path.name)
+                    for entry in entries
+                ),
+                *self._lineage(),
+            ]
         )
         self.scroll_y = scroll_y
         index = 0
@@ -146,15 +166,28 @@ clear or a restore keeps the context it replaced as `context_N.jsonl`: nothing i
             index = names.index(previous) if previous in names else 0
         self.highlighted = index
 
+    def _lineage(self) -> list[Option]:
+        """A last row saying where this session was forked from, when it was."""
+        note = lineage_note(self._session.session)
+        if note is None:
+            return []
+        text = visible(f"⑂ {note.text}", multiline=False)
+        return [Option(Content.styled(text, ".history-pane--muted"), disabled=True)]
+
     def watch_highlighted(self, highlighted: int | None) -> None:
         if highlighted is not None and self._entries:
             self._follow = highlighted == 0
         super().watch_highlighted(highlighted)
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
-        if action == "select":
+        if action in ("select", "fork"):
             return bool(self._entries)
         return True
+
+    def action_fork(self) -> None:
+        index = self.highlighted
+        if index is not None and 0 <= index < len(self._entries):
+            self.post_message(self.ForkRequested(self._entries[index].rotation.path.name, self))
 
     @on(OptionList.OptionHighlighted)
     def _swallow_highlight(self, event: OptionList.OptionHighlighted) -> None:
@@ -208,6 +241,9 @@ def _row_content(entry: RotationEntry, now: float) -> Content:
     if rotation.reason == "compaction" and isinstance(strategy, str) and strategy:
         # The class names all end so; the pane is narrow.
         facts.append(strategy.removesuffix("Compaction") or strategy)
+    if rotation.reason == "compaction" and rotation.info.get("edited") is True:
+        # The user changed the summary in the review: first, so the narrow pane shows it.
+        facts.insert(0, "summary edited")
     # ● the live context descends from it; ○ an abandoned branch (restore it to switch).
     mark = "\N{BLACK CIRCLE} " if entry.on_live_path else "\N{WHITE CIRCLE} "
     # The file's name and what rotations.jsonl says of it are shown, so they are made visible.
