@@ -518,3 +518,25 @@ async def test_kimi_restores_a_session_we_dropped_a_tool_call_from(tmp_path: Pat
         expected = kimi_view(ours(context))
     assert not any(m["role"] == "tool" for m in expected["history"])
     assert kimi(KIMI_RESTORE, opened.session.context_file) == expected
+
+
+async def test_kimi_reads_a_state_json_with_pins_and_its_rewrite_drops_only_them(
+    tmp_path: Path,
+) -> None:
+    from kode_tui.session import Session
+    from kode_tui.session.state import Pin
+
+    project = tmp_path / "project"
+    project.mkdir()
+    session = await Session.create(project)
+    session.state.pins = [Pin(text="Tabs, not spaces.")]
+    session.state.approval_mode = "yolo"
+    session.save_state()
+
+    assert kimi(KIMI_REWRITE_STATE, session.state_file) == {"yolo": True}
+
+    # Kimi's writer keeps only the keys it knows: the pins are ours (a known limit).
+    reopened = await Session.from_dir(session.dir)
+    assert reopened.state.pins == []
+    assert reopened.state.approval_mode == "yolo"
+    assert reopened.state.custom_title == "Named by Kimi"
