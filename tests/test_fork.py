@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from kode_tui.session import Context, Session
-from kode_tui.session.state import load_state
+from kode_tui.session.state import Pin, load_state
 from kode_tui.soul.facade import AgentSession, lineage_note
 from tests.session_helpers import session_with_turns
 from tests.test_kimi_compat import KIMI_PYTHON, KIMI_RESTORE, kimi, kimi_view, ours
@@ -50,6 +50,8 @@ async def test_fork_up_to_a_checkpoint_copies_the_records_before_it_into_a_new_s
 
 async def test_fork_without_a_checkpoint_copies_the_whole_live_context(tmp_path: Path) -> None:
     project, source = await session_with_turns(tmp_path, 2)
+    source.state.pins = [Pin(text="Always answer in French.")]
+    source.save_state()
     opened = await AgentSession.open(project, source)
     try:
         forked = await opened.fork()
@@ -57,6 +59,8 @@ async def test_fork_without_a_checkpoint_copies_the_whole_live_context(tmp_path:
         await opened.close()
     assert forked.context_file.read_bytes() == source.context_file.read_bytes()
     assert forked.title == f"{source.title} (fork)"
+    # The pinned notes go with the conversation.
+    assert [pin.text for pin in load_state(forked.state_file).pins] == ["Always answer in French."]
 
 
 async def test_fork_of_a_rotated_context_records_the_file(tmp_path: Path) -> None:

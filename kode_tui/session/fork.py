@@ -56,6 +56,8 @@ async def fork_session(source: Session, path: Path, checkpoint: int | None, titl
     forked.state.forked_from = ForkOrigin(
         session=source.id, file=path.name, checkpoint=checkpoint, time=time.time()
     )
+    # The user's pinned notes go with the conversation they were pinned for.
+    forked.state.pins = [pin.model_copy() for pin in source.state.pins]
 
     def write() -> None:
         _link_blobs(source.dir / BLOBS_DIR_NAME, forked.dir / BLOBS_DIR_NAME)
