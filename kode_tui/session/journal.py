@@ -76,9 +76,13 @@ class FileJournal:
                 hashes.append(None)
                 continue
             sha = digest(content)
-            target = self._blobs / sha
-            if not target.exists():
-                make_private_dir(self._blobs)
-                atomic_write_bytes(target, content)
+            self.store_blob(sha, content)
             hashes.append(sha)
         return hashes
+
+    def store_blob(self, sha256: str, content: bytes) -> None:
+        """Keep `content` (whose hash is `sha256`) unless the store has it (blocking)."""
+        target = self._blobs / sha256
+        if not target.exists():
+            make_private_dir(self._blobs)
+            atomic_write_bytes(target, content)

@@ -54,6 +54,7 @@ from kode_tui.soul.llm import (
 from kode_tui.soul.reminders import Reminders, inject
 from kode_tui.soul.stream import Streamed, encodable_item, masked
 from kode_tui.soul.timetravel import RestoreOutcome, RestorePreview, RevertOutcome, RevertPreview
+from kode_tui.tools import snapshots
 from kode_tui.tools.base import ToolEnv, ToolOutput
 from kode_tui.tools.dmail import DenwaRenji
 from kode_tui.tools.toolset import PreparedCall, Toolset, rejected, tool_message
@@ -341,7 +342,9 @@ class KodeSoul:
                 return TurnResult("max_steps", step - 1, message)
 
     async def checkpoint(self) -> None:
-        """Mark a point the timeline can revert to, and say so on the wire."""
+        """Mark a point the timeline can revert to, and say so on the wire. What changed in the
+        files since the last snapshot is recorded first: it belongs to the time before."""
+        await snapshots.capture(self.env)
         checkpoint_id = await self.context.checkpoint(self.checkpoint_messages)
         self.sync_dmail_checkpoints()
         self.bus.send(ev.CheckpointCreated(id=checkpoint_id))
@@ -525,7 +528,7 @@ class KodeSoul:
         preview = self.revert_preview(checkpoint_id)
         rotated = await asyncio.shield(self.context.revert_to(checkpoint_id))
         restored, conflicts = await timetravel.apply_files(
-            preview.files, self.env.journal, write=files
+            preview.files, self.env.journal, write=files, snapshots=self.env.snapshots
         )
         self.sync_dmail_checkpoints()
         self.bus.send(
@@ -551,7 +554,7 @@ class KodeSoul:
         preview = self.restore_preview(source)  # the live context's edits, before the swap
         rotated = await asyncio.shield(self.context.restore_from(source))
         restored, conflicts = await timetravel.apply_files(
-            preview.files, self.env.journal, write=files
+            preview.files, self.env.journal, write=files, snapshots=self.env.snapshots
         )
         self.sync_dmail_checkpoints()
         self.bus.send(

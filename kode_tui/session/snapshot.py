@@ -1,0 +1,212 @@
+"""Snapshots of the work dir's files, so a revert also undoes what Shell commands (and anything
+else: a formatter, the user) did to them (DESIGN.md §2).
+
+Design. The session keeps an index of the work dir's files in its own folder (`snapshot.json`:
+per file its size, mtime_ns, inode and sha256) and their contents in the journal's content
+addressed blob store (`blobs/<sha256>`); the user's `.git` is never read or written. A snapshot
+is taken before and after each Shell call and at each checkpoint (`capture`):
+
+- The files are those `workfiles.listing` gives (git's list, or a walk honouring `.gitignore`),
+  so ignored files and `SKIP_DIRS` are not tracked. A file over `max_file_bytes` is skipped and
+  named in `too_large`; a work dir of more than `max_files` files is not tracked at all (`off`).
+- It is incremental: a file whose (size, mtime_ns, inode) is what the index holds is not read.
+  One whose mtime is within `RACY_NS` of the scan is read again next time (git's "racily
+  clean" rule: a second write in the same clock tick would keep the mtime).
+- The first snapshot is the baseline: it stores every file's content and records nothing.
+  After that, each file whose hash changed becomes a `_file_edit` record (before, after, the
+  Shell call's id, or None for a change nobody in the session made), exactly what the file
+  tools write, so reverts and restores plan and apply it with the same conflict rules, and
+  Kimi CLI skips it as it skips theirs (it carries `content`). A change the file tools already
+  recorded (their newest record of the file ends in the same content) is not recorded twice.
+- Crash safety: the blobs are written during the scan, before the records that name them; the
+  index is saved after the records, so a crash in between records a change twice, never
+  loses one.
+
+Cost: one `git ls-files` (or walk) and one `lstat` per file per snapshot, plus reading the
+files that changed; `bench/bench_snapshot.py` measures it on a 10,000-file repository.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import json
+import logging
+import os
+import stat
+import time
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from kode_tui import workfiles
+from kode_tui.fsutil import atomic_write_bytes, make_private_dir
+from kode_tui.message import FileEditRecord
+from kode_tui.session.context import Context
+from kode_tui.session.journal import FileJournal
+
+log = logging.getLogger(__name__)
+
+INDEX_NAME = "snapshot.json"
+MAX_FILE_BYTES = 1 << 20
+MAX_FILES = 50_000
+RACY_NS = 50_000_000
+"""A file changed this close to a scan is read again at the next one (coarse kernel clocks)."""
+_VERSION = 1
+
+_Stat = tuple[int, int, int]
+"""(size, mtime_ns, inode): what tells a file changed without reading it."""
+
+
+@dataclass(slots=True)
+class _Scan:
+    files: dict[str, tuple[int, int, int, str]]
+    too_large: list[str]
+    changes: list[tuple[str, str | None, str | None]] = field(default_factory=list)
+
+
+class WorkSnapshot:
+    """The work dir's files as the session last saw them, and the changes since."""
+
+    def __init__(
+        self,
+        work_dir: Path,
+        context: Context,
+        journal: FileJournal,
+        *,
+        max_file_bytes: int = MAX_FILE_BYTES,
+        max_files: int = MAX_FILES,
+        index_path: Path | None = None,
+    ) -> None:
+        self.work_dir = work_dir
+        self.max_file_bytes = max_file_bytes
+        self.max_files = max_files
+        self._context = context
+        self._journal = journal
+        self._index_path = index_path or context.path.parent / INDEX_NAME
+        self._files: dict[str, tuple[int, int, int, str]] | None = None
+        self._lock = asyncio.Lock()
+        self.too_large: list[str] = []
+        """Files left out at the last snapshot because they are over `max_file_bytes`."""
+        self.off: str | None = None
+        """Why the last snapshot tracked nothing (a tree too big), else None."""
+        self.reads = 0
+        """How many files' contents the snapshots have read (the benchmark and tests count)."""
+
+    async def capture(self, tool_call_id: str | None = None) -> list[FileEditRecord]:
+        """Take a snapshot and record what changed since the last one, as done by
+        `tool_call_id` (None: by someone else); the records written."""
+        async with self._lock:
+            if self.off is not None:
+                return []  # a tree that big does not shrink: no walk at every checkpoint
+            if self._files is None:
+                self._files = await asyncio.to_thread(self._load)
+            scan = await asyncio.to_thread(self._scan, self._files)
+            if scan is None:
+                return []
+            written: list[FileEditRecord] = []
+            newest = {e.record.path: e.record.after for e in self._context.file_edits}
+            for path, before, after in scan.changes:
+                if path in newest and newest[path] == after:
+                    continue  # a file tool's edit, recorded already
+                written.append(await self._journal.note(path, (before, after), tool_call_id))
+            self._files = scan.files
+            await asyncio.to_thread(self._save, scan.files)
+            return written
+
+    async def refresh(self, paths: Iterable[str]) -> None:
+        """Take `paths` as they are now without recording them (a revert just wrote them)."""
+        async with self._lock:
+            if self._files is None:
+                return
+            files = dict(self._files)
+            start = time.time_ns()
+            for path in paths:
+                files.pop(path, None)
+                entry = await asyncio.to_thread(self._read, path, start)
+                if entry is not None:
+                    files[path] = entry
+            self._files = files
+            await asyncio.to_thread(self._save, files)
+
+    # --- blocking parts (in a thread) --------------------------------------------------------
+
+    def _load(self) -> dict[str, tuple[int, int, int, str]] | None:
+        try:
+            data = json.loads(self._index_path.read_bytes())
+            if data.get("version") != _VERSION:
+                return None
+            return {
+                str(path): (int(size), int(mtime), int(inode), str(sha))
+                for path, (size, mtime, inode, sha) in data["files"].items()
+            }
+        except (OSError, ValueError, AttributeError, KeyError, TypeError):
+            return None  # none yet, or damaged: start from a new baseline
+
+    def _save(self, files: dict[str, tuple[int, int, int, str]]) -> None:
+        data = json.dumps({"version": _VERSION, "files": files}, separators=(",", ":"))
+        make_private_dir(self._index_path.parent)
+        atomic_write_bytes(self._index_path, data.encode("utf-8", "surrogatepass"))
+
+    def _scan(self, old: dict[str, tuple[int, int, int, str]] | None) -> _Scan | None:
+        """The files now, with the changes since `old` (None: a baseline, no changes); None
+        when the tree is too big to track."""
+        start = time.time_ns()
+        paths = workfiles.listing(self.work_dir).files(limit=self.max_files + 1)
+        if len(paths) > self.max_files:
+            self.off = f"the work dir has more than {self.max_files:,} files"
+            self.too_large = []
+            return None
+        scan = _Scan({}, [])
+        root = os.fspath(self.work_dir)
+        for path in paths:
+            try:
+                st = os.lstat(os.path.join(root, path))
+            except OSError:
+                continue
+            if not stat.S_ISREG(st.st_mode):
+                continue  # symlinks, submodules: not content we can put back
+            if st.st_size > self.max_file_bytes:
+                scan.too_large.append(path)
+                continue
+            known = old.get(path) if old is not None else None
+            if known is not None and known[:3] == (st.st_size, st.st_mtime_ns, st.st_ino):
+                scan.files[path] = known
+                continue
+            entry = self._read(path, start)
+            if entry is not None:
+                scan.files[path] = entry
+        self.too_large = scan.too_large
+        if old is not None:
+            for path, entry in scan.files.items():
+                before = old.get(path)
+                if before is None or before[3] != entry[3]:
+                    scan.changes.append((path, before[3] if before else None, entry[3]))
+            for path, entry in old.items():
+                if path not in scan.files and not os.path.lexists(os.path.join(root, path)):
+                    scan.changes.append((path, entry[3], None))
+        return scan
+
+    def _read(self, path: str, start: int) -> tuple[int, int, int, str] | None:
+        """The index entry of `path`, its content stored in the blobs; None when it is not a
+        regular file of at most `max_file_bytes` now."""
+        try:
+            with open(os.path.join(self.work_dir, path), "rb", opener=_no_follow) as file:
+                st = os.fstat(file.fileno())
+                if not stat.S_ISREG(st.st_mode) or st.st_size > self.max_file_bytes:
+                    return None
+                content = file.read(self.max_file_bytes + 1)
+        except OSError:
+            return None
+        self.reads += 1
+        if len(content) > self.max_file_bytes:
+            return None
+        sha = hashlib.sha256(content).hexdigest()
+        self._journal.store_blob(sha, content)
+        # Changed within a clock tick of the scan: a later write could keep this mtime.
+        mtime = 0 if st.st_mtime_ns >= start - RACY_NS else st.st_mtime_ns
+        return (len(content), mtime, st.st_ino, sha)
+
+
+def _no_follow(path: str, flags: int) -> int:
+    return os.open(path, flags | os.O_NOFOLLOW)
