@@ -85,6 +85,8 @@ class WorkSnapshot:
         self._journal = journal
         self._index_path = index_path or context.path.parent / INDEX_NAME
         self._files: dict[str, tuple[int, int, int, str]] | None = None
+        self._edits_seen = 0
+        """How many of the context's file edits the last snapshot had seen."""
         self._lock = asyncio.Lock()
         self.too_large: list[str] = []
         """Files left out at the last snapshot because they are over `max_file_bytes`."""
@@ -105,14 +107,29 @@ class WorkSnapshot:
             if scan is None:
                 return []
             written: list[FileEditRecord] = []
-            newest = {e.record.path: e.record.after for e in self._context.file_edits}
+            recorded = self._recorded_since()
             for path, before, after in scan.changes:
-                if path in newest and newest[path] == after:
+                if recorded.get(path, "") == after:
                     continue  # a file tool's edit, recorded already
                 written.append(await self._journal.note(path, (before, after), tool_call_id))
-            self._files = scan.files
-            await asyncio.to_thread(self._save, scan.files)
+            self._edits_seen = len(self._context.file_edits)
+            if scan.files != self._files:
+                self._files = scan.files
+                await asyncio.to_thread(self._save, scan.files)
             return written
+
+    def _recorded_since(self) -> dict[str, str | None]:
+        """What the file tools recorded since the last snapshot: each file (as the work dir's
+        real file: an edit through a symlink changed its target) and its newest content."""
+        edits = self._context.file_edits
+        start = self._edits_seen if self._edits_seen <= len(edits) else 0  # a revert cut them
+        recorded: dict[str, str | None] = {}
+        root = os.path.realpath(self.work_dir)
+        for edit in edits[start:]:
+            path = edit.record.path
+            real = os.path.realpath(path if os.path.isabs(path) else os.path.join(root, path))
+            recorded[os.path.relpath(real, root).replace(os.sep, "/")] = edit.record.after
+        return recorded
 
     async def refresh(self, paths: Iterable[str]) -> None:
         """Take `paths` as they are now without recording them (a revert just wrote them)."""
@@ -152,16 +169,17 @@ class WorkSnapshot:
         """The files now, with the changes since `old` (None: a baseline, no changes); None
         when the tree is too big to track."""
         start = time.time_ns()
-        paths = workfiles.listing(self.work_dir).files(limit=self.max_files + 1)
+        paths = _listed(self.work_dir, self.max_files + 1)
         if len(paths) > self.max_files:
             self.off = f"the work dir has more than {self.max_files:,} files"
             self.too_large = []
             return None
         scan = _Scan({}, [])
-        root = os.fspath(self.work_dir)
+        root = os.fspath(self.work_dir) + "/"
+        lstat, files = os.lstat, scan.files
         for path in paths:
             try:
-                st = os.lstat(os.path.join(root, path))
+                st = lstat(root + path)  # not os.path.join: a third of the walk's time
             except OSError:
                 continue
             if not stat.S_ISREG(st.st_mode):
@@ -171,11 +189,11 @@ class WorkSnapshot:
                 continue
             known = old.get(path) if old is not None else None
             if known is not None and known[:3] == (st.st_size, st.st_mtime_ns, st.st_ino):
-                scan.files[path] = known
+                files[path] = known
                 continue
             entry = self._read(path, start)
             if entry is not None:
-                scan.files[path] = entry
+                files[path] = entry
         self.too_large = scan.too_large
         if old is not None:
             for path, entry in scan.files.items():
@@ -183,7 +201,7 @@ class WorkSnapshot:
                 if before is None or before[3] != entry[3]:
                     scan.changes.append((path, before[3] if before else None, entry[3]))
             for path, entry in old.items():
-                if path not in scan.files and not os.path.lexists(os.path.join(root, path)):
+                if path not in scan.files and not os.path.lexists(root + path):
                     scan.changes.append((path, entry[3], None))
         return scan
 
@@ -206,6 +224,18 @@ class WorkSnapshot:
         # Changed within a clock tick of the scan: a later write could keep this mtime.
         mtime = 0 if st.st_mtime_ns >= start - RACY_NS else st.st_mtime_ns
         return (len(content), mtime, st.st_ino, sha)
+
+
+def _listed(work_dir: Path, limit: int) -> list[str]:
+    """The work dir's files as `workfiles.listing` has them, but git's list taken as it is:
+    the listing's per-file symlink check would cost more than the whole snapshot, and what it
+    guards against cannot happen here (git lists no file below a symlink, and `_scan` reads
+    regular files only, never through a final symlink)."""
+    paths = workfiles.git_paths(work_dir)
+    if not paths:  # not a git work tree (or one that ignores the work dir): the walk
+        return workfiles.listing(work_dir, use_git=False).files(limit=limit)
+    skip = workfiles.SKIP_DIRS
+    return [path for path in paths if skip.isdisjoint(path.split("/")[:-1])][:limit]
 
 
 def _no_follow(path: str, flags: int) -> int:
