@@ -321,14 +321,14 @@ def snapshot_rows(numbers: dict[str, Any]) -> list[Row]:
     target = f"<= {SNAPSHOT_CALL_MAX_S * 1000:.0f} ms"
     return [
         Row(
-            f"{what} (git)",
+            f"{what} (git repo)",
             fmt_s(git_s),
             target=target,
             verdict=verdict(git_s <= SNAPSHOT_CALL_MAX_S),
         ),
-        Row(f"{what} (no git: .gitignore walk)", fmt_s(walk_s)),
+        Row(f"{what} (plain folder)", fmt_s(walk_s)),
         Row(
-            f"{what}: first snapshot (git / walk, once per session)",
+            f"{what}: first snapshot (git repo / plain, once per session)",
             f"{fmt_s(numbers['git_baseline_s'])} / {fmt_s(numbers['walk_baseline_s'])}",
         ),
     ]
