@@ -42,6 +42,7 @@ from pathlib import Path
 from kode_tui import workfiles
 from kode_tui.fsutil import atomic_write_bytes, make_private_dir
 from kode_tui.message import FileEditRecord
+from kode_tui.paths import home as kode_home
 from kode_tui.session.context import Context
 from kode_tui.session.journal import FileJournal
 
@@ -85,6 +86,7 @@ class WorkSnapshot:
         self._journal = journal
         self._index_path = index_path or context.path.parent / INDEX_NAME
         self._files: dict[str, tuple[int, int, int, str]] | None = None
+        self._own = _own_folders(work_dir, (kode_home(), context.path.parent))
         self._edits_seen = 0
         self._unsaved = False
         """How many of the context's file edits the last snapshot had seen."""
@@ -176,6 +178,8 @@ class WorkSnapshot:
         when the tree is too big to track."""
         start = time.time_ns()
         paths = _listed(self.work_dir, self.max_files + 1)
+        if self._own:  # our own files change at every step: not the work dir's
+            paths = [path for path in paths if not path.startswith(self._own)]
         if len(paths) > self.max_files:
             self.off = f"the work dir has more than {self.max_files:,} files"
             self.too_large = []
@@ -234,6 +238,18 @@ class WorkSnapshot:
         # Changed within a clock tick of the scan: a later write could keep this mtime.
         mtime = 0 if st.st_mtime_ns >= start - RACY_NS else st.st_mtime_ns
         return (len(content), mtime, st.st_ino, sha)
+
+
+def _own_folders(work_dir: Path, folders: Iterable[Path]) -> tuple[str, ...]:
+    """Of our folders (kode-tui's home, the session's), those in the work dir, each as a
+    prefix of the work dir's relative paths (`home/`)."""
+    root = os.path.realpath(work_dir)
+    found = []
+    for folder in folders:
+        real = os.path.realpath(folder)
+        if real != root and real.startswith(root.rstrip("/") + "/"):
+            found.append(os.path.relpath(real, root).replace(os.sep, "/") + "/")
+    return tuple(found)
 
 
 def _listed(work_dir: Path, limit: int) -> list[str]:
