@@ -29,6 +29,7 @@ files that changed; `bench/bench_snapshot.py` measures it on a 10,000-file repos
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import hashlib
 import json
 import logging
@@ -88,6 +89,7 @@ class WorkSnapshot:
         self._files: dict[str, tuple[int, int, int, str]] | None = None
         self._own = _own_folders(work_dir, (kode_home(), context.path.parent))
         self._edits_seen = 0
+        self._warming: asyncio.Task[None] | None = None
         self._unsaved = False
         """How many of the context's file edits the last snapshot had seen."""
         self._lock = asyncio.Lock()
@@ -97,6 +99,27 @@ class WorkSnapshot:
         """Why the last snapshot tracked nothing (a tree too big), else None."""
         self.reads = 0
         """How many files' contents the snapshots have read (the benchmark and tests count)."""
+
+    def start(self) -> None:
+        """Take the first snapshot (the baseline, which reads every file) in the background,
+        so that the first turn does not wait for it."""
+        if self._warming is None:
+            self._warming = asyncio.create_task(self._warm(), name="snapshot baseline")
+
+    async def close(self) -> None:
+        """Stop the background baseline if it is still running (its blobs stay valid)."""
+        task, self._warming = self._warming, None
+        if task is not None and not task.done():
+            task.cancel()
+        if task is not None:
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
+
+    async def _warm(self) -> None:
+        try:
+            await self.capture()
+        except OSError as error:
+            log.warning("could not snapshot %s: %s", self.work_dir, error)
 
     async def capture(self, tool_call_id: str | None = None) -> list[FileEditRecord]:
         """Take a snapshot and record what changed since the last one, as done by

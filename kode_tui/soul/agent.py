@@ -115,6 +115,8 @@ class Agent:
 
     async def close(self) -> None:
         await self.soul.toolset.close()
+        if self.soul.env.snapshots is not None:
+            await self.soul.env.snapshots.close()
         if self.soul.project is not None:
             await self.soul.project.close()
         await self.recorder.close()
@@ -206,4 +208,5 @@ async def open_agent(
         soul.add_notice(f"no work dir is recorded for {session.dir}; tools run in {work_dir}")
     recorder = WireRecorder(bus, session.wire_file)
     recorder.start()
+    snapshots.start()  # the baseline reads the work dir while the user types
     return Agent(session, context, bus, soul, recorder)
