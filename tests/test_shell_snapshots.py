@@ -162,3 +162,18 @@ async def test_a_snapshot_of_an_unchanged_tree_reads_no_file(tmp_path: Path) -> 
         (edit,) = await snapshots.capture("call_1")
         assert snapshots.reads == 2001
         assert (edit.path, edit.tool_call_id) == ("d0/f0.py", "call_1")
+
+
+async def test_reverting_a_bang_commands_checkpoint_undoes_what_it_did(tmp_path: Path) -> None:
+    from kode_tui.soul import shell_escape
+
+    project = make_project(tmp_path)
+    agent = await shell_turns(project)
+    assert await shell_escape.run(agent.soul, "echo new > made.txt && rm gone.txt")
+    checkpoint = agent.soul.context.checkpoints[-1].id
+
+    outcome = await agent.soul.revert(checkpoint, files=True)
+    await agent.close()
+
+    assert sorted(outcome.files_restored) == ["gone.txt", "made.txt"]
+    assert not (project / "made.txt").exists() and (project / "gone.txt").exists()

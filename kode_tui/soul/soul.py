@@ -341,10 +341,12 @@ class KodeSoul:
                 self.bus.send(ev.Warning(message=message))
                 return TurnResult("max_steps", step - 1, message)
 
-    async def checkpoint(self) -> None:
+    async def checkpoint(self, *, capture: bool = True) -> None:
         """Mark a point the timeline can revert to, and say so on the wire. What changed in the
-        files since the last snapshot is recorded first: it belongs to the time before."""
-        await snapshots.capture(self.env)
+        files since the last snapshot is recorded first (it belongs to the time before), unless
+        the caller records it after (`capture=False`: a `!` command's own changes)."""
+        if capture:
+            await snapshots.capture(self.env)
         checkpoint_id = await self.context.checkpoint(self.checkpoint_messages)
         self.sync_dmail_checkpoints()
         self.bus.send(ev.CheckpointCreated(id=checkpoint_id))

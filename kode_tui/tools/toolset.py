@@ -126,12 +126,15 @@ class Toolset:
             permission = _unchecked(prepared, error)
         return None if permission is None else _encodable_permission(permission)
 
-    async def run(self, prepared: PreparedCall, env: ToolEnv) -> ToolOutput:
+    async def run(
+        self, prepared: PreparedCall, env: ToolEnv, *, snapshot: bool = True
+    ) -> ToolOutput:
         """The call's result; an API key in it (`env` printed by Shell, a .env file read) is
         masked, so it never reaches the model or context.jsonl. A Shell call is run between two
-        snapshots of the work dir, which record what it did to files (`snapshots`)."""
+        snapshots of the work dir, which record what it did to files (`snapshots`), unless the
+        caller takes them itself (`snapshot=False`)."""
         running = self._run(prepared, env)
-        if prepared.tool is not None and prepared.tool.name == snapshots.SHELL:
+        if snapshot and prepared.tool is not None and prepared.tool.name == snapshots.SHELL:
             running = snapshots.around(env, prepared.call.id, running)
         result = _encodable(await running)
         output, message = masking.mask(result.output), masking.mask(result.message)
