@@ -89,9 +89,10 @@ class WorkSnapshot:
         self._files: dict[str, tuple[int, int, int, str]] | None = None
         self._own = _own_folders(work_dir, (kode_home(), context.path.parent))
         self._edits_seen = 0
-        self._warming: asyncio.Task[None] | None = None
-        self._unsaved = False
         """How many of the context's file edits the last snapshot had seen."""
+        self._unsaved = False
+        """Whether `_files` holds more than the index file (saved at the next checkpoint)."""
+        self._warming: asyncio.Task[None] | None = None
         self._lock = asyncio.Lock()
         self.too_large: list[str] = []
         """Files left out at the last snapshot because they are over `max_file_bytes`."""
@@ -176,6 +177,7 @@ class WorkSnapshot:
                     files[path] = entry
             self._files = files
             await asyncio.to_thread(self._save, files)
+            self._unsaved = False
 
     # --- blocking parts (in a thread) --------------------------------------------------------
 
