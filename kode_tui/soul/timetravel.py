@@ -162,8 +162,17 @@ def untracked_files(env: ToolEnv) -> list[str]:
         return []
     if snapshots.off is not None:
         return [f"No Shell edits are tracked: {snapshots.off}."]
-    lines = [f"{name} (over {snapshots.max_file_bytes:,} bytes)" for name in snapshots.too_large]
+    large = snapshots.too_large
+    lines = [
+        f"{name} (over {snapshots.max_file_bytes:,} bytes)" for name in large[:UNTRACKED_SHOWN]
+    ]
+    if len(large) > UNTRACKED_SHOWN:
+        lines.append(f"and {len(large) - UNTRACKED_SHOWN:,} more files over that size")
     return [*lines, "Files git or .gitignore ignore are not tracked."] if lines else lines
+
+
+UNTRACKED_SHOWN = 10
+"""Of the files too large to snapshot, how many a revert's dialog names."""
 
 
 def _may_write(work_dir: Path) -> Callable[[Path], bool]:
