@@ -41,7 +41,7 @@ from bench_tui import DEMO, LITELLM, MINIMAL, RESUME  # noqa: E402
 
 DEFAULT_KIMI = Path("/tmp/kimi-ref/bin/python")
 KIMI_ENV = "KODE_TUI_KIMI_PYTHON"
-BENCHMARKS = ("context", "tui", "stream", "history", "memory", "model")
+BENCHMARKS = ("context", "tui", "stream", "history", "memory", "model", "snapshot")
 USES_KIMI = ("context", "model")
 
 # The targets of the issues that bench_context.py does not already carry.
@@ -57,6 +57,7 @@ FULL_SPEED_MAX_S = 3.0  # 20k tokens at full speed -> all on screen
 STREAM_CPU_MAX = 0.35  # app CPU while streaming at 300 tok/s, of one core
 IDLE_RSS_MAX_RATIO = 1.5  # idle RSS of the process tree <= 1.5x kimi's
 SCROLL_STALL_MAX_S = 0.1  # scrolling a 5,000-turn session: no stall > 100 ms per page
+SNAPSHOT_CALL_MAX_S = 0.15  # issue 17: a Shell call's snapshots on a 10,000-file repo
 
 
 @dataclass(slots=True)
@@ -314,6 +315,25 @@ def model_rows(numbers: dict[str, Any]) -> list[Row]:
     ]
 
 
+def snapshot_rows(numbers: dict[str, Any]) -> list[Row]:
+    what = f"Shell call's two snapshots, {numbers['files']:,}-file repo"
+    git_s, walk_s = numbers["git_call_s"], numbers["walk_call_s"]
+    target = f"<= {SNAPSHOT_CALL_MAX_S * 1000:.0f} ms"
+    return [
+        Row(
+            f"{what} (git repo)",
+            fmt_s(git_s),
+            target=target,
+            verdict=verdict(git_s <= SNAPSHOT_CALL_MAX_S),
+        ),
+        Row(f"{what} (plain folder)", fmt_s(walk_s)),
+        Row(
+            f"{what}: first snapshot (git repo / plain, once per session)",
+            f"{fmt_s(numbers['git_baseline_s'])} / {fmt_s(numbers['walk_baseline_s'])}",
+        ),
+    ]
+
+
 ROWS: dict[str, Callable[[dict[str, Any]], list[Row]]] = {
     "context": context_rows,
     "tui": tui_rows,
@@ -321,6 +341,7 @@ ROWS: dict[str, Callable[[dict[str, Any]], list[Row]]] = {
     "history": history_rows,
     "memory": memory_rows,
     "model": model_rows,
+    "snapshot": snapshot_rows,
 }
 
 
@@ -406,6 +427,7 @@ def commands(args: argparse.Namespace, kimi: Path | None, out: Path) -> dict[str
         "history": ["--runs", str(args.history_runs)],
         "memory": ["--runs", str(args.memory_runs)],
         "model": ["--runs", str(args.model_runs), *stream],
+        "snapshot": ["--runs", str(args.snapshot_runs)],
     }
     if kimi is not None:
         for name in USES_KIMI:
@@ -496,6 +518,7 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--history-runs", type=int, default=3, metavar="N")
     parser.add_argument("--memory-runs", type=int, default=3, metavar="N")
     parser.add_argument("--model-runs", type=int, default=3, metavar="N")
+    parser.add_argument("--snapshot-runs", type=int, default=15, metavar="N")
     parser.add_argument("--tokens", type=int, default=20_000, help="streamed tokens")
     parser.add_argument("--rate", type=float, default=300.0, help="tokens per second")
     args = parser.parse_args(argv)

@@ -106,6 +106,10 @@ class ToolsConfig(_Table):
     """`[tools]`: optional tools."""
 
     dmail: bool = True
+    snapshot_max_bytes: int = Field(default=1 << 20, ge=0)
+    """Files over this size are not snapshotted: a revert cannot undo a Shell edit of them."""
+    snapshot_max_files: int = Field(default=50_000, ge=0)
+    """A work dir with more files is not snapshotted at all (a home folder, say)."""
 
 
 class NotificationsConfig(_Table):

@@ -198,6 +198,24 @@ async def test_kimi_restores_a_session_our_agent_wrote(tmp_path: Path) -> None:
     assert kimi(KIMI_RESTORE, session.context_file) == expected
 
 
+async def test_kimi_restores_a_session_whose_shell_edits_were_recorded_and_reverted(
+    tmp_path: Path,
+) -> None:
+    from tests.test_shell_snapshots import make_project, shell_turns
+    from tests.test_timetravel import user_checkpoint
+
+    project = make_project(tmp_path)
+    agent = await shell_turns(project, "echo after > change.txt && rm gone.txt", "echo x > y")
+    await agent.soul.revert(user_checkpoint(agent, "turn 1"), files=True)
+    await agent.close()
+
+    async with Context(agent.session.context_file) as context:
+        await context.restore()
+        expected = kimi_view(ours(context))
+    assert '"_file_edit"' in agent.session.context_file.read_text()
+    assert kimi(KIMI_RESTORE, agent.session.context_file) == expected
+
+
 async def test_kimi_restores_a_session_we_compacted(tmp_path: Path) -> None:
     from kode_tui.config import Config, resolve_model
     from kode_tui.session import Session

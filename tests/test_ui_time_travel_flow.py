@@ -294,3 +294,21 @@ async def test_focus_returns_to_the_prompt_after_a_revert_and_after_a_restore(
         await wait_for(pilot, lambda: len(history.paths) == 2)
         await pilot.pause()
         assert app.focused is prompt
+
+
+async def test_f_undoes_what_a_bang_command_did_to_the_files(project: Path) -> None:
+    app = make_app(project, ScriptedProvider([]), yolo=True)
+    async with app.run_test(size=(140, 40)) as pilot:
+        await ready(pilot)
+        await send(pilot, "!echo made > made.txt && echo changed > a.txt")
+        await wait_for(pilot, lambda: not turn_running(app))
+        timeline = app.screen.query_one(CheckpointTimeline)
+        await wait_for(pilot, lambda: bool(timeline.checkpoint_ids))
+        await open_revert(pilot, timeline.checkpoint_ids[-1])
+        text = screen_text(app)
+        assert "made.txt" in text and "a.txt" in text
+        await pilot.press("f")
+        await wait_for(pilot, lambda: not isinstance(app.screen, RevertDialog))
+
+    assert not (project / "made.txt").exists()
+    assert (project / "a.txt").read_text() == "original a\n"

@@ -252,3 +252,24 @@ def test_snapshot_preview_of_a_compaction(tmp_path: Path, snap_compare: Any) -> 
     # The screen shows the file's name only, never the temp folder it was copied to.
     app = Host(screen=preview(tmp_path))
     assert snap_compare(app, run_before=_settle, terminal_size=(120, 36))
+
+
+async def test_revert_dialog_names_the_files_whose_shell_edits_are_not_tracked() -> None:
+    dialog = RevertDialog(
+        3,
+        "Shell make",
+        2,
+        100,
+        MIXED_FILES,
+        "",
+        untracked=[
+            "big.bin (over 1,048,576 bytes)",
+            "Files git or .gitignore ignore are not tracked.",
+        ],
+    )
+    app = Host(screen=dialog)
+    async with app.run_test(size=(110, 36)) as pilot:
+        await pilot.pause()
+        text = static_text(app)
+    assert "Not tracked, so not restored:\nbig.bin (over 1,048,576 bytes)\n" in text
+    assert "Files git or .gitignore ignore are not tracked." in text

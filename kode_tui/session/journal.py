@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
+import os
+import secrets
 from pathlib import Path
 
 from kode_tui.fsutil import atomic_write_bytes, make_private_dir
@@ -76,9 +78,29 @@ class FileJournal:
                 hashes.append(None)
                 continue
             sha = digest(content)
-            target = self._blobs / sha
-            if not target.exists():
-                make_private_dir(self._blobs)
-                atomic_write_bytes(target, content)
+            self.store_blob(sha, content)
             hashes.append(sha)
         return hashes
+
+    def store_blob(self, sha256: str, content: bytes, *, durable: bool = True) -> None:
+        """Keep `content` (whose hash is `sha256`) unless the store has it (blocking).
+
+        Not `durable`: written and renamed into place without an fsync each, for thousands at
+        once (a snapshot's baseline); the caller must `os.sync()` before a record names one.
+        """
+        target = self._blobs / sha256
+        if target.exists():
+            return
+        make_private_dir(self._blobs)
+        if durable:
+            atomic_write_bytes(target, content)
+            return
+        tmp = target.with_name(f".{sha256}.{secrets.token_hex(6)}.tmp")
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
+        try:
+            with os.fdopen(fd, "wb") as file:
+                file.write(content)
+            os.replace(tmp, target)
+        except BaseException:
+            tmp.unlink(missing_ok=True)
+            raise

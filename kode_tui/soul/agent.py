@@ -17,6 +17,7 @@ from kode_tui.message import is_checkpoint_note
 from kode_tui.paths import canonical
 from kode_tui.session import Context, Session
 from kode_tui.session.journal import FileJournal
+from kode_tui.session.snapshot import WorkSnapshot
 from kode_tui.session.state import ApprovalMode
 from kode_tui.soul import prompts
 from kode_tui.soul.approval import Approval
@@ -114,6 +115,8 @@ class Agent:
 
     async def close(self) -> None:
         await self.soul.toolset.close()
+        if self.soul.env.snapshots is not None:
+            await self.soul.env.snapshots.close()
         if self.soul.project is not None:
             await self.soul.project.close()
         await self.recorder.close()
@@ -160,11 +163,20 @@ async def open_agent(
     masking.watch_env(
         [choice.api_key_env or "", *(m.api_key_env or "" for m in config.models.values())]
     )
+    journal = FileJournal(context)
+    snapshots = WorkSnapshot(
+        work_dir,
+        context,
+        journal,
+        max_file_bytes=config.tools.snapshot_max_bytes,
+        max_files=config.tools.snapshot_max_files,
+    )
     env = ToolEnv(
         work_dir=work_dir,
-        journal=FileJournal(context),
+        journal=journal,
         state=session.state,
         save_state=save_state,
+        snapshots=snapshots,
     )
     provider = provider or make_provider(choice, config.loop_control)
     compaction = load_strategy(
@@ -196,4 +208,5 @@ async def open_agent(
         soul.add_notice(f"no work dir is recorded for {session.dir}; tools run in {work_dir}")
     recorder = WireRecorder(bus, session.wire_file)
     recorder.start()
+    snapshots.start()  # the baseline reads the work dir while the user types
     return Agent(session, context, bus, soul, recorder)

@@ -32,6 +32,7 @@ from kode_tui import masking
 from kode_tui.humanize import one_line, plural
 from kode_tui.message import ContentPart, FunctionBody, Message, TextPart, ToolCall, system
 from kode_tui.pathnames import scrub_text
+from kode_tui.tools import snapshots
 from kode_tui.tools.base import ToolOutput, count_lines
 from kode_tui.tools.shell import MAX_TIMEOUT
 from kode_tui.tools.toolset import PreparedCall, rejected
@@ -170,17 +171,21 @@ async def _run(soul: KodeSoul, command: str) -> bool:
         if prepared.error is not None:  # a NUL byte: no command can hold one
             result, ran = prepared.error, False
         elif await _approved(soul, prepared):
-            result, ran = await soul.toolset.run(prepared, soul.env), True
+            # The command's file changes are recorded after its checkpoint (`_keep`), so that
+            # reverting to it undoes them; what changed before is someone else's.
+            await snapshots.capture(soul.env)
+            result, ran = await soul.toolset.run(prepared, soul.env, snapshot=False), True
         else:
             result, ran = rejected(), False
     except asyncio.CancelledError:
         soul.bus.send(ev.StepInterrupted(reason="interrupted by the user"))
+        await asyncio.shield(snapshots.capture(soul.env, call.id))  # it may have changed some
         raise
     soul.bus.send(result.event(call.id))
     if not ran:
         return False
     try:
-        await asyncio.shield(_keep(soul, command, result))
+        await asyncio.shield(_keep(soul, command, result, call.id))
     except OSError as error:
         soul.bus.send(ev.Error(message=f"The command's output could not be saved: {error}"))
         return False
@@ -197,11 +202,13 @@ async def _approved(soul: KodeSoul, prepared: PreparedCall) -> bool:
     return response != "reject" and not isinstance(response, RejectWithFeedback)
 
 
-async def _keep(soul: KodeSoul, command: str, result: ToolOutput) -> None:
-    """A checkpoint, so the timeline can take it back, then the record; durable at once."""
+async def _keep(soul: KodeSoul, command: str, result: ToolOutput, call_id: str) -> None:
+    """A checkpoint, so the timeline can take it back, then the command's file changes and
+    its record; durable at once."""
     context = soul.context
     if context.system_prompt is None and soul.system_prompt:
         await context.write_system_prompt(soul.system_prompt)
-    await soul.checkpoint()
+    await soul.checkpoint(capture=False)
+    await snapshots.capture(soul.env, call_id)
     await context.append_message(record(command, result))
     await context.sync()

@@ -54,6 +54,7 @@ from kode_tui.soul.llm import (
 from kode_tui.soul.reminders import Reminders, inject
 from kode_tui.soul.stream import Streamed, encodable_item, masked
 from kode_tui.soul.timetravel import RestoreOutcome, RestorePreview, RevertOutcome, RevertPreview
+from kode_tui.tools import snapshots
 from kode_tui.tools.base import ToolEnv, ToolOutput
 from kode_tui.tools.dmail import DenwaRenji
 from kode_tui.tools.toolset import PreparedCall, Toolset, rejected, tool_message
@@ -355,8 +356,12 @@ class KodeSoul:
                 self.bus.send(ev.Warning(message=message))
                 return TurnResult("max_steps", step - 1, message)
 
-    async def checkpoint(self) -> None:
-        """Mark a point the timeline can revert to, and say so on the wire."""
+    async def checkpoint(self, *, capture: bool = True) -> None:
+        """Mark a point the timeline can revert to, and say so on the wire. What changed in the
+        files since the last snapshot is recorded first (it belongs to the time before), unless
+        the caller records it after (`capture=False`: a `!` command's own changes)."""
+        if capture:
+            await snapshots.capture(self.env)
         checkpoint_id = await self.context.checkpoint(self.checkpoint_messages)
         self.sync_dmail_checkpoints()
         self.bus.send(ev.CheckpointCreated(id=checkpoint_id))
@@ -540,7 +545,7 @@ class KodeSoul:
         preview = self.revert_preview(checkpoint_id)
         rotated = await asyncio.shield(self.context.revert_to(checkpoint_id))
         restored, conflicts = await timetravel.apply_files(
-            preview.files, self.env.journal, write=files
+            preview.files, self.env.journal, write=files, snapshots=self.env.snapshots
         )
         self.sync_dmail_checkpoints()
         self.bus.send(
@@ -566,7 +571,7 @@ class KodeSoul:
         preview = self.restore_preview(source)  # the live context's edits, before the swap
         rotated = await asyncio.shield(self.context.restore_from(source))
         restored, conflicts = await timetravel.apply_files(
-            preview.files, self.env.journal, write=files
+            preview.files, self.env.journal, write=files, snapshots=self.env.snapshots
         )
         self.sync_dmail_checkpoints()
         self.bus.send(

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from kode_tui.message import Message, is_system_note
@@ -17,6 +17,7 @@ from kode_tui.pathnames import is_within
 from kode_tui.session import Context
 from kode_tui.session.checkpoints import Checkpoint
 from kode_tui.session.journal import FileJournal
+from kode_tui.session.snapshot import WorkSnapshot
 from kode_tui.session.timetravel import (
     LEFT_ALONE,
     FilePlan,
@@ -42,6 +43,8 @@ class RevertPreview:
     files: list[FilePlan]
     next_user_text: str
     """The user's message that followed the checkpoint (it goes back into the prompt)."""
+    untracked: list[str] = field(default_factory=list)
+    """Files whose Shell edits a revert cannot put back (too large, ignored), one line each."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -100,6 +103,7 @@ def revert_preview(context: Context, env: ToolEnv, checkpoint_id: int) -> Revert
             checkpoint.message_index,
             _next_start(context.checkpoints, checkpoint_id, len(history)),
         ),
+        untracked=untracked_files(env),
     )
 
 
@@ -132,14 +136,43 @@ def restore_preview(context: Context, env: ToolEnv, source: Path) -> RestorePrev
 
 
 async def apply_files(
-    plans: Sequence[FilePlan], journal: FileJournal | None, *, write: bool
+    plans: Sequence[FilePlan],
+    journal: FileJournal | None,
+    *,
+    write: bool,
+    snapshots: WorkSnapshot | None = None,
 ) -> tuple[list[str], list[str]]:
     """The files restored and the conflicts. With `write` and a journal, `plans` are carried
     out (in a thread) with the journal's blobs; else nothing is written, and the conflicts are
-    the files the plans leave alone."""
+    the files the plans leave alone. The files written are taken into `snapshots` as they are
+    now: putting them back is not a change of anyone's to record."""
     if not write or journal is None:
         return [], [p.path for p in plans if p.action in LEFT_ALONE]
-    return await asyncio.to_thread(apply_file_revert, plans, journal)
+    restored, conflicts = await asyncio.to_thread(apply_file_revert, plans, journal)
+    if snapshots is not None:
+        await snapshots.refresh(restored)
+    return restored, conflicts
+
+
+def untracked_files(env: ToolEnv) -> list[str]:
+    """What the work dir's snapshots leave out, one line each, for a revert's dialog: a revert
+    cannot put back what a Shell command did to those files."""
+    snapshots = env.snapshots
+    if snapshots is None:
+        return []
+    if snapshots.off is not None:
+        return [f"No Shell edits are tracked: {snapshots.off}."]
+    large = snapshots.too_large
+    lines = [
+        f"{name} (over {snapshots.max_file_bytes:,} bytes)" for name in large[:UNTRACKED_SHOWN]
+    ]
+    if len(large) > UNTRACKED_SHOWN:
+        lines.append(f"and {len(large) - UNTRACKED_SHOWN:,} more files over that size")
+    return [*lines, "Files git or .gitignore ignore are not tracked."] if lines else lines
+
+
+UNTRACKED_SHOWN = 10
+"""Of the files too large to snapshot, how many a revert's dialog names."""
 
 
 def _may_write(work_dir: Path) -> Callable[[Path], bool]:

@@ -20,6 +20,7 @@ from pydantic import BaseModel
 
 from kode_tui.pathnames import is_within, unescape_name
 from kode_tui.session.journal import FileJournal
+from kode_tui.session.snapshot import WorkSnapshot
 from kode_tui.session.state import SessionState
 from kode_tui.wire.events import BriefBlock, DisplayBlock, ToolResult
 
@@ -104,6 +105,8 @@ class ToolEnv:
     state: SessionState = field(default_factory=SessionState)
     save_state: Callable[[], Awaitable[None]] | None = None
     """Persists `state` (state.json) after a tool changed it."""
+    snapshots: WorkSnapshot | None = None
+    """The work dir's snapshots: Shell calls and checkpoints record what changed in files."""
 
     def resolve(self, raw: str) -> Path:
         """`raw` as an absolute, normalised path (relative ones are taken from the work dir).

@@ -20,6 +20,7 @@ from pydantic import BaseModel, ValidationError
 from kode_tui import masking
 from kode_tui.message import ContentPart, Message, TextPart, ToolCall, system, tool_status
 from kode_tui.pathnames import escape_name, scrub_text
+from kode_tui.tools import snapshots
 from kode_tui.tools.base import Permission, Tool, ToolEnv, ToolError, ToolOutput
 from kode_tui.wire.events import BriefBlock, DisplayBlock
 
@@ -125,10 +126,17 @@ class Toolset:
             permission = _unchecked(prepared, error)
         return None if permission is None else _encodable_permission(permission)
 
-    async def run(self, prepared: PreparedCall, env: ToolEnv) -> ToolOutput:
+    async def run(
+        self, prepared: PreparedCall, env: ToolEnv, *, snapshot: bool = True
+    ) -> ToolOutput:
         """The call's result; an API key in it (`env` printed by Shell, a .env file read) is
-        masked, so it never reaches the model or context.jsonl."""
-        result = _encodable(await self._run(prepared, env))
+        masked, so it never reaches the model or context.jsonl. A Shell call is run between two
+        snapshots of the work dir, which record what it did to files (`snapshots`), unless the
+        caller takes them itself (`snapshot=False`)."""
+        running = self._run(prepared, env)
+        if snapshot and prepared.tool is not None and prepared.tool.name == snapshots.SHELL:
+            running = snapshots.around(env, prepared.call.id, running)
+        result = _encodable(await running)
         output, message = masking.mask(result.output), masking.mask(result.message)
         if output is not result.output or message is not result.message:
             result = dataclasses.replace(result, output=output, message=message)

@@ -153,9 +153,12 @@ message from that point goes back into the prompt to edit and send again.
         files: Sequence[FilePlan],
         next_user_text: str,
         conflict_diffs: Sequence[DiffBlock] = (),
+        untracked: Sequence[str] = (),
     ) -> None:
-        """`conflict_diffs`: for each conflict, the agent's version against the file now."""
+        """`conflict_diffs`: for each conflict, the agent's version against the file now;
+        `untracked`: files whose Shell edits are not tracked (too large, ignored)."""
         super().__init__()
+        self.untracked = list(untracked)
         self.conflict_diffs = list(conflict_diffs)
         self.checkpoint_id = checkpoint_id
         self.label = label
@@ -175,6 +178,7 @@ message from that point goes back into the prompt to edit and send again.
             preview.files,
             preview.next_user_text,
             plan.conflict_diffs,
+            preview.untracked,
         )
 
     @property
@@ -217,6 +221,12 @@ message from that point goes back into the prompt to edit and send again.
                 )
             if not self.can_restore_files:
                 yield Static("No files to restore.", id="revert-no-files")
+            if self.untracked:
+                yield Static(
+                    "Not tracked, so not restored:\n" + "\n".join(self.untracked),
+                    id="revert-untracked",
+                    markup=False,
+                )
             yield Static(self._keys_text(), id="revert-keys")
             with Horizontal(id="revert-buttons"):
                 yield Button(

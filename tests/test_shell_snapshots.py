@@ -1,0 +1,179 @@
+"""What Shell commands (and anyone else) do to the work dir's files is recorded, so a revert
+with files puts it back (`session.snapshot`)."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+from kode_tui.config import Config, resolve_model
+from kode_tui.session import Context, Session
+from kode_tui.session.journal import FileJournal
+from kode_tui.session.snapshot import WorkSnapshot
+from kode_tui.soul.agent import open_agent
+from kode_tui.soul.llm.scripted import ScriptedProvider
+
+from .test_timetravel import user_checkpoint
+
+
+def shell(command: str) -> dict[str, Any]:
+    return {"tool_calls": [{"name": "Shell", "arguments": {"command": command}}]}
+
+
+async def shell_turns(project: Path, *commands: str, config: Config | None = None) -> Any:
+    """One turn per command: the agent runs it with Shell, then says it is done."""
+    script: list[dict[str, Any]] = []
+    for command in commands:
+        script += [shell(command), {"text": "Done."}]
+    script.append({"text": "A later turn's answer."})
+    config = config or Config()
+    session = await Session.create(project)
+    agent = await open_agent(
+        session,
+        config,
+        resolve_model(config),
+        provider=ScriptedProvider(script),
+        approval_override="yolo",
+    )
+    for n in range(len(commands)):
+        assert (await agent.soul.run(f"turn {n}")).stop_reason == "done"
+    return agent
+
+
+def make_project(tmp_path: Path) -> Path:
+    project = tmp_path / "project"
+    project.mkdir()
+    (project / "keep.txt").write_text("keep\n")
+    (project / "change.txt").write_text("before\n")
+    (project / "gone.txt").write_text("will be deleted\n")
+    return project
+
+
+async def test_revert_with_files_undoes_what_a_shell_command_created_changed_and_deleted(
+    tmp_path: Path,
+) -> None:
+    project = make_project(tmp_path)
+    agent = await shell_turns(
+        project, "echo new > made.txt && echo after > change.txt && rm gone.txt"
+    )
+    soul = agent.soul
+    assert (project / "made.txt").exists() and not (project / "gone.txt").exists()
+    k = user_checkpoint(agent, "turn 0")
+
+    preview = soul.revert_preview(k)
+    assert {(p.path, p.action) for p in preview.files} == {
+        ("made.txt", "delete"),
+        ("change.txt", "restore"),
+        ("gone.txt", "restore"),
+    }
+    outcome = await soul.revert(k, files=True)
+    await agent.close()
+
+    assert not (project / "made.txt").exists()
+    assert (project / "change.txt").read_text() == "before\n"
+    assert (project / "gone.txt").read_text() == "will be deleted\n"
+    assert sorted(outcome.files_restored) == ["change.txt", "gone.txt", "made.txt"]
+    assert outcome.conflicts == []
+
+
+async def test_a_user_edit_after_the_command_is_a_conflict_and_left_alone(tmp_path: Path) -> None:
+    project = make_project(tmp_path)
+    agent = await shell_turns(project, "echo after > change.txt && echo new > made.txt")
+    (project / "change.txt").write_text("the user's own\n")  # no snapshot since
+    k = user_checkpoint(agent, "turn 0")
+
+    preview = agent.soul.revert_preview(k)
+    assert {(p.path, p.action) for p in preview.files} == {
+        ("change.txt", "conflict"),
+        ("made.txt", "delete"),
+    }
+    outcome = await agent.soul.revert(k, files=True)
+    await agent.close()
+
+    assert (project / "change.txt").read_text() == "the user's own\n"
+    assert not (project / "made.txt").exists()
+    assert outcome.conflicts == ["change.txt"]
+
+
+async def test_a_user_edit_between_turns_is_recorded_at_the_next_checkpoint(
+    tmp_path: Path,
+) -> None:
+    project = make_project(tmp_path)
+    agent = await shell_turns(project, "true")
+    (project / "change.txt").write_text("formatted\n")
+    assert (await agent.soul.run("later")).stop_reason == "done"
+    # Reverting to before the first turn also undoes the edit made between the turns.
+    outcome = await agent.soul.revert(user_checkpoint(agent, "turn 0"), files=True)
+    await agent.close()
+
+    assert outcome.files_restored == ["change.txt"]
+    assert (project / "change.txt").read_text() == "before\n"
+
+
+async def test_ignored_and_too_large_files_are_skipped_and_the_revert_says_so(
+    tmp_path: Path,
+) -> None:
+    project = make_project(tmp_path)
+    (project / ".gitignore").write_text("build/\n")
+    (project / "build").mkdir()
+    (project / "build" / "out.o").write_text("old object\n")
+    (project / "big.bin").write_bytes(b"x" * 2000)
+    config = Config.model_validate({"tools": {"snapshot_max_bytes": 1000}})
+    agent = await shell_turns(
+        project,
+        "echo new > build/out.o && echo y >> big.bin && echo after > change.txt",
+        config=config,
+    )
+    k = user_checkpoint(agent, "turn 0")
+
+    preview = agent.soul.revert_preview(k)
+    assert [p.path for p in preview.files] == ["change.txt"]
+    assert preview.untracked == [
+        "big.bin (over 1,000 bytes)",
+        "Files git or .gitignore ignore are not tracked.",
+    ]
+    await agent.soul.revert(k, files=True)
+    await agent.close()
+
+    assert (project / "change.txt").read_text() == "before\n"
+    assert (project / "build" / "out.o").read_text() == "new\n"
+
+
+async def test_a_snapshot_of_an_unchanged_tree_reads_no_file(tmp_path: Path) -> None:
+    project = tmp_path / "project"
+    for n in range(2000):
+        folder = project / f"d{n % 40}"
+        folder.mkdir(parents=True, exist_ok=True)
+        (folder / f"f{n}.py").write_text(f"print({n})\n")
+    past = 1_600_000_000
+    for folder in project.iterdir():
+        for file in folder.iterdir():
+            os.utime(file, (past, past))  # not "racily clean": written long before the scan
+    async with Context(tmp_path / "session" / "context.jsonl") as context:
+        await context.restore()
+        snapshots = WorkSnapshot(project, context, FileJournal(context))
+        await snapshots.capture()
+        assert snapshots.reads == 2000  # the baseline keeps every file
+        assert await snapshots.capture() == []
+        assert snapshots.reads == 2000
+
+        (project / "d0" / "f0.py").write_text("changed\n")
+        (edit,) = await snapshots.capture("call_1")
+        assert snapshots.reads == 2001
+        assert (edit.path, edit.tool_call_id) == ("d0/f0.py", "call_1")
+
+
+async def test_reverting_a_bang_commands_checkpoint_undoes_what_it_did(tmp_path: Path) -> None:
+    from kode_tui.soul import shell_escape
+
+    project = make_project(tmp_path)
+    agent = await shell_turns(project)
+    assert await shell_escape.run(agent.soul, "echo new > made.txt && rm gone.txt")
+    checkpoint = agent.soul.context.checkpoints[-1].id
+
+    outcome = await agent.soul.revert(checkpoint, files=True)
+    await agent.close()
+
+    assert sorted(outcome.files_restored) == ["gone.txt", "made.txt"]
+    assert not (project / "made.txt").exists() and (project / "gone.txt").exists()
