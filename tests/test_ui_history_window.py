@@ -89,7 +89,7 @@ async def test_home_goes_to_the_first_message_of_a_long_history_and_end_to_the_l
 async def test_scrolling_up_reaches_the_first_message_and_down_the_last_with_few_mounted() -> None:
     async with host(WireBus(), max_blocks=MAX_BLOCKS).run_test(size=(80, 24)) as pilot:
         conversation = pilot.app.query_one(Conversation)
-        await conversation.load_history(chat(300))
+        await conversation.load_history(chat(150))  # 300 blocks: five windows
         await pilot.pause()
         mounted = await scroll(pilot, conversation, up=True)
         assert conversation.pending_count == 0
@@ -106,7 +106,7 @@ async def test_scrolling_up_reaches_the_first_message_and_down_the_last_with_few
         mounted = await scroll(pilot, conversation, up=False)
         assert conversation.pending_below == 0
         assert max(mounted) <= BOUND
-        assert describe(conversation)[-2:] == ["user: question 299", "assistant: answer **299**"]
+        assert describe(conversation)[-2:] == ["user: question 149", "assistant: answer **149**"]
 
 
 async def test_tool_calls_keep_their_results_wherever_the_history_is_read_from() -> None:
