@@ -13,7 +13,7 @@ import os
 import secrets
 from pathlib import Path
 
-from kode_tui.fsutil import atomic_write_bytes, make_private_dir
+from kode_tui.fsutil import atomic_write_bytes, fsync_dir, make_private_dir
 from kode_tui.message import FileEditRecord
 from kode_tui.session.context import Context
 
@@ -82,11 +82,20 @@ class FileJournal:
             hashes.append(sha)
         return hashes
 
+    def sync_blob(self, sha256: str) -> None:
+        """Make a blob stored without `durable` safe on disk (its data and its name)."""
+        fd = os.open(self._blobs / sha256, os.O_RDONLY | os.O_NOFOLLOW)
+        try:
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+        fsync_dir(self._blobs)
+
     def store_blob(self, sha256: str, content: bytes, *, durable: bool = True) -> None:
         """Keep `content` (whose hash is `sha256`) unless the store has it (blocking).
 
         Not `durable`: written and renamed into place without an fsync each, for thousands at
-        once (a snapshot's baseline); the caller must `os.sync()` before a record names one.
+        once (a snapshot's baseline); the caller must `sync_blob` it before a record names it.
         """
         target = self._blobs / sha256
         if target.exists():

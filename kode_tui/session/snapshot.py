@@ -99,6 +99,9 @@ class WorkSnapshot:
         self.off: str | None = None
         """Why the last snapshot tracked nothing (a tree too big), else None."""
         self.reads = 0
+        self._unsynced: set[str] = set()
+        """Blobs of the baseline, stored without an fsync: synced when a record names one
+        (`os.sync()` for all of them would flush the whole machine's disks)."""
         """How many files' contents the snapshots have read (the benchmark and tests count)."""
 
     def start(self) -> None:
@@ -230,8 +233,6 @@ class WorkSnapshot:
             if entry is not None:
                 files[path] = entry
         self.too_large = scan.too_large
-        if old is None and self.reads:
-            os.sync()  # the baseline's blobs were written without an fsync each
         if old is not None:
             for path, entry in scan.files.items():
                 before = old.get(path)
@@ -240,6 +241,11 @@ class WorkSnapshot:
             for path, entry in old.items():
                 if path not in scan.files and not os.path.lexists(root + path):
                     scan.changes.append((path, entry[3], None))
+            # A record will name these: the baseline's content must be on disk before it is.
+            for _path, before_sha, _after in scan.changes:
+                if before_sha is not None and before_sha in self._unsynced:
+                    self._journal.sync_blob(before_sha)
+                    self._unsynced.discard(before_sha)
         return scan
 
     def _read(
@@ -260,6 +266,8 @@ class WorkSnapshot:
             return None
         sha = hashlib.sha256(content).hexdigest()
         self._journal.store_blob(sha, content, durable=durable)
+        if not durable:
+            self._unsynced.add(sha)
         # Changed within a clock tick of the scan: a later write could keep this mtime.
         mtime = 0 if st.st_mtime_ns >= start - RACY_NS else st.st_mtime_ns
         return (len(content), mtime, st.st_ino, sha)
