@@ -12,17 +12,7 @@ from kode_tui.session import Context, Session
 from kode_tui.session.export import export_markdown
 from tests.conftest import KIMI_DEFAULT_FIXTURE
 from tests.session_helpers import assistant_with_tool_call, session_with_turns, user, write_turns
-
-
-def run(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "kode_tui", *args],
-        capture_output=True,
-        text=True,
-        timeout=60,
-        cwd=cwd,
-        env={**os.environ},
-    )
+from tests.test_cli import run
 
 
 async def _reverted_session(tmp_path: Path) -> tuple[Path, Session]:
