@@ -8,6 +8,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+from textual.containers import Vertical
 from textual.pilot import Pilot
 from textual.widgets import Select, TextArea
 
@@ -67,6 +68,24 @@ async def test_compact_shows_the_review_and_ctrl_s_applies_the_edited_summary(
         assert "keep the file names" in json.dumps(
             [m.model_dump(mode="json") for m in provider.requests[0].history]
         )
+
+
+async def test_at_80x24_the_review_keeps_its_buttons_and_keys_on_screen(tmp_path: Path) -> None:
+    project, session = await session_with_turns(tmp_path, 4)
+    provider = ScriptedProvider([{"text": "A SUMMARY\n" * 30}])
+    app = make_app(project, provider, session=session)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await ready(pilot)
+        await send(pilot, "/compact")
+        screen = await review_open(pilot)
+        await pilot.pause()
+        accept = screen.query_one("#review-accept")
+        assert 0 < accept.region.bottom <= 24 and accept.region.height > 0
+        keys = screen.query_one(".dialog-keys")
+        dialog = screen.query_one(Vertical)
+        # Inside the dialog's frame, not clipped by it.
+        assert keys.region.height == 1 and keys.region.bottom <= dialog.region.bottom
+        assert accept.region.bottom <= dialog.region.bottom
 
 
 async def test_esc_on_the_review_changes_nothing(tmp_path: Path) -> None:

@@ -16,6 +16,7 @@ from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, Vertical
 from textual.content import Content
+from textual.events import Resize
 from textual.screen import ModalScreen
 from textual.widgets import Button, Select, Static, TextArea
 
@@ -28,7 +29,7 @@ if TYPE_CHECKING:
 Replan = Callable[[str], Awaitable["CompactionPlan | None"]]
 """Works the compaction out again with the strategy it is given the name of."""
 
-KEYS = "ctrl+s accept · Esc cancel (nothing changes) · Tab next field"
+KEYS = "ctrl+s accept · Esc cancel, nothing changes · Tab next"
 NO_SUMMARY = "This strategy writes no summary: the hidden tool results are replaced by a note."
 SHOWN_KEPT = 6
 """Kept messages listed; the rest are counted."""
@@ -46,6 +47,13 @@ def kept_lines(kept: Sequence[Message], limit: int = SHOWN_KEPT) -> Content:
     if len(shown) > limit:
         lines.insert(0, Content(f"… {len(shown) - limit} earlier"))
     return Content("\n").join(lines) if lines else Content("nothing")
+
+
+SHORT_ROWS = 36
+"""Below this many rows the kept list shows two lines."""
+FIXED_ROWS = 23
+"""The screen's rows besides the summary editor on a short terminal (borders, title, tokens,
+strategy, kept, headings, buttons, keys) plus the margins around the dialog."""
 
 
 class CompactionReview(ModalScreen["CompactionPlan | None"]):
@@ -114,13 +122,24 @@ class CompactionReview(ModalScreen["CompactionPlan | None"]):
             )
             yield TextArea(id="review-summary", soft_wrap=True)
             with Horizontal(id="review-buttons"):
-                yield Button("Accept", variant="primary", id="review-accept")
-                yield Button("Cancel", id="review-cancel")
+                yield Button("Accept", variant="primary", id="review-accept", compact=True)
+                yield Button("Cancel", id="review-cancel", compact=True)
             yield Static(KEYS, classes="dialog-keys")
 
     def on_mount(self) -> None:
         self._show(self.plan)
         self.query_one(TextArea).focus()
+        self._fit(self.app.size.height)
+
+    def on_resize(self, event: Resize) -> None:
+        self._fit(event.size.height)
+
+    def _fit(self, height: int) -> None:
+        """On a short terminal the summary editor and the kept list shrink, so the buttons and
+        the keys stay on screen (at 24 rows they were cut off below the editor)."""
+        short = height < SHORT_ROWS
+        self.query_one("#review-kept").styles.max_height = 2 if short else 7
+        self.query_one(TextArea).styles.height = max(3, min(12, height - FIXED_ROWS))
 
     def _show(self, plan: CompactionPlan) -> None:
         self.plan = plan
