@@ -211,6 +211,10 @@ async def preview(project: Path) -> None:
         await ready(pilot)
         await tour(pilot)
         await send(pilot, "/compact keep the plan for the test")
+        from kode_tui.ui.screens.compaction import CompactionReview
+
+        await until(pilot, lambda: isinstance(app.screen, CompactionReview))
+        await pilot.press("ctrl+s")
         folder = app.session.dir
         await until(pilot, lambda: (folder / "context_1.jsonl").exists())
         await until(pilot, lambda: not app._turn or not app._turn.is_running)
@@ -223,6 +227,38 @@ async def preview(project: Path) -> None:
         app.save_screenshot("preview.svg", str(OUT))
 
 
+async def compaction(project: Path) -> None:
+    summary = (
+        "## Current focus\nA test for greet(name) in hello.py.\n\n"
+        "## Decisions\n- greet returns the text; main prints it\n- tests in tests/test_hello.py"
+    )
+    app = app_for(project, [*TOUR, {"text": summary}], yolo=True)
+    async with app.run_test(size=SIZE) as pilot:
+        await ready(pilot)
+        await tour(pilot)
+        await send(pilot, "/compact keep the plan for the test")
+        from kode_tui.ui.screens.compaction import CompactionReview
+
+        await until(pilot, lambda: isinstance(app.screen, CompactionReview))
+        await pilot.pause(0.5)
+        app.save_screenshot("compaction.svg", str(OUT))
+
+
+async def pins(project: Path) -> None:
+    app = app_for(project, TOUR, yolo=True)
+    async with app.run_test(size=SIZE) as pilot:
+        await ready(pilot)
+        await tour(pilot)
+        await send(pilot, "/pin Run the tests with `python3 -m pytest -q` before saying done")
+        await send(pilot, "/pin greet(name) must stay a pure function: main() does the printing")
+        await send(pilot, "/pins")
+        from kode_tui.ui.screens.pins import PinsScreen
+
+        await until(pilot, lambda: isinstance(app.screen, PinsScreen))
+        await pilot.pause(0.5)
+        app.save_screenshot("pins.svg", str(OUT))
+
+
 SCENES: dict[str, Scene] = {
     "main": main_screen,
     "approval": approval,
@@ -231,6 +267,8 @@ SCENES: dict[str, Scene] = {
     "light": light,
     "revert": revert,
     "preview": preview,
+    "compaction": compaction,
+    "pins": pins,
 }
 
 
