@@ -200,6 +200,16 @@ async def revert(project: Path) -> None:
         app.save_screenshot("revert.svg", str(OUT))
 
 
+async def review_compaction(app: Any, pilot: Any) -> None:
+    """The tour, then `/compact` until its review screen is up."""
+    from kode_tui.ui.screens.compaction import CompactionReview
+
+    await ready(pilot)
+    await tour(pilot)
+    await send(pilot, "/compact keep the plan for the test")
+    await until(pilot, lambda: isinstance(app.screen, CompactionReview))
+
+
 async def preview(project: Path) -> None:
     summary = (
         "<current_focus>Adding a test for greet(name) in hello.py.</current_focus>\n"
@@ -208,12 +218,7 @@ async def preview(project: Path) -> None:
     )
     app = app_for(project, [*TOUR, {"text": summary}], yolo=True)
     async with app.run_test(size=SIZE) as pilot:
-        await ready(pilot)
-        await tour(pilot)
-        await send(pilot, "/compact keep the plan for the test")
-        from kode_tui.ui.screens.compaction import CompactionReview
-
-        await until(pilot, lambda: isinstance(app.screen, CompactionReview))
+        await review_compaction(app, pilot)
         await pilot.press("ctrl+s")
         folder = app.session.dir
         await until(pilot, lambda: (folder / "context_1.jsonl").exists())
@@ -234,12 +239,7 @@ async def compaction(project: Path) -> None:
     )
     app = app_for(project, [*TOUR, {"text": summary}], yolo=True)
     async with app.run_test(size=SIZE) as pilot:
-        await ready(pilot)
-        await tour(pilot)
-        await send(pilot, "/compact keep the plan for the test")
-        from kode_tui.ui.screens.compaction import CompactionReview
-
-        await until(pilot, lambda: isinstance(app.screen, CompactionReview))
+        await review_compaction(app, pilot)
         await pilot.pause(0.5)
         app.save_screenshot("compaction.svg", str(OUT))
 
