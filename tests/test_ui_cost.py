@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 from textual._xterm_parser import XTermParser
@@ -69,6 +70,14 @@ async def test_the_gauge_shows_the_cost_of_the_session_and_of_the_last_turn(
         assert "$0.182 (last $0.002)" in gauge_text(app)
 
 
+async def cost_dialog(app: KodeApp, pilot: Any) -> str:
+    """`/cost` sent and its dialog's screen text."""
+    await send(pilot, "/cost")
+    await wait_for(pilot, lambda: isinstance(app.screen, CostScreen))
+    await pilot.pause()
+    return screen_text(app)
+
+
 async def test_slash_cost_lists_each_model_with_its_tokens_and_dollars(
     project: Path, server: LLMServer
 ) -> None:
@@ -78,10 +87,7 @@ async def test_slash_cost_lists_each_model_with_its_tokens_and_dollars(
         await ready(pilot)
         await send(pilot, "hi")
         await wait_for(pilot, lambda: "$0.180" in gauge_text(app))
-        await send(pilot, "/cost")
-        await wait_for(pilot, lambda: isinstance(app.screen, CostScreen))
-        await pilot.pause()
-        text = screen_text(app)
+        text = await cost_dialog(app, pilot)
         assert "Session total: $0.180" in text
         lines = [line.strip(" │") for line in text.splitlines()]
         at = next(i for i, line in enumerate(lines) if line.startswith(PRICED))
@@ -100,10 +106,7 @@ async def test_a_model_without_a_price_says_so_and_never_makes_one_up(
         await ready(pilot)
         await send(pilot, "hi")
         await wait_for(pilot, lambda: "price unknown" in gauge_text(app))
-        await send(pilot, "/cost")
-        await wait_for(pilot, lambda: isinstance(app.screen, CostScreen))
-        await pilot.pause()
-        text = screen_text(app)
+        text = await cost_dialog(app, pilot)
         assert "openai/some-local-model" in text and "$0 / price unknown" in text
         assert "Session total: $0 + calls left out" in text
 
