@@ -24,6 +24,15 @@ async def opened(
     return session
 
 
+async def two_turns(work_dir: Path) -> AgentSession:
+    """A session of two turns whose next model call answers "SUMMARY"."""
+    provider = ScriptedProvider([{"text": "one."}, {"text": "two."}, {"text": "SUMMARY"}])
+    agent = await opened(work_dir, provider)
+    await agent.run("first")
+    await agent.run("second")
+    return agent
+
+
 def files(directory: Path) -> dict[str, bytes]:
     # state.json is left out: the summary's model call was paid for, and `/cost` says so.
     return {
@@ -67,10 +76,7 @@ async def test_an_edited_summary_is_what_the_context_holds_and_the_model_reads(
 
 
 async def test_an_unedited_summary_notes_no_edit(tmp_path: Path) -> None:
-    provider = ScriptedProvider([{"text": "one."}, {"text": "two."}, {"text": "SUMMARY"}])
-    agent = await opened(tmp_path, provider)
-    await agent.run("first")
-    await agent.run("second")
+    agent = await two_turns(tmp_path)
     plan = await agent.plan_compaction()
     assert plan is not None
     await agent.apply_compaction(plan, "SUMMARY")
@@ -80,10 +86,7 @@ async def test_an_unedited_summary_notes_no_edit(tmp_path: Path) -> None:
 
 
 async def test_a_plan_left_unapplied_changes_no_file(tmp_path: Path) -> None:
-    provider = ScriptedProvider([{"text": "one."}, {"text": "two."}, {"text": "SUMMARY"}])
-    agent = await opened(tmp_path, provider)
-    await agent.run("first")
-    await agent.run("second")
+    agent = await two_turns(tmp_path)
     before = files(agent.session.dir)
     assert await agent.plan_compaction() is not None
     assert files(agent.session.dir) == before
@@ -110,10 +113,7 @@ async def test_a_plan_of_a_context_that_moved_on_is_refused(tmp_path: Path) -> N
 
 
 async def test_an_empty_summary_is_refused(tmp_path: Path) -> None:
-    provider = ScriptedProvider([{"text": "one."}, {"text": "two."}, {"text": "SUMMARY"}])
-    agent = await opened(tmp_path, provider)
-    await agent.run("first")
-    await agent.run("second")
+    agent = await two_turns(tmp_path)
     plan = await agent.plan_compaction()
     assert plan is not None
     with pytest.raises(ValueError, match="empty"):
