@@ -328,8 +328,12 @@ def snapshot_rows(numbers: dict[str, Any]) -> list[Row]:
         ),
         Row(f"{what} (plain folder)", fmt_s(walk_s)),
         Row(
-            f"{what}: first snapshot (git repo / plain, once per session)",
+            f"{what}: first snapshot (git repo / plain, a work dir's first session)",
             f"{fmt_s(numbers['git_baseline_s'])} / {fmt_s(numbers['walk_baseline_s'])}",
+        ),
+        Row(
+            f"{what}: first snapshot (git repo / plain, a later session)",
+            f"{fmt_s(numbers['git_next_baseline_s'])} / {fmt_s(numbers['walk_next_baseline_s'])}",
         ),
     ]
 

@@ -104,6 +104,10 @@ class Paths:
     def work_dir_sessions(self, work_dir: str | os.PathLike[str]) -> Path:
         return self.sessions_dir / work_dir_hash(work_dir)
 
+    def snapshot_pool(self, work_dir: str | os.PathLike[str]) -> Path:
+        """The work dir's snapshot pool, shared by its sessions (`session.snapshot_pool`)."""
+        return self.home / "snapshots" / work_dir_hash(work_dir)
+
     @property
     def prompt_history_dir(self) -> Path:
         return self.home / "user-history"
@@ -123,6 +127,7 @@ class Paths:
             ("metadata", self.metadata_file),
             ("sessions", self.sessions_dir),
             ("history", self.prompt_history_dir),
+            ("snapshots", self.home / "snapshots"),
             ("screenshots", self.screenshots_dir),
             ("log", self.log_file),
             ("themes", data_dir("themes")),

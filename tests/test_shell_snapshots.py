@@ -177,3 +177,77 @@ async def test_reverting_a_bang_commands_checkpoint_undoes_what_it_did(tmp_path:
 
     assert sorted(outcome.files_restored) == ["gone.txt", "made.txt"]
     assert not (project / "made.txt").exists() and (project / "gone.txt").exists()
+
+
+def old_tree(project: Path, files: int) -> None:
+    """`files` files written long before any scan (not "racily clean")."""
+    for n in range(files):
+        folder = project / f"d{n % 10}"
+        folder.mkdir(parents=True, exist_ok=True)
+        (folder / f"f{n}.py").write_text(f"print({n})\n")
+        os.utime(folder / f"f{n}.py", (1_600_000_000, 1_600_000_000))
+
+
+async def test_a_second_session_in_the_work_dir_reads_no_unchanged_file_and_copies_none(
+    tmp_path: Path,
+) -> None:
+    project = tmp_path / "project"
+    old_tree(project, 200)
+    for name in ("one", "two"):
+        async with Context(tmp_path / name / "context.jsonl") as context:
+            await context.restore()
+            journal = FileJournal(context)
+            snapshots = WorkSnapshot(project, context, journal)
+            await snapshots.capture()
+            baseline_reads = snapshots.reads
+            # The first session of the work dir reads every file; the next only the one the
+            # first saw changed just now ("racily clean": its mtime cannot be trusted yet).
+            assert baseline_reads == (200 if name == "one" else 1)
+            # The session's own folder holds no copy of the work dir.
+            assert not journal.blobs_dir.exists() or not any(journal.blobs_dir.iterdir())
+
+            (project / "d0" / "f0.py").write_text(f"changed by {name}\n")
+            (edit,) = await snapshots.capture("call_1")
+            # What the record names is in the session's own blobs, durably.
+            assert journal.blob(edit.before or "") is not None
+            assert journal.blob(edit.after or "") == f"changed by {name}\n".encode()
+            assert sorted(p.name for p in journal.blobs_dir.iterdir()) == sorted(
+                [edit.before, edit.after]
+            )
+
+
+async def test_a_revert_works_from_the_session_folder_alone_after_the_pool_is_deleted(
+    tmp_path: Path,
+) -> None:
+    import shutil
+
+    from kode_tui.paths import Paths
+
+    project = make_project(tmp_path)
+    agent = await shell_turns(project, "echo after > change.txt && rm gone.txt")
+    shutil.rmtree(Paths.current().snapshot_pool(project))
+    outcome = await agent.soul.revert(user_checkpoint(agent, "turn 0"), files=True)
+    await agent.close()
+
+    assert sorted(outcome.files_restored) == ["change.txt", "gone.txt"]
+    assert (project / "change.txt").read_text() == "before\n"
+    assert (project / "gone.txt").read_text() == "will be deleted\n"
+
+
+async def test_a_change_whose_old_content_the_pool_lost_is_not_recorded(tmp_path: Path) -> None:
+    import shutil
+
+    from kode_tui.paths import Paths
+
+    project = make_project(tmp_path)
+    async with Context(tmp_path / "session" / "context.jsonl") as context:
+        await context.restore()
+        snapshots = WorkSnapshot(project, context, FileJournal(context))
+        await snapshots.capture()
+        shutil.rmtree(Paths.current().snapshot_pool(project) / "blobs")  # a crash lost them
+        (project / "change.txt").write_text("after\n")
+        (project / "made.txt").write_text("new\n")
+        edits = await snapshots.capture("call_1")
+    # The new file's record needs no old content; the changed file's cannot be made, and a
+    # revert leaves that file alone rather than guess.
+    assert [(e.path, e.before) for e in edits] == [("made.txt", None)]

@@ -13,7 +13,7 @@ import os
 import secrets
 from pathlib import Path
 
-from kode_tui.fsutil import atomic_write_bytes, fsync_dir, make_private_dir
+from kode_tui.fsutil import atomic_write_bytes, make_private_dir
 from kode_tui.message import FileEditRecord
 from kode_tui.session.context import Context
 
@@ -71,6 +71,9 @@ class FileJournal:
         except (FileNotFoundError, NotADirectoryError):
             return None
 
+    def blob_exists(self, sha256: str) -> bool:
+        return (self._blobs / sha256).is_file()
+
     def _store(self, *contents: bytes | None) -> list[str | None]:
         hashes: list[str | None] = []
         for content in contents:
@@ -82,34 +85,30 @@ class FileJournal:
             hashes.append(sha)
         return hashes
 
-    def sync_blob(self, sha256: str) -> None:
-        """Make a blob stored without `durable` safe on disk (its data and its name)."""
-        fd = os.open(self._blobs / sha256, os.O_RDONLY | os.O_NOFOLLOW)
-        try:
-            os.fsync(fd)
-        finally:
-            os.close(fd)
-        fsync_dir(self._blobs)
+    def store_blob(self, sha256: str, content: bytes) -> None:
+        """Keep `content` (whose hash is `sha256`) durably unless the store has it (blocking)."""
+        store_blob(self._blobs, sha256, content)
 
-    def store_blob(self, sha256: str, content: bytes, *, durable: bool = True) -> None:
-        """Keep `content` (whose hash is `sha256`) unless the store has it (blocking).
 
-        Not `durable`: written and renamed into place without an fsync each, for thousands at
-        once (a snapshot's baseline); the caller must `sync_blob` it before a record names it.
-        """
-        target = self._blobs / sha256
-        if target.exists():
-            return
-        make_private_dir(self._blobs)
-        if durable:
-            atomic_write_bytes(target, content)
-            return
-        tmp = target.with_name(f".{sha256}.{secrets.token_hex(6)}.tmp")
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
-        try:
-            with os.fdopen(fd, "wb") as file:
-                file.write(content)
-            os.replace(tmp, target)
-        except BaseException:
-            tmp.unlink(missing_ok=True)
-            raise
+def store_blob(folder: Path, sha256: str, content: bytes, *, durable: bool = True) -> None:
+    """Keep `content` (whose hash is `sha256`) in the blob store `folder` unless it has it.
+
+    Not `durable`: written and renamed into place without an fsync, for thousands at once (the
+    snapshots' pool, a cache whose blobs are checked against their hash when used).
+    """
+    target = folder / sha256
+    if target.exists():
+        return
+    make_private_dir(folder)
+    if durable:
+        atomic_write_bytes(target, content)
+        return
+    tmp = target.with_name(f".{sha256}.{secrets.token_hex(6)}.tmp")
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
+    try:
+        with os.fdopen(fd, "wb") as file:
+            file.write(content)
+        os.replace(tmp, target)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise

@@ -2,9 +2,9 @@
 else: a formatter, the user) did to them (DESIGN.md §2).
 
 Design. The session keeps an index of the work dir's files in its own folder (`snapshot.json`:
-per file its size, mtime_ns, inode and sha256) and their contents in the journal's content
-addressed blob store (`blobs/<sha256>`); the user's `.git` is never read or written. A snapshot
-is taken before and after each Shell call and at each checkpoint (`capture`):
+per file its size, mtime_ns, inode and sha256); their contents go to the work dir's pool
+(`session.snapshot_pool`), shared by its sessions; the user's `.git` is never read or written.
+A snapshot is taken before and after each Shell call and at each checkpoint (`capture`):
 
 - The files are those `workfiles.listing`'s walk gives (it honours `.gitignore` files), so
   ignored files and `SKIP_DIRS` are not tracked. A file over `max_file_bytes` is skipped and
@@ -12,15 +12,16 @@ is taken before and after each Shell call and at each checkpoint (`capture`):
 - It is incremental: a file whose (size, mtime_ns, inode) is what the index holds is not read.
   One whose mtime is within `RACY_NS` of the scan is read again next time (git's "racily
   clean" rule: a second write in the same clock tick would keep the mtime).
-- The first snapshot is the baseline: it stores every file's content and records nothing.
+- The first snapshot is the baseline: it records nothing. It reads only the files the pool's
+  index does not know as they are now, so only a work dir's first session reads them all.
   After that, each file whose hash changed becomes a `_file_edit` record (before, after, the
   Shell call's id, or None for a change nobody in the session made), exactly what the file
   tools write, so reverts and restores plan and apply it with the same conflict rules, and
   Kimi CLI skips it as it skips theirs (it carries `content`). A change the file tools already
   recorded (their newest record of the file ends in the same content) is not recorded twice.
-- Crash safety: the blobs are written during the scan, before the records that name them; the
-  index is saved after the records, so a crash in between records a change twice, never
-  loses one.
+- Crash safety: the contents a record names are copied from the pool into the session's own
+  blobs, durably, before the record; the index is saved after the records, so a crash in
+  between records a change twice, never loses one.
 
 Cost: one `git ls-files` (or walk) and one `lstat` per file per snapshot, plus reading the
 files that changed; `bench/bench_snapshot.py` measures it on a 10,000-file repository.
@@ -31,7 +32,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import hashlib
-import json
 import logging
 import os
 import stat
@@ -41,11 +41,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from kode_tui import workfiles
-from kode_tui.fsutil import atomic_write_bytes, make_private_dir
 from kode_tui.message import FileEditRecord
+from kode_tui.paths import Paths
 from kode_tui.paths import home as kode_home
 from kode_tui.session.context import Context
 from kode_tui.session.journal import FileJournal
+from kode_tui.session.snapshot_pool import Entry, SnapshotPool, load_index, save_index
 
 log = logging.getLogger(__name__)
 
@@ -54,15 +55,11 @@ MAX_FILE_BYTES = 1 << 20
 MAX_FILES = 50_000
 RACY_NS = 50_000_000
 """A file changed this close to a scan is read again at the next one (coarse kernel clocks)."""
-_VERSION = 1
-
-_Stat = tuple[int, int, int]
-"""(size, mtime_ns, inode): what tells a file changed without reading it."""
 
 
 @dataclass(slots=True)
 class _Scan:
-    files: dict[str, tuple[int, int, int, str]]
+    files: dict[str, Entry]
     too_large: list[str]
     changes: list[tuple[str, str | None, str | None]] = field(default_factory=list)
 
@@ -79,6 +76,7 @@ class WorkSnapshot:
         max_file_bytes: int = MAX_FILE_BYTES,
         max_files: int = MAX_FILES,
         index_path: Path | None = None,
+        pool: SnapshotPool | None = None,
     ) -> None:
         self.work_dir = work_dir
         self.max_file_bytes = max_file_bytes
@@ -86,7 +84,10 @@ class WorkSnapshot:
         self._context = context
         self._journal = journal
         self._index_path = index_path or context.path.parent / INDEX_NAME
-        self._files: dict[str, tuple[int, int, int, str]] | None = None
+        self._pool = pool or SnapshotPool(Paths.current().snapshot_pool(work_dir))
+        self._files: dict[str, Entry] | None = None
+        self._hinted: dict[str, Entry] | None = None
+        """What this session last wrote as the pool's index."""
         self._own = _own_folders(work_dir, (kode_home(), context.path.parent))
         self._edits_seen = 0
         """How many of the context's file edits the last snapshot had seen."""
@@ -99,9 +100,6 @@ class WorkSnapshot:
         self.off: str | None = None
         """Why the last snapshot tracked nothing (a tree too big), else None."""
         self.reads = 0
-        self._unsynced: set[str] = set()
-        """Blobs of the baseline, stored without an fsync: synced when a record names one
-        (`os.sync()` for all of them would flush the whole machine's disks)."""
         """How many files' contents the snapshots have read (the benchmark and tests count)."""
 
     def start(self) -> None:
@@ -111,13 +109,26 @@ class WorkSnapshot:
             self._warming = asyncio.create_task(self._warm(), name="snapshot baseline")
 
     async def close(self) -> None:
-        """Stop the background baseline if it is still running (its blobs stay valid)."""
+        """Stop the background baseline if it is still running (its blobs stay valid), and
+        leave the newest scan in the pool for the work dir's next session."""
         task, self._warming = self._warming, None
         if task is not None and not task.done():
             task.cancel()
         if task is not None:
             with contextlib.suppress(asyncio.CancelledError):
                 await task
+        async with self._lock:
+            if self._files is not None and self._files is not self._hinted:
+                await self._hint(self._files)
+
+    async def _hint(self, files: dict[str, Entry]) -> None:
+        """Write `files` as the pool's index: at a baseline and at the end, not at every
+        step (a cache: a crash costs the next session some reads, nothing more)."""
+        try:
+            await asyncio.to_thread(self._pool.save_hints, files)
+            self._hinted = files
+        except OSError as error:
+            log.warning("could not save the snapshot pool's index: %s", error)
 
     async def _warm(self) -> None:
         try:
@@ -132,10 +143,12 @@ class WorkSnapshot:
             if self.off is not None:
                 return []  # a tree that big does not shrink: no walk at every checkpoint
             if self._files is None:
-                self._files = await asyncio.to_thread(self._load)
+                self._files = await asyncio.to_thread(load_index, self._index_path)
             scan = await asyncio.to_thread(self._scan, self._files)
             if scan is None:
                 return []
+            if self._hinted is None:
+                await self._hint(scan.files)
             written: list[FileEditRecord] = []
             recorded = self._recorded_since()
             for path, before, after in scan.changes:
@@ -184,24 +197,10 @@ class WorkSnapshot:
 
     # --- blocking parts (in a thread) --------------------------------------------------------
 
-    def _load(self) -> dict[str, tuple[int, int, int, str]] | None:
-        try:
-            data = json.loads(self._index_path.read_bytes())
-            if data.get("version") != _VERSION:
-                return None
-            return {
-                str(path): (int(size), int(mtime), int(inode), str(sha))
-                for path, (size, mtime, inode, sha) in data["files"].items()
-            }
-        except (OSError, ValueError, AttributeError, KeyError, TypeError):
-            return None  # none yet, or damaged: start from a new baseline
+    def _save(self, files: dict[str, Entry]) -> None:
+        save_index(self._index_path, files)
 
-    def _save(self, files: dict[str, tuple[int, int, int, str]]) -> None:
-        data = json.dumps({"version": _VERSION, "files": files}, separators=(",", ":"))
-        make_private_dir(self._index_path.parent)
-        atomic_write_bytes(self._index_path, data.encode("utf-8", "surrogatepass"))
-
-    def _scan(self, old: dict[str, tuple[int, int, int, str]] | None) -> _Scan | None:
+    def _scan(self, old: dict[str, Entry] | None) -> _Scan | None:
         """The files now, with the changes since `old` (None: a baseline, no changes); None
         when the tree is too big to track."""
         start = time.time_ns()
@@ -213,6 +212,7 @@ class WorkSnapshot:
             self.too_large = []
             return None
         scan = _Scan({}, [])
+        known_files = old if old is not None else self._pool.hints()
         root = os.fspath(self.work_dir) + "/"
         lstat, files = os.lstat, scan.files
         for path in paths:
@@ -225,11 +225,11 @@ class WorkSnapshot:
             if st.st_size > self.max_file_bytes:
                 scan.too_large.append(path)
                 continue
-            known = old.get(path) if old is not None else None
+            known = known_files.get(path)
             if known is not None and known[:3] == (st.st_size, st.st_mtime_ns, st.st_ino):
                 files[path] = known
                 continue
-            entry = self._read(path, start, durable=old is not None)
+            entry = self._read(path, start)
             if entry is not None:
                 files[path] = entry
         self.too_large = scan.too_large
@@ -241,17 +241,16 @@ class WorkSnapshot:
             for path, entry in old.items():
                 if path not in scan.files and not os.path.lexists(root + path):
                     scan.changes.append((path, entry[3], None))
-            # A record will name these: the baseline's content must be on disk before it is.
-            for _path, before_sha, _after in scan.changes:
-                if before_sha is not None and before_sha in self._unsynced:
-                    self._journal.sync_blob(before_sha)
-                    self._unsynced.discard(before_sha)
+            scan.changes = [change for change in scan.changes if self._adopt(change)]
         return scan
 
-    def _read(
-        self, path: str, start: int, *, durable: bool = True
-    ) -> tuple[int, int, int, str] | None:
-        """The index entry of `path`, its content stored in the blobs; None when it is not a
+    def _adopt(self, change: tuple[str, str | None, str | None]) -> bool:
+        """Copy the contents a record of `change` names into the session's blobs (durably,
+        before the record); False when the pool lost one (the change goes unrecorded)."""
+        return all(sha is None or self._pool.adopt(sha, self._journal) for sha in change[1:])
+
+    def _read(self, path: str, start: int) -> Entry | None:
+        """The index entry of `path`, its content kept in the pool; None when it is not a
         regular file of at most `max_file_bytes` now."""
         try:
             with open(os.path.join(self.work_dir, path), "rb", opener=_no_follow) as file:
@@ -265,9 +264,7 @@ class WorkSnapshot:
         if len(content) > self.max_file_bytes:
             return None
         sha = hashlib.sha256(content).hexdigest()
-        self._journal.store_blob(sha, content, durable=durable)
-        if not durable:
-            self._unsynced.add(sha)
+        self._pool.keep(sha, content)
         # Changed within a clock tick of the scan: a later write could keep this mtime.
         mtime = 0 if st.st_mtime_ns >= start - RACY_NS else st.st_mtime_ns
         return (len(content), mtime, st.st_ino, sha)
