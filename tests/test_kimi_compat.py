@@ -538,7 +538,7 @@ async def test_kimi_restores_a_session_we_dropped_a_tool_call_from(tmp_path: Pat
     assert kimi(KIMI_RESTORE, opened.session.context_file) == expected
 
 
-async def test_kimi_reads_a_state_json_with_pins_and_its_rewrite_drops_only_them(
+async def test_kimi_reads_a_state_json_with_pins_and_after_its_rewrite_they_come_back(
     tmp_path: Path,
 ) -> None:
     from kode_tui.session import Session
@@ -548,13 +548,70 @@ async def test_kimi_reads_a_state_json_with_pins_and_its_rewrite_drops_only_them
     project.mkdir()
     session = await Session.create(project)
     session.state.pins = [Pin(text="Tabs, not spaces.")]
-    session.state.approval_mode = "yolo"
+    session.state.approval_mode = "auto-edit"
     session.save_state()
 
-    assert kimi(KIMI_REWRITE_STATE, session.state_file) == {"yolo": True}
+    assert kimi(KIMI_REWRITE_STATE, session.state_file) == {"yolo": False}
 
-    # Kimi's writer keeps only the keys it knows: the pins are ours (a known limit).
+    # Kimi's writer keeps only the keys it knows; ours come back from state.kode.json.
+    assert "pins" not in json.loads(session.state_file.read_text())
     reopened = await Session.from_dir(session.dir)
-    assert reopened.state.pins == []
-    assert reopened.state.approval_mode == "yolo"
+    assert [pin.text for pin in reopened.state.pins] == ["Tabs, not spaces."]
+    assert reopened.state.approval_mode == "auto-edit"
     assert reopened.state.custom_title == "Named by Kimi"
+
+
+async def test_kimi_restores_every_file_after_pins_a_drop_a_fork_and_a_reviewed_compaction(
+    tmp_path: Path,
+) -> None:
+    from kode_tui.config import Config, ModelChoice
+    from kode_tui.soul.facade import AgentSession
+    from kode_tui.soul.llm.scripted import ScriptedProvider
+
+    project = tmp_path / "project"
+    project.mkdir()
+    (project / "README.md").write_text("# Tiny\n")
+    read = {"tool_calls": [{"name": "ReadFile", "arguments": {"path": "README.md"}}]}
+    script: list[dict[str, Any]] = [read, {"text": "It is tiny."}, {"text": "Two."}]
+    choice = ModelChoice(name="scripted", model="scripted", source="flag")
+    opened = await AgentSession.open(project)
+    await opened.start(Config(), choice, provider=ScriptedProvider(script), yolo=True)
+    await opened.pin("Tabs, not spaces.")
+    await opened.run("read it")
+    await opened.run("and again")
+    history = list(opened._context.history)
+    await opened.drop(opened.drop_plan([i for i, m in enumerate(history) if m.role == "tool"]))
+    fork = await opened.fork()
+    await opened.close()
+
+    forked = await AgentSession.open(project, fork)
+    summary = {"text": "THE MODEL'S SUMMARY"}
+    await forked.start(Config(), choice, provider=ScriptedProvider([summary]), yolo=True)
+    await forked.pin("Only in the fork.")
+    plan = await forked.plan_compaction()
+    assert plan is not None
+    await forked.apply_compaction(plan, "THE USER'S SUMMARY")
+    await forked.close()
+
+    folders = [opened.session.dir, fork.dir]
+    for folder in folders:
+        files = sorted(folder.glob("context*.jsonl"))
+        assert files, folder
+        for path in files:
+            async with Context(path) as context:
+                await context.restore()
+                assert kimi(KIMI_RESTORE, path) == kimi_view(ours(context)), path
+        # Kimi renames the session (rewriting state.json); our keys come back.
+        kimi(KIMI_REWRITE_STATE, folder / "state.json")
+    assert len(list(fork.dir.glob("context_*.jsonl"))) == 1  # the compaction's rotation
+    restored = kimi(KIMI_RESTORE, fork.dir / "context.jsonl")
+    assert "THE USER'S SUMMARY" in json.dumps(restored["history"])
+
+    from kode_tui.session import Session
+
+    original, copy = [await Session.from_dir(folder) for folder in folders]
+    assert [p.text for p in original.state.pins] == ["Tabs, not spaces."]
+    assert [p.text for p in copy.state.pins] == ["Tabs, not spaces.", "Only in the fork."]
+    assert copy.state.forked_from is not None
+    assert copy.state.forked_from.session == original.id
+    assert copy.state.custom_title == "Named by Kimi"

@@ -11,7 +11,10 @@ import pytest
 from pydantic import ValidationError
 
 from kode_tui.session.state import (
+    KODE_KEYS,
     ApprovalGrant,
+    ForkOrigin,
+    Pin,
     SessionState,
     TodoItem,
     load_state,
@@ -95,7 +98,7 @@ def test_saved_state_is_private_and_leaves_no_temp_file(tmp_path: Path) -> None:
     save_state(SessionState(custom_title="x"), path)
 
     assert stat.S_IMODE(path.stat().st_mode) == 0o600
-    assert [child.name for child in tmp_path.iterdir()] == ["state.json"]
+    assert sorted(child.name for child in tmp_path.iterdir()) == ["state.json", "state.kode.json"]
 
 
 @pytest.mark.parametrize("content", [b'{"custom_title": "tor', b"\xff\xfe", b"[1, 2]", b"null"])
@@ -189,3 +192,41 @@ def test_our_mode_is_written_as_kimis_yolo_and_ours_wins_when_both_are_there(
     save_state(SessionState(approval_mode="auto-edit"), path)
     assert json.loads(path.read_text())["approval"] == {"yolo": False}
     assert load_state(path).approval_mode == "auto-edit"
+
+
+def kimi_rewrites(path: Path, **change: object) -> None:
+    """What Kimi CLI's writer does to a state.json: it keeps only the keys it knows."""
+    data = {key: value for key, value in json.loads(path.read_text()).items()}
+    for key in KODE_KEYS:
+        data.pop(key)
+    path.write_text(json.dumps({**data, **change}))
+
+
+def test_pins_fork_origin_thinking_and_auto_edit_survive_kimis_rewrite(tmp_path: Path) -> None:
+    path = tmp_path / "state.json"
+    ours = SessionState(
+        approval_mode="auto-edit",
+        session_approvals=["edit"],
+        thinking="high",
+        pins=[Pin(text="use uv, not pip", pinned_at=1.0)],
+        forked_from=ForkOrigin(session="abc", file="context_2.jsonl", checkpoint=3),
+    )
+    save_state(ours, path)
+    kimi_rewrites(path, custom_title="Named by Kimi")
+
+    state = load_state(path)
+
+    assert state == ours.model_copy(update={"custom_title": "Named by Kimi"})
+
+
+@pytest.mark.parametrize(
+    ("ours", "kimi_yolo", "mode"), [("yolo", False, "ask"), ("ask", True, "yolo")]
+)
+def test_a_mode_switched_in_kimi_wins_over_the_sidecars(
+    tmp_path: Path, ours: str, kimi_yolo: bool, mode: str
+) -> None:
+    path = tmp_path / "state.json"
+    save_state(SessionState(approval_mode=ours), path)  # type: ignore[arg-type]
+    kimi_rewrites(path, approval={"yolo": kimi_yolo})
+
+    assert load_state(path).approval_mode == mode

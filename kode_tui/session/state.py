@@ -3,10 +3,12 @@ the model calls cost and the thinking effort.
 
 Kimi CLI writes the same file with keys of its own (`approval`, `plan_mode`, `archived`, ...);
 they are kept as read and written back unchanged, so either tool can open the other's sessions.
-The approval mode is shared with Kimi's `approval.yolo`: we write it from our mode (yolo or
-not), and Kimi, whose writer drops the keys it does not know (`approval_mode` among them),
-leaves a file whose mode we derive from its `yolo`. So a mode switched in either tool holds in
-both; only `auto-edit`, which Kimi has no word for, falls back to `ask` once Kimi rewrites it.
+Kimi's writer drops the keys it does not know (pins, the fork origin, cost, approvals...), so
+those (`KODE_KEYS`) are also written to a sidecar, `state.kode.json`, which Kimi never opens;
+a state.json without them (Kimi rewrote it) takes them from there. The approval mode is shared
+with Kimi's `approval.yolo`: we write it from our mode (yolo or not); after Kimi rewrote the
+file, the sidecar's mode holds while it agrees with Kimi's `yolo` (so `auto-edit`, which Kimi
+has no word for, survives), and Kimi's `yolo` decides when the user switched it there.
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ from kode_tui.fsutil import atomic_write_json
 logger = logging.getLogger(__name__)
 
 STATE_FILE_NAME = "state.json"
+SIDECAR_NAME = "state.kode.json"
 
 ApprovalMode = Literal["ask", "auto-edit", "yolo"]
 # Kimi CLI's statuses: it rejects a whole state.json holding any other.
@@ -159,25 +162,32 @@ class SessionState(BaseModel):
     thinking: ThinkingLevel = "off"
     """The reasoning effort asked of a model that supports it (`/think`)."""
     pins: list[Pin] = Field(default_factory=list)
-    """Notes pinned by the user, oldest first. Kimi CLI's writer drops keys it does not know,
-    so a session Kimi saved its state.json in has lost them."""
+    """Notes pinned by the user, oldest first."""
+
+
+KODE_KEYS = (
+    "approval_mode",
+    "session_approvals",
+    "session_approval_grants",
+    "spend",
+    "forked_from",
+    "thinking",
+    "pins",
+)
+"""Our keys that Kimi CLI's state.json writer drops: kept in the sidecar as well."""
 
 
 def load_state(path: Path) -> SessionState:
-    """Read a state.json; a missing or unreadable file gives the defaults, never an error.
+    """Read a state.json (and its sidecar); a missing or unreadable file gives the defaults,
+    never an error.
 
     A key holding a value of the wrong type falls back to its default alone; the rest is kept.
     """
-    try:
-        data: Any = json.loads(path.read_bytes())
-    except FileNotFoundError:
+    data = _read_object(path)
+    sidecar = _read_object(path.with_name(SIDECAR_NAME))
+    if data is None and sidecar is None:
         return SessionState()
-    except (OSError, ValueError, RecursionError) as exc:  # RecursionError: nested too deeply
-        logger.warning("Ignoring unreadable %s; using defaults: %s", path, exc)
-        return SessionState()
-    if not isinstance(data, dict):
-        logger.warning("Ignoring %s: not a JSON object; using defaults", path)
-        return SessionState()
+    data = _with_sidecar(data or {}, sidecar or {})
     data = _from_kimi_approval(data)
     try:
         return SessionState.model_validate(data)
@@ -189,7 +199,7 @@ def load_state(path: Path) -> SessionState:
 
 def save_state(state: SessionState, path: Path) -> None:
     """Replace the state.json at `path` atomically (a new one 0600; an old one keeps its mode),
-    with Kimi CLI's `approval.yolo` set from our mode."""
+    with Kimi CLI's `approval.yolo` set from our mode, then its sidecar (`KODE_KEYS`)."""
     data = state.model_dump(mode="json")
     approval = data.get("approval")
     data["approval"] = {
@@ -197,6 +207,35 @@ def save_state(state: SessionState, path: Path) -> None:
         "yolo": state.approval_mode == "yolo",
     }
     atomic_write_json(path, data)
+    # After state.json: a crash in between leaves a state.json that has them all, and it wins.
+    atomic_write_json(path.with_name(SIDECAR_NAME), {key: data[key] for key in KODE_KEYS})
+
+
+def _read_object(path: Path) -> dict[str, Any] | None:
+    """The JSON object in `path`; None when there is none (missing, unreadable: logged)."""
+    try:
+        data: Any = json.loads(path.read_bytes())
+    except FileNotFoundError:
+        return None
+    except (OSError, ValueError, RecursionError) as exc:  # RecursionError: nested too deeply
+        logger.warning("Ignoring unreadable %s; using defaults: %s", path, exc)
+        return None
+    if not isinstance(data, dict):
+        logger.warning("Ignoring %s: not a JSON object; using defaults", path)
+        return None
+    return data
+
+
+def _with_sidecar(data: dict[str, Any], sidecar: dict[str, Any]) -> dict[str, Any]:
+    """`data` (a state.json) with the sidecar's keys it lacks because Kimi rewrote it."""
+    missing = {key: sidecar[key] for key in KODE_KEYS if key in sidecar and key not in data}
+    mode = missing.pop("approval_mode", None)
+    if mode is not None:
+        approval = data.get("approval")
+        kimi_yolo = isinstance(approval, dict) and approval.get("yolo") is True
+        if (mode == "yolo") == kimi_yolo:
+            missing["approval_mode"] = mode  # else the user switched yolo in Kimi: it decides
+    return {**data, **missing}
 
 
 def _from_kimi_approval(data: dict[str, Any]) -> dict[str, Any]:
