@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from textual.widgets import OptionList, TextArea
+from textual.widgets import OptionList, Static, TextArea
 
 from kode_tui.soul.llm.scripted import ScriptedProvider
 from kode_tui.ui.screens.compaction import CompactionReview
@@ -42,6 +42,9 @@ async def test_slash_pin_goes_after_the_project_context_and_survives_compact(
         await wait_for(pilot, lambda: len(provider.requests) == 1 and not turn_running(app))
         await send(pilot, "/compact")
         await wait_for(pilot, lambda: isinstance(app.screen, CompactionReview))
+        # The review names the pin among what is kept: it is sent whatever is compacted.
+        kept = str(app.screen.query_one("#review-kept-title", Static).render())
+        assert "+ 1 pin ·" in kept
         await pilot.press("ctrl+s")  # accepted as the model wrote it
         await wait_for(pilot, lambda: not isinstance(app.screen, CompactionReview))
         await wait_for(pilot, lambda: app.session is not None and rotated(app.session.dir))

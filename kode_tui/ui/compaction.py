@@ -83,7 +83,7 @@ class CompactionActions(App[None]):
             if not decided.done():
                 decided.set_result(result)
 
-        screen = CompactionReview(plan, replan)
+        screen = CompactionReview(plan, replan, pins=len(opened.pins()))
         self.push_screen(screen, answer)
         try:
             return await decided

@@ -20,7 +20,7 @@ from textual.events import Resize
 from textual.screen import ModalScreen
 from textual.widgets import Button, Select, Static, TextArea
 
-from kode_tui.humanize import format_tokens
+from kode_tui.humanize import format_tokens, plural
 from kode_tui.ui.screens.timetravel import message_line, shown_messages
 
 if TYPE_CHECKING:
@@ -98,10 +98,12 @@ class CompactionReview(ModalScreen["CompactionPlan | None"]):
         Binding("escape", "cancel", "Cancel", id="cancel_compaction"),
     ]
 
-    def __init__(self, plan: CompactionPlan, replan: Replan) -> None:
+    def __init__(self, plan: CompactionPlan, replan: Replan, *, pins: int = 0) -> None:
         super().__init__()
         self.plan = plan
         self._replan = replan
+        self._pins = pins
+        """How many pins the session has: sent with every request, whatever is compacted."""
 
     def compose(self) -> ComposeResult:
         with Vertical():
@@ -150,8 +152,9 @@ class CompactionReview(ModalScreen["CompactionPlan | None"]):
         # Counted as the conversation shows them: checkpoint notes for the model left out.
         kept = len(shown_messages(plan.kept))
         hidden = len(shown_messages(plan.source)) - kept if plan.source else plan.hidden
+        pins = f" + {plural(self._pins, 'pin')}" if self._pins else ""
         self.query_one("#review-kept-title", Static).update(
-            f"Kept verbatim: {kept} messages · hidden: {hidden} "
+            f"Kept verbatim: {kept} messages{pins} · hidden: {hidden} "
             f"({'summarised' if plan.summary is not None else 'tool results replaced'})"
         )
         self.query_one("#review-kept", Static).update(kept_lines(plan.kept))
