@@ -166,3 +166,24 @@ async def test_search_shows_tool_call_arguments_as_their_text(tmp_path: Path) ->
     result = run("--search", "zebra", str(project))
     assert result.returncode == 0
     assert result.stdout.endswith("assistant: …ing it. Shell echo first echo zebra\n")
+
+
+async def test_each_match_finds_its_own_message_again_a_tool_results_its_calls(
+    tmp_path: Path,
+) -> None:
+    from kode_tui.session.search import message_index, search_file
+    from tests.session_helpers import tool_result
+
+    _, session = await session_with_turns(tmp_path, 0)
+    messages = [
+        user("the Zebra"),
+        assistant_with_tool_call("call_1", "ls zoo"),
+        tool_result("call_1", "zebra.txt"),
+        user("one more zebra"),
+    ]
+    async with Context(session.context_file) as context:
+        await context.checkpoint()
+        await context.append_message(messages)
+
+    matches = list(search_file(session, session.context_file, "ZEBRA"))
+    assert [message_index(messages, match) for match in matches] == [0, 1, 3]

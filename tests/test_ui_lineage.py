@@ -138,3 +138,26 @@ async def test_search_all_finds_another_work_dirs_session_and_enter_opens_it(
         await pilot.press("enter")
         await wait_for(pilot, lambda: switched(app, source_id))
         assert app.session.id == other.id
+
+
+async def test_enter_on_a_match_opens_the_preview_at_that_message_not_at_the_end(
+    tmp_path: Path,
+) -> None:
+    from tests.session_helpers import session_with_turns
+
+    project, session = await session_with_turns(tmp_path, 60)
+    app = make_app(project, ScriptedProvider([]), session=session)
+    async with app.run_test(size=(140, 40)) as pilot:
+        await ready(pilot)
+        await send(pilot, "/clear")  # the 60 turns go to context_1.jsonl
+        history = app.screen.query_one(HistoryPane)
+        await wait_for(pilot, lambda: len(history.paths) == 1)
+        await send(pilot, "/search turn 7")
+        await wait_for(pilot, lambda: isinstance(app.screen, SearchScreen))
+        await pilot.press("enter")
+        await wait_for(pilot, lambda: isinstance(app.screen, PreviewScreen))
+        await pilot.pause()
+        text = screen_text(app)
+        # The match is on screen, near the top; the end of the 60 turns is not.
+        assert "turn 7" in text
+        assert "turn 59" not in text

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -42,6 +42,9 @@ class Match:
     role: str
     snippet: str
     """A line of the message around the query: one line, masked, control characters shown."""
+    query: str = ""
+    nth: int = 0
+    """How many messages of the same file hold the query before this one."""
 
     @property
     def file(self) -> str:
@@ -75,6 +78,7 @@ def search_file(session: Session, path: Path, query: str) -> Iterator[Match]:
     lowered = data.lower()  # ASCII letters only: the needles are lowered the same way
     line_starts = sorted({_line_start(lowered, hit) for hit in _hits(lowered, needles)})
     folded = query.casefold()
+    nth = 0
     for line_start in line_starts:
         end = data.find(b"\n", line_start)
         try:
@@ -94,7 +98,26 @@ def search_file(session: Session, path: Path, query: str) -> Iterator[Match]:
             offset=line_start,
             role=message.role,
             snippet=snippet,
+            query=query,
+            nth=nth,
         )
+        nth += 1
+
+
+def message_index(messages: Sequence[Message], match: Match) -> int | None:
+    """Where `match` is in `messages` (its file's messages, in order); None when they no
+    longer hold it. A tool result gives its call's message: the two show as one block."""
+    folded = match.query.casefold()
+    seen = 0
+    for index, message in enumerate(messages):
+        if _snippet(mask(searchable_text(message)), folded) is None:
+            continue
+        if seen == match.nth:
+            while index > 0 and messages[index].role == "tool":
+                index -= 1
+            return index
+        seen += 1
+    return None
 
 
 def _checkpoint_before(data: bytes, offset: int) -> int | None:

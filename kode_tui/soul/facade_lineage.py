@@ -7,14 +7,16 @@ a new session made from this one's context up to a checkpoint, or from one of it
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from kode_tui.message import Message
 from kode_tui.session import Context, Session
 from kode_tui.session.catalog import list_sessions
 from kode_tui.session.fork import fork_session
-from kode_tui.session.search import Match, search_sessions
+from kode_tui.session.search import Match, message_index, search_sessions
 from kode_tui.session.session import CONTEXT_FILE_NAME
 from kode_tui.session.state import ForkOrigin
 
@@ -76,6 +78,12 @@ class Lineage:
             return found
 
         return await asyncio.to_thread(find)
+
+    @staticmethod
+    def match_index(messages: Sequence[Message], match: Match) -> int | None:
+        """Where a search match is in its file's `messages` (a preview's), to open it there;
+        None when they no longer hold it."""
+        return message_index(messages, match)
 
     async def fork(self, checkpoint: int | None = None, from_file: str | None = None) -> Session:
         """A new session in this work dir whose context is this one's up to `checkpoint` (the

@@ -32,7 +32,7 @@ class LineageActions(App[None]):
 
         async def new_session(self, session: Session | None = None) -> None: ...
 
-        def preview(self, name: str) -> Worker[None]: ...
+        def preview(self, name: str, match: Match | None = None) -> Worker[None]: ...
 
     def on_history_pane_fork_requested(self, event: HistoryPane.ForkRequested) -> None:
         self.fork(None, event.name)
@@ -68,7 +68,7 @@ class LineageActions(App[None]):
         if opened is None or match.session.dir != opened.session.dir:
             await self.new_session(match.session)
         if match.path.name != "context.jsonl":
-            self.preview(match.path.name)
+            self.preview(match.path.name, match)
             return
         where = f" at checkpoint {match.checkpoint}" if match.checkpoint is not None else ""
         self.notify(f"In the live conversation{where}.", timeout=5)

@@ -15,7 +15,7 @@ from textual.notifications import SeverityLevel
 from kode_tui.ui.widgets.prompt import PromptInput
 
 if TYPE_CHECKING:
-    from kode_tui.soul.facade import AgentSession
+    from kode_tui.soul.facade import AgentSession, Match
     from kode_tui.ui.widgets.history import HistoryPane
     from kode_tui.ui.widgets.timeline import CheckpointTimeline
 
@@ -99,8 +99,9 @@ class TimeTravelActions(App[None]):
         )
 
     @work(exclusive=True, group="time-travel", exit_on_error=False)
-    async def preview(self, name: str) -> None:
-        """Show a rotated context read-only; restore it when the user says so."""
+    async def preview(self, name: str, match: Match | None = None) -> None:
+        """Show a rotated context read-only (at a search `match` when given, else at its
+        end); restore it when the user says so."""
         from kode_tui.ui.screens.timetravel import PreviewScreen
 
         opened = self.agent_session
@@ -112,7 +113,8 @@ class TimeTravelActions(App[None]):
             reason = error.strerror if isinstance(error, OSError) else None
             self.notify(f"Cannot read {name}: {reason or error}", severity="error")
             return
-        restore = await self.push_screen_wait(PreviewScreen.from_preview(preview))
+        at = None if match is None else opened.match_index(preview.snapshot.messages, match)
+        restore = await self.push_screen_wait(PreviewScreen.from_preview(preview, at))
         if isinstance(restore, str) and restore not in ("conversation", "files"):
             prompt = self.screen.query_one(PromptInput)
             prompt.text = restore if not prompt.text else f"{prompt.text}\n\n{restore}"

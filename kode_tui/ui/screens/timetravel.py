@@ -426,9 +426,11 @@ what only each of them holds.
         now: float | None = None,
         results: PastResults | None = None,
         plan: RestorePlan | None = None,
+        at: int | None = None,
     ) -> None:
         """`live`: the live context's messages, or their comparison with `snapshot` made
-        already (the facade's preview has it)."""
+        already (the facade's preview has it); `at`: the message to open at (a search
+        match), else the end."""
         super().__init__()
         self.snapshot = snapshot
         self.rotation = rotation
@@ -436,15 +438,17 @@ what only each of them holds.
         self._now = now
         self._results = results
         self.plan = plan
+        self._at = at
 
     @classmethod
-    def from_preview(cls, preview: RotationPreview) -> PreviewScreen:
+    def from_preview(cls, preview: RotationPreview, at: int | None = None) -> PreviewScreen:
         return cls(
             preview.snapshot,
             preview.rotation,
             preview.comparison,
             results=preview.results,
             plan=preview.plan,
+            at=at,
         )
 
     @property
@@ -478,7 +482,7 @@ what only each of them holds.
         conversation = self.query_one(Conversation)
         conversation.border_title = "Conversation (read-only)"
         conversation.focus()
-        await conversation.load_history(self.snapshot.messages, self._results)
+        await conversation.load_history(self.snapshot.messages, self._results, at=self._at)
 
     def _header_text(self) -> str:
         snapshot, rotation = self.snapshot, self.rotation

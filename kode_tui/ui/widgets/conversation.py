@@ -255,23 +255,34 @@ again.
         await self.remove_children()
 
     async def load_history(
-        self, messages: Sequence[Message], results: PastResults | None = None
+        self,
+        messages: Sequence[Message],
+        results: PastResults | None = None,
+        *,
+        at: int | None = None,
     ) -> None:
         """Show a stored conversation in place of what the pane shows: the blocks of
         `messages`, with the briefs and diffs of `results` (read from the session's wire) when
         they are given.
 
-        Returns once the newest blocks are mounted; older ones are read and mounted as the
-        user scrolls up to them (`pending_count`), or goes to the first with Home.
+        Returns once the newest blocks are mounted (or, `at` a message, that message's block
+        and those after it, at the top of the view); the others are read and mounted as the
+        user scrolls to them (`pending_count`), or goes to the first with Home.
         """
         await self.clear()
-        self._window.load(messages, results)
-        newest = self._window.take_above(min(INITIAL_BLOCKS, self.max_blocks))
+        self._window.load(messages, results, at)
+        size = min(INITIAL_BLOCKS, self.max_blocks)
+        shown = self._window.take_above(size) if at is None else self._window.take_below(size)
         with self.app.batch_update():
             await self._sync_marker()
-            await self.mount_all(make() for make in newest)
-        self.anchor()
-        self.call_after_refresh(self._maybe_reveal)
+            await self.mount_all(make() for make in shown)
+        if at is None:
+            self.anchor()
+            self.call_after_refresh(self._maybe_reveal)
+            return
+        self.release_anchor()
+        self.scroll_home(animate=False, immediate=True)
+        self.call_after_refresh(self._maybe_reveal, False)
 
     # -- the window (see BlockWindow)
 

@@ -10,7 +10,7 @@ costs the pane its message list, the factories of the pages visited, and the mou
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from kode_tui.message import Message
 from kode_tui.soul.facade import PastResults
@@ -33,13 +33,17 @@ class PageGap:
     first: int
     end: int
     todos: TodoBoard
+    offset: int = 0
+    """The message page 0 starts at (a window opened at a message starts a page there)."""
 
     @property
     def message_count(self) -> int:
-        return min(self.end * PAGE_MESSAGES, self.count) - self.first * PAGE_MESSAGES
+        return min(self.offset + self.end * PAGE_MESSAGES, self.count) - (
+            self.offset + self.first * PAGE_MESSAGES
+        )
 
     def page(self, index: int) -> list[BlockFactory]:
-        start = index * PAGE_MESSAGES
+        start = self.offset + index * PAGE_MESSAGES
         stop = min(start + PAGE_MESSAGES, self.count)
         return page_blocks(self.messages, start, stop, self.past, self.todos)
 
@@ -56,13 +60,20 @@ class HistoryWindow:
         self.todos = TodoBoard()
         """Which TodoWrite call shows its checklist (the newest), stored or live."""
 
-    def load(self, messages: Sequence[Message], past: PastResults | None) -> None:
-        """Start over with a stored history, all of it above the (empty) window."""
+    def load(
+        self, messages: Sequence[Message], past: PastResults | None, at: int | None = None
+    ) -> None:
+        """Start over with a stored history, all of it above the (empty) window; or, `at` a
+        message, what comes before it above and the rest (from it) below."""
         count = len(messages)
-        pages = -(-count // PAGE_MESSAGES)
         self.todos.clear()
-        self.above = [PageGap(messages, count, past, 0, pages, self.todos)] if pages else []
-        self.below = []
+        split = count if at is None else max(0, min(at, count))
+        before = _pages(split)
+        after = _pages(count - split)
+        self.above = [PageGap(messages, split, past, 0, before, self.todos)] if before else []
+        self.below = (
+            [PageGap(messages, count, past, 0, after, self.todos, offset=split)] if after else []
+        )
 
     def clear(self) -> None:
         self.above = []
@@ -136,11 +147,15 @@ class HistoryWindow:
         self.below = [item for item in self.below if id(item) not in gone]
 
 
+def _pages(messages: int) -> int:
+    return -(-messages // PAGE_MESSAGES)
+
+
 def _split_last(gap: PageGap) -> list[Item]:
     """`gap` with its last page read: the rest of the gap (if any), then the page's blocks."""
     rest: list[Item] = []
     if gap.end - 1 > gap.first:
-        rest.append(PageGap(gap.messages, gap.count, gap.past, gap.first, gap.end - 1, gap.todos))
+        rest.append(replace(gap, end=gap.end - 1))
     return [*rest, *gap.page(gap.end - 1)]
 
 
@@ -148,5 +163,5 @@ def _split_first(gap: PageGap) -> list[Item]:
     """`gap` with its first page read: the page's blocks, then the rest of the gap (if any)."""
     rest: list[Item] = []
     if gap.end > gap.first + 1:
-        rest.append(PageGap(gap.messages, gap.count, gap.past, gap.first + 1, gap.end, gap.todos))
+        rest.append(replace(gap, first=gap.first + 1))
     return [*gap.page(gap.first), *rest]
