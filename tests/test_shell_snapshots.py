@@ -133,7 +133,11 @@ async def test_ignored_and_too_large_files_are_skipped_and_the_revert_says_so(
         "big.bin (over 1,000 bytes)",
         "Files git or .gitignore ignore are not tracked.",
     ]
-    await agent.soul.revert(k, files=True)
+    outcome = await agent.soul.revert(k, files=True)
+    # Restoring the reverted context back says the same of what it cannot put back.
+    restore = agent.soul.restore_preview(outcome.rotated_file)
+    assert [p.path for p in restore.files] == ["change.txt"]
+    assert restore.untracked == preview.untracked
     await agent.close()
 
     assert (project / "change.txt").read_text() == "before\n"

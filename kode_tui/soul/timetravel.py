@@ -71,6 +71,8 @@ class RestorePreview:
     checkpoints: int
     files: list[FilePlan]
     """Per file the two conversations leave differently, what `files=True` does to it."""
+    untracked: list[str] = field(default_factory=list)
+    """Files whose Shell edits a restore cannot put back (too large, ignored), one line each."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -132,6 +134,7 @@ def restore_preview(context: Context, env: ToolEnv, source: Path) -> RestorePrev
         tokens=snapshot.token_count,
         checkpoints=snapshot.n_checkpoints,
         files=files,
+        untracked=untracked_files(env),
     )
 
 

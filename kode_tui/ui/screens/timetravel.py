@@ -320,7 +320,14 @@ Making a rotated context live again keeps the live one as a new rotated file: no
     def __init__(self, name: str, plan: RestorePlan) -> None:
         preview = plan.preview
         super().__init__(
-            0, name, preview.messages_leaving, 0, preview.files, "", plan.conflict_diffs
+            0,
+            name,
+            preview.messages_leaving,
+            0,
+            preview.files,
+            "",
+            plan.conflict_diffs,
+            preview.untracked,
         )
         self.messages_back = preview.messages_back
 
