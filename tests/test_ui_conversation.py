@@ -502,6 +502,27 @@ async def test_live_blocks_beyond_max_blocks_leave_the_dom_and_come_back_with_ho
         assert describe(conversation)[-1] == "user: question 7"
 
 
+async def test_a_block_marked_to_drop_stays_marked_off_screen_and_when_it_comes_back() -> None:
+    bus, posted = WireBus(), Posted()
+    async with host(bus, max_blocks=5).run_test(message_hook=posted) as pilot:
+        first = [ev.TurnBegin(user_input=f"question {n}") for n in range(5)]
+        conversation = await settle(pilot, posted, bus, *first)
+        conversation.blocks[1].add_class("-marked")  # what `x` does to "question 1"
+        rest = [ev.TurnBegin(user_input=f"question {n}") for n in range(5, 9)]
+        await settle(pilot, posted, bus, *rest)
+        assert "user: question 1" not in describe(conversation)
+        # Off screen, /drop still finds it.
+        away = conversation.marked_away()
+        assert [b.text for b in away if isinstance(b, UserBlock)] == ["question 1"]
+
+        conversation.focus()
+        await pilot.press("home")
+        await pilot.app.workers.wait_for_complete()
+        [back] = [b for b in conversation.query(UserBlock) if b.text == "question 1"]
+        assert back.has_class("-marked")
+        assert conversation.marked_away() == []
+
+
 def chat(turns: int) -> list[Message]:
     messages: list[Message] = []
     for n in range(turns):

@@ -19,10 +19,8 @@ if TYPE_CHECKING:
     from kode_tui.ui.widgets.conversation import Conversation
     from kode_tui.ui.widgets.timeline import CheckpointTimeline
 
-__all__ = ["MARKED", "DropActions"]
+__all__ = ["DropActions"]
 
-MARKED = "-marked"
-"""The class of a conversation block marked for `/drop`."""
 _RANGE = re.compile(r"\s*(\d+)\s*(?:\.\.\s*(\d+))?\s*")
 USAGE = "/drop N..M drops the messages of checkpoints N to M; /drop alone the blocks marked with x."
 
@@ -39,8 +37,10 @@ class DropActions(App[None]):
 
     def on_conversation_mark_requested(self, event: Conversation.MarkRequested) -> None:
         event.stop()
+        from kode_tui.ui.widgets.conversation import MARKED
+
         event.block.toggle_class(MARKED)
-        marked = len(self.screen.query(f".{MARKED}"))
+        marked = len(self._marked_blocks())
         self.notify(f"{marked} marked: /drop drops them (x unmarks).", timeout=3)
 
     _drop_from: int | None = None
@@ -95,7 +95,7 @@ class DropActions(App[None]):
     async def _drop_marked(self) -> None:
         opened = self.agent_session
         assert opened is not None
-        blocks = list(self.screen.query(f".{MARKED}"))
+        blocks = self._marked_blocks()
         if not blocks:
             self.notify(USAGE, severity="warning")
             return
@@ -106,6 +106,13 @@ class DropActions(App[None]):
             return
         what = "1 marked block" if len(blocks) == 1 else f"{len(blocks)} marked blocks"
         await self._confirm_and_drop(opened, opened.drop_plan(indexes), what)
+
+    def _marked_blocks(self) -> list[Widget]:
+        """The blocks marked for /drop: on screen, and those scrolled out of the pane's window."""
+        from kode_tui.ui.widgets.conversation import MARKED, Conversation
+
+        away = [block for pane in self.screen.query(Conversation) for block in pane.marked_away()]
+        return [*self.screen.query(f".{MARKED}"), *away]
 
     async def _confirm_and_drop(self, opened: AgentSession, plan: DropPlan, what: str) -> None:
         from kode_tui.ui.screens.drop import DropDialog

@@ -101,8 +101,10 @@ class BlockWindow(VerticalScroll):
         """Blocks that may still change: they stay mounted (the pane's streamed blocks)."""
         return set()
 
-    def _leaving(self, block: Block, factory: BlockFactory) -> None:
-        """`block` leaves the DOM; `factory` makes it again."""
+    def _leaving(self, block: Block, factory: BlockFactory) -> BlockFactory:
+        """`block` leaves the DOM; `factory` makes it again. What the window keeps for it
+        (`factory`, or one that makes it with something the block carried)."""
+        return factory
 
     def _movable(self, blocks: Sequence[Widget]) -> list[Block]:
         """The blocks at the start of `blocks` that may leave the DOM: up to a busy one."""
@@ -121,9 +123,7 @@ class BlockWindow(VerticalScroll):
         before they leave (so that no block is ever out of both the DOM and the window)."""
         factories: list[BlockFactory] = []
         for block in victims:
-            factory = block.factory()
-            factories.append(factory)
-            self._leaving(block, factory)
+            factories.append(self._leaving(block, block.factory()))
         keep(factories)
         if victims:
             await self.remove_children(victims)

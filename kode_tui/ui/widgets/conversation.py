@@ -113,6 +113,26 @@ _BLOCKS = Binding.Group("Conversation")
 _CURSOR_BLOCKS = (FoldingBlock, UserBlock, AssistantBlock, AnswerBlock)
 
 
+MARKED = "-marked"
+"""The class of a conversation block marked for `/drop`."""
+
+
+class _MarkedFactory:
+    """Makes a block that was marked for /drop again, marked; while it is off screen it is
+    in `away` (the pane's list of them)."""
+
+    def __init__(self, factory: BlockFactory, away: list[_MarkedFactory]) -> None:
+        self.factory = factory
+        self._away = away
+
+    def __call__(self) -> Widget:
+        block = self.factory()
+        block.add_class(MARKED)
+        if self in self._away:
+            self._away.remove(self)  # on screen again: found with the others there
+        return block
+
+
 class Conversation(WireListener, BlockWindow, can_focus=True, can_focus_children=False):
     """The conversation, streamed from the wire; `load_history` shows a stored one."""
 
@@ -192,6 +212,8 @@ again.
         self._pacer = FramePacer(fastest=FRAME_INTERVAL, slowest=FRAME_SLOWEST, budget=DRAW_BUDGET)
         self._streamed: list[Widget] = []
         self._streamed_away: list[BlockFactory] = []
+        self._marked_away: list[_MarkedFactory] = []
+        """Blocks marked for /drop while they are off screen (see `_leaving`)."""
         """Blocks of this step that `_trim` unmounted: a retry discards them too."""
         self._retry_note: NoticeBlock | None = None
         self._tools: dict[str, ToolBlock] = {}
@@ -251,6 +273,7 @@ again.
         self._cursor = None
         self._marker = None
         self._tail = []
+        self._marked_away.clear()
         self._window.clear()
         await self.remove_children()
 
@@ -337,13 +360,24 @@ again.
             self._retry_note,
         }
 
-    def _leaving(self, block: Block, factory: BlockFactory) -> None:
+    def _leaving(self, block: Block, factory: BlockFactory) -> BlockFactory:
         if block is self._cursor:
             self._move_cursor(None)
         if block in self._streamed:
             # Held here, the widget could not be freed (a long answer is many blocks).
             self._streamed.remove(block)
             self._streamed_away.append(factory)
+        if block.has_class(MARKED):
+            # Marked for /drop: it stays marked off screen and when it comes back.
+            marked = _MarkedFactory(factory, self._marked_away)
+            self._marked_away.append(marked)
+            return marked
+        return factory
+
+    def marked_away(self) -> list[Widget]:
+        """The blocks marked for /drop that are off screen now, made again to be read (not
+        mounted): /drop drops them with the marked blocks on screen."""
+        return [marked.factory() for marked in self._marked_away]
 
     # -- wire events
 
