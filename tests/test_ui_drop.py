@@ -12,7 +12,6 @@ from kode_tui.session.rotation import list_rotations
 from kode_tui.soul.llm.scripted import ScriptedProvider
 from kode_tui.ui.app import KodeApp
 from kode_tui.ui.screens.drop import DropDialog
-from kode_tui.ui.widgets.conversation import Conversation
 from kode_tui.ui.widgets.history import reason_text
 from kode_tui.ui.widgets.tool_block import ToolBlock
 
@@ -45,9 +44,8 @@ async def test_x_marks_a_tool_call_and_drop_takes_it_out_with_its_result(project
     async with app.run_test(size=(120, 36)) as pilot:
         await two_turns(app, pilot, provider)
         assert "tool" in roles(app)
-        conversation = app.screen.query_one(Conversation)
-        conversation.focus()
         block = app.screen.query_one(ToolBlock)
+        # From the prompt: Alt+↑ takes the focus to the conversation's block cursor.
         for _ in range(8):
             if block.has_class("-cursor"):
                 break

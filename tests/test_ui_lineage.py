@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import Any
 
@@ -132,9 +133,10 @@ async def test_search_all_finds_another_work_dirs_session_and_enter_opens_it(
         await wait_for(pilot, lambda: any("turn 0" in str(n.message) for n in app._notifications))
         await send(pilot, "/search --all turn 0")
         await wait_for(pilot, lambda: isinstance(app.screen, SearchScreen))
-        row = f"{other.id[:8]}  context.jsonl  #0  user: turn 0"
-        await wait_for(pilot, lambda: row in screen_text(app))
-        assert f"● {row}" not in screen_text(app)  # not this session's
+        # Another session's row names it by its title after its id.
+        row = re.compile(rf"{other.id[:8]}  \S.*  context.jsonl  #0  user: turn 0")
+        await wait_for(pilot, lambda: row.search(screen_text(app)) is not None)
+        assert f"● {other.id[:8]}" not in screen_text(app)  # not this session's
         await pilot.press("enter")
         await wait_for(pilot, lambda: switched(app, source_id))
         assert app.session.id == other.id

@@ -49,6 +49,9 @@ class MainScreen(Screen[None]):
 
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("ctrl+l", "focus_prompt", "Focus the prompt", id="focus_prompt", show=False),
+        # The conversation's own Alt+↑/↓ move its block cursor; from the prompt they go there.
+        Binding("alt+up", "block_cursor('previous')", "Previous block", show=False),
+        Binding("alt+down", "block_cursor('next')", "Next block", show=False),
     ]
 
     def __init__(
@@ -190,6 +193,21 @@ class MainScreen(Screen[None]):
         from kode_tui.ui.widgets.timeline import CheckpointDetails
 
         self.query_one(CheckpointDetails).show(event.details_text)
+
+    def action_block_cursor(self, direction: str) -> None:
+        """Alt+↑/↓ typed in the prompt: the conversation takes the focus and its block cursor
+        moves, so `x`, `p` and `o` work on that block at once."""
+        from kode_tui.ui.widgets.conversation import Conversation
+
+        panes = self.query(Conversation)
+        if not panes:
+            return
+        conversation = panes.first()
+        conversation.focus()
+        if direction == "previous":
+            conversation.action_cursor_previous()
+        else:
+            conversation.action_cursor_next()
 
     def action_focus_prompt(self) -> None:
         self.query_one(PromptInput).focus()

@@ -14,20 +14,25 @@ from textual.widgets.option_list import Option
 
 from kode_tui.safetext import visible
 from kode_tui.soul.facade import Match
+from kode_tui.ui.screens.timetravel import shorten
+
+TITLE_CHARS = 24
+"""Of another session's title, what a row shows."""
 
 
 def match_row(match: Match, current_id: str | None) -> Content:
-    """`● 1a2b3c4d  context_2.jsonl  #3  user: …the words…` (● this session)."""
-    here = "● " if match.session.id == current_id else "  "
+    """`● 1a2b3c4d  context_2.jsonl  #3  user: …the words…` (● this session; another
+    session's title after its id). One line: what does not fit ends in an ellipsis."""
+    here = match.session.id == current_id
     checkpoint = "-" if match.checkpoint is None else f"#{match.checkpoint}"
-    title = visible(match.session.title, multiline=False)
+    title = "" if here else f"{shorten(match.session.title, TITLE_CHARS)}  "
     return Content.assemble(
-        (here, "$accent"),
+        ("● " if here else "  ", "$accent"),
         (f"{visible(match.session.id[:8], multiline=False)}  ", "bold"),
+        (visible(title, multiline=False), "$text-muted"),
         (f"{match.file}  {checkpoint}  ", "$text-muted"),
         (f"{match.role}: ", "italic"),
         match.snippet,
-        (f"  — {title}", "$text-muted"),
     )
 
 
@@ -49,7 +54,7 @@ a match in the live context on the timeline, another session's by opening that s
         width: 90%; height: 80%; border: round $accent; background: $surface; padding: 0 1;
     }
     #search-summary { color: $text-muted; height: 1; }
-    #search-results { height: 1fr; }
+    #search-results { height: 1fr; text-wrap: nowrap; text-overflow: ellipsis; }
     """
     AUTO_FOCUS = "#search-results"
 
