@@ -12,10 +12,11 @@ from typing import Any
 import pytest
 
 from kode_tui.config import Config, ConfigError, HookConfig, ModelChoice, load_config
-from kode_tui.soul.facade import AgentSession, CompactionBlocked, PastResults
+from kode_tui.soul.facade import AgentSession, CompactionBlocked
 from kode_tui.soul.llm.scripted import ScriptedProvider
 from kode_tui.wire import events as ev
 from kode_tui.wire.events import sidecar_path
+from tests.soul_helpers import print_turn
 
 SCRIPTED = ModelChoice(name="scripted", model="scripted", source="flag")
 
@@ -241,26 +242,44 @@ async def test_a_hook_that_fails_or_hangs_is_a_warning_and_the_work_goes_on(
     assert _gone(int((tmp_path / "hangs.json").read_text()))
 
 
-async def test_hook_runs_go_to_the_sidecar_and_read_back_with_their_call(
+async def test_hook_runs_go_to_the_sidecar_and_show_where_they_ran_when_read_back(
     tmp_path: Path, project: Path
 ) -> None:
-    note = hook(tmp_path, "note", "print('\\x1b[31mred')\n")
+    from kode_tui.ui.widgets.history_blocks import page_blocks
+
+    quiet = hook(tmp_path, "quiet", "pass\n")
+    red = hook(tmp_path, "red", "print('\\x1b[31mred')\n")
     opened, _provider, _events = await started(
         project,
         [shell("true"), {"text": "Done."}],
-        HookConfig(event="PostToolUse", command=note),
+        HookConfig(event="UserPromptSubmit", command=quiet),
+        HookConfig(event="PostToolUse", command=red),
+        HookConfig(event="Stop", command=quiet),
     )
     try:
         await opened.run("go")
+        history, past = await opened.messages()
         wire = opened.session.wire_file
     finally:
         await opened.close()
 
     assert "HookRan" not in wire.read_text()  # Kimi CLI stops at a type it does not know
     assert "HookRan" in sidecar_path(wire).read_text()
-    [call_id] = [m.tool_calls[0].id for m in opened.timeline().history if m.tool_calls]
-    [ran] = PastResults.read(wire).hooks_of_call(call_id)
-    assert ran.hook_event == "PostToolUse" and ran.stdout == "\x1b[31mred\n"
+    assert past is not None
+    blocks = [make() for make in page_blocks(history, 0, len(history), past)]
+    shown = [(type(b).__name__, getattr(b, "title", "")) for b in blocks]
+    assert [name for name, _ in shown] == [
+        "DetailBlock",
+        "UserBlock",
+        "ToolBlock",
+        "DetailBlock",
+        "AnswerBlock",
+        "DetailBlock",
+    ]
+    assert shown[0][1].startswith(f"hook UserPromptSubmit · {quiet} · exit 0 · ")
+    assert shown[3][1].startswith("hook PostToolUse")
+    assert shown[5][1].startswith("hook Stop")
+    assert "stdout:\n␛[31mred" in getattr(blocks[3], "text")  # noqa: B009
 
 
 @pytest.mark.parametrize(
@@ -300,3 +319,20 @@ def test_hook_entries_read_from_the_config(tmp_path: Path) -> None:
         "./check",
         60,
     )
+
+
+async def test_print_mode_runs_hooks_and_a_blocked_prompt_is_one_line_and_status_1(
+    tmp_path: Path, project: Path
+) -> None:
+    veto = hook(tmp_path, "veto", "print('not from CI\\nreally', file=sys.stderr)\nexit(2)\n")
+    provider = ScriptedProvider([{"text": "never"}])
+    config = Config(hooks=[HookConfig(event="UserPromptSubmit", command=veto)])
+
+    printed = await print_turn(project, provider, "deploy", config=config)
+
+    assert printed.status == 1
+    assert printed.out == ""
+    assert printed.err.splitlines() == [
+        f"kode-tui: UserPromptSubmit hook `{veto}`: blocked: not from CI …"
+    ]
+    assert provider.requests == []
