@@ -135,6 +135,7 @@ async def test_prompt_and_session_start_hooks_add_their_output_to_what_the_model
         await opened.run("how are things")
         first_turn = len(provider.requests)
         await opened.run("and now")
+        report = await opened.context_report()
     finally:
         await opened.close()
 
@@ -148,6 +149,8 @@ async def test_prompt_and_session_start_hooks_add_their_output_to_what_the_model
     last = [m for m in provider.requests[-1].history if m.role == "user"][-1]
     assert "the build is green" in last.text and "on branch main" not in last.text
     assert "the build is green" not in opened.session.context_file.read_text()
+    assert report is not None
+    assert [(r.kind, r.text) for r in report.reminders][:1] == [("hook", "the build is green")]
 
 
 async def test_a_prompt_hook_exiting_2_keeps_the_prompt_from_being_sent(
