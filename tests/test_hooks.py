@@ -41,9 +41,11 @@ def seen(tmp_path: Path, name: str) -> Any:
 
 
 async def started(
-    work_dir: Path, script: list[dict[str, Any]], *hooks: HookConfig
+    work_dir: Path, script: list[dict[str, Any]], *hooks: HookConfig, max_context_size: int = 0
 ) -> tuple[AgentSession, ScriptedProvider, list[ev.Event]]:
     provider = ScriptedProvider(script)
+    if max_context_size:
+        provider.max_context_size = max_context_size
     opened = await AgentSession.open(work_dir)
     events: list[ev.Event] = []
     opened.bus.subscribe(callback=events.append)
@@ -208,6 +210,28 @@ async def test_a_pre_compact_hook_blocks_compaction_and_post_compact_gets_the_ro
     assert given["tokens_before"] > given["tokens_after"] > 0
     assert Path(given["rotated_file"]).is_file()
     assert Path(given["rotated_file"]).read_bytes().startswith(before)
+
+
+async def test_a_turn_whose_compaction_a_hook_blocked_goes_on_uncompacted_and_unasked(
+    tmp_path: Path, project: Path
+) -> None:
+    veto = hook(tmp_path, "veto", "open(out, 'a').write(event['trigger'] + '\\n')\nexit(2)\n")
+    script = [{"text": "one."}, shell("true"), {"text": "two."}]
+    opened, provider, _events = await started(
+        project, script, HookConfig(event="PreCompact", command=veto), max_context_size=1000
+    )
+    try:
+        await opened.run("first")
+        report = await opened.context_report()
+        assert report is not None and opened.token_count() >= report.trigger_tokens
+        result = await opened.run("second")
+    finally:
+        await opened.close()
+
+    assert result.stop_reason == "done" and result.steps == 2
+    assert (tmp_path / "veto.json").read_text() == "auto\n"  # asked once in the turn
+    assert opened.rotations() == []
+    assert len(provider.requests) == 3
 
 
 def _gone(pid: int) -> bool:
