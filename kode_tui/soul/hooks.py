@@ -189,8 +189,11 @@ class Hooks:
         """Run the SessionStart hooks in the background; the next turn waits for them."""
         if not self.matching("SessionStart"):
             return
+        previous = self._starting  # a `/clear` soon after the start: one after the other
 
         async def start() -> None:
+            if previous is not None:
+                await previous
             outcome = await self.run("SessionStart", {"source": source})
             self._pending.extend(outcome.context)
 

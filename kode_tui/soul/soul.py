@@ -4,7 +4,8 @@ A turn is: checkpoint, the user's message, then steps until the model stops call
 is: maybe compact, checkpoint, one streamed LLM call (retried on transient errors), the tool calls
 (each approved first), and then the context grows by the assistant message and the tool results
 in one shielded move, so a cancel never leaves half a step in context.jsonl. A D-Mail from the
-SendDMail tool takes the context back to a checkpoint; a rejected call ends the turn.
+SendDMail tool takes the context back to a checkpoint; a rejected call ends the turn. The user's
+hooks (`kode_tui.soul.hooks`) run before the turn, around each tool call and at its end.
 
 The soul only talks to the outside through the WireBus: it never knows who is watching.
 """
