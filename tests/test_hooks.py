@@ -363,3 +363,22 @@ async def test_print_mode_runs_hooks_and_a_blocked_prompt_is_one_line_and_status
         f"kode-tui: UserPromptSubmit hook `{veto}`: blocked: not from CI …"
     ]
     assert provider.requests == []
+
+
+async def test_in_the_tui_a_blocked_prompt_says_why_and_stays_in_the_prompt(
+    tmp_path: Path, project: Path
+) -> None:
+    from kode_tui.ui.widgets.prompt import PromptInput
+    from tests.ui_helpers import make_app, ready, screen_text, send, turn_running, wait_for
+
+    veto = hook(tmp_path, "veto", "print('no deploys on Friday', file=sys.stderr)\nexit(2)\n")
+    provider = ScriptedProvider([{"text": "never"}])
+    config = Config(hooks=[HookConfig(event="UserPromptSubmit", command=veto)])
+    app = make_app(project, provider, config)
+    async with app.run_test(size=(140, 40)) as pilot:
+        await ready(pilot)
+        await send(pilot, "deploy")
+        await wait_for(pilot, lambda: "blocked: no deploys on Friday" in screen_text(app))
+        await wait_for(pilot, lambda: not turn_running(app))
+        assert app.screen.query_one(PromptInput).text == "deploy"
+    assert provider.requests == []

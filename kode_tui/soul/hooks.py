@@ -15,6 +15,9 @@ stdin, with these fields (Claude Code's names):
 - `PostCompact`: `trigger`, `strategy`, `tokens_before`, `tokens_after`, `rotated_file`, `edited`;
 - `SessionStart`: `source` (`startup`, `resume`, `clear`).
 
+Its environment is kode-tui's, with `KODE_TUI_PROJECT_DIR` set to the work dir. A command the
+user runs with `!` is the user's own, not a tool call of the model's: no hook runs for it.
+
 Exit 0 goes on; for UserPromptSubmit and SessionStart the hook's stdout goes to the model with
 every request of the next turn, as a `<system-reminder>` (never written to context.jsonl).
 Exit 2 blocks where something can be blocked: PreToolUse rejects the call (the model reads the
