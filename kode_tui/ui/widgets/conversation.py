@@ -220,7 +220,7 @@ again.
             ev.ContextRestored: self._context_restored,
             ev.ContextCleared: self._context_cleared,
             ev.SystemReminders: self._system_reminders,
-            ev.HookRan: self._hook_ran,
+            ev.HookRan: lambda event: self._add(hook_block(event)()),
             ev.Warning: self._warning,
             ev.Error: self._error,
             ev.StatusUpdate: self._status_update,
@@ -569,9 +569,6 @@ again.
         for block in self.query_children(ToolBlock):
             if block.state is state:
                 block.refresh_state()
-
-    async def _hook_ran(self, event: ev.HookRan) -> None:
-        await self._add(hook_block(event)())
 
     async def _warning(self, event: ev.Warning) -> None:
         await self._add(NoticeBlock(f"⚠ {event.message}", kind="warning"))
