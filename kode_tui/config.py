@@ -24,7 +24,14 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, Literal, get_args, get_origin
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationError,
+    ValidationInfo,
+    field_validator,
+)
 from pydantic_core import ErrorDetails
 
 from kode_tui.errors import ConfigError as ConfigError
@@ -123,6 +130,46 @@ class NotificationsConfig(_Table):
     """A desktop notification (OSC 9, or OSC 777 for foot and urxvt), or the terminal's bell."""
 
 
+HookEvent = Literal[
+    "PreToolUse",
+    "PostToolUse",
+    "UserPromptSubmit",
+    "Stop",
+    "PreCompact",
+    "PostCompact",
+    "SessionStart",
+]
+TOOL_HOOK_EVENTS = ("PreToolUse", "PostToolUse")
+"""The hook events that concern one tool call: the only ones a `matcher` applies to."""
+
+
+class HookConfig(_Table):
+    """One `[[hooks]]` entry: a command run when `event` happens (`kode_tui.soul.hooks`)."""
+
+    event: HookEvent
+    matcher: str | None = None
+    """A regular expression the whole tool name must match (`Shell`, `Write.*|StrReplace.*`);
+    unset or `*`: every tool. Tool events only."""
+    command: str = Field(min_length=1)
+    """Run by bash (else /bin/sh) in the work dir, the event as JSON on its stdin."""
+    timeout: float = Field(default=60, gt=0, le=3600)
+    """Seconds before the command's whole process group is killed."""
+
+    @field_validator("matcher")
+    @classmethod
+    def _tool_regex(cls, value: str | None, info: ValidationInfo) -> str | None:
+        if value is None:
+            return None
+        if "event" in info.data and info.data["event"] not in TOOL_HOOK_EVENTS:
+            raise ValueError("a matcher applies only to PreToolUse and PostToolUse hooks")
+        if value != "*":
+            try:
+                re.compile(value)
+            except re.error as error:
+                raise ValueError(f"not a valid regular expression: {error}") from None
+        return value
+
+
 class Config(_Table):
     """The whole config file; every key has a default, so an empty file is a valid config."""
 
@@ -136,6 +183,7 @@ class Config(_Table):
     context: ContextConfig = Field(default_factory=ContextConfig)
     tools: ToolsConfig = Field(default_factory=ToolsConfig)
     notifications: NotificationsConfig = Field(default_factory=NotificationsConfig)
+    hooks: list[HookConfig] = Field(default_factory=list)
 
 
 def load_config(path: Path | None = None) -> Config:
@@ -221,8 +269,8 @@ def _known_keys(table: Sequence[int | str]) -> list[str]:
     while parts:
         field = model.model_fields.get(str(parts.pop(0)))
         annotation = field.annotation if field is not None else None
-        if get_origin(annotation) is dict:  # [models.ALIAS]: skip the alias
-            annotation = get_args(annotation)[1]
+        if get_origin(annotation) in (dict, list):  # [models.ALIAS], [[hooks]]: skip the key
+            annotation = get_args(annotation)[-1]
             if not parts:
                 return []
             parts.pop(0)

@@ -3,7 +3,9 @@
 The answer streams to stdout, with one line per tool call; what the user should know but a pipe
 should not get (retries, warnings, the session id, why it failed) goes to stderr, one line each.
 Approvals are rejected unless `--yolo` (or the configured approval mode lets the call through).
-The exit status is 0 when the turn finished, 1 when it failed or stopped, 130 on Ctrl+C.
+The exit status is 0 when the turn finished, 1 when it failed or stopped (a hook blocked the
+prompt or `/compact`, too), 130 on Ctrl+C. The user's hooks run as in the TUI; a run that warns or
+blocks is one line on stderr.
 
 Nothing the model, a tool or a file says reaches the terminal as it is: control characters and
 escape sequences are shown as `kode_tui.safetext.visible` shows them (`␛[8m`). Nor does an API
@@ -28,6 +30,7 @@ from kode_tui.safetext import visible
 from kode_tui.soul.facade import (
     AgentSession,
     ChatProvider,
+    CompactionBlocked,
     ContextReport,
     DemoProvider,
     LLMError,
@@ -93,6 +96,8 @@ class PrintView:
             case ev.CompactionEnd(rotated_file=str()) if self.note_compactions:
                 before, after = event.tokens_before, event.tokens_after
                 self._note(f"compacted the context: {before:,} → {after:,} tokens")
+            case ev.HookRan(outcome="warning" | "blocked"):
+                self._note(f"{event.hook_event} hook `{event.command}`: {event.note}")
             case ev.Warning():
                 self._note(event.message)
             case _:
@@ -191,6 +196,8 @@ async def run_print(
         await shown.join()
         view.finish()
         await opened.close()
+    if result.stop_reason == "blocked":
+        return 1  # nothing was sent or saved; the hook's line said why
     if result.stop_reason == "rejected":
         note(err, "the turn stopped at a rejected tool call.")
     elif result.stop_reason != "done":
@@ -215,6 +222,8 @@ async def _command(opened: AgentSession, line: str, out: TextIO, err: TextIO) ->
             return 1
         except OSError as error:  # a session file could not be written (a full disk, say)
             note(err, f"compaction failed: {error}")
+            return 1
+        except CompactionBlocked:  # the hook's line said why
             return 1
         if not changed:
             out.write("Nothing to compact.\n")

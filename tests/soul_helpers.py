@@ -12,6 +12,7 @@ from typing import Any, ClassVar
 import tenacity
 from pydantic import BaseModel
 
+from kode_tui.config import Config
 from kode_tui.session import Context, Session
 from kode_tui.session.journal import FileJournal
 from kode_tui.session.state import SessionState
@@ -193,18 +194,23 @@ class Printed:
 
 
 async def print_turn(
-    work_dir: Path, provider: ChatProvider, prompt: str = "hi", session: Session | None = None
+    work_dir: Path,
+    provider: ChatProvider,
+    prompt: str = "hi",
+    session: Session | None = None,
+    config: Config | None = None,
 ) -> Printed:
     """`kode-tui -p PROMPT --print` in `work_dir` (a new session unless `session`), with
     `provider` answering."""
     import io
 
-    from kode_tui.config import Config, ModelChoice
+    from kode_tui.config import ModelChoice
     from kode_tui.print_mode import run_print
     from kode_tui.soul.facade import AgentSession
 
     out, err = io.StringIO(), io.StringIO()
     choice = ModelChoice(name="scripted", model="scripted", source="flag")
     opened = await AgentSession.open(work_dir, session)
-    status = await run_print(opened, Config(), choice, prompt, out=out, err=err, provider=provider)
+    config = config or Config()
+    status = await run_print(opened, config, choice, prompt, out=out, err=err, provider=provider)
     return Printed(status, out.getvalue(), err.getvalue())

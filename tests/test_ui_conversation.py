@@ -300,7 +300,9 @@ async def test_an_interrupted_step_keeps_what_was_shown() -> None:
         assert describe(conversation)[-2:] == ["user: Try again", f"error: ✘ {failure}"]
 
 
-async def test_compaction_revert_restore_clear_reminders_and_warnings_are_marked() -> None:
+async def test_compaction_revert_restore_clear_reminders_hook_runs_and_warnings_are_marked() -> (
+    None
+):
     bus, posted = WireBus(), Posted()
     async with host(bus).run_test(size=(120, 50), message_hook=posted) as pilot:
         begin = ev.CompactionBegin(strategy="LLMSummaryCompaction")
@@ -329,6 +331,15 @@ async def test_compaction_revert_restore_clear_reminders_and_warnings_are_marked
                     ev.ReminderItem(kind="mention", text="@README.md was mentioned"),
                 ]
             ),
+            ev.HookRan(
+                hook_event="PreToolUse",
+                command="./check",
+                exit_code=2,
+                duration_s=0.12,
+                outcome="blocked",
+                note="blocked: no rm",
+                stderr="no \x1b[1mrm\n",
+            ),
             ev.Warning(message="Stopped after 100 steps."),
         )
         assert describe(conversation) == [
@@ -340,6 +351,7 @@ async def test_compaction_revert_restore_clear_reminders_and_warnings_are_marked
             "marker: ── restored context_1.jsonl (the previous context kept as context_4.jsonl) ──",
             "marker: ── context cleared (kept as context_5.jsonl) ──",
             "reminders: 2 reminders: todo, mention",
+            "hook -blocked: ⛔ hook PreToolUse · ./check · blocked: no rm · 0.1 s",
             "warning: ⚠ Stopped after 100 steps.",
         ]
         assert not running.has_class("-running")
@@ -347,6 +359,9 @@ async def test_compaction_revert_restore_clear_reminders_and_warnings_are_marked
         assert "write tests" not in str(reminders.render())
         await pilot.click(reminders)
         assert "@README.md was mentioned" in str(reminders.render())
+        hook = conversation.query(DetailBlock).last()
+        await pilot.click(hook)
+        assert str(hook.render()).splitlines()[1:] == ["  stderr:", "  no ␛[1mrm"]
 
 
 def kimi_messages(name: str) -> list[Message]:

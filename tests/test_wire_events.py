@@ -107,6 +107,16 @@ SAMPLES: list[events.Event] = [
     events.SystemReminders(
         reminders=[events.ReminderItem(kind="todo", text="Your todo list has changed.")]
     ),
+    events.HookRan(
+        hook_event="PreToolUse",
+        command="python3 check.py",
+        exit_code=2,
+        duration_s=0.12,
+        outcome="blocked",
+        note="blocked: no rm",
+        stderr="no rm\n",
+        tool_call_id="call_1",
+    ),
     events.Warning(message="skipped a torn line"),
     events.Error(message="no API key"),
 ]
@@ -121,6 +131,7 @@ def test_every_event_of_the_design_has_a_model_and_a_sample() -> None:
         "SystemReminders",  # issue 4: reminders are shown, never stored in the context
         "ContextReloaded",  # issue 13: a read-only view read its writer's files again
         "PermissionsChanged",  # issue 15: the mode badge follows the mode and the approvals
+        "HookRan",  # issue 18: a hook of the user's config ran
     }  # fmt: skip
     assert set(EVENT_TYPES) == designed
     assert {type(sample).__name__ for sample in SAMPLES} == designed

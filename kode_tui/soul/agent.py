@@ -22,6 +22,7 @@ from kode_tui.session.state import ApprovalMode
 from kode_tui.soul import prompts
 from kode_tui.soul.approval import Approval
 from kode_tui.soul.compaction import load_strategy
+from kode_tui.soul.hooks import Hooks
 from kode_tui.soul.llm import ChatProvider
 from kode_tui.soul.llm.demo import DemoProvider
 from kode_tui.soul.project import ProjectContextSource
@@ -114,6 +115,7 @@ class Agent:
     recorder: WireRecorder
 
     async def close(self) -> None:
+        await self.soul.hooks.close()
         await self.soul.toolset.close()
         if self.soul.env.snapshots is not None:
             await self.soul.env.snapshots.close()
@@ -203,6 +205,13 @@ async def open_agent(
         compaction=compaction,
         project=project,
         reminders=Reminders(work_dir, config.context.max_reminders_per_session),
+        hooks=Hooks(
+            config.hooks,
+            bus=bus,
+            work_dir=work_dir,
+            session_id=session.id,
+            transcript=session.context_file,
+        ),
     )
     if not session.work_dir_recorded:
         soul.add_notice(f"no work dir is recorded for {session.dir}; tools run in {work_dir}")

@@ -30,6 +30,7 @@ from kode_tui.soul.compaction import (
     LLMSummaryCompaction,
     ToolResultHidingCompaction,
 )
+from kode_tui.soul.hooks import CompactionBlocked
 from kode_tui.soul.llm import StreamItem, ToolSchema
 from kode_tui.soul.stream import masked
 from kode_tui.wire import events as ev
@@ -77,6 +78,8 @@ class CompactionPlan:
     """The history it was planned from."""
     edited: bool = False
     """Whether the summary is not the strategy's own (rotations.jsonl notes `edited`)."""
+    trigger: str = "manual"
+    """`auto` when a turn's step compacted, `manual` for `/compact` (the hooks are told)."""
 
     def with_summary(self, text: str) -> CompactionPlan:
         """The plan with `text` as its summary (and the token estimate that goes with it)."""
@@ -98,22 +101,29 @@ async def compact(soul: KodeSoul, instruction: str | None, step: int) -> bool:
     changed. The strategy's LLM calls are retried like a step's (StepRetry events carry `step`).
 
     With a `reviewer` (the TUI's, `[compaction] review = true`) the plan is shown first; a
-    cancelled review changes nothing and the turn goes on uncompacted.
+    cancelled review changes nothing and the turn goes on uncompacted, as does a turn's
+    compaction a PreCompact hook blocked (`/compact`'s raises CompactionBlocked).
     """
     strategy = soul.compaction
     name = type(strategy).__name__ if strategy is not None else ""
     before = soul.context.token_count_with_pending
     turn = asyncio.current_task()
     reviewer = soul.compaction_reviewer
-    if reviewer is not None and turn is not None and soul.compaction_declined_in is turn:
-        return False  # the user said no in this turn: its later steps do not ask again
+    if turn is not None and soul.compaction_declined_in is turn:
+        return False  # the user (or a hook) said no in this turn: its later steps do not ask
     soul.bus.send(ev.CompactionBegin(strategy=name))
     if strategy is None:
         log.warning("the context is at %d tokens but no compaction strategy is set", before)
         soul.bus.send(ev.CompactionEnd(tokens_before=before, tokens_after=before))
         return False
     try:
-        planned = await plan(soul, instruction, step=step)
+        try:
+            planned = await plan(soul, instruction, step=step)
+        except CompactionBlocked:
+            if not step:
+                raise
+            soul.compaction_declined_in = turn
+            planned = None
         if planned is not None and reviewer is not None:
             planned = await reviewer(planned)
             if planned is None:
@@ -133,7 +143,10 @@ async def plan(
     soul: KodeSoul, instruction: str | None, strategy: str | None = None, *, step: int = 0
 ) -> CompactionPlan | None:
     """Run a strategy (the configured one, or the one `strategy` names) on the live history
-    without changing anything; None when it has nothing to do. ValueError for an unknown name."""
+    without changing anything; None when it has nothing to do. ValueError for an unknown name.
+
+    The PreCompact hooks run first, unless `strategy` is named (a review trying another one):
+    CompactionBlocked when one blocks."""
     configured = soul.compaction
     names = tuple(BUILT_IN_STRATEGIES)
     if configured is not None and type(configured).__name__ not in names:
@@ -150,6 +163,12 @@ async def plan(
         raise ValueError(f"There is no compaction strategy named {name}.")
     history = tuple(soul.context.history)
     before = soul.context.token_count_with_pending
+    trigger = "auto" if step else "manual"
+    if strategy is None:
+        fields = {"trigger": trigger, "strategy": name, "tokens_before": before}
+        hooked = await soul.hooks.run("PreCompact", {**fields, "custom_instructions": instruction})
+        if hooked.blocked:
+            raise CompactionBlocked(f"A PreCompact hook blocked the compaction: {hooked.reason}")
     messages = await chosen.compact(
         CompactionContext(
             history=list(history),
@@ -179,6 +198,7 @@ async def plan(
         summary=summary,
         messages=tuple(messages),
         source=history,
+        trigger=trigger,
     )
 
 
@@ -216,6 +236,15 @@ async def _apply_plan(soul: KodeSoul, planned: CompactionPlan) -> None:
         )
     )
     soul.bus.send(soul.status())
+    record = {
+        "trigger": planned.trigger,
+        "strategy": planned.strategy,
+        "tokens_before": planned.tokens_before,
+        "tokens_after": planned.tokens_after,
+        "rotated_file": str(soul.context.path.with_name(rotated)) if rotated else None,
+        "edited": planned.edited,
+    }
+    await soul.hooks.run("PostCompact", record)
 
 
 def _summary_of(message: Message) -> str | None:

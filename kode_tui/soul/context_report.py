@@ -154,7 +154,9 @@ def _scaled(rows: list[ContextRow], total: int) -> list[ContextRow]:
 async def report(soul: KodeSoul) -> ContextReport:
     """`/context` for the soul's next request; its rows add up to `soul.status()`'s number."""
     parts = await soul.measure_prompt()
-    reminders = list(soul.reminders.last) if soul.reminders is not None else []
+    reminders = list(soul.hooks.turn_reminders)  # the hooks' output goes with each request
+    if soul.reminders is not None:
+        reminders += soul.reminders.last
     status = soul.status()
     reported = soul.context.token_count
     rows = context_rows(parts, reminders, reported, soul.context.pending_tokens, soul.prompt_change)

@@ -70,6 +70,7 @@ from kode_tui.soul.facade_travel import (
     TimelineState,
     TimeTravel,
 )
+from kode_tui.soul.hooks import CompactionBlocked
 from kode_tui.soul.llm import ChatProvider, LLMError
 from kode_tui.soul.llm.demo import DemoProvider
 from kode_tui.soul.llm.model_map import ModelOption
@@ -100,6 +101,7 @@ __all__ = [
     "ChatProvider",
     "Checkpoint",
     "CheckpointDiff",
+    "CompactionBlocked",
     "CompactionPlan",
     "Comparison",
     "ContextReport",
@@ -293,6 +295,7 @@ class AgentSession(TimeTravel, Lineage, Pins, Drops):
         # (damaged lines skipped) shows at once, not with the first answer.
         self._agent.soul.send_notices()
         self._agent.soul.approval.announce()
+        self._agent.soul.hooks.start_session("resume" if self._context.history else "startup")
         # The gauge shows the prompt's size before the first request, once the project context
         # is collected (in the background: the agent is ready without it).
         self._measuring = asyncio.ensure_future(self._agent.soul.announce_prompt())
@@ -445,14 +448,18 @@ class AgentSession(TimeTravel, Lineage, Pins, Drops):
         if rotated is not None:
             self.bus.send(ev.ContextCleared(rotated_file=rotated.name))
         self.bus.send(soul.status())
+        soul.hooks.start_session("clear")
         return rotated.name if rotated is not None else None
 
     async def compact(self, instruction: str | None = None) -> bool:
         """Shrink the context; whether anything changed. A failure (the model's, the disk's)
-        is sent as an Error event and raised."""
+        is sent as an Error event and raised; CompactionBlocked (its hook's run was sent) when
+        a PreCompact hook blocked it."""
         soul = self._soul()
         try:
             return await soul.compact(instruction or None)
+        except CompactionBlocked:
+            raise
         except Exception as error:
             self.bus.send(ev.Error(message=f"Compaction failed: {error}"))
             raise
@@ -464,12 +471,15 @@ class AgentSession(TimeTravel, Lineage, Pins, Drops):
     ) -> CompactionPlan | None:
         """Work out a compaction (the configured strategy, or the built-in one `strategy`
         names) without changing anything; None when there is nothing to compact. A failure (the
-        model's) is sent as an Error event and raised; ValueError for an unknown strategy."""
+        model's) is sent as an Error event and raised; ValueError for an unknown strategy;
+        CompactionBlocked (its hook's run was sent) when a PreCompact hook blocked it."""
         soul = self._soul()
         if not self.turn_running:
             soul.cost.begin_turn()  # the summary's call is a line of its own in `/cost`
         try:
             return await compacting.plan(soul, instruction or None, strategy)
+        except CompactionBlocked:
+            raise
         except Exception as error:
             self.bus.send(ev.Error(message=f"Compaction failed: {error}"))
             raise

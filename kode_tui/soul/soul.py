@@ -4,7 +4,8 @@ A turn is: checkpoint, the user's message, then steps until the model stops call
 is: maybe compact, checkpoint, one streamed LLM call (retried on transient errors), the tool calls
 (each approved first), and then the context grows by the assistant message and the tool results
 in one shielded move, so a cancel never leaves half a step in context.jsonl. A D-Mail from the
-SendDMail tool takes the context back to a checkpoint; a rejected call ends the turn.
+SendDMail tool takes the context back to a checkpoint; a rejected call ends the turn. The user's
+hooks (`kode_tui.soul.hooks`) run before the turn, around each tool call and at its end.
 
 The soul only talks to the outside through the WireBus: it never knows who is watching.
 """
@@ -42,6 +43,7 @@ from kode_tui.soul.approval import Approval
 from kode_tui.soul.compaction import CompactionStrategy
 from kode_tui.soul.context_report import ContextReport, PromptParts
 from kode_tui.soul.cost import CostLedger
+from kode_tui.soul.hooks import Hooks
 from kode_tui.soul.llm import (
     ChatProvider,
     LLMError,
@@ -54,6 +56,7 @@ from kode_tui.soul.llm import (
 from kode_tui.soul.reminders import Reminders, inject
 from kode_tui.soul.stream import Streamed, encodable_item, masked
 from kode_tui.soul.timetravel import RestoreOutcome, RestorePreview, RevertOutcome, RevertPreview
+from kode_tui.soul.transcript import turn_text
 from kode_tui.tools import snapshots
 from kode_tui.tools.base import ToolEnv, ToolOutput
 from kode_tui.tools.dmail import DenwaRenji
@@ -90,7 +93,7 @@ if TYPE_CHECKING:
 
 T = TypeVar("T")
 
-StopReason = Literal["done", "rejected", "max_steps", "error"]
+StopReason = Literal["done", "rejected", "max_steps", "error", "blocked"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -140,6 +143,7 @@ class KodeSoul:
         project: ProjectContextSource | None = None,
         reminders: Reminders | None = None,
         retry_wait: tenacity.wait.wait_base | None = None,
+        hooks: Hooks | None = None,
     ) -> None:
         self.context = context
         self.provider = provider
@@ -155,6 +159,8 @@ class KodeSoul:
         """The turn whose review the user cancelled: it goes on uncompacted, unasked."""
         self.project = project
         self.reminders = reminders
+        self.hooks = hooks or Hooks()
+        """The `[[hooks]]` of the config (`kode_tui.soul.hooks`)."""
         self.cost = CostLedger(env.state, env.save_state, had_calls=context.token_count > 0)
         """What the model calls cost (`/cost`, the gauge)."""
         self._turn_text = ""
@@ -264,14 +270,14 @@ class KodeSoul:
         StepInterrupted and TurnEnd were sent; the context then holds only whole steps."""
         masking.refresh()  # a key set since the last turn is masked in what this turn writes
         user_input = _encodable_input(user_input)
+        self._turn_text = turn_text(user_input)
+        hooked = await self.hooks.begin_turn(self._turn_text)
+        if hooked.blocked:  # nothing is sent or written: the front end keeps the prompt
+            message = f"A UserPromptSubmit hook blocked the prompt: {hooked.reason}"
+            return TurnResult("blocked", 0, message)
         self.bus.send(ev.TurnBegin(user_input=user_input))
         self.cost.begin_turn()
         self.send_notices()
-        self._turn_text = (
-            user_input
-            if isinstance(user_input, str)
-            else "".join(p.text for p in user_input if isinstance(p, TextPart))
-        )
         try:
             try:
                 if self.context.system_prompt is None and self._system_prompt:
@@ -283,6 +289,7 @@ class KodeSoul:
                 return self._storage_failed(0, error)
             self.bus.send(self.status())
             result = await self._agent_loop()
+            await self.hooks.run("Stop", {"stop_reason": result.stop_reason})
         finally:
             try:
                 await asyncio.shield(self._sync())
@@ -434,17 +441,22 @@ class KodeSoul:
         system_prompt = await self.request_system_prompt()
         # Every tool call goes with exactly one result, or the provider refuses the request.
         history: Sequence[Message] = paired(self.context.history)
-        if self.reminders is not None:
-            chosen = self.reminders.generate(
+        hooked = self.hooks.turn_reminders  # with every request of the turn, shown once
+        chosen = (
+            []
+            if self.reminders is None
+            else self.reminders.generate(
                 todos=self.env.state.todos,
                 context_tokens=self.context.token_count_with_pending,
                 max_context_tokens=self.provider.max_context_size,
                 user_text=self._turn_text,
             )
-            if chosen:
-                history = inject(history, chosen)
-                items = [ev.ReminderItem(kind=r.kind, text=r.text) for r in chosen]
-                self.bus.send(ev.SystemReminders(reminders=items))
+        )
+        history = inject(history, [*hooked, *chosen])
+        shown = [*(hooked if step == 1 else ()), *chosen]
+        if shown:
+            items = [ev.ReminderItem(kind=r.kind, text=r.text) for r in shown]
+            self.bus.send(ev.SystemReminders(reminders=items))
         tools = self.toolset.schemas()
 
         async def attempt() -> Streamed:
@@ -512,6 +524,9 @@ class KodeSoul:
         """The call's result, and whether the user rejected it outright (which ends the turn)."""
         if prepared.error is None:
             assert prepared.tool is not None
+            blocked = await self.hooks.before_tool(prepared.call)
+            if blocked is not None:  # as a rejection with feedback: the turn goes on
+                return blocked, False
             permission = await self.toolset.permission(prepared, self.env)
             if permission is not None:
                 response = await self.approval.request(
@@ -521,7 +536,10 @@ class KodeSoul:
                     return rejected(response.feedback), False
                 if response == "reject":
                     return rejected(), True
-        return await self.toolset.run(prepared, self.env), False
+        result = await self.toolset.run(prepared, self.env)
+        if prepared.error is None:
+            await self.hooks.after_tool(prepared.call, result)
+        return result, False
 
     async def _grow_context(
         self, message: Message, usage: TokenUsage | None, results: list[tuple[str, ToolOutput]]

@@ -5,7 +5,8 @@ to `ToolResult.parts`); the wire keeps what the user saw too (the short report, 
 the steps of a Kimi CLI subagent the call ran, from its `SubagentEvent` records, as a
 `SubagentBlock`; a subagent whose steps the parent's wire lacks, a background one, is read from
 Kimi's `subagents/<agent_id>/wire.jsonl`, its n-th turn for the n-th `Agent` call naming it).
-All of it is read once, with the rest of the wire. A front end never opens session files: it
+All of it is read once, with the rest of the wire, as are the runs of the user's hooks (a tool
+call's, and those before and within each turn). A front end never opens session files: it
 asks for `PastResults` and rebuilds results from the context's messages with `stored_result`.
 """
 
@@ -31,6 +32,11 @@ class PastResults:
 
     def __init__(self) -> None:
         self._by_id: dict[str, list[tuple[str, ev.ToolResult]]] = {}
+        self._call_hooks: dict[str, list[ev.HookRan]] = {}
+        self._hooks_before: dict[str, list[ev.HookRan]] = {}
+        self._hooks_within: dict[str, list[ev.HookRan]] = {}
+        self.last_hooks: list[ev.HookRan] = []
+        """Hook runs after the last turn (a SessionStart, a `/compact`'s)."""
 
     @classmethod
     def read(cls, path: Path) -> PastResults:
@@ -42,11 +48,15 @@ class PastResults:
         names: dict[str, str] = {}
         agent_results: list[ev.ToolResult] = []
         last_call = ""
+        turn: str | None = None
         for record in read_wire(path):
             event = record.event
             if record.type == "SubagentEvent":
                 _add_subagent_event(subagents, record)
-            if isinstance(event, ev.ToolCall):
+            if isinstance(event, ev.HookRan | ev.TurnBegin | ev.TurnEnd):
+                turn = results._add_hook_event(event, turn)
+            elif isinstance(event, ev.ToolCall):
+                results._call_hooks[event.id] = []  # ids recur: the newest call's runs
                 last_call = event.id
                 arguments[event.id] = event.function.arguments or ""
                 names[event.id] = event.function.name
@@ -67,6 +77,37 @@ class PastResults:
                 entries[-1] = (recorded, result.model_copy(update={"display": display}))
         return results
 
+    def _add_hook_event(self, event: ev.Event, turn: str | None) -> str | None:
+        """Note a hook run where it belongs; the text of the turn running after `event`. A turn
+        whose text recurs (`go on`) shows the newest's runs."""
+        if isinstance(event, ev.TurnBegin):
+            text = turn_text(event.user_input)
+            self._hooks_before[text], self.last_hooks = self.last_hooks, []
+            self._hooks_within[text] = []
+            return text
+        if isinstance(event, ev.HookRan):
+            if event.tool_call_id:
+                self._call_hooks.setdefault(event.tool_call_id, []).append(event)
+            elif turn is None:
+                self.last_hooks.append(event)
+            else:
+                self._hooks_within[turn].append(event)
+            return turn
+        return None  # TurnEnd
+
+    def hooks_of_call(self, call_id: str) -> list[ev.HookRan]:
+        """The runs of the PreToolUse and PostToolUse hooks of the call `call_id`."""
+        return self._call_hooks.get(call_id, [])
+
+    def hooks_before(self, text: str) -> list[ev.HookRan]:
+        """The hook runs before the turn of the user's message `text` (its UserPromptSubmit
+        hooks, a SessionStart, a blocked prompt's)."""
+        return self._hooks_before.get(text, [])
+
+    def hooks_within(self, text: str) -> list[ev.HookRan]:
+        """The hook runs of the turn of `text` that belong to no call (Stop, compaction)."""
+        return self._hooks_within.get(text, [])
+
     def find(self, call_id: str, arguments: str) -> ev.ToolResult | None:
         """The newest result of the call `call_id` made with `arguments`, as recorded."""
         for recorded, result in reversed(self._by_id.get(call_id, ())):
@@ -82,6 +123,13 @@ def _same_arguments(a: str, b: str) -> bool:
         return bool(json.loads(a) == json.loads(b))
     except (ValueError, RecursionError):  # not JSON, or nested too deep to parse
         return False
+
+
+def turn_text(user_input: str | list[ContentPart]) -> str:
+    """The text of a turn's message, as its TurnBegin and its context message both give it."""
+    if isinstance(user_input, str):
+        return user_input
+    return "".join(p.text for p in user_input if isinstance(p, TextPart))
 
 
 def stored_result(message: Message) -> ev.ToolResult:

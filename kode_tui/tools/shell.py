@@ -143,7 +143,8 @@ class _Collector(asyncio.Protocol):
             self.closed.set_result(None)
 
 
-def _shell() -> str:
+def shell_program() -> str:
+    """The shell commands run in: bash, else /bin/sh."""
     # Never a `bash` the work dir holds (an empty or `.` PATH entry is the command's cwd).
     return find_program("bash") or "/bin/sh"
 
@@ -319,7 +320,7 @@ class Shell(Tool[ShellParams]):
         escapees = Escapees(os.fstat(read_fd).st_ino, self._prefix)
         try:
             process = await asyncio.create_subprocess_exec(
-                _shell(),
+                shell_program(),
                 "-c",
                 params.command,
                 cwd=env.work_dir,

@@ -476,7 +476,8 @@ class KodeApp(
             with self._notifier().turn(opened.bus) as turn:
                 result = await opened.run(text)
                 turn.failed = result.stop_reason == "error"
-            if turn.failed and result.steps <= 1 and prompt is not None and not prompt.text:
+            unsent = turn.failed or result.stop_reason == "blocked"  # blocked by a hook
+            if unsent and result.steps <= 1 and prompt is not None and not prompt.text:
                 prompt.text = text  # the model never answered it: ready to send again
                 self.notify("Your message is back in the prompt: fix that, then Enter.")
         finally:

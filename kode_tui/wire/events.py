@@ -11,10 +11,10 @@ does not know, so the recorder splits the events in two:
   ours that Kimi lacks ride along under names Kimi does not use: its models ignore unknown keys
   (tests/test_kimi_wire.py checks with Kimi's reader, and with tests/fixtures/kimi_wire_fields.json
   without it);
-- the others (checkpoints, reverts, restores, clears, reminders, warnings, errors, and argument
-  pieces not merged into their call) go to the sidecar `wire.kode.jsonl` (`sidecar_path()`), which
-  Kimi never reads, stamped with `wire_offset`, the size wire.jsonl had then; `read_wire()` merges
-  both files back into one stream in that order.
+- the others (checkpoints, reverts, restores, clears, reminders, hook runs, warnings, errors,
+  and argument pieces not merged into their call) go to the sidecar `wire.kode.jsonl`
+  (`sidecar_path()`), which Kimi never reads, stamped with `wire_offset`, the size wire.jsonl
+  had then; `read_wire()` merges both files back into one stream in that order.
 
 Sessions recorded before the sidecar keep our records in wire.jsonl until a writer opens them
 (`kode_tui.wire.migrate`); they read the same either way. Reading is lenient in one direction
@@ -479,6 +479,26 @@ class SystemReminders(Event):
     reminders: list[ReminderItem]
 
 
+class HookRan(Event):
+    """A `[[hooks]]` command of the user's config ran (`kode_tui.soul.hooks`)."""
+
+    kimi: ClassVar[bool] = False
+
+    hook_event: str
+    """`PreToolUse`, `UserPromptSubmit`, ... (the config's `event`)."""
+    command: str
+    exit_code: int | None = None
+    """None when it did not start or was killed at its timeout."""
+    duration_s: float = 0.0
+    outcome: Literal["ok", "blocked", "warning"] = "ok"
+    note: str = ""
+    """Why it is a warning or blocked, one line (`timed out after 30 s`, `exit code 1`)."""
+    stdout: str = ""
+    stderr: str = ""
+    tool_call_id: str = ""
+    """The call a PreToolUse or PostToolUse hook ran for."""
+
+
 class Warning(Event):
     kimi: ClassVar[bool] = False
 
@@ -515,6 +535,7 @@ EVENT_TYPES: Mapping[str, type[Event]] = {
         ContextCleared,
         ContextReloaded,
         SystemReminders,
+        HookRan,
         Warning,
         Error,
     )

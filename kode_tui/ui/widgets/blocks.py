@@ -1,5 +1,6 @@
 """The blocks of the conversation pane, one widget each: the user's message, the assistant's
-Markdown, folded details (thinking, reminders, a summary, a D-Mail) and marked lines.
+Markdown, folded details (thinking, reminders, a summary, a D-Mail, a hook's run) and marked
+lines.
 
 Tool calls have a module of their own (`tool_block.py`); `Conversation` stacks the blocks.
 """
@@ -23,6 +24,7 @@ from textual.widget import Widget
 from textual.widgets import Markdown, Static
 
 from kode_tui.safetext import visible
+from kode_tui.wire.events import HookRan
 
 USER_MARK = "\N{SINGLE RIGHT-POINTING ANGLE QUOTATION MARK}"
 
@@ -184,6 +186,21 @@ class ReminderBlock(DetailBlock):
         self.text = "\n\n".join(text for _, text in self.items)
         if self.is_mounted:
             self.refresh(layout=True)
+
+
+def hook_block(run: HookRan) -> BlockFactory:
+    """A hook's run, folded to one line (`hook PreToolUse · ./check · blocked: … · 0.1 s`);
+    open, what it wrote. Live and read back from the wire alike."""
+    mark = {"ok": "", "warning": "⚠ ", "blocked": "⛔ "}[run.outcome]
+    status = run.note or f"exit {run.exit_code}"
+    title = f"{mark}hook {run.hook_event} · {run.command} · {status} · {run.duration_s:.1f} s"
+    parts = [
+        f"{name}:\n{text.rstrip()}"
+        for name, text in (("stdout", run.stdout), ("stderr", run.stderr))
+        if text.strip()
+    ]
+    text = visible("\n".join(parts) or "(no output)")
+    return partial(DetailBlock, title, text, kind=f"hook -{run.outcome}")
 
 
 def reminders_title(log: Sequence[tuple[str, str]]) -> str:

@@ -54,6 +54,7 @@ from kode_tui.ui.widgets.blocks import (
     ThinkingBlock,
     UserBlock,
     divider,
+    hook_block,
 )
 from kode_tui.ui.widgets.history_blocks import user_text
 from kode_tui.ui.widgets.tool_block import ToolBlock, ToolState
@@ -241,6 +242,7 @@ again.
             ev.ContextRestored: self._context_restored,
             ev.ContextCleared: self._context_cleared,
             ev.SystemReminders: self._system_reminders,
+            ev.HookRan: lambda event: self._add(hook_block(event)()),
             ev.Warning: self._warning,
             ev.Error: self._error,
             ev.StatusUpdate: self._status_update,

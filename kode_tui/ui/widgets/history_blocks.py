@@ -1,5 +1,6 @@
 """The blocks of a stored conversation: what `Conversation.load_history` shows of a context's
-messages, with the briefs and diffs the wire recorded for its tool calls."""
+messages, with the briefs and diffs the wire recorded for its tool calls and the runs of hooks
+(a call's after its block; a turn's before its message, or at its end)."""
 
 from __future__ import annotations
 
@@ -32,6 +33,7 @@ from kode_tui.ui.widgets.blocks import (
     ThinkingBlock,
     UserBlock,
     divider,
+    hook_block,
 )
 from kode_tui.ui.widgets.tool_block import ToolBlock, ToolState
 from kode_tui.ui.widgets.tool_views import TODO, TodoBoard
@@ -79,6 +81,10 @@ def page_blocks(
     # Read from the end, as a result comes after its call: ids repeat in long sessions, and
     # each call takes the nearest result after it.
     groups: list[list[BlockFactory]] = []
+    if stop == len(messages):  # the end of the last turn, and what ran after it
+        groups.append(
+            [hook_block(run) for run in (*_ended(messages, stop, past), *past.last_hooks)]
+        )
     for offset in range(len(shown) - 1, -1, -1):
         message = shown[offset]
         if message.role == "tool":
@@ -86,7 +92,29 @@ def page_blocks(
                 results[message.tool_call_id] = message
             continue
         groups.append(_message_blocks(message, results, past, (todos, start + offset)))
+        if _turn_of(messages[start + offset]) is not None:
+            groups.append([hook_block(run) for run in _ended(messages, start + offset, past)])
     return [block for group in reversed(groups) for block in group]
+
+
+def _turn_of(message: Message) -> str | None:
+    """The text of the user's message that began a turn; None for any other message."""
+    if message.role != "user" or read_record(message) is not None:
+        return None
+    text = message.text
+    return None if is_checkpoint_note(text) or is_system_note(text) else text
+
+
+def _ended(messages: Sequence[Message], index: int, past: PastResults) -> list[ev.HookRan]:
+    """The hook runs of the turn that ended before `messages[index]`, and those before the
+    turn that begins there."""
+    before = _turn_of(messages[index]) if index < len(messages) else None
+    runs = past.hooks_before(before) if before is not None else []
+    for earlier in range(index - 1, -1, -1):
+        text = _turn_of(messages[earlier])
+        if text is not None:
+            return [*past.hooks_within(text), *runs]
+    return runs
 
 
 def _message_blocks(
@@ -122,6 +150,7 @@ def _message_blocks(
                 )
                 state.display = [b for b in recorded.display if not isinstance(b, ev.BriefBlock)]
         blocks.append(partial(ToolBlock, state))
+        blocks += [hook_block(run) for run in past.hooks_of_call(call.id)]
     return blocks
 
 
