@@ -107,6 +107,7 @@ SAMPLES: list[events.Event] = [
     events.SystemReminders(
         reminders=[events.ReminderItem(kind="todo", text="Your todo list has changed.")]
     ),
+    events.CommandSent(command="/review", arguments="src/", file=".kode/commands/review.md"),
     events.Warning(message="skipped a torn line"),
     events.Error(message="no API key"),
 ]
@@ -121,6 +122,7 @@ def test_every_event_of_the_design_has_a_model_and_a_sample() -> None:
         "SystemReminders",  # issue 4: reminders are shown, never stored in the context
         "ContextReloaded",  # issue 13: a read-only view read its writer's files again
         "PermissionsChanged",  # issue 15: the mode badge follows the mode and the approvals
+        "CommandSent",  # issue 18: a custom command's prompt is shown under its name
     }  # fmt: skip
     assert set(EVENT_TYPES) == designed
     assert {type(sample).__name__ for sample in SAMPLES} == designed

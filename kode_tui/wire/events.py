@@ -479,6 +479,21 @@ class SystemReminders(Event):
     reminders: list[ReminderItem]
 
 
+class CommandSent(Event):
+    """The next turn's message is the prompt of a custom slash command (so a view can show it
+    under the name the user typed)."""
+
+    kimi: ClassVar[bool] = False
+
+    command: str
+    """With its slash: `/review`."""
+    arguments: str
+    file: str
+    """Where the prompt came from, for people: `.kode/commands/review.md`."""
+    model: str | None = None
+    """The model alias it runs on, when its `model:` switched model for this turn."""
+
+
 class Warning(Event):
     kimi: ClassVar[bool] = False
 
@@ -515,6 +530,7 @@ EVENT_TYPES: Mapping[str, type[Event]] = {
         ContextCleared,
         ContextReloaded,
         SystemReminders,
+        CommandSent,
         Warning,
         Error,
     )
