@@ -196,17 +196,22 @@ def reminders_title(log: Sequence[tuple[str, str]]) -> str:
 
 
 class UserBlock(Static):
-    """The user's message, marked as on the prompt."""
+    """The user's message, marked as on the prompt; `label` above it says where it came from
+    (the custom command that made it: `/review src/ · .kode/commands/review.md`)."""
 
     HELP = "A message you sent."
 
-    def __init__(self, text: str) -> None:
-        super().__init__(Content(f"{USER_MARK} {text.strip()}"), classes="block user")
+    def __init__(self, text: str, label: str = "") -> None:
+        message = Content(f"{USER_MARK} {text.strip()}")
+        if label:
+            message = Content.assemble((label, "$text-muted"), "\n", message)
+        super().__init__(message, classes="block user")
         self.text = text
+        self.label = label
 
     def factory(self) -> BlockFactory:
         """Makes a fresh block showing the same; it holds the data, not this widget."""
-        return partial(UserBlock, self.text)
+        return partial(UserBlock, self.text, self.label)
 
 
 @cache

@@ -200,6 +200,8 @@ again.
         self._compaction_strategy = ""
         self._reminders: list[tuple[str, str]] | None = None
         """The reminders of this turn, which one block shows."""
+        self._command_label = ""
+        """Where the next turn's message came from, when a custom command made it."""
         self._window.todos.on_fold = self._todo_folded
         self._handlers: dict[type[ev.Event], Callable[[Any], Awaitable[None]]] = {
             ev.TurnBegin: self._turn_begin,
@@ -219,6 +221,7 @@ again.
             ev.ContextRestored: self._context_restored,
             ev.ContextCleared: self._context_cleared,
             ev.SystemReminders: self._system_reminders,
+            ev.CommandSent: self._command_sent,
             ev.Warning: self._warning,
             ev.Error: self._error,
             ev.StatusUpdate: self._status_update,
@@ -432,7 +435,13 @@ again.
         if not self._following():
             # The user just sent it: their message and the answer come into view.
             await self.action_last()
-        await self._add(UserBlock(user_text(event.user_input)))
+        label, self._command_label = self._command_label, ""
+        await self._add(UserBlock(user_text(event.user_input), label))
+
+    async def _command_sent(self, event: ev.CommandSent) -> None:
+        model = f" · model {event.model}" if event.model else ""
+        typed = f"{event.command} {event.arguments}".strip()
+        self._command_label = f"{typed} · {event.file}{model}"
 
     async def _turn_end(self, event: ev.TurnEnd) -> None:
         await self._end_step()
