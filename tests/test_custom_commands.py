@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import os
 from pathlib import Path
 
@@ -10,6 +12,7 @@ import pytest
 from kode_tui.config import Config, ModelChoice
 from kode_tui.soul.custom_commands import MAX_BYTES, CustomCommands, expand
 from kode_tui.soul.facade import AgentSession, CommandPrompt
+from kode_tui.soul.llm.demo import INTRO
 from kode_tui.soul.llm.scripted import ScriptedProvider
 from kode_tui.wire import events as ev
 from tests.soul_helpers import print_turn, record_events
@@ -274,3 +277,30 @@ async def test_print_modes_built_in_commands_win_over_custom_ones(project: Path,
 
     assert printed.status == 0, printed.err
     assert provider.requests == []
+
+
+async def test_a_commands_model_alias_answers_that_prompt_only(project: Path) -> None:
+    write(project / ".kode/commands/tour.md", "---\nmodel: demo\n---\nShow me around.")
+    scripted = ScriptedProvider([{"text": "The session's model again."}])
+    opened = await AgentSession.open(project)
+    events = record_events(opened.bus)
+    choice = ModelChoice(name="scripted", model="scripted", source="flag")
+    await opened.start(Config(), choice, provider=scripted)
+    try:
+        prompt = opened.command_prompt("/tour", "")
+        assert isinstance(prompt, CommandPrompt)
+        parts = opened.bus.subscribe(ev.ContentPart)
+        turn = asyncio.ensure_future(opened.run_command(prompt))
+        first = await asyncio.wait_for(anext(parts), 10)
+        opened.interrupt()  # the demo's tour is long: its first words are enough
+        with contextlib.suppress(asyncio.CancelledError):
+            await turn
+        after = await opened.run("and now?")
+    finally:
+        await opened.close()
+
+    assert INTRO.startswith(getattr(first.part, "text", "").strip())
+    [command] = [e for e in events if isinstance(e, ev.CommandSent)]
+    assert command.model == "demo"
+    # The next message goes to the session's model.
+    assert after.stop_reason == "done" and len(scripted.requests) == 1
