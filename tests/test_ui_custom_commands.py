@@ -9,7 +9,7 @@ from kode_tui.ui.screens.help import HelpScreen
 from kode_tui.ui.widgets.blocks import UserBlock
 from kode_tui.ui.widgets.prompt import PromptInput
 
-from .ui_helpers import make_app, ready, turn_running, wait_for
+from .ui_helpers import make_app, ready, screen_text, turn_running, wait_for
 
 
 async def test_a_custom_command_is_completed_sent_as_its_prompt_and_listed_in_help(
@@ -38,6 +38,12 @@ async def test_a_custom_command_is_completed_sent_as_its_prompt_and_listed_in_he
         assert block.text == "Review app.py closely."
         assert block.label == "/review app.py · .kode/commands/review.md"
         assert prompt.input_history[-1] == "/review app.py"  # what was typed
+
+        # The palette puts a command that takes arguments in the prompt, to be completed.
+        await pilot.press("ctrl+p", *"/review")
+        await wait_for(pilot, lambda: "[file]  Review a file" in screen_text(app))
+        await pilot.press("enter")
+        await wait_for(pilot, lambda: prompt.text == "/review ")
 
         app.action_help()
         await wait_for(pilot, lambda: isinstance(app.screen, HelpScreen))

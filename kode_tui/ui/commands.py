@@ -13,6 +13,7 @@ from functools import partial
 from typing import TYPE_CHECKING
 
 from textual.command import DiscoveryHit, Hit, Hits, Provider
+from textual.markup import escape
 
 if TYPE_CHECKING:
     from kode_tui.soul.facade import CommandListing, CustomCommand
@@ -341,7 +342,8 @@ class SlashCommandProvider(Provider):
                 if custom.argument_hint
                 else self._runner(custom.name)
             )
-            entries.append((custom.name, _custom_help(custom), runner))
+            # The palette reads help as markup: a hint's `[file]` would be taken for a tag.
+            entries.append((custom.name, escape(_custom_help(custom)), runner))
         return entries
 
     async def discover(self) -> Hits:
