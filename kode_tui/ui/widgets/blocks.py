@@ -10,7 +10,7 @@ import re
 import time
 from collections.abc import Callable, Sequence
 from functools import cache, partial
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 from markdown_it import MarkdownIt
 from markdown_it.rules_core import StateCore
@@ -23,6 +23,9 @@ from textual.widget import Widget
 from textual.widgets import Markdown, Static
 
 from kode_tui.safetext import visible
+
+if TYPE_CHECKING:
+    from kode_tui.wire.events import CommandSent
 
 USER_MARK = "\N{SINGLE RIGHT-POINTING ANGLE QUOTATION MARK}"
 
@@ -212,6 +215,14 @@ class UserBlock(Static):
     def factory(self) -> BlockFactory:
         """Makes a fresh block showing the same; it holds the data, not this widget."""
         return partial(UserBlock, self.text, self.label)
+
+
+def command_label(command: CommandSent | None) -> str:
+    """What a `UserBlock` shows above a custom command's prompt; empty for a typed message."""
+    if command is None:
+        return ""
+    model = f" · model {command.model}" if command.model else ""
+    return f"{command.command} {command.arguments}".strip() + f" · {command.file}{model}"
 
 
 @cache

@@ -53,6 +53,7 @@ from kode_tui.ui.widgets.blocks import (
     ReminderBlock,
     ThinkingBlock,
     UserBlock,
+    command_label,
     divider,
 )
 from kode_tui.ui.widgets.history_blocks import user_text
@@ -200,8 +201,7 @@ again.
         self._compaction_strategy = ""
         self._reminders: list[tuple[str, str]] | None = None
         """The reminders of this turn, which one block shows."""
-        self._command_label = ""
-        """Where the next turn's message came from, when a custom command made it."""
+        self._command: ev.CommandSent | None = None  # the custom command of the next message
         self._window.todos.on_fold = self._todo_folded
         self._handlers: dict[type[ev.Event], Callable[[Any], Awaitable[None]]] = {
             ev.TurnBegin: self._turn_begin,
@@ -435,13 +435,11 @@ again.
         if not self._following():
             # The user just sent it: their message and the answer come into view.
             await self.action_last()
-        label, self._command_label = self._command_label, ""
-        await self._add(UserBlock(user_text(event.user_input), label))
+        command, self._command = self._command, None
+        await self._add(UserBlock(user_text(event.user_input), command_label(command)))
 
     async def _command_sent(self, event: ev.CommandSent) -> None:
-        model = f" · model {event.model}" if event.model else ""
-        typed = f"{event.command} {event.arguments}".strip()
-        self._command_label = f"{typed} · {event.file}{model}"
+        self._command = event
 
     async def _turn_end(self, event: ev.TurnEnd) -> None:
         await self._end_step()
