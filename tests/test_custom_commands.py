@@ -116,7 +116,8 @@ def test_front_matter_is_read_and_never_part_of_the_prompt(project: Path) -> Non
 def test_claudes_unquoted_hints_are_read_although_they_are_not_yaml(project: Path) -> None:
     write(
         project / ".claude/commands/fix.md",
-        "---\nargument-hint: [pr-number] [priority]\ndescription: Fix a PR\n---\nFix #$1 ($2)\n",
+        "\ufeff---\r\nargument-hint: [pr-number] [priority]\r\ndescription: Fix a PR\r\n---\r\n"
+        "Fix #$1 ($2)\r\n",
     )
 
     [command] = CustomCommands(project).listing().commands

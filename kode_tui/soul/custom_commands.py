@@ -269,7 +269,7 @@ class CustomCommands:
         except OSError as error:
             return problem(f"could not be read: {error.strerror or error}.")
         try:
-            text = data.decode("utf-8")
+            text = data.decode("utf-8-sig")  # an editor's byte order mark hides no front matter
         except UnicodeDecodeError:
             return problem("is not UTF-8 text: not read.")
         try:
