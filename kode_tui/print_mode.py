@@ -30,6 +30,8 @@ from kode_tui.safetext import visible
 from kode_tui.soul.facade import (
     AgentSession,
     ChatProvider,
+    CommandProblem,
+    CommandPrompt,
     CompactionBlocked,
     ContextReport,
     DemoProvider,
@@ -188,10 +190,14 @@ async def run_print(
     shown = opened.bus.subscribe(callback=view)
     try:
         await opened.start(config, choice, provider=provider, yolo=yolo)
-        if prompt.startswith("/"):
+        custom = _custom_command(opened, prompt)
+        if isinstance(custom, CommandPrompt):
+            result = await opened.run_command(custom)
+        elif prompt.startswith("/"):
             view.note_compactions = False  # one figure, on stdout
             return await _command(opened, prompt, out, err)
-        result = await opened.run(prompt)
+        else:
+            result = await opened.run(prompt)
     finally:
         await shown.join()
         view.finish()
@@ -207,6 +213,16 @@ async def run_print(
 
 
 COMMANDS = ("/compact [instruction]", "/context [refresh]", "/cost")
+
+
+def _custom_command(opened: AgentSession, line: str) -> CommandPrompt | CommandProblem | None:
+    """The custom command `line` runs (`/review src/`), when it is not one of `COMMANDS`."""
+    if not line.startswith("/"):
+        return None
+    name, _, argument = line.strip().partition(" ")
+    if name.lower() in (usage.split()[0] for usage in COMMANDS):
+        return None
+    return opened.command_prompt(name, argument)
 
 
 async def _command(opened: AgentSession, line: str, out: TextIO, err: TextIO) -> int:
@@ -242,7 +258,13 @@ async def _command(opened: AgentSession, line: str, out: TextIO, err: TextIO) ->
     if name == "/cost":
         out.write(visible("\n".join(cost_lines(opened.cost())) + "\n"))
         return 0
-    note(err, f"unknown command {name}; print mode knows {', '.join(COMMANDS)}.")
+    custom = _custom_command(opened, line)
+    if isinstance(custom, CommandProblem):
+        note(err, custom.message)
+        return 2
+    names = [c.name for c in opened.custom_commands().commands]
+    known = ", ".join(COMMANDS) + (f" and the custom {', '.join(names)}" if names else "")
+    note(err, f"unknown command {name}; print mode knows {known}.")
     return 2
 
 

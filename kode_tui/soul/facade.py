@@ -58,6 +58,8 @@ from kode_tui.soul.compacting import CompactionPlan, Reviewer
 from kode_tui.soul.compaction import COMPACTION_OUTPUT_PREFIX
 from kode_tui.soul.context_report import ContextReport, ContextRow, row_lines
 from kode_tui.soul.cost import CostLedger, CostReport, ModelCost, TurnCost, cost_lines
+from kode_tui.soul.custom_commands import CommandListing, CommandProblem, CustomCommand
+from kode_tui.soul.facade_commands import CommandPrompt, Commands
 from kode_tui.soul.facade_drop import DropPlan, Drops
 from kode_tui.soul.facade_lineage import Lineage, LineageNote, Match, lineage_note
 from kode_tui.soul.facade_pins import Pins
@@ -101,6 +103,9 @@ __all__ = [
     "ChatProvider",
     "Checkpoint",
     "CheckpointDiff",
+    "CommandListing",
+    "CommandProblem",
+    "CommandPrompt",
     "CompactionBlocked",
     "CompactionPlan",
     "Comparison",
@@ -109,6 +114,7 @@ __all__ = [
     "ContextSnapshot",
     "ContextStats",
     "CostReport",
+    "CustomCommand",
     "DemoProvider",
     "DropPlan",
     "FileAction",
@@ -164,7 +170,7 @@ MODES: tuple[ApprovalMode, ...] = ("ask", "auto-edit", "yolo")
 # --- the facade ----------------------------------------------------------------------------------
 
 
-class AgentSession(TimeTravel, Lineage, Pins, Drops):
+class AgentSession(TimeTravel, Lineage, Pins, Drops, Commands):
     """One session as a front end sees it: its conversation, its agent and its history."""
 
     def __init__(

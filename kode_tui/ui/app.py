@@ -48,7 +48,13 @@ if TYPE_CHECKING:
     # The config, the facade (the session engine, the agent: tools, compaction, project
     # context), the wire and the panes load after the first frame.
     from kode_tui.config import Config, ModelChoice
-    from kode_tui.soul.facade import AgentSession, ChatProvider, Session, SessionLocked
+    from kode_tui.soul.facade import (
+        AgentSession,
+        ChatProvider,
+        CommandPrompt,
+        Session,
+        SessionLocked,
+    )
     from kode_tui.ui.screens.dialogs import LockedChoice
 
 log = logging.getLogger(__name__)
@@ -125,7 +131,7 @@ class KodeApp(
         self._config_file = config_file
         self._pick_session = pick_session
         self._turn: Worker[None] | None = None
-        self._queue: list[str] = []
+        self._queue: list[str | CommandPrompt] = []
         self._ctrl_c_at = -CTRL_C_WINDOW_S
         self._agent_starting = False
         """Between the session being on screen and its agent being ready (or failing)."""
@@ -319,7 +325,7 @@ class KodeApp(
 
     async def _frame(self) -> MainScreen:
         """A fresh main screen, its panes not attached yet (see MainScreen)."""
-        screen = MainScreen(self.work_dir, commands.completions(), self._history)
+        screen = MainScreen(self.work_dir, lambda: commands.completions(self), self._history)
         if self._has_main():
             await self.switch_screen(screen)
         else:
@@ -449,8 +455,8 @@ class KodeApp(
             return
         self.send(text)
 
-    def send(self, text: str) -> None:
-        """Send a message to the agent: now, or when the running turn ends."""
+    def send(self, text: str | CommandPrompt) -> None:
+        """Send a message (or a custom command's) to the agent: now, or when the turn ends."""
         opened = self.agent_session
         if opened is not None and opened.read_only is not None:
             self.notify("This session is read-only.", severity="warning")
@@ -468,17 +474,21 @@ class KodeApp(
         )
         self.refresh_bindings()
 
-    async def _run_turn(self, opened: AgentSession, text: str) -> None:
+    async def _run_turn(self, opened: AgentSession, text: str | CommandPrompt) -> None:
         prompt = self.screen.query_one(PromptInput) if self._attached() else None
         if prompt is not None:
             prompt.busy = True
         try:
             with self._notifier().turn(opened.bus) as turn:
-                result = await opened.run(text)
+                if isinstance(text, str):
+                    result = await opened.run(text)
+                else:
+                    result = await opened.run_command(text)
                 turn.failed = result.stop_reason == "error"
             unsent = turn.failed or result.stop_reason == "blocked"  # blocked by a hook
             if unsent and result.steps <= 1 and prompt is not None and not prompt.text:
-                prompt.text = text  # the model never answered it: ready to send again
+                # The model never answered it: ready to send again, as it was typed.
+                prompt.text = text if isinstance(text, str) else text.typed
                 self.notify("Your message is back in the prompt: fix that, then Enter.")
         finally:
             if prompt is not None:
@@ -550,7 +560,7 @@ class KodeApp(
         rows = collect_bindings(self, generic=False)
         rows.sort(key=lambda row: row[2] != "App")
         generic = collect_bindings(self, generic=True)
-        self.push_screen(HelpScreen(rows, focused_help(self), commands.completions(), generic))
+        self.push_screen(HelpScreen(rows, focused_help(self), commands.help_rows(self), generic))
 
     def get_system_commands(self, screen: Screen[object]):  # type: ignore[no-untyped-def]
         yield from super().get_system_commands(screen)
@@ -574,6 +584,8 @@ class KodeApp(
     @work(group="command", exit_on_error=False)
     async def _command(self, name: str, argument: str) -> None:
         command = commands.BY_NAME.get(name)
+        if command is None and await commands.run_custom(self, name, argument):
+            return
         if command is None:
             self.notify(f"Unknown command {name}. /help lists them.", severity="warning")
             return

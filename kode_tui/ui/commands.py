@@ -1,4 +1,9 @@
-"""Slash commands: typed in the prompt (`/compact keep the API`) or picked in the palette."""
+"""Slash commands: typed in the prompt (`/compact keep the API`) or picked in the palette.
+
+The built-in ones are registered here with `@command`; the custom ones (Markdown prompts in
+`.kode/commands`, `.claude/commands`, `$KODE_TUI_HOME/commands`) come from the facade each time
+they are listed. A built-in wins on a name; F1 says which custom command it hides.
+"""
 
 from __future__ import annotations
 
@@ -8,8 +13,10 @@ from functools import partial
 from typing import TYPE_CHECKING
 
 from textual.command import DiscoveryHit, Hit, Hits, Provider
+from textual.markup import escape
 
 if TYPE_CHECKING:
+    from kode_tui.soul.facade import CommandListing, CustomCommand
     from kode_tui.ui.app import KodeApp
 
 
@@ -249,12 +256,61 @@ async def _quit(app: KodeApp, argument: str) -> None:
     await app.action_quit()
 
 
-def completions() -> list[tuple[str, str]]:
-    """(name, help) for the prompt's `/` completion."""
-    return [
+def completions(app: KodeApp | None = None) -> list[tuple[str, str]]:
+    """(name, help) for the prompt's `/` completion: the built-in commands, then the custom
+    ones of `app`'s work dir that no built-in hides."""
+    rows = [
         (command.name, f"{command.usage}  {command.help}" if command.usage else command.help)
         for command in COMMANDS
     ]
+    return rows + [(custom.name, _custom_help(custom)) for custom in _custom(app)]
+
+
+def help_rows(app: KodeApp) -> list[tuple[str, str]]:
+    """F1's commands: the completion's, each custom one with its file, then the custom
+    commands that are not used (hidden by another of that name, or refused) and why."""
+    rows = completions()
+    rows += [(c.name, f"{_custom_help(c)}  ({c.shown_path})") for c in _custom(app)]
+    listing = _listing(app)
+    if listing is None:
+        return rows
+    hidden = [c for c in listing.commands if c.name in BY_NAME]
+    for custom in [*hidden, *listing.shadowed]:
+        winner = "the built-in" if custom.name in BY_NAME else "another file's"
+        rows.append(
+            (custom.name, f"not used: {winner} {custom.name} has its name ({custom.shown_path})")
+        )
+    rows += [(problem.name or "", f"not read: {problem.message}") for problem in listing.problems]
+    return rows
+
+
+def _listing(app: KodeApp | None) -> CommandListing | None:
+    opened = app.agent_session if app is not None else None
+    return opened.custom_commands() if opened is not None else None
+
+
+def _custom(app: KodeApp | None) -> list[CustomCommand]:
+    listing = _listing(app)
+    return [c for c in listing.commands if c.name not in BY_NAME] if listing is not None else []
+
+
+def _custom_help(custom: CustomCommand) -> str:
+    hint = custom.argument_hint
+    return f"{hint}  {custom.description}" if hint else custom.description
+
+
+async def run_custom(app: KodeApp, name: str, argument: str) -> bool:
+    """Send the prompt of the custom command `name` for `argument` (or say why its file was
+    not read); whether one has that name."""
+    from kode_tui.soul.facade import CommandProblem
+
+    opened = app.agent_session
+    found = opened.command_prompt(name, argument) if opened is not None else None
+    if isinstance(found, CommandProblem):
+        app.notify(found.message, severity="warning", timeout=8)
+    elif found is not None:
+        app.send(found)
+    return found is not None
 
 
 def parse(line: str) -> tuple[str, str] | None:
@@ -276,18 +332,36 @@ class SlashCommandProvider(Provider):
     def _runner(self, name: str) -> Callable[[], object]:
         return partial(self._app.run_command, name, "")
 
+    def _entries(self) -> list[tuple[str, str, Callable[[], object]]]:
+        """(name, help, what picking it does) of each command, built-in then custom. A custom
+        command that takes arguments is put in the prompt, to be completed there."""
+        entries = [(c.name, c.help, self._runner(c.name)) for c in COMMANDS]
+        for custom in _custom(self._app):
+            runner = (
+                partial(_fill_prompt, self._app, f"{custom.name} ")
+                if custom.argument_hint
+                else self._runner(custom.name)
+            )
+            # The palette reads help as markup: a hint's `[file]` would be taken for a tag.
+            entries.append((custom.name, escape(_custom_help(custom)), runner))
+        return entries
+
     async def discover(self) -> Hits:
-        for command in COMMANDS:
-            yield DiscoveryHit(command.name, self._runner(command.name), help=command.help)
+        for name, help_, runner in self._entries():
+            yield DiscoveryHit(name, runner, help=help_)
 
     async def search(self, query: str) -> Hits:
         matcher = self.matcher(query)
-        for command in COMMANDS:
-            score = matcher.match(f"{command.name} {command.help}")
+        for name, help_, runner in self._entries():
+            score = matcher.match(f"{name} {help_}")
             if score > 0:
-                yield Hit(
-                    score,
-                    matcher.highlight(command.name),
-                    self._runner(command.name),
-                    help=command.help,
-                )
+                yield Hit(score, matcher.highlight(name), runner, help=help_)
+
+
+def _fill_prompt(app: KodeApp, text: str) -> None:
+    from kode_tui.ui.widgets.prompt import PromptInput
+
+    for prompt in app.screen.query(PromptInput):
+        prompt.text = text
+        prompt.move_cursor(prompt.document.end)
+        prompt.focus()

@@ -37,7 +37,7 @@ class DropActions(App[None]):
 
     def on_conversation_mark_requested(self, event: Conversation.MarkRequested) -> None:
         event.stop()
-        from kode_tui.ui.widgets.conversation import MARKED
+        from kode_tui.ui.widgets.block_cursor import MARKED
 
         event.block.toggle_class(MARKED)
         marked = len(self._marked_blocks())
@@ -109,7 +109,8 @@ class DropActions(App[None]):
 
     def _marked_blocks(self) -> list[Widget]:
         """The blocks marked for /drop: on screen, and those scrolled out of the pane's window."""
-        from kode_tui.ui.widgets.conversation import MARKED, Conversation
+        from kode_tui.ui.widgets.block_cursor import MARKED
+        from kode_tui.ui.widgets.conversation import Conversation
 
         away = [block for pane in self.screen.query(Conversation) for block in pane.marked_away()]
         return [*self.screen.query(f".{MARKED}"), *away]

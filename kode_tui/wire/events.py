@@ -499,6 +499,21 @@ class HookRan(Event):
     """The call a PreToolUse or PostToolUse hook ran for."""
 
 
+class CommandSent(Event):
+    """The next turn's message is the prompt of a custom slash command (so a view can show it
+    under the name the user typed)."""
+
+    kimi: ClassVar[bool] = False
+
+    command: str
+    """With its slash: `/review`."""
+    arguments: str
+    file: str
+    """Where the prompt came from, for people: `.kode/commands/review.md`."""
+    model: str | None = None
+    """The model alias it runs on, when its `model:` switched model for this turn."""
+
+
 class Warning(Event):
     kimi: ClassVar[bool] = False
 
@@ -536,6 +551,7 @@ EVENT_TYPES: Mapping[str, type[Event]] = {
         ContextReloaded,
         SystemReminders,
         HookRan,
+        CommandSent,
         Warning,
         Error,
     )

@@ -25,7 +25,7 @@ from textual.screen import Screen
 from textual.widget import Widget
 from textual.widgets import Footer, Header, Static, Tab, Tabs
 
-from kode_tui.ui.widgets.prompt import PromptInput
+from kode_tui.ui.widgets.prompt import CommandRows, PromptInput
 
 if TYPE_CHECKING:
     from kode_tui.soul.facade import AgentSession
@@ -57,7 +57,7 @@ class MainScreen(Screen[None]):
     def __init__(
         self,
         work_dir: Path,
-        commands: list[tuple[str, str]],
+        commands: CommandRows,
         history: list[str],
     ) -> None:
         super().__init__()

@@ -11,7 +11,7 @@ import re
 import time
 from collections.abc import Callable, Sequence
 from functools import cache, partial
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 from markdown_it import MarkdownIt
 from markdown_it.rules_core import StateCore
@@ -25,6 +25,9 @@ from textual.widgets import Markdown, Static
 
 from kode_tui.safetext import visible
 from kode_tui.wire.events import HookRan
+
+if TYPE_CHECKING:
+    from kode_tui.wire.events import CommandSent
 
 USER_MARK = "\N{SINGLE RIGHT-POINTING ANGLE QUOTATION MARK}"
 
@@ -213,17 +216,30 @@ def reminders_title(log: Sequence[tuple[str, str]]) -> str:
 
 
 class UserBlock(Static):
-    """The user's message, marked as on the prompt."""
+    """The user's message, marked as on the prompt; `label` above it says where it came from
+    (the custom command that made it: `/review src/ · .kode/commands/review.md`)."""
 
     HELP = "A message you sent."
 
-    def __init__(self, text: str) -> None:
-        super().__init__(Content(f"{USER_MARK} {text.strip()}"), classes="block user")
+    def __init__(self, text: str, label: str = "") -> None:
+        message = Content(f"{USER_MARK} {text.strip()}")
+        if label:
+            message = Content.assemble((label, "$text-muted"), "\n", message)
+        super().__init__(message, classes="block user")
         self.text = text
+        self.label = label
 
     def factory(self) -> BlockFactory:
         """Makes a fresh block showing the same; it holds the data, not this widget."""
-        return partial(UserBlock, self.text)
+        return partial(UserBlock, self.text, self.label)
+
+
+def command_label(command: CommandSent | None) -> str:
+    """What a `UserBlock` shows above a custom command's prompt; empty for a typed message."""
+    if command is None:
+        return ""
+    model = f" · model {command.model}" if command.model else ""
+    return f"{command.command} {command.arguments}".strip() + f" · {command.file}{model}"
 
 
 @cache

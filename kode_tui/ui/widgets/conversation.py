@@ -24,12 +24,9 @@ import re
 import time
 from collections.abc import Awaitable, Callable, Sequence
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import Any
 
-from textual import on
-from textual.binding import Binding, BindingType
 from textual.content import Content
-from textual.message import Message as TextualMessage
 from textual.timer import Timer
 from textual.widget import Widget
 from textual.widgets import Markdown
@@ -41,18 +38,18 @@ from kode_tui.safetext import visible_model
 from kode_tui.soul.facade import PastResults, WireBus
 from kode_tui.ui.pacing import FramePacer
 from kode_tui.ui.widgets.activity import Activity
-from kode_tui.ui.widgets.block_window import INITIAL_BLOCKS, MAX_BLOCKS, BlockWindow
+from kode_tui.ui.widgets.block_cursor import BlockCursor
+from kode_tui.ui.widgets.block_window import INITIAL_BLOCKS, MAX_BLOCKS
 from kode_tui.ui.widgets.blocks import (
-    AnswerBlock,
     AssistantBlock,
     Block,
     BlockFactory,
-    FoldingBlock,
     MarkerBlock,
     NoticeBlock,
     ReminderBlock,
     ThinkingBlock,
     UserBlock,
+    command_label,
     divider,
     hook_block,
 )
@@ -110,31 +107,8 @@ def _thought(event: ev.Event) -> bool:
 
 # --- the pane ------------------------------------------------------------------------------------
 
-_BLOCKS = Binding.Group("Conversation")
-_CURSOR_BLOCKS = (FoldingBlock, UserBlock, AssistantBlock, AnswerBlock)
 
-
-MARKED = "-marked"
-"""The class of a conversation block marked for `/drop`."""
-
-
-class _MarkedFactory:
-    """Makes a block that was marked for /drop again, marked; while it is off screen it is
-    in `away` (the pane's list of them)."""
-
-    def __init__(self, factory: BlockFactory, away: list[_MarkedFactory]) -> None:
-        self.factory = factory
-        self._away = away
-
-    def __call__(self) -> Widget:
-        block = self.factory()
-        block.add_class(MARKED)
-        if self in self._away:
-            self._away.remove(self)  # on screen again: found with the others there
-        return block
-
-
-class Conversation(WireListener, BlockWindow, can_focus=True, can_focus_children=False):
+class Conversation(WireListener, BlockCursor, can_focus=True, can_focus_children=False):
     """The conversation, streamed from the wire; `load_history` shows a stored one."""
 
     DEFAULT_CSS = _CSS
@@ -154,33 +128,6 @@ again.
   scroll, and a line at the top says how many earlier messages are not read yet.
 """
 
-    BINDINGS: ClassVar[list[BindingType]] = [
-        Binding(
-            "alt+up", "cursor_previous", "Previous block", id="conversation.previous", group=_BLOCKS
-        ),
-        Binding("alt+down", "cursor_next", "Next block", id="conversation.next", group=_BLOCKS),
-        Binding(
-            "enter,space", "toggle_block", "Open/close", id="conversation.toggle", group=_BLOCKS
-        ),
-        Binding("o", "full_view", "Full output", id="conversation.full", group=_BLOCKS, show=False),
-        Binding("p", "pin_block", "Pin", id="conversation.pin", group=_BLOCKS),
-        Binding("x", "mark_block", "Mark to drop", id="conversation.mark", group=_BLOCKS),
-    ]
-
-    class MarkRequested(TextualMessage):
-        """`x` on a block: mark it for `/drop` (or unmark it)."""
-
-        def __init__(self, block: Widget) -> None:
-            super().__init__()
-            self.block = block
-
-    class PinRequested(TextualMessage):
-        """`p` on a block: pin its text."""
-
-        def __init__(self, block: Widget) -> None:
-            super().__init__()
-            self.block = block
-
     def __init__(
         self,
         bus: WireBus,
@@ -192,7 +139,6 @@ again.
         super().__init__(max_blocks=max_blocks, id=id, classes=classes)
         self.border_title = "Conversation"
         self._bus = bus
-        self._cursor: Widget | None = None
         # The step being streamed.
         self._assistant: AssistantBlock | None = None
         self._stream: MarkdownStream | None = None
@@ -213,8 +159,6 @@ again.
         self._pacer = FramePacer(fastest=FRAME_INTERVAL, slowest=FRAME_SLOWEST, budget=DRAW_BUDGET)
         self._streamed: list[Widget] = []
         self._streamed_away: list[BlockFactory] = []
-        self._marked_away: list[_MarkedFactory] = []
-        """Blocks marked for /drop while they are off screen (see `_leaving`)."""
         """Blocks of this step that `_trim` unmounted: a retry discards them too."""
         self._retry_note: NoticeBlock | None = None
         self._tools: dict[str, ToolBlock] = {}
@@ -223,6 +167,7 @@ again.
         self._compaction_strategy = ""
         self._reminders: list[tuple[str, str]] | None = None
         """The reminders of this turn, which one block shows."""
+        self._command: ev.CommandSent | None = None  # the custom command of the next message
         self._window.todos.on_fold = self._todo_folded
         self._handlers: dict[type[ev.Event], Callable[[Any], Awaitable[None]]] = {
             ev.TurnBegin: self._turn_begin,
@@ -243,6 +188,7 @@ again.
             ev.ContextCleared: self._context_cleared,
             ev.SystemReminders: self._system_reminders,
             ev.HookRan: lambda event: self._add(hook_block(event)()),
+            ev.CommandSent: self._command_sent,
             ev.Warning: self._warning,
             ev.Error: self._error,
             ev.StatusUpdate: self._status_update,
@@ -262,8 +208,7 @@ again.
         # Textual restyles every descendant when focus changes: with hundreds of blocks that is
         # a visible pause. Only the pane's own border and the cursor depend on focus here.
         self.app.stylesheet.update_nodes([self])
-        if self._cursor is not None:
-            self._cursor.set_class(has_focus, "-cursor")
+        self._show_cursor(has_focus)
 
     async def clear(self) -> None:
         """Remove every block (after /clear, /new or a revert, before `load_history`)."""
@@ -272,10 +217,9 @@ again.
         self._reset_step()
         self._compaction = None
         self._reminders = None
-        self._cursor = None
+        self._forget_cursor()
         self._marker = None
         self._tail = []
-        self._marked_away.clear()
         self._window.clear()
         await self.remove_children()
 
@@ -363,23 +307,11 @@ again.
         }
 
     def _leaving(self, block: Block, factory: BlockFactory) -> BlockFactory:
-        if block is self._cursor:
-            self._move_cursor(None)
         if block in self._streamed:
             # Held here, the widget could not be freed (a long answer is many blocks).
             self._streamed.remove(block)
             self._streamed_away.append(factory)
-        if block.has_class(MARKED):
-            # Marked for /drop: it stays marked off screen and when it comes back.
-            marked = _MarkedFactory(factory, self._marked_away)
-            self._marked_away.append(marked)
-            return marked
-        return factory
-
-    def marked_away(self) -> list[Widget]:
-        """The blocks marked for /drop that are off screen now, made again to be read (not
-        mounted): /drop drops them with the marked blocks on screen."""
-        return [marked.factory() for marked in self._marked_away]
+        return super()._leaving(block, factory)
 
     # -- wire events
 
@@ -479,7 +411,11 @@ again.
         if not self._following():
             # The user just sent it: their message and the answer come into view.
             await self.action_last()
-        await self._add(UserBlock(user_text(event.user_input)))
+        command, self._command = self._command, None
+        await self._add(UserBlock(user_text(event.user_input), command_label(command)))
+
+    async def _command_sent(self, event: ev.CommandSent) -> None:
+        self._command = event
 
     async def _turn_end(self, event: ev.TurnEnd) -> None:
         await self._end_step()
@@ -620,72 +556,6 @@ again.
 
     async def _error(self, event: ev.Error) -> None:
         await self._add(NoticeBlock(f"✘ {event.message}", kind="error"))
-
-    # -- the block cursor
-
-    def _folding(self) -> list[Widget]:
-        # Not the hidden ones at the end (see BlockWindow); messages too, so `p` can pin them.
-        return [c for c in self.children if isinstance(c, _CURSOR_BLOCKS) and c.display]
-
-    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
-        if action == "full_view":
-            return isinstance(self._cursor, ToolBlock) and self._cursor.parent is self
-        if action == "toggle_block":
-            return isinstance(self._cursor, FoldingBlock) and self._cursor.parent is self
-        if action in ("pin_block", "mark_block"):
-            return self._cursor is not None and self._cursor.parent is self
-        if action in ("cursor_previous", "cursor_next"):
-            return any(isinstance(child, _CURSOR_BLOCKS) for child in self.children)
-        return True
-
-    def _move_cursor(self, block: Widget | None) -> None:
-        if self._cursor is not None:
-            self._cursor.remove_class("-cursor")
-        self._cursor = block
-        if block is not None:
-            block.set_class(self.has_focus, "-cursor")
-        self.refresh_bindings()
-
-    def action_cursor_previous(self) -> None:
-        self._step_cursor(-1)
-
-    def action_cursor_next(self) -> None:
-        self._step_cursor(+1)
-
-    def _step_cursor(self, direction: int) -> None:
-        blocks = self._folding()
-        if not blocks:
-            return
-        if self._cursor in blocks:
-            index = blocks.index(self._cursor) + direction
-            index = max(0, min(len(blocks) - 1, index))
-        else:
-            index = len(blocks) - 1
-        self._move_cursor(blocks[index])
-        if index < len(blocks) - 1:
-            self.release_anchor()
-        self.scroll_to_widget(blocks[index], animate=False)
-
-    def action_toggle_block(self) -> None:
-        if isinstance(self._cursor, FoldingBlock):
-            self._cursor.toggle()
-
-    def action_pin_block(self) -> None:
-        if self._cursor is not None:
-            self.post_message(self.PinRequested(self._cursor))
-
-    def action_mark_block(self) -> None:
-        if self._cursor is not None:
-            self.post_message(self.MarkRequested(self._cursor))
-
-    def action_full_view(self) -> None:
-        if isinstance(self._cursor, ToolBlock):
-            self._cursor.open_full_view()
-
-    @on(FoldingBlock.Clicked)
-    def _block_clicked(self, event: FoldingBlock.Clicked) -> None:
-        event.stop()
-        self._move_cursor(event.block)
 
 
 if __name__ == "__main__":

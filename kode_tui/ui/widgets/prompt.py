@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import ClassVar, Literal
@@ -32,6 +32,9 @@ from kode_tui.ui.widgets.prompt_habits import (
 )
 
 log = logging.getLogger(__name__)
+
+CommandRows = Sequence[tuple[str, str]] | Callable[[], Sequence[tuple[str, str]]]
+"""`(name, one-line help)` of each slash command, or what makes them when asked."""
 
 PLACEHOLDER = "Ask anything · / commands · @ files · Enter send · Ctrl+J newline"
 BUSY_HINT = "(queued after this turn)"
@@ -199,11 +202,12 @@ class PromptInput(TextArea):
         self,
         work_dir: Path,
         *,
-        commands: Sequence[tuple[str, str]] = (),
+        commands: CommandRows = (),
         history: Sequence[str] = (),
         id: str | None = None,
     ) -> None:
-        """`commands` are `(name, one-line help)` pairs such as `("/compact", "Summarise ...")`;
+        """`commands` are `(name, one-line help)` pairs such as `("/compact", "Summarise ...")`,
+        or what makes them each time `/` is completed (custom commands come and go);
         `history` holds earlier inputs, oldest first."""
         super().__init__(
             id=id,
@@ -214,7 +218,7 @@ class PromptInput(TextArea):
             placeholder=PLACEHOLDER,
         )
         self.work_dir = work_dir
-        self.commands: list[tuple[str, str]] = list(commands)
+        self._commands = commands
         self._history: list[str] = []
         self._history_index: int | None = None
         """Where the history walk is; None while editing the draft."""
@@ -245,6 +249,11 @@ class PromptInput(TextArea):
         super().load_text(visible(text))
 
     # --- public API ------------------------------------------------------------------------------
+
+    @property
+    def commands(self) -> list[tuple[str, str]]:
+        """What `/` completes: `(name, one-line help)` pairs."""
+        return list(self._commands() if callable(self._commands) else self._commands)
 
     @property
     def input_history(self) -> list[str]:
@@ -579,13 +588,14 @@ class PromptInput(TextArea):
         self._dismissed = None
         self._completion = completion
         if completion.kind == "command":
-            width = max((len(name) for name, _ in self.commands), default=0)
+            commands = self.commands
+            width = max((len(name) for name, _ in commands), default=0)
             candidates = [
                 _Candidate(
                     f"{name} ",
                     Content.assemble((name.ljust(width), "bold"), "  ", (help_, "$text-muted")),
                 )
-                for name, help_ in match_commands(self.commands, completion.query)
+                for name, help_ in match_commands(commands, completion.query)
             ]
         else:
             if reload and self._paths.stale and not self._loading_paths:

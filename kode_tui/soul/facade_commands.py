@@ -1,0 +1,140 @@
+"""The facade's custom slash commands: listing them, expanding `/NAME ARGS`, running the prompt.
+
+`AgentSession` (facade.py) is made of this and the rest; the files are read by
+`kode_tui.soul.custom_commands`. Every front end (the TUI, print mode, later ACP) lists and runs
+them here, so they behave alike: the built-in commands of a front end are its own, and it looks
+a name up here only when none of them has it.
+
+`model:` in a command's front matter runs that one prompt on the model it names, when the name is
+one of the user's aliases (`[models.NAME]` in config.toml) or `demo`, and its key is set; the
+session's model is back for the next message. Any other name (a `provider/model` string from a
+cloned repo could run up a bill on a model the user never chose) gives one warning, and the
+prompt runs on the session's model.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from kode_tui.config import Config, ConfigError, ModelChoice, check_model
+from kode_tui.safetext import visible
+from kode_tui.soul import thinking
+from kode_tui.soul.custom_commands import (
+    CommandListing,
+    CommandProblem,
+    CustomCommand,
+    CustomCommands,
+    expand,
+)
+from kode_tui.wire import events as ev
+
+if TYPE_CHECKING:
+    from pathlib import Path
+
+    from kode_tui.session.state import ThinkingLevel
+    from kode_tui.soul.soul import KodeSoul, TurnResult
+    from kode_tui.wire.bus import WireBus
+
+__all__ = ["CommandPrompt", "Commands"]
+
+
+@dataclass(frozen=True, slots=True)
+class CommandPrompt:
+    """`/NAME ARGS` made into the message it sends."""
+
+    command: CustomCommand
+    arguments: str
+    text: str
+    """The command's body, its placeholders replaced: what the model is sent."""
+
+    @property
+    def typed(self) -> str:
+        """What the user typed: `/review src/`."""
+        return f"{self.command.name} {self.arguments}".strip()
+
+
+class Commands:
+    """List, expand and run the custom commands of the session's work dir."""
+
+    _custom_commands: CustomCommands | None = None
+
+    if TYPE_CHECKING:
+        bus: WireBus
+        config: Config | None
+
+        @property
+        def work_dir(self) -> Path: ...
+        @property
+        def model_name(self) -> str: ...
+        @property
+        def thinking(self) -> ThinkingLevel: ...
+        def _soul(self) -> KodeSoul: ...
+        async def run(self, text: str) -> TurnResult: ...
+
+    def custom_commands(self) -> CommandListing:
+        """The custom commands now (files changed since the last listing are read again)."""
+        if self._custom_commands is None:
+            self._custom_commands = CustomCommands(self.work_dir)
+        return self._custom_commands.listing()
+
+    def command_prompt(self, name: str, arguments: str) -> CommandPrompt | CommandProblem | None:
+        """The message `/name arguments` sends; the problem when its file was refused; None when
+        no custom command has that name."""
+        listing = self.custom_commands()
+        command = listing.get(name)
+        if command is None:
+            return listing.problem(name)
+        return CommandPrompt(command, arguments.strip(), expand(command, arguments))
+
+    async def run_command(self, prompt: CommandPrompt) -> TurnResult:
+        """One turn for the command's message, as `run` does, on the model its `model:` names
+        (see the module's docstring); a CommandSent event comes before the turn's."""
+        soul = self._soul()
+        choice = self._command_model(prompt.command)
+        self.bus.send(
+            ev.CommandSent(
+                command=prompt.command.name,
+                arguments=prompt.arguments,
+                file=prompt.command.shown_path,
+                model=choice.name if choice is not None else None,
+            )
+        )
+        if choice is None:
+            return await self.run(prompt.text)
+        from kode_tui.soul.agent import make_provider
+
+        config = self.config or Config()
+        session_provider = soul.provider
+        soul.provider = make_provider(choice, config.loop_control)
+        thinking.apply(soul.provider, choice, self.thinking)
+        try:
+            return await self.run(prompt.text)
+        finally:
+            soul.provider = session_provider
+            self.bus.send(soul.status())
+
+    def _command_model(self, command: CustomCommand) -> ModelChoice | None:
+        """The model `command` asks for when it may switch to it (None: the session's)."""
+        name = command.model
+        if name is None:
+            return None
+        config = self.config or Config()
+        aliases = [*config.models, "demo"]
+        why: str | None = None
+        if name not in aliases:
+            why = f"that is not one of your model aliases ({', '.join(aliases)})"
+        else:
+            try:
+                choice = check_model(config, name)
+            except ConfigError as error:
+                why = str(error)
+            else:
+                return None if choice.model == self.model_name else choice
+        self.bus.send(
+            ev.Warning(
+                message=f"{command.name} asks for model {visible(name, multiline=False)}: {why}; "
+                f"it runs on {self.model_name}."
+            )
+        )
+        return None
