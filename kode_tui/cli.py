@@ -43,8 +43,16 @@ class Opened:
     session: AgentSession | None = None
 
 
+class _Parser(argparse.ArgumentParser):
+    """An option the command does not take, or a value it does not know, is one line, as
+    every other error of the command is (argparse's own adds its whole usage)."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(2, f"{self.prog}: {message} (see {self.prog} --help)\n")
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = _Parser(
         prog="kode-tui",
         description="A terminal coding agent whose context you can see and steer.",
     )
@@ -103,6 +111,15 @@ def build_parser() -> argparse.ArgumentParser:
         "--print", dest="print_mode", action="store_true",
         help="run one turn without the UI, answer on stdout (prompt from -p or stdin)",
     )  # fmt: skip
+    parser.add_argument(
+        "--output-format", choices=("text", "json", "stream-json"), default="text",
+        help="with --print: text (default), one JSON result, or JSON lines of the events",
+    )  # fmt: skip
+    parser.add_argument(
+        "--input-format", choices=("text", "stream-json"), default="text",
+        help="with --print: the message as text (default), or JSON lines of user messages on "
+        "stdin, one turn each (needs --output-format stream-json)",
+    )  # fmt: skip
     parser.add_argument("--paths", action="store_true", help="print where kode-tui keeps things")
     parser.add_argument("--version", action="version", version=f"kode-tui {__version__}")
     return parser
@@ -151,6 +168,8 @@ def main(argv: list[str] | None = None) -> int:
         if args.print_mode or args.prompt is not None:
             prompt = _prompt(args)
             return asyncio.run(_run_print(args, work_dir, _load_config(args), prompt))
+        if args.output_format != "text" or args.input_format != "text":
+            raise UserError("--output-format and --input-format go with --print.")
         # The app reads the config itself, after its first frame.
         return asyncio.run(_run_app(args, work_dir))
     except (UserError, ConfigError) as error:
@@ -198,6 +217,14 @@ def _load_config(args: argparse.Namespace) -> Config:
 
 def _prompt(args: argparse.Namespace) -> str:
     """The print-mode message: `-p TEXT`, else whatever is piped to stdin."""
+    if args.input_format == "stream-json":
+        if args.prompt is not None:
+            raise UserError(
+                "--input-format stream-json reads the messages from stdin; leave out -p."
+            )
+        if args.output_format != "stream-json":
+            raise UserError("--input-format stream-json needs --output-format stream-json.")
+        return ""
     if args.prompt is not None:
         prompt: str = args.prompt
     elif not sys.stdin.isatty():
@@ -224,7 +251,11 @@ async def _run_print(args: argparse.Namespace, work_dir: Path, config: Config, p
         )
     if opened is None:
         opened = await AgentSession.open(work_dir)
-    return await run_print(opened, config, choice, prompt, yolo=args.yolo)
+    messages = sys.stdin if args.input_format == "stream-json" else None
+    return await run_print(
+        opened, config, choice, prompt, yolo=args.yolo,
+        output_format=args.output_format, messages=messages,
+    )  # fmt: skip
 
 
 def _work_dir(raw: str) -> Path:

@@ -20,13 +20,20 @@ output holds only what the final attempt said.
 
 from __future__ import annotations
 
+import asyncio
+import io
+import json
 import sys
-from typing import TextIO
+import time
+from collections.abc import Awaitable, Callable
+from dataclasses import asdict, dataclass, field
+from functools import partial
+from typing import Any, Literal, TextIO
 
 from kode_tui.config import Config, ModelChoice
 from kode_tui.humanize import compact_arguments
-from kode_tui.masking import mask
-from kode_tui.safetext import visible
+from kode_tui.masking import mask, mask_json
+from kode_tui.safetext import json_line, visible
 from kode_tui.soul.facade import (
     AgentSession,
     ChatProvider,
@@ -36,12 +43,17 @@ from kode_tui.soul.facade import (
     ContextReport,
     DemoProvider,
     LLMError,
+    StreamJson,
+    Subscription,
+    TurnTally,
     cost_lines,
     row_lines,
 )
 from kode_tui.wire import events as ev
 
 ARGUMENT_WIDTH = 80
+
+OutputFormat = Literal["text", "json", "stream-json"]
 
 
 class PrintView:
@@ -177,15 +189,23 @@ async def run_print(
     out: TextIO | None = None,
     err: TextIO | None = None,
     provider: ChatProvider | None = None,
+    output_format: OutputFormat = "text",
+    messages: TextIO | None = None,
 ) -> int:
     """Run one turn of the `opened` session for `prompt`; the exit status. `provider` answers
-    instead of the model `choice` names (a scripted one, say)."""
+    instead of the model `choice` names (a scripted one, say). With `output_format` `json` or
+    `stream-json`, stdout gets JSON (`kode_tui.print_json`); there, `messages` (stdin, for
+    `--input-format stream-json`) gives one turn per JSON line instead of `prompt`."""
     out = out or sys.stdout
     err = err or sys.stderr
     if provider is None and choice.is_demo:
         why = "no model is configured, so this is" if choice.source == "demo" else "this is"
         err.write(f"kode-tui: {why} the offline demo: a scripted agent, not an LLM.\n")
         provider = DemoProvider(delay=0)  # pacing is for eyes on a screen, not for a pipe
+    if output_format != "text":
+        start = partial(opened.start, config, choice, provider=provider, yolo=yolo)
+        json_view = JsonView(opened, out, err, stream=output_format == "stream-json")
+        return await json_view.run(start, prompt, messages)
     view = PrintView(out, err)
     shown = opened.bus.subscribe(callback=view)
     try:
@@ -195,7 +215,11 @@ async def run_print(
             result = await opened.run_command(custom)
         elif prompt.startswith("/"):
             view.note_compactions = False  # one figure, on stdout
-            return await _command(opened, prompt, out, err)
+            outcome = await _command(opened, prompt)
+            out.write(visible(mask(outcome.result)))
+            if outcome.error is not None and not outcome.told:
+                note(err, outcome.error)
+            return outcome.status
         else:
             result = await opened.run(prompt)
     finally:
@@ -225,8 +249,24 @@ def _custom_command(opened: AgentSession, line: str) -> CommandPrompt | CommandP
     return opened.command_prompt(name, argument)
 
 
-async def _command(opened: AgentSession, line: str, out: TextIO, err: TextIO) -> int:
-    """A slash command instead of a message; the exit status."""
+@dataclass(slots=True)
+class Outcome:
+    """How a message of print mode ended: a turn, or a slash command."""
+
+    status: int
+    """The exit status it asks for: 0 done, 1 failed or stopped, 2 a usage error."""
+    stop_reason: str
+    result: str = ""
+    """What goes to stdout: a command's report (a turn's answer streams as it comes)."""
+    error: str | None = None
+    told: bool = False
+    """The error was told already (a hook's line said why): no second line for it."""
+    data: dict[str, Any] = field(default_factory=dict)
+    """A command's report as data, for the JSON formats (`context`, `cost`)."""
+
+
+async def _command(opened: AgentSession, line: str) -> Outcome:
+    """A slash command instead of a message."""
     name, _, argument = line.strip().partition(" ")
     argument = argument.strip()
     if name == "/compact":
@@ -234,38 +274,37 @@ async def _command(opened: AgentSession, line: str, out: TextIO, err: TextIO) ->
         try:
             changed = await opened.compact(argument or None)
         except LLMError as error:
-            note(err, f"compaction failed: {opened.model_name}: {error}")
-            return 1
+            return _failed(1, f"compaction failed: {opened.model_name}: {error}")
         except OSError as error:  # a session file could not be written (a full disk, say)
-            note(err, f"compaction failed: {error}")
-            return 1
+            return _failed(1, f"compaction failed: {error}")
         except CompactionBlocked:  # the hook's line said why
-            return 1
+            return Outcome(1, "blocked", error="a hook blocked the compaction", told=True)
         if not changed:
-            out.write("Nothing to compact.\n")
-        else:
-            out.write(f"Compacted the context: {before:,} → {opened.token_count():,} tokens.\n")
-        return 0
+            return Outcome(0, "done", "Nothing to compact.\n")
+        after = opened.token_count()
+        return Outcome(0, "done", f"Compacted the context: {before:,} → {after:,} tokens.\n")
     if name == "/context":
         if argument and argument != "refresh":
-            err.write("kode-tui: /context takes no argument but `refresh`.\n")
-            return 2
+            return _failed(2, "/context takes no argument but `refresh`.")
         report = await opened.context_report(refresh=argument == "refresh")
         assert report is not None  # the agent is up
         # The system prompt holds the project's files (README.md, AGENTS.md) as they are.
-        out.write(visible(mask(format_report(report))))
-        return 0
+        return Outcome(0, "done", format_report(report), data={"context": asdict(report)})
     if name == "/cost":
-        out.write(visible("\n".join(cost_lines(opened.cost())) + "\n"))
-        return 0
+        report = opened.cost()
+        return Outcome(
+            0, "done", "\n".join(cost_lines(report)) + "\n", data={"cost": asdict(report)}
+        )
     custom = _custom_command(opened, line)
     if isinstance(custom, CommandProblem):
-        note(err, custom.message)
-        return 2
+        return _failed(2, custom.message)
     names = [c.name for c in opened.custom_commands().commands]
     known = ", ".join(COMMANDS) + (f" and the custom {', '.join(names)}" if names else "")
-    note(err, f"unknown command {name}; print mode knows {known}.")
-    return 2
+    return _failed(2, f"unknown command {name}; print mode knows {known}.")
+
+
+def _failed(status: int, error: str) -> Outcome:
+    return Outcome(status, "error", error=error)
 
 
 def format_report(report: ContextReport) -> str:
@@ -282,3 +321,189 @@ def format_report(report: ContextReport) -> str:
     lines += [f"  [{r.kind}] {r.text.splitlines()[0]}" for r in report.reminders] or ["  none"]
     lines += ["", "System prompt:", "", report.system_prompt, ""]
     return "\n".join(lines)
+
+
+# --- the JSON formats ----------------------------------------------------------------------------
+
+
+class JsonView:
+    """`--output-format json` and `stream-json`: the turns of print mode as JSON on stdout.
+
+    `stream-json` writes one JSON object a line: the events of each turn (`StreamJson`), then
+    its `result` object. `json` writes the result alone, with the turn's `messages` as
+    context.jsonl holds them, once the turn is over; what text mode says on stderr (warnings,
+    retries, rejected approvals, hooks that warned or blocked) it says there too. Every line
+    is `safetext.json_line`: masked, and with no control character left raw.
+    """
+
+    def __init__(self, opened: AgentSession, out: TextIO, err: TextIO, *, stream: bool) -> None:
+        self._opened = opened
+        self._out = out
+        self._err = err
+        self._stream = stream
+        self._events = StreamJson()
+        self._notes = None if stream else PrintView(_Discard(), err)
+        """Text mode's lines on stderr, for `json`; its stdout is dropped."""
+
+    def __call__(self, event: ev.Event) -> None:
+        if self._notes is not None:
+            self._notes(event)  # it rejects approvals, as text mode does
+        elif isinstance(event, ev.ApprovalRequest):
+            event.resolve("reject")  # print mode asks no one; `approval_resolved` follows
+        for value in self._events.feed(event):
+            self._write(value)
+
+    def _write(self, value: dict[str, Any], *, final: bool = False) -> None:
+        if self._stream or final:
+            self._out.write(json_line(mask_json(value)) + "\n")
+            self._out.flush()
+
+    async def run(
+        self, start: Callable[[], Awaitable[None]], prompt: str, messages: TextIO | None
+    ) -> int:
+        """Start the agent, run `prompt` (or each message of `messages`); the exit status, the
+        worst of its messages' (a bad line of `messages` is 2)."""
+        shown = self._opened.bus.subscribe(callback=self)
+        status = 0
+        try:
+            await start()
+            if messages is None:
+                status = await self._message(shown, prompt)
+            else:
+                number = 0
+                while line := await asyncio.to_thread(messages.readline):
+                    number += 1
+                    if not line.strip():
+                        continue
+                    try:
+                        text = read_message(line)
+                    except ValueError as error:
+                        await self._bad_line(shown, f"line {number} of stdin: {error}")
+                        status = 2
+                        continue
+                    status = max(status, await self._message(shown, text))
+        finally:
+            await shown.join()
+            for value in self._events.end():
+                self._write(value)
+            await self._opened.close()
+        return status
+
+    async def _message(self, shown: Subscription[ev.Event], text: str) -> int:
+        """Run one message (a turn or a command) and write its result; its exit status."""
+        opened = self._opened
+        began = time.monotonic()
+        self._events.begin_turn()
+        history = len((await opened.messages())[0])
+        steps = 0
+        custom = _custom_command(opened, text)
+        if isinstance(custom, CommandPrompt) or not text.startswith("/"):
+            if isinstance(custom, CommandPrompt):
+                turn = await opened.run_command(custom)
+            else:
+                turn = await opened.run(text)
+            steps = turn.steps
+            outcome = Outcome(0 if turn.stop_reason == "done" else 1, turn.stop_reason)
+            if turn.stop_reason == "blocked":
+                outcome.error, outcome.told = "a hook blocked the prompt", True
+            elif turn.stop_reason == "rejected":
+                outcome.error = "the turn stopped at a rejected tool call."
+            elif turn.stop_reason != "done":
+                outcome.error = str(turn.error)
+        else:
+            if self._notes is not None:
+                self._notes.note_compactions = False  # `result` has the figure
+            outcome = await _command(opened, text)
+            if self._notes is not None:
+                self._notes.note_compactions = True
+        await shown.join()
+        for value in self._events.end():
+            self._write(value)
+        tally = self._events.tally
+        result: dict[str, Any] = {
+            "type": "result",
+            "session_id": opened.id,
+            "is_error": outcome.status != 0,
+            "stop_reason": outcome.stop_reason,
+            "result": outcome.result or tally.final_text,
+            "usage": tally.usage(),
+            "cost_usd": self._turn_cost(),
+            "duration_s": round(time.monotonic() - began, 3),
+            "num_turns": steps,
+        }
+        if outcome.error is not None:
+            result["error"] = outcome.error
+            if not self._stream and not outcome.told:
+                note(self._err, outcome.error)
+        result.update(outcome.data)
+        if not self._stream:
+            stored, _ = await opened.messages()
+            # A compaction or revert during the turn replaced the history: all of it is new.
+            turn_messages = stored if tally.rotated or len(stored) < history else stored[history:]
+            result["messages"] = [
+                m.model_dump(mode="json", exclude_unset=True) for m in turn_messages
+            ]
+        self._write(result, final=True)
+        return outcome.status
+
+    def _turn_cost(self) -> float | None:
+        """What the turn's model calls cost; None when unknown (no call was counted, or one
+        had no known price)."""
+        if not self._events.tally.calls:
+            return None
+        turns = self._opened.cost().turns
+        if not turns or turns[-1].unpriced:
+            return None
+        return turns[-1].usd
+
+    async def _bad_line(self, shown: Subscription[ev.Event], error: str) -> None:
+        """A line of stdin that is no message: one line on stderr and an error result."""
+        await shown.join()
+        note(self._err, error)
+        self._write(
+            {
+                "type": "result",
+                "session_id": self._opened.id,
+                "is_error": True,
+                "stop_reason": "error",
+                "result": "",
+                "error": error,
+                "usage": TurnTally().usage(),
+                "cost_usd": None,
+                "duration_s": 0.0,
+                "num_turns": 0,
+            },
+            final=True,
+        )
+
+
+def read_message(line: str) -> str:
+    """The text of a user message line of `--input-format stream-json`: Claude Code's
+    `{"type": "user", "message": {"role": "user", "content": ...}}` or the plain
+    `{"type": "user", "content": ...}`, the content a string or a list of text blocks.
+    ValueError, with the reason, for anything else."""
+    try:
+        value = json.loads(line)
+    except (ValueError, RecursionError):
+        raise ValueError("not JSON") from None
+    if not isinstance(value, dict) or value.get("type") != "user":
+        raise ValueError('not a user message ({"type": "user", ...})')
+    message = value.get("message", value)
+    content = message.get("content") if isinstance(message, dict) else None
+    if isinstance(content, list):
+        texts = [b.get("text") for b in content if isinstance(b, dict) and b.get("type") == "text"]
+        if len(texts) != len(content) or not all(isinstance(t, str) for t in texts):
+            raise ValueError("only text blocks are taken in a message's content")
+        content = "\n\n".join(texts)
+    if not isinstance(content, str):
+        raise ValueError("the message has no content")
+    if not content.strip():
+        raise ValueError("the message is empty")
+    return content
+
+
+class _Discard(io.TextIOBase):
+    """A stream that drops what it is given."""
+
+    def write(self, text: str) -> int:
+        return len(text)

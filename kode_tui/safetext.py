@@ -22,6 +22,7 @@ This module imports nothing of the project or of Textual, so every layer can use
 
 from __future__ import annotations
 
+import json
 import re
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -99,6 +100,19 @@ def has_hidden(text: str) -> bool:
     """Whether `text` holds a character `visible()` replaces, line feeds and tabs aside (a
     carriage return before a line feed counts: a shell takes it as part of the command)."""
     return _HIDDEN.search(text) is not None
+
+
+def json_line(value: Any) -> str:
+    """`value` as one line of JSON (no line feed) whose text shows on a terminal as it is:
+    non-ASCII letters stay, and every character `visible()` replaces is a `\\u` escape, which
+    any JSON reader turns back into the character."""
+    return _HIDDEN.sub(_json_escape, json.dumps(value, ensure_ascii=False))
+
+
+def _json_escape(match: re.Match[str]) -> str:
+    # json.dumps spells C0 controls itself; these are the others, valid only inside strings,
+    # which is the only place they can be in a JSON text.
+    return json.dumps(match.group())[1:-1]
 
 
 Model = TypeVar("Model", bound="BaseModel")

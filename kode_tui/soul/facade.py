@@ -85,6 +85,7 @@ from kode_tui.soul.soul import (
     TurnResult,
     damaged_notice,
 )
+from kode_tui.soul.stream_json import StreamJson, TurnTally
 from kode_tui.soul.thinking import LEVELS as THINKING_LEVELS
 from kode_tui.soul.thinking import next_level as next_thinking_level
 from kode_tui.soul.thinking import parse_level as parse_thinking_level
@@ -142,11 +143,13 @@ __all__ = [
     "SessionPermission",
     "SessionRow",
     "ShellRecord",
+    "StreamJson",
     "Subscription",
     "ThinkingLevel",
     "TimelineState",
     "TurnCost",
     "TurnResult",
+    "TurnTally",
     "WireBus",
     "compare",
     "cost_lines",
