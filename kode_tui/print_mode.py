@@ -291,10 +291,8 @@ async def _command(opened: AgentSession, line: str) -> Outcome:
         # The system prompt holds the project's files (README.md, AGENTS.md) as they are.
         return Outcome(0, "done", format_report(report), data={"context": asdict(report)})
     if name == "/cost":
-        report = opened.cost()
-        return Outcome(
-            0, "done", "\n".join(cost_lines(report)) + "\n", data={"cost": asdict(report)}
-        )
+        spent = opened.cost()
+        return Outcome(0, "done", "\n".join(cost_lines(spent)) + "\n", data={"cost": asdict(spent)})
     custom = _custom_command(opened, line)
     if isinstance(custom, CommandProblem):
         return _failed(2, custom.message)
@@ -342,7 +340,7 @@ class JsonView:
         self._err = err
         self._stream = stream
         self._events = StreamJson()
-        self._notes = None if stream else PrintView(_Discard(), err)
+        self._notes = None if stream else PrintView(io.StringIO(), err)
         """Text mode's lines on stderr, for `json`; its stdout is dropped."""
 
     def __call__(self, event: ev.Event) -> None:
@@ -494,16 +492,9 @@ def read_message(line: str) -> str:
         texts = [b.get("text") for b in content if isinstance(b, dict) and b.get("type") == "text"]
         if len(texts) != len(content) or not all(isinstance(t, str) for t in texts):
             raise ValueError("only text blocks are taken in a message's content")
-        content = "\n\n".join(texts)
+        content = "\n\n".join(str(t) for t in texts)
     if not isinstance(content, str):
         raise ValueError("the message has no content")
     if not content.strip():
         raise ValueError("the message is empty")
     return content
-
-
-class _Discard(io.TextIOBase):
-    """A stream that drops what it is given."""
-
-    def write(self, text: str) -> int:
-        return len(text)

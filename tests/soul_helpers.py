@@ -7,7 +7,7 @@ import json
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar, TextIO
 
 import tenacity
 from pydantic import BaseModel
@@ -27,6 +27,9 @@ from kode_tui.tools.toolset import Toolset
 from kode_tui.wire import WireBus
 from kode_tui.wire import events as ev
 from kode_tui.wire.events import ApprovalResponse
+
+if TYPE_CHECKING:
+    from kode_tui.print_mode import OutputFormat
 
 
 class EchoParams(BaseModel):
@@ -199,9 +202,14 @@ async def print_turn(
     prompt: str = "hi",
     session: Session | None = None,
     config: Config | None = None,
+    *,
+    output_format: OutputFormat = "text",
+    messages: TextIO | None = None,
+    yolo: bool = False,
 ) -> Printed:
     """`kode-tui -p PROMPT --print` in `work_dir` (a new session unless `session`), with
-    `provider` answering."""
+    `provider` answering; `--output-format`, stream-json input (`messages`) and `--yolo` as
+    given."""
     import io
 
     from kode_tui.config import ModelChoice
@@ -212,5 +220,16 @@ async def print_turn(
     choice = ModelChoice(name="scripted", model="scripted", source="flag")
     opened = await AgentSession.open(work_dir, session)
     config = config or Config()
-    status = await run_print(opened, config, choice, prompt, out=out, err=err, provider=provider)
+    status = await run_print(
+        opened,
+        config,
+        choice,
+        prompt,
+        out=out,
+        err=err,
+        provider=provider,
+        output_format=output_format,
+        messages=messages,
+        yolo=yolo,
+    )
     return Printed(status, out.getvalue(), err.getvalue())

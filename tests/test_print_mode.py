@@ -26,6 +26,7 @@ from kode_tui.soul.agent import open_agent
 from kode_tui.soul.llm import LLMConnectionError, StreamItem
 from kode_tui.soul.llm.demo import INTRO, NOTES_FILE, DemoProvider
 from kode_tui.soul.llm.scripted import ScriptedProvider
+from kode_tui.soul.stream_json import StreamJson
 from kode_tui.wire import events as ev
 from kode_tui.wire.events import read_wire
 from tests.soul_helpers import make_rig, print_turn
@@ -286,6 +287,28 @@ async def test_print_mode_shows_escapes_from_the_model_and_tools_visibly(project
     assert "bad request start␛[8mhidden" in printed.err
 
 
+async def test_stream_json_keeps_escapes_from_the_model_inside_json_strings(
+    project: Path,
+) -> None:
+    provider = ScriptedProvider(
+        [
+            {
+                "text": f"answer {HOSTILE}",
+                "tool_calls": [{"name": "No\x1b[8mTool", "arguments": {"path": "a\x9b31m"}}],
+            },
+            {"text": "done"},
+        ]
+    )
+
+    printed = await print_turn(project, provider, output_format="stream-json")
+
+    assert not RAW.findall(printed.out), printed.out
+    values = [json.loads(line) for line in printed.out.splitlines()]
+    assert f"answer {HOSTILE}" in [value.get("text") for value in values]
+    [call] = [value for value in values if value["type"] == "tool_call"]
+    assert call["name"] == "No\x1b[8mTool" and call["input"] == {"path": "a\x9b31m"}
+
+
 def test_print_mode_writes_a_warning_as_one_line_on_stderr() -> None:
     out, err = io.StringIO(), io.StringIO()
     view = PrintView(out, err)
@@ -353,6 +376,24 @@ async def test_print_mode_on_a_terminal_marks_the_text_of_a_failed_attempt_void(
 
     assert out.getvalue() == "This answer will \nretry answer\n"
     assert "the text above from the failed attempt is void" in err
+
+
+async def test_stream_json_holds_only_what_the_final_attempt_said(tmp_path: Path) -> None:
+    rig = await make_rig(tmp_path, [])
+    rig.soul.provider = CutFirstAttempt(
+        [{"text": "This answer will be cut"}, {"text": "retry answer"}]
+    )
+    stream = StreamJson()
+    values: list[dict[str, Any]] = []
+    shown = rig.bus.subscribe(callback=lambda event: values.extend(stream.feed(event)))
+
+    assert (await rig.soul.run("hi")).stop_reason == "done"
+    await shown.join()
+    values += stream.end()
+
+    types = [value["type"] for value in values]
+    assert [value["text"] for value in values if value["type"] == "text"] == ["retry answer"]
+    assert types.index("step_retry") < types.index("text")
 
 
 async def test_compact_on_a_full_disk_says_so_in_one_line(

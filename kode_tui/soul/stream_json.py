@@ -86,7 +86,7 @@ class StreamJson:
                 self._part(event)
                 return []
             case ev.ToolCall():
-                call = {
+                call: dict[str, Any] = {
                     "type": "tool_call",
                     "id": event.id,
                     "name": event.function.name,
@@ -97,9 +97,9 @@ class StreamJson:
                 return []
             case ev.ToolCallPart():
                 # An empty id (Kimi's pieces) extends the call before it.
-                call = self._calls.get(event.id) if event.id else self._last_call
-                if call is not None:
-                    call["arguments"] += event.arguments_delta
+                extended = self._calls.get(event.id) if event.id else self._last_call
+                if extended is not None:
+                    extended["arguments"] += event.arguments_delta
                 return []
             case ev.StepRetry():
                 self._attempt, self._calls, self._last_call = [], {}, None

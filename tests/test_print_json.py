@@ -1,0 +1,254 @@
+"""Print mode's JSON formats: `--output-format json|stream-json`, `--input-format stream-json`,
+as a script reads them."""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from kode_tui import masking
+from kode_tui.cli import main
+from kode_tui.session import Session
+from kode_tui.soul.llm.scripted import ScriptedProvider
+from tests.soul_helpers import print_turn
+
+THINK = "The user wants the README read, so I will read it and then say what it holds."
+SAID = "Let me read the README first, then I will tell you what this project is about."
+
+
+def lines_of(out: str) -> list[dict[str, Any]]:
+    """Every line of stdout, parsed: any line that is not a JSON object fails the test."""
+    values = [json.loads(line) for line in out.splitlines()]
+    assert all(isinstance(value, dict) and "type" in value for value in values)
+    return values
+
+
+async def session_exists(project: Path, session_id: str) -> bool:
+    return await Session.find(project, session_id) is not None
+
+
+async def test_stream_json_writes_each_event_as_a_json_line_ending_with_the_result(
+    project: Path,
+) -> None:
+    provider = ScriptedProvider(
+        [
+            {
+                "think": THINK,
+                "text": SAID,
+                "tool_calls": [{"name": "ReadFile", "arguments": {"path": "README.md"}}],
+            },
+            {"text": "It is a tiny project that greets."},
+        ]
+    )
+
+    printed = await print_turn(project, provider, "What is it?", output_format="stream-json")
+
+    assert printed.status == 0, printed.err
+    values = lines_of(printed.out)
+    types = [v["type"] for v in values]
+    turn = types[types.index("turn_begin") :]
+    assert [
+        t for t in turn if t not in ("status_update", "checkpoint_created", "system_reminders")
+    ] == [
+        "turn_begin",
+        "step_begin",
+        "thinking",
+        "text",
+        "tool_call",
+        "tool_result",
+        "step_begin",
+        "text",
+        "turn_end",
+        "result",
+    ]
+    # The deltas of each part are one object; the call's argument pieces are merged.
+    assert [v["thinking"] for v in values if v["type"] == "thinking"] == [THINK]
+    assert [v["text"] for v in values if v["type"] == "text"] == [
+        SAID,
+        "It is a tiny project that greets.",
+    ]
+    [call] = [v for v in values if v["type"] == "tool_call"]
+    assert (call["name"], call["input"]) == ("ReadFile", {"path": "README.md"})
+    assert json.loads(call["arguments"]) == {"path": "README.md"}
+    [result] = [v for v in values if v["type"] == "tool_result"]
+    assert result["tool_call_id"] == call["id"] and "Tiny project" in result["output"]
+    final = values[-1]
+    assert final["is_error"] is False and final["stop_reason"] == "done"
+    assert final["result"] == "It is a tiny project that greets."
+    assert final["num_turns"] == 2 and final["usage"]["input"] > 0 and final["usage"]["output"] > 0
+    assert final["cost_usd"] is None  # the scripted model has no price
+    assert await session_exists(project, final["session_id"])
+    assert printed.err == ""
+
+
+async def test_stream_json_masks_api_keys(project: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("ODD_API_KEY", "sk-odd-key-0123456789")
+    masking.refresh()
+    provider = ScriptedProvider([{"text": "Your key is sk-odd-key-0123456789, I think."}])
+
+    printed = await print_turn(project, provider, output_format="stream-json")
+
+    assert "sk-odd-key" not in printed.out
+    assert lines_of(printed.out)[-1]["result"] == "Your key is [masked: ODD_API_KEY], I think."
+
+
+async def test_a_failed_turn_ends_with_an_error_result_and_exit_status_1(project: Path) -> None:
+    provider = ScriptedProvider([{"error": {"status": 401, "message": "bad key"}}])
+
+    printed = await print_turn(project, provider, output_format="stream-json")
+
+    assert printed.status == 1
+    values = lines_of(printed.out)
+    assert "error" in [v["type"] for v in values]
+    final = values[-1]
+    assert final["type"] == "result" and final["is_error"] is True
+    assert final["stop_reason"] == "error" and "bad key" in final["error"]
+    assert await session_exists(project, final["session_id"])
+
+
+async def test_a_rejected_approval_shows_as_request_and_resolution(project: Path) -> None:
+    provider = ScriptedProvider(
+        [{"tool_calls": [{"name": "WriteFile", "arguments": {"path": "a.txt", "content": "x"}}]}]
+    )
+
+    printed = await print_turn(project, provider, output_format="stream-json")
+
+    assert printed.status == 1
+    values = lines_of(printed.out)
+    [request] = [v for v in values if v["type"] == "approval_request"]
+    [resolved] = [v for v in values if v["type"] == "approval_resolved"]
+    assert request["tool_name"] == "WriteFile" and resolved == {
+        "type": "approval_resolved",
+        "id": request["id"],
+        "response": "reject",
+    }
+    assert values[-1]["stop_reason"] == "rejected" and values[-1]["is_error"] is True
+    assert not (project / "a.txt").exists()
+
+
+async def test_json_writes_one_object_with_the_messages_of_the_turn(project: Path) -> None:
+    session = await Session.create(project)
+    provider = ScriptedProvider([{"text": "First answer."}, {"text": "Second answer."}])
+    assert (await print_turn(project, provider, "first", session=session)).status == 0
+
+    printed = await print_turn(project, provider, "second", session=session, output_format="json")
+
+    assert printed.status == 0, printed.err
+    [value] = lines_of(printed.out)
+    assert value["type"] == "result" and value["session_id"] == session.id
+    assert value["result"] == "Second answer."
+    messages = value["messages"]
+    said = [m["content"] for m in messages if m["role"] == "user"]
+    assert [text for text in said if not text.startswith("<system>")] == ["second"]
+    assert messages[-1] == {"role": "assistant", "content": "Second answer."}
+    assert "First answer." not in json.dumps(messages)
+
+
+async def test_context_and_cost_commands_give_their_report_as_data(project: Path) -> None:
+    provider = ScriptedProvider([])
+    session = await Session.create(project)
+
+    context = await print_turn(project, provider, "/context", session=session, output_format="json")
+    cost = await print_turn(project, provider, "/cost", session=session, output_format="json")
+    unknown = await print_turn(
+        project, provider, "/frobnicate", session=session, output_format="json"
+    )
+
+    [report] = lines_of(context.out)
+    assert report["result"].startswith("Context: ")
+    assert report["context"]["context_tokens"] > 0 and report["context"]["rows"]
+    [spent] = lines_of(cost.out)
+    assert spent["cost"]["counted"] is False and spent["result"].startswith("No cost")
+    assert unknown.status == 2
+    [failed] = lines_of(unknown.out)
+    assert failed["is_error"] is True and "unknown command /frobnicate" in failed["error"]
+    assert unknown.err.startswith("kode-tui: unknown command /frobnicate")
+
+
+async def test_stream_json_input_runs_each_message_as_a_turn_of_one_session(
+    project: Path,
+) -> None:
+    provider = ScriptedProvider([{"text": "One."}, {"text": "Two."}])
+    messages = io.StringIO(
+        '{"type": "user", "message": {"role": "user", "content": "first"}}\n'
+        "not json\n"
+        "\n"
+        '{"type": "user", "content": [{"type": "text", "text": "second"}]}\n'
+    )
+
+    printed = await print_turn(
+        project, provider, "", output_format="stream-json", messages=messages
+    )
+
+    assert printed.status == 2  # the bad line; the turns after it ran
+    results = [v for v in lines_of(printed.out) if v["type"] == "result"]
+    assert [(r["is_error"], r["result"]) for r in results] == [
+        (False, "One."),
+        (True, ""),
+        (False, "Two."),
+    ]
+    assert results[1]["error"] == "line 2 of stdin: not JSON"
+    assert printed.err == "kode-tui: line 2 of stdin: not JSON\n"
+    [session_id] = {r["session_id"] for r in results}
+    session = await Session.find(project, session_id)
+    assert session is not None
+    users = [
+        record["content"]
+        for record in map(json.loads, session.context_file.read_text().splitlines())
+        if record["role"] == "user" and not str(record["content"]).startswith("<system>")
+    ]
+    assert users == ["first", "second"]
+
+
+def test_a_bad_format_or_an_error_before_any_session_is_one_line_on_stderr(
+    project: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    with pytest.raises(SystemExit) as exited:
+        main(["-p", "hi", "--print", "--output-format", "yaml", str(project)])
+    assert exited.value.code == 2
+    out, err = capsys.readouterr()
+    assert out == "" and err.count("\n") == 1
+    assert err.startswith("kode-tui: argument --output-format: invalid choice: 'yaml'")
+
+    bad = tmp_path / "bad.toml"
+    bad.write_text("[loop_control]\nmax_steps_per_run = 'many'\n")
+    args = ["-p", "hi", "--print", "--output-format", "stream-json", "--config", str(bad)]
+    assert main([*args, str(project)]) == 2
+    out, err = capsys.readouterr()
+    assert out == "" and err.count("\n") == 1 and "max_steps_per_run" in err
+
+
+def test_the_command_runs_a_turn_per_json_line_of_stdin(project: Path) -> None:
+    messages = "".join(
+        json.dumps({"type": "user", "message": {"role": "user", "content": text}}) + "\n"
+        for text in ("Tour, please", "/cost")
+    )
+    done = subprocess.run(
+        [
+            *(sys.executable, "-m", "kode_tui", "--print", "--yolo", str(project)),
+            *("--input-format", "stream-json", "--output-format", "stream-json"),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        input=messages,
+        env={**os.environ},
+    )
+
+    assert done.returncode == 0, done.stderr
+    values = lines_of(done.stdout)
+    results = [v for v in values if v["type"] == "result"]
+    assert [r["is_error"] for r in results] == [False, False]
+    assert "not an LLM" in "".join(v["text"] for v in values if v["type"] == "text")
+    assert results[1]["result"].startswith("No cost recorded")
+    [context] = Path(os.environ["KODE_TUI_HOME"]).glob(
+        f"sessions/*/{results[0]['session_id']}/context.jsonl"
+    )
+    assert "Tour, please" in context.read_text()
