@@ -45,7 +45,6 @@ from kode_tui.soul.facade import (
     LLMError,
     StreamJson,
     Subscription,
-    TurnTally,
     cost_lines,
     row_lines,
 )
@@ -194,7 +193,7 @@ async def run_print(
 ) -> int:
     """Run one turn of the `opened` session for `prompt`; the exit status. `provider` answers
     instead of the model `choice` names (a scripted one, say). With `output_format` `json` or
-    `stream-json`, stdout gets JSON (`kode_tui.print_json`); there, `messages` (stdin, for
+    `stream-json`, stdout gets JSON (`JsonView`); there, `messages` (stdin, for
     `--input-format stream-json`) gives one turn per JSON line instead of `prompt`."""
     out = out or sys.stdout
     err = err or sys.stderr
@@ -392,7 +391,7 @@ class JsonView:
         opened = self._opened
         began = time.monotonic()
         self._events.begin_turn()
-        history = len((await opened.messages())[0])
+        history = 0 if self._stream else len((await opened.messages())[0])
         steps = 0
         custom = _custom_command(opened, text)
         if isinstance(custom, CommandPrompt) or not text.startswith("/"):
@@ -417,32 +416,44 @@ class JsonView:
         await shown.join()
         for value in self._events.end():
             self._write(value)
+        result = self._result(outcome, time.monotonic() - began, steps)
+        if not self._stream:
+            stored, _ = await opened.messages()
+            # A compaction or revert during the turn replaced the history: all of it is new.
+            rotated = self._events.tally.rotated or len(stored) < history
+            result["messages"] = [
+                m.model_dump(mode="json", exclude_unset=True)
+                for m in (stored if rotated else stored[history:])
+            ]
+        self._write(result, final=True)
+        return outcome.status
+
+    async def _bad_line(self, shown: Subscription[ev.Event], error: str) -> None:
+        """A line of stdin that is no message: one line on stderr and an error result."""
+        await shown.join()
+        self._events.begin_turn()
+        self._write(self._result(_failed(2, error), 0.0, 0), final=True)
+
+    def _result(self, outcome: Outcome, duration_s: float, steps: int) -> dict[str, Any]:
+        """The `result` object of a message (a JSON mode's error goes to stderr too)."""
         tally = self._events.tally
         result: dict[str, Any] = {
             "type": "result",
-            "session_id": opened.id,
+            "session_id": self._opened.id,
             "is_error": outcome.status != 0,
             "stop_reason": outcome.stop_reason,
             "result": outcome.result or tally.final_text,
             "usage": tally.usage(),
             "cost_usd": self._turn_cost(),
-            "duration_s": round(time.monotonic() - began, 3),
+            "duration_s": round(duration_s, 3),
             "num_turns": steps,
         }
         if outcome.error is not None:
             result["error"] = outcome.error
-            if not self._stream and not outcome.told:
+            if not outcome.told:
                 note(self._err, outcome.error)
         result.update(outcome.data)
-        if not self._stream:
-            stored, _ = await opened.messages()
-            # A compaction or revert during the turn replaced the history: all of it is new.
-            turn_messages = stored if tally.rotated or len(stored) < history else stored[history:]
-            result["messages"] = [
-                m.model_dump(mode="json", exclude_unset=True) for m in turn_messages
-            ]
-        self._write(result, final=True)
-        return outcome.status
+        return result
 
     def _turn_cost(self) -> float | None:
         """What the turn's model calls cost; None when unknown (no call was counted, or one
@@ -453,26 +464,6 @@ class JsonView:
         if not turns or turns[-1].unpriced:
             return None
         return turns[-1].usd
-
-    async def _bad_line(self, shown: Subscription[ev.Event], error: str) -> None:
-        """A line of stdin that is no message: one line on stderr and an error result."""
-        await shown.join()
-        note(self._err, error)
-        self._write(
-            {
-                "type": "result",
-                "session_id": self._opened.id,
-                "is_error": True,
-                "stop_reason": "error",
-                "result": "",
-                "error": error,
-                "usage": TurnTally().usage(),
-                "cost_usd": None,
-                "duration_s": 0.0,
-                "num_turns": 0,
-            },
-            final=True,
-        )
 
 
 def read_message(line: str) -> str:

@@ -110,6 +110,7 @@ async def test_a_failed_turn_ends_with_an_error_result_and_exit_status_1(project
     final = values[-1]
     assert final["type"] == "result" and final["is_error"] is True
     assert final["stop_reason"] == "error" and "bad key" in final["error"]
+    assert printed.err == f"kode-tui: {final['error']}\n"
     assert await session_exists(project, final["session_id"])
 
 
@@ -170,6 +171,31 @@ async def test_context_and_cost_commands_give_their_report_as_data(project: Path
     [failed] = lines_of(unknown.out)
     assert failed["is_error"] is True and "unknown command /frobnicate" in failed["error"]
     assert unknown.err.startswith("kode-tui: unknown command /frobnicate")
+
+
+async def test_compact_and_custom_commands_stream_their_events(project: Path) -> None:
+    (project / ".kode/commands").mkdir(parents=True)
+    (project / ".kode/commands/greet.md").write_text("Greet $ARGUMENTS warmly.")
+    provider = ScriptedProvider([{"text": "Hello, Ada!"}, {"text": "The user was greeted."}])
+    messages = io.StringIO(
+        '{"type": "user", "content": "/greet Ada"}\n{"type": "user", "content": "/compact"}\n'
+    )
+
+    printed = await print_turn(
+        project, provider, "", output_format="stream-json", messages=messages
+    )
+
+    assert printed.status == 0, printed.err
+    values = lines_of(printed.out)
+    types = [v["type"] for v in values]
+    [sent] = [v for v in values if v["type"] == "command_sent"]
+    assert (sent["command"], sent["arguments"]) == ("/greet", "Ada")
+    assert types.index("command_sent") < types.index("turn_begin")
+    assert types.index("compaction_begin") < types.index("compaction_end")
+    first, second = [v for v in values if v["type"] == "result"]
+    assert first["result"] == "Hello, Ada!"
+    assert second["result"].startswith("Compacted the context: ")
+    assert types[-1] == "result" and types.index("compaction_end") < len(types) - 1
 
 
 async def test_stream_json_input_runs_each_message_as_a_turn_of_one_session(
