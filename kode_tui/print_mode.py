@@ -16,6 +16,10 @@ When a step's model call fails midway and is tried again, what that attempt said
 terminal it has been seen already: the note on stderr says so and the new attempt starts on a
 new line. Into a pipe or a file, a step's text is written once its model call has ended, so the
 output holds only what the final attempt said.
+
+`--output-format json` and `stream-json` write JSON instead (`JsonView`), and
+`--input-format stream-json` takes one message a JSON line of stdin, each a turn of the same
+session.
 """
 
 from __future__ import annotations
@@ -331,6 +335,18 @@ class JsonView:
     context.jsonl holds them, once the turn is over; what text mode says on stderr (warnings,
     retries, rejected approvals, hooks that warned or blocked) it says there too. Every line
     is `safetext.json_line`: masked, and with no control character left raw.
+
+    A result is `{"type": "result", "session_id", "is_error", "stop_reason", "result", "usage":
+    {input, output, cache_read, cache_creation}, "cost_usd", "duration_s", "num_turns"}`, with
+    `error` (also one line on stderr) when it failed; `stop_reason` is the turn's (`done`,
+    `rejected`, `max_steps`, `error`, `blocked`), or `done`/`error` for a command; `result` is
+    the final step's text, or a command's report (`/context` and `/cost` add it as data under
+    `context` and `cost`); `cost_usd` is null when unknown (no call counted, or a call with no
+    known price); `num_turns` counts the model calls. A message of stdin that is no user
+    message is skipped: one line on stderr, an error result, and exit status 2 at the end
+    (the status is the worst of the messages'). Errors before a session exists (a bad config,
+    a session id that names none) print no result: stdout stays empty, stderr has one line,
+    the status is 2, so every result names a session on disk.
     """
 
     def __init__(self, opened: AgentSession, out: TextIO, err: TextIO, *, stream: bool) -> None:

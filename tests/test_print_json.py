@@ -17,6 +17,7 @@ from kode_tui import masking
 from kode_tui.cli import main
 from kode_tui.session import Session
 from kode_tui.soul.llm.scripted import ScriptedProvider
+from tests.llm_server import KEY_ENV, LLMServer, write_loopback_config
 from tests.soul_helpers import print_turn
 
 THINK = "The user wants the README read, so I will read it and then say what it holds."
@@ -250,15 +251,31 @@ def test_a_bad_format_or_an_error_before_any_session_is_one_line_on_stderr(
     out, err = capsys.readouterr()
     assert out == "" and err.count("\n") == 1 and "max_steps_per_run" in err
 
+    assert main(["--output-format", "json", str(project)]) == 2
+    assert (
+        capsys.readouterr().err == "kode-tui: --output-format and --input-format go with --print.\n"
+    )
 
-def test_the_command_runs_a_turn_per_json_line_of_stdin(project: Path) -> None:
+
+def test_the_command_streams_turns_of_a_real_model_read_from_stdin(
+    project: Path, server: LLMServer, home: Path
+) -> None:
+    write_loopback_config(home, server, KEY_ENV)
+    server.reply_tool_calls(
+        [("call_g", "Glob", json.dumps({"pattern": "*.md"}))], text="Looking.", usage=(100, 10)
+    )
+    server.reply_reasoning(
+        "Only the README is there.", "One Markdown file: README.md.", usage=(150, 12)
+    )
+    server.reply_text("Second turn.", usage=(200, 5))
     messages = "".join(
         json.dumps({"type": "user", "message": {"role": "user", "content": text}}) + "\n"
-        for text in ("Tour, please", "/cost")
+        for text in ("Which docs are there?", "And now?")
     )
+
     done = subprocess.run(
         [
-            *(sys.executable, "-m", "kode_tui", "--print", "--yolo", str(project)),
+            *(sys.executable, "-m", "kode_tui", "--print", str(project)),
             *("--input-format", "stream-json", "--output-format", "stream-json"),
         ],
         capture_output=True,
@@ -270,11 +287,22 @@ def test_the_command_runs_a_turn_per_json_line_of_stdin(project: Path) -> None:
 
     assert done.returncode == 0, done.stderr
     values = lines_of(done.stdout)
-    results = [v for v in values if v["type"] == "result"]
-    assert [r["is_error"] for r in results] == [False, False]
-    assert "not an LLM" in "".join(v["text"] for v in values if v["type"] == "text")
-    assert results[1]["result"].startswith("No cost recorded")
+    assert [v["thinking"] for v in values if v["type"] == "thinking"] == [
+        "Only the README is there."
+    ]
+    assert [v["text"] for v in values if v["type"] == "text"] == [
+        "Looking.",
+        "One Markdown file: README.md.",
+        "Second turn.",
+    ]
+    [call] = [v for v in values if v["type"] == "tool_call"]
+    assert (call["id"], call["input"]) == ("call_g", {"pattern": "*.md"})
+    first, second = [v for v in values if v["type"] == "result"]
+    assert (first["result"], second["result"]) == ("One Markdown file: README.md.", "Second turn.")
+    assert first["usage"]["input"] == 250 and first["usage"]["output"] == 22
+    assert first["num_turns"] == 2 and first["cost_usd"] is None  # no price for test-model
+    assert first["session_id"] == second["session_id"]
     [context] = Path(os.environ["KODE_TUI_HOME"]).glob(
-        f"sessions/*/{results[0]['session_id']}/context.jsonl"
+        f"sessions/*/{first['session_id']}/context.jsonl"
     )
-    assert "Tour, please" in context.read_text()
+    assert "Which docs are there?" in context.read_text() and "And now?" in context.read_text()
