@@ -252,9 +252,11 @@ def test_a_bad_format_or_an_error_before_any_session_is_one_line_on_stderr(
     assert out == "" and err.count("\n") == 1 and "max_steps_per_run" in err
 
     assert main(["--output-format", "json", str(project)]) == 2
-    assert (
-        capsys.readouterr().err == "kode-tui: --output-format and --input-format go with --print.\n"
-    )
+    wrong = "kode-tui: --output-format and --input-format go with --print.\n"
+    assert capsys.readouterr().err == wrong
+    assert main(["--print", "--input-format", "stream-json", str(project)]) == 2
+    wrong = "kode-tui: --input-format stream-json needs --output-format stream-json.\n"
+    assert capsys.readouterr().err == wrong
 
 
 def test_the_command_streams_turns_of_a_real_model_read_from_stdin(
