@@ -60,6 +60,7 @@ from kode_tui.soul.context_report import ContextReport, ContextRow, row_lines
 from kode_tui.soul.cost import CostLedger, CostReport, ModelCost, TurnCost, cost_lines
 from kode_tui.soul.facade_drop import DropPlan, Drops
 from kode_tui.soul.facade_lineage import Lineage, LineageNote, Match, lineage_note
+from kode_tui.soul.facade_mcp import Mcp, McpServerInfo, McpToolInfo
 from kode_tui.soul.facade_pins import Pins
 from kode_tui.soul.facade_travel import (
     WATCH_DEBOUNCE_MS,
@@ -116,6 +117,8 @@ __all__ = [
     "LLMError",
     "LineageNote",
     "Match",
+    "McpServerInfo",
+    "McpToolInfo",
     "Message",
     "ModelCost",
     "ModelOption",
@@ -162,7 +165,7 @@ MODES: tuple[ApprovalMode, ...] = ("ask", "auto-edit", "yolo")
 # --- the facade ----------------------------------------------------------------------------------
 
 
-class AgentSession(TimeTravel, Lineage, Pins, Drops):
+class AgentSession(TimeTravel, Lineage, Pins, Drops, Mcp):
     """One session as a front end sees it: its conversation, its agent and its history."""
 
     def __init__(
