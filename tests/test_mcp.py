@@ -393,3 +393,45 @@ async def test_a_streamable_http_server_gives_its_tools_and_their_images(
         assert server.state == "connected" and len(server.tools) > 5
     finally:
         await opened.close()
+
+
+# --- /mcp in the TUI ---------------------------------------------------------------------------
+
+
+async def test_the_mcp_screen_lists_servers_and_tokens_and_switches_a_tool_off(
+    tmp_path: Path,
+) -> None:
+    from kode_tui.soul.llm.demo import DemoProvider
+    from kode_tui.ui.screens.mcp import McpScreen
+
+    from .ui_helpers import make_app, ready, screen_text, send, wait_for
+
+    config = mcp_config(
+        {
+            "test": {"command": sys.executable, "args": [str(TEST_SERVER)]},
+            "broken": {"command": str(tmp_path / "no-such-server")},
+        }
+    )
+    app = make_app(tmp_path, DemoProvider(delay=0), config)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await ready(pilot)
+        opened = app.agent_session
+        assert opened is not None
+        await wait_for(pilot, lambda: [s.state for s in opened.mcp_status()] == [
+            "connected", "failed"
+        ])  # fmt: skip
+        await send(pilot, "/mcp")
+        await wait_for(pilot, lambda: isinstance(app.screen, McpScreen))
+        text = screen_text(app)
+        [test, _] = opened.mcp_status()
+        assert f"test  3 tools · {test.tokens:,} tokens" in text
+        assert "✓ mcp__test__echo" in text and "✓ mcp__test__die" in text
+        assert "✗ broken  failed: no such command" in text
+        assert "Space switch off/on" in text  # the keys fit 80 columns
+
+        await pilot.press("down")  # the first tool, echo: its description shows
+        await wait_for(pilot, lambda: "Say the text back." in screen_text(app))
+        await pilot.press("space")
+        await wait_for(pilot, lambda: not opened.mcp_status()[0].tools[0].enabled)
+        assert "test  2 tools" in screen_text(app)
+        await pilot.press("escape")
