@@ -69,6 +69,21 @@ def context_lines(opened: AgentSession) -> list[dict[str, Any]]:
     return [json.loads(line) for line in text.splitlines()]
 
 
+def running_children(command: Path) -> list[int]:
+    """This process's live children whose command line names `command` (Linux's /proc)."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        try:
+            cmdline = (entry / "cmdline").read_bytes()
+            stat = (entry / "stat").read_text().rsplit(")", 1)[1].split()
+        except (OSError, IndexError):
+            continue
+        state, parent = stat[0], int(stat[1])
+        if parent == os.getpid() and state != "Z" and str(command).encode() in cmdline:
+            found.append(int(entry.name))
+    return found
+
+
 def tool_results(opened: AgentSession) -> list[str]:
     return [
         json.dumps(line["content"]) for line in context_lines(opened) if line.get("role") == "tool"
@@ -197,6 +212,8 @@ async def test_print_mode_offers_a_server_tool_from_the_first_request_and_keeps_
     [result] = tool_results(opened)
     assert "Europe/Paris" in result and "datetime" in result
     assert list(tmp_path.rglob("mcp-time.log"))  # its stderr went there, not to the terminal
+    if Path("/proc/self").exists():
+        assert running_children(TIME_SERVER) == []  # closing the session stopped it
 
 
 @needs_time_server

@@ -20,20 +20,17 @@ import time
 from collections.abc import AsyncIterator, Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal, TextIO
-
-import anyio
-from mcp import Client, types
-from mcp.client.stdio import StdioServerParameters, stdio_client
-from mcp.client.streamable_http import streamable_http_client
-
-# The SDK's own HTTP client factory (its timeouts for MCP), given the configured headers.
-from mcp.shared._httpx_utils import create_mcp_http_client
+from typing import TYPE_CHECKING, Any, Literal, TextIO
 
 from kode_tui import __version__
 from kode_tui.config import McpConfig, McpServerConfig
 from kode_tui.tools.base import Tool, ToolError
 from kode_tui.tools.mcp_tools import PREFIX, McpTool, describe, tool_name
+
+if TYPE_CHECKING:
+    # The mcp package (and anyio with it) takes most of a second to import: it is imported
+    # where a configured server needs it, so a start-up without servers never pays for it.
+    from mcp import Client, types
 
 log = logging.getLogger(__name__)
 
@@ -185,6 +182,8 @@ class McpServer:
     # --- the connection's task ---------------------------------------------------------------
 
     async def _serve(self) -> None:
+        from mcp import Client, types
+
         reason: str | None = None
         try:
             client = Client(
@@ -248,6 +247,12 @@ class McpServer:
 
     @contextlib.asynccontextmanager
     async def _streams(self) -> AsyncIterator[tuple[Any, Any]]:
+        from mcp.client.stdio import StdioServerParameters, stdio_client
+        from mcp.client.streamable_http import streamable_http_client
+
+        # The SDK's own HTTP client factory (its timeouts for MCP), given the configured headers.
+        from mcp.shared._httpx_utils import create_mcp_http_client
+
         config = self.config
         async with contextlib.AsyncExitStack() as stack:
             if config.command is not None:
@@ -319,6 +324,8 @@ class McpServer:
 
     async def _alive(self, client: Client) -> bool:
         """Whether the server still answers (a failed call may be the call's fault only)."""
+        import anyio
+
         if self._lost.is_set():
             return False
         try:
@@ -342,6 +349,8 @@ class _WatchedStream:
         return getattr(self._inner, "last_context", None)
 
     async def receive(self) -> Any:
+        import anyio
+
         try:
             return await self._inner.receive()
         except (anyio.EndOfStream, anyio.ClosedResourceError, anyio.BrokenResourceError):
@@ -355,6 +364,8 @@ class _WatchedStream:
         return self
 
     async def __anext__(self) -> Any:
+        import anyio
+
         try:
             return await self.receive()
         except anyio.EndOfStream:

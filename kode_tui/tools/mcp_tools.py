@@ -16,14 +16,20 @@ import hashlib
 import json
 import re
 from collections.abc import Awaitable, Callable, Collection
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from mcp import types
 from pydantic import BaseModel, ConfigDict
 
 from kode_tui.humanize import format_size, plural
 from kode_tui.message import ContentPart, ImageURL, ImageURLPart, estimate_tool_tokens
 from kode_tui.tools.base import Permission, Tool, ToolEnv, ToolError, ToolOutput, truncate
+
+if TYPE_CHECKING:
+    # The mcp package takes most of a second to import: only a configured server loads it.
+    from mcp import types
+
+    Caller = Callable[[str, dict[str, Any]], Awaitable[types.CallToolResult]]
+    """Calls the server's tool (its own name) with the arguments; raises when it fails."""
 
 PREFIX = "mcp__"
 MAX_NAME = 64
@@ -32,9 +38,6 @@ MAX_IMAGE_BYTES = 5 << 20
 """A larger image is described, not sent (providers refuse such requests)."""
 
 _UNSAFE = re.compile(r"[^A-Za-z0-9_-]")
-
-Caller = Callable[[str, dict[str, Any]], Awaitable[types.CallToolResult]]
-"""Calls the server's tool (its own name) with the arguments; raises when the call fails."""
 
 
 def tool_name(server: str, tool: str, taken: Collection[str] = ()) -> str:
@@ -134,6 +137,8 @@ def tool_output(result: types.CallToolResult) -> ToolOutput:
 
 def _block(block: types.ContentBlock) -> tuple[str, ContentPart | None]:
     """A content block's text for the model, and the part that goes along (an image)."""
+    from mcp import types
+
     if isinstance(block, types.TextContent):
         return block.text, None
     if isinstance(block, types.ImageContent):
