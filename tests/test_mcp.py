@@ -338,6 +338,70 @@ def test_a_server_that_does_not_start_in_time_fails_with_the_timeout(tmp_path: P
     assert waited < 5
 
 
+# --- streamable HTTP ----------------------------------------------------------------------------
+
+
+@pytest.fixture
+def http_server() -> Iterator[tuple[str, subprocess.Popen[str]]]:
+    """Our test server over streamable HTTP: its URL and its process."""
+    port = _free_port()
+    process = subprocess.Popen(
+        [sys.executable, str(TEST_SERVER), "http", str(port)],
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert process.stderr is not None
+        for line in process.stderr:
+            if "Uvicorn running" in line:
+                break
+        yield f"http://127.0.0.1:{port}/mcp", process
+    finally:
+        process.kill()
+        process.wait()
+
+
+async def test_an_http_server_gets_headers_from_the_environment_and_its_loss_is_one_warning(
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    http_server: tuple[str, subprocess.Popen[str]],
+) -> None:
+    url, process = http_server
+    monkeypatch.setenv("KODE_TEST_HEADER", "Bearer not-a-secret")
+    provider = ScriptedProvider(
+        [
+            {"tool_calls": [call("mcp__web__header", key="authorization")]},
+            {"text": "Seen."},
+            {"tool_calls": [call("mcp__web__echo", text="anyone?")]},
+            {"text": "Gone."},
+        ]
+    )
+    opened = await AgentSession.open(tmp_path)
+    warnings: list[str] = []
+    shown = opened.bus.subscribe(ev.Warning, callback=lambda event: warnings.append(event.message))
+    try:
+        server = {"url": url, "headers": {"Authorization": "$KODE_TEST_HEADER"}}
+        await opened.start(mcp_config({"web": server}), SCRIPTED, provider=provider, yolo=True)
+        await opened.run("who am I?")
+        # The server got the header's value; a value taken from the environment is masked as
+        # an API key is, wherever it shows up.
+        assert "[masked: KODE_TEST_HEADER]" in tool_results(opened)[0]
+
+        process.terminate()
+        process.wait(timeout=10)
+        result = await opened.run("still there?")
+        await shown.join()
+        assert result.stop_reason == "done"
+        assert "stopped answering" in tool_results(opened)[1]
+        assert len([w for w in warnings if "MCP server web" in w]) == 1
+        assert opened.mcp_status()[0].state == "failed"
+    finally:
+        shown.close()
+        await opened.close()
+
+
 # --- streamable HTTP: @modelcontextprotocol/server-everything --------------------------------
 
 EVERYTHING = "@modelcontextprotocol/server-everything"
@@ -441,7 +505,7 @@ async def test_the_mcp_screen_lists_servers_and_tokens_and_switches_a_tool_off(
         await wait_for(pilot, lambda: isinstance(app.screen, McpScreen))
         text = screen_text(app)
         [test, _] = opened.mcp_status()
-        assert f"test  3 tools · {test.tokens:,} tokens" in text
+        assert f"test  4 tools · {test.tokens:,} tokens" in text
         assert "✓ mcp__test__echo" in text and "✓ mcp__test__die" in text
         assert "✗ broken  failed: no such command" in text
         assert "Space switch off/on" in text  # the keys fit 80 columns
@@ -450,5 +514,5 @@ async def test_the_mcp_screen_lists_servers_and_tokens_and_switches_a_tool_off(
         await wait_for(pilot, lambda: "Say the text back." in screen_text(app))
         await pilot.press("space")
         await wait_for(pilot, lambda: not opened.mcp_status()[0].tools[0].enabled)
-        assert "test  2 tools" in screen_text(app)
+        assert "test  3 tools" in screen_text(app)
         await pilot.press("escape")

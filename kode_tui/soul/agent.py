@@ -32,7 +32,7 @@ from kode_tui.tools.dmail import DenwaRenji, SendDMail
 from kode_tui.tools.files import ReadFile, StrReplaceFile, WriteFile
 from kode_tui.tools.glob import Glob
 from kode_tui.tools.grep import Grep
-from kode_tui.tools.mcp_client import McpServer, McpServers
+from kode_tui.tools.mcp_client import McpServer, McpServers, mcp_variables
 from kode_tui.tools.shell import Shell
 from kode_tui.tools.todo import TodoWrite
 from kode_tui.tools.toolset import Toolset
@@ -176,6 +176,8 @@ async def open_agent(
     masking.watch_env(
         [choice.api_key_env or "", *(m.api_key_env or "" for m in config.models.values())]
     )
+    # A token an MCP server is given from the environment is as secret as a model's key.
+    masking.watch_env(mcp_variables(config))
     journal = FileJournal(context)
     snapshots = WorkSnapshot(
         work_dir,

@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, TextIO
 
 from kode_tui import __version__
-from kode_tui.config import McpConfig, McpServerConfig
+from kode_tui.config import Config, McpConfig, McpServerConfig
 from kode_tui.tools.base import Tool, ToolError
 from kode_tui.tools.mcp_tools import PREFIX, McpTool, describe, tool_name
 
@@ -83,6 +83,16 @@ def expand(values: dict[str, str], environ: dict[str, str] | None = None) -> dic
         key: env.get(value[1:], "") if value.startswith("$") and len(value) > 1 else value
         for key, value in values.items()
     }
+
+
+def mcp_variables(config: Config) -> list[str]:
+    """The environment variables the MCP servers' `env` and `headers` name (`"$VAR"`)."""
+    return [
+        value[1:]
+        for server in config.mcp.servers.values()
+        for value in [*server.env.values(), *server.headers.values()]
+        if value.startswith("$") and len(value) > 1
+    ]
 
 
 class McpServer:
