@@ -14,6 +14,7 @@ do is here, once, so it behaves alike in each of them:
   (or reviewed: `plan_compaction`, then `apply_compaction` with the edited summary),
   the model and approval mode, the session's approvals and their revoking, the title, the
   context report;
+- the MCP servers (`mcp_status`, `mcp_reconnect`, `mcp_set_enabled`, `mcp_ready`);
 - time travel: the timeline and the rotated contexts with their lineage, plans and their
   application for a revert and for a restore (conversation only, or with the files), the diff
   between checkpoints and a rotated context's preview.

@@ -192,10 +192,12 @@ class McpServer:
     # --- the connection's task ---------------------------------------------------------------
 
     async def _serve(self) -> None:
-        from mcp import Client, types
-
         reason: str | None = None
         try:
+            # Off the event loop: the screen stays live while it loads.
+            await asyncio.to_thread(_import_mcp)
+            from mcp import Client, types
+
             client = Client(
                 self._transport(),
                 client_info=types.Implementation(name="kode-tui", version=__version__),
@@ -345,6 +347,14 @@ class McpServer:
         except Exception:
             return False
         return True
+
+
+def _import_mcp() -> None:
+    """Import what a connection needs of the mcp package (it takes most of a second)."""
+    import mcp.client.client
+    import mcp.client.stdio
+    import mcp.client.streamable_http
+    import mcp.shared._httpx_utils  # noqa: F401
 
 
 class _WatchedStream:
