@@ -479,6 +479,13 @@ async def test_a_streamable_http_server_gives_its_tools_and_their_images(
 # --- /mcp in the TUI ---------------------------------------------------------------------------
 
 
+def test_a_warning_quoting_a_server_shows_its_escape_sequences_escaped() -> None:
+    from kode_tui.ui.widgets.blocks import NoticeBlock
+
+    block = NoticeBlock("⚠ MCP server x: exited (\x1b[2Jgone\x07)", kind="warning")
+    assert str(block.visual) == "⚠ MCP server x: exited (␛[2Jgone␇)"
+
+
 async def test_the_mcp_screen_lists_servers_and_tokens_and_switches_a_tool_off(
     tmp_path: Path,
 ) -> None:
