@@ -165,8 +165,24 @@ class McpServer:
             self.state = "off"
         self._settled.set()
 
+    @property
+    def up(self) -> bool:
+        """Whether calls can go to the server: connected, and the connection not lost (a lost
+        one takes the tools away at once; the warning follows once it is torn down)."""
+        return self.state == "connected" and not self._lost.is_set()
+
+    def down(self) -> str:
+        """Why calls cannot go to the server, as one sentence for the model."""
+        if self.state == "off":
+            why = "it is not started"
+        elif self.state == "starting":
+            why = "it is still starting"
+        else:
+            why = self.error or "the connection was lost"
+        return f"The MCP server {self.name} is not connected: {why}."
+
     def offered(self) -> list[McpTool]:
-        if not self.enabled or self.state != "connected":
+        if not self.enabled or not self.up:
             return []
         return [tool for tool in self.tools if tool.name not in self.disabled_tools]
 
@@ -320,9 +336,8 @@ class McpServer:
         """Call `tool` (its name on the server); ToolError when the server is not connected or
         the call times out; a lost connection is reported once, as at start-up."""
         client = self._client
-        if client is None or self.state != "connected":
-            why = f": {self.error}" if self.error else ""
-            raise ToolError(f"The MCP server {self.name} is not connected{why}.")
+        if client is None or not self.up:
+            raise ToolError(self.down())
         timeout = self._settings.tool_timeout
         try:
             return await client.call_tool(tool, arguments, read_timeout_seconds=timeout)
@@ -459,9 +474,8 @@ class McpServers:
         for server in self.servers.values():
             if not name.startswith(f"{PREFIX}{server.name}__"):
                 continue
-            if server.state != "connected":
-                why = f": {server.error}" if server.error else ""
-                return f"The MCP server {server.name} is not connected{why}."
+            if not server.up:
+                return server.down()
             if not server.enabled or name in server.disabled_tools:
                 return f"The user switched {name} off for this session."
         return None
