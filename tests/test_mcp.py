@@ -11,6 +11,7 @@ import io
 import json
 import os
 import shutil
+import signal
 import socket
 import subprocess
 import sys
@@ -435,6 +436,7 @@ def everything() -> Iterator[str]:
         stdout=subprocess.DEVNULL,
         stderr=subprocess.PIPE,
         text=True,
+        start_new_session=True,  # npx runs node as its child: both are stopped as a group
     )
     try:
         assert process.stderr is not None
@@ -445,7 +447,7 @@ def everything() -> Iterator[str]:
             pytest.fail(f"{EVERYTHING} did not start")
         yield f"http://127.0.0.1:{port}/mcp"
     finally:
-        process.terminate()
+        os.killpg(process.pid, signal.SIGTERM)
         process.wait(timeout=10)
 
 
