@@ -250,6 +250,7 @@ async def _command(opened: AgentSession, line: str, out: TextIO, err: TextIO) ->
         if argument and argument != "refresh":
             err.write("kode-tui: /context takes no argument but `refresh`.\n")
             return 2
+        await opened.mcp_ready()  # their tools are part of what the model is given
         report = await opened.context_report(refresh=argument == "refresh")
         assert report is not None  # the agent is up
         # The system prompt holds the project's files (README.md, AGENTS.md) as they are.

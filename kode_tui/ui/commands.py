@@ -152,6 +152,18 @@ async def _permissions(app: KodeApp, argument: str) -> None:
     await app.push_screen(PermissionsScreen(opened))
 
 
+@command("/mcp", "", "MCP servers: their tools and tokens; switch off, reconnect")
+async def _mcp(app: KodeApp, argument: str) -> None:
+    from kode_tui.ui.screens.mcp import McpScreen
+
+    opened = app.agent_session
+    if opened is None or not opened.started:
+        message = "This session is read-only." if app.read_only else "No agent is running."
+        app.notify(message, severity="warning")
+        return
+    await app.push_screen(McpScreen(opened))
+
+
 @command("/theme", "[name]", "Pick a theme (live preview), or set one by name")
 async def _theme(app: KodeApp, argument: str) -> None:
     if not argument:
