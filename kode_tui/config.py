@@ -22,15 +22,17 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from types import MappingProxyType
-from typing import TYPE_CHECKING, Any, Literal, get_args, get_origin
+from typing import TYPE_CHECKING, Annotated, Any, Literal, get_args, get_origin
 
 from pydantic import (
+    AfterValidator,
     BaseModel,
     ConfigDict,
     Field,
     ValidationError,
     ValidationInfo,
     field_validator,
+    model_validator,
 )
 from pydantic_core import ErrorDetails
 
@@ -52,6 +54,8 @@ OLLAMA_URL_ENV = "KODE_TUI_OLLAMA_URL"
 
 _STRATEGY_SHAPE = re.compile(r"[A-Za-z_]\w*(\.[A-Za-z_]\w*)*:[A-Za-z_]\w*")
 _BARE_KEY = re.compile(r"[A-Za-z0-9_-]+")
+MAX_SERVER_NAME = 32
+_SERVER_NAME = re.compile(rf"[A-Za-z0-9_-]{{1,{MAX_SERVER_NAME}}}")
 _TOML_POSITION = re.compile(r"\s*\(at (?:line (\d+), column (\d+)|end of document)\)\s*$")
 
 
@@ -170,6 +174,60 @@ class HookConfig(_Table):
         return value
 
 
+def _server_name(name: str) -> str:
+    # The name becomes part of the tool names (`mcp__NAME__TOOL`), which model APIs restrict.
+    if not _SERVER_NAME.fullmatch(name):
+        raise ValueError(
+            "an MCP server's name may hold only letters, digits, '_' and '-' "
+            f"(at most {MAX_SERVER_NAME} characters)"
+        )
+    return name
+
+
+class McpServerConfig(_Table):
+    """One `[mcp.servers.NAME]` table: a `command` run over stdio, or a streamable HTTP `url`.
+
+    A value of `env` or `headers` written `"$VAR"` is read from the environment when the server
+    starts, so a token need not live in the file."""
+
+    command: str | None = Field(default=None, min_length=1)
+    args: list[str] = Field(default_factory=list)
+    env: dict[str, str] = Field(default_factory=dict)
+    url: str | None = None
+    headers: dict[str, str] = Field(default_factory=dict)
+    enabled: bool = True
+    """`false` keeps the table but does not start the server."""
+
+    @field_validator("url")
+    @classmethod
+    def _http_url(cls, value: str | None) -> str | None:
+        if value is not None and not value.startswith(("http://", "https://")):
+            raise ValueError("should be an http:// or https:// URL")
+        return value
+
+    @model_validator(mode="after")
+    def _one_transport(self) -> McpServerConfig:
+        if (self.command is None) == (self.url is None):
+            raise ValueError("give either command (a stdio server) or url (streamable HTTP)")
+        if self.url is not None and (self.args or self.env):
+            raise ValueError("args and env belong to a command; a url server takes headers")
+        if self.command is not None and self.headers:
+            raise ValueError("headers belong to a url; a command server takes args and env")
+        return self
+
+
+class McpConfig(_Table):
+    """`[mcp]`: the MCP servers whose tools the agent gets."""
+
+    startup_timeout: float = Field(default=10, gt=0)
+    """Seconds a server may take to start; a request waits this long for one still starting."""
+    tool_timeout: float = Field(default=120, gt=0)
+    """Seconds one tool call may take before it is an error for the model."""
+    servers: dict[Annotated[str, AfterValidator(_server_name)], McpServerConfig] = Field(
+        default_factory=dict
+    )
+
+
 class Config(_Table):
     """The whole config file; every key has a default, so an empty file is a valid config."""
 
@@ -184,6 +242,7 @@ class Config(_Table):
     tools: ToolsConfig = Field(default_factory=ToolsConfig)
     notifications: NotificationsConfig = Field(default_factory=NotificationsConfig)
     hooks: list[HookConfig] = Field(default_factory=list)
+    mcp: McpConfig = Field(default_factory=McpConfig)
 
 
 def load_config(path: Path | None = None) -> Config:
@@ -283,6 +342,8 @@ def _known_keys(table: Sequence[int | str]) -> list[str]:
 def _dotted(loc: Sequence[int | str]) -> str:
     parts = []
     for part in loc:
+        if part == "[key]":  # pydantic's mark of an error in a table's key (a server's name)
+            continue
         if isinstance(part, int):
             parts.append(f"[{part}]")
         elif _BARE_KEY.fullmatch(part):

@@ -289,6 +289,7 @@ async def _command(opened: AgentSession, line: str) -> Outcome:
     if name == "/context":
         if argument and argument != "refresh":
             return _failed(2, "/context takes no argument but `refresh`.")
+        await opened.mcp_ready()  # their tools are part of what the model is given
         report = await opened.context_report(refresh=argument == "refresh")
         assert report is not None  # the agent is up
         # The system prompt holds the project's files (README.md, AGENTS.md) as they are.

@@ -34,11 +34,11 @@ async def two_turns(work_dir: Path) -> AgentSession:
 
 
 def files(directory: Path) -> dict[str, bytes]:
-    # state.json is left out: the summary's model call was paid for, and `/cost` says so.
+    # The state files are left out: the summary's model call was paid for, and `/cost` says so.
     return {
         p.name: p.read_bytes()
         for p in directory.iterdir()
-        if p.is_file() and p.name != "state.json"
+        if p.is_file() and p.name not in ("state.json", "state.kode.json")
     }
 
 

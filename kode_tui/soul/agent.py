@@ -33,10 +33,12 @@ from kode_tui.tools.dmail import DenwaRenji, SendDMail
 from kode_tui.tools.files import ReadFile, StrReplaceFile, WriteFile
 from kode_tui.tools.glob import Glob
 from kode_tui.tools.grep import Grep
+from kode_tui.tools.mcp_client import McpServer, McpServers, mcp_variables
 from kode_tui.tools.shell import Shell
 from kode_tui.tools.todo import TodoWrite
 from kode_tui.tools.toolset import Toolset
 from kode_tui.wire import WireBus
+from kode_tui.wire import events as ev
 from kode_tui.wire.recorder import WireRecorder
 
 
@@ -113,9 +115,13 @@ class Agent:
     bus: WireBus
     soul: KodeSoul
     recorder: WireRecorder
+    mcp: McpServers | None = None
+    """The configured MCP servers (None when there are none)."""
 
     async def close(self) -> None:
         await self.soul.hooks.close()
+        if self.mcp is not None and isinstance(self.mcp.on_change, _McpWatch):
+            self.mcp.on_change.cancel()
         await self.soul.toolset.close()
         if self.soul.env.snapshots is not None:
             await self.soul.env.snapshots.close()
@@ -161,10 +167,19 @@ async def open_agent(
 
     denwa_renji = DenwaRenji() if config.tools.dmail and await had_dmail(context) else None
     toolset = Toolset(tools) if tools is not None else make_toolset(denwa_renji)
+    mcp = (
+        McpServers(config.mcp, work_dir=work_dir, log_dir=session.dir)
+        if config.mcp.servers
+        else None
+    )
+    if mcp is not None:
+        toolset.sources.append(mcp)
     # Every configured model's key is masked, not only the chosen one's: /model may switch.
     masking.watch_env(
         [choice.api_key_env or "", *(m.api_key_env or "" for m in config.models.values())]
     )
+    # A token an MCP server is given from the environment is as secret as a model's key.
+    masking.watch_env(mcp_variables(config))
     journal = FileJournal(context)
     snapshots = WorkSnapshot(
         work_dir,
@@ -218,4 +233,37 @@ async def open_agent(
     recorder = WireRecorder(bus, session.wire_file)
     recorder.start()
     snapshots.start()  # the baseline reads the work dir while the user types
-    return Agent(session, context, bus, soul, recorder)
+    if mcp is not None:
+        mcp.on_change = _McpWatch(soul)
+        mcp.start()  # in the background: the first request waits for them
+    return Agent(session, context, bus, soul, recorder, mcp)
+
+
+class _McpWatch:
+    """Tells the user once of each MCP server that failed or died, and has the gauge count the
+    tool definitions a server brought or took away."""
+
+    def __init__(self, soul: KodeSoul) -> None:
+        self._soul = soul
+        self._measuring: set[asyncio.Task[None]] = set()
+        self._closed = False
+
+    def __call__(self, server: McpServer, error: str | None) -> None:
+        if self._closed:
+            return
+        if error is not None:
+            self._soul.bus.send(
+                ev.Warning(
+                    message=f"MCP server {server.name}: {error}; going on without its tools "
+                    "(/mcp reconnects it)"
+                )
+            )
+        task = asyncio.ensure_future(self._soul.announce_prompt())
+        self._measuring.add(task)
+        task.add_done_callback(self._measuring.discard)
+
+    def cancel(self) -> None:
+        """The agent closes: nothing more is said or measured."""
+        self._closed = True
+        for task in self._measuring:
+            task.cancel()

@@ -18,9 +18,11 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
+from kode_tui.humanize import plural
 from kode_tui.message import estimate_tool_tokens
 from kode_tui.soul.pins import with_pins
 from kode_tui.soul.reminders import Reminder
+from kode_tui.tools.mcp_client import McpServerInfo, McpServers
 
 if TYPE_CHECKING:
     from kode_tui.soul.soul import KodeSoul
@@ -76,6 +78,8 @@ class PromptParts:
     blocks: list[tuple[str, int]]
     tool_count: int
     tool_tokens: int
+    mcp: list[tuple[str, int, int]] = field(default_factory=list)
+    """Each MCP server's part of the tools: (its row's name, tools offered, tokens)."""
 
     @property
     def tokens(self) -> int:
@@ -100,7 +104,24 @@ async def measure(soul: KodeSoul) -> PromptParts:
         system_prompt, blocks, [pin.text for pin in soul.env.state.pins]
     )
     schemas = soul.toolset.schemas()
-    return PromptParts(system_prompt, blocks, len(schemas), estimate_tool_tokens(schemas))
+    mcp = [
+        _mcp_part(server)
+        for source in soul.toolset.sources
+        if isinstance(source, McpServers)
+        for server in source.status()
+    ]
+    return PromptParts(system_prompt, blocks, len(schemas), estimate_tool_tokens(schemas), mcp)
+
+
+def _mcp_part(server: McpServerInfo) -> tuple[str, int, int]:
+    """A server's row of `/context`: its name and state, the tools it offers, their tokens."""
+    name = f"MCP server {server.name}"
+    if server.state != "connected":
+        return f"{name} ({server.state})", 0, 0
+    if not server.enabled:
+        return f"{name} (switched off)", 0, 0
+    count = sum(tool.enabled for tool in server.tools)
+    return f"{name} ({plural(count, 'tool')})", count, server.tokens
 
 
 def context_rows(
@@ -117,9 +138,14 @@ def context_rows(
     much the fixed part grew since the last request (a pin added or edited): the gauge counts
     it before the model reports it, so the messages row must not lose it.
     """
-    tools_name = f"tool definitions ({parts.tool_count})"
+    mcp_count = sum(count for _, count, _ in parts.mcp)
+    mcp_tokens = sum(tokens for _, _, tokens in parts.mcp)
+    tools_name = f"tool definitions ({parts.tool_count - mcp_count})"
     fixed = [ContextRow(name, tokens) for name, tokens in parts.blocks]
-    fixed.append(ContextRow(tools_name, parts.tool_tokens))
+    # The MCP servers' rows are their own tools' estimates; the built-in tools' row is the rest
+    # of the whole list's, so the rows still add up to what the gauge counts for the tools.
+    fixed.append(ContextRow(tools_name, max(0, parts.tool_tokens - mcp_tokens)))
+    fixed += [ContextRow(name, tokens) for name, _, tokens in parts.mcp]
     if not reported:
         # Nothing reported: the gauge shows the known prompt and the messages, estimated.
         return [*fixed, ContextRow("messages", pending)]

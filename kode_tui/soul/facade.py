@@ -14,6 +14,7 @@ do is here, once, so it behaves alike in each of them:
   (or reviewed: `plan_compaction`, then `apply_compaction` with the edited summary),
   the model and approval mode, the session's approvals and their revoking, the title, the
   context report;
+- the MCP servers (`mcp_status`, `mcp_reconnect`, `mcp_set_enabled`, `mcp_ready`);
 - time travel: the timeline and the rotated contexts with their lineage, plans and their
   application for a revert and for a restore (conversation only, or with the files), the diff
   between checkpoints and a rotated context's preview.
@@ -62,6 +63,7 @@ from kode_tui.soul.custom_commands import CommandListing, CommandProblem, Custom
 from kode_tui.soul.facade_commands import CommandPrompt, Commands
 from kode_tui.soul.facade_drop import DropPlan, Drops
 from kode_tui.soul.facade_lineage import Lineage, LineageNote, Match, lineage_note
+from kode_tui.soul.facade_mcp import Mcp, McpServerInfo, McpToolInfo
 from kode_tui.soul.facade_pins import Pins
 from kode_tui.soul.facade_travel import (
     WATCH_DEBOUNCE_MS,
@@ -125,6 +127,8 @@ __all__ = [
     "LLMError",
     "LineageNote",
     "Match",
+    "McpServerInfo",
+    "McpToolInfo",
     "Message",
     "ModelCost",
     "ModelOption",
@@ -173,7 +177,7 @@ MODES: tuple[ApprovalMode, ...] = ("ask", "auto-edit", "yolo")
 # --- the facade ----------------------------------------------------------------------------------
 
 
-class AgentSession(TimeTravel, Lineage, Pins, Drops, Commands):
+class AgentSession(TimeTravel, Lineage, Pins, Drops, Commands, Mcp):
     """One session as a front end sees it: its conversation, its agent and its history."""
 
     def __init__(

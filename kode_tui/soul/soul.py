@@ -438,6 +438,7 @@ class KodeSoul:
 
     async def _call_llm(self, step: int) -> Streamed:
         """Stream one response, sending it on the wire, retried as DESIGN.md §7 says."""
+        await self.toolset.ready()  # MCP servers still starting: their tools go with it
         system_prompt = await self.request_system_prompt()
         # Every tool call goes with exactly one result, or the provider refuses the request.
         history: Sequence[Message] = paired(self.context.history)

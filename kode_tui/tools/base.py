@@ -18,6 +18,7 @@ from typing import Any, ClassVar, Generic, Literal, TypeVar
 
 from pydantic import BaseModel
 
+from kode_tui.message import ContentPart
 from kode_tui.pathnames import is_within, unescape_name
 from kode_tui.session.journal import FileJournal
 from kode_tui.session.snapshot import WorkSnapshot
@@ -51,6 +52,8 @@ class ToolOutput:
     """A few words for the user's tool-call line, e.g. `3 lines`."""
     is_error: bool = False
     display: Sequence[DisplayBlock] = ()
+    parts: Sequence[ContentPart] = ()
+    """Images (and other media) the model is given after `output` (an MCP tool's)."""
 
     def blocks(self) -> list[DisplayBlock]:
         """The display blocks of the wire's ToolResult: the brief first, when there is one."""
@@ -65,6 +68,7 @@ class ToolOutput:
             output=self.output,
             message=self.message,
             display=self.blocks(),
+            parts=list(self.parts),
         )
 
 

@@ -10,10 +10,10 @@ import asyncio
 import dataclasses
 import json
 import logging
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from pydantic import BaseModel, ValidationError
 
@@ -53,32 +53,77 @@ class PreparedCall:
     error: ToolOutput | None = None
 
 
+class ToolSource(Protocol):
+    """Tools that come and go while the agent runs (an MCP server's, once it is connected)."""
+
+    def tools(self) -> Sequence[Tool[Any]]:
+        """The tools offered now."""
+        ...
+
+    async def ready(self) -> None:
+        """Return once the tools still being found are there (or gave up)."""
+        ...
+
+    def missing(self, name: str) -> str | None:
+        """Why the tool `name` is not offered, when it is one of the source's."""
+        ...
+
+    async def close(self) -> None:
+        """Stop whatever serves the tools."""
+        ...
+
+
 class Toolset:
-    def __init__(self, tools: Iterable[Tool[Any]]) -> None:
-        self._tools = {tool.name: tool for tool in tools}
+    def __init__(self, tools: Iterable[Tool[Any]], sources: Sequence[ToolSource] = ()) -> None:
+        self._static = {tool.name: tool for tool in tools}
+        self.sources = list(sources)
+
+    @property
+    def _tools(self) -> dict[str, Tool[Any]]:
+        if not self.sources:
+            return self._static
+        tools = dict(self._static)
+        for source in self.sources:
+            tools.update((tool.name, tool) for tool in source.tools() if tool.name not in tools)
+        return tools
 
     def __contains__(self, name: object) -> bool:
         return name in self._tools
 
+    async def ready(self) -> None:
+        """Wait for the tools of every source still starting (a request offers them)."""
+        for source in self.sources:
+            await source.ready()
+
     async def close(self) -> None:
         """Let every tool stop what its calls left running (processes in the background)."""
-        for tool in self._tools.values():
+        for tool in self._static.values():
             await tool.close()
+        for source in self.sources:
+            await source.close()
 
     @property
     def names(self) -> list[str]:
         return list(self._tools)
+
+    def tools(self) -> list[Tool[Any]]:
+        """The tools offered now."""
+        return list(self._tools.values())
 
     def schemas(self) -> list[dict[str, Any]]:
         return [tool.schema() for tool in self._tools.values()]
 
     def prepare(self, call: ToolCall) -> PreparedCall:
         name = call.function.name
-        tool = self._tools.get(name)
+        tools = self._tools
+        tool = tools.get(name)
         if tool is None:
-            known = ", ".join(self._tools) or "none"
+            known = ", ".join(tools) or "none"
+            why = next(filter(None, (source.missing(name) for source in self.sources)), "")
             return _failed(
-                call, f"Tool `{name}` not found. The tools are: {known}.", "no such tool"
+                call,
+                f"Tool `{name}` not found. {why + ' ' if why else ''}The tools are: {known}.",
+                "no such tool",
             )
         raw = call.function.arguments or "{}"
         try:
@@ -295,6 +340,7 @@ def tool_message(tool_call_id: str, result: ToolOutput) -> Message:
         content.append(tool_status(result.message, is_error=result.is_error))
     if result.output:
         content.append(TextPart(text=result.output))
+    content.extend(result.parts)
     if not content:
         content.append(system("Tool output is empty."))
     return Message(role="tool", content=content, tool_call_id=tool_call_id)

@@ -16,7 +16,7 @@ from textual.command import DiscoveryHit, Hit, Hits, Provider
 from textual.markup import escape
 
 if TYPE_CHECKING:
-    from kode_tui.soul.facade import CommandListing, CustomCommand
+    from kode_tui.soul.facade import AgentSession, CommandListing, CustomCommand
     from kode_tui.ui.app import KodeApp
 
 
@@ -140,16 +140,32 @@ async def _mode(app: KodeApp, argument: str) -> None:
     app.notify(f"Approval mode: {mode}", timeout=3)
 
 
-@command("/permissions", "", "List what is allowed for this session, and revoke it")
-async def _permissions(app: KodeApp, argument: str) -> None:
-    from kode_tui.ui.screens.permissions import PermissionsScreen
-
+def _running_agent(app: KodeApp) -> AgentSession | None:
+    """The session's agent when one runs; else None, and one line says why."""
     opened = app.agent_session
     if opened is None or not opened.started:
         message = "This session is read-only." if app.read_only else "No agent is running."
         app.notify(message, severity="warning")
-        return
-    await app.push_screen(PermissionsScreen(opened))
+        return None
+    return opened
+
+
+@command("/permissions", "", "List what is allowed for this session, and revoke it")
+async def _permissions(app: KodeApp, argument: str) -> None:
+    from kode_tui.ui.screens.permissions import PermissionsScreen
+
+    opened = _running_agent(app)
+    if opened is not None:
+        await app.push_screen(PermissionsScreen(opened))
+
+
+@command("/mcp", "", "MCP servers: their tools and tokens; switch off, reconnect")
+async def _mcp(app: KodeApp, argument: str) -> None:
+    from kode_tui.ui.screens.mcp import McpScreen
+
+    opened = _running_agent(app)
+    if opened is not None:
+        await app.push_screen(McpScreen(opened))
 
 
 @command("/theme", "[name]", "Pick a theme (live preview), or set one by name")

@@ -349,13 +349,14 @@ class NoticeBlock(Static):
     HELP = "A note from the agent loop: a retry, an interruption, a warning or an error."
 
     def __init__(self, text: str, *, kind: Literal["note", "warning", "error"]) -> None:
-        super().__init__(Content(text), classes=f"block notice {kind}")
+        # Escaped: a warning may quote a server (an MCP server's stderr, a provider's error).
+        super().__init__(Content(visible(text)), classes=f"block notice {kind}")
         self.text = text
         self.kind: Literal["note", "warning", "error"] = kind
 
     def set_text(self, text: str) -> None:
         self.text = text
-        self.update(Content(text))
+        self.update(Content(visible(text)))
 
     def factory(self) -> BlockFactory:
         """Makes a fresh block showing the same; it holds the data, not this widget."""
