@@ -18,6 +18,7 @@ from acp import PROTOCOL_VERSION, RequestError, spawn_agent_process, text_block
 from acp.core import ClientSideConnection
 from acp.schema import (
     AgentMessageChunk,
+    AgentPlanUpdate,
     AllowedOutcome,
     AvailableCommandsUpdate,
     FileEditToolCallContent,
@@ -99,10 +100,9 @@ async def test_a_prompt_asks_permission_streams_the_edit_as_a_diff_and_loads_aga
         made = await conn.new_session(cwd=str(project), mcp_servers=[])
         assert made.modes is not None and made.modes.current_mode_id == "ask"
         assert [m.id for m in made.modes.available_modes] == ["ask", "auto-edit", "yolo"]
+        done = await conn.prompt(session_id=made.session_id, prompt=[text_block("Write notes")])
         advertised = client.of(AvailableCommandsUpdate)[-1].available_commands
         assert {"compact", "revert", "restore", "clear", "context"} <= {c.name for c in advertised}
-
-        done = await conn.prompt(session_id=made.session_id, prompt=[text_block("Write notes")])
 
     assert done.stop_reason == "end_turn"
     assert (project / "notes.txt").read_text() == "hello\n"
@@ -113,7 +113,7 @@ async def test_a_prompt_asks_permission_streams_the_edit_as_a_diff_and_loads_aga
     assert (start.tool_call_id, start.kind) == ("call_w", "edit")
     final = next(u for u in client.of(ToolCallProgress) if u.status == "completed")
     diff = next(c for c in final.content if isinstance(c, FileEditToolCallContent))
-    assert diff.path.endswith("notes.txt") and diff.new_text == "hello\n"
+    assert diff.path == str(project / "notes.txt") and diff.new_text == "hello\n"
     assert client.text() == "Writing.Done."
 
     # A new agent process loads the session and replays it.
@@ -127,10 +127,13 @@ async def test_a_prompt_asks_permission_streams_the_edit_as_a_diff_and_loads_aga
     assert again.of(AvailableCommandsUpdate)
 
 
-async def test_yolo_mode_skips_the_permission_and_cancel_stops_the_turn(
+async def test_yolo_mode_skips_the_permission_todos_become_the_plan_and_cancel_stops_the_turn(
     project: Path, loopback: LLMServer
 ) -> None:
-    loopback.reply_tool_calls([write_call("a.txt", "a\n")])
+    todos = {"todos": [{"title": "write a", "status": "in_progress"}]}
+    loopback.reply_tool_calls(
+        [write_call("a.txt", "a\n"), ("call_t", "TodoWrite", json.dumps(todos))]
+    )
     loopback.reply_text("Wrote a.")
     client = RecordingClient()
     async with agent(client) as conn:
@@ -139,6 +142,8 @@ async def test_yolo_mode_skips_the_permission_and_cancel_stops_the_turn(
         done = await conn.prompt(session_id=made.session_id, prompt=[text_block("write a")])
         assert done.stop_reason == "end_turn" and client.asked == []
         assert (project / "a.txt").read_text() == "a\n"
+        plan = client.of(AgentPlanUpdate)[-1].entries
+        assert [(e.content, e.status) for e in plan] == [("write a", "in_progress")]
 
         # A shell call in ask mode waits for the client; cancelling stops the turn.
         await conn.set_session_mode(session_id=made.session_id, mode_id="ask")

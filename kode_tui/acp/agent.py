@@ -22,6 +22,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import sys
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -107,6 +108,8 @@ class _Live:
     opened: AgentSession
     turns: TurnUpdates
     shown: Any = None
+    mode: str = ""
+    """The approval mode the client was last told of."""
     cancelled: asyncio.Event = field(default_factory=asyncio.Event)
 
 
@@ -121,6 +124,7 @@ class KodeAcpAgent:
         self._provider = provider
         self._client: Client | None = None
         self._sessions: dict[str, _Live] = {}
+        self._background: set[asyncio.Future[None]] = set()
 
     def on_connect(self, conn: Client) -> None:
         self._client = conn
@@ -174,6 +178,7 @@ class KodeAcpAgent:
         live = self._live(session_id)
         if mode_id not in MODES:
             raise _error(f"there is no mode {mode_id}; the modes are {', '.join(MODES)}.")
+        live.mode = mode_id
         await live.opened.set_mode(mode_id)
         return SetSessionModeResponse()
 
@@ -214,6 +219,8 @@ class KodeAcpAgent:
 
     async def close(self) -> None:
         """Close every session (their files made durable)."""
+        for task in list(self._background):
+            task.cancel()
         sessions, self._sessions = list(self._sessions.values()), {}
         for live in sessions:
             await live.opened.close()
@@ -235,9 +242,14 @@ class KodeAcpAgent:
             live.shown.close()
             await opened.close()
             raise
+        live.mode = opened.mode or ""
         self._sessions[opened.id] = live
         if announce:
-            await self._announce(live)
+            # After the response: a client learns the session's id from it, and may drop
+            # updates of a session it does not know yet.
+            task = asyncio.ensure_future(self._announce(live))
+            self._background.add(task)
+            task.add_done_callback(self._background.discard)
         return live
 
     def _modes(self, live: _Live) -> SessionModeState:
@@ -305,7 +317,9 @@ class KodeAcpAgent:
             await self._ask(live, event)
             return
         if isinstance(event, ev.PermissionsChanged):
-            await self._send(live, update_current_mode(event.mode))
+            if event.mode != live.mode:  # its mode changed in the agent (a session's start is none)
+                live.mode = event.mode
+                await self._send(live, update_current_mode(event.mode))
             return
         for update in live.turns.updates(event):
             await self._send(live, update)
@@ -331,7 +345,7 @@ class KodeAcpAgent:
             title=tool_title(name, arguments) if arguments else request.description,
             kind=tool_kind(name),
             status="pending",
-            content=display_content(request.display) or None,
+            content=display_content(request.display, str(live.opened.work_dir)) or None,
             raw_input=raw_input(arguments),
         )
         asking = asyncio.ensure_future(
@@ -413,8 +427,6 @@ async def serve(
 ) -> None:
     """Answer the client on stdin and `protocol_out` (the real stdout) until stdin ends."""
     loop = asyncio.get_running_loop()
-    import sys
-
     reader = asyncio.StreamReader(limit=50 * 1024 * 1024)
     await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(reader), sys.stdin)
     transport, protocol = await loop.connect_write_pipe(

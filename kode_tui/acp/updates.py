@@ -71,12 +71,17 @@ def raw_input(arguments: str) -> Any:
         return arguments
 
 
+def absolute(path: str, work_dir: str) -> str:
+    """ACP wants absolute paths; our tools and diffs name files relative to the work dir."""
+    return path if not work_dir or path.startswith("/") else f"{work_dir}/{path}"
+
+
 def _locations(arguments: str, work_dir: str) -> list[ToolCallLocation] | None:
     parsed = raw_input(arguments)
     path = parsed.get("path") if isinstance(parsed, dict) else None
     if not isinstance(path, str) or not path:
         return None
-    return [ToolCallLocation(path=path if path.startswith("/") else f"{work_dir}/{path}")]
+    return [ToolCallLocation(path=absolute(path, work_dir))]
 
 
 def call_start(call_id: str, name: str, arguments: str, work_dir: str) -> SessionUpdate:
@@ -90,18 +95,20 @@ def call_start(call_id: str, name: str, arguments: str, work_dir: str) -> Sessio
     )
 
 
-def display_content(blocks: Sequence[ev.DisplayBlock]) -> list[ToolCallContentVariant]:
+def display_content(
+    blocks: Sequence[ev.DisplayBlock], work_dir: str
+) -> list[ToolCallContentVariant]:
     """A result's diffs as ACP diff content (what the client shows as an edit)."""
     return [
-        tool_diff_content(block.path, block.new_text, block.old_text or None)
+        tool_diff_content(absolute(block.path, work_dir), block.new_text, block.old_text or None)
         for block in blocks
         if isinstance(block, ev.DiffBlock)
     ]
 
 
-def result_updates(result: ev.ToolResult) -> Iterator[SessionUpdate]:
+def result_updates(result: ev.ToolResult, work_dir: str) -> Iterator[SessionUpdate]:
     """The call's final `tool_call_update`, and the plan when it is TodoWrite's list."""
-    content = display_content(result.display)
+    content = display_content(result.display, work_dir)
     text = result.output or result.message
     if text:
         content.append(tool_content(text_block(text)))
@@ -156,7 +163,7 @@ class TurnUpdates:
                     locations=_locations(arguments, self._work_dir),
                     raw_input=raw_input(arguments),
                 )
-                return [whole, *result_updates(event)]
+                return [whole, *result_updates(event, self._work_dir)]
             case ev.StepRetry():
                 note = f"\n\n_{event.error}; retrying (attempt {event.attempt + 1})._\n\n"
                 return [update_agent_message_text(note)]
@@ -194,4 +201,4 @@ def history_updates(
         elif message.role == "tool" and message.tool_call_id:
             arguments = calls.get(message.tool_call_id, "")
             recorded = past.find(message.tool_call_id, arguments) if past is not None else None
-            yield from result_updates(recorded or stored_result(message))
+            yield from result_updates(recorded or stored_result(message), work_dir)
