@@ -145,10 +145,19 @@ async def test_yolo_mode_skips_the_permission_todos_become_the_plan_and_cancel_s
         plan = client.of(AgentPlanUpdate)[-1].entries
         assert [(e.content, e.status) for e in plan] == [("write a", "in_progress")]
 
-        # A shell call in ask mode waits for the client; cancelling stops the turn.
+        # In ask mode a rejected edit is not made, and the client sees the call fail.
         await conn.set_session_mode(session_id=made.session_id, mode_id="ask")
+        loopback.reply_tool_calls([("call_b", *write_call("b.txt", "b\n")[1:])])
+        client.answer = "reject"
+        done = await conn.prompt(session_id=made.session_id, prompt=[text_block("write b")])
+        assert done.stop_reason == "end_turn" and not (project / "b.txt").exists()
+        ends = [u.status for u in client.of(ToolCallProgress) if u.tool_call_id == "call_b"]
+        assert ends[-1] == "failed"
+
+        # A shell call waits for the client; cancelling stops the turn.
         loopback.reply_tool_calls([("call_s", "Shell", json.dumps({"command": "echo hi"}))])
         client.answer = "wait"
+        client.asking.clear()
         turn = asyncio.ensure_future(
             conn.prompt(session_id=made.session_id, prompt=[text_block("run it")])
         )
@@ -158,7 +167,7 @@ async def test_yolo_mode_skips_the_permission_todos_become_the_plan_and_cancel_s
         assert (await asyncio.wait_for(turn, 30)).stop_reason == "cancelled"
 
 
-async def test_revert_over_acp_replays_the_shorter_conversation(
+async def test_revert_replays_the_shorter_conversation_and_kimi_sessions_load(
     project: Path, loopback: LLMServer
 ) -> None:
     loopback.reply_text("First answer.")
@@ -168,25 +177,22 @@ async def test_revert_over_acp_replays_the_shorter_conversation(
         made = await conn.new_session(cwd=str(project), mcp_servers=[])
         for text in ("one", "two"):
             await conn.prompt(session_id=made.session_id, prompt=[text_block(text)])
+        await conn.prompt(session_id=made.session_id, prompt=[text_block("/revert")])
+        listed = client.text()
+        assert "- 0: before the user's “one”" in listed and "before the user's “two”" in listed
         client.updates.clear()
         done = await conn.prompt(session_id=made.session_id, prompt=[text_block("/revert 1")])
         assert done.stop_reason == "end_turn"
         with pytest.raises(RequestError, match="absolute"):
             await conn.new_session(cwd="relative/dir", mcp_servers=[])
+        # Checkpoint 1 follows the first message: the answers after it are gone from the replay.
+        assert client.text(UserMessageChunk) == "one"
+        assert client.text() == "Reverted to checkpoint 1; the rest is kept in context_1.jsonl."
+        assert len(loopback.requests) == 2  # the commands were no model turns
 
-    # Checkpoint 1 follows the first message: the answers after it are gone from the replay.
-    assert client.text(UserMessageChunk) == "one"
-    assert client.text() == "Reverted to checkpoint 1; the rest is kept in context_1.jsonl."
-    assert len(loopback.requests) == 2  # the command was no model turn
-
-
-async def test_a_kimi_cli_session_loads_with_its_conversation(
-    project: Path, loopback: LLMServer
-) -> None:
-    folder = Paths.current().work_dir_sessions(project) / "kimi-session"
-    shutil.copytree(KIMI_DEFAULT_FIXTURE, folder)
-    client = RecordingClient()
-    async with agent(client) as conn:
-        await conn.load_session(cwd=str(project), session_id="kimi-session", mcp_servers=[])
-    assert client.text(UserMessageChunk).endswith("Count the answers")
-    assert client.text() == "Two answers so far."
+        # The same agent loads a session Kimi CLI wrote (the same process: tests stay cheap).
+        shutil.copytree(KIMI_DEFAULT_FIXTURE, Paths.current().work_dir_sessions(project) / "kimi")
+        client.updates.clear()
+        await conn.load_session(cwd=str(project), session_id="kimi", mcp_servers=[])
+        assert client.text(UserMessageChunk).endswith("Count the answers")
+        assert client.text() == "Two answers so far."

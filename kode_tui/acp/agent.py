@@ -149,6 +149,7 @@ class KodeAcpAgent:
         self, cwd: str, mcp_servers: Any = None, **kwargs: Any
     ) -> NewSessionResponse:
         work_dir = _work_dir(cwd)
+        _ignore_mcp_servers(mcp_servers)
         opened = await AgentSession.open(work_dir)
         live = await self._start(opened)
         return NewSessionResponse(session_id=opened.id, modes=self._modes(live))
@@ -157,6 +158,7 @@ class KodeAcpAgent:
         self, cwd: str, session_id: str, mcp_servers: Any = None, **kwargs: Any
     ) -> LoadSessionResponse:
         work_dir = _work_dir(cwd)
+        _ignore_mcp_servers(mcp_servers)
         live = self._sessions.get(session_id)
         if live is None:
             session = await _find(work_dir, session_id)
@@ -383,10 +385,20 @@ def _error(message: str) -> RequestError:
 def _work_dir(cwd: str) -> Path:
     path = Path(cwd)
     if not path.is_absolute():
-        raise _error(f"cwd must be an absolute path, not {cwd!r}.")
+        raise _error(f"the cwd must be an absolute path, not {cwd!r}.")
     if not path.is_dir():
-        raise _error(f"cwd {cwd} is not a directory.")
+        raise _error(f"the cwd {cwd} is not a directory.")
     return path.resolve()
+
+
+def _ignore_mcp_servers(servers: Sequence[Any] | None) -> None:
+    # kode-tui connects the MCP servers of the user's config.toml alone (no client's, as no
+    # project's): a client's list is noted in the log, not started.
+    if servers:
+        names = ", ".join(str(getattr(server, "name", "?")) for server in servers)
+        log.info(
+            "the client's MCP servers are not connected (kode-tui's config decides): %s", names
+        )
 
 
 async def _find(work_dir: Path, session_id: str) -> Session:

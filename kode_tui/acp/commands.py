@@ -6,15 +6,16 @@ restore changes the conversation the client shows, so the agent replays it after
 
 from __future__ import annotations
 
+from kode_tui.message import is_checkpoint_note
 from kode_tui.soul.facade import AgentSession, CompactionBlocked, LLMError, row_lines
 
 BUILT_IN: tuple[tuple[str, str, str], ...] = (
     ("compact", "[instruction]", "Summarise the conversation to free context"),
     (
         "revert",
-        "N [files]",
-        "Take the conversation back to checkpoint N (with `files`, the files the agent "
-        "changed since too, where nobody else did)",
+        "[N [files]]",
+        "List the checkpoints; with N, take the conversation back to checkpoint N "
+        "(with `files`, the files the agent changed since too, where nobody else did)",
     ),
     (
         "restore",
@@ -48,8 +49,10 @@ async def run_built_in(opened: AgentSession, name: str, argument: str) -> tuple[
             head = f"Context: {report.context_tokens:,} of {report.max_context_tokens:,} tokens"
             return "\n".join([head, "", "```", *row_lines(report), "```"]), False
         case "/revert":
-            if not words or not words[0].isdigit() or (len(words) > 1 and not files):
-                return "/revert N [files]: N is a checkpoint (its turn's number, from 0).", False
+            if not words:
+                return checkpoint_list(opened), False
+            if not words[0].isdigit() or (len(words) > 1 and not files):
+                return "/revert N [files]: N is a checkpoint (`/revert` lists them).", False
             try:
                 reverted = await opened.revert(int(words[0]), files=files)
             except ValueError as error:
@@ -81,6 +84,26 @@ async def _compact(opened: AgentSession, instruction: str) -> str:
     if not changed:
         return "Nothing to compact."
     return f"Compacted the context: {before:,} → {opened.token_count():,} tokens."
+
+
+def checkpoint_list(opened: AgentSession) -> str:
+    """The checkpoints a revert can go back to, each with the first words that follow it."""
+    timeline = opened.timeline()
+    lines = ["Checkpoints (`/revert N` keeps what came before N):"]
+    for checkpoint in timeline.checkpoints:
+        following = timeline.history[checkpoint.message_index : checkpoint.message_index + 4]
+        said = [
+            m for m in following if m.text and m.role != "tool" and not is_checkpoint_note(m.text)
+        ]
+        if said:
+            shown = " ".join(said[0].text.split())[:_LABEL_CHARS]
+            lines.append(f"- {checkpoint.id}: before the {said[0].role}'s “{shown}”")
+        else:
+            lines.append(f"- {checkpoint.id}: the end of the conversation")
+    return "\n".join(lines) if timeline.checkpoints else "This conversation has no checkpoints."
+
+
+_LABEL_CHARS = 60
 
 
 def _files_note(restored: list[str], conflicts: list[str]) -> str:

@@ -148,7 +148,8 @@ class TurnUpdates:
             case ev.ToolCall():
                 self._names[event.id] = event.function.name
                 self._arguments[event.id] = event.function.arguments or ""
-                return [call_start(event.id, event.function.name, self.arguments(event.id), "")]
+                name, arguments = event.function.name, self.arguments(event.id)
+                return [call_start(event.id, name, arguments, self._work_dir)]
             case ev.ToolCallPart():
                 self._arguments[event.id] = self.arguments(event.id) + event.arguments_delta
                 return []
