@@ -167,7 +167,7 @@ async def test_yolo_mode_skips_the_permission_todos_become_the_plan_and_cancel_s
         assert (await asyncio.wait_for(turn, 30)).stop_reason == "cancelled"
 
 
-async def test_revert_replays_the_shorter_conversation_and_kimi_sessions_load(
+async def test_revert_and_restore_replay_the_conversation_and_kimi_sessions_load(
     project: Path, loopback: LLMServer
 ) -> None:
     loopback.reply_text("First answer.")
@@ -189,6 +189,12 @@ async def test_revert_replays_the_shorter_conversation_and_kimi_sessions_load(
         assert client.text(UserMessageChunk) == "one"
         assert client.text() == "Reverted to checkpoint 1; the rest is kept in context_1.jsonl."
         assert len(loopback.requests) == 2  # the commands were no model turns
+
+        # Restoring the rotated context brings the whole conversation back, replayed.
+        client.updates.clear()
+        await conn.prompt(session_id=made.session_id, prompt=[text_block("/restore 1")])
+        assert client.text(UserMessageChunk) == "onetwo"
+        assert client.text().startswith("First answer.Second answer.Restored context_1.jsonl")
 
         # The same agent loads a session Kimi CLI wrote (the same process: tests stay cheap).
         shutil.copytree(KIMI_DEFAULT_FIXTURE, Paths.current().work_dir_sessions(project) / "kimi")
