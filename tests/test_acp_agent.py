@@ -168,8 +168,13 @@ async def test_yolo_mode_skips_the_permission_todos_become_the_plan_and_cancel_s
 
 
 async def test_revert_and_restore_replay_the_conversation_and_kimi_sessions_load(
-    project: Path, loopback: LLMServer
+    project: Path, loopback: LLMServer, home: Path, tmp_path: Path
 ) -> None:
+    veto = tmp_path / "veto"
+    veto.write_text("#!/bin/sh\nif grep -q secret; then echo 'no secrets' >&2; exit 2; fi\n")
+    veto.chmod(0o755)
+    with (home / "config.toml").open("a") as config:
+        config.write(f'\n[[hooks]]\nevent = "UserPromptSubmit"\ncommand = "{veto}"\n')
     loopback.reply_text("First answer.")
     loopback.reply_text("Second answer.")
     client = RecordingClient()
@@ -189,6 +194,11 @@ async def test_revert_and_restore_replay_the_conversation_and_kimi_sessions_load
         assert client.text(UserMessageChunk) == "one"
         assert client.text() == "Reverted to checkpoint 1; the rest is kept in context_1.jsonl."
         assert len(loopback.requests) == 2  # the commands were no model turns
+
+        # A prompt a hook blocks is refused, and the client is told why.
+        client.updates.clear()
+        refused = await conn.prompt(session_id=made.session_id, prompt=[text_block("a secret")])
+        assert refused.stop_reason == "refusal" and "no secrets" in client.text()
 
         # Restoring the rotated context brings the whole conversation back, replayed.
         client.updates.clear()

@@ -168,6 +168,9 @@ class TurnUpdates:
             case ev.StepRetry():
                 note = f"\n\n_{event.error}; retrying (attempt {event.attempt + 1})._\n\n"
                 return [update_agent_message_text(note)]
+            case ev.HookRan(outcome="warning" | "blocked"):
+                note = f"{event.hook_event} hook `{event.command}`: {event.note}"
+                return [update_agent_message_text(f"\n\n_{note}_\n\n")]
             case ev.Warning() | ev.Error():
                 return [update_agent_message_text(f"\n\n_{event.message}_\n\n")]
             case _:
