@@ -143,6 +143,10 @@ def run() -> NoReturn:
 
 
 def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    if argv[:1] == ["acp"]:
+        # A folder named acp opens as `kode-tui ./acp`.
+        return _acp(argv[1:])
     args = build_parser().parse_args(argv)
     if args.paths:
         for name, path in Paths.current().describe():
@@ -190,6 +194,46 @@ def main(argv: list[str] | None = None) -> int:
         shown = visible(mask(f"{type(error).__name__}: {error}"), multiline=False)
         print(f"kode-tui: unexpected error: {shown} (details in the log)", file=sys.stderr)
         return 1
+
+
+def _acp(argv: list[str]) -> int:
+    """`kode-tui acp`: an ACP agent on stdin/stdout (kode_tui/acp). stdout carries the protocol
+    alone: the process's own fd 1 becomes stderr, so a stray print or a child's output cannot
+    corrupt it, and the protocol is written to a copy of the real stdout."""
+    parser = argparse.ArgumentParser(
+        prog="kode-tui acp",
+        description="Run kode-tui as an Agent Client Protocol agent over stdio (Zed, acpx).",
+    )
+    parser.add_argument(
+        "-m", "--model", metavar="MODEL",
+        help="a model alias from config.toml, a litellm model string, or 'demo'",
+    )  # fmt: skip
+    parser.add_argument(
+        "--config", metavar="FILE", help="read this config file instead of config.toml"
+    )
+    args = parser.parse_args(argv)
+    try:
+        _start_logging()
+        config = _load_config(args)
+        from kode_tui.acp.agent import serve
+        from kode_tui.config import resolve_model
+
+        choice = resolve_model(config, args.model)
+    except ConfigError as error:
+        print(f"kode-tui: {visible(mask(str(error)), multiline=False)}", file=sys.stderr)
+        return 2
+    sys.stdout.flush()
+    protocol_out = os.fdopen(os.dup(1), "wb", buffering=0)
+    os.dup2(2, 1)
+    sys.stdout = sys.stderr
+    try:
+        asyncio.run(serve(config, choice, protocol_out))
+    except KeyboardInterrupt:
+        return 130
+    except Exception:
+        log.exception("the ACP agent failed")
+        return 1
+    return 0
 
 
 def _export_options(args: argparse.Namespace) -> bool:

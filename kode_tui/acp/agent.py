@@ -1,0 +1,455 @@
+"""`kode-tui acp`: kode-tui as an Agent Client Protocol agent over stdin/stdout.
+
+Editors (Zed, JetBrains) and clients such as `acpx` start it and speak JSON-RPC on its stdin and
+stdout; nothing else may be written to stdout, so the CLI moves it to stderr before this starts.
+Built on the `agent-client-protocol` package (its schema models and its JSON-RPC connection); it
+reaches the domain through `AgentSession` alone, as the TUI and print mode do, so a session made
+here is an ordinary kode-tui session (the TUI opens it afterwards).
+
+- `session/new` makes a session in the client's `cwd`; `session/load` opens one by id (kode-tui's
+  or a Kimi CLI session of that work dir, or a session folder's absolute path) and replays its
+  conversation. The client's `mcpServers` are not connected (kode-tui's own config decides).
+- `session/prompt` runs a turn, or one of the slash commands advertised (`/compact`, `/revert N`,
+  `/restore N`, `/clear`, `/context`, the custom commands). A revert or restore replays the new
+  conversation, as a load does.
+- approvals become `session/request_permission` with the TUI's answers: once, for the session
+  (when the call has a session scope), reject.
+- `session/set_mode` takes the approval modes `ask`, `auto-edit` and `yolo`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import sys
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, BinaryIO, cast
+
+from acp import (
+    PROTOCOL_VERSION,
+    Agent,
+    Client,
+    InitializeResponse,
+    LoadSessionResponse,
+    NewSessionResponse,
+    PromptResponse,
+    RequestError,
+    SetSessionModeResponse,
+    run_agent,
+    update_agent_message_text,
+)
+from acp.helpers import SessionUpdate, update_available_commands, update_current_mode
+from acp.schema import (
+    AgentCapabilities,
+    AllowedOutcome,
+    AvailableCommand,
+    AvailableCommandInput,
+    EmbeddedResourceContentBlock,
+    Implementation,
+    PermissionOption,
+    PromptCapabilities,
+    ResourceContentBlock,
+    SessionMode,
+    SessionModeState,
+    StopReason,
+    TextContentBlock,
+    TextResourceContents,
+    ToolCallUpdate,
+    UnstructuredCommandInput,
+)
+
+from kode_tui import __version__
+from kode_tui.acp.commands import BUILT_IN, run_built_in
+from kode_tui.acp.updates import (
+    TurnUpdates,
+    display_content,
+    history_updates,
+    raw_input,
+    tool_kind,
+    tool_title,
+)
+from kode_tui.config import Config, ModelChoice
+from kode_tui.soul.facade import (
+    MODES,
+    AgentSession,
+    ChatProvider,
+    CommandProblem,
+    CommandPrompt,
+    Session,
+    SessionLocked,
+    TurnResult,
+)
+from kode_tui.wire import events as ev
+
+log = logging.getLogger(__name__)
+
+_MODE_NAMES = {
+    "ask": ("Ask", "Ask before every edit and command"),
+    "auto-edit": ("Auto-edit", "Edit files in the work dir without asking; ask for commands"),
+    "yolo": ("Yolo", "Approve every tool call"),
+}
+
+_STOP_REASONS: dict[str, StopReason] = {
+    "done": "end_turn",
+    "rejected": "end_turn",
+    "error": "end_turn",
+    "blocked": "refusal",
+    "max_steps": "max_turn_requests",
+}
+
+
+@dataclass
+class _Live:
+    """One session the client opened: the facade and what turns its events into updates."""
+
+    opened: AgentSession
+    turns: TurnUpdates
+    shown: Any = None
+    mode: str = ""
+    """The approval mode the client was last told of."""
+    cancelled: asyncio.Event = field(default_factory=asyncio.Event)
+
+
+class KodeAcpAgent:
+    """The ACP `Agent`: each method is one of the protocol's requests."""
+
+    def __init__(
+        self, config: Config, choice: ModelChoice, *, provider: ChatProvider | None = None
+    ) -> None:
+        self._config = config
+        self._choice = choice
+        self._provider = provider
+        self._client: Client | None = None
+        self._sessions: dict[str, _Live] = {}
+        self._background: set[asyncio.Future[None]] = set()
+
+    def on_connect(self, conn: Client) -> None:
+        self._client = conn
+
+    # --- the protocol's requests -----------------------------------------------------------
+
+    async def initialize(
+        self, protocol_version: int, client_capabilities: Any = None, client_info: Any = None,
+        **kwargs: Any,
+    ) -> InitializeResponse:  # fmt: skip
+        return InitializeResponse(
+            protocol_version=PROTOCOL_VERSION,
+            agent_capabilities=AgentCapabilities(
+                load_session=True,
+                prompt_capabilities=PromptCapabilities(embedded_context=True),
+            ),
+            auth_methods=[],
+            agent_info=Implementation(name="kode-tui", title="kode-tui", version=__version__),
+        )
+
+    async def new_session(
+        self, cwd: str, mcp_servers: Any = None, **kwargs: Any
+    ) -> NewSessionResponse:
+        work_dir = _work_dir(cwd)
+        _ignore_mcp_servers(mcp_servers)
+        opened = await AgentSession.open(work_dir)
+        live = await self._start(opened)
+        return NewSessionResponse(session_id=opened.id, modes=self._modes(live))
+
+    async def load_session(
+        self, cwd: str, session_id: str, mcp_servers: Any = None, **kwargs: Any
+    ) -> LoadSessionResponse:
+        work_dir = _work_dir(cwd)
+        _ignore_mcp_servers(mcp_servers)
+        live = self._sessions.get(session_id)
+        if live is None:
+            session = await _find(work_dir, session_id)
+            try:
+                opened = await AgentSession.open(work_dir, session)
+            except SessionLocked as error:
+                raise _error(str(error)) from None
+            if opened.read_only is not None:
+                await opened.close()
+                raise _error(f"{session.dir} cannot be written, so it cannot go on here.")
+            live = await self._start(opened, announce=False)
+        await self._replay(live)
+        await self._announce(live)
+        return LoadSessionResponse(modes=self._modes(live))
+
+    async def set_session_mode(
+        self, mode_id: str, session_id: str, **kwargs: Any
+    ) -> SetSessionModeResponse:
+        live = self._live(session_id)
+        if mode_id not in MODES:
+            raise _error(f"there is no mode {mode_id}; the modes are {', '.join(MODES)}.")
+        live.mode = mode_id
+        await live.opened.set_mode(mode_id)
+        return SetSessionModeResponse()
+
+    async def prompt(self, prompt: Sequence[Any], session_id: str, **kwargs: Any) -> PromptResponse:
+        live = self._live(session_id)
+        if live.opened.turn_running:
+            raise _error("a turn of this session is running; cancel it or wait for it.")
+        text = _prompt_text(prompt)
+        live.cancelled.clear()
+        task = asyncio.ensure_future(self._turn(live, text))
+        try:
+            result = await task
+        except asyncio.CancelledError:
+            if not live.cancelled.is_set():
+                raise
+            result = None
+        finally:
+            await live.shown.join()  # every update of the turn is out before the answer
+        if result is None or live.cancelled.is_set():
+            return PromptResponse(stop_reason="cancelled")
+        return PromptResponse(stop_reason=_STOP_REASONS.get(result.stop_reason, "end_turn"))
+
+    async def cancel(self, session_id: str, **kwargs: Any) -> None:
+        live = self._sessions.get(session_id)
+        if live is None:
+            return
+        live.cancelled.set()
+        live.opened.interrupt()
+
+    async def authenticate(self, method_id: str, **kwargs: Any) -> None:
+        return None
+
+    async def ext_method(self, method: str, params: dict[str, Any]) -> dict[str, Any]:
+        raise RequestError.method_not_found(method)
+
+    async def ext_notification(self, method: str, params: dict[str, Any]) -> None:
+        return None
+
+    async def close(self) -> None:
+        """Close every session (their files made durable)."""
+        for task in list(self._background):
+            task.cancel()
+        sessions, self._sessions = list(self._sessions.values()), {}
+        for live in sessions:
+            await live.opened.close()
+
+    # --- sessions ------------------------------------------------------------------------------
+
+    def _live(self, session_id: str) -> _Live:
+        live = self._sessions.get(session_id)
+        if live is None:
+            raise _error(f"there is no open session {session_id}; create or load it first.")
+        return live
+
+    async def _start(self, opened: AgentSession, *, announce: bool = True) -> _Live:
+        live = _Live(opened, TurnUpdates(str(opened.work_dir)))
+        live.shown = opened.bus.subscribe(callback=lambda event: self._on_event(live, event))
+        try:
+            await opened.start(self._config, self._choice, provider=self._provider)
+        except BaseException:
+            live.shown.close()
+            await opened.close()
+            raise
+        live.mode = opened.mode or ""
+        self._sessions[opened.id] = live
+        if announce:
+            # After the response: a client learns the session's id from it, and may drop
+            # updates of a session it does not know yet.
+            task = asyncio.ensure_future(self._announce(live))
+            self._background.add(task)
+            task.add_done_callback(self._background.discard)
+        return live
+
+    def _modes(self, live: _Live) -> SessionModeState:
+        available = [
+            SessionMode(id=mode, name=_MODE_NAMES[mode][0], description=_MODE_NAMES[mode][1])
+            for mode in MODES
+        ]
+        return SessionModeState(
+            current_mode_id=live.opened.mode or "ask", available_modes=available
+        )
+
+    async def _announce(self, live: _Live) -> None:
+        commands = [
+            AvailableCommand(
+                name=name,
+                description=description,
+                input=AvailableCommandInput(UnstructuredCommandInput(hint=hint)) if hint else None,
+            )
+            for name, hint, description in BUILT_IN
+        ]
+        for custom in live.opened.custom_commands().commands:
+            hint = custom.argument_hint
+            commands.append(
+                AvailableCommand(
+                    name=custom.name.removeprefix("/"),
+                    description=custom.description,
+                    input=AvailableCommandInput(UnstructuredCommandInput(hint=hint))
+                    if hint
+                    else None,
+                )
+            )
+        await self._send(live, update_available_commands(commands))
+
+    async def _replay(self, live: _Live) -> None:
+        history, past = await live.opened.messages()
+        for update in history_updates(history, past, str(live.opened.work_dir)):
+            await self._send(live, update)
+
+    async def _send(self, live: _Live, update: SessionUpdate) -> None:
+        assert self._client is not None  # connected before any request
+        await self._client.session_update(session_id=live.opened.id, update=update)
+
+    # --- a turn --------------------------------------------------------------------------------
+
+    async def _turn(self, live: _Live, text: str) -> TurnResult | None:
+        opened = live.opened
+        if text.startswith("/"):
+            name, _, argument = text.strip().partition(" ")
+            custom = opened.command_prompt(name, argument)
+            if isinstance(custom, CommandPrompt):
+                return await opened.run_command(custom)
+            if isinstance(custom, CommandProblem):
+                await self._send(live, update_agent_message_text(custom.message))
+                return TurnResult("error", 0, custom.message)
+            said, replay = await run_built_in(opened, name, argument.strip())
+            if said is not None:
+                if replay:
+                    await self._replay(live)
+                await self._send(live, update_agent_message_text(said))
+                return TurnResult("done", 0)
+        return await opened.run(text)
+
+    async def _on_event(self, live: _Live, event: ev.Event) -> None:
+        if isinstance(event, ev.ApprovalRequest):
+            await self._ask(live, event)
+            return
+        if isinstance(event, ev.PermissionsChanged):
+            if event.mode != live.mode:  # its mode changed in the agent (a session's start is none)
+                live.mode = event.mode
+                await self._send(live, update_current_mode(event.mode))
+            return
+        for update in live.turns.updates(event):
+            await self._send(live, update)
+
+    async def _ask(self, live: _Live, request: ev.ApprovalRequest) -> None:
+        """The client's answer to an approval, as the TUI's panel would give it."""
+        assert self._client is not None
+        call_id = request.tool_call_id
+        name = live.turns.name(call_id) or request.tool_name
+        arguments = live.turns.arguments(call_id)
+        options = [PermissionOption(option_id="approve", name="Allow once", kind="allow_once")]
+        if request.scope_label:
+            options.append(
+                PermissionOption(
+                    option_id="approve_for_session",
+                    name=f"Allow for this session ({request.scope_label})",
+                    kind="allow_always",
+                )
+            )
+        options.append(PermissionOption(option_id="reject", name="Reject", kind="reject_once"))
+        call = ToolCallUpdate(
+            tool_call_id=call_id,
+            title=tool_title(name, arguments) if arguments else request.description,
+            kind=tool_kind(name),
+            status="pending",
+            content=display_content(request.display, str(live.opened.work_dir)) or None,
+            raw_input=raw_input(arguments),
+        )
+        asking = asyncio.ensure_future(
+            self._client.request_permission(
+                session_id=live.opened.id, tool_call=call, options=options
+            )
+        )
+        cancelled = asyncio.ensure_future(live.cancelled.wait())
+        try:
+            await asyncio.wait({asking, cancelled}, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            cancelled.cancel()
+        if not asking.done() or asking.cancelled() or asking.exception() is not None:
+            asking.cancel()
+            request.resolve("reject")
+            return
+        outcome = asking.result().outcome
+        chosen = outcome.option_id if isinstance(outcome, AllowedOutcome) else "reject"
+        if chosen == "approve":
+            request.resolve("approve")
+        elif chosen == "approve_for_session" and request.scope_label:
+            request.resolve("approve_for_session")
+        else:
+            request.resolve("reject")
+
+
+# --- helpers -------------------------------------------------------------------------------------
+
+
+def _error(message: str) -> RequestError:
+    """A request the client got wrong: JSON-RPC's invalid params, with one sentence."""
+    return RequestError(-32602, message[:1].upper() + message[1:])
+
+
+def _work_dir(cwd: str) -> Path:
+    path = Path(cwd)
+    if not path.is_absolute():
+        raise _error(f"the cwd must be an absolute path, not {cwd!r}.")
+    if not path.is_dir():
+        raise _error(f"the cwd {cwd} is not a directory.")
+    return path.resolve()
+
+
+def _ignore_mcp_servers(servers: Sequence[Any] | None) -> None:
+    # kode-tui connects the MCP servers of the user's config.toml alone (no client's, as no
+    # project's): a client's list is noted in the log, not started.
+    if servers:
+        names = ", ".join(str(getattr(server, "name", "?")) for server in servers)
+        log.info(
+            "the client's MCP servers are not connected (kode-tui's config decides): %s", names
+        )
+
+
+async def _find(work_dir: Path, session_id: str) -> Session:
+    """The session `session_id` names: an id in `work_dir`'s sessions, or a folder's path."""
+    if Path(session_id).is_absolute():
+        try:
+            found = await Session.from_dir(Path(session_id), work_dir)
+        except (FileNotFoundError, ValueError) as error:
+            raise _error(str(error)) from None
+        return found
+    session = await Session.find(work_dir, session_id)
+    if session is None:
+        raise _error(f"there is no session {session_id} in {work_dir}.")
+    return session
+
+
+def _prompt_text(prompt: Sequence[Any]) -> str:
+    """The user's message: its text, with embedded files as text and links as their URI."""
+    pieces: list[str] = []
+    for block in prompt:
+        if isinstance(block, TextContentBlock):
+            pieces.append(block.text)
+        elif isinstance(block, EmbeddedResourceContentBlock):
+            resource = block.resource
+            if isinstance(resource, TextResourceContents):
+                pieces.append(f"\n<file uri={resource.uri!r}>\n{resource.text}\n</file>\n")
+        elif isinstance(block, ResourceContentBlock):
+            pieces.append(block.uri)
+    return "".join(pieces)
+
+
+async def serve(
+    config: Config,
+    choice: ModelChoice,
+    protocol_out: BinaryIO,
+    *,
+    provider: ChatProvider | None = None,
+) -> None:
+    """Answer the client on stdin and `protocol_out` (the real stdout) until stdin ends."""
+    loop = asyncio.get_running_loop()
+    reader = asyncio.StreamReader(limit=50 * 1024 * 1024)
+    await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(reader), sys.stdin)
+    transport, protocol = await loop.connect_write_pipe(
+        lambda: asyncio.streams.FlowControlMixin(), protocol_out
+    )
+    writer = asyncio.StreamWriter(transport, protocol, None, loop)
+    agent = KodeAcpAgent(config, choice, provider=provider)
+    try:
+        # The package's Agent protocol lists the unstable methods too (fork, resume, list...);
+        # its router answers "method not found" for those this agent leaves out.
+        await run_agent(cast(Agent, agent), writer, reader)
+    finally:
+        with contextlib.suppress(Exception):
+            await agent.close()
