@@ -5,8 +5,8 @@ acpx 0.19 needs node >= 22.13. Install both into a scratch prefix, without touch
     npm install --prefix /tmp/acpx-prefix node@22 acpx@0.19.1
     KODE_TUI_ACPX_PREFIX=/tmp/acpx-prefix pytest tests/test_acp_acpx.py
 
-Without KODE_TUI_ACPX_PREFIX the test looks for `acpx` and `node` on PATH, and skips (saying
-why) when they are missing or node is too old.
+Without KODE_TUI_ACPX_PREFIX the test looks in tests/.node (where `.ci/run` installs them),
+then on PATH, and skips (saying why) when they are missing or node is too old.
 """
 
 from __future__ import annotations
@@ -27,8 +27,14 @@ from .llm_server import KEY_ENV, LLMServer, write_loopback_config
 NODE_AT_LEAST = (22, 13)
 
 
+LOCAL_PREFIX = Path(__file__).parent / ".node"
+"""Where `.ci/run` installs node 22 and acpx (with the MCP test's server)."""
+
+
 def _search_path() -> str:
-    prefix = os.environ.get("KODE_TUI_ACPX_PREFIX")
+    prefix = os.environ.get("KODE_TUI_ACPX_PREFIX") or (
+        str(LOCAL_PREFIX) if LOCAL_PREFIX.is_dir() else None
+    )
     path = os.environ.get("PATH", "")
     return f"{Path(prefix) / 'node_modules' / '.bin'}{os.pathsep}{path}" if prefix else path
 
