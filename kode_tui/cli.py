@@ -92,13 +92,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument(
         "-o", "--output", metavar="FILE", help="with --export: write to FILE, not stdout"
     )
-    parser.add_argument(
-        "-m", "--model", metavar="MODEL",
-        help="a model alias from config.toml, a litellm model string, or 'demo'",
-    )  # fmt: skip
-    parser.add_argument(
-        "--config", metavar="FILE", help="read this config file instead of config.toml"
-    )
+    _model_options(parser)
     parser.add_argument(
         "--yolo", action="store_true", help="approve every tool call (this run only)"
     )
@@ -196,6 +190,17 @@ def main(argv: list[str] | None = None) -> int:
         return 1
 
 
+def _model_options(parser: argparse.ArgumentParser) -> None:
+    """`-m MODEL` and `--config FILE`, shared by the app and `kode-tui acp`."""
+    parser.add_argument(
+        "-m", "--model", metavar="MODEL",
+        help="a model alias from config.toml, a litellm model string, or 'demo'",
+    )  # fmt: skip
+    parser.add_argument(
+        "--config", metavar="FILE", help="read this config file instead of config.toml"
+    )
+
+
 def _acp(argv: list[str]) -> int:
     """`kode-tui acp`: an ACP agent on stdin/stdout (kode_tui/acp). stdout carries the protocol
     alone: the process's own fd 1 becomes stderr, so a stray print or a child's output cannot
@@ -204,13 +209,7 @@ def _acp(argv: list[str]) -> int:
         prog="kode-tui acp",
         description="Run kode-tui as an Agent Client Protocol agent over stdio (Zed, acpx).",
     )
-    parser.add_argument(
-        "-m", "--model", metavar="MODEL",
-        help="a model alias from config.toml, a litellm model string, or 'demo'",
-    )  # fmt: skip
-    parser.add_argument(
-        "--config", metavar="FILE", help="read this config file instead of config.toml"
-    )
+    _model_options(parser)
     args = parser.parse_args(argv)
     try:
         _start_logging()
