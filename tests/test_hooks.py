@@ -303,7 +303,8 @@ async def test_hook_runs_go_to_the_sidecar_and_show_where_they_ran_when_read_bac
         "AnswerBlock",
         "DetailBlock",
     ]
-    assert shown[0][1].startswith(f"hook UserPromptSubmit · {quiet} · exit 0 · ")
+    assert shown[0][1].startswith("hook UserPromptSubmit · exit 0 · ")
+    assert shown[0][1].endswith(quiet if len(quiet) <= 40 else "…")
     assert shown[3][1].startswith("hook PostToolUse")
     assert shown[5][1].startswith("hook Stop")
     assert "stdout:\n␛[31mred" in getattr(blocks[3], "text")  # noqa: B009

@@ -351,7 +351,7 @@ async def test_compaction_revert_restore_clear_reminders_hook_runs_and_warnings_
             "marker: ── restored context_1.jsonl (the previous context kept as context_4.jsonl) ──",
             "marker: ── context cleared (kept as context_5.jsonl) ──",
             "reminders: 2 reminders: todo, mention",
-            "hook -blocked: ⛔ hook PreToolUse · ./check · blocked: no rm · 0.1 s",
+            "hook -blocked: ⛔ hook PreToolUse · blocked: no rm · 0.1 s · ./check",
             "warning: ⚠ Stopped after 100 steps.",
         ]
         assert not running.has_class("-running")
@@ -361,7 +361,11 @@ async def test_compaction_revert_restore_clear_reminders_hook_runs_and_warnings_
         assert "@README.md was mentioned" in str(reminders.render())
         hook = conversation.query(DetailBlock).last()
         await pilot.click(hook)
-        assert str(hook.render()).splitlines()[1:] == ["  stderr:", "  no ␛[1mrm"]
+        assert str(hook.render()).splitlines()[1:] == [
+            "  command: ./check",
+            "  stderr:",
+            "  no ␛[1mrm",
+        ]
 
 
 def kimi_messages(name: str) -> list[Message]:
@@ -701,3 +705,14 @@ def test_token_counts_are_short() -> None:
         "48k",
         "124k",
     ]
+
+
+def test_a_long_hook_command_is_cut_on_the_folded_line_and_whole_inside() -> None:
+    from kode_tui.ui.widgets.blocks import hook_block
+
+    command = "python3 -c 'import sys, json; event = json.load(sys.stdin); sys.exit(0)'"
+    block = hook_block(ev.HookRan(hook_event="Stop", command=command, exit_code=0))()
+
+    assert block.title.startswith("hook Stop · exit 0 · 0.0 s · python3 -c")
+    assert block.title.endswith("…") and len(block.title) < 80
+    assert f"command: {command}" in block.text

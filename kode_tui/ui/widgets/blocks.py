@@ -191,18 +191,26 @@ class ReminderBlock(DetailBlock):
             self.refresh(layout=True)
 
 
+HOOK_COMMAND_CHARS = 40
+"""Of a hook's command, what its folded line shows."""
+
+
 def hook_block(run: HookRan) -> BlockFactory:
-    """A hook's run, folded to one line (`hook PreToolUse · ./check · blocked: … · 0.1 s`);
-    open, what it wrote. Live and read back from the wire alike."""
+    """A hook's run, folded to one line (`hook PreToolUse · blocked: … · 0.1 s · ./check`);
+    open, its whole command and what it wrote. Live and read back from the wire alike."""
     mark = {"ok": "", "warning": "⚠ ", "blocked": "⛔ "}[run.outcome]
-    status = run.note or f"exit {run.exit_code}"
-    title = f"{mark}hook {run.hook_event} · {run.command} · {status} · {run.duration_s:.1f} s"
-    parts = [
+    status = visible(run.note or f"exit {run.exit_code}", multiline=False)
+    # One line: what happened first, then as much of the command as fits (all of it inside).
+    command = visible(" ".join(run.command.split()), multiline=False)
+    if len(command) > HOOK_COMMAND_CHARS:
+        command = command[: HOOK_COMMAND_CHARS - 1] + "…"
+    title = f"{mark}hook {run.hook_event} · {status} · {run.duration_s:.1f} s · {command}"
+    parts = [f"command: {run.command}"] + [
         f"{name}:\n{text.rstrip()}"
         for name, text in (("stdout", run.stdout), ("stderr", run.stderr))
         if text.strip()
     ]
-    text = visible("\n".join(parts) or "(no output)")
+    text = visible("\n".join(parts))
     return partial(DetailBlock, title, text, kind=f"hook -{run.outcome}")
 
 
