@@ -10,6 +10,7 @@ import pytest
 
 from kode_tui.config import Config, ModelChoice
 from kode_tui.soul.facade import AgentSession, SessionLocked
+from kode_tui.soul.llm import process
 from kode_tui.soul.llm.scripted import ScriptedProvider
 from kode_tui.wire import events as ev
 
@@ -24,6 +25,18 @@ async def started(work_dir: Path, script: list[dict[str, object]]) -> AgentSessi
     opened = await AgentSession.open(work_dir)
     await opened.start(Config(), SCRIPTED, provider=ScriptedProvider(script), yolo=True)
     return opened
+
+
+async def test_an_agent_with_a_provider_of_its_own_starts_no_model_process(
+    tmp_path: Path,
+) -> None:
+    process.stop()
+    opened = await started(tmp_path, [])
+    try:
+        await opened.preload_model()
+        assert process.worker_pid() is None
+    finally:
+        await opened.close()
 
 
 async def test_a_view_of_a_session_being_written_follows_its_turns_and_rotations(

@@ -76,20 +76,23 @@ async def test_kode_tui_opens_each_kimi_session_with_its_checkpoints(
     fixture: Path, tmp_path: Path
 ) -> None:
     from kode_tui.ui.widgets.timeline import CheckpointTimeline
-    from tests.ui_helpers import make_app, ready, screen_text
+    from tests.ui_helpers import make_app, ready, screen_text, wait_for
 
     folder = copy_fixture(fixture, tmp_path)
     session = await Session.from_dir(folder)
+    last_answer = next(
+        r["content"]
+        for r in reversed(records(folder / "context.jsonl"))
+        if r.get("role") == "assistant" and isinstance(r["content"], str)
+    )
     app = make_app(tmp_path, ScriptedProvider([]), session=session)
     async with app.run_test(size=(140, 40)) as pilot:
         await ready(pilot)
-        await pilot.pause(0.3)
-        shown = app.screen.query_one(CheckpointTimeline).checkpoint_ids
-        last_answer = next(
-            r["content"]
-            for r in reversed(records(folder / "context.jsonl"))
-            if r.get("role") == "assistant" and isinstance(r["content"], str)
-        )
+        timeline = app.screen.query_one(CheckpointTimeline)
+        # The history is drawn and the timeline filled after the agent is up.
+        await wait_for(pilot, lambda: bool(timeline.checkpoint_ids))
+        await wait_for(pilot, lambda: last_answer in screen_text(app))
+        shown = timeline.checkpoint_ids
         assert last_answer in screen_text(app)
     ids = [r["id"] for r in records(folder / "context.jsonl") if r.get("role") == "_checkpoint"]
     assert shown and set(shown) <= set(ids)

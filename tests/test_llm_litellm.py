@@ -44,7 +44,11 @@ from tests.llm_server import SHELL_TOOL, LLMServer
 
 # litellm's own pydantic deprecation noise; kode-tui silences it when it loads litellm, but
 # pytest resets warning filters for each test.
-pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning:litellm.*")
+pytestmark = [
+    pytest.mark.filterwarnings("ignore::DeprecationWarning:litellm.*"),
+    # These import litellm in this process (seconds): one xdist worker runs them all.
+    pytest.mark.xdist_group("litellm"),
+]
 
 KEY_ENV = "KODE_TEST_LLM_KEY"
 KEY = "sk-test-very-secret-4242"

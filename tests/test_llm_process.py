@@ -25,7 +25,11 @@ from kode_tui.soul.llm.process import ProcessProvider, start, worker_pid
 from kode_tui.wire.events import TokenUsage
 from tests.llm_server import SHELL_TOOL, LLMServer, loopback_choice
 
-pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning:litellm.*")
+pytestmark = [
+    pytest.mark.filterwarnings("ignore::DeprecationWarning:litellm.*"),
+    # These import litellm in this process (seconds): one xdist worker runs them all.
+    pytest.mark.xdist_group("litellm"),
+]
 
 KEY_ENV = "KODE_TEST_LLM_KEY"
 MODEL = "openai/test-model"

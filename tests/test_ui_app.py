@@ -179,11 +179,21 @@ async def test_theme_switch_is_saved_to_config(project: Path, home: Path) -> Non
         assert app.theme == "kode-dark"
         await send(pilot, "/theme kode-light")
         await wait_for(pilot, lambda: app.theme == "kode-light")
-        await pilot.pause(0.2)
+        # Saved by the theme signal's subscriber, which runs after the switch.
+        await wait_for(pilot, lambda: load_config().theme == "kode-light")
     assert load_config().theme == "kode-light"
 
 
-async def test_f1_shows_keys_and_the_focused_panes_help(project: Path) -> None:
+async def test_f1_shows_the_focused_panes_keys_first_and_folds_textuals_generic_ones(
+    project: Path,
+) -> None:
+    """F1 shows the keys, then the commands; the focused pane's and kode-tui's own keys come
+    first and Textual's generic ones are folded away."""
+    from textual.widgets import Collapsible, DataTable
+
+    def descriptions(table: DataTable[Any]) -> list[str]:
+        return [str(table.get_row_at(n)[1]) for n in range(table.row_count)]
+
     app = make_app(project, DemoProvider(delay=0))
     async with app.run_test(size=(140, 40)) as pilot:
         await ready(pilot)
@@ -194,19 +204,8 @@ async def test_f1_shows_keys_and_the_focused_panes_help(project: Path) -> None:
         await pilot.pause()
         assert "/compact" in screen_text(app)
         await pilot.press("escape")
+        await wait_for(pilot, lambda: not isinstance(app.screen, HelpScreen))
 
-
-async def test_f1_lists_kode_tuis_keys_first_and_folds_textuals_generic_ones(
-    project: Path,
-) -> None:
-    from textual.widgets import Collapsible, DataTable
-
-    def descriptions(table: DataTable[Any]) -> list[str]:
-        return [str(table.get_row_at(n)[1]) for n in range(table.row_count)]
-
-    app = make_app(project, DemoProvider(delay=0))
-    async with app.run_test(size=(140, 40)) as pilot:
-        await ready(pilot)
         app.screen.query_one("#timeline").focus()
         await pilot.press("f1")
         await wait_for(pilot, lambda: isinstance(app.screen, HelpScreen))
@@ -277,7 +276,8 @@ async def test_a_resumed_kimi_session_shows_its_history(tmp_path: Path) -> None:
     app = make_app(tmp_path, ScriptedProvider([]), session=session)
     async with app.run_test(size=(140, 40)) as pilot:
         await ready(pilot)
-        await pilot.pause(0.3)
+        # The conversation and the History pane are filled after the agent is up.
+        await wait_for(pilot, lambda: all(s in screen_text(app) for s in ("hello.py", "context_3")))
         text = screen_text(app)
         assert "We created hello.py" in text
         assert "context_3" in text and "context_1" in text

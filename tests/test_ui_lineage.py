@@ -68,30 +68,11 @@ async def test_fork_n_opens_a_new_session_holding_the_talk_before_checkpoint_n(
         assert f"⑂ forked from {source_id[:8]} before checkpoint 2" in screen_text(app)
 
 
-async def test_f_on_a_history_row_forks_that_rotated_context(tmp_path: Path) -> None:
-    app = make_app(tmp_path, ScriptedProvider(SCRIPT))
-    async with app.run_test(size=(140, 40)) as pilot:
-        source_id = await two_turns(pilot)
-        await send(pilot, "/clear")
-        history = app.screen.query_one(HistoryPane)
-        await wait_for(pilot, lambda: len(history.paths) == 1)
-        history.focus()
-        await pilot.press("F")
-        await wait_for(pilot, lambda: switched(app, source_id))
-        await wait_for(pilot, lambda: "zebras" in screen_text(app))
-        origin = load_state(app.session.state_file).forked_from
-        assert origin is not None
-        assert (origin.session, origin.file, origin.checkpoint) == (
-            source_id,
-            "context_1.jsonl",
-            None,
-        )
-        assert f"⑂ forked from {source_id[:8]} context_1.jsonl" in screen_text(app)
-
-
-async def test_search_lists_matches_and_enter_opens_a_rotated_one_in_its_preview(
+async def test_search_opens_a_rotated_match_in_its_preview_and_f_on_its_history_row_forks_it(
     tmp_path: Path,
 ) -> None:
+    """/search lists the matches and Enter opens a rotated one in its preview; back on the
+    main screen, F on that context's History row forks it."""
     app = make_app(tmp_path, ScriptedProvider(SCRIPT))
     async with app.run_test(size=(140, 40)) as pilot:
         source_id = await two_turns(pilot)
@@ -108,19 +89,29 @@ async def test_search_lists_matches_and_enter_opens_a_rotated_one_in_its_preview
         await wait_for(pilot, lambda: isinstance(app.screen, PreviewScreen))
         assert "tell me about zebras" in screen_text(app)
 
+        while not app._attached():  # the preview (and the search under it, if any) closed
+            await pilot.press("escape")
+            await pilot.pause()
+        history = app.screen.query_one(HistoryPane)
+        history.focus()
+        await pilot.press("F")
+        await wait_for(pilot, lambda: switched(app, source_id))
+        await wait_for(pilot, lambda: "zebras" in screen_text(app))
+        origin = load_state(app.session.state_file).forked_from
+        assert origin is not None
+        assert (origin.session, origin.file, origin.checkpoint) == (
+            source_id,
+            "context_1.jsonl",
+            None,
+        )
+        assert f"⑂ forked from {source_id[:8]} context_1.jsonl" in screen_text(app)
 
-async def test_search_with_no_match_says_so(tmp_path: Path) -> None:
-    app = make_app(tmp_path, ScriptedProvider(SCRIPT))
-    async with app.run_test(size=(140, 40)) as pilot:
-        await two_turns(pilot)
-        await send(pilot, "/search giraffe")
-        await wait_for(pilot, lambda: any("giraffe" in str(n.message) for n in app._notifications))
-        assert not isinstance(app.screen, SearchScreen)
 
-
-async def test_search_all_finds_another_work_dirs_session_and_enter_opens_it(
+async def test_search_says_no_match_and_search_all_finds_another_work_dirs_session(
     tmp_path: Path,
 ) -> None:
+    """A search with no match says so in a notice; --all finds a session of another work
+    dir, and Enter opens it."""
     elsewhere = tmp_path / "elsewhere"
     elsewhere.mkdir()
     other = await Session.create(elsewhere)
@@ -129,6 +120,9 @@ async def test_search_all_finds_another_work_dirs_session_and_enter_opens_it(
     app = make_app(tmp_path, ScriptedProvider(SCRIPT))
     async with app.run_test(size=(140, 40)) as pilot:
         source_id = await two_turns(pilot)
+        await send(pilot, "/search giraffe")
+        await wait_for(pilot, lambda: any("giraffe" in str(n.message) for n in app._notifications))
+        assert not isinstance(app.screen, SearchScreen)
         await send(pilot, "/search turn 0")
         await wait_for(pilot, lambda: any("turn 0" in str(n.message) for n in app._notifications))
         await send(pilot, "/search --all turn 0")

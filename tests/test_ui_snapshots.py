@@ -143,7 +143,10 @@ def test_the_session_picker(place: Path, snap_compare: Any) -> None:
 
     async def run_before(pilot: Pilot[Any]) -> None:
         await wait_for(pilot, lambda: isinstance(app.screen, SessionPicker))
-        await pilot.pause(0.5)
+        picker = app.screen
+        assert isinstance(picker, SessionPicker)
+        # The sessions are listed by a worker: the picture is taken once both rows are in.
+        await wait_for(pilot, lambda: picker.is_mounted and picker.table.row_count == 2)
 
     assert snap_compare(app, run_before=run_before, terminal_size=SIZE)
 

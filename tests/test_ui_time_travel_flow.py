@@ -59,11 +59,43 @@ def lines(path: Path) -> list[dict[str, Any]]:
     return [json.loads(line) for line in path.read_text().splitlines()]
 
 
-async def test_f_reverts_the_conversation_and_the_files(project: Path) -> None:
+async def test_d_shows_what_changed_escape_cancels_a_revert_and_f_reverts_the_files(
+    project: Path,
+) -> None:
+    """One session of three turns: `d` on a checkpoint and /diff show what changed since,
+    Esc leaves a revert undone, then `f` reverts the conversation and the files."""
+    from kode_tui.ui.screens.compare import CompareScreen
+
     app = make_app(project, ScriptedProvider(SCRIPT), yolo=True)
     async with app.run_test(size=(140, 40)) as pilot:
         await three_turns(pilot)
         assert (project / "a.txt").read_text() == "agent a\n"
+
+        # `d` on a checkpoint shows what changed since, and so does /diff.
+        timeline = app.screen.query_one(CheckpointTimeline)
+        timeline.focus()
+        timeline.highlighted = timeline.checkpoint_ids.index(2)
+        await pilot.press("d")
+        await wait_for(pilot, lambda: isinstance(app.screen, CompareScreen))
+        text = screen_text(app)
+        assert "a.txt" in text and "+agent a" in text and "-original a" in text
+        assert "b.txt" in text
+        await pilot.press("escape")
+        await wait_for(pilot, lambda: not isinstance(app.screen, CompareScreen))
+        await send(pilot, "/diff 2 5")
+        await wait_for(pilot, lambda: isinstance(app.screen, CompareScreen))
+        assert "a.txt" in screen_text(app) and "b.txt" not in screen_text(app)
+        await pilot.press("escape")
+        await wait_for(pilot, lambda: not isinstance(app.screen, CompareScreen))
+
+        # Escape cancels a revert.
+        await open_revert(pilot, 1)
+        await pilot.press("escape")
+        await wait_for(pilot, lambda: not isinstance(app.screen, RevertDialog))
+        assert app.session is not None
+        assert not (app.session.dir / "context_1.jsonl").exists()
+
+        # `f` reverts the conversation and the files.
         await open_revert(pilot, 1)
         assert "a.txt" in screen_text(app) and "b.txt" in screen_text(app)
         await pilot.press("f")
@@ -82,28 +114,6 @@ async def test_f_reverts_the_conversation_and_the_files(project: Path) -> None:
     assert '"write b"' in rotated.read_text()
     note = json.loads((session.dir / "rotations.jsonl").read_text().splitlines()[-1])
     assert note["reason"] == "revert"
-
-
-async def test_c_reverts_the_conversation_only_and_refills_the_prompt(project: Path) -> None:
-    app = make_app(project, ScriptedProvider(SCRIPT), yolo=True)
-    async with app.run_test(size=(140, 40)) as pilot:
-        await three_turns(pilot)
-        await open_revert(pilot, 2)  # the checkpoint before "write a"
-        await pilot.press("c")
-        await wait_for(pilot, lambda: app.screen.query_one(PromptInput).text == "write a")
-    assert (project / "a.txt").read_text() == "agent a\n"
-    assert (project / "b.txt").read_text() == "agent b\n"
-
-
-async def test_escape_cancels_a_revert(project: Path) -> None:
-    app = make_app(project, ScriptedProvider(SCRIPT), yolo=True)
-    async with app.run_test(size=(140, 40)) as pilot:
-        await three_turns(pilot)
-        await open_revert(pilot, 1)
-        await pilot.press("escape")
-        await wait_for(pilot, lambda: not isinstance(app.screen, RevertDialog))
-    assert app.session is not None
-    assert not (app.session.dir / "context_1.jsonl").exists()
 
 
 async def test_a_user_change_is_a_conflict_and_is_left_alone(project: Path) -> None:
@@ -127,7 +137,11 @@ async def test_a_user_change_is_a_conflict_and_is_left_alone(project: Path) -> N
     assert not (project / "b.txt").exists()
 
 
-async def test_restore_from_the_history_pane_after_a_preview(project: Path) -> None:
+async def test_p_in_a_preview_copies_its_messages_and_r_restores_from_the_history_pane(
+    project: Path,
+) -> None:
+    """`p` in the preview of a rotated context copies its own messages into the prompt; a
+    second preview of it, and its comparison, then restore it with `r`."""
     app = make_app(project, ScriptedProvider(SCRIPT), yolo=True)
     async with app.run_test(size=(140, 40)) as pilot:
         await three_turns(pilot)
@@ -135,6 +149,17 @@ async def test_restore_from_the_history_pane_after_a_preview(project: Path) -> N
         await pilot.press("c")
         history = app.screen.query_one(HistoryPane)
         await wait_for(pilot, lambda: len(history.paths) == 1)
+
+        app.screen.query_one(PromptInput).text = ""
+        await send(pilot, "/restore 1")
+        await wait_for(pilot, lambda: isinstance(app.screen, PreviewScreen))
+        await pilot.press("p")
+        await wait_for(pilot, lambda: not isinstance(app.screen, PreviewScreen))
+        text = app.screen.query_one(PromptInput).text
+        assert text.startswith("From an earlier context:")
+        assert "user: write b" in text and "assistant: Wrote b." in text
+        assert "CHECKPOINT" not in text
+
         await send(pilot, "/restore 1")
         await wait_for(pilot, lambda: isinstance(app.screen, PreviewScreen))
         assert "write b" in screen_text(app)
@@ -160,27 +185,6 @@ async def test_restore_from_the_history_pane_after_a_preview(project: Path) -> N
         assert "from context_1" in screen_text(app) and "● context_3" in screen_text(app)
     assert app.session is not None
     assert '"write b"' in app.session.context_file.read_text()
-
-
-async def test_d_on_a_checkpoint_shows_what_changed_since(project: Path) -> None:
-    from kode_tui.ui.screens.compare import CompareScreen
-
-    app = make_app(project, ScriptedProvider(SCRIPT), yolo=True)
-    async with app.run_test(size=(140, 40)) as pilot:
-        await three_turns(pilot)
-        timeline = app.screen.query_one(CheckpointTimeline)
-        timeline.focus()
-        timeline.highlighted = timeline.checkpoint_ids.index(2)
-        await pilot.press("d")
-        await wait_for(pilot, lambda: isinstance(app.screen, CompareScreen))
-        text = screen_text(app)
-        assert "a.txt" in text and "+agent a" in text and "-original a" in text
-        assert "b.txt" in text
-        await pilot.press("escape")
-        await wait_for(pilot, lambda: not isinstance(app.screen, CompareScreen))
-        await send(pilot, "/diff 2 5")
-        await wait_for(pilot, lambda: isinstance(app.screen, CompareScreen))
-        assert "a.txt" in screen_text(app) and "b.txt" not in screen_text(app)
 
 
 async def test_a_dmail_shows_its_jump_on_the_timeline(project: Path) -> None:
@@ -213,25 +217,6 @@ async def test_a_dmail_shows_its_jump_on_the_timeline(project: Path) -> None:
         history = app.screen.query_one(HistoryPane)
         await wait_for(pilot, lambda: len(history.paths) == 1)
         assert "dmail" in screen_text(app)
-
-
-async def test_p_in_a_preview_copies_its_own_messages_into_the_prompt(project: Path) -> None:
-    app = make_app(project, ScriptedProvider(SCRIPT), yolo=True)
-    async with app.run_test(size=(140, 40)) as pilot:
-        await three_turns(pilot)
-        await open_revert(pilot, 2)
-        await pilot.press("c")
-        history = app.screen.query_one(HistoryPane)
-        await wait_for(pilot, lambda: len(history.paths) == 1)
-        app.screen.query_one(PromptInput).text = ""
-        await send(pilot, "/restore 1")
-        await wait_for(pilot, lambda: isinstance(app.screen, PreviewScreen))
-        await pilot.press("p")
-        await wait_for(pilot, lambda: not isinstance(app.screen, PreviewScreen))
-        text = app.screen.query_one(PromptInput).text
-        assert text.startswith("From an earlier context:")
-        assert "user: write b" in text and "assistant: Wrote b." in text
-        assert "CHECKPOINT" not in text
 
 
 async def restore_after_a_revert_with_files(pilot: Pilot[Any], project: Path) -> None:
@@ -271,16 +256,21 @@ async def test_restoring_the_conversation_only_leaves_the_files(project: Path) -
     assert not (project / "b.txt").exists()
 
 
-async def test_focus_returns_to_the_prompt_after_a_revert_and_after_a_restore(
+async def test_c_reverts_the_conversation_only_refills_the_prompt_and_focus_returns_to_it(
     project: Path,
 ) -> None:
+    """`c` reverts the conversation only and puts its message back in the prompt, which has
+    the focus again; so it has after a restore."""
     app = make_app(project, ScriptedProvider(SCRIPT), yolo=True)
     async with app.run_test(size=(140, 40)) as pilot:
         await three_turns(pilot)
         prompt = app.screen.query_one(PromptInput)
-        await open_revert(pilot, 2)  # from the timeline, which has the focus
+        # The checkpoint before "write a", from the timeline, which has the focus.
+        await open_revert(pilot, 2)
         await pilot.press("c")
         await wait_for(pilot, lambda: prompt.text == "write a")
+        assert (project / "a.txt").read_text() == "agent a\n"
+        assert (project / "b.txt").read_text() == "agent b\n"
         await pilot.pause()
         assert app.focused is prompt
         # A restore chosen from the History pane, with the keyboard.
@@ -294,6 +284,8 @@ async def test_focus_returns_to_the_prompt_after_a_revert_and_after_a_restore(
         await wait_for(pilot, lambda: len(history.paths) == 2)
         await pilot.pause()
         assert app.focused is prompt
+    assert (project / "a.txt").read_text() == "agent a\n"
+    assert (project / "b.txt").read_text() == "agent b\n"
 
 
 async def test_f_undoes_what_a_bang_command_did_to_the_files(project: Path) -> None:

@@ -182,6 +182,9 @@ async def settled(pilot: Pilot[Any]) -> None:
         now = (conversation.scroll_y, conversation.max_scroll_y, conversation.virtual_size)
         # Its wire events come as messages: the turn may end before the last is handled.
         drained = conversation.message_queue_size == 0
-        if now == last and drained and conversation.scroll_y >= conversation.max_scroll_y:
+        # Anchored to its end, a conversation shorter than its view has a negative scroll_y
+        # (Textual keeps it bottom - height): it is at its end too, with nothing to scroll.
+        at_end = conversation.scroll_y >= conversation.max_scroll_y or not conversation.max_scroll_y
+        if now == last and drained and at_end:
             return
         last = now

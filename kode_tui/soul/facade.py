@@ -549,10 +549,15 @@ class AgentSession(TimeTravel, Lineage, Pins, Drops, Commands, Mcp):
     async def preload_model(self) -> None:
         """Start the model process (it imports the model's library, never this process), so
         the first request does not wait for it."""
-        if self.choice is not None and not self.choice.is_demo:
-            from kode_tui.soul.llm.process import preload
+        if self.choice is None or self.choice.is_demo:
+            return
+        from kode_tui.soul.llm.process import ProcessProvider, preload
 
-            await preload(self.choice.model)
+        if self._agent is not None and not isinstance(self._agent.soul.provider, ProcessProvider):
+            # The agent answers with a provider of its own (tests): a model process would
+            # import litellm (seconds of CPU, 270 MB) for a model nobody asks.
+            return
+        await preload(self.choice.model)
 
     async def set_mode(self, mode: ApprovalMode) -> None:
         await self._soul().approval.set_mode(mode)
