@@ -53,9 +53,19 @@ async def one_turn(app: KodeApp, pilot: object, text: str = "hi") -> None:
     await wait_for(pilot, lambda: not app.busy() and turns.cost().turns)
 
 
-async def test_the_gauge_shows_the_cost_of_the_session_and_of_the_last_turn(
+async def cost_dialog(app: KodeApp, pilot: Any) -> str:
+    """`/cost` sent and its dialog's screen text."""
+    await send(pilot, "/cost")
+    await wait_for(pilot, lambda: isinstance(app.screen, CostScreen))
+    await pilot.pause()
+    return screen_text(app)
+
+
+async def test_the_gauge_and_slash_cost_show_the_cost_of_the_session_and_of_the_last_turn(
     project: Path, server: LLMServer
 ) -> None:
+    """The gauge shows the session's cost and the last turn's; /cost lists each model with
+    its tokens and dollars."""
     # 1M prompt tokens of which 400k cached, 100k out: 0.6M*0.15 + 0.4M*0.075 + 0.1M*0.60 = $0.18
     server.reply_text("Hello.", usage=(1_000_000, 100_000, 400_000))
     server.reply_text("Again.", usage=(10_000, 1_000))  # $0.0015 + $0.0006
@@ -65,28 +75,7 @@ async def test_the_gauge_shows_the_cost_of_the_session_and_of_the_last_turn(
         await send(pilot, "hi")
         await wait_for(pilot, lambda: "$0.180" in gauge_text(app))
         assert "$0.180 (last $0.180)" in gauge_text(app)
-        await send(pilot, "again")
-        await wait_for(pilot, lambda: "(last $0.002)" in gauge_text(app))
-        assert "$0.182 (last $0.002)" in gauge_text(app)
 
-
-async def cost_dialog(app: KodeApp, pilot: Any) -> str:
-    """`/cost` sent and its dialog's screen text."""
-    await send(pilot, "/cost")
-    await wait_for(pilot, lambda: isinstance(app.screen, CostScreen))
-    await pilot.pause()
-    return screen_text(app)
-
-
-async def test_slash_cost_lists_each_model_with_its_tokens_and_dollars(
-    project: Path, server: LLMServer
-) -> None:
-    server.reply_text("Hello.", usage=(1_000_000, 100_000, 400_000))
-    app = make_app(project, config=config_for(server))
-    async with app.run_test(size=(140, 40)) as pilot:
-        await ready(pilot)
-        await send(pilot, "hi")
-        await wait_for(pilot, lambda: "$0.180" in gauge_text(app))
         text = await cost_dialog(app, pilot)
         assert "Session total: $0.180" in text
         lines = [line.strip(" │") for line in text.splitlines()]
@@ -95,6 +84,12 @@ async def test_slash_cost_lists_each_model_with_its_tokens_and_dollars(
         # Input counts the cached tokens; none were written to the cache.
         assert lines[at + 1].startswith("1 call · 1M in (400k cached, 0 written) · 100k out")
         assert "Latest turns" in text and "1M in (400k cached) · 100k out  $0.180" in text
+        await pilot.press("escape")
+        await wait_for(pilot, lambda: not isinstance(app.screen, CostScreen))
+
+        await send(pilot, "again")
+        await wait_for(pilot, lambda: "(last $0.002)" in gauge_text(app))
+        assert "$0.182 (last $0.002)" in gauge_text(app)
 
 
 async def test_a_model_without_a_price_says_so_and_never_makes_one_up(

@@ -38,7 +38,11 @@ async def two_turns(app: KodeApp, pilot: Pilot[Any], provider: ScriptedProvider)
     await wait_for(pilot, lambda: len(provider.requests) == 3 and not turn_running(app))
 
 
-async def test_x_marks_a_tool_call_and_drop_takes_it_out_with_its_result(project: Path) -> None:
+async def test_x_marks_a_tool_call_drop_takes_it_out_and_slash_drop_takes_a_checkpoint_range(
+    project: Path,
+) -> None:
+    """`x` and /drop take a tool call out with its result, History's restore brings it back,
+    then `/drop N..M` drops checkpoints (and names one that is not there)."""
     provider = ScriptedProvider(SCRIPT)
     app = make_app(project, provider)
     async with app.run_test(size=(120, 36)) as pilot:
@@ -76,18 +80,12 @@ async def test_x_marks_a_tool_call_and_drop_takes_it_out_with_its_result(project
         await app.agent_session.restore(rotation.path.name)
         assert "tool" in roles(app)
 
-
-async def test_slash_drop_a_checkpoint_range(project: Path) -> None:
-    provider = ScriptedProvider(SCRIPT)
-    app = make_app(project, provider)
-    async with app.run_test(size=(120, 36)) as pilot:
-        await two_turns(app, pilot, provider)
+        # /drop N..M drops checkpoints.
         await send(pilot, "/drop 0..2")
         await wait_for(pilot, lambda: isinstance(app.screen, DropDialog))
         assert "checkpoints 0 to 2" in screen_text(app)
         await pilot.press("y")
         await wait_for(pilot, lambda: "tool" not in roles(app))
-        assert app.agent_session is not None
         texts = [m.text for m in app.agent_session._context.history if m.role != "user"]
         assert texts == ["Two."]
         await send(pilot, "/drop 7..9")

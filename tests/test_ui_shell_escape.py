@@ -91,10 +91,22 @@ async def test_a_bang_command_runs_shows_its_output_and_goes_with_the_next_reque
     assert "!echo hi-from-bang" in prompt_history.load(prompt_history.history_file(project))
 
 
-async def test_a_failing_bang_command_shows_its_exit_code(project: Path) -> None:
+async def test_in_yolo_a_bang_command_on_a_protected_file_asks_and_a_failing_one_shows_its_exit(
+    project: Path,
+) -> None:
+    """Even in yolo a bang command on a protected file asks first (rejected: nothing runs,
+    nothing is kept); a failing one shows its exit code."""
     app = make_app(project, ScriptedProvider([]), yolo=True)
     async with app.run_test(size=(140, 40)) as pilot:
         await ready(pilot)
+        await send(pilot, "!touch .envrc")
+        panel = app.screen.query_one(ApprovalPanel)
+        await wait_for(pilot, lambda: panel.current is not None)
+        assert panel.current is not None and panel.current.always_ask
+        await pilot.press("n")
+        await wait_for(pilot, lambda: not turn_running(app))
+        assert not (project / ".envrc").exists()
+
         await send(pilot, "!echo oops; exit 3")
         await wait_for(pilot, lambda: "exit code 3" in screen_text(app))
         await wait_for(pilot, lambda: not turn_running(app))
@@ -117,19 +129,6 @@ async def test_in_ask_mode_a_bang_command_waits_for_approval_and_a_rejection_run
         await wait_for(pilot, lambda: not turn_running(app))
     assert not (project / "made-by-bang.txt").exists()
     assert [m for m in context_messages(app) if read_record(m) is not None] == []
-
-
-async def test_even_in_yolo_a_bang_command_on_a_protected_file_asks_first(project: Path) -> None:
-    app = make_app(project, ScriptedProvider([]), yolo=True)
-    async with app.run_test(size=(140, 40)) as pilot:
-        await ready(pilot)
-        await send(pilot, "!touch .envrc")
-        panel = app.screen.query_one(ApprovalPanel)
-        await wait_for(pilot, lambda: panel.current is not None)
-        assert panel.current is not None and panel.current.always_ask
-        await pilot.press("n")
-        await wait_for(pilot, lambda: not turn_running(app))
-    assert not (project / ".envrc").exists()
 
 
 async def test_a_session_approval_of_the_command_covers_the_next_bang_run(project: Path) -> None:
