@@ -509,3 +509,18 @@ async def test_the_help_lists_ctrl_c(project: Path) -> None:
         await ready(pilot)
         rows = {description: keys for keys, description, _ in collect_bindings(app)}
         assert rows["Interrupt, clear the prompt, or quit"] == "^c"
+
+
+async def test_a_turn_ending_after_the_last_screen_closed_does_not_crash_the_exit(
+    tmp_path: Path,
+) -> None:
+    from textual.worker import Worker, WorkerState
+
+    app = make_app(tmp_path, ScriptedProvider([]))
+    async with app.run_test() as pilot:
+        await ready(pilot)
+    # What shutdown does when it cancels a turn still running: the screens are gone by then.
+    turn: Worker[None] = Worker(app, lambda: None, name="turn")
+    app._turn = turn
+    assert not app.screen_stack
+    app.on_worker_state_changed(Worker.StateChanged(turn, WorkerState.CANCELLED))

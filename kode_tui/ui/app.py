@@ -508,6 +508,8 @@ class KodeApp(
             WorkerState.CANCELLED,
             WorkerState.ERROR,
         ):
+            if not self.screen_stack:
+                return  # the app is closing: its turn was cancelled after the last screen went
             self.refresh_bindings()
             if self._queue:
                 self.send(self._queue.pop(0))
