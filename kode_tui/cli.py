@@ -205,7 +205,7 @@ def _acp(argv: list[str]) -> int:
     """`kode-tui acp`: an ACP agent on stdin/stdout (kode_tui/acp). stdout carries the protocol
     alone: the process's own fd 1 becomes stderr, so a stray print or a child's output cannot
     corrupt it, and the protocol is written to a copy of the real stdout."""
-    parser = argparse.ArgumentParser(
+    parser = _Parser(
         prog="kode-tui acp",
         description="Run kode-tui as an Agent Client Protocol agent over stdio (Zed, acpx).",
     )

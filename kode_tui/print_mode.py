@@ -358,16 +358,22 @@ class JsonView:
         self._events = StreamJson()
         self._notes = None if stream else PrintView(io.StringIO(), err)
         """Text mode's lines on stderr, for `json`; its stdout is dropped."""
+        self._between = False
+        """A result was written and no message began since: a status update then (the session
+        settling after a turn) would come after the result, which must end each message."""
 
     def __call__(self, event: ev.Event) -> None:
         if self._notes is not None:
             self._notes(event)  # it rejects approvals, as text mode does
         elif isinstance(event, ev.ApprovalRequest):
             event.resolve("reject")  # print mode asks no one; `approval_resolved` follows
+        if self._between and isinstance(event, ev.StatusUpdate):
+            return
         for value in self._events.feed(event):
             self._write(value)
 
     def _write(self, value: dict[str, Any], *, final: bool = False) -> None:
+        self._between = final
         if self._stream or final:
             self._out.write(json_line(mask_json(value)) + "\n")
             self._out.flush()

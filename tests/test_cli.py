@@ -92,6 +92,7 @@ async def _main(*args: str) -> int:
         (["-C"], "no earlier session"),
         (["--session-dir", "/no/such/folder"], "no session folder"),
         (["/no/such/dir"], "is not a directory"),
+        (["acp", "--bogus"], "kode-tui acp: unrecognized arguments: --bogus"),
     ],
 )
 def test_mistakes_are_one_sentence_and_exit_2(

@@ -215,7 +215,12 @@ async def test_stream_json_input_runs_each_message_as_a_turn_of_one_session(
     )
 
     assert printed.status == 2  # the bad line; the turns after it ran
-    results = [v for v in lines_of(printed.out) if v["type"] == "result"]
+    shown = lines_of(printed.out)
+    # Each message ends with its result: nothing of a settling session comes after it.
+    assert shown[-1]["type"] == "result"
+    after = [shown[i + 1]["type"] for i, v in enumerate(shown[:-1]) if v["type"] == "result"]
+    assert "status_update" not in after, after
+    results = [v for v in shown if v["type"] == "result"]
     assert [(r["is_error"], r["result"]) for r in results] == [
         (False, "One."),
         (True, ""),
@@ -308,3 +313,20 @@ def test_the_command_streams_turns_of_a_real_model_read_from_stdin(
         f"sessions/*/{first['session_id']}/context.jsonl"
     )
     assert "Which docs are there?" in context.read_text() and "And now?" in context.read_text()
+
+
+def test_a_status_update_after_a_result_is_not_written_after_it() -> None:
+    from kode_tui.print_mode import JsonView
+    from kode_tui.wire import events as ev
+
+    out = io.StringIO()
+    # The view's session is only read for results; this test writes one itself.
+    view = JsonView(None, out, io.StringIO(), stream=True)  # type: ignore[arg-type]
+    view(ev.StatusUpdate(context_tokens=10, max_context_tokens=100))
+    view._write({"type": "result"}, final=True)
+    view(ev.StatusUpdate(context_tokens=12, max_context_tokens=100))  # the session settling
+
+    assert [json.loads(line)["type"] for line in out.getvalue().splitlines()] == [
+        "status_update",
+        "result",
+    ]
