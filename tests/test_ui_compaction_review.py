@@ -35,6 +35,26 @@ async def review_open(pilot: Pilot[Any]) -> CompactionReview:
     return screen
 
 
+def auto_review_app(tmp_path: Path, *later: dict[str, Any]) -> tuple[Any, ScriptedProvider]:
+    """An app whose second message crosses the compaction trigger, with review on; the model
+    answers "one.", then "AUTO SUMMARY", then `later`."""
+    provider = ScriptedProvider(
+        [{"text": "one.", "usage": {"input": 900, "output": 50}}, {"text": "AUTO SUMMARY"}, *later],
+        max_context_size=1_000,
+    )
+    return make_app(tmp_path, provider, Config(compaction=CompactionConfig(review=True))), provider
+
+
+async def to_auto_review(pilot: Pilot[Any], provider: ScriptedProvider) -> CompactionReview:
+    """Send "first", then "second", whose turn opens the review of an automatic compaction."""
+    app = pilot.app
+    await ready(pilot)
+    await send(pilot, "first")
+    await wait_for(pilot, lambda: not turn_running(app) and len(provider.requests) == 1)
+    await send(pilot, "second")
+    return await review_open(pilot)
+
+
 async def test_compact_shows_the_review_and_ctrl_s_applies_the_edited_summary(
     tmp_path: Path,
 ) -> None:
@@ -127,22 +147,9 @@ async def test_switching_the_strategy_works_the_plan_out_again(tmp_path: Path) -
 async def test_with_review_on_an_automatic_compaction_waits_for_the_screen(
     tmp_path: Path,
 ) -> None:
-    provider = ScriptedProvider(
-        [
-            {"text": "one.", "usage": {"input": 900, "output": 50}},
-            {"text": "AUTO SUMMARY"},
-            {"text": "two."},
-        ],
-        max_context_size=1_000,
-    )
-    config = Config(compaction=CompactionConfig(review=True))
-    app = make_app(tmp_path, provider, config)
+    app, provider = auto_review_app(tmp_path, {"text": "two."})
     async with app.run_test(size=(120, 40)) as pilot:
-        await ready(pilot)
-        await send(pilot, "first")
-        await wait_for(pilot, lambda: not turn_running(app) and len(provider.requests) == 1)
-        await send(pilot, "second")
-        screen = await review_open(pilot)
+        screen = await to_auto_review(pilot, provider)
         assert turn_running(app)  # the turn waits for the decision
         assert len(provider.requests) == 2
         screen.query_one(TextArea).text = "REVIEWED SUMMARY"
@@ -153,21 +160,9 @@ async def test_with_review_on_an_automatic_compaction_waits_for_the_screen(
 
 
 async def test_a_cancelled_automatic_review_lets_the_turn_go_on(tmp_path: Path) -> None:
-    provider = ScriptedProvider(
-        [
-            {"text": "one.", "usage": {"input": 900, "output": 50}},
-            {"text": "AUTO SUMMARY"},
-            {"text": "two."},
-        ],
-        max_context_size=1_000,
-    )
-    app = make_app(tmp_path, provider, Config(compaction=CompactionConfig(review=True)))
+    app, provider = auto_review_app(tmp_path, {"text": "two."})
     async with app.run_test(size=(120, 40)) as pilot:
-        await ready(pilot)
-        await send(pilot, "first")
-        await wait_for(pilot, lambda: not turn_running(app) and len(provider.requests) == 1)
-        await send(pilot, "second")
-        await review_open(pilot)
+        await to_auto_review(pilot, provider)
         await pilot.press("escape")
         await wait_for(pilot, lambda: len(provider.requests) == 3 and not turn_running(app))
         assert any("Not compacted" in str(n.message) for n in app._notifications)
@@ -221,17 +216,9 @@ def test_the_compaction_review_screen(snap_compare: Any) -> None:
 async def test_interrupting_the_turn_closes_its_review_and_changes_nothing(
     tmp_path: Path,
 ) -> None:
-    provider = ScriptedProvider(
-        [{"text": "one.", "usage": {"input": 900, "output": 50}}, {"text": "AUTO SUMMARY"}],
-        max_context_size=1_000,
-    )
-    app = make_app(tmp_path, provider, Config(compaction=CompactionConfig(review=True)))
+    app, provider = auto_review_app(tmp_path)
     async with app.run_test(size=(120, 40)) as pilot:
-        await ready(pilot)
-        await send(pilot, "first")
-        await wait_for(pilot, lambda: not turn_running(app) and len(provider.requests) == 1)
-        await send(pilot, "second")
-        await review_open(pilot)
+        await to_auto_review(pilot, provider)
         opened = app.agent_session
         assert opened is not None and opened.interrupt()
         await wait_for(pilot, lambda: not isinstance(app.screen, CompactionReview))
