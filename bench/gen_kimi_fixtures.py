@@ -60,15 +60,18 @@ def call(call_id: str, name: str, arguments: dict[str, Any]) -> tuple[str, str, 
     return (call_id, name, json.dumps(arguments))
 
 
-def script_default(server: LLMServer) -> list[dict[str, Any]]:
-    """Kimi's default agent: the replies in the order Kimi asks, and the turns."""
-    turns: list[dict[str, Any]] = []
-    # A Shell call, approved.
+def listing_turn(server: LLMServer) -> dict[str, Any]:
+    """Both agents' first turn: a Shell call (`ls`), approved, and the answer after it."""
     server.reply_tool_calls(
         [call("call_ls", "Shell", {"command": "ls"})], text="Listing.", usage=(900, 12)
     )
     server.reply_text("There is dot.png.", usage=(1000, 6))
-    turns.append({"input": "What is here?", "approvals": ["approve"]})
+    return {"input": "What is here?", "approvals": ["approve"]}
+
+
+def script_default(server: LLMServer) -> list[dict[str, Any]]:
+    """Kimi's default agent: the replies in the order Kimi asks, and the turns."""
+    turns = [listing_turn(server)]
     # An image in a tool result.
     server.reply_tool_calls(
         [call("call_img", "ReadMediaFile", {"path": "dot.png"})], usage=(1100, 10)
@@ -122,12 +125,7 @@ def script_default(server: LLMServer) -> list[dict[str, Any]]:
 
 def script_okabe(server: LLMServer) -> list[dict[str, Any]]:
     """Kimi's okabe agent (SendDMail): two turns, a D-Mail back to checkpoint 1, /compact."""
-    turns: list[dict[str, Any]] = []
-    server.reply_tool_calls(
-        [call("call_ls", "Shell", {"command": "ls"})], text="Listing.", usage=(900, 12)
-    )
-    server.reply_text("There is dot.png.", usage=(1000, 6))
-    turns.append({"input": "What is here?", "approvals": ["approve"]})
+    turns = [listing_turn(server)]
     # The D-Mail goes back to checkpoint 1; the step after it answers from there.
     dmail = {"message": "Skip the listing: there is only dot.png.", "checkpoint_id": 1}
     server.reply_tool_calls([call("call_dmail", "SendDMail", dmail)], usage=(1100, 20))
