@@ -41,7 +41,7 @@ from bench_tui import DEMO, LITELLM, MINIMAL, RESUME  # noqa: E402
 
 DEFAULT_KIMI = Path("/tmp/kimi-ref/bin/python")
 KIMI_ENV = "KODE_TUI_KIMI_PYTHON"
-BENCHMARKS = ("context", "tui", "stream", "history", "memory", "model", "snapshot")
+BENCHMARKS = ("context", "tui", "stream", "history", "memory", "model", "snapshot", "sandbox")
 USES_KIMI = ("context", "model")
 
 # The targets of the issues that bench_context.py does not already carry.
@@ -58,6 +58,7 @@ STREAM_CPU_MAX = 0.35  # app CPU while streaming at 300 tok/s, of one core
 IDLE_RSS_MAX_RATIO = 1.5  # idle RSS of the process tree <= 1.5x kimi's
 SCROLL_STALL_MAX_S = 0.1  # scrolling a 5,000-turn session: no stall > 100 ms per page
 SNAPSHOT_CALL_MAX_S = 0.15  # issue 17: a Shell call's snapshots on a 10,000-file repo
+SANDBOX_EXTRA_MAX_S = 0.03  # issue 26: the sandbox's cost per Shell call, over no sandbox
 
 
 @dataclass(slots=True)
@@ -338,6 +339,23 @@ def snapshot_rows(numbers: dict[str, Any]) -> list[Row]:
     ]
 
 
+def sandbox_rows(numbers: dict[str, Any]) -> list[Row]:
+    what = f"Shell call in the sandbox, {numbers['files']:,}-file repo"
+    plain = numbers["plain_call_s"]
+    target = f"<= +{SANDBOX_EXTRA_MAX_S * 1000:.0f} ms"
+    return [
+        Row(
+            f"{what} ({name})",
+            fmt_s(numbers[f"{key}_call_s"]),
+            reference=f"{fmt_s(plain)} (no sandbox)",
+            ratio=f"+{numbers[f'{key}_extra_s'] * 1000:.1f} ms",
+            target=target,
+            verdict=verdict(numbers[f"{key}_extra_s"] <= SANDBOX_EXTRA_MAX_S),
+        )
+        for key, name in (("workspace", "ask/auto-edit/sandbox"), ("open", "yolo"))
+    ]
+
+
 ROWS: dict[str, Callable[[dict[str, Any]], list[Row]]] = {
     "context": context_rows,
     "tui": tui_rows,
@@ -346,6 +364,7 @@ ROWS: dict[str, Callable[[dict[str, Any]], list[Row]]] = {
     "memory": memory_rows,
     "model": model_rows,
     "snapshot": snapshot_rows,
+    "sandbox": sandbox_rows,
 }
 
 
@@ -432,6 +451,7 @@ def commands(args: argparse.Namespace, kimi: Path | None, out: Path) -> dict[str
         "memory": ["--runs", str(args.memory_runs)],
         "model": ["--runs", str(args.model_runs), *stream],
         "snapshot": ["--runs", str(args.snapshot_runs)],
+        "sandbox": ["--runs", str(args.snapshot_runs)],
     }
     if kimi is not None:
         for name in USES_KIMI:

@@ -45,7 +45,7 @@ if TYPE_CHECKING:
     from tomlkit import TOMLDocument
 
 # The same literal as kode_tui.session.state.ApprovalMode; config may not import session.
-ApprovalMode = Literal["ask", "auto-edit", "yolo"]
+ApprovalMode = Literal["ask", "auto-edit", "sandbox", "yolo"]
 
 DEMO_MODEL = "demo"
 DEFAULT_STRATEGY = "kode_tui.soul.compaction:LLMSummaryCompaction"
@@ -121,6 +121,19 @@ class ToolsConfig(_Table):
     """Files over this size are not snapshotted: a revert cannot undo a Shell edit of them."""
     snapshot_max_files: int = Field(default=50_000, ge=0)
     """A work dir with more files is not snapshotted at all (a home folder, say)."""
+
+
+class SandboxConfig(_Table):
+    """`[sandbox]`: what the model's Shell commands may do in the sandbox (not in yolo)."""
+
+    enabled: bool = True
+    """False runs commands without the sandbox, with approvals alone (and no `sandbox` mode)."""
+    network: bool = False
+    """Whether commands reach the network."""
+    hide: list[str] = Field(default_factory=list)
+    """More paths to hide from commands, besides `~/.ssh`, `~/.aws` and the others."""
+    writable: list[str] = Field(default_factory=list)
+    """More paths commands may write, besides the work dir and their /tmp."""
 
 
 class NotificationsConfig(_Table):
@@ -240,6 +253,7 @@ class Config(_Table):
     compaction: CompactionConfig = Field(default_factory=CompactionConfig)
     context: ContextConfig = Field(default_factory=ContextConfig)
     tools: ToolsConfig = Field(default_factory=ToolsConfig)
+    sandbox: SandboxConfig = Field(default_factory=SandboxConfig)
     notifications: NotificationsConfig = Field(default_factory=NotificationsConfig)
     hooks: list[HookConfig] = Field(default_factory=list)
     mcp: McpConfig = Field(default_factory=McpConfig)

@@ -31,6 +31,7 @@ from acp.schema import (
 )
 
 from kode_tui.paths import Paths
+from kode_tui.tools.sandbox import support as sandbox_support
 
 from .conftest import KIMI_DEFAULT_FIXTURE
 from .llm_server import KEY_ENV, LLMServer, write_loopback_config
@@ -99,7 +100,11 @@ async def test_a_prompt_asks_permission_streams_the_edit_as_a_diff_and_loads_aga
     async with agent(client) as conn:
         made = await conn.new_session(cwd=str(project), mcp_servers=[])
         assert made.modes is not None and made.modes.current_mode_id == "ask"
-        assert [m.id for m in made.modes.available_modes] == ["ask", "auto-edit", "yolo"]
+        assert [m.id for m in made.modes.available_modes] == (
+            ["ask", "auto-edit", "sandbox", "yolo"]
+            if sandbox_support().available
+            else ["ask", "auto-edit", "yolo"]
+        )
         done = await conn.prompt(session_id=made.session_id, prompt=[text_block("Write notes")])
         advertised = client.of(AvailableCommandsUpdate)[-1].available_commands
         assert {"compact", "revert", "restore", "clear", "context"} <= {c.name for c in advertised}

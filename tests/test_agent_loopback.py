@@ -211,7 +211,9 @@ def test_print_mode_against_the_loopback_server(
 async def test_an_api_key_printed_by_a_tool_never_reaches_the_context(
     project: Path, server: LLMServer
 ) -> None:
-    server.reply_tool_calls([("call_env", "Shell", json.dumps({"command": f"echo ${KEY_ENV}"}))])
+    # From a file: the Shell sandbox keeps the key out of a command's environment.
+    (project / "key.txt").write_text(f"{KEY}\n")
+    server.reply_tool_calls([("call_env", "Shell", json.dumps({"command": "cat key.txt"}))])
     server.reply_text("I saw a masked key.")
     agent, events = await start(project, server)
 

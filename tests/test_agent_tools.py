@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from kode_tui.config import Config, resolve_model
+from kode_tui.config import Config, SandboxConfig, resolve_model
 from kode_tui.session import Session
 from kode_tui.soul.agent import open_agent
 from kode_tui.soul.llm.scripted import ScriptedProvider
@@ -138,8 +138,10 @@ async def test_closing_the_agent_stops_the_background_jobs_of_its_commands(tmp_p
         [{"tool_calls": [call("Shell", {"command": command})]}, {"text": "ok"}]
     )
     session = await Session.create(project)
+    # Outside the sandbox (in it, the job ends with its command: tests/test_sandbox.py).
+    config = Config(sandbox=SandboxConfig(enabled=False))
     agent = await open_agent(
-        session, Config(), resolve_model(Config()), provider=provider, approval_override="yolo"
+        session, config, resolve_model(config), provider=provider, approval_override="yolo"
     )
     assert (await agent.soul.run("start a server")).stop_reason == "done"
     pid = int((project / "pid").read_text())

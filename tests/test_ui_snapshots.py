@@ -22,6 +22,7 @@ from kode_tui.session import Session
 from kode_tui.session.state import ApprovalGrant, ModelSpend, SessionSpend
 from kode_tui.soul.llm.demo import DemoProvider
 from kode_tui.soul.llm.scripted import ScriptedProvider
+from kode_tui.tools.sandbox import Support
 from kode_tui.ui.screens.permissions import PermissionsScreen
 from kode_tui.ui.screens.sessions import SessionPicker
 from kode_tui.ui.widgets.approval import ApprovalPanel
@@ -51,6 +52,8 @@ def place(monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
         monkeypatch.setenv("HOME", str(ROOT / "user-home"))
         # A thought takes no time on a stopped clock: "Thought for <1 s" on any machine.
         monkeypatch.setattr("kode_tui.ui.widgets.blocks._now", lambda: 1000.0)
+        # The same screens where bubblewrap is missing (no test here runs a command).
+        monkeypatch.setattr("kode_tui.soul.agent.sandbox_support", lambda: Support("/bin/true"))
         yield project
         shutil.rmtree(ROOT, ignore_errors=True)
 

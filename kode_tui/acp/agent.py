@@ -14,7 +14,8 @@ here is an ordinary kode-tui session (the TUI opens it afterwards).
   conversation, as a load does.
 - approvals become `session/request_permission` with the TUI's answers: once, for the session
   (when the call has a session scope), reject.
-- `session/set_mode` takes the approval modes `ask`, `auto-edit` and `yolo`.
+- `session/set_mode` takes the approval modes `ask`, `auto-edit`, `sandbox` (where the Shell
+  sandbox works) and `yolo`.
 """
 
 from __future__ import annotations
@@ -73,7 +74,6 @@ from kode_tui.acp.updates import (
 )
 from kode_tui.config import Config, ModelChoice
 from kode_tui.soul.facade import (
-    MODES,
     AgentSession,
     ChatProvider,
     CommandProblem,
@@ -89,7 +89,11 @@ log = logging.getLogger(__name__)
 _MODE_NAMES = {
     "ask": ("Ask", "Ask before every edit and command"),
     "auto-edit": ("Auto-edit", "Edit files in the work dir without asking; ask for commands"),
-    "yolo": ("Yolo", "Approve every tool call"),
+    "sandbox": (
+        "Sandbox",
+        "Edit files in the work dir and run commands in the sandbox without asking",
+    ),
+    "yolo": ("Yolo", "Approve every tool call; commands still cannot write protected files"),
 }
 
 _STOP_REASONS: dict[str, StopReason] = {
@@ -178,10 +182,13 @@ class KodeAcpAgent:
         self, mode_id: str, session_id: str, **kwargs: Any
     ) -> SetSessionModeResponse:
         live = self._live(session_id)
-        if mode_id not in MODES:
-            raise _error(f"there is no mode {mode_id}; the modes are {', '.join(MODES)}.")
-        live.mode = mode_id
-        await live.opened.set_mode(mode_id)
+        modes = live.opened.modes
+        mode = next((mode for mode in modes if mode == mode_id), None)
+        if mode is None:
+            why = " (sandbox needs bubblewrap)" if mode_id == "sandbox" else ""
+            raise _error(f"there is no mode {mode_id}{why}; the modes are {', '.join(modes)}.")
+        live.mode = mode
+        await live.opened.set_mode(mode)
         return SetSessionModeResponse()
 
     async def prompt(self, prompt: Sequence[Any], session_id: str, **kwargs: Any) -> PromptResponse:
@@ -257,7 +264,7 @@ class KodeAcpAgent:
     def _modes(self, live: _Live) -> SessionModeState:
         available = [
             SessionMode(id=mode, name=_MODE_NAMES[mode][0], description=_MODE_NAMES[mode][1])
-            for mode in MODES
+            for mode in live.opened.modes
         ]
         return SessionModeState(
             current_mode_id=live.opened.mode or "ask", available_modes=available

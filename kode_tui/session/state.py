@@ -27,7 +27,7 @@ logger = logging.getLogger(__name__)
 STATE_FILE_NAME = "state.json"
 SIDECAR_NAME = "state.kode.json"
 
-ApprovalMode = Literal["ask", "auto-edit", "yolo"]
+ApprovalMode = Literal["ask", "auto-edit", "sandbox", "yolo"]
 # Kimi CLI's statuses: it rejects a whole state.json holding any other.
 TodoStatus = Literal["pending", "in_progress", "done"]
 

@@ -15,8 +15,10 @@ from kode_tui import masking
 from kode_tui.config import Config, LoopControl, ModelChoice
 from kode_tui.message import is_checkpoint_note
 from kode_tui.paths import canonical
+from kode_tui.paths import home as kode_home
 from kode_tui.session import Context, Session
 from kode_tui.session.journal import FileJournal
+from kode_tui.session.metadata import kimi_share_dir
 from kode_tui.session.snapshot import WorkSnapshot
 from kode_tui.session.state import ApprovalMode
 from kode_tui.soul import prompts
@@ -34,6 +36,9 @@ from kode_tui.tools.files import ReadFile, StrReplaceFile, WriteFile
 from kode_tui.tools.glob import Glob
 from kode_tui.tools.grep import Grep
 from kode_tui.tools.mcp_client import McpServer, McpServers, mcp_variables
+from kode_tui.tools.sandbox import Sandbox
+from kode_tui.tools.sandbox import Settings as SandboxSettings
+from kode_tui.tools.sandbox import support as sandbox_support
 from kode_tui.tools.shell import Shell
 from kode_tui.tools.todo import TodoWrite
 from kode_tui.tools.toolset import Toolset
@@ -90,15 +95,16 @@ def make_provider(choice: ModelChoice, loop: LoopControl | None = None) -> ChatP
     )
 
 
-def make_toolset(denwa_renji: DenwaRenji | None) -> Toolset:
-    """Kimi's tool set: files, search, shell, todos, and SendDMail when D-Mail is on."""
+def make_toolset(denwa_renji: DenwaRenji | None, *, sandboxed: bool = False) -> Toolset:
+    """Kimi's tool set: files, search, shell, todos, and SendDMail when D-Mail is on.
+    `sandboxed`: the model's commands run in the sandbox (its description says so)."""
     tools: list[Tool[Any]] = [
         ReadFile(),
         WriteFile(),
         StrReplaceFile(),
         Glob(),
         Grep(),
-        Shell(),
+        Shell(sandboxed=sandboxed),
         TodoWrite(),
     ]
     if denwa_renji is not None:
@@ -123,6 +129,8 @@ class Agent:
         if self.mcp is not None and isinstance(self.mcp.on_change, _McpWatch):
             self.mcp.on_change.cancel()
         await self.soul.toolset.close()
+        if self.soul.sandbox is not None:
+            await self.soul.sandbox.close()
         if self.soul.env.snapshots is not None:
             await self.soul.env.snapshots.close()
         if self.soul.project is not None:
@@ -166,7 +174,12 @@ async def open_agent(
         await asyncio.to_thread(session.save_state)
 
     denwa_renji = DenwaRenji() if config.tools.dmail and await had_dmail(context) else None
-    toolset = Toolset(tools) if tools is not None else make_toolset(denwa_renji)
+    sandbox = await open_sandbox(session, config, work_dir)
+    toolset = (
+        Toolset(tools)
+        if tools is not None
+        else make_toolset(denwa_renji, sandboxed=sandbox is not None)
+    )
     mcp = (
         McpServers(config.mcp, work_dir=work_dir, log_dir=session.dir)
         if config.mcp.servers
@@ -208,7 +221,9 @@ async def open_agent(
         bus=bus,
         toolset=toolset,
         env=env,
-        approval=Approval(bus, session.state, save_state, override=approval_override),
+        approval=Approval(
+            bus, session.state, save_state, override=approval_override, sandbox=sandbox is not None
+        ),
         denwa_renji=denwa_renji,
         settings=LoopSettings(
             max_steps_per_run=loop.max_steps_per_run,
@@ -227,16 +242,47 @@ async def open_agent(
             session_id=session.id,
             transcript=session.context_file,
         ),
+        sandbox=sandbox,
     )
+    if sandbox is None:
+        soul.sandbox_off = (
+            sandbox_support().problem
+            if config.sandbox.enabled
+            else "the Shell sandbox is off ([sandbox] enabled = false in config.toml)"
+        )
+        if config.sandbox.enabled:
+            soul.add_notice(soul.sandbox_off)
     if not session.work_dir_recorded:
         soul.add_notice(f"no work dir is recorded for {session.dir}; tools run in {work_dir}")
     recorder = WireRecorder(bus, session.wire_file)
     recorder.start()
     snapshots.start()  # the baseline reads the work dir while the user types
+    if sandbox is not None:
+        sandbox.start()
     if mcp is not None:
         mcp.on_change = _McpWatch(soul)
         mcp.start()  # in the background: the first request waits for them
     return Agent(session, context, bus, soul, recorder, mcp)
+
+
+async def open_sandbox(session: Session, config: Config, work_dir: Path) -> Sandbox | None:
+    """The sandbox of the session's Shell commands; None where bubblewrap cannot run one, or
+    where the config turns it off."""
+    if not config.sandbox.enabled:
+        return None
+    support = await asyncio.to_thread(sandbox_support)
+    if support.program is None:
+        return None
+    settings = config.sandbox
+    return Sandbox(
+        support.program,
+        work_dir,
+        refused_dir=session.dir / "refused",
+        settings=SandboxSettings(
+            network=settings.network, hide=tuple(settings.hide), writable=tuple(settings.writable)
+        ),
+        private_homes=[kode_home(), kimi_share_dir()],
+    )
 
 
 class _McpWatch:

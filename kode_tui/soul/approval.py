@@ -2,10 +2,15 @@
 
 The user is asked with an `ApprovalRequest` on the wire; whoever shows it (the UI, or print mode)
 calls `resolve()`. Modes: `ask` asks for every edit and command; `auto-edit` lets edits in the work
-dir through; `yolo` lets everything through. A call outside the work dir asks every time unless in
-yolo, and "approve for session" does not cover it. A call whose permission says `always_ask` (a
-write that can make tools run code, see `kode_tui.tools.protected`) asks every time in every mode,
-yolo included, and is never remembered for the session.
+dir through; `sandbox` lets edits in the work dir and Shell commands through, the commands
+running in the sandbox (`kode_tui.tools.sandbox`; offered only where it works); `yolo` lets
+everything through. A call outside the work dir asks every time unless in yolo, and "approve for
+session" does not cover it. A call whose permission says `always_ask` (a write that can make
+tools run code, see `kode_tui.tools.protected`) asks every time in every mode, yolo included, and
+is never remembered for the session.
+
+Where the sandbox works, the model's Shell commands run in it in every mode: with the profile
+`open` in yolo (writable and networked, protected paths read-only), `workspace` otherwise.
 
 Each change of the mode or of the session scopes is sent as `PermissionsChanged`, so the views
 showing them (the prompt's badge) follow; a scope remembers how the panel named it and when it
@@ -23,6 +28,7 @@ from typing import get_args
 
 from kode_tui.session.state import ApprovalGrant, ApprovalMode, SessionState
 from kode_tui.tools.base import Permission
+from kode_tui.tools.sandbox import Profile
 from kode_tui.wire import WireBus
 from kode_tui.wire.events import (
     ApprovalRequest,
@@ -59,25 +65,45 @@ class Approval:
         save_state: Callable[[], Awaitable[None]] | None = None,
         *,
         override: ApprovalMode | None = None,
+        sandbox: bool = False,
     ) -> None:
-        """`override` (`--yolo`) holds for this run only and is not saved to state.json."""
+        """`override` (`--yolo`) holds for this run only and is not saved to state.json.
+        `sandbox`: whether Shell commands run in the sandbox here (the `sandbox` mode is
+        offered only then)."""
         self._bus = bus
         self._state = state
         self._save_state = save_state
         self._override = override
+        self.sandbox = sandbox
+
+    @property
+    def modes(self) -> tuple[ApprovalMode, ...]:
+        """The modes offered here, in the order Ctrl+T cycles them."""
+        return MODES if self.sandbox else tuple(mode for mode in MODES if mode != "sandbox")
 
     @property
     def mode(self) -> ApprovalMode:
-        return self._override or self._state.approval_mode
+        mode = self._override or self._state.approval_mode
+        # A session saved in sandbox mode, opened where there is no sandbox: it asks.
+        return mode if mode in self.modes else "ask"
+
+    @property
+    def profile(self) -> Profile:
+        """The sandbox profile of the model's Shell commands in the current mode."""
+        return "open" if self.mode == "yolo" else "workspace"
 
     async def set_mode(self, mode: ApprovalMode) -> None:
+        """Switch to `mode`; ValueError when it is not offered here (no sandbox)."""
+        if mode not in self.modes:
+            raise ValueError(f"the {mode} mode needs the Shell sandbox, which is off here")
         self._override = None
         self._state.approval_mode = mode
         await self._save()
 
     async def cycle_mode(self) -> ApprovalMode:
-        """Switch to the next mode (ask → auto-edit → yolo → ask) and return it."""
-        await self.set_mode(MODES[(MODES.index(self.mode) + 1) % len(MODES)])
+        """Switch to the next mode (ask → auto-edit → sandbox → yolo → ask) and return it."""
+        modes = self.modes
+        await self.set_mode(modes[(modes.index(self.mode) + 1) % len(modes)])
         return self.mode
 
     @property
@@ -108,7 +134,11 @@ class Approval:
     def announce(self) -> None:
         """Send the mode and the number of session scopes as they are now."""
         self._bus.send(
-            PermissionsChanged(mode=self.mode, session_approvals=len(self._state.session_approvals))
+            PermissionsChanged(
+                mode=self.mode,
+                session_approvals=len(self._state.session_approvals),
+                sandbox=self.sandbox,
+            )
         )
 
     def allows(self, permission: Permission) -> bool:
@@ -119,8 +149,10 @@ class Approval:
             return True
         if permission.outside_work_dir:
             return False
-        if self.mode == "auto-edit" and permission.kind == "edit":
+        if self.mode in ("auto-edit", "sandbox") and permission.kind == "edit":
             return True
+        if self.mode == "sandbox" and permission.kind == "shell":
+            return True  # in the sandbox (the user's own `!cmd`: as they typed it)
         return permission.scope in self._state.session_approvals
 
     async def request(

@@ -171,7 +171,8 @@ __all__ = [
 
 log = logging.getLogger(__name__)
 
-MODES: tuple[ApprovalMode, ...] = ("ask", "auto-edit", "yolo")
+MODES: tuple[ApprovalMode, ...] = ("ask", "auto-edit", "sandbox", "yolo")
+"""Every approval mode; `AgentSession.modes` gives those offered (no sandbox: no `sandbox`)."""
 
 
 # --- the facade ----------------------------------------------------------------------------------
@@ -559,7 +560,26 @@ class AgentSession(TimeTravel, Lineage, Pins, Drops, Commands, Mcp):
             return
         await preload(self.choice.model)
 
+    @property
+    def modes(self) -> tuple[ApprovalMode, ...]:
+        """The approval modes offered: `sandbox` only where the Shell sandbox works."""
+        if self._agent is None:
+            return tuple(mode for mode in MODES if mode != "sandbox")
+        return self._agent.soul.approval.modes
+
+    @property
+    def sandbox(self) -> str:
+        """How the model's Shell commands run, in a line: in the sandbox (and how), or why
+        there is none (`/permissions`)."""
+        if self._agent is None:
+            return ""
+        soul = self._agent.soul
+        if soul.sandbox is None:
+            return soul.sandbox_off
+        return soul.sandbox.describe(soul.approval.profile)
+
     async def set_mode(self, mode: ApprovalMode) -> None:
+        """ValueError when `mode` is not offered (`modes`)."""
         await self._soul().approval.set_mode(mode)
 
     async def cycle_mode(self) -> ApprovalMode:

@@ -13,6 +13,7 @@ The soul only talks to the outside through the WireBus: it never knows who is wa
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import errno
 import logging
 from collections.abc import Awaitable, Callable, Sequence
@@ -58,8 +59,9 @@ from kode_tui.soul.stream import Streamed, encodable_item, masked
 from kode_tui.soul.timetravel import RestoreOutcome, RestorePreview, RevertOutcome, RevertPreview
 from kode_tui.soul.transcript import turn_text
 from kode_tui.tools import snapshots
-from kode_tui.tools.base import ToolEnv, ToolOutput
+from kode_tui.tools.base import Permission, ToolEnv, ToolOutput
 from kode_tui.tools.dmail import DenwaRenji
+from kode_tui.tools.sandbox import Confinement, Sandbox
 from kode_tui.tools.toolset import PreparedCall, Toolset, rejected, tool_message
 from kode_tui.wire import WireBus
 from kode_tui.wire import events as ev
@@ -144,6 +146,7 @@ class KodeSoul:
         reminders: Reminders | None = None,
         retry_wait: tenacity.wait.wait_base | None = None,
         hooks: Hooks | None = None,
+        sandbox: Sandbox | None = None,
     ) -> None:
         self.context = context
         self.provider = provider
@@ -161,6 +164,10 @@ class KodeSoul:
         self.reminders = reminders
         self.hooks = hooks or Hooks()
         """The `[[hooks]]` of the config (`kode_tui.soul.hooks`)."""
+        self.sandbox = sandbox
+        """Where the model's Shell commands run (None: no sandbox on this machine)."""
+        self.sandbox_off = ""
+        """Why there is no sandbox, in a line (when `sandbox` is None)."""
         self.cost = CostLedger(env.state, env.save_state, had_calls=context.token_count > 0)
         """What the model calls cost (`/cost`, the gauge)."""
         self._turn_text = ""
@@ -537,10 +544,43 @@ class KodeSoul:
                     return rejected(response.feedback), False
                 if response == "reject":
                     return rejected(), True
-        result = await self.toolset.run(prepared, self.env)
+        result = await self.toolset.run(prepared, self._env_of(prepared))
+        if result.blocked:
+            result = await self._run_outside(prepared, result)
         if prepared.error is None:
             await self.hooks.after_tool(prepared.call, result)
         return result, False
+
+    def _env_of(self, prepared: PreparedCall) -> ToolEnv:
+        """Where the call runs: a model's Shell call in the sandbox, with the mode's profile."""
+        if self.sandbox is None or prepared.tool is None or prepared.tool.name != snapshots.SHELL:
+            return self.env
+        confinement = Confinement(self.sandbox, self.approval.profile)
+        return dataclasses.replace(self.env, sandbox=confinement)
+
+    async def _run_outside(self, prepared: PreparedCall, result: ToolOutput) -> ToolOutput:
+        """A Shell command the sandbox stopped: run it outside only if the user says so, with
+        an approval that says exactly that (every time, in every mode)."""
+        assert prepared.tool is not None
+        command = str(getattr(prepared.params, "command", ""))
+        permission = Permission(
+            kind="shell",
+            action="run command outside the sandbox",
+            description=command,
+            scope=f"shell-outside:{command}",
+            scope_label="",
+            display=[ev.ShellBlock(command=command)],
+            always_ask=f"the sandbox stopped it: {result.blocked}",
+        )
+        response = await self.approval.request(prepared.tool.name, prepared.call.id, permission)
+        if response == "approve" or response == "approve_for_session":
+            outside = await self.toolset.run(prepared, self.env)
+            note = f"It failed in the sandbox ({result.blocked}); the user let it run outside:"
+            return dataclasses.replace(outside, message=f"{note} {outside.message}".strip())
+        feedback = response.feedback if isinstance(response, RejectWithFeedback) else ""
+        said = f" They said: {feedback}" if feedback else ""
+        note = f"The user did not let it run outside the sandbox.{said}"
+        return dataclasses.replace(result, message=f"{result.message} {note}", blocked="")
 
     async def _grow_context(
         self, message: Message, usage: TokenUsage | None, results: list[tuple[str, ToolOutput]]

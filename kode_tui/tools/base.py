@@ -14,7 +14,7 @@ from abc import ABC, abstractmethod
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, ClassVar, Generic, Literal, TypeVar
+from typing import TYPE_CHECKING, Any, ClassVar, Generic, Literal, TypeVar
 
 from pydantic import BaseModel
 
@@ -24,6 +24,9 @@ from kode_tui.session.journal import FileJournal
 from kode_tui.session.snapshot import WorkSnapshot
 from kode_tui.session.state import SessionState
 from kode_tui.wire.events import BriefBlock, DisplayBlock, ToolResult
+
+if TYPE_CHECKING:
+    from kode_tui.tools.sandbox import Confinement
 
 MAX_OUTPUT_CHARS = 50_000
 """Tool output longer than this is cut, with a note saying so."""
@@ -54,6 +57,9 @@ class ToolOutput:
     display: Sequence[DisplayBlock] = ()
     parts: Sequence[ContentPart] = ()
     """Images (and other media) the model is given after `output` (an MCP tool's)."""
+    blocked: str = ""
+    """Why a Shell command failed (or was undone) because of the sandbox, e.g. `it needs the
+    network (off in the sandbox)`; the soul then offers to run it outside."""
 
     def blocks(self) -> list[DisplayBlock]:
         """The display blocks of the wire's ToolResult: the brief first, when there is one."""
@@ -111,6 +117,9 @@ class ToolEnv:
     """Persists `state` (state.json) after a tool changed it."""
     snapshots: WorkSnapshot | None = None
     """The work dir's snapshots: Shell calls and checkpoints record what changed in files."""
+    sandbox: Confinement | None = None
+    """Where a Shell call runs: in the session's sandbox with a profile (the model's calls),
+    or outside (None: the user's `!cmd`, an approved run outside, no sandbox here)."""
 
     def resolve(self, raw: str) -> Path:
         """`raw` as an absolute, normalised path (relative ones are taken from the work dir).

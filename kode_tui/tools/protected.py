@@ -120,7 +120,8 @@ def _fold(name: str) -> str:
     return _IGNORABLE.sub("", name).casefold()
 
 
-def _protected_parts(parts: tuple[str, ...]) -> bool:
+def protected_parts(parts: tuple[str, ...]) -> bool:
+    """Whether a path with these parts (below the work dir) is protected by its names alone."""
     names = [_fold(part) for part in parts]
     if any(name in PROTECTED_DIRS for name in names):
         return True
@@ -149,11 +150,11 @@ def is_protected(path: Path, work_dir: Path) -> bool:
     lies under, say, `~/.claude/` does not make every file protected.
     """
     named = Path(os.path.normpath(path))
-    if _protected_parts(_relative_parts(named, work_dir)):
+    if protected_parts(_relative_parts(named, work_dir)):
         return True
     real = Path(os.path.realpath(path))
     root = Path(os.path.realpath(work_dir))
-    if _protected_parts(_relative_parts(real, root)):
+    if protected_parts(_relative_parts(real, root)):
         return True
     try:
         return _replaces_a_program(real) or _in_a_git_dir(real, root)
@@ -181,10 +182,10 @@ def _in_a_git_dir(real: Path, root: Path) -> bool:
     if real.is_relative_to(root):
         parts = real.relative_to(root).parts
         folders += [root.joinpath(*parts[:n]) for n in range(1, len(parts))]
-    if any(real.is_relative_to(hooks) for hooks in _hooks_folders(root)):
+    if any(real.is_relative_to(hooks) for hooks in hooks_folders(root)):
         return True
     for folder in folders:
-        for gitdir in _pointed_gitdirs(folder / ".git"):
+        for gitdir in pointed_gitdirs(folder / ".git"):
             if real.is_relative_to(gitdir):
                 return True
         if _looks_like_a_git_dir(folder, real):
@@ -192,7 +193,7 @@ def _in_a_git_dir(real: Path, root: Path) -> bool:
     return False
 
 
-def _hooks_folders(root: Path) -> tuple[Path, ...]:
+def hooks_folders(root: Path) -> tuple[Path, ...]:
     """The folders `core.hooksPath` names for the repository `root` is in (`scripts/hooks`):
     git runs what they hold. Cached until a config file changes."""
     configs = (root / ".git" / "config", Path(os.path.expanduser("~/.gitconfig")))
@@ -234,7 +235,7 @@ def _read_hooks_folders(root: Path, stamps: tuple[tuple[int, int] | None, ...]) 
     )
 
 
-def _pointed_gitdirs(dotgit: Path) -> list[Path]:
+def pointed_gitdirs(dotgit: Path) -> list[Path]:
     """The git directory a `.git` file names, and its common directory (a worktree's)."""
     try:
         if not dotgit.is_file():
@@ -274,6 +275,6 @@ def holds_protected(folder: Path, limit: int = 5000) -> bool:
         base = Path(current).relative_to(folder).parts
         for name in [*dirs, *files]:
             seen += 1
-            if seen > limit or _protected_parts((*base, name)):
+            if seen > limit or protected_parts((*base, name)):
                 return True
     return False

@@ -10,11 +10,13 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import os
 import secrets
 import signal
 import subprocess
 from collections.abc import Awaitable
+from typing import Any
 
 from pydantic import BaseModel, Field
 
@@ -30,6 +32,7 @@ from kode_tui.tools.base import (
     count_lines,
 )
 from kode_tui.tools.command_scope import scope_of
+from kode_tui.tools.sandbox import Confinement, Outcome
 from kode_tui.wire.events import ShellBlock
 
 MAX_TIMEOUT = 300
@@ -281,10 +284,26 @@ class Shell(Tool[ShellParams]):
     )
     params = ShellParams
 
-    def __init__(self) -> None:
+    SANDBOXED = (
+        " Commands run in a sandbox: outside the working directory and /tmp the file system is "
+        "read-only (in yolo mode writable), there is no network unless the user allows it, "
+        "files that make tools run code (.git/, .envrc, .vscode/, …) cannot be written, and "
+        "every process a command starts stops when it ends, background jobs too. When a "
+        "command fails because of the sandbox, the user may be asked to run it outside."
+    )
+    """Added to the description when the model's commands run in the sandbox."""
+
+    def __init__(self, *, sandboxed: bool = False) -> None:
         # Every command of this tool (one session) carries it in its marker, so what they left
         # running in the background can be found and stopped when the session closes.
         self._prefix = f"{secrets.token_hex(4)}-"
+        self._sandboxed = sandboxed
+
+    def schema(self) -> dict[str, Any]:
+        schema = super().schema()
+        if self._sandboxed:
+            schema["function"]["description"] += self.SANDBOXED
+        return schema
 
     async def close(self) -> None:
         """Stop every process this tool's commands left running (`cmd > log &`, `setsid`): a
@@ -314,17 +333,22 @@ class Shell(Tool[ShellParams]):
     async def run(self, params: ShellParams, env: ToolEnv, tool_call_id: str) -> ToolOutput:
         if not params.command.strip():
             raise ToolError("Command cannot be empty.", brief="Empty command")
+        confinement = env.sandbox
+        argv = [shell_program(), "-c", params.command]
         # The output pipe is ours, not asyncio's: Process.wait() then returns when the shell
         # exits, even while a background job holds the pipe, and closing it is up to us.
         read_fd, write_fd = os.pipe()
         escapees = Escapees(os.fstat(read_fd).st_ino, self._prefix)
+        environment = _environment(escapees.marker)
         try:
+            if confinement is not None:
+                argv, environment = await confinement.sandbox.prepare(
+                    confinement.profile, argv, env.work_dir, environment
+                )
             process = await asyncio.create_subprocess_exec(
-                shell_program(),
-                "-c",
-                params.command,
+                *argv,
                 cwd=env.work_dir,
-                env=_environment(escapees.marker),
+                env=environment,
                 stdin=subprocess.DEVNULL,
                 stdout=write_fd,
                 stderr=subprocess.STDOUT,
@@ -335,6 +359,9 @@ class Shell(Tool[ShellParams]):
             raise ToolError(
                 f"Could not start the shell: {error.strerror or error}.", brief="Not started"
             ) from error
+        except BaseException:
+            os.close(read_fd)
+            raise
         finally:
             os.close(write_fd)
         loop = asyncio.get_running_loop()
@@ -355,7 +382,16 @@ class Shell(Tool[ShellParams]):
             # A process that left the group (setsid) may still hold the pipe: stop listening.
             if transport is not None:
                 transport.close()
-        return _result(params, process.returncode, buffer, timed_out, stopped_leftovers)
+            # Also when interrupted: what the command created must not stay behind.
+            outcome = (
+                await asyncio.shield(confinement.sandbox.finish())
+                if confinement is not None
+                else None
+            )
+        result = _result(params, process.returncode, buffer, timed_out, stopped_leftovers)
+        if confinement is None or outcome is None:
+            return result
+        return _sandboxed(result, confinement, outcome)
 
     @staticmethod
     async def _wait(
@@ -381,6 +417,26 @@ class Shell(Tool[ShellParams]):
             await _stop_command(process, closed, escapees)
             return False, True
         return False, False
+
+
+def _sandboxed(result: ToolOutput, confinement: Confinement, outcome: Outcome) -> ToolOutput:
+    """`result` with what the sandbox did: protected paths it took away, and why the command
+    may have failed because of it (the soul offers to run it outside for that reason)."""
+    notes: list[str] = []
+    if outcome.refused:
+        names = ", ".join(refused.path for refused in outcome.refused)
+        notes.append(
+            f"The sandbox took away what the command created at protected paths (files that "
+            f"can make tools run code): {names}. They were moved out of the work dir."
+        )
+    blocked = confinement.sandbox.blocked(
+        confinement.profile, result.output, result.is_error, outcome
+    )
+    if blocked:
+        notes.append(f"It ran in kode-tui's sandbox, and {blocked}.")
+    if not notes:
+        return result
+    return dataclasses.replace(result, message=" ".join([result.message, *notes]), blocked=blocked)
 
 
 def _result(

@@ -566,7 +566,9 @@ class KodeApp(
 
     def get_system_commands(self, screen: Screen[object]):  # type: ignore[no-untyped-def]
         yield from super().get_system_commands(screen)
-        yield SystemCommand("Approval mode", "Cycle ask / auto-edit / yolo", self.action_cycle_mode)
+        yield SystemCommand(
+            "Approval mode", "Cycle ask / auto-edit / sandbox / yolo", self.action_cycle_mode
+        )
 
     def _save_theme(self, theme: object) -> None:
         from kode_tui.config import save_setting

@@ -121,7 +121,7 @@ async def _model(app: KodeApp, argument: str) -> None:
     app.notify(f"Model: {choice.name}", timeout=3)
 
 
-@command("/mode", "[ask|auto-edit|yolo]", "Cycle or set the approval mode")
+@command("/mode", "[ask|auto-edit|sandbox|yolo]", "Cycle or set the approval mode")
 async def _mode(app: KodeApp, argument: str) -> None:
     opened = app.agent_session
     if opened is None or not opened.started:
@@ -129,11 +129,11 @@ async def _mode(app: KodeApp, argument: str) -> None:
     if not argument:
         await app.action_cycle_mode()
         return
-    from kode_tui.soul.facade import MODES
-
-    mode = next((m for m in MODES if m == argument), None)
+    modes = opened.modes
+    mode = next((m for m in modes if m == argument), None)
     if mode is None:
-        app.notify(f"Modes are {', '.join(MODES)}.", severity="warning")
+        why = f" ({opened.sandbox})" if argument == "sandbox" else ""
+        app.notify(f"Modes are {', '.join(modes)}.{why}", severity="warning")
         return
     await opened.set_mode(mode)
     app.update_header()

@@ -322,6 +322,8 @@ class PermissionsChanged(Event):
 
     mode: ApprovalMode
     session_approvals: int
+    sandbox: bool = False
+    """Whether the model's Shell commands run in the sandbox (`kode_tui.tools.sandbox`)."""
     """How many scopes are approved for the rest of the session."""
 
 

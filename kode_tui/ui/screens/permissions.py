@@ -74,8 +74,12 @@ class PermissionsScreen(ModalScreen[None]):
 
     def _show(self) -> None:
         mode = self._opened.mode or "unknown"
+        sandbox = self._opened.sandbox
         self.query_one("#permissions-mode", Static).update(
-            f"Approval mode: {mode} (Ctrl+T or /mode changes it)"
+            Content.assemble(
+                f"Approval mode: {mode} (Ctrl+T or /mode changes it)",
+                ("\n" + sandbox[0].upper() + sandbox[1:] + "." if sandbox else "", "$text-muted"),
+            )
         )
         listing = self.query_one(OptionList)
         highlighted = listing.highlighted

@@ -1,5 +1,5 @@
-"""The approval mode badge on the prompt's border: `ask`, `auto-edit` or `yolo`, and how many
-scopes are approved for the rest of the session (`ask · 2 allowed`).
+"""The approval mode badge on the prompt's border: `ask`, `auto-edit`, `sandbox` or `yolo`, and
+how many scopes are approved for the rest of the session (`ask · 2 allowed`).
 
 It follows the soul's `PermissionsChanged` (the mode cycled with Ctrl+T or set with /mode,
 an "allow for the session" answer, a revoke in /permissions), and stays hidden until the agent
@@ -21,8 +21,11 @@ from kode_tui.wire import events as ev
 _MEANING = {
     "ask": "every edit and command asks first",
     "auto-edit": "edits in the work dir go through; commands ask",
+    "sandbox": "edits in the work dir and commands go through; commands run in the sandbox",
     "yolo": "everything runs without asking (writes that can run code still ask)",
 }
+_SANDBOXED = "Shell commands run in the sandbox (no writes outside the work dir, no network)"
+_OPEN = "Shell commands run in the sandbox, which keeps protected files read-only"
 
 
 def badge_text(mode: str, allowed: int) -> str:
@@ -45,6 +48,10 @@ class ModeBadge(WireListener, Static):
             color: $text;
             background: $accent;
         }
+        &.-sandbox {
+            color: $text;
+            background: $success;
+        }
         &.-yolo {
             color: $text;
             background: $warning;
@@ -55,6 +62,8 @@ class ModeBadge(WireListener, Static):
     mode: reactive[str | None] = reactive(None)
     """None until the agent is up."""
     allowed: reactive[int] = reactive(0)
+    sandbox: reactive[bool] = reactive(False)
+    """Whether the model's Shell commands run in the sandbox."""
 
     def __init__(self, bus: WireBus, *, id: str | None = None) -> None:
         super().__init__(id=id)
@@ -69,6 +78,7 @@ class ModeBadge(WireListener, Static):
         if isinstance(event, ev.PermissionsChanged):
             self.mode = event.mode
             self.allowed = event.session_approvals
+            self.sandbox = event.sandbox
 
     def watch_mode(self) -> None:
         self._show()
@@ -87,7 +97,8 @@ class ModeBadge(WireListener, Static):
         allowed = (
             f"\n{plural(self.allowed, 'scope')} allowed for this session" if self.allowed else ""
         )
+        sandbox = f"\n{_OPEN if mode == 'yolo' else _SANDBOXED}." if self.sandbox else ""
         self.tooltip = (
-            f"Approval mode {mode}: {_MEANING.get(mode, '')}.{allowed}\n"
+            f"Approval mode {mode}: {_MEANING.get(mode, '')}.{sandbox}{allowed}\n"
             "Ctrl+T or /mode changes it; /permissions lists and revokes what is allowed."
         )
