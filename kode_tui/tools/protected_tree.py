@@ -100,7 +100,8 @@ class ProtectedTree:
 
     def _walk(self, top: str, changes: Changes) -> None:
         """List `top` (a folder, relative) and every new folder below it."""
-        path_folders = _path_folders()
+        root = str(self.root)
+        path_folders = {f for f in _path_folders() if f == root or f.startswith(f"{root}/")}
         pending = [top]
         while pending:
             name = pending.pop()
@@ -123,11 +124,16 @@ class ProtectedTree:
                 and known[len(prefix) :] not in present
             ]:
                 self._protected.discard(gone)  # deleted meanwhile: creating it again is new
+            # The folders above were checked on the way down (the walk never enters a protected
+            # one): the entry and its folder's name are all the rules still need.
+            parent = name.rsplit("/", 1)[-1]
             for entry_name, kind in entries:
                 relative = f"{name}/{entry_name}" if name else entry_name
                 is_dir = kind == "dir"
-                if protected_parts(tuple(relative.split("/"))) or (
-                    is_dir and os.path.realpath(folder / entry_name) in path_folders
+                if protected_parts((parent, entry_name) if name else (entry_name,)) or (
+                    is_dir
+                    and path_folders
+                    and os.path.realpath(folder / entry_name) in path_folders
                 ):
                     self._found(relative, changes)
                     if kind == "link":
