@@ -98,7 +98,7 @@ _NO_NETWORK = re.compile(
     r"name or service not known|no address associated with hostname|getaddrinfo|"
     r"ENETUNREACH|EAI_AGAIN|failed to resolve|name resolution|nodename nor servname|"
     # a server on the machine's loopback is not in the sandbox's own network
-    r"connection refused|ECONNREFUSED",
+    r"connection refused|ECONNREFUSED|failed to connect|couldn'?t connect|could not connect",
     re.IGNORECASE,
 )
 
@@ -391,15 +391,20 @@ class Sandbox:
     def blocked(self, profile: Profile, output: str, failed: bool, outcome: Outcome) -> str:
         """Why the command may have failed (or was undone) because of the sandbox; empty when
         nothing says so. The soul offers to run it outside for this reason."""
+        reasons: list[str] = []
         if outcome.refused:
             names = ", ".join(refused.path for refused in outcome.refused[:3])
             more = len(outcome.refused) - 3
-            return (
+            reasons.append(
                 f"it created {names}{f' and {more} more' if more > 0 else ''}, which can make "
                 "tools run code"
             )
-        if not failed:
-            return ""
+        if failed:
+            reasons += filter(None, [self._failure(profile, output)])
+        return "; ".join(reasons)
+
+    def _failure(self, profile: Profile, output: str) -> str:
+        """Why a failed command's output says the sandbox stopped it; empty when it does not."""
         if output.startswith("bwrap: "):
             said = output.splitlines()[0].removeprefix("bwrap: ")
             return f"the sandbox could not start ({said})"

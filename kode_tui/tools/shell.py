@@ -436,7 +436,10 @@ def _sandboxed(result: ToolOutput, confinement: Confinement, outcome: Outcome) -
         notes.append(f"It ran in kode-tui's sandbox, and {blocked}.")
     if not notes:
         return result
-    return dataclasses.replace(result, message=" ".join([result.message, *notes]), blocked=blocked)
+    brief = f"{result.brief} · stopped by the sandbox" if blocked else result.brief
+    return dataclasses.replace(
+        result, message=" ".join([result.message, *notes]), brief=brief, blocked=blocked
+    )
 
 
 def _result(
