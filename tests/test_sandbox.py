@@ -522,3 +522,44 @@ def test_a_bubblewrap_that_cannot_start_is_one_line_saying_why(
 def test_the_sandbox_can_be_turned_off_in_the_config() -> None:
     assert SandboxConfig().enabled
     assert not Config.model_validate({"sandbox": {"enabled": False}}).sandbox.enabled
+
+
+@needs_bwrap
+async def test_services_outside_the_sandbox_cannot_be_reached_through_run(run: Run) -> None:
+    result = await run("ls -A /run /var/run")
+
+    assert result.output.split() == ["/run:", "/var/run:"]
+
+
+@needs_bwrap
+async def test_the_folder_core_hookspath_names_cannot_be_created(repo: Path, run: Run) -> None:
+    git(repo, "config", "core.hooksPath", "scripts/hooks")
+
+    result = await run("mkdir -p scripts/hooks && echo 'touch /tmp/x' > scripts/hooks/pre-commit")
+
+    assert not (repo / "scripts" / "hooks").exists()
+    assert "scripts/hooks" in result.blocked
+
+
+@needs_bwrap
+async def test_in_yolo_programs_on_path_and_the_homes_start_up_files_stay_as_they_are(
+    repo: Path, tmp_path: Path, run: Run, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    bin_folder = tmp_path / "bin"
+    bin_folder.mkdir()
+    monkeypatch.setenv("PATH", f"{bin_folder}:{os.environ['PATH']}")
+    Path.home().mkdir(parents=True, exist_ok=True)
+    (Path.home() / ".bashrc").write_text("# mine\n")
+
+    result = await run(
+        f"echo evil > {bin_folder}/git; echo evil >> ~/.bashrc; echo evil > ~/.bash_login; "
+        "mkdir -p ~/.config/git && echo evil > ~/.config/git/config; echo ok > ~/notes.txt",
+        "open",
+    )
+
+    assert not (bin_folder / "git").exists()
+    assert (Path.home() / ".bashrc").read_text() == "# mine\n"
+    assert not (Path.home() / ".bash_login").exists()
+    assert not (Path.home() / ".config" / "git").exists()
+    assert (Path.home() / "notes.txt").read_text() == "ok\n"  # yolo: the rest is writable
+    assert "~/.bash_login" in result.blocked

@@ -69,6 +69,7 @@ class ProtectedTree:
         if not self._walked:
             self._walked = True
             self._walk("", changes)
+            self._watch_git_folders()
             changes.created.clear()  # what was there at the start is no one's doing
             return changes
         root = str(self.root)
@@ -83,8 +84,23 @@ class ProtectedTree:
                 if current is None:
                     continue
             self._walk(name, changes)
+        self._watch_git_folders()
+        for target in list(self._absent):
+            if os.path.lexists(self.root / target):
+                self._absent.discard(target)
+                self._found(target, changes)
         changes.created.sort(key=lambda path: (path.count("/"), path))
         return changes
+
+    def _watch_git_folders(self) -> None:
+        """The folder `core.hooksPath` names, and a gitdir a `.git` file points to, are
+        protected wherever they are; inside the root and not there yet, they are watched for
+        (a command creating `scripts/hooks/pre-commit` for `core.hooksPath = scripts/hooks`)."""
+        for folder in [*pointed_gitdirs(self.root / ".git"), *hooks_folders(self.root)]:
+            if folder.is_relative_to(self.root) and folder != self.root:
+                relative = folder.relative_to(self.root).as_posix()
+                if relative not in self._protected and not os.path.lexists(folder):
+                    self._absent.add(relative)
 
     def forget(self, name: str) -> None:
         """`name` (protected) was taken away: no longer there."""
@@ -140,10 +156,6 @@ class ProtectedTree:
                         self._follow(folder / entry_name, changes)
                 elif is_dir and relative not in self._dirs:
                     pending.append(relative)
-        for target in list(self._absent):
-            if os.path.lexists(self.root / target):
-                self._absent.discard(target)
-                self._found(target, changes)
 
     def _found(self, relative: str, changes: Changes) -> None:
         if relative not in self._protected:

@@ -50,7 +50,7 @@ from typing import Literal
 from kode_tui import masking
 from kode_tui.fsutil import make_private_dir
 from kode_tui.paths import tilde
-from kode_tui.tools.protected import PROTECTED_DIRS, PROTECTED_FILES
+from kode_tui.tools.protected import PROTECTED_DIRS, PROTECTED_FILES, protected_parts
 from kode_tui.tools.protected_tree import ProtectedTree
 
 Profile = Literal["workspace", "open"]
@@ -244,6 +244,7 @@ class Sandbox:
         self._homes = [Path(os.path.realpath(home)) for home in private_homes]
         self._tree = ProtectedTree(self.work_dir)
         self._tmp: str | None = None
+        self._home_seen: set[Path] | None = None
         self._lock = asyncio.Lock()
         self._started: asyncio.Task[object] | None = None
 
@@ -283,6 +284,10 @@ class Sandbox:
         await self._ready()
         async with self._lock:
             await asyncio.to_thread(self._tree.refresh)
+            # Writable in `open`: what a command creates among the home's start-up files.
+            self._home_seen = (
+                await asyncio.to_thread(_home_protected) if profile == "open" else None
+            )
         if profile == "workspace" and self._tmp is None:
             self._tmp = await asyncio.to_thread(tempfile.mkdtemp, prefix="kode-tui-sandbox-")
         return self._command(profile, argv, cwd), self._environment(profile, env)
@@ -302,15 +307,23 @@ class Sandbox:
 
     def _take_away(self) -> Outcome:
         outcome = Outcome()
-        created = self._tree.refresh().created
+        created = [(self.work_dir, relative) for relative in self._tree.refresh().created]
+        if self._home_seen is not None:
+            home = Path.home()
+            created += [
+                (home, str(path.relative_to(home)))
+                for path in sorted(_home_protected() - self._home_seen)
+            ]
+            self._home_seen = None
         if not created:
             return outcome
         batch = self._refused_dir / time.strftime("%Y%m%d-%H%M%S")
-        for relative in created:
-            source = self.work_dir / relative
+        for root, relative in created:
+            source = root / relative
             if not os.path.lexists(source):
                 continue  # inside a folder moved already
-            target = _free(batch / relative)
+            shown = relative if root == self.work_dir else tilde(source)
+            target = _free(batch / ("home" if root != self.work_dir else "") / relative)
             make_private_dir(target.parent)
             try:
                 shutil.move(source, target)
@@ -319,8 +332,9 @@ class Sandbox:
                 # to keep it from running; it is gone from the work dir either way.
                 _remove(source)
                 target = Path(os.devnull)
-            self._tree.forget(relative)
-            outcome.refused.append(Refused(relative, target))
+            if root == self.work_dir:
+                self._tree.forget(relative)
+            outcome.refused.append(Refused(shown, target))
         return outcome
 
     # --- the command line ------------------------------------------------------------------------
@@ -350,6 +364,14 @@ class Sandbox:
                 ("/tmp", ["--bind", self._tmp, "/tmp"]),
                 ("/var/tmp", ["--bind", self._tmp, "/var/tmp"]),
             ]
+            # Sockets of services outside the sandbox (D-Bus, Docker, the user's systemd, an
+            # SSH agent) would run things for a command, out of the sandbox's reach.
+            mounts += [(run, ["--tmpfs", run]) for run in _run_folders()]
+            if self.settings.network:
+                mounts += [
+                    (str(path), ["--ro-bind", str(path), str(path)])
+                    for path in _existing(_DNS_FOLDERS)
+                ]
             mounts += [_hide(path) for path in self._hidden()]
             mounts += [
                 (str(path), ["--bind", str(path), str(path)])
@@ -362,9 +384,10 @@ class Sandbox:
                 ("/dev", ["--dev-bind", "/dev", "/dev"]),  # a plain bind has no devices
                 ("/proc", ["--proc", "/proc"]),
             ]
+            # A program put in a PATH folder is what later commands run (`~/.local/bin/git`).
             mounts += [
                 (str(path), ["--ro-bind-try", str(path), str(path)])
-                for path in [*_home_start_up(), *_existing(self._homes)]
+                for path in [*_home_start_up(), *_existing(self._homes), *self._path_folders()]
             ]
         mounts += [
             (str(path), ["--ro-bind-try", str(path), str(path)]) for path in self._tree.protected
@@ -375,7 +398,23 @@ class Sandbox:
         """What the `workspace` profile hides (a hidden folder holding the work dir still
         shows the work dir: its own mount comes after, being deeper)."""
         home = Path.home()
-        return _existing([*(home / name for name in SECRETS), *self._homes, *self.settings.hide])
+        agent = os.environ.get("SSH_AUTH_SOCK", "")
+        return _existing(
+            [
+                *(home / name for name in SECRETS),
+                *self._homes,
+                *self.settings.hide,
+                *([agent] if os.path.isabs(agent) else []),
+            ]
+        )
+
+    def _path_folders(self) -> list[Path]:
+        """The PATH folders outside the work dir (those inside are the tree's)."""
+        return [
+            path
+            for path in _existing(f for f in os.get_exec_path() if os.path.isabs(f))
+            if not path.is_relative_to(self.work_dir)
+        ]
 
     def _environment(self, profile: Profile, env: dict[str, str]) -> dict[str, str]:
         if profile == "open":
@@ -427,6 +466,19 @@ class Sandbox:
         return ""
 
 
+_DNS_FOLDERS = ("/run/systemd/resolve", "/run/resolvconf", "/run/NetworkManager")
+"""Where /etc/resolv.conf may point, brought back into the hidden /run when networked."""
+
+
+def _run_folders() -> list[str]:
+    """`/run`, and `/var/run` where it is a folder of its own rather than a link to /run."""
+    return [
+        folder
+        for folder in ("/run", "/var/run")
+        if os.path.isdir(folder) and not os.path.islink(folder)
+    ]
+
+
 def _hide(path: Path) -> tuple[str, list[str]]:
     if path.is_dir() and not path.is_symlink():
         return str(path), ["--tmpfs", str(path)]
@@ -441,6 +493,20 @@ def _existing(paths: Iterable[str | Path]) -> list[Path]:
         if expanded.is_absolute() and os.path.lexists(expanded):
             found[Path(os.path.realpath(expanded))] = None
     return list(found)
+
+
+def _home_protected() -> set[Path]:
+    """The protected names at the top of the home folder and of `~/.config` (`.bashrc`,
+    `.config/git`): a shallow look, a few dozen names."""
+    home = Path.home()
+    found: set[Path] = set()
+    for folder in (home, home / ".config"):
+        with contextlib.suppress(OSError), os.scandir(folder) as listing:
+            for entry in listing:
+                parts = (folder.name, entry.name) if folder != home else (entry.name,)
+                if protected_parts(parts):
+                    found.add(Path(entry.path))
+    return found
 
 
 def _home_start_up() -> list[Path]:
