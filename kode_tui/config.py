@@ -194,6 +194,13 @@ def _server_name(name: str) -> str:
             "an MCP server's name may hold only letters, digits, '_' and '-' "
             f"(at most {MAX_SERVER_NAME} characters)"
         )
+    # `mcp__a__b__c` would be server `a`'s tool `b__c` and server `a__b`'s tool `c` alike (and
+    # `a_`'s `x`, `a`'s `_x`): without `__` inside and `_` at the end, a name has one reading.
+    if "__" in name or name.endswith("_"):
+        raise ValueError(
+            "an MCP server's name may not hold '__' or end with '_' (its tools are named "
+            "mcp__SERVER__TOOL, and two servers' tools could get the same name)"
+        )
     return name
 
 

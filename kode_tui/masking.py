@@ -10,8 +10,8 @@ masking `true` or a port number everywhere would mangle ordinary text.
 A value is replaced by a marker naming its variable, `[masked: OPENAI_API_KEY]`, both as it is
 and as a JSON string spells it (`"` and `\\` escaped, non-ASCII escaped or not), so a JSON line
 that quotes it loses it too. The session writers (context.jsonl, wire.jsonl, state.json,
-rotations.jsonl, kode.json), the log handler and the soul (every request) call this module;
-the blob store, which keeps file images for revert, does not.
+rotations.jsonl, kode.json, each MCP server's stderr log), the log handler and the soul (every
+request) call this module; the blob store, which keeps file images for revert, does not.
 
 The set of secrets is taken from the environment on first use and again at each `refresh()`
 (an agent opening, each turn and request): reading the environment costs microseconds, so it is
@@ -177,6 +177,20 @@ def names() -> list[str]:
 def mask(text: str) -> str:
     """`text` with every secret replaced by its marker; `text` itself when it holds none."""
     return _mask_text(text, _SECRETS.table())
+
+
+def mask_head(text: str) -> str:
+    """`text`, the start of something longer that is not kept, with every secret masked and
+    without the start of a secret it may end with (the rest of that secret was cut off)."""
+    table = _SECRETS.table()
+    masked = _mask_text(text, table)
+    cut = 0
+    for needle in table.text_needles:
+        for length in range(min(len(needle) - 1, len(masked)), cut, -1):
+            if masked.endswith(needle[:length]):
+                cut = length
+                break
+    return masked[: len(masked) - cut]
 
 
 def mask_bytes(data: bytes) -> bytes:

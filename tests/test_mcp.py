@@ -34,7 +34,7 @@ from kode_tui.print_mode import run_print
 from kode_tui.soul.facade import AgentSession
 from kode_tui.soul.llm.scripted import ScriptedProvider
 from kode_tui.tools.mcp_client import expand
-from kode_tui.tools.mcp_tools import MAX_NAME, tool_name, tool_output
+from kode_tui.tools.mcp_tools import MAX_NAME, tool_names, tool_output
 from kode_tui.wire import events as ev
 
 SCRIPTED = ModelChoice(name="scripted", model="scripted", source="flag")
@@ -106,6 +106,9 @@ def tool_results(opened: AgentSession) -> list[str]:
         ('[mcp.servers.t]\ncommand = "x"\nargz = []\n', "did you mean 'args'?"),
         ('[mcp.servers.t]\nurl = "ftp://a"\n', ":2: mcp.servers.t.url: should be an http"),
         ('[mcp.servers.t]\nurl = "http://a"\nargs = ["x"]\n', "args and env belong to a command"),
+        # Server a's tool b__c and server a__b's tool c would both be mcp__a__b__c.
+        ('[mcp.servers.a]\nurl = "http://a"\n[mcp.servers.a__b]\nurl = "http://b"\n', ":3: mcp"),
+        ('[mcp.servers.a_]\ncommand = "x"\n', ":1: mcp.servers.a_: an MCP server's name may not"),
     ],
 )
 def test_a_bad_mcp_server_table_is_a_one_line_config_error(
@@ -132,13 +135,15 @@ def test_header_and_env_values_written_as_variables_come_from_the_environment() 
 
 
 def test_tool_names_hold_only_what_model_apis_take_and_fit_64_characters() -> None:
-    assert tool_name("time", "get_current_time") == "mcp__time__get_current_time"
-    assert tool_name("docs", "search.pages v2") == "mcp__docs__search_pages_v2"
-    long = tool_name("server", "x" * 100)
-    assert len(long) == MAX_NAME and long != tool_name("server", "x" * 99)
-    # Two tools that read alike once changed still get two names.
-    first = tool_name("docs", "a.b")
-    assert tool_name("docs", "a_b", {first}) != first
+    names = tool_names("docs", ["get_current_time", "search.pages v2", "x" * 100, "x" * 99])
+    assert names["get_current_time"] == "mcp__docs__get_current_time"
+    assert names["search.pages v2"] == "mcp__docs__search_pages_v2"
+    assert len(names["x" * 100]) == MAX_NAME and names["x" * 100] != names["x" * 99]
+    # Two tools that read alike once changed still get two names; the one that needed no
+    # change keeps its own, whatever the order of the listing.
+    for listing in (["a.b", "a_b"], ["a_b", "a.b"]):
+        names = tool_names("docs", listing)
+        assert names["a_b"] == "mcp__docs__a_b" and names["a.b"] != names["a_b"]
 
 
 def test_results_become_text_images_and_described_resources_like_other_tools() -> None:
@@ -514,7 +519,7 @@ async def test_the_mcp_screen_lists_servers_and_tokens_and_switches_a_tool_off(
         await wait_for(pilot, lambda: isinstance(app.screen, McpScreen))
         text = screen_text(app)
         [test, _] = opened.mcp_status()
-        assert f"test  4 tools · {test.tokens:,} tokens" in text
+        assert f"test  5 tools · {test.tokens:,} tokens" in text
         assert "✓ mcp__test__echo" in text and "✓ mcp__test__die" in text
         assert "✗ broken  failed: no such command" in text
         assert "Space switch off/on" in text  # the keys fit 80 columns
@@ -523,5 +528,5 @@ async def test_the_mcp_screen_lists_servers_and_tokens_and_switches_a_tool_off(
         await wait_for(pilot, lambda: "Say the text back." in screen_text(app))
         await pilot.press("space")
         await wait_for(pilot, lambda: not opened.mcp_status()[0].tools[0].enabled)
-        assert "test  3 tools" in screen_text(app)
+        assert "test  4 tools" in screen_text(app)
         await pilot.press("escape")

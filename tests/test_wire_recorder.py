@@ -9,6 +9,7 @@ from typing import Any
 
 import pytest
 
+from kode_tui import masking
 from kode_tui.message import FunctionBody, ImageURL, ImageURLPart, TextPart, ThinkPart
 from kode_tui.wire import WireBus, WireRecorder, events, read_wire
 from kode_tui.wire import recorder as recorder_module
@@ -225,3 +226,28 @@ async def test_non_ascii_text_is_written_as_is(tmp_path: Path) -> None:
     await _record(path, [TurnBegin(user_input="héllo 世界")])
 
     assert "héllo 世界" in path.read_text()
+
+
+async def test_a_record_over_the_size_limit_is_kept_shortened_and_the_log_says_why(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    # A 40 MB prompt pasted over ACP: its turn stays in the replay, with its text cut, and a key
+    # that the cut splits leaves no piece of itself.
+    key = "sk-live-" + "k" * 40
+    monkeypatch.setenv("KODE_TEST_API_KEY", key)
+    masking.refresh()
+    kept = recorder_module._KEPT_TEXT
+    prompt = "p" * (kept - 10) + key + "q" * (40_000_000 - kept)
+    path = tmp_path / "wire.jsonl"
+
+    await _record(path, [TurnBegin(user_input=prompt), StepBegin(n=1), TurnEnd()])
+
+    turn, step, end = _events(path)
+    assert isinstance(turn, TurnBegin) and isinstance(turn.user_input, str)
+    assert turn.user_input.startswith("p" * 1000)
+    assert "… [cut: this record was 38 MiB, over the 16 MiB limit of one]" in turn.user_input
+    assert key[:6] not in path.read_text()
+    assert step == StepBegin(n=1) and end == TurnEnd()
+    [warning] = [r.getMessage() for r in caplog.records if r.name == recorder_module.__name__]
+    assert "a record of 38 MiB is over the 16 MiB limit of one" in warning
+    assert "disk full" not in warning

@@ -6,7 +6,8 @@ and left by the same task): it starts the server (a command over stdio, or a str
 URL), lists its tools, then waits until the session closes or the server goes away. A server
 that fails to start, takes longer than `[mcp] startup_timeout`, or dies is reported once through
 `on_change` with the reason, and the agent goes on without its tools; `reconnect` tries again.
-A stdio server's stderr goes to `mcp-NAME.log` in the session folder, never to the terminal.
+A stdio server's stderr goes to `mcp-NAME.log` in the session folder, masked, never to the
+terminal; what a server sends is read with a cap on one message (`mcp_transport`).
 The user can switch a server or one tool off for the session: it is no longer offered.
 """
 
@@ -16,16 +17,24 @@ import asyncio
 import contextlib
 import logging
 import os
-import time
+import re
 from collections.abc import AsyncIterator, Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal, TextIO
+from typing import TYPE_CHECKING, Any, Literal
 
-from kode_tui import __version__
+from kode_tui import __version__, masking
 from kode_tui.config import Config, McpConfig, McpServerConfig
+from kode_tui.humanize import format_size
 from kode_tui.tools.base import Tool, ToolError
-from kode_tui.tools.mcp_tools import PREFIX, McpTool, describe, tool_name
+from kode_tui.tools.mcp_tools import (
+    MAX_MESSAGE_BYTES,
+    PREFIX,
+    TOO_LARGE,
+    McpTool,
+    describe,
+    tool_names,
+)
 
 if TYPE_CHECKING:
     # The mcp package (and anyio with it) takes most of a second to import: it is imported
@@ -93,6 +102,25 @@ def mcp_variables(config: Config) -> list[str]:
         for value in [*server.env.values(), *server.headers.values()]
         if value.startswith("$") and len(value) > 1
     ]
+
+
+def literal_secrets(config: McpConfig) -> dict[str, str]:
+    """The values the config itself gives an MCP server under a credential's name (an env
+    `GITHUB_TOKEN`, an `Authorization` header, not written `"$VAR"`), each under a name for
+    its marker: masked as an API key is, in what the server says and what is written."""
+    found: dict[str, str] = {}
+    for server in config.servers.values():
+        for key, value in [*server.env.items(), *server.headers.items()]:
+            name = re.sub(r"[^A-Za-z0-9_]", "_", key).upper()
+            if value.startswith("$") or not any(word in name for word in _CREDENTIAL_WORDS):
+                continue
+            # `Bearer TOKEN`: the token, wherever it shows up without its scheme.
+            secret = value.split()[-1] if value.strip() else value
+            found.setdefault(name if name[0].isalpha() else f"MCP_{name}", secret)
+    return found
+
+
+_CREDENTIAL_WORDS = ("KEY", "TOKEN", "SECRET", "PASSWORD", "AUTH", "CREDENTIAL", "COOKIE")
 
 
 class McpServer:
@@ -262,55 +290,53 @@ class McpServer:
             cursor = page.next_cursor
             if cursor is None:
                 break
-        tools: list[McpTool] = []
-        taken: set[str] = set()
-        for entry in listed:
-            name = tool_name(self.name, entry.name, taken)
-            taken.add(name)
-            tools.append(McpTool(self.name, entry, name, self.call))
-        return tools
+        # A tool listed twice is one tool (its name on the server is how it is called).
+        unique = {entry.name: entry for entry in reversed(listed)}
+        names = tool_names(self.name, unique)
+        return [
+            McpTool(self.name, entry, names[entry.name], self.call)
+            for entry in listed
+            if unique[entry.name] is entry
+        ]
 
     def _transport(self) -> contextlib.AbstractAsyncContextManager[Any]:
         return _watched(self._streams(), self._lost)
 
     @contextlib.asynccontextmanager
     async def _streams(self) -> AsyncIterator[tuple[Any, Any]]:
-        from mcp.client.stdio import StdioServerParameters, stdio_client
         from mcp.client.streamable_http import streamable_http_client
 
-        # The SDK's own HTTP client factory (its timeouts for MCP), given the configured headers.
-        from mcp.shared._httpx_utils import create_mcp_http_client
+        from kode_tui.tools.mcp_transport import (
+            StderrLog,
+            StdioServer,
+            capped_http_client,
+            stdio_transport,
+        )
 
         config = self.config
+        streams: tuple[Any, Any]
         async with contextlib.AsyncExitStack() as stack:
             if config.command is not None:
-                params = StdioServerParameters(
-                    command=config.command,
-                    args=config.args,
-                    env=expand(config.env) or None,
-                    cwd=self._work_dir,
+                server = StdioServer(
+                    config.command, config.args, expand(config.env), self._work_dir
                 )
-                errlog = stack.enter_context(self._open_log())
-                streams = await stack.enter_async_context(stdio_client(params, errlog=errlog))
+                errlog = stack.enter_context(
+                    contextlib.closing(StderrLog(self._log_file, self.target))
+                )
+                streams = await stack.enter_async_context(stdio_transport(server, errlog))
             else:
                 assert config.url is not None
                 http = await stack.enter_async_context(
-                    create_mcp_http_client(headers=expand(config.headers) or None)
+                    capped_http_client(expand(config.headers) or None)
                 )
                 streams = await stack.enter_async_context(
-                    streamable_http_client(config.url, http_client=http)
+                    # One event of a stream is one message: the client's cap on a line of the
+                    # stream says so first, in the same words as for a JSON body.
+                    streamable_http_client(
+                        config.url, http_client=http, max_sse_event_size=2 * MAX_MESSAGE_BYTES
+                    )
                 )
             yield streams
-
-    def _open_log(self) -> TextIO:
-        if self._log_file is None:
-            return open(os.devnull, "w")  # closed by the exit stack
-        fd = os.open(self._log_file, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
-        file = os.fdopen(fd, "w", encoding="utf-8")
-        stamp = time.strftime("%Y-%m-%d %H:%M:%S")
-        file.write(f"--- {stamp} kode-tui starts {self.target}\n")
-        file.flush()
-        return file
 
     def _stderr_tail(self) -> str:
         """The last line the server wrote to stderr since it was started, if any."""
@@ -342,6 +368,12 @@ class McpServer:
         try:
             return await client.call_tool(tool, arguments, read_timeout_seconds=timeout)
         except Exception as error:
+            if TOO_LARGE in str(error):
+                raise ToolError(
+                    f"The result of {tool} was dropped: it was over "
+                    f"{format_size(MAX_MESSAGE_BYTES)}, the limit of one MCP message, so none "
+                    "of it was read. Ask the tool for less (a narrower query, a page of it)."
+                ) from None
             if await self._alive(client):
                 raise
             self._lost.set()
@@ -367,9 +399,9 @@ class McpServer:
 def _import_mcp() -> None:
     """Import what a connection needs of the mcp package (it takes most of a second)."""
     import mcp.client.client
-    import mcp.client.stdio
-    import mcp.client.streamable_http
-    import mcp.shared._httpx_utils  # noqa: F401
+    import mcp.client.streamable_http  # noqa: F401
+
+    import kode_tui.tools.mcp_transport  # noqa: F401
 
 
 class _WatchedStream:
@@ -444,6 +476,8 @@ class McpServers:
     ) -> None:
         self.config = config
         self.on_change = on_change
+        for name, value in literal_secrets(config).items():
+            masking.register(name, value)
         self.servers = {
             name: McpServer(
                 name,

@@ -15,7 +15,8 @@ import binascii
 import hashlib
 import json
 import re
-from collections.abc import Awaitable, Callable, Collection
+from collections import Counter
+from collections.abc import Awaitable, Callable, Iterable
 from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, ConfigDict
@@ -36,18 +37,58 @@ MAX_NAME = 64
 """OpenAI refuses longer tool names (Anthropic takes 128): names are cut to fit both."""
 MAX_IMAGE_BYTES = 5 << 20
 """A larger image is described, not sent (providers refuse such requests)."""
+MAX_MESSAGE_BYTES = 8 << 20
+"""One message from a server (a tool's result, a page of its tool listing) is read up to this
+size, then dropped as it goes on arriving: enough for an image of MAX_IMAGE_BYTES in base64, while
+what a model reads of a result is cut far shorter anyway (`truncate`)."""
+MAX_DESCRIPTION = 2048
+"""A tool's description is cut to this many characters: it is sent with every request."""
+MAX_SCHEMA_BYTES = 32 << 10
+"""A tool's input schema larger than this (as JSON) is not sent: it is sent with every request."""
+TOO_LARGE = "the limit of one MCP message"
+"""Ends the error a transport gives for a message over MAX_MESSAGE_BYTES (`too_large`)."""
 
 _UNSAFE = re.compile(r"[^A-Za-z0-9_-]")
 
 
-def tool_name(server: str, tool: str, taken: Collection[str] = ()) -> str:
-    """The name a server's tool is offered under: `mcp__SERVER__TOOL`, with each character model
-    APIs refuse as `_`; a name too long for them, or already `taken` by another tool of the
-    server once so changed, is cut and ends with a hash of the original, so it stays unique."""
-    name = f"{PREFIX}{server}__{_UNSAFE.sub('_', tool)}"
-    if len(name) <= MAX_NAME and name not in taken:
-        return name
-    digest = hashlib.sha256(f"{server}\0{tool}".encode()).hexdigest()[:8]
+def too_large(size: int | None = None) -> str:
+    """Why a server's message was dropped: it was over MAX_MESSAGE_BYTES (`size` bytes)."""
+    was = f" ({format_size(size)})" if size is not None else ""
+    return f"the server's answer{was} was over {format_size(MAX_MESSAGE_BYTES)}, {TOO_LARGE}"
+
+
+def tool_names(server: str, tools: Iterable[str]) -> dict[str, str]:
+    """The name each of a server's `tools` (as the server names them) is offered under:
+    `mcp__SERVER__TOOL`, with each character model APIs refuse as `_`.
+
+    A name too long for the APIs, or one two tools would share once so changed, is cut and ends
+    with a hash of the original instead (a tool whose name needed no change keeps it), so the
+    names are unique; a name depends on the server's listing, not its order, so a session
+    continued later meets the same names. Servers never share one: a server's name holds no
+    `__` and does not end with `_` (config.py), so `mcp__SERVER__` tells them apart, and it is
+    short enough that the cut never reaches it."""
+    remote = sorted(set(tools))
+    plain = {tool: f"{PREFIX}{server}__{_UNSAFE.sub('_', tool)}" for tool in remote}
+    shared = Counter(plain.values())
+    names: dict[str, str] = {}
+    for tool in remote:
+        name = plain[tool]
+        if len(name) <= MAX_NAME and (shared[name] == 1 or name == f"{PREFIX}{server}__{tool}"):
+            names[tool] = name
+    taken = set(names.values())
+    for tool in remote:
+        if tool in names:
+            continue
+        salt = 0
+        while (name := _hashed(plain[tool], f"{server}\0{tool}", salt)) in taken:
+            salt += 1  # a hash that meets another name (or another hash): one more try
+        names[tool] = name
+        taken.add(name)
+    return names
+
+
+def _hashed(name: str, key: str, salt: int) -> str:
+    digest = hashlib.sha256(f"{key}\0{salt}".encode() if salt else key.encode()).hexdigest()[:8]
     return f"{name[: MAX_NAME - 9]}_{digest}"
 
 
@@ -67,8 +108,8 @@ class McpTool(Tool[McpArguments]):
         self.remote = listed.name
         """The tool's name on its server."""
         self.name = name  # type: ignore[misc]  # per instance: each server tool has its own
-        self.description = (listed.description or listed.title or "").strip()  # type: ignore[misc]
-        self.input_schema: dict[str, Any] = dict(listed.input_schema or {"type": "object"})
+        description, self.input_schema = _definition(listed)
+        self.description = description  # type: ignore[misc]  # per instance, as `name`
         self._call = call
         self.tokens = estimate_tool_tokens([self.schema()])
         """What its definition adds to every request (estimated, as `/context` counts)."""
@@ -101,6 +142,24 @@ class McpTool(Tool[McpArguments]):
         except Exception as error:  # the server's or the connection's: the model reads it
             raise ToolError(f"The MCP server {self.server} failed: {describe(error)}") from None
         return tool_output(result)
+
+
+def _definition(listed: types.Tool) -> tuple[str, dict[str, Any]]:
+    """A listed tool's description and input schema as the model is offered them, within
+    MAX_DESCRIPTION and MAX_SCHEMA_BYTES; the description says what was left out."""
+    description = (listed.description or listed.title or "").strip()
+    if len(description) > MAX_DESCRIPTION:
+        note = f"… (cut to {MAX_DESCRIPTION} characters)"
+        description = description[: MAX_DESCRIPTION - len(note)].rstrip() + note
+    schema: dict[str, Any] = dict(listed.input_schema or {"type": "object"})
+    size = len(json.dumps(schema, ensure_ascii=False).encode())
+    if size > MAX_SCHEMA_BYTES:
+        schema = {"type": "object"}
+        description += (
+            f"\n(Its input schema, {format_size(size)}, is over {format_size(MAX_SCHEMA_BYTES)} "
+            "and is not shown: the server checks the arguments and says what is wrong.)"
+        )
+    return description.strip(), schema
 
 
 def tool_output(result: types.CallToolResult) -> ToolOutput:

@@ -27,7 +27,8 @@ from types import TracebackType
 from typing import Any
 
 from kode_tui.fsutil import FILE_MODE, make_private_dir, write_all
-from kode_tui.masking import mask_bytes
+from kode_tui.humanize import format_size
+from kode_tui.masking import mask_bytes, mask_head
 from kode_tui.message import TextPart, ThinkPart
 from kode_tui.wire.bus import Subscription, WireBus
 from kode_tui.wire.events import (
@@ -44,9 +45,16 @@ from kode_tui.wire.migrate import migrate_wire
 
 log = logging.getLogger(__name__)
 
+MAX_RECORD = 16 << 20
+"""A record larger than this (a 40 MB prompt pasted over ACP) is written with its long texts cut,
+each to its first characters and a note saying so: the turn still shows in a replay, the file
+stays readable line by line, and the whole text is kept where it belongs (context.jsonl)."""
+_KEPT_TEXT = 64 << 10
+"""A text of a shortened record keeps this many characters at first (fewer if that is not
+enough)."""
 # What is held back while the disk is full, at most; beyond it new records are dropped (counted
 # in the log), so a long outage cannot eat the memory.
-_MAX_HELD = 16 << 20
+_MAX_HELD = 2 * MAX_RECORD
 
 
 class WireRecorder:
@@ -139,7 +147,9 @@ class WireRecorder:
         if not self._wire.is_open:
             return
         if event.kimi:
-            self._wire.write(_line(to_record(event, timestamp)))
+            line = _record_line(to_record(event, timestamp), self._wire.path)
+            if line is not None:
+                self._wire.write(line)
             return
         if not self._sidecar.is_open:
             try:
@@ -148,7 +158,9 @@ class WireRecorder:
                 log.warning("could not open %s, a record is lost: %s", self._sidecar.path, error)
                 return
         record = to_record(event, timestamp, wire_offset=self._wire.final_size)
-        self._sidecar.write(_line(record))
+        line = _record_line(record, self._sidecar.path)
+        if line is not None:
+            self._sidecar.write(line)
 
 
 class _AppendFile:
@@ -225,8 +237,16 @@ class _AppendFile:
 
     def _hold(self, line: bytes) -> None:
         if self._held_size + len(line) > _MAX_HELD:
+            # Only while writes fail: otherwise nothing is held and a record fits (MAX_RECORD).
             self._dropped += 1
-            log.warning("%s: dropped a record, %d so far (disk full?)", self.path, self._dropped)
+            log.warning(
+                "%s: dropped a record of %s, %d so far: writes fail (disk full?) and %s of "
+                "records are held back already",
+                self.path,
+                format_size(len(line)),
+                self._dropped,
+                format_size(self._held_size),
+            )
             return
         self._held.append(line)
         self._held_size += len(line)
@@ -311,6 +331,49 @@ class _Run:
 
 def _line(record: dict[str, Any]) -> bytes:
     return mask_bytes((json.dumps(record, ensure_ascii=False) + "\n").encode())
+
+
+def _record_line(record: dict[str, Any], path: Path) -> bytes | None:
+    """`record` as a line, its long texts cut when it is over MAX_RECORD (None, said in the
+    log, when even that is not enough: a record made of a million short texts)."""
+    line = _line(record)
+    if len(line) <= MAX_RECORD:
+        return line
+    size = format_size(len(line))
+    note = f"… [cut: this record was {size}, over the {format_size(MAX_RECORD)} limit of one]"
+    kept = _KEPT_TEXT
+    while kept >= 256:
+        short = _line(_cut_texts(record, kept, note))
+        if len(short) <= MAX_RECORD:
+            log.warning(
+                "%s: a record of %s is over the %s limit of one: written with each text cut "
+                "to %d characters",
+                path,
+                size,
+                format_size(MAX_RECORD),
+                kept,
+            )
+            return short
+        kept //= 4
+    log.warning(
+        "%s: a record of %s is over the %s limit of one even with its texts cut: not written",
+        path,
+        size,
+        format_size(MAX_RECORD),
+    )
+    return None
+
+
+def _cut_texts(value: Any, kept: int, note: str) -> Any:
+    """`value` (what `json.loads` gives) with each string over `kept` characters cut to them
+    (a key cut in two is masked whole or not at all) and `note`."""
+    if isinstance(value, str):
+        return value if len(value) <= kept else mask_head(value[:kept]) + note
+    if isinstance(value, list):
+        return [_cut_texts(item, kept, note) for item in value]
+    if isinstance(value, dict):
+        return {key: _cut_texts(item, kept, note) for key, item in value.items()}
+    return value
 
 
 def _sync_and_close(fd: int) -> None:
