@@ -245,16 +245,18 @@ _NL = grammar(
 )
 _TAC = grammar("brs:", "before regex separator=")
 _DIFF = grammar(
-    "qscC:uU:enyW:ptTrNx:X:S:iEZbwBI:aD:dF:",
+    "qscC:uU:enyW:ptTNx:X:S:iEZbwBI:aD:dF:",
     """normal brief report-identical-files context=? unified=? ed rcs side-by-side width=
     left-column suppress-common-lines show-c-function show-function-line= label= expand-tabs
-    initial-tab tabsize= suppress-blank-empty recursive no-dereference new-file
+    initial-tab tabsize= suppress-blank-empty no-dereference new-file
     unidirectional-new-file ignore-file-name-case no-ignore-file-name-case exclude=
     exclude-from= starting-file= from-file= to-file= ignore-case ignore-tab-expansion
     ignore-trailing-space ignore-space-change ignore-all-space ignore-blank-lines
     ignore-matching-lines= text strip-trailing-cr ifdef= line-format= minimal horizon-lines=
     speed-large-files color=? palette=""",
 )
+"""diff without `-r` (it follows symlinks in the trees it compares, out of the work dir too)
+and `-l` (pr)."""
 _CMP = grammar("bi:ln:s", "print-bytes ignore-initial= verbose bytes= quiet silent")
 _STAT = grammar("Lfc:t", "dereference file-system cached= format= printf= terse")
 _FILE = grammar(
