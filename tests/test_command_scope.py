@@ -30,8 +30,14 @@ BUNDLED = [
     "mv -ft.husky pre-commit",
     "tar -czf.npmrc src",
     "gcc -xco.envrc x.c",
-    "tee .{npmrc,bak}",  # brace expansion makes `.npmrc`
+    # what bash makes of a word before the program sees it
+    "tee .{npmrc,bak}",
     "sort {-o.npmrc,notes.txt}",
+    "tee $'.npm\\x72c'",
+    "tee $'.npm\\162c'",
+    'tee $".npmrc"',
+    "tee ${UNSET_IN_KODE_TESTS:-.npmrc}",
+    "tee .npmrc$UNSET_IN_KODE_TESTS",
 ]
 
 

@@ -8,10 +8,11 @@ value is found by the program's grammar where the program is on the allow-list
 every suffix of a word starting with one dash or a plus counts (`-uo.npmrc` holds `uo.npmrc`,
 `o.npmrc` and `.npmrc`, whichever letters take a value). Paths are resolved as bash does:
 `link/..` goes through the link, `$HOME` (`${NAME}`) is replaced by its value (an unset one by
-nothing, and as written), a glob by what it matches.
+nothing, and as written), `${NAME:-word}` by both, `$'\x2e'` by what it quotes, a glob by what
+it matches.
 
-What a command computes when it runs (`$(…)`, `` `…` ``, `${NAME:-…}`, a variable it sets
-itself) cannot be known here: the sandbox is what holds there.
+What a command computes when it runs (`$(…)`, `` `…` ``, `${NAME#…}`, `$((…))`, a variable it
+sets itself) cannot be known here: the sandbox is what holds there.
 """
 
 from __future__ import annotations
@@ -43,6 +44,7 @@ TOO_MANY_WORDS = "a brace expansion in it makes too many words to check"
 _URL = re.compile(r"([A-Za-z][A-Za-z0-9+.-]*)://")
 _DOT_GLOB = re.compile(r"(^|/)\.+[*?\[]")
 _VARIABLE = re.compile(r"\$(?:\{([A-Za-z_][A-Za-z0-9_]*)\}|([A-Za-z_][A-Za-z0-9_]*))")
+_DEFAULT = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*):?[-=?+]([^{}]*)\}")
 _SAFE_DEVICES = frozenset(
     {"/dev/null", "/dev/stdin", "/dev/stdout", "/dev/stderr", "/dev/zero", "/dev/urandom"}
     | {"/dev/random"}
@@ -82,7 +84,7 @@ def check_paths(words: list[str], work_dir: Path) -> PathFindings:
             paths = [
                 path
                 for braced in _brace_words(word)
-                for reading in _substitute_variables(braced, work_dir)
+                for reading in _readings(braced, work_dir)
                 for candidate in _candidates(reading, cut)
                 for path in _expand(candidate, work_dir)
             ]
@@ -132,10 +134,11 @@ def _brace_words(word: str) -> list[str]:
         raise _Unresolvable(TOO_MANY_WORDS) from error
 
 
-def _substitute_variables(word: str, work_dir: Path) -> set[str]:
-    """`word` with `$NAME` and `${NAME}` replaced as the command's shell would (`$HOME/.ssh`
-    names a path outside): an unset one both by nothing, as bash does, and as it is (quotes,
-    gone by now, may have kept it)."""
+def _readings(word: str, work_dir: Path) -> set[str]:
+    """What `word` can be once bash has expanded it: `$NAME` and `${NAME}` replaced by their
+    values (`$HOME/.ssh` names a path outside), an unset one by nothing and, since the quotes
+    that may have kept it are gone by now, as it is; `${NAME:-word}` (`:+`, `:=`, `:?`) by the
+    value and by the word; `$'\\x2enpmrc'` and `$"…"` by what they quote."""
 
     def value(match: re.Match[str], unset: str | None) -> str:
         name = match.group(1) or match.group(2)
@@ -143,10 +146,26 @@ def _substitute_variables(word: str, work_dir: Path) -> set[str]:
             return str(work_dir)  # the command runs there, whatever kode-tui's own PWD says
         return os.environ.get(name, match.group(0) if unset is None else unset)
 
-    return {
-        _VARIABLE.sub(lambda match: value(match, None), word),
-        _VARIABLE.sub(lambda match: value(match, ""), word),
-    }
+    readings = {_VARIABLE.sub(lambda match: value(match, None), word)}
+    if "$" in word:
+        by_word = _DEFAULT.sub(lambda match: match.group(2), word)
+        by_value = _DEFAULT.sub(lambda match: os.environ.get(match.group(1), ""), word)
+        for chosen in (by_word, by_value):
+            expanded = _VARIABLE.sub(lambda match: value(match, ""), chosen).replace("$", "")
+            readings.add(expanded)
+            readings.update(_escapes_read(expanded))
+    return readings
+
+
+def _escapes_read(text: str) -> set[str]:
+    """`text` with its backslash escapes read as bash reads `$'…'` (`\\x72`, `\\162`, `\\u0072`),
+    when it has any."""
+    if "\\" not in text:
+        return set()
+    try:
+        return {text.encode("latin-1", "backslashreplace").decode("unicode_escape")}
+    except UnicodeDecodeError:
+        return set()  # no escapes bash would read either
 
 
 def _candidates(word: str, cut: bool) -> set[str]:

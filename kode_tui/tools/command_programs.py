@@ -357,8 +357,6 @@ _PYTEST = grammar(
 )
 """pytest without `-p` (plugins), `-c`/`-o`/`--rootdir` (config), `-W` (imports a warning
 class), `--basetemp` (emptied), `--pdbcls`, `--pyargs`, `--import-mode`, `--junitxml`, …"""
-_HTTP_SERVER = grammar("b:d:p:", "bind= directory= protocol=")
-"""`python3 -m http.server` without `--cgi`."""
 
 _CARGO_LONG = """release quiet verbose jobs= package= workspace all exclude= lib bins bin= examples
     example= tests test= benches bench= all-targets features= all-features no-default-features
@@ -498,11 +496,11 @@ _GIT = Subcommands(
 `checkout`, `switch`, `restore`, `reset`, `stash`, `merge`, `pull` (they write whatever files a
 commit holds, `.envrc` included), `config`, `fetch`, `submodule`, `rebase`, aliases, …"""
 
-_PYTHON = Subcommands(
-    {"-m pytest": Options(_PYTEST, refused_operand="^@"), "-m http.server": Options(_HTTP_SERVER)}
-)
-"""An interpreter is widened only to run one of these modules, with no interpreter options:
-never `-c`, a script (its arguments are its own), or another module."""
+_PYTHON = Subcommands({"-m pytest": Options(_PYTEST, refused_operand="^@")})
+"""An interpreter is widened only to run pytest, with no interpreter options: never `-c`, a
+script (its arguments are its own), or another module. (`-m` looks in the work dir first: a
+module pytest would run anyway, such as a `conftest.py`, gains nothing there; a standard one
+such as `http.server` would run whatever `http/` the model wrote.)"""
 
 PROGRAMS: Mapping[str, Spec] = {
     "ls": Options(_LS),
