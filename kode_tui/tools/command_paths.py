@@ -79,7 +79,7 @@ def check_paths(words: list[str], work_dir: Path) -> PathFindings:
     root = Path(os.path.realpath(work_dir))
     outside = False
     reasons: list[str] = []
-    for word, cut in _path_words(words):
+    for word, cut in dict.fromkeys(_path_words(words)):  # each word once: `-la -la -la …`
         try:
             paths = [
                 path

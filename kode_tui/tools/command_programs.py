@@ -129,8 +129,8 @@ class Wrapper:
     word: str
 
     def widen(self, args: Sequence[str]) -> Widening | None:
-        if len(args) < 2 or args[0] != self.word:
-            return None
+        if len(args) < 2 or args[0] != self.word or isinstance(PROGRAMS.get(args[1]), Wrapper):
+            return None  # (`uv run uv run …` would only nest)
         inner = widen_command(args[1:])
         if inner is None:
             return None
