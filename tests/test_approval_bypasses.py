@@ -160,8 +160,8 @@ def test_a_bare_install_is_labelled_as_covering_no_arguments(tmp_path: Path) -> 
     ("command", "scope"),
     [
         ("tar -czf a.tgz src", "tar"),
-        ("cmake --build build", "cmake"),
-        ("uv run python x.py", "uv run python x.py"),
+        ("cargo build --release", "cargo build"),
+        ("uv run python -m pytest -q", "uv run python -m pytest"),
         ("find . -name x", "find"),
         ("git log -- sh", "git log"),
         ("grep -rn python src", "grep"),

@@ -233,7 +233,10 @@ async def test_a_session_approval_does_not_cover_a_command_that_runs_more(
 async def test_a_session_approval_covers_what_its_label_says(tmp_path: Path) -> None:
     asker = Asker(tmp_path)
     assert await asker.asks("git --no-pager log -n 3")
-    assert asker.asked[-1].scope_label == "`git log` with any arguments inside the work dir"
+    assert (
+        asker.asked[-1].scope_label
+        == "`git log` with arguments that run nothing else, inside the work dir"
+    )
     assert not await asker.asks("git log --oneline src/")
     assert await asker.asks("python3 -m pytest -q")
     assert not await asker.asks("python3 -m pytest tests/test_x.py -k slow")

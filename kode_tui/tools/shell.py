@@ -44,9 +44,6 @@ KILL_GRACE = 2.0
 PIPE_GRACE = 0.5
 """Seconds the output may stay open after the shell exited (background jobs still writing)."""
 
-PROTECTED_ARGUMENT = "it names a file whose content can make tools run code"
-"""Why a command naming `.git/…`, `.envrc` and the like asks every time, in every mode."""
-
 MARKER_ENV = "KODE_TUI_SHELL_RUN"
 """Set in every command's environment to a value of its own, to find what it started."""
 
@@ -327,7 +324,7 @@ class Shell(Tool[ShellParams]):
             scope_label=scope.label,
             outside_work_dir=scope.outside,
             display=[ShellBlock(command=params.command)],
-            always_ask=PROTECTED_ARGUMENT if scope.protected else "",
+            always_ask=scope.reason,
         )
 
     async def run(self, params: ShellParams, env: ToolEnv, tool_call_id: str) -> ToolOutput:
