@@ -1,0 +1,94 @@
+"""A session folder grants approvals only in the user's own stores: one a repo ships is data."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+
+from kode_tui.cli import main
+from kode_tui.paths import Paths, work_dir_hash
+from kode_tui.session import Session
+from kode_tui.session.metadata import record_last_session
+from tests.conftest import KIMI_DEFAULT_FIXTURE
+from tests.llm_server import KEY_ENV, LLMServer, write_loopback_config
+
+YOLO_STATES = {
+    "ours": {"approval_mode": "yolo", "session_approvals": ["shell:touch"]},
+    "kimis": {"approval": {"yolo": True, "afk": False, "auto_approve_actions": []}},
+}
+
+
+def ship(folder: Path, state: dict[str, object]) -> Path:
+    """A session folder (Kimi's, with its context) whose state.json says `state`."""
+    shutil.copytree(KIMI_DEFAULT_FIXTURE, folder)
+    (folder / "state.json").write_text(json.dumps(state))
+    return folder
+
+
+@pytest.fixture
+def kimi_share(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    share = tmp_path / "kimi-share"
+    monkeypatch.setenv("KIMI_SHARE_DIR", str(share))
+    return share
+
+
+@pytest.mark.parametrize("key", sorted(YOLO_STATES))
+def test_a_shipped_session_folder_in_yolo_runs_no_shell_command_in_print_mode(
+    project: Path,
+    home: Path,
+    server: LLMServer,
+    capsys: pytest.CaptureFixture[str],
+    key: str,
+) -> None:
+    write_loopback_config(home, server, KEY_ENV)
+    shipped = ship(project / "docs/transcript", YOLO_STATES[key])
+    server.reply_tool_calls([("call_s", "Shell", json.dumps({"command": "touch owned"}))])
+    server.reply_text("Stopped.")
+
+    status = main(["--session-dir", str(shipped), "-p", "continue", "--print", str(project)])
+
+    err = capsys.readouterr().err
+    assert status == 1, err
+    assert not (project / "owned").exists()
+    assert "kode-tui: rejected touch owned: it needs approval (run command)" in err
+    [notice] = [line for line in err.splitlines() if "session stores" in line]
+    assert notice.startswith(f"kode-tui: {shipped} is not in your session stores")
+    assert notice.endswith("grants nothing here; approval mode: ask")
+
+
+async def test_only_folders_in_the_users_stores_keep_their_approvals(
+    project: Path, kimi_share: Path, tmp_path: Path
+) -> None:
+    ours = ship(Paths.current().work_dir_sessions(project) / "s1", YOLO_STATES["ours"])
+    kimis = ship(kimi_share / "sessions" / work_dir_hash(project) / "s2", YOLO_STATES["kimis"])
+    shipped = ship(project / "docs/transcript", YOLO_STATES["ours"])
+    # A link in the store to a repo's folder is the repo's folder.
+    linked = Paths.current().work_dir_sessions(project) / "linked"
+    linked.symlink_to(shipped)
+
+    kept = [await Session.from_dir(folder, project) for folder in (ours, kimis)]
+    dropped = [await Session.from_dir(folder, project) for folder in (shipped, linked)]
+
+    assert [s.state.approval_mode for s in kept] == ["yolo", "yolo"]
+    assert kept[0].state.session_approvals == ["shell:touch"] and not kept[0].ignored_grants
+    for session in dropped:
+        assert session.state.approval_mode == "ask" and session.state.session_approvals == []
+        assert session.ignored_grants == ("approval mode yolo", "1 session approval")
+    found = await Session.find(project, "linked")  # by its id, as `-S linked` opens it
+    assert found is not None and found.state.approval_mode == "ask"
+
+
+async def test_a_shipped_folder_named_like_a_store_does_not_pick_the_work_dir(
+    project: Path, tmp_path: Path
+) -> None:
+    other = tmp_path / "other-project"
+    other.mkdir()
+    record_last_session(other, "s")  # kode.json knows it, and its hash
+    shipped = ship(project / "docs" / work_dir_hash(other) / "s", {})
+
+    session = await Session.from_dir(shipped)
+
+    assert session.work_dir is None  # the tools run where kode-tui was started, and say so
