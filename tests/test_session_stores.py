@@ -1,17 +1,23 @@
-"""A session folder grants approvals only in the user's own stores: one a repo ships is data."""
+"""A session folder grants approvals only in the user's own stores: one a repo ships is data,
+and its records name no file outside it."""
 
 from __future__ import annotations
 
 import json
+import os
 import shutil
 from pathlib import Path
 
 import pytest
 
 from kode_tui.cli import main
+from kode_tui.message import FileEditRecord
 from kode_tui.paths import Paths, work_dir_hash
 from kode_tui.session import Session
+from kode_tui.session.context import Context
+from kode_tui.session.journal import FileJournal, digest
 from kode_tui.session.metadata import record_last_session
+from kode_tui.session.timetravel import apply_file_revert, plan_file_revert
 from tests.conftest import KIMI_DEFAULT_FIXTURE
 from tests.llm_server import KEY_ENV, LLMServer, write_loopback_config
 
@@ -92,3 +98,33 @@ async def test_a_shipped_folder_named_like_a_store_does_not_pick_the_work_dir(
     session = await Session.from_dir(shipped)
 
     assert session.work_dir is None  # the tools run where kode-tui was started, and say so
+
+
+def test_a_revert_writes_no_blob_from_outside_the_store(project: Path, tmp_path: Path) -> None:
+    secret = tmp_path / "user-home/.ssh/id_rsa"
+    secret.parent.mkdir(parents=True)
+    secret.write_bytes(b"PRIVATE KEY")
+    shipped = ship(project / "docs/transcript", {})
+    blobs = shipped / "blobs"
+    blobs.mkdir()
+    (blobs / digest(b"linked")).symlink_to(secret)
+    os.mkfifo(blobs / digest(b"piped"))
+    journal = FileJournal(Context(shipped / "context.jsonl"))
+    befores = {
+        "a.txt": "../../../../user-home/.ssh/id_rsa",  # a name that climbs out of blobs/
+        "b.txt": digest(b"linked"),
+        "c.txt": digest(b"piped"),
+    }
+    for name in befores:
+        (project / name).write_text("as shipped")
+    edits = [
+        FileEditRecord(path=name, before=before, after=digest(b"as shipped"))
+        for name, before in befores.items()
+    ]
+
+    plans = plan_file_revert(edits, project, journal)  # and no pipe blocks it
+    restored, skipped = apply_file_revert(plans, journal)
+
+    assert [plan.action for plan in plans] == ["missing"] * 3
+    assert restored == [] and skipped == list(befores)
+    assert all((project / name).read_text() == "as shipped" for name in befores)
