@@ -128,3 +128,41 @@ def test_a_revert_writes_no_blob_from_outside_the_store(project: Path, tmp_path:
     assert [plan.action for plan in plans] == ["missing"] * 3
     assert restored == [] and skipped == list(befores)
     assert all((project / name).read_text() == "as shipped" for name in befores)
+
+
+@pytest.mark.parametrize(
+    ("name", "kind"),
+    [
+        ("wire.jsonl", "a symlink"),  # appended to: ~/.bashrc would run what the lines quote
+        ("context.jsonl", "a symlink"),  # appended to, and cut back when its end is torn
+        ("wire.kode.jsonl", "a dangling symlink"),  # created where it points
+        ("wire.kode.jsonl", "a pipe"),
+    ],
+)
+def test_a_session_folder_whose_files_lead_elsewhere_is_not_opened(
+    project: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str], name: str, kind: str
+) -> None:
+    bashrc = tmp_path / "user-home/.bashrc"
+    bashrc.parent.mkdir(parents=True)
+    bashrc.write_text("# mine\n")
+    shipped = ship(project / "docs/transcript", {})
+    target = shipped / name
+    target.unlink(missing_ok=True)
+    if kind == "a pipe":
+        os.mkfifo(target)
+    else:
+        target.symlink_to(bashrc if kind == "a symlink" else bashrc.with_name(".bash_profile"))
+    before = bashrc.read_bytes()
+
+    status = main(
+        ["--session-dir", str(shipped), "-p", "hi", "--print", "-m", "demo", str(project)]
+    )
+
+    err = capsys.readouterr().err
+    assert status == 2
+    shown = "a symlink" if "symlink" in kind else "not a regular file"
+    assert err == (
+        f"kode-tui: {shipped} is not opened: {name} is {shown}, and a session folder holds only "
+        "files and folders of its own.\n"
+    )
+    assert bashrc.read_bytes() == before and not bashrc.with_name(".bash_profile").exists()

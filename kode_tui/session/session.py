@@ -167,6 +167,12 @@ class Session:
             raise FileNotFoundError(f"There is no session folder at {session_dir}.")
         if not (session_dir / CONTEXT_FILE_NAME).is_file():
             raise ValueError(f"{session_dir} is not a session folder: it has no context.jsonl.")
+        odd = await asyncio.to_thread(_odd_entry, session_dir)
+        if odd is not None:
+            raise ValueError(
+                f"{session_dir} is not opened: {odd}, and a session folder holds only files "
+                "and folders of its own."
+            )
         if work_dir is not None:
             found: Path | None = canonical(work_dir)
         elif in_session_store(session_dir):
@@ -281,6 +287,25 @@ def _session_stores() -> Iterator[Path]:
         yield Paths.current().sessions_dir
     with contextlib.suppress(RuntimeError):
         yield kimi_share_dir() / "sessions"
+
+
+def _odd_entry(session_dir: Path) -> str | None:
+    """What makes `session_dir` unfit to write in (`wire.jsonl is a symlink`), or None.
+
+    kode-tui appends to a session's files and cuts a torn one back: in a folder that came with
+    a repo, a `wire.jsonl` linked to `~/.bashrc` would get lines bash runs, and a `context.jsonl`
+    linked to any file of the user's could be cut. A pipe would hang the reader.
+    """
+    try:
+        entries = list(os.scandir(session_dir))
+    except OSError:
+        return None  # unreadable: opening it says so
+    for entry in sorted(entries, key=lambda e: e.name):
+        if entry.is_symlink():
+            return f"{entry.name} is a symlink"
+        if not (entry.is_file(follow_symlinks=False) or entry.is_dir(follow_symlinks=False)):
+            return f"{entry.name} is not a regular file"
+    return None
 
 
 def _is_plain_name(session_id: str) -> bool:
