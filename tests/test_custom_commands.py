@@ -194,6 +194,8 @@ def test_big_binary_broken_and_oddly_named_files_each_give_one_line(project: Pat
     write(folder / "broken.md", "---\ndescription: ok\n  - : [\n---\nbody")
     write(folder / "bomb.md", "---\na: &a [x, x]\nb: &b [*a, *a]\ndescription: *b\n---\nbody")
     write(folder / "list.md", "---\ndescription: [a, b]\n---\nbody")
+    write(folder / "number.md", "---\ndescription: " + "9" * 5000 + "\n---\nbody")
+    write(folder / "hex.md", "---\nmodel: 0x" + "f" * 5000 + "\n---\nbody")
     write(folder / "we ird.md", "body")
     os.mkfifo(folder / "pipe.md")
     write(folder / "fine.md", "body")
@@ -208,8 +210,11 @@ def test_big_binary_broken_and_oddly_named_files_each_give_one_line(project: Pat
         "/bomb: .kode/commands/bomb.md has front matter that uses YAML aliases: not read.",
         "/broken: .kode/commands/broken.md has front matter that is not valid YAML (line 3): "
         "not read.",
+        "/hex: .kode/commands/hex.md has a `model:` that is not text: not read.",
         "/latin1: .kode/commands/latin1.md is not UTF-8 text: not read.",
         "/list: .kode/commands/list.md has a `description:` that is not text: not read.",
+        "/number: .kode/commands/number.md has front matter that holds a number too long to "
+        "read: not read.",
         "/pipe: .kode/commands/pipe.md is not a regular file: not read.",
     ]
 

@@ -470,6 +470,24 @@ def test_a_config_nested_too_deeply_is_one_line_and_the_others_are_read(plain_di
     ]
 
 
+def test_a_number_too_long_to_read_is_one_line_and_the_others_are_read(plain_dir: Path) -> None:
+    write(
+        plain_dir,
+        {
+            "package.json": '{"x": ' + "9" * 5000 + "}",
+            "tsconfig.json": '{"compilerOptions": {"target": 0x1}}',
+            "Cargo.toml": "[package]\nedition = 0x" + "f" * 5000 + "\n",
+        },
+    )
+
+    assert collect(plain_dir).blocks["codeStyle"].splitlines() == [
+        "- TypeScript",
+        "- Rust (rustfmt)",  # an edition too long to write out is no edition
+        "- package.json not read: it holds a number too long to read",
+        "- tsconfig.json not read: it is not valid JSON (line 1)",
+    ]
+
+
 # ---- readme and custom context ---------------------------------------------------------------
 
 

@@ -26,6 +26,7 @@ from kode_tui.soul.project_files import (
     parse_yaml,
     read_data_text,
     read_text,
+    scalar_text,
 )
 
 log = logging.getLogger(__name__)
@@ -175,11 +176,8 @@ def _table(data: Any, *keys: str) -> dict[str, Any]:
 def _word(value: Any) -> str | None:
     """A config's value as a word of the block: a number, a flag or a short string (a repo's
     config may put a list of a million items where a line length goes)."""
-    if isinstance(value, bool | int | float) or (
-        isinstance(value, str) and len(value) <= MAX_VALUE_CHARS
-    ):
-        return str(value)
-    return None
+    text = scalar_text(value)
+    return text if text is not None and len(text) <= MAX_VALUE_CHARS else None
 
 
 def _words(value: Any) -> list[str]:

@@ -42,7 +42,7 @@ from kode_tui.pathnames import is_within
 from kode_tui.paths import home as kode_home
 from kode_tui.paths import tilde
 from kode_tui.safetext import visible
-from kode_tui.soul.project_files import DataError, parse_yaml
+from kode_tui.soul.project_files import DataError, parse_yaml, scalar_text
 
 __all__ = [
     "CommandListing",
@@ -343,17 +343,17 @@ def _front_matter(text: str) -> tuple[dict[str, str], str]:
         value = loaded.get(key)
         if value is None:
             continue
+        shown: str | None
         if key == "argument-hint" and isinstance(value, list):
             # `argument-hint: [file]` is YAML for a list: the user meant the brackets.
-            value = " ".join(f"[{item}]" for item in value if _is_scalar(item))
-        elif not _is_scalar(value):
+            words = (scalar_text(item) for item in value)
+            shown = " ".join(f"[{word}]" for word in words if word is not None)
+        else:
+            shown = scalar_text(value)  # not str(): YAML makes small files into big structures
+        if shown is None:
             raise ValueError(f"has a `{key}:` that is not text")
-        fields[key] = str(value)
+        fields[key] = shown
     return fields, text[match.end() :]
-
-
-def _is_scalar(value: object) -> bool:
-    return isinstance(value, str | int | float | bool)
 
 
 def _key_values(raw: str) -> dict[str, str] | None:

@@ -24,6 +24,20 @@ MAX_DEPTH = 64
 """Nesting a config's data may have: real ones stay under ten levels."""
 
 
+_LONG_NUMBER = "holds a number too long to read"
+
+
+def scalar_text(value: object) -> str | None:
+    """The text of a string, number or flag read from a file; None for anything else (a list,
+    a map) and for an int too long to write out (Python refuses past 4,300 digits)."""
+    if not isinstance(value, str | int | float | bool):
+        return None
+    try:
+        return str(value)
+    except ValueError:
+        return None
+
+
 class DataError(ValueError):
     """Why a file's data is not read, as the end of a sentence naming it
     (`is not valid JSON (line 2)`)."""
@@ -69,6 +83,8 @@ def parse_json(text: str) -> Any:
         return json.loads(text)
     except json.JSONDecodeError as error:
         raise DataError(f"is not valid JSON (line {error.lineno})", syntax=True) from None
+    except ValueError:  # Python's cap on the digits of an int
+        raise DataError(_LONG_NUMBER) from None
     except RecursionError:
         raise DataError("is nested too deeply to read") from None
 
@@ -79,6 +95,8 @@ def parse_toml(text: str) -> dict[str, Any]:
         return tomllib.loads(text)
     except tomllib.TOMLDecodeError as error:
         raise DataError(f"is not valid TOML ({error})", syntax=True) from None
+    except ValueError:
+        raise DataError(_LONG_NUMBER) from None
     except RecursionError:  # tomllib parses nested arrays and inline tables recursively
         raise DataError("is nested too deeply to read") from None
 
@@ -111,6 +129,8 @@ def parse_yaml(text: str, *, first_line: int = 1) -> Any:
             elif isinstance(event, yaml.CollectionEndEvent):
                 depth -= 1
         return yaml.load(text, loader)
+    except DataError:
+        raise
     except yaml.MarkedYAMLError as error:
         if "nesting depth" in str(error.problem):  # libyaml's own cap, met while scanning
             raise DataError(f"is nested deeper than {MAX_DEPTH} levels") from None
@@ -119,5 +139,7 @@ def parse_yaml(text: str, *, first_line: int = 1) -> Any:
         raise DataError(f"is not valid YAML{where}", syntax=True) from None
     except yaml.YAMLError:
         raise DataError("is not valid YAML", syntax=True) from None
+    except ValueError:
+        raise DataError(_LONG_NUMBER) from None
     except (RecursionError, MemoryError):
         raise DataError("is nested too deeply to read") from None
