@@ -240,6 +240,8 @@ async def test_a_repos_files_grant_nothing_and_replace_no_built_in(
         for cwd, why in (("/", "is the root folder"), (str(user_home), "is your home folder")):
             with pytest.raises(RequestError, match=why):
                 await conn.new_session(cwd=cwd, mcp_servers=[])
+            with pytest.raises(RequestError, match=why):
+                await conn.load_session(cwd=cwd, session_id=str(shipped), mcp_servers=[])
         made = await conn.new_session(cwd=str(project), mcp_servers=[])
         cleared = await conn.prompt(session_id=made.session_id, prompt=[text_block("/clear")])
         assert cleared.stop_reason == "end_turn" and client.text() == "Cleared the conversation."
