@@ -19,7 +19,7 @@ from kode_tui import __version__
 from kode_tui.errors import ConfigError
 from kode_tui.fsutil import FILE_MODE, make_private_dir
 from kode_tui.masking import MaskingFormatter, mask
-from kode_tui.paths import Paths, canonical
+from kode_tui.paths import Paths, canonical, too_wide
 from kode_tui.safetext import visible
 
 if TYPE_CHECKING:
@@ -164,10 +164,12 @@ def main(argv: list[str] | None = None) -> int:
             form = args.export_format or "md"
             return asyncio.run(run_export(work_dir, args.export, form, args.output))
         if args.print_mode or args.prompt is not None:
+            _check_work_dir(work_dir)
             prompt = _prompt(args)
             return asyncio.run(_run_print(args, work_dir, _load_config(args), prompt))
         if args.output_format != "text" or args.input_format != "text":
             raise UserError("--output-format and --input-format go with --print.")
+        _check_work_dir(work_dir)
         # The app reads the config itself, after its first frame.
         return asyncio.run(_run_app(args, work_dir))
     except (UserError, ConfigError) as error:
@@ -308,6 +310,13 @@ def _work_dir(raw: str) -> Path:
     return work_dir
 
 
+def _check_work_dir(work_dir: Path) -> None:
+    """Refuse a work dir that would put every file of the user's in reach of the tools."""
+    why = too_wide(work_dir)
+    if why is not None:
+        raise UserError(f"{why}: start kode-tui in a project folder.")
+
+
 async def _list_sessions(work_dir: Path) -> int:
     from kode_tui.soul.facade import Session
 
@@ -372,6 +381,8 @@ async def _open(args: argparse.Namespace, work_dir: Path) -> Opened:
     session = await _find_session(args, work_dir)
     if session is None:
         return Opened(work_dir)
+    if session.work_dir is not None:
+        _check_work_dir(session.work_dir)  # the one recorded for a folder opened by path
     try:
         # A folder that cannot be written opens read-only, for viewing.
         opened = await AgentSession.open(work_dir, session)

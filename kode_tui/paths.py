@@ -28,6 +28,36 @@ def canonical(path: str | os.PathLike[str]) -> Path:
     return Path(os.path.normpath(os.path.abspath(os.path.expanduser(path))))
 
 
+def too_wide(work_dir: str | os.PathLike[str]) -> str | None:
+    """Why `work_dir` cannot be a work dir, as a clause naming it; None when it can.
+
+    Reads in the work dir ask nothing, so the root folder, the user's home folder or a folder
+    holding it (symlinks resolved) would make `~/.ssh/id_rsa` free to read. The home folder is
+    both `$HOME` and the one the system records for the user: either may be unset or differ.
+    """
+    real = Path(os.path.realpath(work_dir))
+    shown = str(work_dir)
+    if real == Path(real.anchor):
+        return f"{shown} is the root folder, so every file would be in the work dir"
+    for user_home in _user_homes():
+        if real == user_home:
+            return f"{shown} is your home folder, so all your files would be in the work dir"
+        if user_home.is_relative_to(real):
+            return f"{shown} holds your home folder, so all your files would be in the work dir"
+    return None
+
+
+def _user_homes() -> set[Path]:
+    homes = {os.environ.get("HOME", "")}
+    try:
+        import pwd
+
+        homes.add(pwd.getpwuid(os.getuid()).pw_dir)
+    except (ImportError, KeyError):  # no pwd (Windows), or no entry for this user
+        pass
+    return {Path(os.path.realpath(home)) for home in homes if home}
+
+
 def tilde(path: str | os.PathLike[str]) -> str:
     """`path` for people to read: under the user's home it starts with `~`."""
     text = str(path)

@@ -240,14 +240,16 @@ async def run_print(
 
 
 COMMANDS = ("/compact [instruction]", "/context [refresh]", "/cost")
+_COMMAND_NAMES = frozenset(usage.split()[0] for usage in COMMANDS)
 
 
 def _custom_command(opened: AgentSession, line: str) -> CommandPrompt | CommandProblem | None:
-    """The custom command `line` runs (`/review src/`), when it is not one of `COMMANDS`."""
+    """The custom command `line` runs (`/review src/`), when it is not one of `COMMANDS` (a
+    built-in wins on a name)."""
     if not line.startswith("/"):
         return None
     name, _, argument = line.strip().partition(" ")
-    if name.lower() in (usage.split()[0] for usage in COMMANDS):
+    if name.lower() in _COMMAND_NAMES:
         return None
     return opened.command_prompt(name, argument)
 
@@ -300,7 +302,7 @@ async def _command(opened: AgentSession, line: str) -> Outcome:
     custom = _custom_command(opened, line)
     if isinstance(custom, CommandProblem):
         return _failed(2, custom.message)
-    names = [c.name for c in opened.custom_commands().commands]
+    names = [c.name for c in opened.custom_commands().usable(_COMMAND_NAMES)]
     known = ", ".join(COMMANDS) + (f" and the custom {', '.join(names)}" if names else "")
     return _failed(2, f"unknown command {name}; print mode knows {known}.")
 

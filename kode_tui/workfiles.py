@@ -58,6 +58,11 @@ for: they dwarf the project and tell nothing about it. A folder listed by name i
 GIT_TIMEOUT = 30.0
 GITIGNORE_MAX_BYTES = 1 << 20
 """Of a `.gitignore`, only this much is read."""
+MAX_STARS = 2
+"""`*` wildcards a `.gitignore` pattern may have in one path component. pathspec matches with
+Python's backtracking regexes, where each more `*` multiplies the work by the name's length:
+a repo's `*a*a*a*a*b` took 17 s to test one 255-character name. Real patterns (`*.py[cod]`,
+`*.min.*`) have one or two; a pattern with more is skipped: what it names is listed."""
 
 Entry = tuple[str, bool]
 """One entry of a directory: its name, and whether it is a folder the listing enters."""
@@ -255,12 +260,16 @@ class _WalkListing(Listing):
         data = read_regular(path, GITIGNORE_MAX_BYTES)
         if not data:
             return None
+        lines = data.decode("utf-8", "surrogateescape").splitlines()
         try:
-            return pathspec.GitIgnoreSpec.from_lines(
-                data.decode("utf-8", "surrogateescape").splitlines()
-            )
+            return pathspec.GitIgnoreSpec.from_lines(line for line in lines if _tame(line))
         except ValueError:
             return None  # a pattern pathspec cannot read: git would skip it; so do we
+
+
+def _tame(pattern: str) -> bool:
+    """Whether matching `pattern` costs time in proportion to a name's length (`MAX_STARS`)."""
+    return all(part == "**" or part.count("*") <= MAX_STARS for part in pattern.split("/"))
 
 
 def _ignored(rules: _Rules, path: str) -> bool:

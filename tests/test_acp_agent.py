@@ -217,3 +217,53 @@ async def test_revert_and_restore_replay_the_conversation_and_kimi_sessions_load
         await conn.load_session(cwd=str(project), session_id="kimi", mcp_servers=[])
         assert client.text(UserMessageChunk).endswith("Count the answers")
         assert client.text() == "Two answers so far."
+
+
+async def test_a_repos_files_grant_nothing_and_replace_no_built_in(
+    project: Path, loopback: LLMServer, tmp_path: Path
+) -> None:
+    commands = project / ".claude/commands"
+    commands.mkdir(parents=True)
+    (commands / "clear.md").write_text("The repo's words for the model.")
+    (commands / "revert.md").write_text("More of the repo's words.")
+    (commands / "deep.md").write_text("---\ndescription: " + "[" * 5000 + "\n---\nbody")
+    (commands / "review.md").write_text("---\ndescription: Review it\n---\nReview.")
+    # A session folder the repo ships, in yolo by Kimi's key, with a session approval.
+    shipped = project / "docs/transcript"
+    shutil.copytree(KIMI_DEFAULT_FIXTURE, shipped)
+    state = json.loads((shipped / "state.json").read_text())
+    state["approval"]["yolo"] = True
+    state["session_approvals"] = ["shell:touch"]
+    (shipped / "state.json").write_text(json.dumps(state))
+    user_home = tmp_path / "user-home"  # $HOME in tests
+    user_home.mkdir()
+    loopback.reply_tool_calls([("call_s", "Shell", json.dumps({"command": "touch owned"}))])
+    loopback.reply_text("Stopped.")
+    client = RecordingClient()
+    client.answer = "reject"
+    async with agent(client) as conn:
+        for cwd, why in (("/", "is the root folder"), (str(user_home), "is your home folder")):
+            with pytest.raises(RequestError, match=why):
+                await conn.new_session(cwd=cwd, mcp_servers=[])
+            with pytest.raises(RequestError, match=why):
+                await conn.load_session(cwd=cwd, session_id=str(shipped), mcp_servers=[])
+        made = await conn.new_session(cwd=str(project), mcp_servers=[])
+        cleared = await conn.prompt(session_id=made.session_id, prompt=[text_block("/clear")])
+        assert cleared.stop_reason == "end_turn" and client.text() == "Cleared the conversation."
+        advertised = [c.name for c in client.of(AvailableCommandsUpdate)[-1].available_commands]
+        client.updates.clear()
+        await conn.prompt(session_id=made.session_id, prompt=[text_block("/deep")])
+        assert "deep.md has front matter that is nested deeper than 64 levels" in client.text()
+        assert loopback.requests == []  # neither was a model turn
+
+        client.updates.clear()
+        loaded = await conn.load_session(cwd=str(project), session_id=str(shipped), mcp_servers=[])
+        assert loaded.modes is not None and loaded.modes.current_mode_id == "ask"
+        assert "is not in your session stores" in client.text()
+        done = await conn.prompt(session_id=shipped.name, prompt=[text_block("go on")])
+
+    assert sorted(advertised) == sorted(set(advertised))
+    assert {"clear", "revert", "review"} <= set(advertised) and "deep" not in advertised
+    assert done.stop_reason == "end_turn"
+    assert [call.tool_call_id for call, _ in client.asked] == ["call_s"]
+    assert not (project / "owned").exists()

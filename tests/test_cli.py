@@ -98,7 +98,9 @@ async def _main(*args: str) -> int:
 def test_mistakes_are_one_sentence_and_exit_2(
     tmp_path: Path, args: list[str], message: str
 ) -> None:
-    done = run(*args, cwd=tmp_path)
+    work = tmp_path / "work"  # tmp_path holds the tests' home folder: no work dir
+    work.mkdir()
+    done = run(*args, cwd=work)
     assert done.returncode == 2
     assert message in done.stderr
     assert "Traceback" not in done.stderr
@@ -229,3 +231,31 @@ def test_the_command_flushes_what_it_wrote_and_leaves_without_the_interpreters_t
     assert done.returncode == 0, done.stderr
     assert "sessions" in done.stdout  # written to a pipe (block-buffered) and still all there
     assert not marker.exists()
+
+
+def test_the_root_or_home_folder_is_no_work_dir(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import pwd
+
+    user_home = tmp_path / "user-home"  # $HOME in tests
+    user_home.mkdir()
+    (tmp_path / "link").symlink_to(user_home)
+    cases = [
+        (["/"], "/ is the root folder"),
+        ([str(user_home)], f"{user_home} is your home folder"),
+        ([str(tmp_path / "link"), "-p", "hi", "--print"], f"{tmp_path}/link is your home"),
+        ([str(tmp_path), "-p", "hi"], f"{tmp_path} holds your home folder"),
+    ]
+    for argv, said in cases:
+        assert main(argv) == 2
+        err = capsys.readouterr().err
+        assert err.startswith(f"kode-tui: {said}") and err.count("\n") == 1
+        assert err.endswith(": start kode-tui in a project folder.\n")
+
+    # Without $HOME, the home folder the system records for the user.
+    monkeypatch.delenv("HOME")
+    recorded = pwd.getpwuid(os.getuid()).pw_dir
+    if Path(recorded).is_dir():
+        assert main([recorded, "-p", "hi", "--print"]) == 2
+        assert "is your home folder" in capsys.readouterr().err

@@ -193,6 +193,9 @@ def test_big_binary_broken_and_oddly_named_files_each_give_one_line(project: Pat
     write(folder / "latin1.md", "caf\xe9".encode("latin-1"))
     write(folder / "broken.md", "---\ndescription: ok\n  - : [\n---\nbody")
     write(folder / "bomb.md", "---\na: &a [x, x]\nb: &b [*a, *a]\ndescription: *b\n---\nbody")
+    write(folder / "list.md", "---\ndescription: [a, b]\n---\nbody")
+    write(folder / "number.md", "---\ndescription: " + "9" * 5000 + "\n---\nbody")
+    write(folder / "hex.md", "---\nmodel: 0x" + "f" * 5000 + "\n---\nbody")
     write(folder / "we ird.md", "body")
     os.mkfifo(folder / "pipe.md")
     write(folder / "fine.md", "body")
@@ -204,11 +207,43 @@ def test_big_binary_broken_and_oddly_named_files_each_give_one_line(project: Pat
     assert messages == [
         ".kode/commands/we ird.md is not read: a command name is letters, digits, - and _.",
         "/big: .kode/commands/big.md is over 256 KiB: not read.",
-        "/bomb: .kode/commands/bomb.md has a `description:` that is not text: not read.",
+        "/bomb: .kode/commands/bomb.md has front matter that uses YAML aliases: not read.",
         "/broken: .kode/commands/broken.md has front matter that is not valid YAML (line 3): "
         "not read.",
+        "/hex: .kode/commands/hex.md has a `model:` that is not text: not read.",
         "/latin1: .kode/commands/latin1.md is not UTF-8 text: not read.",
+        "/list: .kode/commands/list.md has a `description:` that is not text: not read.",
+        "/number: .kode/commands/number.md has front matter that holds a number too long to "
+        "read: not read.",
         "/pipe: .kode/commands/pipe.md is not a regular file: not read.",
+    ]
+
+
+DEEP = "---\ndescription: " + "[" * 5000 + "\n---\nbody"
+"""Front matter nested 5,000 deep: PyYAML's Python parser raises RecursionError on it."""
+
+
+@pytest.mark.parametrize(
+    "front_matter",
+    [
+        DEEP,
+        "---\n" + "".join("  " * i + "k:\n" for i in range(100)) + "---\nbody",
+        "---\ndescription: " + "[" * 70 + "]" * 70 + "\n---\nbody",
+    ],
+    ids=["flow, past libyaml's cap", "blocks", "flow, under it"],
+)
+def test_front_matter_nested_at_any_depth_is_one_line_and_the_rest_is_listed(
+    project: Path, front_matter: str
+) -> None:
+    write(project / ".kode/commands/deep.md", front_matter)
+    write(project / ".kode/commands/fine.md", "body")
+
+    listing = CustomCommands(project).listing()
+
+    assert [c.name for c in listing.commands] == ["/fine"]
+    assert [p.message for p in listing.problems] == [
+        "/deep: .kode/commands/deep.md has front matter that is nested deeper than 64 levels: "
+        "not read."
     ]
 
 
@@ -269,7 +304,27 @@ async def test_print_mode_names_a_refused_command_file_and_knows_the_others(
     assert "and the custom /ok." in unknown.err
 
 
-@pytest.mark.parametrize("line", ["/compact", "/cost"])
+async def test_print_mode_refuses_a_deeply_nested_command_in_one_line_and_runs_the_rest(
+    project: Path,
+) -> None:
+    write(project / ".kode/commands/deep.md", DEEP)
+    write(project / ".kode/commands/greet.md", "Say hello.")
+    provider = ScriptedProvider([{"text": "Hello!"}])
+
+    deep = await print_turn(project, ScriptedProvider([]), "/deep")
+    greet = await print_turn(project, provider, "/greet")
+    cost = await print_turn(project, ScriptedProvider([]), "/cost")
+
+    assert deep.status == 2 and deep.out == ""
+    assert deep.err == (
+        "kode-tui: /deep: .kode/commands/deep.md has front matter that is nested deeper than "
+        "64 levels: not read.\n"
+    )
+    assert greet.status == 0 and greet.out == "Hello!\n" and sent(provider) == "Say hello."
+    assert cost.status == 0, cost.err
+
+
+@pytest.mark.parametrize("line", ["/compact", "/context", "/cost"])
 async def test_print_modes_built_in_commands_win_over_custom_ones(project: Path, line: str) -> None:
     write(project / ".kode/commands" / f"{line[1:]}.md", "custom")
     provider = ScriptedProvider([])

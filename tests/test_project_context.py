@@ -385,7 +385,10 @@ def test_a_tsconfig_with_comments_is_named_without_its_options(plain_dir: Path) 
         {"tsconfig.json": '{\n  // made by tsc --init\n  "compilerOptions": {"strict": true}\n}'},
     )
 
-    assert collect(plain_dir).blocks["codeStyle"] == "- TypeScript"
+    assert collect(plain_dir).blocks["codeStyle"].splitlines() == [
+        "- TypeScript",
+        "- tsconfig.json not read: it is not valid JSON (line 2)",
+    ]
 
 
 @needs_libyaml
@@ -415,7 +418,10 @@ def test_a_yaml_config_that_repeats_itself_through_aliases_is_left_out(plain_dir
     levels += [f"a{i}: &a{i} [{', '.join([f'*a{i - 1}'] * 10)}]" for i in range(1, 6)]
     write(plain_dir, {".prettierrc.yaml": "\n".join([*levels, "printWidth: *a5", ""])})
 
-    assert collect(plain_dir).blocks["codeStyle"] == "- Prettier (.prettierrc.yaml)"
+    assert collect(plain_dir).blocks["codeStyle"].splitlines() == [
+        "- Prettier (.prettierrc.yaml)",
+        "- .prettierrc.yaml not read: it uses YAML aliases",
+    ]
 
 
 def test_broken_or_unreadable_files_are_left_out(plain_dir: Path) -> None:
@@ -424,9 +430,62 @@ def test_broken_or_unreadable_files_are_left_out(plain_dir: Path) -> None:
 
     context = collect(plain_dir)
 
-    assert context.blocks["codeStyle"] == "- TypeScript"
+    assert context.blocks["codeStyle"].splitlines() == [
+        "- TypeScript",
+        "- pyproject.toml not read: it is not valid TOML "
+        "(Expected ']' at the end of a table declaration (at line 1, column 11))",
+        "- tsconfig.json not read: it is not valid JSON (line 1)",
+    ]
     assert "readme" not in context.blocks
     assert list(context.blocks) == ["directoryStructure", "codeStyle"]
+
+
+@needs_libyaml
+def test_a_config_nested_too_deeply_is_one_line_and_the_others_are_read(plain_dir: Path) -> None:
+    # Each of these made the parser raise RecursionError, which took the whole language's
+    # lines with it: a deep package.json hid Prettier and TypeScript, a deep pyproject ruff.
+    write(
+        plain_dir,
+        {
+            "package.json": '{"x": ' + "[" * 5000 + "]" * 5000 + "}",
+            "tsconfig.json": '{"compilerOptions": {"strict": true}}',
+            "pyproject.toml": "x = " + "[" * 5000 + "]" * 5000 + "\n",
+            "ruff.toml": "line-length = 99\n",
+            ".eslintrc.yaml": "extends: " + "[" * 5000,
+            ".prettierrc.json": '{"printWidth": ' + "[" * 3000 + "]" * 3000 + ', "semi": true}',
+            "Cargo.toml": "[package]\nedition = " + "[" * 10 + '"2021"' + "]" * 10 + "\n",
+        },
+    )
+
+    assert collect(plain_dir).blocks["codeStyle"].splitlines() == [
+        "- Python: ruff (line length 99)",
+        "- Prettier (.prettierrc.json)",
+        "- TypeScript: strict mode",
+        "- ESLint (.eslintrc.yaml)",
+        "- Rust (rustfmt)",  # a list where the edition goes is no edition
+        "- pyproject.toml not read: it is nested too deeply to read",
+        "- package.json not read: it is nested too deeply to read",
+        "- .prettierrc.json not read: it is nested too deeply to read",
+        "- .eslintrc.yaml not read: it is nested deeper than 64 levels",
+    ]
+
+
+def test_a_number_too_long_to_read_is_one_line_and_the_others_are_read(plain_dir: Path) -> None:
+    write(
+        plain_dir,
+        {
+            "package.json": '{"x": ' + "9" * 5000 + "}",
+            "tsconfig.json": '{"compilerOptions": {"target": 0x1}}',
+            "Cargo.toml": "[package]\nedition = 0x" + "f" * 5000 + "\n",
+        },
+    )
+
+    assert collect(plain_dir).blocks["codeStyle"].splitlines() == [
+        "- TypeScript",
+        "- Rust (rustfmt)",  # an edition too long to write out is no edition
+        "- package.json not read: it holds a number too long to read",
+        "- tsconfig.json not read: it is not valid JSON (line 1)",
+    ]
 
 
 # ---- readme and custom context ---------------------------------------------------------------

@@ -78,6 +78,13 @@ def chmodded(folder: Path) -> Iterator[Path]:
         path.chmod(stat.S_IRUSR | stat.S_IWUSR)
 
 
+def work_dir(tmp_path: Path) -> Path:
+    """A work dir for the folder (tmp_path holds the tests' home folder: it is none)."""
+    work = tmp_path / "work"
+    work.mkdir(exist_ok=True)
+    return work
+
+
 def args_for(folder: Path, *extra: str) -> argparse.Namespace:
     return cli.build_parser().parse_args(["--session-dir", str(folder), *extra])
 
@@ -89,7 +96,7 @@ async def test_a_session_folder_that_cannot_be_written_opens_for_viewing(
     folder: Path = request.getfixturevalue(variant)
     before = snapshot(folder)
 
-    opened = await cli._open(args_for(folder), tmp_path)
+    opened = await cli._open(args_for(folder), work_dir(tmp_path))
 
     assert opened.session is not None and opened.session.read_only == "unwritable"
     assert any("hello.py" in m.text for m in opened.session.timeline().history)
@@ -117,8 +124,8 @@ def test_print_mode_refuses_a_read_only_session_in_one_sentence(
 async def test_the_tui_shows_a_read_only_session_without_an_agent(
     read_only_mount: Path, tmp_path: Path
 ) -> None:
-    opened = await cli._open(args_for(read_only_mount), tmp_path)
-    app = make_app(tmp_path, ScriptedProvider([]), opened=opened.session)
+    opened = await cli._open(args_for(read_only_mount), work_dir(tmp_path))
+    app = make_app(work_dir(tmp_path), ScriptedProvider([]), opened=opened.session)
     async with app.run_test(size=(140, 40)) as pilot:
         await ready(pilot)
         assert app.read_only and not started(app)

@@ -296,6 +296,9 @@ def damaged_kimi_copy(tmp_path: Path) -> Path:
 
 async def test_opening_a_session_with_damaged_lines_says_so_at_once(tmp_path: Path) -> None:
     folder = damaged_kimi_copy(tmp_path)
+    # Kimi's yolo, saved in a folder outside the user's session stores: no grant here.
+    state = json.loads((folder / "state.json").read_text())
+    (folder / "state.json").write_text(json.dumps({**state, "approval": {"yolo": True}}))
     session = await Session.from_dir(folder)
     app = make_app(tmp_path, ScriptedProvider([]), session=session)
     async with app.run_test(size=(140, 40)) as pilot:
@@ -303,6 +306,8 @@ async def test_opening_a_session_with_damaged_lines_says_so_at_once(tmp_path: Pa
         # Before anything is sent: the user learns it when the session opens.
         await wait_for(pilot, lambda: "1 damaged line was skipped" in screen_text(app))
         assert "after it" in screen_text(app)
+        assert "is not in your session stores" in screen_text(app)
+        assert app.agent_session is not None and app.agent_session.mode == "ask"
 
 
 async def test_a_session_open_elsewhere_can_be_viewed_read_only(tmp_path: Path) -> None:

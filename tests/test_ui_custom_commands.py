@@ -21,6 +21,8 @@ async def test_a_custom_command_is_completed_sent_as_its_prompt_and_listed_in_he
         "---\ndescription: Review a file\nargument-hint: [file]\n---\nReview $1 closely.\n"
     )
     (commands / "model.md").write_text("A custom /model the built-in hides.\n")
+    # Nested past any parser's stack: a line in F1, never a crash while `/` is completed.
+    (commands / "deep.md").write_text("---\ndescription: " + "[" * 5000 + "\n---\nbody")
     (tmp_path / "secret").write_text("PRIVATE")
     (commands / "leak.md").symlink_to(tmp_path / "secret")
     provider = ScriptedProvider([{"text": "Reviewed."}])
@@ -28,7 +30,10 @@ async def test_a_custom_command_is_completed_sent_as_its_prompt_and_listed_in_he
     async with app.run_test(size=(120, 30)) as pilot:
         await ready(pilot)
         prompt = app.screen.query_one(PromptInput)
-        await pilot.press("/", "r", "e", "v", "i")
+        await pilot.press("/")
+        await wait_for(pilot, lambda: bool(prompt.completion_labels))
+        assert prompt.completion_labels[0].startswith("/help ")
+        await pilot.press("r", "e", "v", "i")
         await pilot.pause()
         assert prompt.completion_labels == ["/review       [file]  Review a file"]
         await pilot.press("tab", "a", "p", "p", ".", "p", "y", "enter")
@@ -55,5 +60,10 @@ async def test_a_custom_command_is_completed_sent_as_its_prompt_and_listed_in_he
         assert any(
             name == "/leak" and "leads outside the work dir" in help_ for name, help_ in rows
         )
+        assert (
+            "/deep",
+            "not read: /deep: .kode/commands/deep.md has front matter that is nested deeper "
+            "than 64 levels: not read.",
+        ) in rows
     sent = [m.text for m in provider.requests[0].history if m.role == "user"]
     assert "Review app.py closely." in sent

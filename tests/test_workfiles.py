@@ -143,3 +143,14 @@ def test_a_gitignore_that_is_a_fifo_or_leads_outside_is_not_read(tmp_path: Path)
     os.mkfifo(work / "sub" / ".gitignore")
     listed = workfiles.listing(work, use_git=False).files()  # and does not block
     assert sorted(listed) == ["a.py", "sub/.gitignore", "sub/b.py"]
+
+
+def test_a_gitignore_pattern_that_would_backtrack_for_minutes_is_skipped(tmp_path: Path) -> None:
+    # pathspec's regex for `*a*a*a*a*a*b` takes minutes on a 255-character name of `a`s.
+    work = tmp_path / "work"
+    make(work, ["a" * 255, "x.log", "keep.min.x.js"])
+    (work / ".gitignore").write_text("*a*a*a*a*a*b\n*.log\n*.min.*.js\n")
+
+    listed = workfiles.listing(work, use_git=False).files()
+
+    assert sorted(listed) == [".gitignore", "a" * 255]

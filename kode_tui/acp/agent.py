@@ -8,10 +8,11 @@ here is an ordinary kode-tui session (the TUI opens it afterwards).
 
 - `session/new` makes a session in the client's `cwd`; `session/load` opens one by id (kode-tui's
   or a Kimi CLI session of that work dir, or a session folder's absolute path) and replays its
-  conversation. The client's `mcpServers` are not connected (kode-tui's own config decides).
+  conversation. The client's `mcpServers` are not connected (kode-tui's own config decides). A
+  `cwd` that is the root or the home folder is refused (`paths.too_wide`).
 - `session/prompt` runs a turn, or one of the slash commands advertised (`/compact`, `/revert N`,
-  `/restore N`, `/clear`, `/context`, the custom commands). A revert or restore replays the new
-  conversation, as a load does.
+  `/restore N`, `/clear`, `/context`, then the custom commands no built-in has the name of). A
+  revert or restore replays the new conversation, as a load does.
 - approvals become `session/request_permission` with the TUI's answers: once, for the session
   (when the call has a session scope), reject.
 - `session/set_mode` takes the approval modes `ask`, `auto-edit`, `sandbox` (where the Shell
@@ -63,7 +64,7 @@ from acp.schema import (
 )
 
 from kode_tui import __version__
-from kode_tui.acp.commands import BUILT_IN, run_built_in
+from kode_tui.acp.commands import BUILT_IN, BUILT_IN_NAMES, run_built_in
 from kode_tui.acp.updates import (
     TurnUpdates,
     display_content,
@@ -73,6 +74,7 @@ from kode_tui.acp.updates import (
     tool_title,
 )
 from kode_tui.config import Config, ModelChoice
+from kode_tui.paths import too_wide
 from kode_tui.soul.facade import (
     AgentSession,
     ChatProvider,
@@ -279,7 +281,7 @@ class KodeAcpAgent:
             )
             for name, hint, description in BUILT_IN
         ]
-        for custom in live.opened.custom_commands().commands:
+        for custom in live.opened.custom_commands().usable(BUILT_IN_NAMES):
             hint = custom.argument_hint
             commands.append(
                 AvailableCommand(
@@ -307,18 +309,19 @@ class KodeAcpAgent:
         opened = live.opened
         if text.startswith("/"):
             name, _, argument = text.strip().partition(" ")
-            custom = opened.command_prompt(name, argument)
-            if isinstance(custom, CommandPrompt):
-                return await opened.run_command(custom)
-            if isinstance(custom, CommandProblem):
-                await self._send(live, update_agent_message_text(custom.message))
-                return TurnResult("error", 0, custom.message)
+            # The built-ins first: a repo's `.claude/commands/clear.md` must not stand for /clear.
             said, replay = await run_built_in(opened, name, argument.strip())
             if said is not None:
                 if replay:
                     await self._replay(live)
                 await self._send(live, update_agent_message_text(said))
                 return TurnResult("done", 0)
+            custom = opened.command_prompt(name, argument)
+            if isinstance(custom, CommandPrompt):
+                return await opened.run_command(custom)
+            if isinstance(custom, CommandProblem):
+                await self._send(live, update_agent_message_text(custom.message))
+                return TurnResult("error", 0, custom.message)
         return await opened.run(text)
 
     async def _on_event(self, live: _Live, event: ev.Event) -> None:
@@ -395,6 +398,9 @@ def _work_dir(cwd: str) -> Path:
         raise _error(f"the cwd must be an absolute path, not {cwd!r}.")
     if not path.is_dir():
         raise _error(f"the cwd {cwd} is not a directory.")
+    why = too_wide(path)
+    if why is not None:
+        raise _error(f"the cwd {why}: open a project folder.")
     return path.resolve()
 
 

@@ -26,6 +26,8 @@ BUILT_IN: tuple[tuple[str, str, str], ...] = (
     ("context", "[refresh]", "What the model is given, in tokens"),
 )
 """(name, input hint, description) as `available_commands_update` advertises them."""
+BUILT_IN_NAMES = frozenset(f"/{name}" for name, _, _ in BUILT_IN)
+"""Their names with the slash: a custom command of such a name is neither run nor advertised."""
 
 
 async def run_built_in(opened: AgentSession, name: str, argument: str) -> tuple[str | None, bool]:

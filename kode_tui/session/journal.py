@@ -10,7 +10,9 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import os
+import re
 import secrets
+import stat
 from pathlib import Path
 
 from kode_tui.fsutil import atomic_write_bytes, make_private_dir
@@ -18,6 +20,7 @@ from kode_tui.message import FileEditRecord
 from kode_tui.session.context import Context
 
 BLOBS_DIR_NAME = "blobs"
+_HASH = re.compile(r"[0-9a-f]{64}")
 
 
 def digest(content: bytes) -> str:
@@ -65,14 +68,19 @@ class FileJournal:
         return edit
 
     def blob(self, sha256: str) -> bytes | None:
-        """The content with this hash, or None when the store does not have it."""
-        try:
-            return (self._blobs / sha256).read_bytes()
-        except (FileNotFoundError, NotADirectoryError):
+        """The content with this hash, or None when the store does not have it intact.
+
+        A session folder may come from anywhere and its records name the blobs: a name that is
+        no hash (`../../.ssh/id_rsa`), a pipe, or a link whose content does not hash to its
+        name is none, so a revert never writes a file from outside the store.
+        """
+        if not _HASH.fullmatch(sha256):
             return None
+        content = _read_regular(self._blobs / sha256)
+        return content if content is not None and digest(content) == sha256 else None
 
     def blob_exists(self, sha256: str) -> bool:
-        return (self._blobs / sha256).is_file()
+        return _HASH.fullmatch(sha256) is not None and (self._blobs / sha256).is_file()
 
     def _store(self, *contents: bytes | None) -> list[str | None]:
         hashes: list[str | None] = []
@@ -88,6 +96,19 @@ class FileJournal:
     def store_blob(self, sha256: str, content: bytes) -> None:
         """Keep `content` (whose hash is `sha256`) durably unless the store has it (blocking)."""
         store_blob(self._blobs, sha256, content)
+
+
+def _read_regular(path: Path) -> bytes | None:
+    """The whole content of `path` when it is a regular file (opened without blocking: a pipe
+    put where a blob is expected must not hang a revert), else None."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+    except (FileNotFoundError, NotADirectoryError):
+        return None
+    with os.fdopen(fd, "rb") as file:
+        if not stat.S_ISREG(os.fstat(file.fileno()).st_mode):
+            return None
+        return file.read()
 
 
 def store_blob(folder: Path, sha256: str, content: bytes, *, durable: bool = True) -> None:

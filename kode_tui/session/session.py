@@ -7,20 +7,27 @@ from __future__ import annotations
 
 import asyncio
 import builtins
+import contextlib
 import json
 import logging
 import os
 import shlex
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from kode_tui.fsutil import FILE_MODE, make_private_dir
+from kode_tui.pathnames import is_within
 from kode_tui.paths import Paths, canonical, program, work_dir_hash
 from kode_tui.session import state as session_state
-from kode_tui.session.metadata import load_metadata, record_last_session, recorded_work_dir
+from kode_tui.session.metadata import (
+    kimi_share_dir,
+    load_metadata,
+    record_last_session,
+    recorded_work_dir,
+)
 from kode_tui.session.state import SessionState
 
 logger = logging.getLogger(__name__)
@@ -49,6 +56,9 @@ class Session:
     """The custom title, else the first user input (50 chars), else "Untitled"."""
     updated_at: float
     """Time (epoch seconds) of the last write to context.jsonl, wire.jsonl or its sidecar."""
+    ignored_grants: tuple[str, ...] = ()
+    """What its state.json granted and was not taken, in words (`approval mode yolo`): set for
+    a folder outside the user's session stores (`in_session_store`)."""
 
     @property
     def work_dir_recorded(self) -> bool:
@@ -157,10 +167,20 @@ class Session:
             raise FileNotFoundError(f"There is no session folder at {session_dir}.")
         if not (session_dir / CONTEXT_FILE_NAME).is_file():
             raise ValueError(f"{session_dir} is not a session folder: it has no context.jsonl.")
-        if work_dir is None:
+        odd = await asyncio.to_thread(_odd_entry, session_dir)
+        if odd is not None:
+            raise ValueError(
+                f"{session_dir} is not opened: {odd}, and a session folder holds only files "
+                "and folders of its own."
+            )
+        if work_dir is not None:
+            found: Path | None = canonical(work_dir)
+        elif in_session_store(session_dir):
             found = await asyncio.to_thread(recorded_work_dir, session_dir)
         else:
-            found = canonical(work_dir)
+            # A folder elsewhere whose parent is named like a store's (by a work dir's hash)
+            # must not choose which of the user's projects the tools work in.
+            found = None
         session = cls._open(session_dir, found)
         await session.refresh()
         return session
@@ -199,13 +219,16 @@ class Session:
 
     @classmethod
     def _open(cls, session_dir: Path, work_dir: Path | None) -> Session:
+        state = session_state.load_state(session_dir / session_state.STATE_FILE_NAME)
+        ignored = () if in_session_store(session_dir) else session_state.drop_grants(state)
         return cls(
             id=session_dir.name,
             dir=session_dir,
             work_dir=work_dir,
-            state=session_state.load_state(session_dir / session_state.STATE_FILE_NAME),
+            state=state,
             title=UNTITLED,
             updated_at=0.0,
+            ignored_grants=tuple(ignored),
         )
 
     @classmethod
@@ -247,6 +270,42 @@ class Session:
             or _any_record(self.wire_sidecar, _is_wire_event)
             or _any_record(self.context_file, _is_message)
         )
+
+
+def in_session_store(session_dir: Path) -> bool:
+    """Whether `session_dir`, symlinks resolved, lies in one of the user's own session stores:
+    kode-tui's (`$KODE_TUI_HOME/sessions`) or Kimi CLI's (`sessions` of its share dir).
+
+    Only there is a session's approval mode or session approval the user's own: a folder
+    elsewhere, or a link in a store to one, may have come with a cloned repo.
+    """
+    return any(is_within(session_dir, store) for store in _session_stores())
+
+
+def _session_stores() -> Iterator[Path]:
+    with contextlib.suppress(RuntimeError):  # no home folder to find it in
+        yield Paths.current().sessions_dir
+    with contextlib.suppress(RuntimeError):
+        yield kimi_share_dir() / "sessions"
+
+
+def _odd_entry(session_dir: Path) -> str | None:
+    """What makes `session_dir` unfit to write in (`wire.jsonl is a symlink`), or None.
+
+    kode-tui appends to a session's files and cuts a torn one back: in a folder that came with
+    a repo, a `wire.jsonl` linked to `~/.bashrc` would get lines bash runs, and a `context.jsonl`
+    linked to any file of the user's could be cut. A pipe would hang the reader.
+    """
+    try:
+        entries = list(os.scandir(session_dir))
+    except OSError:
+        return None  # unreadable: opening it says so
+    for entry in sorted(entries, key=lambda e: e.name):
+        if entry.is_symlink():
+            return f"{entry.name} is a symlink"
+        if not (entry.is_file(follow_symlinks=False) or entry.is_dir(follow_symlinks=False)):
+            return f"{entry.name} is not a regular file"
+    return None
 
 
 def _is_plain_name(session_id: str) -> bool:

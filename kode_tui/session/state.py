@@ -9,6 +9,10 @@ a state.json without them (Kimi rewrote it) takes them from there. The approval 
 with Kimi's `approval.yolo`: we write it from our mode (yolo or not); after Kimi rewrote the
 file, the sidecar's mode holds while it agrees with Kimi's `yolo` (so `auto-edit`, which Kimi
 has no word for, survives), and Kimi's `yolo` decides when the user switched it there.
+
+The approval mode and session approvals hold only in the user's own session stores: a folder
+opened from elsewhere (a repo's `docs/transcript/`) came with whoever put it there, and
+`drop_grants` takes them out of its state (`Session` does, on opening it).
 """
 
 from __future__ import annotations
@@ -195,6 +199,22 @@ def load_state(path: Path) -> SessionState:
         invalid = {str(error["loc"][0]) for error in exc.errors() if error["loc"]}
         logger.warning("Using defaults for invalid keys %s of %s: %s", sorted(invalid), path, exc)
         return SessionState.model_validate({k: v for k, v in data.items() if k not in invalid})
+
+
+def drop_grants(state: SessionState) -> list[str]:
+    """Take from `state` what it grants (its approval mode and session approvals), as for a
+    state read from a folder outside the user's session stores; what was taken, in words
+    (`approval mode yolo`, `2 session approvals`)."""
+    dropped: list[str] = []
+    if state.approval_mode != "ask":
+        dropped.append(f"approval mode {state.approval_mode}")
+        state.approval_mode = "ask"
+    if state.session_approvals:
+        count = len(state.session_approvals)
+        dropped.append(f"{count} session approval{'' if count == 1 else 's'}")
+        state.session_approvals = []
+    state.session_approval_grants = {}
+    return dropped
 
 
 def save_state(state: SessionState, path: Path) -> None:

@@ -252,6 +252,12 @@ async def open_agent(
         )
         if config.sandbox.enabled:
             soul.add_notice(soul.sandbox_off)
+    if session.ignored_grants:
+        soul.add_notice(
+            f"{session.dir} is not in your session stores, so what it saved as approvals "
+            f"({', '.join(session.ignored_grants)}) grants nothing here; approval mode: "
+            f"{soul.approval.mode}"
+        )
     if not session.work_dir_recorded:
         soul.add_notice(f"no work dir is recorded for {session.dir}; tools run in {work_dir}")
     recorder = WireRecorder(bus, session.wire_file)

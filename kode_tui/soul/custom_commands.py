@@ -19,8 +19,9 @@ are not YAML: front matter made only of `key: value` lines is read line by line 
 The files come with cloned repositories, so nothing in them is trusted: a file whose real path
 (symlinks resolved) lies outside the work dir, or outside `$KODE_TUI_HOME/commands` for the
 user's, is not read (`/review` must not send `~/.ssh/id_rsa`); nor is one that is not a regular
-file, over `MAX_BYTES`, not UTF-8, or whose front matter is broken. Each gives one
-`CommandProblem` naming the file. What a listing shows (description, hint) is `visible()`.
+file, over `MAX_BYTES`, not UTF-8, or whose front matter cannot be read as data (bad YAML,
+nesting, aliases: `project_files.parse_yaml`). Each gives one `CommandProblem` naming the file,
+and the other commands are listed as usual. What a listing shows (description, hint) is `visible()`.
 
 A listing stats the files each time and parses only those that changed, so an edited command
 is used without a restart.
@@ -32,7 +33,7 @@ import os
 import re
 import shlex
 import stat
-from collections.abc import Iterator
+from collections.abc import Collection, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
@@ -41,6 +42,7 @@ from kode_tui.pathnames import is_within
 from kode_tui.paths import home as kode_home
 from kode_tui.paths import tilde
 from kode_tui.safetext import visible
+from kode_tui.soul.project_files import DataError, parse_yaml, scalar_text
 
 __all__ = [
     "CommandListing",
@@ -61,6 +63,8 @@ MAX_DEPTH = 2
 """Subfolders read below a commands folder (`a/b/c.md` is `/a:b:c`)."""
 LABEL_CHARS = 120
 """A description or hint is one line of a menu."""
+MAX_FRONT_MATTER = 16 * 1024
+"""Front matter is a few `key: value` lines: more is not parsed."""
 
 _SEGMENT = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_-]*")
 _PLACEHOLDER = re.compile(r"\$(ARGUMENTS|[1-9][0-9]*)")
@@ -111,6 +115,11 @@ class CommandListing:
     def get(self, name: str) -> CustomCommand | None:
         """The command `name` (with its slash) names, if any."""
         return next((c for c in self.commands if c.name == name.lower()), None)
+
+    def usable(self, built_in: Collection[str]) -> tuple[CustomCommand, ...]:
+        """The commands a front end whose own commands are `built_in` (names with their slash)
+        offers: a built-in wins on a name, so a repo's `clear.md` never stands for `/clear`."""
+        return tuple(c for c in self.commands if c.name not in built_in)
 
     def problem(self, name: str) -> CommandProblem | None:
         """Why the file of the command `name` was not read, if it was not."""
@@ -315,17 +324,16 @@ def _front_matter(text: str) -> tuple[dict[str, str], str]:
     match = _FRONT_MATTER.match(text)
     if match is None:
         return {}, text
-    import yaml
-
     raw = match.group(1)
+    if len(raw) > MAX_FRONT_MATTER:
+        raise ValueError(f"has front matter over {MAX_FRONT_MATTER // 1024} KiB")
     try:
-        loaded: Any = yaml.safe_load(raw)
-    except yaml.YAMLError as error:
-        loaded = _key_values(raw)
+        loaded: Any = parse_yaml(raw, first_line=2)
+    except DataError as error:
+        # Claude's unquoted hints are not YAML, but nesting or aliases are no hint.
+        loaded = _key_values(raw) if error.syntax else None
         if loaded is None:
-            mark = getattr(error, "problem_mark", None)
-            where = f" (line {mark.line + 2})" if mark is not None else ""
-            raise ValueError(f"has front matter that is not valid YAML{where}") from None
+            raise ValueError(f"has front matter that {error}") from None
     if loaded is None:
         loaded = {}
     if not isinstance(loaded, dict):
@@ -335,18 +343,17 @@ def _front_matter(text: str) -> tuple[dict[str, str], str]:
         value = loaded.get(key)
         if value is None:
             continue
+        shown: str | None
         if key == "argument-hint" and isinstance(value, list):
             # `argument-hint: [file]` is YAML for a list: the user meant the brackets.
-            value = " ".join(f"[{item}]" for item in value if _is_scalar(item))
-        elif not _is_scalar(value):
-            # Not str() of it: YAML aliases make small files into huge structures.
+            words = (scalar_text(item) for item in value)
+            shown = " ".join(f"[{word}]" for word in words if word is not None)
+        else:
+            shown = scalar_text(value)  # not str(): YAML makes small files into big structures
+        if shown is None:
             raise ValueError(f"has a `{key}:` that is not text")
-        fields[key] = str(value)
+        fields[key] = shown
     return fields, text[match.end() :]
-
-
-def _is_scalar(value: object) -> bool:
-    return isinstance(value, str | int | float | bool)
 
 
 def _key_values(raw: str) -> dict[str, str] | None:

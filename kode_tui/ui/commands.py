@@ -307,7 +307,7 @@ def _listing(app: KodeApp | None) -> CommandListing | None:
 
 def _custom(app: KodeApp | None) -> list[CustomCommand]:
     listing = _listing(app)
-    return [c for c in listing.commands if c.name not in BY_NAME] if listing is not None else []
+    return list(listing.usable(BY_NAME)) if listing is not None else []
 
 
 def _custom_help(custom: CustomCommand) -> str:
