@@ -210,7 +210,7 @@ class Refused:
     """A protected path a command created, and where it was moved."""
 
     path: str
-    """Relative to the work dir."""
+    """Relative to the work dir; `~/…` for one in the home folder (yolo)."""
     moved_to: Path
 
 
