@@ -2,16 +2,21 @@
 else: a formatter, the user) did to them (DESIGN.md §2).
 
 Design. The session keeps an index of the work dir's files in its own folder (`snapshot.json`:
-per file its size, mtime_ns, inode and sha256); their contents go to the work dir's pool
-(`session.snapshot_pool`), shared by its sessions; the user's `.git` is never read or written.
-A snapshot is taken before and after each Shell call and at each checkpoint (`capture`):
+per file its size, mtime_ns, ctime_ns, inode and sha256); their contents go to the work dir's
+pool (`session.snapshot_pool`), shared by its sessions; the user's `.git` is never read or
+written. A snapshot is taken before and after each Shell call and at each checkpoint
+(`capture`):
 
 - The files are those `workfiles.listing`'s walk gives (it honours `.gitignore` files), so
   ignored files and `SKIP_DIRS` are not tracked. A file over `max_file_bytes` is skipped and
   named in `too_large`; a work dir of more than `max_files` files is not tracked at all (`off`).
-- It is incremental: a file whose (size, mtime_ns, inode) is what the index holds is not read.
-  One whose mtime is within `RACY_NS` of the scan is read again next time (git's "racily
-  clean" rule: a second write in the same clock tick would keep the mtime).
+- It is incremental: a file whose (size, mtime_ns, ctime_ns, inode) is what the index holds is
+  not read. The ctime is the kernel's: a command can put a file's mtime back after rewriting it
+  in place (`os.utime`), never its ctime. A hash of the contents as well would mean reading
+  every file at every snapshot: ~50 ms for 10,000 small files, twice per Shell call, where the
+  whole call costs ~100 ms (`bench/bench_snapshot.py`); the ctime makes it needless.
+  A file whose mtime or ctime is within `RACY_NS` of the scan is read again next time (git's
+  "racily clean" rule: a second write in the same clock tick would keep its stat).
 - The first snapshot is the baseline: it records nothing. It reads only the files the pool's
   index does not know as they are now, so only a work dir's first session reads them all.
   After that, each file whose hash changed becomes a `_file_edit` record (before, after, the
@@ -226,7 +231,13 @@ class WorkSnapshot:
                 scan.too_large.append(path)
                 continue
             known = known_files.get(path)
-            if known is not None and known[:3] == (st.st_size, st.st_mtime_ns, st.st_ino):
+            # ctime too: a command that restores a file's mtime cannot restore it.
+            if known is not None and known[:4] == (
+                st.st_size,
+                st.st_mtime_ns,
+                st.st_ctime_ns,
+                st.st_ino,
+            ):
                 files[path] = known
                 continue
             entry = self._read(path, start)
@@ -236,11 +247,11 @@ class WorkSnapshot:
         if old is not None:
             for path, entry in scan.files.items():
                 before = old.get(path)
-                if before is None or before[3] != entry[3]:
-                    scan.changes.append((path, before[3] if before else None, entry[3]))
+                if before is None or before.sha256 != entry.sha256:
+                    scan.changes.append((path, before.sha256 if before else None, entry.sha256))
             for path, entry in old.items():
                 if path not in scan.files and not os.path.lexists(root + path):
-                    scan.changes.append((path, entry[3], None))
+                    scan.changes.append((path, entry.sha256, None))
             scan.changes = [change for change in scan.changes if self._adopt(change)]
         return scan
 
@@ -265,9 +276,10 @@ class WorkSnapshot:
             return None
         sha = hashlib.sha256(content).hexdigest()
         self._pool.keep(sha, content)
-        # Changed within a clock tick of the scan: a later write could keep this mtime.
-        mtime = 0 if st.st_mtime_ns >= start - RACY_NS else st.st_mtime_ns
-        return (len(content), mtime, st.st_ino, sha)
+        # Changed within a clock tick of the scan (its content, or only its stat: ctime): a
+        # later write in that tick could keep this stat.
+        racy = max(st.st_mtime_ns, st.st_ctime_ns) >= start - RACY_NS
+        return Entry(len(content), 0 if racy else st.st_mtime_ns, st.st_ctime_ns, st.st_ino, sha)
 
 
 def _own_folders(work_dir: Path, folders: Iterable[Path]) -> tuple[str, ...]:

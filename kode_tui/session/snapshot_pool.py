@@ -8,7 +8,7 @@ of every session. The pool keeps it once per work dir instead:
 - `blobs/<sha256>`: the content of every file a snapshot read, written without an fsync each
   (thousands at a baseline).
 - `index.json`: the newest scan of the work dir by any session: per file (size, mtime_ns,
-  inode, sha256). A new session's first snapshot takes from it every file whose stat is
+  ctime_ns, inode, sha256). A new session's first snapshot takes from it every file whose stat is
   unchanged, so it reads only what changed since the work dir's last session.
 
 A session's records name only blobs in its own folder: when a snapshot records a change, the
@@ -25,6 +25,7 @@ import hashlib
 import json
 import logging
 from pathlib import Path
+from typing import NamedTuple
 
 from kode_tui.fsutil import atomic_write_bytes, make_private_dir
 from kode_tui.session.journal import FileJournal, store_blob
@@ -32,10 +33,21 @@ from kode_tui.session.journal import FileJournal, store_blob
 log = logging.getLogger(__name__)
 
 INDEX_NAME = "index.json"
-_VERSION = 1
+_VERSION = 2
+"""Version 1 had no ctime: its entries load with a ctime of 0, so every file is read again."""
 
-Entry = tuple[int, int, int, str]
-"""(size, mtime_ns, inode, sha256) of one file; an mtime of 0 is never taken as unchanged."""
+
+class Entry(NamedTuple):
+    """One file as a snapshot saw it. An mtime_ns or ctime_ns of 0 is never taken as unchanged:
+    a file changed right before the scan, an index of version 1."""
+
+    size: int
+    mtime_ns: int
+    ctime_ns: int
+    """Set by the kernel at every change (content, mode, a restored mtime): no program can put
+    it back, so a file rewritten in place with its size and mtime kept is still read again."""
+    inode: int
+    sha256: str
 
 
 def load_index(path: Path) -> dict[str, Entry] | None:
@@ -43,13 +55,19 @@ def load_index(path: Path) -> dict[str, Entry] | None:
     none yet or it is damaged (then a new baseline reads the files)."""
     try:
         data = json.loads(path.read_bytes())
-        if data.get("version") != _VERSION:
-            return None
-        return {
-            str(name): (int(size), int(mtime), int(inode), str(sha))
-            for name, (size, mtime, inode, sha) in data["files"].items()
-        }
-    except (OSError, ValueError, AttributeError, KeyError, TypeError):
+        version, rows = data["version"], data["files"]
+        if version == 1:
+            return {
+                str(name): Entry(int(size), int(mtime), 0, int(inode), str(sha))
+                for name, (size, mtime, inode, sha) in rows.items()
+            }
+        if version == _VERSION:
+            return {
+                str(name): Entry(int(size), int(mtime), int(ctime), int(inode), str(sha))
+                for name, (size, mtime, ctime, inode, sha) in rows.items()
+            }
+        return None
+    except (OSError, ValueError, AttributeError, KeyError, TypeError, RecursionError):
         return None
 
 
