@@ -34,6 +34,8 @@ written. A snapshot is taken before and after each Shell call and at each checkp
 - Crash safety: the contents a record names are given to the session's own blobs (hard links
   to the pool's, their data fsynced), durably, before the record; the index is saved after
   the records, so a crash in between records a change twice, never loses one.
+- The pool's lock is held shared from the first snapshot to `close`, which may collect the
+  pool (`session.pool_gc`'s automatic rule).
 
 Cost: one `git ls-files` (or walk) and one `lstat` per file per snapshot, plus reading the
 files that changed; `bench/bench_snapshot.py` measures it on a 10,000-file repository.
@@ -58,6 +60,7 @@ from kode_tui.paths import Paths
 from kode_tui.paths import home as kode_home
 from kode_tui.session.context import Context
 from kode_tui.session.journal import FileJournal
+from kode_tui.session.pool_gc import collect_grown
 from kode_tui.session.snapshot_pool import (
     SESSION_INDEX_NAME,
     Entry,
@@ -125,6 +128,8 @@ class WorkSnapshot:
         """Whether `_files` holds more than the index file (saved at the next checkpoint)."""
         self._warming: asyncio.Task[None] | None = None
         self._lock = asyncio.Lock()
+        self._holding = False
+        """Whether this session holds the pool's lock (from its first snapshot to `close`)."""
         self.too_large: list[str] = []
         """Files left out at the last snapshot because they are over `max_file_bytes`."""
         self.off: str | None = None
@@ -139,8 +144,9 @@ class WorkSnapshot:
             self._warming = asyncio.create_task(self._warm(), name="snapshot baseline")
 
     async def close(self) -> None:
-        """Stop the background baseline if it is still running (its blobs stay valid), and
-        leave the newest scan in the pool for the work dir's next session."""
+        """Stop the background baseline if it is still running (its blobs stay valid), leave
+        the newest scan in the pool for the work dir's next session, and let go of the pool:
+        collected now when it grew past the automatic rule (`session.pool_gc`)."""
         task, self._warming = self._warming, None
         if task is not None and not task.done():
             task.cancel()
@@ -151,6 +157,20 @@ class WorkSnapshot:
             files = self._files
             if files is not None and files is not self._hinted:
                 await self._hint(files, self._held)
+            if not self._holding:
+                return
+            self._holding = False
+            await asyncio.to_thread(self._pool.release)
+            named = len({entry.sha256 for entry in (files or {}).values()})
+            try:
+                collected = await asyncio.to_thread(
+                    collect_grown, self._pool, named, self._index_path
+                )
+            except OSError as error:
+                log.warning("could not collect the snapshot pool %s: %s", self._pool.folder, error)
+                return
+            if collected is not None:
+                log.info("collected the snapshot pool %s: %s", self._pool.folder, collected)
 
     async def _hint(self, files: dict[str, Entry], held: dict[str, Held]) -> None:
         """Write `files` as the pool's index, but for the secret-looking ones `held`: at a
@@ -175,6 +195,9 @@ class WorkSnapshot:
         async with self._lock:
             if self.off is not None:
                 return []  # a tree that big does not shrink: no walk at every checkpoint
+            if not self._holding:
+                await asyncio.to_thread(self._pool.hold)
+                self._holding = True
             if self._files is None:
                 self._files = await asyncio.to_thread(load_index, self._index_path)
             keep_secrets = tool_call_id is not None

@@ -12,13 +12,16 @@ of every session. The pool keeps it once per work dir instead:
   ctime_ns, inode, sha256), and the work dir's path. A new session's first snapshot takes from
   it every file whose stat is unchanged, so it reads only what changed since the work dir's
   last session.
+- `lock`: held shared (flock) by every session that uses the pool, from its first snapshot to
+  its close; a collection (`session.pool_gc`) takes it exclusively, so it never removes what a
+  running session may still copy.
 
 A session's records name only blobs in its own folder: when a snapshot records a change, the
 content before and after is checked against its hash and given to the session's blobs, as a
 hard link to the pool's blob when both are on one file system (else as a copy), its data and
 its name durable before the record is written. So the session folder alone is enough to
 revert, export or open it elsewhere, the bytes are on the disk once, and the pool is a cache:
-a blob lost in a crash (or the whole pool deleted while no session runs)
+a blob lost in a crash or a collection (or the whole pool deleted while no session runs)
 costs the next baseline a read, never a wrong revert: a change whose old content the pool no
 longer has is left unrecorded, with a warning.
 
@@ -30,16 +33,18 @@ recorded, so that a revert can undo it).
 
 from __future__ import annotations
 
+import fcntl
 import fnmatch
 import json
 import logging
+import os
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import NamedTuple
 
-from kode_tui.fsutil import atomic_write_bytes, make_private_dir
+from kode_tui.fsutil import FILE_MODE, atomic_write_bytes, make_private_dir
 from kode_tui.session.journal import FileJournal, store_blob
 
 log = logging.getLogger(__name__)
@@ -47,6 +52,7 @@ log = logging.getLogger(__name__)
 INDEX_NAME = "index.json"
 SESSION_INDEX_NAME = "snapshot.json"
 """A session's own index, in its folder: the work dir's files as that session last saw them."""
+LOCK_NAME = "lock"
 _VERSION = 2
 """Version 1 had no ctime: its entries load with a ctime of 0, so every file is read again."""
 
@@ -139,6 +145,8 @@ class SnapshotPool:
         self.work_dir = work_dir
         self.blobs = folder / "blobs"
         self.index_path = folder / INDEX_NAME
+        self.lock_path = folder / LOCK_NAME
+        self._lock_fd: int | None = None
 
     def keep(self, sha256: str, content: bytes) -> None:
         """Hold a file's content (blocking; no fsync: see the module's docstring)."""
@@ -169,3 +177,41 @@ class SnapshotPool:
         if taken:
             journal.sync_blobs()  # the new names, once for them all
         return lost
+
+    def hold(self) -> None:
+        """Take the pool's lock shared, for as long as this session may use the pool (blocking:
+        a collection of the pool holds it for a moment)."""
+        while self._lock_fd is None:
+            make_private_dir(self.folder)
+            fd = os.open(self.lock_path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, FILE_MODE)
+            try:
+                fcntl.flock(fd, fcntl.LOCK_SH)
+                held = os.fstat(fd)
+                named = os.stat(self.lock_path)
+            except FileNotFoundError:
+                os.close(fd)  # a collection removed the whole pool meanwhile: make it again
+                continue
+            except BaseException:
+                os.close(fd)
+                raise
+            if (held.st_dev, held.st_ino) == (named.st_dev, named.st_ino):
+                self._lock_fd = fd
+            else:
+                os.close(fd)
+
+    def release(self) -> None:
+        fd, self._lock_fd = self._lock_fd, None
+        if fd is not None:
+            os.close(fd)  # drops the flock
+
+
+def lock_exclusively(folder: Path) -> int | None:
+    """The open lock file of the pool in `folder`, locked exclusively; None when a session
+    holds it. Closing the descriptor unlocks it."""
+    fd = os.open(folder / LOCK_NAME, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, FILE_MODE)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        os.close(fd)
+        return None
+    return fd
