@@ -183,7 +183,7 @@ class SnapshotPool:
         a collection of the pool holds it for a moment)."""
         while self._lock_fd is None:
             make_private_dir(self.folder)
-            fd = os.open(self.lock_path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, FILE_MODE)
+            fd = os.open(self.lock_path, os.O_RDONLY | os.O_CREAT | os.O_CLOEXEC, FILE_MODE)
             try:
                 fcntl.flock(fd, fcntl.LOCK_SH)
                 held = os.fstat(fd)
@@ -208,7 +208,7 @@ class SnapshotPool:
 def lock_exclusively(folder: Path) -> int | None:
     """The open lock file of the pool in `folder`, locked exclusively; None when a session
     holds it. Closing the descriptor unlocks it."""
-    fd = os.open(folder / LOCK_NAME, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, FILE_MODE)
+    fd = os.open(folder / LOCK_NAME, os.O_RDONLY | os.O_CREAT | os.O_CLOEXEC, FILE_MODE)
     try:
         fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
     except BlockingIOError:
