@@ -7,7 +7,7 @@ addressed, written atomically, and never removed: one blob serves every edit tha
 A blob is written under a temp name and renamed into place, never written in place, and a name
 that exists is left alone: so a blob may be a hard link shared with another store (the
 snapshots' pool, a fork's session), and no write through one name changes what another holds.
-Every blob is 0600.
+Every blob is 0600 (less the umask): a hard link is made only to a blob no one else may read.
 """
 
 from __future__ import annotations
@@ -138,7 +138,7 @@ def take_blob(folder: Path, sha256: str, source: Path) -> bool:
             return False
         make_private_dir(folder)
         target = folder / sha256
-        if stat.S_IMODE(found.st_mode) == FILE_MODE:
+        if not found.st_mode & 0o077:  # only its owner may read it, shared as well
             os.fsync(fd)  # the pool writes without one; the link shares these very bytes
             if _link(source, target, found):
                 return True
@@ -162,14 +162,13 @@ def _link(source: Path, target: Path, expected: os.stat_result) -> bool:
 
 
 def _write_blob(target: Path, content: bytes, *, sync: bool) -> None:
-    """Write `content` under a temp name (0600) and rename it over `target`, with an fsync of
-    the file when `sync` (of the folder: the caller's)."""
+    """Write `content` under a temp name (0600, less the umask) and rename it over `target`,
+    with an fsync of the file when `sync` (of the folder: the caller's)."""
     tmp = target.with_name(f".{target.name}.{secrets.token_hex(6)}.tmp")
     flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
     fd = os.open(tmp, flags, FILE_MODE)
     try:
         try:
-            os.fchmod(fd, FILE_MODE)  # the umask may have taken bits away
             write_all(fd, content)
             if sync:
                 os.fsync(fd)
