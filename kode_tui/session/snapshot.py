@@ -176,7 +176,7 @@ class WorkSnapshot:
         """Write `files` as the pool's index, but for the secret-looking ones `held`: at a
         baseline and at the end, not at every step (a cache: a crash costs the next session
         some reads, nothing more)."""
-        hints = {path: entry for path, entry in files.items() if path not in held}
+        hints = {p: entry for p, entry in files.items() if p not in held} if held else files
         try:
             await asyncio.to_thread(self._pool.save_hints, hints)
             self._hinted = files
