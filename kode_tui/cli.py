@@ -115,6 +115,10 @@ def build_parser() -> argparse.ArgumentParser:
         "stdin, one turn each (needs --output-format stream-json)",
     )  # fmt: skip
     parser.add_argument("--paths", action="store_true", help="print where kode-tui keeps things")
+    parser.add_argument(
+        "--gc", action="store_true",
+        help="free the snapshot contents no session refers to (of every work dir)",
+    )  # fmt: skip
     parser.add_argument("--version", action="version", version=f"kode-tui {__version__}")
     return parser
 
@@ -146,6 +150,8 @@ def main(argv: list[str] | None = None) -> int:
         for name, path in Paths.current().describe():
             print(f"{name:<9} {path}")
         return 0
+    if args.gc:
+        return _collect_snapshots()
     if args.print_mode and args.prompt is None and not Path(args.work_dir).expanduser().is_dir():
         # `kode-tui --print "question"`, as `claude -p "question"`: a word that names no
         # folder is the message, asked here.
@@ -190,6 +196,20 @@ def main(argv: list[str] | None = None) -> int:
         shown = visible(mask(f"{type(error).__name__}: {error}"), multiline=False)
         print(f"kode-tui: unexpected error: {shown} (details in the log)", file=sys.stderr)
         return 1
+
+
+def _collect_snapshots() -> int:
+    """`kode-tui --gc`: collect the snapshots' pools (`session.pool_gc`), one line either way."""
+    from kode_tui.session.pool_gc import collect_all
+
+    try:
+        collected = collect_all()
+    except OSError as error:
+        where = visible(f"{error.strerror or error}: {error.filename or ''}", multiline=False)
+        print(f"kode-tui: --gc stopped: {where}", file=sys.stderr)
+        return 2
+    print(f"kode-tui --gc: {visible(str(collected), multiline=False)}")
+    return 0
 
 
 def _model_options(parser: argparse.ArgumentParser) -> None:

@@ -3,14 +3,16 @@ with files puts it back (`session.snapshot`)."""
 
 from __future__ import annotations
 
+import hashlib
 import os
+import time
 from pathlib import Path
 from typing import Any
 
 from kode_tui.config import Config, resolve_model
 from kode_tui.session import Context, Session
 from kode_tui.session.journal import FileJournal
-from kode_tui.session.snapshot import WorkSnapshot
+from kode_tui.session.snapshot import RACY_NS, WorkSnapshot
 from kode_tui.soul.agent import open_agent
 from kode_tui.soul.llm.scripted import ScriptedProvider
 
@@ -39,6 +41,14 @@ async def shell_turns(project: Path, *commands: str, config: Config | None = Non
     for n in range(len(commands)):
         assert (await agent.soul.run(f"turn {n}")).stop_reason == "done"
     return agent
+
+
+def settle(root: Path) -> None:
+    """Wait until every file under `root` last changed over `RACY_NS` ago, so that a snapshot
+    trusts its stat: a test can put a file's mtime in the past, never its ctime."""
+    newest = max(path.lstat().st_ctime_ns for path in root.rglob("*"))
+    while time.time_ns() <= newest + RACY_NS:
+        time.sleep(0.005)
 
 
 def make_project(tmp_path: Path) -> Path:
@@ -154,6 +164,7 @@ async def test_a_snapshot_of_an_unchanged_tree_reads_no_file(tmp_path: Path) -> 
     for folder in project.iterdir():
         for file in folder.iterdir():
             os.utime(file, (past, past))  # not "racily clean": written long before the scan
+    settle(project)
     async with Context(tmp_path / "session" / "context.jsonl") as context:
         await context.restore()
         snapshots = WorkSnapshot(project, context, FileJournal(context))
@@ -190,6 +201,7 @@ def old_tree(project: Path, files: int) -> None:
         folder.mkdir(parents=True, exist_ok=True)
         (folder / f"f{n}.py").write_text(f"print({n})\n")
         os.utime(folder / f"f{n}.py", (1_600_000_000, 1_600_000_000))
+    settle(project)
 
 
 async def test_a_second_session_in_the_work_dir_reads_no_unchanged_file_and_copies_none(
@@ -255,3 +267,50 @@ async def test_a_change_whose_old_content_the_pool_lost_is_not_recorded(tmp_path
     # The new file's record needs no old content; the changed file's cannot be made, and a
     # revert leaves that file alone rather than guess.
     assert [(e.path, e.before) for e in edits] == [("made.txt", None)]
+
+
+async def test_a_command_that_rewrites_a_file_in_place_and_puts_its_mtime_back_is_reverted(
+    tmp_path: Path,
+) -> None:
+    project = make_project(tmp_path)
+    for name in ("keep.txt", "change.txt"):
+        os.utime(project / name, (1_600_000_000, 1_600_000_000))
+    settle(project)  # the snapshots trust every file's stat
+    old = (project / "change.txt").stat()
+    # Same size, same inode, and its times put back: only the kernel's ctime tells.
+    agent = await shell_turns(
+        project, "printf 'AFTER!\\n' 1<>change.txt && touch -r keep.txt change.txt"
+    )
+    new = (project / "change.txt").stat()
+    assert (new.st_size, new.st_mtime_ns, new.st_ino) == (old.st_size, old.st_mtime_ns, old.st_ino)
+    assert (project / "change.txt").read_text() == "AFTER!\n"
+
+    outcome = await agent.soul.revert(user_checkpoint(agent, "turn 0"), files=True)
+    await agent.close()
+    assert outcome.files_restored == ["change.txt"]
+    assert (project / "change.txt").read_text() == "before\n"
+
+
+async def test_an_index_without_ctimes_is_read_again_not_trusted(tmp_path: Path) -> None:
+    import json
+
+    from kode_tui.paths import Paths
+
+    project = tmp_path / "project"
+    old_tree(project, 20)
+    # The pool's index as kode-tui wrote it before ctimes (version 1): every stat matches, but
+    # a file may have been rewritten in place since, so none is taken unread.
+    files = {}
+    for path in sorted(project.rglob("*.py")):
+        st, content = path.stat(), path.read_bytes()
+        sha = hashlib.sha256(content).hexdigest()
+        files[path.relative_to(project).as_posix()] = [st.st_size, st.st_mtime_ns, st.st_ino, sha]
+    pool = Paths.current().snapshot_pool(project)
+    pool.mkdir(parents=True)
+    (pool / "index.json").write_text(json.dumps({"version": 1, "files": files}))
+    async with Context(tmp_path / "session" / "context.jsonl") as context:
+        await context.restore()
+        snapshots = WorkSnapshot(project, context, FileJournal(context))
+        await snapshots.capture()
+        await snapshots.close()
+    assert snapshots.reads == 20

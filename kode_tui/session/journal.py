@@ -3,6 +3,11 @@
 Each change is a `_file_edit` record in context.jsonl (path, sha256 before and after, the tool call)
 and two blobs, `blobs/<sha256>`, holding the file's content before and after. Blobs are content
 addressed, written atomically, and never removed: one blob serves every edit that saw that content.
+
+A blob is written under a temp name and renamed into place, never written in place, and a name
+that exists is left alone: so a blob may be a hard link shared with another store (the
+snapshots' pool, a fork's session), and no write through one name changes what another holds.
+Every blob is 0600 (less the umask): a hard link is made only to a blob no one else may read.
 """
 
 from __future__ import annotations
@@ -15,7 +20,7 @@ import secrets
 import stat
 from pathlib import Path
 
-from kode_tui.fsutil import atomic_write_bytes, make_private_dir
+from kode_tui.fsutil import FILE_MODE, fsync_dir, make_private_dir, write_all
 from kode_tui.message import FileEditRecord
 from kode_tui.session.context import Context
 
@@ -97,6 +102,17 @@ class FileJournal:
         """Keep `content` (whose hash is `sha256`) durably unless the store has it (blocking)."""
         store_blob(self._blobs, sha256, content)
 
+    def take_blob(self, sha256: str, source: Path) -> bool:
+        """Add the blob `source` of another store (the snapshots' pool) as `sha256`, a hard link
+        to it when both are on one file system, else a copy; False when its content does not
+        have that hash (or it cannot be read). Its content is durable when this returns, its
+        name after `sync_blobs` (blocking)."""
+        return take_blob(self._blobs, sha256, source)
+
+    def sync_blobs(self) -> None:
+        """Make the names `take_blob` added durable."""
+        fsync_dir(self._blobs)
+
 
 def _read_regular(path: Path) -> bytes | None:
     """The whole content of `path` when it is a regular file (opened without blocking: a pipe
@@ -121,14 +137,63 @@ def store_blob(folder: Path, sha256: str, content: bytes, *, durable: bool = Tru
     if target.exists():
         return
     make_private_dir(folder)
+    _write_blob(target, content, sync=durable)
     if durable:
-        atomic_write_bytes(target, content)
-        return
-    tmp = target.with_name(f".{sha256}.{secrets.token_hex(6)}.tmp")
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
+        fsync_dir(folder)
+
+
+def take_blob(folder: Path, sha256: str, source: Path) -> bool:
+    """`FileJournal.take_blob` for the blob store `folder`."""
     try:
-        with os.fdopen(fd, "wb") as file:
-            file.write(content)
+        fd = os.open(source, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
+    except OSError:
+        return False
+    try:
+        found = os.fstat(fd)
+        if not stat.S_ISREG(found.st_mode):
+            return False
+        with os.fdopen(fd, "rb", closefd=False) as file:
+            content = file.read()
+        if digest(content) != sha256:
+            return False
+        make_private_dir(folder)
+        target = folder / sha256
+        if not found.st_mode & 0o077:  # only its owner may read it, shared as well
+            os.fsync(fd)  # the pool writes without one; the link shares these very bytes
+            if _link(source, target, found):
+                return True
+        # Another file system, no hard links there, a mode that is not ours, or the name taken
+        # by something else: the copy replaces the name.
+        _write_blob(target, content, sync=True)
+        return True
+    finally:
+        os.close(fd)
+
+
+def _link(source: Path, target: Path, expected: os.stat_result) -> bool:
+    """Whether `target` could be made a hard link to `source`, the file `expected` (checked:
+    the name `source` may have been replaced since it was opened)."""
+    try:
+        os.link(source, target)
+        linked = os.lstat(target)
+    except OSError:
+        return False
+    return (linked.st_dev, linked.st_ino) == (expected.st_dev, expected.st_ino)
+
+
+def _write_blob(target: Path, content: bytes, *, sync: bool) -> None:
+    """Write `content` under a temp name (0600, less the umask) and rename it over `target`,
+    with an fsync of the file when `sync` (of the folder: the caller's)."""
+    tmp = target.with_name(f".{target.name}.{secrets.token_hex(6)}.tmp")
+    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
+    fd = os.open(tmp, flags, FILE_MODE)
+    try:
+        try:
+            write_all(fd, content)
+            if sync:
+                os.fsync(fd)
+        finally:
+            os.close(fd)
         os.replace(tmp, target)
     except BaseException:
         tmp.unlink(missing_ok=True)
