@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, NoReturn
 
 from kode_tui import __version__
-from kode_tui.errors import ConfigError
+from kode_tui.errors import ConfigError, UserError
 from kode_tui.fsutil import FILE_MODE, make_private_dir
 from kode_tui.masking import MaskingFormatter, mask
 from kode_tui.paths import Paths, canonical, too_wide
@@ -29,10 +29,6 @@ if TYPE_CHECKING:
     from kode_tui.soul.facade import AgentSession, Session, SessionLocked
 
 log = logging.getLogger("kode_tui")
-
-
-class UserError(Exception):
-    """Something the user can fix: shown as one sentence, exit status 2."""
 
 
 @dataclass(slots=True)
@@ -162,13 +158,12 @@ def main(argv: list[str] | None = None) -> int:
         if args.list_sessions:
             return asyncio.run(_list_sessions(work_dir))
         if args.search is not None or args.export is not None or _export_options(args):
-            from kode_tui.cli_transcripts import run_export, run_search
-
             _check_transcript_options(args)
             if args.search is not None:
+                from kode_tui.cli_transcripts import run_search
+
                 return asyncio.run(run_search(work_dir, args.search, everywhere=args.everywhere))
-            form = args.export_format or "md"
-            return asyncio.run(run_export(work_dir, args.export, form, args.output))
+            return asyncio.run(_export(args, work_dir))
         if args.print_mode or args.prompt is not None:
             _check_work_dir(work_dir)
             prompt = _prompt(args)
@@ -426,14 +421,28 @@ async def _find_session(args: argparse.Namespace, work_dir: Path) -> Session | N
         opened.work_dir = opened.work_dir or work_dir
         return opened
     if args.session:
-        session = await Session.find(work_dir, args.session)
-        return session if session is not None else await _by_prefix(work_dir, args.session)
+        return await _named_session(work_dir, args.session)
     if args.continue_:
         session = await Session.continue_(work_dir)
         if session is None:
             raise UserError(f"there is no earlier session in {work_dir} to continue.")
         return session
     return None
+
+
+async def _export(args: argparse.Namespace, work_dir: Path) -> int:
+    from kode_tui.cli_transcripts import run_export
+
+    session = await _named_session(work_dir, args.export)
+    return await run_export(session, args.export_format or "md", args.output)
+
+
+async def _named_session(work_dir: Path, name: str) -> Session:
+    """The session of id `name`, else the one whose id starts with it."""
+    from kode_tui.soul.facade import Session
+
+    session = await Session.find(work_dir, name)
+    return session if session is not None else await _by_prefix(work_dir, name)
 
 
 _SHOWN_MATCHES = 6

@@ -11,7 +11,7 @@ import asyncio
 import sys
 from pathlib import Path
 
-from kode_tui.cli import UserError, _by_prefix
+from kode_tui.errors import UserError
 from kode_tui.fsutil import atomic_write_bytes
 from kode_tui.safetext import visible
 from kode_tui.session.catalog import list_sessions
@@ -51,8 +51,8 @@ def match_line(match: Match, *, with_work_dir: bool = False) -> str:
     return f"{head}  {match.role}: {match.snippet}"
 
 
-async def run_export(work_dir: Path, session_id: str, form: str, output: str | None) -> int:
-    session = await Session.find(work_dir, session_id) or await _by_prefix(work_dir, session_id)
+async def run_export(session: Session, form: str, output: str | None) -> int:
+    """Write `session`'s transcript as `form` (md or jsonl) to `output`, or to stdout."""
 
     def render() -> bytes:
         if form == "jsonl":

@@ -18,7 +18,7 @@ from kode_tui.session import Session
 from kode_tui.soul.agent import Agent, open_agent
 from kode_tui.soul.stream import INTERRUPTED_NOTE
 from kode_tui.wire import events as ev
-from kode_tui.wire.events import read_wire
+from kode_tui.wire.recorder import read_wire
 
 from .llm_server import LLMServer, loopback_choice, write_loopback_config
 from .soul_helpers import record_events

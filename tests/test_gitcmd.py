@@ -11,7 +11,8 @@ import pytest
 from kode_tui import gitcmd, workfiles
 from kode_tui.soul import project_context
 from kode_tui.tools.base import ToolEnv
-from kode_tui.tools.grep import Grep, GrepParams
+from kode_tui.tools.grep import Grep
+from kode_tui.tools.grep_params import GrepParams
 from kode_tui.ui.widgets.completion import PathIndex
 
 pytestmark = pytest.mark.skipif(shutil.which("git") is None, reason="git is not installed")

@@ -20,6 +20,7 @@ from kode_tui.soul.agent import Agent, open_agent
 from kode_tui.soul.llm.scripted import ScriptedProvider
 from kode_tui.soul.transcript import PastResults
 from kode_tui.wire import events as ev
+from kode_tui.wire.recorder import read_wire
 from tests.conftest import KIMI_DEFAULT_FIXTURE, KIMI_FIXTURES, KIMI_OKABE_FIXTURE
 
 SUMMARY = {"text": "<current_focus>\nGreeting\n</current_focus>"}
@@ -68,7 +69,7 @@ async def test_every_line_of_every_kimi_file_parses_and_each_context_restores(
         kimi_ids = [r["id"] for r in records(path) if r.get("role") == "_checkpoint"]
         assert [c.id for c in context.checkpoints] == kimi_ids
         await context.close()
-    assert list(ev.read_wire(fixture / "wire.jsonl"))
+    assert list(read_wire(fixture / "wire.jsonl"))
 
 
 @pytest.mark.parametrize("fixture", KIMI_FIXTURES, ids=lambda path: path.name)

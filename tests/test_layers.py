@@ -3,11 +3,9 @@
 from __future__ import annotations
 
 import ast
-from pathlib import Path
 
-import kode_tui
+from tests.import_graph import PACKAGE, import_graph, module_name
 
-PACKAGE = Path(kode_tui.__file__).parent
 BOTTOM = {
     "kode_tui",
     "kode_tui.message",
@@ -48,30 +46,6 @@ ALLOWED = {
 }
 
 
-def modules() -> dict[str, set[str]]:
-    """Module name -> every module it imports (absolute names)."""
-    found = {}
-    for path in PACKAGE.rglob("*.py"):
-        parts = path.relative_to(PACKAGE.parent).with_suffix("").parts
-        name = ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
-        imported = set()
-        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
-            if isinstance(node, ast.Import):
-                imported.update(alias.name for alias in node.names)
-            elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
-                # `from kode_tui.wire import events` imports the module kode_tui.wire.events.
-                for alias in node.names:
-                    submodule = f"{node.module}.{alias.name}"
-                    imported.add(submodule if _is_module(submodule) else node.module)
-        found[name] = imported
-    return found
-
-
-def _is_module(name: str) -> bool:
-    path = PACKAGE.parent.joinpath(*name.split("."))
-    return path.with_suffix(".py").is_file() or (path / "__init__.py").is_file()
-
-
 def layer(module: str) -> str | None:
     for name in sorted(ALLOWED, key=len, reverse=True):
         if module == name or module.startswith(name + "."):
@@ -81,7 +55,7 @@ def layer(module: str) -> str | None:
 
 def test_imports_point_down_only() -> None:
     wrong = []
-    for module, imported in modules().items():
+    for module, imported in import_graph().items():
         own = layer(module)
         if own is None:  # cli.py and __main__ may import everything
             continue
@@ -103,7 +77,7 @@ wire's event models, and the bottom layer's small helpers (message, config, path
 
 def test_front_ends_reach_the_domain_through_the_facade_only() -> None:
     wrong = []
-    for module, imported in modules().items():
+    for module, imported in import_graph().items():
         if not module.startswith(FRONT_ENDS):
             continue
         for target in imported:
@@ -120,8 +94,7 @@ def test_only_the_soul_and_the_facade_send_wire_events() -> None:
     """A front end renders events; it never puts one on the bus (`bus.send`)."""
     wrong = []
     for path in PACKAGE.rglob("*.py"):
-        relative = path.relative_to(PACKAGE.parent).with_suffix("")
-        module = ".".join(relative.parts)
+        module = module_name(path)
         if not module.startswith(FRONT_ENDS):
             continue
         tree = ast.parse(path.read_text(encoding="utf-8"))
@@ -144,7 +117,7 @@ def _is_main_guard(node: ast.stmt) -> bool:
 
 def test_textual_stays_in_the_ui_and_the_model_libraries_in_the_llm_code() -> None:
     wrong = []
-    for module, imported in modules().items():
+    for module, imported in import_graph().items():
         roots = {name.split(".")[0] for name in imported}
         if "textual" in roots and not module.startswith(("kode_tui.ui", "kode_tui.cli")):
             wrong.append(f"{module} imports textual")

@@ -28,7 +28,7 @@ from kode_tui.soul.llm.demo import INTRO, NOTES_FILE, DemoProvider
 from kode_tui.soul.llm.scripted import ScriptedProvider
 from kode_tui.soul.stream_json import StreamJson
 from kode_tui.wire import events as ev
-from kode_tui.wire.events import read_wire
+from kode_tui.wire.recorder import read_wire
 from tests.soul_helpers import make_rig, print_turn
 
 

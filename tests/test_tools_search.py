@@ -15,7 +15,8 @@ from kode_tui.tools import grep, grep_python
 from kode_tui.tools.base import ToolEnv, ToolError
 from kode_tui.tools.files import ReadFile, ReadFileParams
 from kode_tui.tools.glob import Glob, GlobParams
-from kode_tui.tools.grep import Grep, GrepParams, find_rg, rg_arguments
+from kode_tui.tools.grep import Grep, find_rg, rg_arguments
+from kode_tui.tools.grep_params import GrepParams
 
 
 @pytest.fixture

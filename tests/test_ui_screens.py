@@ -405,7 +405,7 @@ def test_diff_hunk_headers_are_those_of_diff_u(old: str, new: str) -> None:
     # The approval panel and the diff screens must number hunks as the conversation does.
     import difflib
 
-    from kode_tui.ui.screens.diff import diff_lines
+    from kode_tui.ui.widgets.display_blocks import diff_lines
 
     ours = [line.text for line in diff_lines(old, new) if line.kind == "hunk"]
     reference = [
@@ -421,7 +421,7 @@ def test_the_conversation_form_of_a_diff_is_the_full_views_with_the_panels_style
     line numbers, signs, as `diff -u` writes them), styled as the approval panel styles them."""
     import difflib
 
-    from kode_tui.ui.screens.diff import diff_block_rows, diff_lines, diff_rows
+    from kode_tui.ui.widgets.display_blocks import diff_block_rows, diff_lines, diff_rows
     from kode_tui.ui.widgets.excerpt import excerpt
     from kode_tui.ui.widgets.rows import lay_out
     from kode_tui.wire.events import ApprovalRequest, DiffBlock

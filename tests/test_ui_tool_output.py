@@ -15,10 +15,11 @@ from textual.widgets import Static
 
 from kode_tui.message import FunctionBody, Message, TextPart, ThinkPart, ToolCall
 from kode_tui.soul.llm.scripted import ScriptedProvider
-from kode_tui.ui.screens.diff import DiffScreen, diff_lines, diff_rows
+from kode_tui.ui.screens.diff import DiffScreen
 from kode_tui.ui.screens.output import OutputScreen
 from kode_tui.ui.widgets.blocks import ReminderBlock, ThinkingBlock
 from kode_tui.ui.widgets.conversation import Conversation
+from kode_tui.ui.widgets.display_blocks import diff_lines, diff_rows
 from kode_tui.ui.widgets.rows import Gutter, lay_out
 from kode_tui.ui.widgets.tool_block import ToolBlock
 from kode_tui.ui.widgets.tool_views import field_rows

@@ -20,7 +20,7 @@ from typing import Any
 from kode_tui.humanize import one_line, tool_summary
 from kode_tui.message import ContentPart, Message, TextPart, ThinkPart, split_tool_result
 from kode_tui.wire import events as ev
-from kode_tui.wire.events import read_wire
+from kode_tui.wire.recorder import read_wire
 
 
 class PastResults:

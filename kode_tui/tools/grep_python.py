@@ -15,7 +15,7 @@ from collections import deque
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, BinaryIO
+from typing import BinaryIO
 
 from wcmatch import glob as wcglob
 
@@ -24,10 +24,8 @@ from kode_tui.humanize import plural
 from kode_tui.pathnames import escape_name, unescape_name
 from kode_tui.tools.base import ToolEnv, ToolError
 from kode_tui.tools.files import SNIFF_BYTES
+from kode_tui.tools.grep_params import GrepParams
 from kode_tui.tools.search import search_root
-
-if TYPE_CHECKING:
-    from kode_tui.tools.grep import GrepParams
 
 GREP_TIMEOUT = 30.0
 """Seconds a search may take; after that the results found so far are returned."""

@@ -2,7 +2,6 @@
 
 from kode_tui.wire import events
 from kode_tui.wire.bus import Subscription, WireBus
-from kode_tui.wire.events import read_wire
-from kode_tui.wire.recorder import WireRecorder
+from kode_tui.wire.recorder import WireRecorder, read_wire
 
 __all__ = ["Subscription", "WireBus", "WireRecorder", "events", "read_wire"]

@@ -14,7 +14,8 @@ does not know, so the recorder splits the events in two:
 - the others (checkpoints, reverts, restores, clears, reminders, hook runs, warnings, errors,
   and argument pieces not merged into their call) go to the sidecar `wire.kode.jsonl`
   (`sidecar_path()`), which Kimi never reads, stamped with `wire_offset`, the size wire.jsonl
-  had then; `read_wire()` merges both files back into one stream in that order.
+  had then; `read_wire()` (in `kode_tui.wire.recorder`, beside the writer) merges both files
+  back into one stream in that order.
 
 Sessions recorded before the sidecar keep our records in wire.jsonl until a writer opens them
 (`kode_tui.wire.migrate`); they read the same either way. Reading is lenient in one direction
@@ -28,10 +29,8 @@ fields are missing is not guessed at; such records, and types this version does 
 from __future__ import annotations
 
 import asyncio
-import io
-import json
 import logging
-from collections.abc import Iterator, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, ClassVar, Literal, Self
@@ -625,74 +624,3 @@ def from_record(raw: dict[str, Any]) -> WireRecord:
             # Expected for Kimi's richer events, so not worth a warning per line.
             logger.debug("%s payload does not fit our model: %s", kind, error)
     return WireRecord(timestamp=float(timestamp), type=kind, event=event, raw=raw)
-
-
-def read_wire(path: Path | str) -> Iterator[WireRecord]:
-    """The records of a wire.jsonl file and of its sidecar, in the order they were written;
-    a missing file has none.
-
-    Metadata lines are skipped, and so, with a warning, is any line that is not a record
-    (a torn last line after a crash, for one). A sidecar record comes after the wire lines that
-    were on disk when it was written (its `wire_offset`); one whose offset lies past the end of
-    wire.jsonl comes at the end.
-    """
-    path = Path(path)
-    pending = iter(_sidecar_records(sidecar_path(path)))
-    waiting = next(pending, None)
-    from kode_tui.wire.migrate import half_migrated  # it builds on this module
-
-    # A crash between a migration's two renames: read wire.jsonl as it is becoming.
-    for offset, record in _records(path, half_migrated(path)):
-        while waiting is not None and waiting[0] <= offset:
-            yield waiting[1]
-            waiting = next(pending, None)
-        yield record
-    while waiting is not None:
-        yield waiting[1]
-        waiting = next(pending, None)
-
-
-def _sidecar_records(path: Path) -> list[tuple[int, WireRecord]]:
-    records: list[tuple[int, WireRecord]] = []
-    for _, record in _records(path):
-        offset = record.raw.get("wire_offset")
-        if isinstance(offset, bool) or not isinstance(offset, int):
-            offset = 0
-        records.append((offset, record))
-    # Appends keep them in order; a stable sort only guards against a hand-edited file.
-    records.sort(key=lambda item: item[0])
-    return records
-
-
-def _records(path: Path, data: bytes | None = None) -> Iterator[tuple[int, WireRecord]]:
-    """Each record of `path` (of `data`, its content, when given) with the byte offset its
-    line starts at."""
-    try:
-        # The generator holds it open while streaming.
-        file = open(path, "rb") if data is None else io.BytesIO(data)  # noqa: SIM115
-    except FileNotFoundError:
-        return
-    offset = 0
-    with file:
-        for number, line in enumerate(file, start=1):
-            start, offset = offset, offset + len(line)
-            try:
-                record = _parse_line(line)
-            except (ValueError, RecursionError) as error:  # RecursionError: nested too deeply
-                logger.warning(
-                    "%s:%d: skipped a line that is not a wire record: %s", path, number, error
-                )
-                continue
-            if record is not None:
-                yield start, record
-
-
-def _parse_line(line: bytes) -> WireRecord | None:
-    if not line.strip():
-        return None
-    raw = json.loads(line)
-    if not isinstance(raw, dict):
-        raise ValueError("not a JSON object")
-    if raw.get("type") == "metadata" and "message" not in raw:
-        return None
-    return from_record(raw)

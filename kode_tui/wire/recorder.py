@@ -1,8 +1,10 @@
-"""The subscriber that writes a session's wire.jsonl and its sidecar (DESIGN.md §2).
+"""A session's wire.jsonl and its sidecar: the subscriber that writes them, and `read_wire()`,
+which reads them back as one stream (DESIGN.md §2).
 
 Events Kimi CLI has a type for go to wire.jsonl in Kimi's shape; the others go to the sidecar
 `wire.kode.jsonl`, each stamped with the size wire.jsonl had then, so that `read_wire()` puts them
-back in place (see `kode_tui.wire.events`). The sidecar is created with its first record.
+back in place (the records' shapes: `kode_tui.wire.events`). The sidecar is created with its
+first record.
 
 Streamed deltas are stored merged: a run of text deltas becomes one `ContentPart` record holding
 the whole text, stamped with the time of its first delta; think deltas likewise, and the argument
@@ -17,10 +19,12 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import io
 import json
 import logging
 import os
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from types import TracebackType
@@ -38,10 +42,12 @@ from kode_tui.wire.events import (
     ToolCall,
     ToolCallPart,
     TurnEnd,
+    WireRecord,
+    from_record,
     sidecar_path,
     to_record,
 )
-from kode_tui.wire.migrate import migrate_wire
+from kode_tui.wire.migrate import half_migrated, migrate_wire
 
 log = logging.getLogger(__name__)
 
@@ -381,3 +387,75 @@ def _sync_and_close(fd: int) -> None:
         os.fsync(fd)
     finally:
         os.close(fd)
+
+
+# --- reading back ---------------------------------------------------------------------------------
+
+
+def read_wire(path: Path | str) -> Iterator[WireRecord]:
+    """The records of a wire.jsonl file and of its sidecar, in the order they were written;
+    a missing file has none.
+
+    Metadata lines are skipped, and so, with a warning, is any line that is not a record
+    (a torn last line after a crash, for one). A sidecar record comes after the wire lines that
+    were on disk when it was written (its `wire_offset`); one whose offset lies past the end of
+    wire.jsonl comes at the end.
+    """
+    path = Path(path)
+    pending = iter(_sidecar_records(sidecar_path(path)))
+    waiting = next(pending, None)
+    # A crash between a migration's two renames: read wire.jsonl as it is becoming.
+    for offset, record in _records(path, half_migrated(path)):
+        while waiting is not None and waiting[0] <= offset:
+            yield waiting[1]
+            waiting = next(pending, None)
+        yield record
+    while waiting is not None:
+        yield waiting[1]
+        waiting = next(pending, None)
+
+
+def _sidecar_records(path: Path) -> list[tuple[int, WireRecord]]:
+    records: list[tuple[int, WireRecord]] = []
+    for _, record in _records(path):
+        offset = record.raw.get("wire_offset")
+        if isinstance(offset, bool) or not isinstance(offset, int):
+            offset = 0
+        records.append((offset, record))
+    # Appends keep them in order; a stable sort only guards against a hand-edited file.
+    records.sort(key=lambda item: item[0])
+    return records
+
+
+def _records(path: Path, data: bytes | None = None) -> Iterator[tuple[int, WireRecord]]:
+    """Each record of `path` (of `data`, its content, when given) with the byte offset its
+    line starts at."""
+    try:
+        # The generator holds it open while streaming.
+        file = open(path, "rb") if data is None else io.BytesIO(data)  # noqa: SIM115
+    except FileNotFoundError:
+        return
+    offset = 0
+    with file:
+        for number, line in enumerate(file, start=1):
+            start, offset = offset, offset + len(line)
+            try:
+                record = _parse_line(line)
+            except (ValueError, RecursionError) as error:  # RecursionError: nested too deeply
+                log.warning(
+                    "%s:%d: skipped a line that is not a wire record: %s", path, number, error
+                )
+                continue
+            if record is not None:
+                yield start, record
+
+
+def _parse_line(line: bytes) -> WireRecord | None:
+    if not line.strip():
+        return None
+    raw = json.loads(line)
+    if not isinstance(raw, dict):
+        raise ValueError("not a JSON object")
+    if raw.get("type") == "metadata" and "message" not in raw:
+        return None
+    return from_record(raw)

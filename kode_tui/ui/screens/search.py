@@ -14,7 +14,7 @@ from textual.widgets.option_list import Option
 
 from kode_tui.safetext import visible
 from kode_tui.soul.facade import Match
-from kode_tui.ui.screens.timetravel import shorten
+from kode_tui.ui.widgets.message_lines import shorten
 
 TITLE_CHARS = 24
 """Of another session's title, what a row shows."""

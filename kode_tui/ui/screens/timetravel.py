@@ -8,7 +8,6 @@ of a revert, and a snapshot of a rotated file read without the session's lock.
 
 from __future__ import annotations
 
-import re
 import time
 from collections.abc import Sequence
 from pathlib import Path
@@ -24,7 +23,7 @@ from textual.screen import ModalScreen, Screen
 from textual.widgets import Button, Footer, Static
 
 from kode_tui.humanize import format_age, format_tokens, plural
-from kode_tui.message import Message, TextPart, is_checkpoint_note
+from kode_tui.message import Message
 from kode_tui.safetext import visible
 from kode_tui.soul.facade import (
     Comparison,
@@ -40,9 +39,14 @@ from kode_tui.soul.facade import (
     compare,
     diff_snapshot,
 )
-from kode_tui.ui.widgets.blocks import USER_MARK
 from kode_tui.ui.widgets.conversation import Conversation
 from kode_tui.ui.widgets.history import reason_text
+from kode_tui.ui.widgets.message_lines import (
+    message_line,
+    messages_as_text,
+    shorten,
+    shown_messages,
+)
 from kode_tui.wire.events import DiffBlock
 
 RevertChoice = Literal["conversation", "files"]
@@ -52,21 +56,8 @@ PROMPT_TEXT_CHARS = 60
 """How much of the user's message the revert dialog quotes."""
 COMPARED_SHOWN = 5
 """Messages listed under each side of the comparison."""
-COMPARED_CHARS = 60
 
 _RESTORABLE: frozenset[FileAction] = frozenset(("restore", "delete"))
-_SYSTEM_TAGS = re.compile(r"</?system>")
-_ROLE_MARKS = {"user": USER_MARK, "assistant": "●", "tool": "↳", "system": "◆"}
-
-
-def shorten(text: str, limit: int) -> str:
-    """The first non-empty line of `text`, cut to `limit` characters with "…" (also when
-    lines were left out)."""
-    lines = [line.strip() for line in visible(text).strip().splitlines()]
-    first = visible(next((line for line in lines if line), ""), multiline=False)
-    if len(first) > limit:
-        return first[: limit - 1].rstrip() + "…"
-    return first + ("…" if len(lines) > 1 else "")
 
 
 def file_row(plan: FilePlan) -> Content:
@@ -348,26 +339,6 @@ Making a rotated context live again keeps the live one as a new rotated file: no
 # --- Preview --------------------------------------------------------------------------------------
 
 
-def message_line(message: Message) -> Content:
-    """A message in one short line, marked with its role: what the comparison lists."""
-    # Parts on their own lines: a tool result's status line and its output are two parts.
-    text = "\n".join(part.text for part in message.parts if isinstance(part, TextPart))
-    text = _SYSTEM_TAGS.sub("", text)
-    if not text.strip() and message.tool_calls:
-        text = ", ".join(
-            visible(call.function.name, multiline=False) for call in message.tool_calls
-        )
-    mark = _ROLE_MARKS.get(message.role, "·")
-    line = shorten(text, COMPARED_CHARS) or "(empty)"
-    return Content.assemble((f"{mark} ", "$text-muted"), line)
-
-
-def shown_messages(messages: Sequence[Message]) -> list[Message]:
-    """The messages a person would call the conversation: checkpoint notes for the model left
-    out."""
-    return [m for m in messages if not (m.role == "user" and is_checkpoint_note(m.text))]
-
-
 def _compared_lines(messages: Sequence[Message]) -> list[Content]:
     messages = shown_messages(messages)
     lines = [Content.assemble("  ", message_line(m)) for m in messages[:COMPARED_SHOWN]]
@@ -589,21 +560,6 @@ what only each of them holds.
             self.confirming = False
         else:
             self.dismiss(False)
-
-
-PROMPT_CHARS = 20_000
-
-
-def messages_as_text(messages: Sequence[Message]) -> str:
-    """User and assistant text as a quote to paste into the prompt (tool output left out)."""
-    lines = ["From an earlier context:", ""]
-    for message in messages:
-        text = _SYSTEM_TAGS.sub("", message.text).strip()
-        if message.role in ("user", "assistant") and text and not is_checkpoint_note(message.text):
-            lines.append(f"{message.role}: {text}")
-            lines.append("")
-    quoted = "\n".join(lines).strip()
-    return quoted if len(quoted) <= PROMPT_CHARS else quoted[: PROMPT_CHARS - 1] + "…"
 
 
 if __name__ == "__main__":

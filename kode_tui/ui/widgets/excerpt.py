@@ -11,7 +11,7 @@ from itertools import islice
 from textual.content import Content
 
 from kode_tui.safetext import visible
-from kode_tui.ui.screens.diff import (
+from kode_tui.ui.widgets.display_blocks import (
     command_line,
     command_warnings,
     diff_lines,

@@ -14,9 +14,9 @@ from textual.content import Content
 from kode_tui.humanize import one_line, tool_summary
 from kode_tui.message import media_chips
 from kode_tui.safetext import visible
-from kode_tui.ui.screens.diff import command_lines, diff_block_rows, diff_lines, diff_rows
 from kode_tui.ui.screens.output import OutputScreen, Section
 from kode_tui.ui.widgets.blocks import BlockFactory, FoldingBlock
+from kode_tui.ui.widgets.display_blocks import command_lines, diff_block_rows, diff_lines, diff_rows
 from kode_tui.ui.widgets.rows import Row, Rows
 from kode_tui.ui.widgets.tool_views import (
     MORE,
