@@ -63,6 +63,7 @@ async def test_stream_json_writes_each_event_as_a_json_line_ending_with_the_resu
         "thinking",
         "text",
         "tool_call",
+        "tool_started",
         "tool_result",
         "step_begin",
         "text",
