@@ -27,12 +27,10 @@ from acp import (
 from acp.helpers import SessionUpdate, ToolCallContentVariant
 from acp.schema import PlanEntryStatus, ToolCallLocation, ToolCallStatus, ToolKind
 
-from kode_tui.humanize import compact_arguments
 from kode_tui.message import Message, TextPart, ThinkPart, is_checkpoint_note
 from kode_tui.soul.facade import PastResults, stored_result
 from kode_tui.wire import events as ev
-
-TITLE_WIDTH = 80
+from kode_tui.wire.readings import read_call, retry_text
 
 _KINDS: dict[str, ToolKind] = {
     "ReadFile": "read",
@@ -59,8 +57,8 @@ def tool_kind(name: str) -> ToolKind:
 
 
 def tool_title(name: str, arguments: str) -> str:
-    shown = compact_arguments(arguments, TITLE_WIDTH)
-    return f"{name} {shown}".strip()
+    """How the call reads in every front end (`kode_tui.wire.readings`)."""
+    return read_call(name, arguments).title
 
 
 def raw_input(arguments: str) -> Any:
@@ -166,7 +164,7 @@ class TurnUpdates:
                 )
                 return [whole, *result_updates(event, self._work_dir)]
             case ev.StepRetry():
-                note = f"\n\n_{event.error}; retrying (attempt {event.attempt + 1})._\n\n"
+                note = f"\n\n_{retry_text(event)}._\n\n"
                 return [update_agent_message_text(note)]
             case ev.HookRan(outcome="warning" | "blocked"):
                 note = f"{event.hook_event} hook `{event.command}`: {event.note}"
