@@ -29,6 +29,7 @@ from acp.schema import (
     AllowedOutcome,
     AvailableCommandsUpdate,
     FileEditToolCallContent,
+    Implementation,
     PermissionOption,
     RequestPermissionResponse,
     SessionInfoUpdate,
@@ -119,12 +120,18 @@ class RecordingClient:
 
 
 @asynccontextmanager
-async def agent(client: RecordingClient) -> AsyncIterator[ClientSideConnection]:
-    """A `kode-tui acp` process, initialized, with this test's home and environment."""
+async def agent(
+    client: RecordingClient, name: str = "kode-tui-tests"
+) -> AsyncIterator[ClientSideConnection]:
+    """A `kode-tui acp` process, initialized by a client called `name`, with this test's home
+    and environment."""
     async with spawn_agent_process(
         client, sys.executable, "-m", "kode_tui", "acp", env=dict(os.environ)
     ) as (conn, _process):
-        ready = await asyncio.wait_for(conn.initialize(protocol_version=PROTOCOL_VERSION), 60)
+        info = Implementation(name=name, version="1")
+        ready = await asyncio.wait_for(
+            conn.initialize(protocol_version=PROTOCOL_VERSION, client_info=info), 60
+        )
         assert ready.agent_capabilities is not None and ready.agent_capabilities.load_session
         assert ready.auth_methods == []
         yield conn
@@ -409,7 +416,8 @@ async def test_a_repos_files_grant_nothing_and_replace_no_built_in(
     loopback.reply_text("Stopped.")
     client = RecordingClient()
     client.answer = "reject"
-    async with agent(client) as conn:
+    # Toad checks every update against its own types, which have no session_info_update.
+    async with agent(client, "toad") as conn:
         for cwd, why in (("/", "is the root folder"), (str(user_home), "is your home folder")):
             with pytest.raises(RequestError, match=why):
                 await conn.new_session(cwd=cwd, mcp_servers=[])
@@ -439,4 +447,5 @@ async def test_a_repos_files_grant_nothing_and_replace_no_built_in(
     assert done.stop_reason == "end_turn"
     assert [call.tool_call_id for call, _ in client.asked] == ["call_s"]
     assert not (project / "owned").exists()
+    assert client.of(SessionInfoUpdate) == []  # the shipped session has a title: not told
     client.check()

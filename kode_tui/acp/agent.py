@@ -114,6 +114,10 @@ _STOP_REASONS: dict[str, StopReason] = {
 """A turn's end as the client is told it; a turn that failed (`error`) is a JSON-RPC error."""
 
 _UNTITLED = "Untitled"
+"""A session's title while it has none (`Session.title`): not worth telling a client."""
+
+_NO_SESSION_INFO = frozenset({"toad"})
+"""Clients (by `clientInfo.name`) that refuse a `session_info_update`."""
 
 
 @dataclass
@@ -149,6 +153,8 @@ class KodeAcpAgent:
         self._client: Client | None = None
         self._sessions: dict[str, _Live] = {}
         self._background: set[asyncio.Future[None]] = set()
+        self._titles = True
+        """Whether the client takes `session_info_update` (see `initialize`)."""
 
     def on_connect(self, conn: Client) -> None:
         self._client = conn
@@ -159,6 +165,10 @@ class KodeAcpAgent:
         self, protocol_version: int, client_capabilities: Any = None, client_info: Any = None,
         **kwargs: Any,
     ) -> InitializeResponse:  # fmt: skip
+        # Toad (0.6.20) checks each update against its own protocol types, which lack
+        # `session_info_update`, and answers it with an error: it keeps its own titles.
+        name = getattr(client_info, "name", None)
+        self._titles = name not in _NO_SESSION_INFO
         return InitializeResponse(
             protocol_version=PROTOCOL_VERSION,
             agent_capabilities=AgentCapabilities(
@@ -339,7 +349,7 @@ class KodeAcpAgent:
     async def _tell_title(self, live: _Live) -> None:
         """The session's title, for the client's list, when it has a new one."""
         title = live.opened.title
-        if title == live.title or title == _UNTITLED:
+        if not self._titles or title == live.title or title == _UNTITLED:
             return
         live.title = title
         updated = datetime.fromtimestamp(live.opened.session.updated_at, UTC).isoformat()
