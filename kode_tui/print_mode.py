@@ -35,7 +35,6 @@ from functools import partial
 from typing import Any, Literal, TextIO
 
 from kode_tui.config import Config, ModelChoice
-from kode_tui.humanize import compact_arguments
 from kode_tui.masking import mask, mask_json
 from kode_tui.safetext import json_line, visible
 from kode_tui.soul.facade import (
@@ -53,8 +52,7 @@ from kode_tui.soul.facade import (
     row_lines,
 )
 from kode_tui.wire import events as ev
-
-ARGUMENT_WIDTH = 80
+from kode_tui.wire.readings import StreamedCall, hook_note, read_result, retry_text
 
 OutputFormat = Literal["text", "json", "stream-json"]
 
@@ -65,8 +63,7 @@ class PrintView:
     def __init__(self, out: TextIO, err: TextIO) -> None:
         self._out = out
         self._err = err
-        self._calls: dict[str, ev.ToolCall] = {}
-        self._arguments: dict[str, str] = {}
+        self._calls: dict[str, StreamedCall] = {}
         self._at_line_start = True
         self._live = _is_terminal(out)
         """Whether text is written as it arrives (else once the model call that said it ended)."""
@@ -89,12 +86,11 @@ class PrintView:
             self._end_attempt()
         match event:
             case ev.ToolCall():
-                self._calls[event.id] = event
-                self._arguments[event.id] = event.function.arguments or ""
-            case ev.ToolCallPart():
-                self._arguments[event.id] = (
-                    self._arguments.get(event.id, "") + event.arguments_delta
+                self._calls[event.id] = StreamedCall(
+                    event.function.name, event.function.arguments or ""
                 )
+            case ev.ToolCallPart() if event.id in self._calls:
+                self._calls[event.id].extend(event.arguments_delta)
             case ev.ToolResult():
                 self._tool_line(event)
             case ev.ApprovalRequest():
@@ -114,7 +110,7 @@ class PrintView:
                 before, after = event.tokens_before, event.tokens_after
                 self._note(f"compacted the context: {before:,} → {after:,} tokens")
             case ev.HookRan(outcome="warning" | "blocked"):
-                self._note(f"{event.hook_event} hook `{event.command}`: {event.note}")
+                self._note(hook_note(event))
             case ev.Warning():
                 self._note(event.message)
             case _:
@@ -141,8 +137,7 @@ class PrintView:
         if void and self._live and not self._at_line_start:
             self._write("\n")
         self._note(
-            f"{event.error}; retrying in {event.wait_s:.1f} s "
-            f"(attempt {event.attempt} of {event.max_attempts})"
+            retry_text(event)
             + ("; the text above from the failed attempt is void" if void and self._live else "")
         )
 
@@ -153,17 +148,13 @@ class PrintView:
             self._at_line_start = text.endswith("\n")
 
     def _tool_line(self, result: ev.ToolResult) -> None:
-        call = self._calls.get(result.tool_call_id)
-        name = call.function.name if call is not None else "tool"
-        arguments = compact_arguments(self._arguments.get(result.tool_call_id, ""), ARGUMENT_WIDTH)
-        brief = next((b.text for b in result.display if isinstance(b, ev.BriefBlock)), "")
-        # Visible before splitting: only a line feed ends the status line.
-        status = brief or next(iter(visible(result.message).splitlines()), "")
-        mark = "✗" if result.is_error else "✓"
+        """`· Shell: make test  ✔ brief`: the call's title, status and summary."""
+        call = self._calls.pop(result.tool_call_id, None)
+        title = call.reading.title if call is not None else "tool"
+        reading = read_result(result)
         if not self._at_line_start:
             self._write("\n")
-        line = f"· {visible(name, multiline=False)} {arguments}  {mark} "
-        self._write((line + visible(status, multiline=False)).rstrip() + "\n")
+        self._write(f"· {title}  {reading.label} {reading.summary}".rstrip() + "\n")
 
     def _note(self, text: str) -> None:
         note(self._err, text)

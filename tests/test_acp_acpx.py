@@ -17,6 +17,7 @@ import shutil
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -51,7 +52,7 @@ def _acpx_or_skip() -> str:
     return acpx
 
 
-def test_acpx_drives_a_turn_with_a_permission_request_then_loads_the_session(
+def test_acpx_drives_a_turn_with_a_permission_request_then_loads_the_session_and_fails_a_turn(
     project: Path, server: LLMServer, home: Path, tmp_path: Path
 ) -> None:
     acpx = _acpx_or_skip()
@@ -60,6 +61,7 @@ def test_acpx_drives_a_turn_with_a_permission_request_then_loads_the_session(
         [("call_w", "WriteFile", json.dumps({"path": "notes.txt", "content": "hi\n"}))]
     )
     server.reply_text("Wrote notes.txt.")
+    server.reply_status(400, "the request is malformed")
     # acpx takes the agent as one command line: a script spares quoting the interpreter's path.
     agent = tmp_path / "kode-tui-acp"
     agent.write_text(f'#!/bin/sh\nexec "{sys.executable}" -m kode_tui acp "$@"\n')
@@ -68,12 +70,12 @@ def test_acpx_drives_a_turn_with_a_permission_request_then_loads_the_session(
     env = {**os.environ, "PATH": _search_path()}
     base = [acpx, "--agent", str(agent), "--cwd", str(project), "--ttl", "1"]
 
-    def run(*args: str) -> list[dict[str, object]]:
+    def run(*args: str, status: int = 0) -> list[dict[str, Any]]:
         done = subprocess.run(
             [*base, "--format", "json", "--approve-all", *args],
             capture_output=True, text=True, timeout=90, env=env, cwd=project,
         )  # fmt: skip
-        assert done.returncode == 0, done.stderr
+        assert done.returncode == status, done.stderr
         return [json.loads(line) for line in done.stdout.splitlines() if line.startswith("{")]
 
     made = run("sessions", "new")
@@ -87,3 +89,25 @@ def test_acpx_drives_a_turn_with_a_permission_request_then_loads_the_session(
     assert (project / "notes.txt").read_text() == "hi\n"
     stored = Paths.current().work_dir_sessions(project) / session_id / "context.jsonl"
     assert "Wrote notes.txt." in stored.read_text()
+    # The call reads as every front end shows it, runs in progress, and ends with an object.
+    calls = [
+        m["params"]["update"]
+        for m in turn
+        if m.get("method") == "session/update"
+        and m["params"]["update"]["sessionUpdate"] in ("tool_call", "tool_call_update")
+    ]
+    assert [c.get("status") for c in calls] == ["pending", None, "in_progress", "completed"]
+    assert calls[-1]["rawOutput"]["is_error"] is False
+    assert {c.get("title") for c in calls} == {"WriteFile", "WriteFile notes.txt", None}
+    titles = [
+        m["params"]["update"]["title"]
+        for m in turn
+        if m.get("method") == "session/update"
+        and m["params"]["update"]["sessionUpdate"] == "session_info_update"
+    ]
+    assert titles == ["Write notes"]
+
+    # A turn the model fails is an error for the client: acpx exits non-zero.
+    failed = run("prompt", "fail", status=1)
+    [error] = [m["error"] for m in failed if "error" in m]
+    assert error["code"] == -32603 and "malformed" in error["message"]

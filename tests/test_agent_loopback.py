@@ -202,7 +202,7 @@ def test_print_mode_against_the_loopback_server(
     assert done.returncode == 0, done.stderr
     assert done.stdout.splitlines() == [
         "Looking.",
-        '· Glob {"pattern": "*.md"}  ✓ ' + done.stdout.splitlines()[1].split("✓ ", 1)[1],
+        '· Glob "*.md"  ✔ ' + done.stdout.splitlines()[1].split("✔ ", 1)[1],
         "There is one Markdown file: README.md.",
     ]
     assert server.requests[0]["model"] == "test-model"

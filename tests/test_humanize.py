@@ -1,4 +1,4 @@
-"""One rule for token counts, ages, sizes and tool-call summaries, wherever they are shown."""
+"""One rule for token counts, ages and sizes, wherever they are shown."""
 
 from __future__ import annotations
 
@@ -6,15 +6,7 @@ import time
 
 import pytest
 
-from kode_tui.humanize import (
-    calls_summary,
-    compact_arguments,
-    format_age,
-    format_size,
-    format_tokens,
-    plural,
-    tool_summary,
-)
+from kode_tui.humanize import format_age, format_size, format_tokens, plural
 
 
 @pytest.mark.parametrize(
@@ -72,34 +64,3 @@ def test_sizes_read_in_binary_units() -> None:
         "3.0 MiB",
         "3.0 GiB",
     ]
-
-
-def test_a_tool_call_is_summarised_by_its_main_argument() -> None:
-    assert tool_summary("ReadFile", '{"path": "src/a.py", "line_offset": 3}') == "src/a.py"
-    assert tool_summary("Shell", '{"command": "git status\\ngit diff"}') == "git status …"
-    assert tool_summary("Glob", '{"pattern": "**/*.py"}') == "**/*.py"
-    assert tool_summary("mcp__web__fetch", '{"url": "https://x.org", "n": 2}') == "https://x.org"
-    assert tool_summary("Other", '{"a": "' + "x" * 100 + '"}') == '{"a": "' + "x" * 52 + "…"
-    # Kimi's Agent tool: what the subagent is asked to do, not its JSON.
-    agent = '{"description": "Find the image", "prompt": "Which files are images?"}'
-    assert tool_summary("Agent", agent) == "Find the image"
-    assert tool_summary("Shell", '{"command": "ls"') is None  # still streaming
-    assert tool_summary("Shell", "") is None
-    assert tool_summary("Other", "{}") == ""
-    # A todo list is no title: what the call did to it is.
-    assert tool_summary("TodoWrite", '{"todos": [{"title": "x"}]}') == "updated todo list"
-    assert tool_summary("TodoWrite", "{}") == "read todo list"
-    assert tool_summary("Shell", '{"command": "printf \\u001b[31m"}') == "printf ␛[31m"
-
-
-def test_the_calls_of_a_step_read_as_one_line() -> None:
-    assert calls_summary([("ReadFile", '{"path": "README.md"}')]) == "ReadFile README.md"
-    assert calls_summary([("Shell", None)]) == "Shell"
-    three = [("ReadFile", "{}"), ("Grep", "{}"), ("ReadFile", "{}")]
-    assert calls_summary(three) == "ReadFile \N{MULTIPLICATION SIGN}2, Grep"
-
-
-def test_arguments_are_compact_json_on_one_line() -> None:
-    assert compact_arguments('{\n  "pattern": "*.md"\n}', 80) == '{"pattern": "*.md"}'
-    assert compact_arguments("not json\n", 80) == "not json↵"
-    assert compact_arguments('{"a": "' + "x" * 100 + '"}', 20) == '{"a": "' + "x" * 12 + "…"

@@ -24,8 +24,6 @@ OWNED_ELSEWHERE: set[frozenset[str]] = {
     frozenset(
         {"kode_tui.ui.app", "kode_tui.ui.commands", "kode_tui.ui.lineage", "kode_tui.ui.thinking"}
     ),
-    # A tool call's block and its views (issue 27, item 4).
-    frozenset({"kode_tui.ui.widgets.tool_block", "kode_tui.ui.widgets.tool_views"}),
 }
 """The circles work under way for issue 27 ends; each leaves this list when it is gone, until
 the list is empty."""

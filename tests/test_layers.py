@@ -70,9 +70,10 @@ def test_imports_point_down_only() -> None:
 
 FRONT_ENDS = ("kode_tui.ui", "kode_tui.print_mode", "kode_tui.acp")
 FACADE = "kode_tui.soul.facade"
-FRONT_END_MAY_IMPORT = {FACADE, "kode_tui.wire.events"} | BOTTOM
+FRONT_END_MAY_IMPORT = {FACADE, "kode_tui.wire.events", "kode_tui.wire.readings"} | BOTTOM
 """A front end reaches the domain through the facade alone (DESIGN.md §1): besides it, the
-wire's event models, and the bottom layer's small helpers (message, config, paths, errors...)."""
+wire's event models and how they read (titles, statuses, summaries: the same in every front
+end), and the bottom layer's small helpers (message, config, paths, errors...)."""
 
 
 def test_front_ends_reach_the_domain_through_the_facade_only() -> None:

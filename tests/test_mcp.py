@@ -214,7 +214,7 @@ async def test_print_mode_offers_a_server_tool_from_the_first_request_and_keeps_
     assert "timezone" in schema["function"]["parameters"]["properties"]
     warnings = [line for line in err.getvalue().splitlines() if "MCP server" in line]
     assert len(warnings) == 1 and "broken" in warnings[0] and "no such command" in warnings[0]
-    assert f"· {NOW} " in out.getvalue() and "✓" in out.getvalue()
+    assert "· time: get_current_time " in out.getvalue() and "✔" in out.getvalue()
     [result] = tool_results(opened)
     assert "Europe/Paris" in result and "datetime" in result
     assert list(tmp_path.rglob("mcp-time.log"))  # its stderr went there, not to the terminal

@@ -63,6 +63,7 @@ async def test_stream_json_writes_each_event_as_a_json_line_ending_with_the_resu
         "thinking",
         "text",
         "tool_call",
+        "tool_started",
         "tool_result",
         "step_begin",
         "text",
@@ -78,8 +79,12 @@ async def test_stream_json_writes_each_event_as_a_json_line_ending_with_the_resu
     [call] = [v for v in values if v["type"] == "tool_call"]
     assert (call["name"], call["input"]) == ("ReadFile", {"path": "README.md"})
     assert json.loads(call["arguments"]) == {"path": "README.md"}
+    assert call["title"] == "ReadFile README.md"  # as every front end reads it
+    [started] = [v for v in values if v["type"] == "tool_started"]
     [result] = [v for v in values if v["type"] == "tool_result"]
-    assert result["tool_call_id"] == call["id"] and "Tiny project" in result["output"]
+    assert result["tool_call_id"] == call["id"] == started["tool_call_id"]
+    assert "Tiny project" in result["output"]
+    assert (result["status"], result["summary"]) == ("ok", "1 line")  # ReadFile's brief
     final = values[-1]
     assert final["is_error"] is False and final["stop_reason"] == "done"
     assert final["result"] == "It is a tiny project that greets."

@@ -124,7 +124,7 @@ def test_print_mode_streams_the_answer_and_a_line_per_tool_call(project: Path) -
     assert "offline demo" in done.stderr and "kode-tui -S " in done.stderr
     lines = done.stdout.splitlines()
     assert "not an LLM" in done.stdout
-    assert any(line.startswith("· Glob ") and "✓" in line for line in lines)
+    assert any(line.startswith("· Glob ") and "✔" in line for line in lines)
     assert any(line.startswith("· ReadFile ") and "README.md" in line for line in lines)
     assert any(line.startswith("· WriteFile ") for line in lines)
     assert (project / NOTES_FILE).exists()
@@ -147,7 +147,7 @@ def test_print_mode_rejects_approvals_without_yolo(project: Path) -> None:
 
     assert done.returncode == 1
     assert "rejected WriteFile" in done.stderr and "--yolo" in done.stderr
-    assert any("✗" in line for line in done.stdout.splitlines() if "WriteFile" in line)
+    assert any("⊘" in line for line in done.stdout.splitlines() if "WriteFile" in line)
     assert not (project / NOTES_FILE).exists()
 
 
@@ -283,7 +283,7 @@ async def test_print_mode_shows_escapes_from_the_model_and_tools_visibly(project
     assert (
         "answer start␛[8mhidden␛[0m ␛]0;pwned␇ csi\\x9b31m cr␍over bidi\\u202eevil" in printed.out
     )
-    assert '· No␛[8mTool {"path": "a\\x9b31m"}' in printed.out
+    assert "· No␛[8mTool a\\x9b31m  ✘ no such tool" in printed.out
     assert "bad request start␛[8mhidden" in printed.err
 
 
@@ -394,6 +394,8 @@ async def test_stream_json_holds_only_what_the_final_attempt_said(tmp_path: Path
     types = [value["type"] for value in values]
     assert [value["text"] for value in values if value["type"] == "text"] == ["retry answer"]
     assert types.index("step_retry") < types.index("text")
+    [retry] = [value for value in values if value["type"] == "step_retry"]
+    assert retry["text"].endswith("retrying in 0 s (attempt 2 of 3)")
 
 
 async def test_compact_on_a_full_disk_says_so_in_one_line(

@@ -170,7 +170,7 @@ async def test_a_restored_conversation_shows_escapes_visibly() -> None:
 
     assert_nothing_raw(shown)
     assert_shown_visibly(shown)
-    assert "Shell a␛[8m" in shown
+    assert "Shell: a␛[8m" in shown
 
 
 # --- approval ------------------------------------------------------------------------------------

@@ -300,7 +300,7 @@ async def test_home_while_an_answer_streams_goes_to_the_first_message_and_end_sh
         lines = in_view(conversation)
         assert lines[-3:-1] == [
             "user: one more",
-            "note: retrying in 0.0 s (attempt 1 of 3): overloaded",
+            "note: overloaded; retrying in 0 s (attempt 2 of 3)",
         ]
         assert lines[-1] == "assistant: The answer."
         assert not any("A first try" in line for line in describe(conversation))

@@ -147,7 +147,7 @@ async def test_a_kimi_subagent_shows_its_steps_in_the_block_of_the_call_that_ran
     assert shown[at + 1 :] == [
         "step 1",
         "  Looking for test files.",
-        "  → Glob tests/*.py",
+        '  → Glob "tests/*.py"',
         "  ✔ Glob Found 1 file.",
         "step 2",
     ]

@@ -44,7 +44,7 @@ def shown_lines(app: KodeApp) -> list[str]:
 def shell_line(app: KodeApp, command: str, status: str) -> bool:
     """Whether a Shell block's title line shows `command` and `status` (the exported screen
     drops some spaces between styled spans)."""
-    pattern = r"\s*".join(re.escape(word) for word in ["Shell", *command.split(), *status.split()])
+    pattern = r"\s*".join(re.escape(word) for word in ["Shell:", *command.split(), *status.split()])
     return re.search(pattern, screen_text(app)) is not None
 
 

@@ -472,7 +472,7 @@ async def test_timeline_of_2000_checkpoints_rebuilds_quickly(tmp_path: Path) -> 
             assert len(timeline.checkpoint_ids) == 2000
             drawn = lines(timeline)
             assert any(f"1998 {USER_MARK} turn 999" in line for line in drawn)
-            assert any("1999   Shell ls" in line for line in drawn)
+            assert any("1999   Shell: ls" in line for line in drawn)
             timings = []
             for _ in range(3):
                 timeline._cache.clear()  # as after a restore: every row is new

@@ -134,7 +134,7 @@ async def test_an_open_tool_block_shows_its_arguments_as_fields_and_o_shows_them
             ev.ToolResult(tool_call_id="g1", output=output),
         )
         block = conversation.query_one(ToolBlock)
-        assert lines_of(block)[0].startswith("▸ Grep def main")
+        assert lines_of(block)[0].startswith('▸ Grep "def main"')
         await pilot.click(block)
         shown = lines_of(block, 96)
         assert shown[1] == "pattern: def main"
@@ -174,7 +174,7 @@ async def test_a_command_shows_its_first_lines_and_opens_all_of_them() -> None:
         )
         block = conversation.query_one(ToolBlock)
         assert lines_of(block) == [
-            "▸ Shell make test  ✘ exit code 2",
+            "▸ Shell: make test  ✘ exit code 2",
             "Command failed with exit code: 2.",
             "line 1",
             "line 2",
@@ -506,7 +506,7 @@ def test_tool_output_at_80_columns(snap_compare: Any, monkeypatch: pytest.Monkey
 
 def test_a_newer_todo_list_read_later_folds_the_one_shown_and_says_so() -> None:
     """Pages of a stored history are not always read newest first (Home reads the oldest)."""
-    from kode_tui.ui.widgets.tool_block import ToolState
+    from kode_tui.ui.widgets.tool_state import ToolState
     from kode_tui.ui.widgets.tool_views import TodoBoard
 
     board, folded = TodoBoard(), []

@@ -118,6 +118,7 @@ SAMPLES: list[events.Event] = [
         tool_call_id="call_1",
     ),
     events.CommandSent(command="/review", arguments="src/", file=".kode/commands/review.md"),
+    events.ToolStarted(tool_call_id="call_1"),
     events.Warning(message="skipped a torn line"),
     events.Error(message="no API key"),
 ]
@@ -134,6 +135,7 @@ def test_every_event_of_the_design_has_a_model_and_a_sample() -> None:
         "PermissionsChanged",  # issue 15: the mode badge follows the mode and the approvals
         "HookRan",  # issue 18: a hook of the user's config ran
         "CommandSent",  # issue 18: a custom command's prompt is shown under its name
+        "ToolStarted",  # issue 27: ACP shows a call in progress from its start
     }  # fmt: skip
     assert set(EVENT_TYPES) == designed
     assert {type(sample).__name__ for sample in SAMPLES} == designed

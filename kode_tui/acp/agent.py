@@ -7,14 +7,19 @@ reaches the domain through `AgentSession` alone, as the TUI and print mode do, s
 here is an ordinary kode-tui session (the TUI opens it afterwards).
 
 - `session/new` makes a session in the client's `cwd`; `session/load` opens one by id (kode-tui's
-  or a Kimi CLI session of that work dir, or a session folder's absolute path) and replays its
-  conversation. The client's `mcpServers` are not connected (kode-tui's own config decides). A
-  `cwd` that is the root or the home folder is refused (`paths.too_wide`).
+  or a Kimi CLI session of that work dir, from either one's store) or by a session folder's
+  absolute path (then the path is its id for the client) and replays its conversation
+  (`updates.history_updates`). The client's `mcpServers` are not connected (kode-tui's own
+  config decides). A `cwd` that is the root or the home folder is refused (`paths.too_wide`).
+  A session is titled for the client's list (`session_info_update`) once it has a title.
 - `session/prompt` runs a turn, or one of the slash commands advertised (`/compact`, `/revert N`,
   `/restore N`, `/clear`, `/context`, then the custom commands no built-in has the name of). A
   revert or restore replays the new conversation, as a load does.
 - approvals become `session/request_permission` with the TUI's answers: once, for the session
   (when the call has a session scope), reject.
+- a turn that fails (the model's error, a session file that cannot be written) answers with a
+  JSON-RPC error (-32603) saying why; an unknown session is -32002 (resource not found), a bad
+  request -32602. A cancelled turn ends every call it left open as `failed`.
 - `session/set_mode` takes the approval modes `ask`, `auto-edit`, `sandbox` (where the Shell
   sandbox works) and `yolo`.
 """
@@ -27,6 +32,7 @@ import logging
 import sys
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, BinaryIO, cast
 
@@ -41,7 +47,6 @@ from acp import (
     RequestError,
     SetSessionModeResponse,
     run_agent,
-    update_agent_message_text,
 )
 from acp.helpers import SessionUpdate, update_available_commands, update_current_mode
 from acp.schema import (
@@ -66,12 +71,15 @@ from acp.schema import (
 from kode_tui import __version__
 from kode_tui.acp.commands import BUILT_IN, BUILT_IN_NAMES, run_built_in
 from kode_tui.acp.updates import (
+    INTERRUPTED,
+    CallIds,
+    Messages,
     TurnUpdates,
     display_content,
     history_updates,
     raw_input,
+    session_info,
     tool_kind,
-    tool_title,
 )
 from kode_tui.config import Config, ModelChoice
 from kode_tui.paths import too_wide
@@ -80,7 +88,6 @@ from kode_tui.soul.facade import (
     ChatProvider,
     CommandProblem,
     CommandPrompt,
-    Session,
     SessionLocked,
     TurnResult,
 )
@@ -101,10 +108,16 @@ _MODE_NAMES = {
 _STOP_REASONS: dict[str, StopReason] = {
     "done": "end_turn",
     "rejected": "end_turn",
-    "error": "end_turn",
     "blocked": "refusal",
     "max_steps": "max_turn_requests",
 }
+"""A turn's end as the client is told it; a turn that failed (`error`) is a JSON-RPC error."""
+
+_UNTITLED = "Untitled"
+"""A session's title while it has none (`Session.title`): not worth telling a client."""
+
+_NO_SESSION_INFO = frozenset({"toad"})
+"""Clients (by `clientInfo.name`) that refuse a `session_info_update`."""
 
 
 @dataclass
@@ -112,11 +125,20 @@ class _Live:
     """One session the client opened: the facade and what turns its events into updates."""
 
     opened: AgentSession
-    turns: TurnUpdates
+    client_id: str
+    """The session's id for the client: what it loaded it by (a folder's path, say)."""
+    ids: CallIds = field(default_factory=CallIds)
+    messages: Messages = field(default_factory=Messages)
+    turns: TurnUpdates = field(init=False)
     shown: Any = None
     mode: str = ""
     """The approval mode the client was last told of."""
+    title: str = ""
+    """The title the client was last told of."""
     cancelled: asyncio.Event = field(default_factory=asyncio.Event)
+
+    def __post_init__(self) -> None:
+        self.turns = TurnUpdates(str(self.opened.work_dir), self.ids, self.messages)
 
 
 class KodeAcpAgent:
@@ -131,6 +153,8 @@ class KodeAcpAgent:
         self._client: Client | None = None
         self._sessions: dict[str, _Live] = {}
         self._background: set[asyncio.Future[None]] = set()
+        self._titles = True
+        """Whether the client takes `session_info_update` (see `initialize`)."""
 
     def on_connect(self, conn: Client) -> None:
         self._client = conn
@@ -141,6 +165,10 @@ class KodeAcpAgent:
         self, protocol_version: int, client_capabilities: Any = None, client_info: Any = None,
         **kwargs: Any,
     ) -> InitializeResponse:  # fmt: skip
+        # Toad (0.6.20) checks each update against its own protocol types, which lack
+        # `session_info_update`, and answers it with an error: it keeps its own titles.
+        name = getattr(client_info, "name", None)
+        self._titles = name not in _NO_SESSION_INFO
         return InitializeResponse(
             protocol_version=PROTOCOL_VERSION,
             agent_capabilities=AgentCapabilities(
@@ -157,7 +185,7 @@ class KodeAcpAgent:
         work_dir = _work_dir(cwd)
         _ignore_mcp_servers(mcp_servers)
         opened = await AgentSession.open(work_dir)
-        live = await self._start(opened)
+        live = await self._start(opened, opened.id)
         return NewSessionResponse(session_id=opened.id, modes=self._modes(live))
 
     async def load_session(
@@ -167,7 +195,12 @@ class KodeAcpAgent:
         _ignore_mcp_servers(mcp_servers)
         live = self._sessions.get(session_id)
         if live is None:
-            session = await _find(work_dir, session_id)
+            try:
+                session = await AgentSession.named(work_dir, session_id)
+            except LookupError as error:
+                raise _not_found(str(error), session_id) from None
+            except (FileNotFoundError, ValueError) as error:
+                raise _error(str(error)) from None
             try:
                 opened = await AgentSession.open(work_dir, session)
             except SessionLocked as error:
@@ -175,9 +208,10 @@ class KodeAcpAgent:
             if opened.read_only is not None:
                 await opened.close()
                 raise _error(f"{session.dir} cannot be written, so it cannot go on here.")
-            live = await self._start(opened, announce=False)
+            live = await self._start(opened, session_id, announce=False)
         await self._replay(live)
         await self._announce(live)
+        await self._tell_title(live)
         return LoadSessionResponse(modes=self._modes(live))
 
     async def set_session_mode(
@@ -208,8 +242,14 @@ class KodeAcpAgent:
             result = None
         finally:
             await live.shown.join()  # every update of the turn is out before the answer
+            for update in live.turns.calls.end(INTERRUPTED):  # nothing stays pending
+                await self._send(live, update)
+            await self._tell_title(live)
         if result is None or live.cancelled.is_set():
             return PromptResponse(stop_reason="cancelled")
+        if result.stop_reason == "error":
+            why = result.error or "the turn failed."
+            raise RequestError(-32603, why, {"stopReason": "error", "error": why})
         return PromptResponse(stop_reason=_STOP_REASONS.get(result.stop_reason, "end_turn"))
 
     async def cancel(self, session_id: str, **kwargs: Any) -> None:
@@ -241,11 +281,12 @@ class KodeAcpAgent:
     def _live(self, session_id: str) -> _Live:
         live = self._sessions.get(session_id)
         if live is None:
-            raise _error(f"there is no open session {session_id}; create or load it first.")
+            message = f"there is no open session {session_id}; create or load it first."
+            raise _not_found(message, session_id)
         return live
 
-    async def _start(self, opened: AgentSession, *, announce: bool = True) -> _Live:
-        live = _Live(opened, TurnUpdates(str(opened.work_dir)))
+    async def _start(self, opened: AgentSession, client_id: str, *, announce: bool = True) -> _Live:
+        live = _Live(opened, client_id)
         live.shown = opened.bus.subscribe(callback=lambda event: self._on_event(live, event))
         try:
             await opened.start(self._config, self._choice, provider=self._provider)
@@ -254,7 +295,7 @@ class KodeAcpAgent:
             await opened.close()
             raise
         live.mode = opened.mode or ""
-        self._sessions[opened.id] = live
+        self._sessions[client_id] = live
         if announce:
             # After the response: a client learns the session's id from it, and may drop
             # updates of a session it does not know yet.
@@ -295,13 +336,28 @@ class KodeAcpAgent:
         await self._send(live, update_available_commands(commands))
 
     async def _replay(self, live: _Live) -> None:
+        """The conversation as it is now, every call with a fresh id, and its plan."""
         history, past = await live.opened.messages()
-        for update in history_updates(history, past, str(live.opened.work_dir)):
+        work_dir = str(live.opened.work_dir)
+        for update in history_updates(history, past, work_dir, live.ids, live.messages):
             await self._send(live, update)
+
+    async def _say(self, live: _Live, text: str) -> None:
+        """A reply of the agent's own (a command's), as a message of its own."""
+        await self._send(live, live.messages.notice(text))
+
+    async def _tell_title(self, live: _Live) -> None:
+        """The session's title, for the client's list, when it has a new one."""
+        title = live.opened.title
+        if not self._titles or title == live.title or title == _UNTITLED:
+            return
+        live.title = title
+        updated = datetime.fromtimestamp(live.opened.session.updated_at, UTC).isoformat()
+        await self._send(live, session_info(title, updated))
 
     async def _send(self, live: _Live, update: SessionUpdate) -> None:
         assert self._client is not None  # connected before any request
-        await self._client.session_update(session_id=live.opened.id, update=update)
+        await self._client.session_update(session_id=live.client_id, update=update)
 
     # --- a turn --------------------------------------------------------------------------------
 
@@ -314,13 +370,13 @@ class KodeAcpAgent:
             if said is not None:
                 if replay:
                     await self._replay(live)
-                await self._send(live, update_agent_message_text(said))
+                await self._say(live, said)
                 return TurnResult("done", 0)
             custom = opened.command_prompt(name, argument)
             if isinstance(custom, CommandPrompt):
                 return await opened.run_command(custom)
             if isinstance(custom, CommandProblem):
-                await self._send(live, update_agent_message_text(custom.message))
+                await self._say(live, custom.message)
                 return TurnResult("error", 0, custom.message)
         return await opened.run(text)
 
@@ -339,9 +395,7 @@ class KodeAcpAgent:
     async def _ask(self, live: _Live, request: ev.ApprovalRequest) -> None:
         """The client's answer to an approval, as the TUI's panel would give it."""
         assert self._client is not None
-        call_id = request.tool_call_id
-        name = live.turns.name(call_id) or request.tool_name
-        arguments = live.turns.arguments(call_id)
+        shown = live.turns.calls.get(request.tool_call_id)
         options = [PermissionOption(option_id="approve", name="Allow once", kind="allow_once")]
         if request.scope_label:
             options.append(
@@ -353,16 +407,16 @@ class KodeAcpAgent:
             )
         options.append(PermissionOption(option_id="reject", name="Reject", kind="reject_once"))
         call = ToolCallUpdate(
-            tool_call_id=call_id,
-            title=tool_title(name, arguments) if arguments else request.description,
-            kind=tool_kind(name),
+            tool_call_id=shown.acp_id if shown is not None else request.tool_call_id,
+            title=shown.call.reading.title if shown is not None else request.description,
+            kind=tool_kind(request.tool_name),
             status="pending",
             content=display_content(request.display, str(live.opened.work_dir)) or None,
-            raw_input=raw_input(arguments),
+            raw_input=raw_input(shown.call.arguments if shown is not None else ""),
         )
         asking = asyncio.ensure_future(
             self._client.request_permission(
-                session_id=live.opened.id, tool_call=call, options=options
+                session_id=live.client_id, tool_call=call, options=options
             )
         )
         cancelled = asyncio.ensure_future(live.cancelled.wait())
@@ -389,7 +443,16 @@ class KodeAcpAgent:
 
 def _error(message: str) -> RequestError:
     """A request the client got wrong: JSON-RPC's invalid params, with one sentence."""
-    return RequestError(-32602, message[:1].upper() + message[1:])
+    return RequestError(-32602, _sentence(message))
+
+
+def _not_found(message: str, session_id: str) -> RequestError:
+    """A session the client names that is not there: ACP's "resource not found"."""
+    return RequestError(-32002, _sentence(message), {"sessionId": session_id})
+
+
+def _sentence(message: str) -> str:
+    return message[:1].upper() + message[1:]
 
 
 def _work_dir(cwd: str) -> Path:
@@ -412,20 +475,6 @@ def _ignore_mcp_servers(servers: Sequence[Any] | None) -> None:
         log.info(
             "the client's MCP servers are not connected (kode-tui's config decides): %s", names
         )
-
-
-async def _find(work_dir: Path, session_id: str) -> Session:
-    """The session `session_id` names: an id in `work_dir`'s sessions, or a folder's path."""
-    if Path(session_id).is_absolute():
-        try:
-            found = await Session.from_dir(Path(session_id), work_dir)
-        except (FileNotFoundError, ValueError) as error:
-            raise _error(str(error)) from None
-        return found
-    session = await Session.find(work_dir, session_id)
-    if session is None:
-        raise _error(f"there is no session {session_id} in {work_dir}.")
-    return session
 
 
 def _prompt_text(prompt: Sequence[Any]) -> str:

@@ -135,6 +135,22 @@ class Session:
         return session
 
     @classmethod
+    async def find_kimi(cls, work_dir: str | os.PathLike[str], session_id: str) -> Session | None:
+        """The session `session_id` Kimi CLI keeps for `work_dir` in its own store (its share
+        dir, one of the user's stores: its approvals count), or None when it has none."""
+        work_dir = canonical(work_dir)
+        if not _is_plain_name(session_id):
+            return None
+        try:
+            store = kimi_share_dir() / "sessions"
+        except RuntimeError:  # no home folder to find it in
+            return None
+        session_dir = store / work_dir_hash(work_dir) / session_id
+        if not (session_dir / CONTEXT_FILE_NAME).is_file():
+            return None
+        return await cls.from_dir(session_dir, work_dir)
+
+    @classmethod
     async def list(cls, work_dir: str | os.PathLike[str]) -> builtins.list[Session]:
         """The sessions of `work_dir`, newest first; sessions nobody has talked in are left out."""
         return await asyncio.to_thread(cls._list_now, canonical(work_dir))

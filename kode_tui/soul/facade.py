@@ -621,6 +621,21 @@ class AgentSession(TimeTravel, Lineage, Pins, Drops, Commands, Mcp):
             thinking.apply(self._agent.soul.provider, self.choice, level)
         await asyncio.to_thread(self.session.save_state)
 
+    # --- issue 27: a session a client names (ACP `session/load`) ---------------------------------
+
+    @staticmethod
+    async def named(work_dir: Path, name: str) -> Session:
+        """The session `name` names for `work_dir`: a kode-tui session's id, else a Kimi CLI
+        session's id (in Kimi's own store), or a session folder's absolute path. LookupError
+        when there is none; ValueError, FileNotFoundError for a path that is no session folder
+        (the message says why)."""
+        if Path(name).is_absolute():
+            return await Session.from_dir(Path(name), work_dir)
+        found = await Session.find(work_dir, name) or await Session.find_kimi(work_dir, name)
+        if found is None:
+            raise LookupError(f"there is no session {name} in {work_dir}.")
+        return found
+
 
 # --- helpers -------------------------------------------------------------------------------------
 

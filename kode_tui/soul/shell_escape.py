@@ -7,8 +7,8 @@ work-dir confinement; `ask` asks, `yolo` lets it through) and run by the Shell t
 output is capped the same way and Esc stops its whole process group.
 
 On the wire it is a turn without steps: TurnBegin (the `!` line the user typed), a Shell
-ToolCall, maybe an ApprovalRequest, the ToolResult, a checkpoint, TurnEnd. A rejected or
-interrupted command adds nothing to the context.
+ToolCall, maybe an ApprovalRequest, ToolStarted, the ToolResult, a checkpoint, TurnEnd. A
+rejected or interrupted command adds nothing to the context.
 
 The record, one user message, reads (its first line is what the user typed, so the timeline,
 the revert dialog and the prompt given back after a revert show `!cmd`):
@@ -174,6 +174,7 @@ async def _run(soul: KodeSoul, command: str) -> bool:
             # The command's file changes are recorded after its checkpoint (`_keep`), so that
             # reverting to it undoes them; what changed before is someone else's.
             await snapshots.capture(soul.env)
+            soul.bus.send(ev.ToolStarted(tool_call_id=call.id))
             result, ran = await soul.toolset.run(prepared, soul.env, snapshot=False), True
         else:
             result, ran = rejected(), False

@@ -544,6 +544,7 @@ class KodeSoul:
                     return rejected(response.feedback), False
                 if response == "reject":
                     return rejected(), True
+        self.bus.send(ev.ToolStarted(tool_call_id=prepared.call.id))
         result = await self.toolset.run(prepared, self._env_of(prepared))
         if result.blocked:
             result = await self._run_outside(prepared, result)

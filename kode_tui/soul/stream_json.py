@@ -5,13 +5,15 @@ objects to write, each with a snake_case `type`:
 
 - `text` `{text}` and `thinking` `{thinking}`: one object per contiguous part of the answer, its
   deltas merged; `content_part` `{part}` for any other part (an image);
-- `tool_call` `{id, name, arguments, input}`: the call with its streamed argument pieces merged;
-  `arguments` is the JSON string the model wrote, `input` the object it parses to (null when it
-  does not parse);
+- `tool_call` `{id, name, arguments, input, title}`: the call with its streamed argument pieces
+  merged; `arguments` is the JSON string the model wrote, `input` the object it parses to (null
+  when it does not parse), `title` how it reads (`Shell: make test`, `kode_tui.wire.readings`);
 - every other event is its class name in snake_case with the event's own fields:
   `turn_begin` `{user_input}`, `turn_end`, `step_begin` `{n}`, `step_retry`
-  `{n, attempt, max_attempts, wait_s, error, error_type, status_code}`, `step_interrupted`,
-  `tool_result` `{tool_call_id, is_error, output, message, display, parts}`, `approval_request`
+  `{n, attempt, max_attempts, wait_s, error, error_type, status_code, text}` (`text`: the
+  retry as the other front ends say it), `step_interrupted`, `tool_started` `{tool_call_id}`,
+  `tool_result` `{tool_call_id, is_error, output, message, display, parts, status, summary}`
+  (`status`: `ok`, `error` or `rejected`; `summary`: the result on one line), `approval_request`
   `{id, tool_call_id, action, description, tool_name, display, ...}`, `approval_resolved`
   `{id, response}`, `permissions_changed`, `checkpoint_created` `{id}`, `status_update`
   `{context_tokens, max_context_tokens, usage, cost, ...}`, `compaction_begin`,
@@ -32,6 +34,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from kode_tui.wire import events as ev
+from kode_tui.wire.readings import read_call, read_result, retry_text
 
 __all__ = ["StreamJson", "TurnTally"]
 
@@ -103,9 +106,12 @@ class StreamJson:
                 return []
             case ev.StepRetry():
                 self._attempt, self._calls, self._last_call = [], {}, None
-                return [_object(event)]
+                return [{**_object(event), "text": retry_text(event)}]
         out = self.end()
         self._count(event)
+        if isinstance(event, ev.ToolResult):
+            reading = read_result(event)
+            return [*out, {**_object(event), "status": reading.status, "summary": reading.summary}]
         return [*out, _object(event)]
 
     def end(self) -> list[dict[str, Any]]:
@@ -116,6 +122,7 @@ class StreamJson:
         for item in said:
             if item["type"] == "tool_call":
                 item["input"] = _parsed(item["arguments"])
+                item["title"] = read_call(item["name"], item["arguments"]).title
             elif item["type"] == "text":
                 self.tally.step_texts.append(item["text"])
         return said

@@ -17,9 +17,10 @@ import re
 from pathlib import Path
 from typing import Any
 
-from kode_tui.humanize import one_line, tool_summary
+from kode_tui.humanize import one_line
 from kode_tui.message import ContentPart, Message, TextPart, ThinkPart, split_tool_result
 from kode_tui.wire import events as ev
+from kode_tui.wire.readings import read_call, read_result
 from kode_tui.wire.recorder import read_wire
 
 
@@ -166,11 +167,11 @@ class _Subagent:
         if isinstance(event, ev.StepBegin):
             self.steps.append(f"step {event.n}")
         elif isinstance(event, ev.ToolCall):
-            self._names[event.id] = event.function.name
-            summary = tool_summary(event.function.name, event.function.arguments or "")
-            self.steps.append(f"  → {event.function.name} {summary or ''}".rstrip())
+            reading = read_call(event.function.name, event.function.arguments or "")
+            self._names[event.id] = reading.name
+            self.steps.append(f"  → {reading.title}")
         elif isinstance(event, ev.ToolResult):
-            mark = "✗" if event.is_error else "✔"
+            mark = read_result(event).label
             name = self._names.get(event.tool_call_id, "")
             self.steps.append(f"  {mark} {name} {one_line(event.message, 80)}".rstrip())
 

@@ -171,12 +171,9 @@ class ToolCall(Event):
 
 
 class ToolCallPart(Event):
-    """A streamed piece of a tool call's JSON arguments.
-
-    The recorder merges the pieces into their `ToolCall`'s record, as Kimi CLI does; Kimi's own
-    `ToolCallPart` has no `id` (it extends the call before it), so a piece that cannot be merged
-    goes to the sidecar.
-    """
+    """A streamed piece of a tool call's JSON arguments. The recorder merges the pieces into their
+    `ToolCall`'s record, as Kimi CLI does; Kimi's own `ToolCallPart` has no `id` (it extends the
+    call before it), so a piece that cannot be merged goes to the sidecar."""
 
     kimi: ClassVar[bool] = False
 
@@ -190,6 +187,13 @@ class ToolCallPart(Event):
         if isinstance(data, dict) and "arguments_part" in data and "id" not in data:
             return {"id": "", "arguments_delta": data["arguments_part"] or ""}
         return data
+
+
+class ToolStarted(Event):
+    """A tool call starts running, its arguments whole and approved if it asked (Kode's own)."""
+
+    kimi: ClassVar[bool] = False
+    tool_call_id: str
 
 
 class ToolResult(Event):
@@ -245,10 +249,8 @@ reject (the turn ends), or `RejectWithFeedback(feedback=...)`. Stored as the str
 
 
 class ApprovalRequest(Event):
-    """A tool call waiting for the user; the soul awaits `wait()`, the UI calls `resolve()`.
-
-    The future behind them lives on the running event loop and is never serialised.
-    """
+    """A tool call waiting for the user; the soul awaits `wait()`, the UI calls `resolve()`. The
+    future behind them lives on the running event loop and is never serialised."""
 
     id: str
     tool_call_id: str
@@ -311,19 +313,17 @@ class ApprovalResolved(Event):
 
 
 class PermissionsChanged(Event):
-    """The approval mode or the session's approvals changed, or the agent came up with them.
-
-    Not recorded: state.json keeps both, and an opened session must stay empty until it is used.
-    """
+    """The approval mode or the session's approvals changed, or the agent came up with them. Not
+    recorded: state.json keeps both, and an opened session must stay empty until it is used."""
 
     recorded: ClassVar[bool] = False
     kimi: ClassVar[bool] = False
 
     mode: ApprovalMode
     session_approvals: int
+    """How many scopes are approved for the rest of the session."""
     sandbox: bool = False
     """Whether the model's Shell commands run in the sandbox (`kode_tui.tools.sandbox`)."""
-    """How many scopes are approved for the rest of the session."""
 
 
 # --- context -------------------------------------------------------------------------------------
@@ -538,6 +538,7 @@ EVENT_TYPES: Mapping[str, type[Event]] = {
         ContentPart,
         ToolCall,
         ToolCallPart,
+        ToolStarted,
         ToolResult,
         ApprovalRequest,
         ApprovalResolved,

@@ -15,6 +15,7 @@ from collections.abc import Callable
 from kode_tui.humanize import format_tokens
 from kode_tui.message import TextPart, ThinkPart
 from kode_tui.wire import events as ev
+from kode_tui.wire.readings import retry_status
 
 __all__ = ["Activity"]
 
@@ -69,10 +70,7 @@ class Activity:
             following = next(iter(self._tools.values()), None)
             self._state = f"running {following}" if following else "waiting for the model"
         elif isinstance(event, ev.StepRetry):
-            self._state = (
-                f"retrying in {event.wait_s:.0f} s (attempt {event.attempt + 1} of "
-                f"{event.max_attempts})"
-            )
+            self._state = retry_status(event)
         elif isinstance(event, ev.CompactionBegin):
             self._state = "compacting the context"
         elif isinstance(event, ev.StatusUpdate):

@@ -54,10 +54,11 @@ from kode_tui.ui.widgets.blocks import (
     hook_block,
 )
 from kode_tui.ui.widgets.history_blocks import user_text
-from kode_tui.ui.widgets.tool_block import ToolBlock, ToolState
-from kode_tui.ui.widgets.tool_views import TODO
+from kode_tui.ui.widgets.tool_block import ToolBlock
+from kode_tui.ui.widgets.tool_state import ToolState
 from kode_tui.ui.wire_messages import WireListener, WireMessage
 from kode_tui.wire import events as ev
+from kode_tui.wire.readings import TODO, retry_text
 
 SPLIT_CHARS = 2000
 """A streamed answer continues in a new block after this many characters (at a paragraph
@@ -438,10 +439,7 @@ again.
             await self._remove(discarded)
             # Less is above the view now; what waits above the window may be needed.
             self.call_after_refresh(self._maybe_reveal)
-        text = (
-            f"retrying in {event.wait_s:.1f} s "
-            f"(attempt {event.attempt} of {event.max_attempts}): {event.error}"
-        )
+        text = retry_text(event)
         if self._retry_note is not None and self._retry_note.parent is self:
             self._retry_note.set_text(text)
         else:

@@ -13,19 +13,11 @@ from kode_tui.message import (
     TextPart,
     ThinkPart,
     is_checkpoint_note,
-    is_dmail_note,
     is_system_note,
     media_chips,
-    split_system_note,
-    unwrap_system,
 )
 from kode_tui.safetext import visible_model
-from kode_tui.soul.facade import (
-    COMPACTION_OUTPUT_PREFIX,
-    PastResults,
-    read_record,
-    stored_result,
-)
+from kode_tui.soul.facade import PastResults, read_record, stored_result
 from kode_tui.ui.widgets.blocks import (
     AnswerBlock,
     BlockFactory,
@@ -35,12 +27,11 @@ from kode_tui.ui.widgets.blocks import (
     divider,
     hook_block,
 )
-from kode_tui.ui.widgets.tool_block import ToolBlock, ToolState
-from kode_tui.ui.widgets.tool_views import TODO, TodoBoard
+from kode_tui.ui.widgets.tool_block import ToolBlock
+from kode_tui.ui.widgets.tool_state import ToolState
+from kode_tui.ui.widgets.tool_views import TodoBoard
 from kode_tui.wire import events as ev
-
-# Kimi CLI's markers in stored user messages (ours follow them).
-_DMAIL_CONTENT = "D-Mail content:"
+from kode_tui.wire.readings import TODO, read_system_note
 
 
 def user_text(content: str | Sequence[ContentPart]) -> str:
@@ -163,12 +154,7 @@ def _user_blocks(message: Message) -> list[BlockFactory]:
     text = user_text(message.content or "")
     if is_checkpoint_note(text):
         return []
-    if is_system_note(text, COMPACTION_OUTPUT_PREFIX):
-        summary = split_system_note(text)[1]
-        title = divider("compacted: summary")
-        return [partial(DetailBlock, title, summary.strip(), kind="compaction")]
-    if is_dmail_note(text):
-        mail = unwrap_system(text).partition(_DMAIL_CONTENT)[2].strip()
-        title = divider("D-Mail from the future")
-        return [partial(DetailBlock, title, mail, kind="dmail")]
+    note = read_system_note(text)
+    if note is not None:
+        return [partial(DetailBlock, divider(note.title), note.text, kind=note.kind)]
     return [partial(UserBlock, text)]

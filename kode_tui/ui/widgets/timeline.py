@@ -25,7 +25,6 @@ from textual.visual import RenderOptions, Visual
 from textual.widgets import OptionList, Static
 from textual.widgets.option_list import Option
 
-from kode_tui.humanize import calls_summary
 from kode_tui.message import Message as ChatMessage
 from kode_tui.message import is_checkpoint_note, is_dmail_note, is_system_note
 from kode_tui.safetext import visible
@@ -38,6 +37,7 @@ from kode_tui.soul.facade import (
 )
 from kode_tui.ui.wire_messages import WireListener, WireMessage
 from kode_tui.wire import events as ev
+from kode_tui.wire.readings import calls_summary
 
 _LOOKAHEAD = 8
 """Messages read to label a row: past a CHECKPOINT note, think-only replies and tool results."""

@@ -1,28 +1,24 @@
-"""A tool call in the conversation: `▸ Name summary  status brief`, and open, its arguments
+"""A tool call in the conversation: `▸ Shell: make test  ✔ brief` (its reading and status, as
+`kode_tui.wire.readings` gives them to every front end), and open, its arguments
 (as fields), output and diffs. A command shows the first lines of its output and opens a full
 view of all of it; the newest todo list shows as a checklist (see `tool_views`)."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, field
 from functools import partial
-from typing import Literal
 
 from textual.content import Content
 
-from kode_tui.humanize import one_line, tool_summary
-from kode_tui.message import media_chips
 from kode_tui.safetext import visible
 from kode_tui.ui.screens.output import OutputScreen, Section
 from kode_tui.ui.widgets.blocks import BlockFactory, FoldingBlock
 from kode_tui.ui.widgets.display_blocks import command_lines, diff_block_rows, diff_lines, diff_rows
 from kode_tui.ui.widgets.rows import Row, Rows
+from kode_tui.ui.widgets.tool_state import ToolState
 from kode_tui.ui.widgets.tool_views import (
     MORE,
     MUTED,
-    SHELL,
-    TODO,
     checklist_rows,
     field_rows,
     full_field_rows,
@@ -31,6 +27,7 @@ from kode_tui.ui.widgets.tool_views import (
     todo_items,
 )
 from kode_tui.wire import events as ev
+from kode_tui.wire.readings import SHELL, STATUS_LABELS, TODO, ToolStatus, summary
 
 OUTPUT_LINES = 20
 """Lines of a tool's output shown in the open block before "… N more lines"."""
@@ -39,21 +36,6 @@ SHELL_LINES = 5
 SHELL_HINT = "Enter/click for full output"
 FULL_HINT = "o for full output"
 DIFF_LINES = 200
-BRIEF_CHARS = 60
-"""A result's one-line brief after the call's status."""
-_REJECTED_PREFIX = "The tool call is rejected"
-
-ToolStatus = Literal["running", "waiting", "ok", "error", "rejected", "interrupted", "unknown"]
-
-_STATUS_LABEL: dict[ToolStatus, str] = {
-    "running": "running…",
-    "waiting": "waiting for approval",
-    "ok": "✔",
-    "error": "✘",
-    "rejected": "⊘",
-    "interrupted": "interrupted",
-    "unknown": "",
-}
 
 # Text styles inside a block, in theme variables. They are not component classes because
 # Textual restyles every component class of every block whenever the pane's styles change,
@@ -71,46 +53,6 @@ _NAME = "bold"
 _SUMMARY = "$accent"
 _ERROR = "$error"
 _CHIP = "$accent"
-
-
-@dataclass(slots=True)
-class ToolState:
-    """Everything a tool block shows; live events and `load_history` fill it in."""
-
-    id: str
-    name: str
-    arguments: str = ""
-    summary: str = ""
-    status: ToolStatus = "running"
-    brief: str = ""
-    message: str = ""
-    output: str = ""
-    display: list[ev.DisplayBlock] = field(default_factory=list)
-    media: list[str] = field(default_factory=list)
-    """A chip for each image, audio or video part of the result: `image cat.png · 12 KiB`."""
-    superseded: bool = False
-    """A TodoWrite call a newer one replaced: it folds to its title (see `TodoBoard`)."""
-
-    def apply_result(self, result: ev.ToolResult) -> None:
-        """Take the status, brief, output and display blocks of a result."""
-        rejected = result.is_error and result.message.startswith(_REJECTED_PREFIX)
-        self.status = "rejected" if rejected else "error" if result.is_error else "ok"
-        self.message = result.message
-        self.output, self.media = media_chips(result.output, result.parts)
-        self.brief = ""
-        display: list[ev.DisplayBlock] = []
-        for block in result.display:
-            if isinstance(block, ev.BriefBlock):
-                self.brief = block.text
-            else:
-                display.append(block)
-        # An approval may have shown the diff already; a result without blocks keeps it.
-        if display or not self.display:
-            self.display = display
-
-    @property
-    def has_diff(self) -> bool:
-        return any(isinstance(block, ev.DiffBlock) for block in self.display)
 
 
 def _body(state: ToolState) -> list[Row]:
@@ -191,13 +133,13 @@ def _argument(state: ToolState, name: str) -> object:
 
 
 class ToolBlock(FoldingBlock):
-    """A tool call: `▸ Name summary  status brief`; open, its arguments and result. A command
+    """A tool call: `▸ Name about  status brief`; open, its arguments and result. A command
     always shows its output's first lines; the newest todo list always shows."""
 
     HELP = """\
 ## Tool call
 
-`▸ Name summary` and the call's status: *running…*, *waiting for approval*, **✔** done,
+`▸ Name about` and the call's status: *running…*, *waiting for approval*, **✔** done,
 **✘** failed, **⊘** rejected, with the tool's short report. Click it (or **Enter** on the
 block under the cursor) to see the arguments, the output (first 20 lines) and, for edits,
 the diff; **o** opens the full view: every line of the output.
@@ -213,8 +155,6 @@ newest todo list shows as a checklist (☐ to do, ◐ in progress, ☑ done); ol
         super().__init__(expanded=opened, classes="block tool")
         self.state = state
         self._body: Rows | None = None
-        self._summary_pending = True
-        self._update_summary()
         self._set_status_class()
 
     def factory(self) -> BlockFactory:
@@ -229,8 +169,7 @@ newest todo list shows as a checklist (☐ to do, ◐ in progress, ☑ done); ol
 
     def open_full_view(self) -> None:
         """Show every line of the call in a screen of its own."""
-        title = f"{self.state.name} {self.state.summary}".strip()
-        self.app.push_screen(OutputScreen(title, full_sections(self.state)))
+        self.app.push_screen(OutputScreen(self.state.reading.title, full_sections(self.state)))
 
     def watch_expanded(self, expanded: bool) -> None:
         super().watch_expanded(expanded)
@@ -241,13 +180,8 @@ newest todo list shows as a checklist (☐ to do, ◐ in progress, ☑ done); ol
         self._changed()
 
     def append_arguments(self, delta: str) -> None:
-        """Add a streamed piece of the arguments; the summary follows once the JSON is whole."""
-        self.state.arguments += delta
-        # Parsing after every delta would be quadratic; a complete object ends with "}".
-        if self._summary_pending and "}" in delta:
-            self._update_summary()
-            self._changed()
-        elif self.expanded:
+        """Add a streamed piece of the arguments; the title follows once the JSON is whole."""
+        if self.state.call.extend(delta) or self.expanded:
             self._changed()
 
     def wait_for_approval(self, display: Sequence[ev.DisplayBlock]) -> None:
@@ -268,17 +202,9 @@ newest todo list shows as a checklist (☐ to do, ◐ in progress, ☑ done); ol
     def set_result(self, result: ev.ToolResult) -> None:
         had_diff = self.state.has_diff and self.state.status != "waiting"
         self.state.apply_result(result)
-        if self._summary_pending:
-            self._update_summary()
         if self.state.has_diff and not had_diff:
             self.expanded = True
         self._changed()
-
-    def _update_summary(self) -> None:
-        summary = tool_summary(self.state.name, self.state.arguments)
-        if summary is not None:
-            self.state.summary = summary
-            self._summary_pending = False
 
     def _changed(self) -> None:
         self._body = None
@@ -286,7 +212,7 @@ newest todo list shows as a checklist (☐ to do, ◐ in progress, ☑ done); ol
         self.refresh(layout=True)
 
     def _set_status_class(self) -> None:
-        for status in _STATUS_LABEL:
+        for status in STATUS_LABELS:
             self.set_class(status == self.state.status, f"-{status}")
 
     def _open(self) -> bool:
@@ -303,16 +229,17 @@ newest todo list shows as a checklist (☐ to do, ◐ in progress, ☑ done); ol
 
     def render(self) -> Content | Rows:
         state = self.state
+        reading = state.reading
         head: list[str | tuple[str, str]] = [
             # A command's ▸ points at its full view; it never folds.
             "▾ " if self._open() and state.name != SHELL else "▸ ",
-            (visible(state.name, multiline=False), _NAME),
+            (reading.name, _NAME),
         ]
-        if state.summary:
-            head += [" ", (state.summary, _SUMMARY)]
-        if label := _STATUS_LABEL[state.status]:
+        if reading.about:
+            head += [reading.joiner, (reading.about, _SUMMARY)]
+        if label := STATUS_LABELS[state.status]:
             head += ["  ", (label, _STATUS_STYLE[state.status])]
-        brief = one_line(state.brief or state.message, BRIEF_CHARS)
+        brief = summary(state.brief, state.message)
         if brief and state.status not in ("running", "waiting", "interrupted"):
             head += [" ", (brief, MUTED)]
         if not self._open():

@@ -9,19 +9,15 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from textual.content import Content
 
 from kode_tui.safetext import visible
 from kode_tui.ui.widgets.rows import Gutter, Row
+from kode_tui.ui.widgets.tool_state import ToolState
 from kode_tui.wire import events as ev
-
-if TYPE_CHECKING:
-    from kode_tui.ui.widgets.tool_block import ToolState
-
-SHELL = "Shell"
-TODO = "TodoWrite"
+from kode_tui.wire import readings
 
 # `$text-muted` in text (not in CSS) is drawn as plain white: these are the muted colours.
 MUTED = "$foreground-muted"
@@ -99,23 +95,9 @@ def full_field_rows(arguments: str, *, skip: Sequence[str] = ()) -> list[Row]:
 
 
 def todo_items(state: ToolState) -> list[ev.TodoItem] | None:
-    """The list a TodoWrite call shows: its result's, else (running, or a stored call the wire
-    has no record of) the one in its arguments; None when there is none yet, or the call
-    failed or was rejected."""
-    for block in state.display:
-        if isinstance(block, ev.TodoBlock):
-            return block.items
-    if state.status in ("error", "rejected"):
-        return None  # the call set no list (its arguments may not even be a list of todos)
-    parsed = parse_arguments(state.arguments)
-    todos = parsed.get("todos") if isinstance(parsed, dict) else None
-    if not isinstance(todos, list):
-        return None
-    return [
-        ev.TodoItem(title=str(todo.get("title", "")), status=str(todo.get("status", "")))
-        for todo in todos
-        if isinstance(todo, dict)
-    ]
+    """The list a TodoWrite call shows (`readings.todo_items`)."""
+    failed = state.status in ("error", "rejected")
+    return readings.todo_items(state.display, state.arguments, failed=failed)
 
 
 def checklist_rows(items: Sequence[ev.TodoItem]) -> list[Row]:
