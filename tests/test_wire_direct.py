@@ -8,12 +8,16 @@ import logging
 from pathlib import Path
 
 import pytest
+from textual.message import Message
+from textual.widget import Widget
 
 from kode_tui.message import FunctionBody, TextPart
+from kode_tui.ui.wire_messages import WireListener, WireMessage
 from kode_tui.wire import Subscription, WireBus
 from kode_tui.wire import events as ev
 
 from .soul_helpers import call, make_rig
+from .ui_helpers import Host, wait_for
 
 
 def _text(text: str) -> ev.ContentPart:
@@ -158,3 +162,42 @@ async def test_listeners_closed_mid_send_get_nothing_more_and_skip_no_other() ->
     assert first == sent[:2]
     assert middle == sent
     assert last == sent[:1]
+
+
+class _Pane(WireListener, Widget):
+    """A widget listening as the panes do, noting what is posted to it and what it handled."""
+
+    def __init__(self, bus: WireBus) -> None:
+        super().__init__()
+        self.bus = bus
+        self.posted: list[ev.Event] = []
+        self.handled: list[ev.Event] = []
+
+    def on_mount(self) -> None:
+        self.listen(self.bus, ev.ContentPart, ev.ToolCall)
+
+    def post_message(self, message: Message) -> bool:
+        if isinstance(message, WireMessage):
+            self.posted.append(message.event)
+        return super().post_message(message)
+
+    def on_wire_message(self, message: WireMessage) -> None:
+        self.handled.append(message.event)
+
+
+async def test_a_widget_has_its_wire_message_posted_within_send_until_unmounted() -> None:
+    bus = WireBus()
+    pane = _Pane(bus)
+    async with Host(pane).run_test() as pilot:
+        sent: list[ev.Event] = [_text("Let me "), ev.StepBegin(n=2), _tool_call("c1"), _text("x")]
+        for event in sent:
+            bus.send(event)
+        wanted = [event for event in sent if not isinstance(event, ev.StepBegin)]
+
+        assert pane.posted == wanted  # no task of the bus's own in between
+        await wait_for(pilot, lambda: len(pane.handled) == len(wanted))
+        assert pane.handled == wanted
+
+        await pane.remove()
+        bus.send(_text("after"))
+        assert pane.posted == wanted
