@@ -4,6 +4,11 @@ A widget that shows wire events mixes in `WireListener`, calls `listen(bus, *eve
 it is mounted and handles `WireMessage` in `on_wire_message`. The bus's callback does nothing but
 post the message, so the widget's own message loop handles its events one at a time, in the
 order they were sent, and a test can watch them with `App.run_test(message_hook=...)`.
+
+Posting is all it does, so the bus calls it from `send` (a direct subscriber): an event goes
+from the soul straight into the widget's message queue, with no queue and task of the bus's
+own between them. The widget's queue stays: its handlers mount blocks and wait for them, and
+between two frames the pane must be free for keys.
 """
 
 from __future__ import annotations
@@ -47,7 +52,7 @@ class WireListener:
         def post(event: Event) -> None:
             widget.post_message(WireMessage(event))
 
-        self._wire_subscription = bus.subscribe(*event_types, callback=post)
+        self._wire_subscription = bus.subscribe(*event_types, callback=post, direct=True)
 
     def _on_unmount(self: _Listener) -> None:
         # Textual calls the unmount handler of every class of a widget, the mixin's too.
