@@ -206,7 +206,7 @@ async def test_kimi_restores_a_session_whose_shell_edits_were_recorded_and_rever
 
     project = make_project(tmp_path)
     agent = await shell_turns(project, "echo after > change.txt && rm gone.txt", "echo x > y")
-    await agent.soul.revert(user_checkpoint(agent, "turn 1"), files=True)
+    await agent.soul.travel.revert(user_checkpoint(agent, "turn 1"), files=True)
     await agent.close()
 
     async with Context(agent.session.context_file) as context:
@@ -387,7 +387,6 @@ async def test_kimi_restores_a_compaction_whose_summary_was_edited_in_review(
 ) -> None:
     from kode_tui.config import Config, resolve_model
     from kode_tui.session import Session
-    from kode_tui.soul import compacting
     from kode_tui.soul.agent import open_agent
     from kode_tui.soul.llm.scripted import ScriptedProvider
 
@@ -400,9 +399,9 @@ async def test_kimi_restores_a_compaction_whose_summary_was_edited_in_review(
     agent = await open_agent(session, Config(), resolve_model(Config()), provider=provider)
     await agent.soul.run("one")
     await agent.soul.run("two")
-    plan = await compacting.plan(agent.soul, None)
+    plan = await agent.soul.compactor.plan(None)
     assert plan is not None
-    await compacting.apply(agent.soul, plan.with_summary("THE USER'S SUMMARY"))
+    await agent.soul.compactor.apply(plan.with_summary("THE USER'S SUMMARY"))
     await agent.close()
 
     async with Context(session.context_file) as context:

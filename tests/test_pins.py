@@ -47,7 +47,7 @@ async def test_every_request_ends_its_system_prompt_with_the_pins_whatever_was_c
             {"text": "Still here."},
         ],
     )
-    rig.soul.compaction = strategy
+    rig.soul.compactor.strategy = strategy
     rig.state.pins = [Pin(text=PIN)]
 
     assert (await rig.soul.run("echo one")).stop_reason == "done"

@@ -53,7 +53,7 @@ from kode_tui.session.timetravel import (
     compare,
     read_snapshot,
 )
-from kode_tui.soul import compacting, shell_escape, thinking
+from kode_tui.soul import thinking
 from kode_tui.soul.approval import SessionPermission
 from kode_tui.soul.compacting import CompactionPlan, Reviewer
 from kode_tui.soul.compaction import COMPACTION_OUTPUT_PREFIX
@@ -430,7 +430,7 @@ class AgentSession(TimeTravel, Lineage, Pins, Drops, Commands, Mcp):
         self._turn = asyncio.current_task()
         try:
             try:
-                return await shell_escape.run(soul, command)
+                return await soul.shell_escape.run(command)
             except asyncio.CancelledError:
                 raise
             except Exception as error:  # a bug must not take the front end down with it
@@ -491,7 +491,7 @@ class AgentSession(TimeTravel, Lineage, Pins, Drops, Commands, Mcp):
         if not self.turn_running:
             soul.cost.begin_turn()  # the summary's call is a line of its own in `/cost`
         try:
-            return await compacting.plan(soul, instruction or None, strategy)
+            return await soul.compactor.plan(instruction or None, strategy)
         except CompactionBlocked:
             raise
         except Exception as error:
@@ -502,9 +502,7 @@ class AgentSession(TimeTravel, Lineage, Pins, Drops, Commands, Mcp):
         """Make `plan` the live context (rotation as `compact` does), with `summary` (edited in
         a review) as what the model reads. ValueError, nothing changed, when the context moved
         on since it was planned or the summary is empty."""
-        await compacting.apply(
-            self._soul(), plan if summary is None else plan.with_summary(summary)
-        )
+        await self._soul().compactor.apply(plan if summary is None else plan.with_summary(summary))
 
     def set_compaction_reviewer(self, reviewer: Reviewer | None) -> None:
         """A front end that can ask the user (the TUI) shows automatic compactions through
@@ -516,7 +514,7 @@ class AgentSession(TimeTravel, Lineage, Pins, Drops, Commands, Mcp):
 
     def _install_reviewer(self, soul: KodeSoul) -> None:
         review = self.config is not None and self.config.compaction.review
-        soul.compaction_reviewer = self._compaction_reviewer if review else None
+        soul.compactor.reviewer = self._compaction_reviewer if review else None
 
     def token_count(self) -> int:
         return self._context.token_count_with_pending

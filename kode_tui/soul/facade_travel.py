@@ -179,7 +179,7 @@ class TimeTravel:
     async def revert_plan(self, checkpoint_id: int) -> RevertPlan:
         """What reverting to `checkpoint_id` would do; ValueError when there is none."""
         soul = self._soul()
-        preview = soul.revert_preview(checkpoint_id)
+        preview = soul.travel.revert_preview(checkpoint_id)
         label = _checkpoint_label(self._context, checkpoint_id, preview.next_user_text)
         journal = soul.env.journal
         diffs = await asyncio.to_thread(_conflict_diffs, preview.files, journal)
@@ -188,7 +188,7 @@ class TimeTravel:
     async def revert(self, checkpoint_id: int, *, files: bool = False) -> RevertOutcome:
         """Take the conversation (and with `files` the files the agent changed since, where
         nobody else did) back to `checkpoint_id`; the rest is kept in a rotated file."""
-        return await self._soul().revert(checkpoint_id, files=files)
+        return await self._soul().travel.revert(checkpoint_id, files=files)
 
     async def diff(self, first: int, second: int | None = None) -> CheckpointDiff:
         """What changed between two checkpoints (or from one to now): messages and files.
@@ -222,7 +222,7 @@ class TimeTravel:
         plan = None
         if self._agent is not None:
             soul = self._agent.soul
-            restore = await asyncio.to_thread(soul.restore_preview, path)
+            restore = await asyncio.to_thread(soul.travel.restore_preview, path)
             diffs = await asyncio.to_thread(_conflict_diffs, restore.files, soul.env.journal)
             plan = RestorePlan(restore, diffs)
         return RotationPreview(snapshot, rotation, comparison, results, plan)
@@ -231,7 +231,7 @@ class TimeTravel:
         """Make the rotated context `name` live again (the live one is kept in a rotated
         file), and with `files` put the files back as its conversation left them, where
         nobody changed them since."""
-        return await self._soul().restore(self._rotated_path(name), files=files)
+        return await self._soul().travel.restore(self._rotated_path(name), files=files)
 
     def _rotated_path(self, name: str) -> Path:
         found = self.rotated_file(name)
