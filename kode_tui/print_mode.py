@@ -49,8 +49,6 @@ from kode_tui.soul.facade import (
     LLMError,
     StreamJson,
     Subscription,
-    cost_lines,
-    row_lines,
 )
 from kode_tui.wire import events as ev
 
@@ -215,7 +213,7 @@ async def run_print(
         await opened.start(config, choice, provider=provider, yolo=yolo)
         custom = _custom_command(opened, prompt)
         if isinstance(custom, CommandPrompt):
-            result = await opened.run_command(custom)
+            result = await opened.commands.run_prompt(custom)
         elif prompt.startswith("/"):
             view.note_compactions = False  # one figure, on stdout
             outcome = await _command(opened, prompt)
@@ -251,7 +249,7 @@ def _custom_command(opened: AgentSession, line: str) -> CommandPrompt | CommandP
     name, _, argument = line.strip().partition(" ")
     if name.lower() in _COMMAND_NAMES:
         return None
-    return opened.command_prompt(name, argument)
+    return opened.commands.prompt(name, argument)
 
 
 @dataclass(slots=True)
@@ -275,9 +273,9 @@ async def _command(opened: AgentSession, line: str) -> Outcome:
     name, _, argument = line.strip().partition(" ")
     argument = argument.strip()
     if name == "/compact":
-        before = opened.token_count()
+        before = opened.compaction.token_count()
         try:
-            changed = await opened.compact(argument or None)
+            changed = await opened.compaction.compact(argument or None)
         except LLMError as error:
             return _failed(1, f"compaction failed: {opened.model_name}: {error}")
         except OSError as error:  # a session file could not be written (a full disk, say)
@@ -286,23 +284,23 @@ async def _command(opened: AgentSession, line: str) -> Outcome:
             return Outcome(1, "blocked", error="a hook blocked the compaction", told=True)
         if not changed:
             return Outcome(0, "done", "Nothing to compact.\n")
-        after = opened.token_count()
+        after = opened.compaction.token_count()
         return Outcome(0, "done", f"Compacted the context: {before:,} → {after:,} tokens.\n")
     if name == "/context":
         if argument and argument != "refresh":
             return _failed(2, "/context takes no argument but `refresh`.")
-        await opened.mcp_ready()  # their tools are part of what the model is given
+        await opened.mcp.ready()  # their tools are part of what the model is given
         report = await opened.context_report(refresh=argument == "refresh")
         assert report is not None  # the agent is up
         # The system prompt holds the project's files (README.md, AGENTS.md) as they are.
         return Outcome(0, "done", format_report(report), data={"context": asdict(report)})
     if name == "/cost":
         spent = opened.cost()
-        return Outcome(0, "done", "\n".join(cost_lines(spent)) + "\n", data={"cost": asdict(spent)})
+        return Outcome(0, "done", "\n".join(spent.lines()) + "\n", data={"cost": asdict(spent)})
     custom = _custom_command(opened, line)
     if isinstance(custom, CommandProblem):
         return _failed(2, custom.message)
-    names = [c.name for c in opened.custom_commands().usable(_COMMAND_NAMES)]
+    names = [c.name for c in opened.commands.custom().usable(_COMMAND_NAMES)]
     known = ", ".join(COMMANDS) + (f" and the custom {', '.join(names)}" if names else "")
     return _failed(2, f"unknown command {name}; print mode knows {known}.")
 
@@ -319,7 +317,7 @@ def format_report(report: ContextReport) -> str:
         f"(compacts at {report.trigger_tokens:,})",
         "",
         "What the model is given (tokens):",
-        *row_lines(report),
+        *report.lines(),
     ]
     lines += ["", "Reminders of the last request:"]
     lines += [f"  [{r.kind}] {r.text.splitlines()[0]}" for r in report.reminders] or ["  none"]
@@ -421,7 +419,7 @@ class JsonView:
         custom = _custom_command(opened, text)
         if isinstance(custom, CommandPrompt) or not text.startswith("/"):
             if isinstance(custom, CommandPrompt):
-                turn = await opened.run_command(custom)
+                turn = await opened.commands.run_prompt(custom)
             else:
                 turn = await opened.run(text)
             steps = turn.steps

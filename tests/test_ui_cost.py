@@ -177,8 +177,8 @@ async def test_alt_t_cycles_the_effort_and_off_sends_none(project: Path, server:
         seen = []
         for _ in range(4):
             await pilot.press("alt+t")
-            await wait_for(pilot, lambda: opened.thinking not in (seen[-1:] or ["off"]))
-            seen.append(opened.thinking)
+            await wait_for(pilot, lambda: opened.thinking.level not in (seen[-1:] or ["off"]))
+            seen.append(opened.thinking.level)
         assert seen == ["low", "medium", "high", "off"]
         assert "think" not in app.sub_title
         await send(pilot, "hi")
@@ -199,7 +199,7 @@ async def test_think_on_a_model_without_support_says_so_in_one_line_and_changes_
         [said] = [n for n in notices() if "Thinking unchanged" in n]
         assert "\n" not in said and "loop has no thinking-effort setting" in said
         opened = app.agent_session
-        assert opened is not None and opened.thinking == "off"
+        assert opened is not None and opened.thinking.level == "off"
         await send(pilot, "hi")
         await wait_for(pilot, lambda: len(server.requests) == 1 and not app.busy())
     assert "reasoning_effort" not in server.requests[0]

@@ -281,7 +281,7 @@ class KodeAcpAgent:
             )
             for name, hint, description in BUILT_IN
         ]
-        for custom in live.opened.custom_commands().usable(BUILT_IN_NAMES):
+        for custom in live.opened.commands.custom().usable(BUILT_IN_NAMES):
             hint = custom.argument_hint
             commands.append(
                 AvailableCommand(
@@ -316,9 +316,9 @@ class KodeAcpAgent:
                     await self._replay(live)
                 await self._send(live, update_agent_message_text(said))
                 return TurnResult("done", 0)
-            custom = opened.command_prompt(name, argument)
+            custom = opened.commands.prompt(name, argument)
             if isinstance(custom, CommandPrompt):
-                return await opened.run_command(custom)
+                return await opened.commands.run_prompt(custom)
             if isinstance(custom, CommandProblem):
                 await self._send(live, update_agent_message_text(custom.message))
                 return TurnResult("error", 0, custom.message)

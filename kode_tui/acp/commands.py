@@ -7,7 +7,7 @@ restore changes the conversation the client shows, so the agent replays it after
 from __future__ import annotations
 
 from kode_tui.message import is_checkpoint_note
-from kode_tui.soul.facade import AgentSession, CompactionBlocked, LLMError, row_lines
+from kode_tui.soul.facade import AgentSession, CompactionBlocked, LLMError
 
 BUILT_IN: tuple[tuple[str, str, str], ...] = (
     ("compact", "[instruction]", "Summarise the conversation to free context"),
@@ -49,14 +49,14 @@ async def run_built_in(opened: AgentSession, name: str, argument: str) -> tuple[
             if report is None:
                 return "The agent is not up yet.", False
             head = f"Context: {report.context_tokens:,} of {report.max_context_tokens:,} tokens"
-            return "\n".join([head, "", "```", *row_lines(report), "```"]), False
+            return "\n".join([head, "", "```", *report.lines(), "```"]), False
         case "/revert":
             if not words:
                 return checkpoint_list(opened), False
             if not words[0].isdigit() or (len(words) > 1 and not files):
                 return "/revert N [files]: N is a checkpoint (`/revert` lists them).", False
             try:
-                reverted = await opened.revert(int(words[0]), files=files)
+                reverted = await opened.travel.revert(int(words[0]), files=files)
             except ValueError as error:
                 return f"Cannot revert: {error}.", False
             said = f"Reverted to checkpoint {words[0]}; the rest is kept in "
@@ -65,10 +65,10 @@ async def run_built_in(opened: AgentSession, name: str, argument: str) -> tuple[
             )
             return said, True
         case "/restore":
-            found = opened.rotated_file(words[0]) if words else None
+            found = opened.travel.rotated_file(words[0]) if words else None
             if found is None or (len(words) > 1 and not files):
                 return "/restore N [files]: N is a rotated context (context_N.jsonl).", False
-            restored = await opened.restore(found, files=files)
+            restored = await opened.travel.restore(found, files=files)
             said = f"Restored {found}" + _files_note(restored.files_restored, restored.conflicts)
             return said, True
         case _:
@@ -76,21 +76,21 @@ async def run_built_in(opened: AgentSession, name: str, argument: str) -> tuple[
 
 
 async def _compact(opened: AgentSession, instruction: str) -> str:
-    before = opened.token_count()
+    before = opened.compaction.token_count()
     try:
-        changed = await opened.compact(instruction or None)
+        changed = await opened.compaction.compact(instruction or None)
     except CompactionBlocked:
         return "A PreCompact hook blocked the compaction."
     except (LLMError, OSError) as error:
         return f"Compaction failed: {error}"
     if not changed:
         return "Nothing to compact."
-    return f"Compacted the context: {before:,} → {opened.token_count():,} tokens."
+    return f"Compacted the context: {before:,} → {opened.compaction.token_count():,} tokens."
 
 
 def checkpoint_list(opened: AgentSession) -> str:
     """The checkpoints a revert can go back to, each with the first words that follow it."""
-    timeline = opened.timeline()
+    timeline = opened.travel.timeline()
     lines = ["Checkpoints (`/revert N` keeps what came before N):"]
     for checkpoint in timeline.checkpoints:
         following = timeline.history[checkpoint.message_index : checkpoint.message_index + 4]

@@ -71,6 +71,10 @@ class ContextReport:
     reported_tokens: int = 0
     """What the model reported for the last request; 0 before the first one."""
 
+    def lines(self) -> list[str]:
+        """The rows as aligned text lines (`row_lines`)."""
+        return row_lines(self)
+
 
 @dataclass(frozen=True, slots=True)
 class PromptParts:

@@ -286,7 +286,7 @@ class KodeApp(
     @work(exclusive=True, group="agent")
     async def _start_agent(self, opened: AgentSession) -> None:
         # With `[compaction] review = true` an automatic compaction waits for the review screen.
-        opened.set_compaction_reviewer(self.review_automatic_compaction)
+        opened.compaction.set_reviewer(self.review_automatic_compaction)
         try:
             await opened.start(self.config, self.choice, provider=self._provider, yolo=self._yolo)
         finally:
@@ -425,8 +425,8 @@ class KodeApp(
         if self._choice is not None:
             parts.append(self._choice.name)
             opened = self.agent_session
-            if opened is not None and opened.thinking_supported and opened.thinking != "off":
-                parts.append(f"think {opened.thinking}")
+            if opened is not None and opened.thinking.supported and opened.thinking.level != "off":
+                parts.append(f"think {opened.thinking.level}")
         if self.read_only:
             parts.append("read-only")
         elif self.agent_session is not None and self.agent_session.mode is not None:
@@ -483,7 +483,7 @@ class KodeApp(
                 if isinstance(text, str):
                     result = await opened.run(text)
                 else:
-                    result = await opened.run_command(text)
+                    result = await opened.commands.run_prompt(text)
                 turn.failed = result.stop_reason == "error"
             unsent = turn.failed or result.stop_reason == "blocked"  # blocked by a hook
             if unsent and result.steps <= 1 and prompt is not None and not prompt.text:

@@ -132,7 +132,7 @@ async def _mode(app: KodeApp, argument: str) -> None:
     modes = opened.modes
     mode = next((m for m in modes if m == argument), None)
     if mode is None:
-        why = f" ({opened.sandbox})" if argument == "sandbox" else ""
+        why = f" ({opened.permissions.sandbox})" if argument == "sandbox" else ""
         app.notify(f"Modes are {', '.join(modes)}.{why}", severity="warning")
         return
     await opened.set_mode(mode)
@@ -206,7 +206,7 @@ async def _restore(app: KodeApp, argument: str) -> None:
     opened = app.agent_session
     if opened is None:
         return
-    name = opened.rotated_file(argument) if argument else None
+    name = opened.travel.rotated_file(argument) if argument else None
     if name is None:
         app.notify("/restore N: N is a rotated context of the History pane.", severity="warning")
         return
@@ -302,7 +302,7 @@ def help_rows(app: KodeApp) -> list[tuple[str, str]]:
 
 def _listing(app: KodeApp | None) -> CommandListing | None:
     opened = app.agent_session if app is not None else None
-    return opened.custom_commands() if opened is not None else None
+    return opened.commands.custom() if opened is not None else None
 
 
 def _custom(app: KodeApp | None) -> list[CustomCommand]:
@@ -321,7 +321,7 @@ async def run_custom(app: KodeApp, name: str, argument: str) -> bool:
     from kode_tui.soul.facade import CommandProblem
 
     opened = app.agent_session
-    found = opened.command_prompt(name, argument) if opened is not None else None
+    found = opened.commands.prompt(name, argument) if opened is not None else None
     if isinstance(found, CommandProblem):
         app.notify(found.message, severity="warning", timeout=8)
     elif found is not None:

@@ -20,7 +20,7 @@ __all__ = ["CompactionActions"]
 
 
 class CompactionActions(App[None]):
-    """Plan, review, apply: the TUI's side of `AgentSession.plan_compaction`."""
+    """Plan, review, apply: the TUI's side of `AgentSession.compaction`."""
 
     if TYPE_CHECKING:
         agent_session: AgentSession | None
@@ -33,7 +33,7 @@ class CompactionActions(App[None]):
             return
         self.notify("Working out the compaction…", timeout=3)
         try:
-            plan = await opened.plan_compaction(instruction)
+            plan = await opened.compaction.plan(instruction)
         except Exception:  # the facade showed it in the conversation; the app goes on
             return
         if plan is None:
@@ -44,7 +44,7 @@ class CompactionActions(App[None]):
             self.notify("Compaction cancelled: nothing changed.", timeout=3)
             return
         try:
-            await opened.apply_compaction(reviewed)
+            await opened.compaction.apply(reviewed)
         except ValueError as error:  # the context moved on, or the summary was emptied
             self.notify(str(error), severity="error", timeout=6)
             return
@@ -75,7 +75,7 @@ class CompactionActions(App[None]):
             return None
 
         async def replan(strategy: str) -> CompactionPlan | None:
-            return await opened.plan_compaction(instruction, strategy)
+            return await opened.compaction.plan(instruction, strategy)
 
         decided: asyncio.Future[CompactionPlan | None] = asyncio.get_running_loop().create_future()
 
@@ -83,7 +83,7 @@ class CompactionActions(App[None]):
             if not decided.done():
                 decided.set_result(result)
 
-        screen = CompactionReview(plan, replan, pins=len(opened.pins()))
+        screen = CompactionReview(plan, replan, pins=len(opened.pins.texts()))
         self.push_screen(screen, answer)
         try:
             return await decided

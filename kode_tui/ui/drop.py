@@ -84,7 +84,7 @@ class DropActions(App[None]):
         opened = self.agent_session
         assert opened is not None
         try:
-            plan = opened.drop_range_plan(first, last)
+            plan = opened.drops.range_plan(first, last)
         except ValueError as error:
             self.notify(f"{error}.", severity="warning")
             return
@@ -105,7 +105,7 @@ class DropActions(App[None]):
             self.notify("The marked blocks are no longer in the context.", severity="warning")
             return
         what = "1 marked block" if len(blocks) == 1 else f"{len(blocks)} marked blocks"
-        await self._confirm_and_drop(opened, opened.drop_plan(indexes), what)
+        await self._confirm_and_drop(opened, opened.drops.plan(indexes), what)
 
     def _marked_blocks(self) -> list[Widget]:
         """The blocks marked for /drop: on screen, and those scrolled out of the pane's window."""
@@ -124,7 +124,7 @@ class DropActions(App[None]):
         if self.busy() or not await self.push_screen_wait(DropDialog(plan, what)):
             return
         try:
-            rotated = await opened.drop(plan)
+            rotated = await opened.drops.apply(plan)
         except (ValueError, OSError) as error:
             self.notify(f"Nothing dropped: {error}.", severity="error")
             return

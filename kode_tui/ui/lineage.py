@@ -41,7 +41,7 @@ class LineageActions(App[None]):
     async def fork(self, checkpoint: int | None, from_file: str | None = None) -> None:
         """Make a new session of the live context up to `checkpoint` (of the rotated context
         `from_file` when given) and switch to it."""
-        from kode_tui.soul.facade import lineage_note
+        from kode_tui.soul.facade import LineageNote
 
         opened = self.agent_session
         if opened is None:
@@ -50,12 +50,12 @@ class LineageActions(App[None]):
             self.notify("Wait for the turn to end, or press Esc.", severity="warning")
             return
         try:
-            forked = await opened.fork(checkpoint, from_file)
+            forked = await opened.lineage.fork(checkpoint, from_file)
         except (OSError, ValueError) as error:
             self.notify(f"Cannot fork: {error}.", severity="warning", timeout=6)
             return
         await self.new_session(forked)
-        note = lineage_note(forked)
+        note = LineageNote.of(forked)
         where = f" ({note.text})" if note is not None else ""
         self.notify(f"Forked into a new session{where}; /sessions opens the other.", timeout=6)
 
@@ -94,7 +94,7 @@ async def _search(app: KodeApp, argument: str) -> None:
     if not text:
         app.notify("/search [--all] TEXT: the words to look for.", severity="warning")
         return
-    matches = await opened.search(text, everywhere=everywhere)
+    matches = await opened.lineage.search(text, everywhere=everywhere)
     if not matches:
         where = "any session" if everywhere else "this work dir's sessions"
         app.notify(f"No message in {where} holds {text}.", timeout=5)

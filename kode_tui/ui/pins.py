@@ -46,7 +46,7 @@ class PinActions(App[None]):
         if opened is None:
             return
         try:
-            pinned = await opened.pin(text)
+            pinned = await opened.pins.add(text)
         except ValueError as error:
             self.notify(str(error), severity="warning")
             return
@@ -56,7 +56,7 @@ class PinActions(App[None]):
         first = " ".join(pinned.split())
         if len(first) > _PREVIEW_CHARS:
             first = first[: _PREVIEW_CHARS - 1] + "…"
-        count = len(opened.pins())
+        count = len(opened.pins.texts())
         self.notify(f"Pinned ({count} in all, /pins): {first}", timeout=4, markup=False)
 
     async def show_pins(self) -> None:

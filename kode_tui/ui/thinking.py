@@ -4,13 +4,10 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from kode_tui.soul.facade import THINKING_LEVELS as LEVELS
-from kode_tui.soul.facade import next_thinking_level as next_level
-from kode_tui.soul.facade import parse_thinking_level as parse_level
-
 if TYPE_CHECKING:
     from kode_tui.ui.app import KodeApp
 
+LEVELS = ("off", "low", "medium", "high")
 USAGE = f"/think {'|'.join(LEVELS)}"
 
 
@@ -20,9 +17,11 @@ def describe(app: KodeApp) -> str:
     if opened is None:
         return "No agent is running."
     model = app.choice.name
-    if not opened.thinking_supported:
-        return f"{model} has no thinking-effort setting (thinking: {opened.thinking}, unsent)."
-    return f"Thinking: {opened.thinking} ({model} takes {', '.join(LEVELS)}; Alt+T cycles)."
+    if not opened.thinking.supported:
+        return (
+            f"{model} has no thinking-effort setting (thinking: {opened.thinking.level}, unsent)."
+        )
+    return f"Thinking: {opened.thinking.level} ({model} takes {', '.join(LEVELS)}; Alt+T cycles)."
 
 
 async def think_command(app: KodeApp, argument: str) -> None:
@@ -31,18 +30,18 @@ async def think_command(app: KodeApp, argument: str) -> None:
     if opened is None or not argument.strip():
         app.notify(describe(app), timeout=6)
         return
-    level = parse_level(argument)
+    level = opened.thinking.parse(argument)
     if level is None:
         app.notify(f"{USAGE}: no level “{argument.strip()}”.", severity="warning")
         return
-    if not opened.thinking_supported:
+    if not opened.thinking.supported:
         app.notify(
             f"Thinking unchanged: {app.choice.name} has no thinking-effort setting.",
             severity="warning",
             timeout=6,
         )
         return
-    await opened.set_thinking(level)
+    await opened.thinking.set(level)
     app.update_header()
     app.notify(f"Thinking: {level}", timeout=3)
 
@@ -52,7 +51,7 @@ async def cycle_thinking(app: KodeApp) -> None:
     opened = app.agent_session
     if opened is None:
         return
-    if not opened.thinking_supported:
+    if not opened.thinking.supported:
         app.notify(describe(app), severity="warning", timeout=6)
         return
-    await think_command(app, next_level(opened.thinking))
+    await think_command(app, opened.thinking.following())

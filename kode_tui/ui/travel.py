@@ -58,7 +58,7 @@ class TimeTravelActions(App[None]):
         if opened is None or not opened.started:
             return
         try:
-            diff = await opened.diff(first, second)
+            diff = await opened.travel.diff(first, second)
         except ValueError as error:
             self.notify(f"{error}.", severity="warning")
             return
@@ -75,14 +75,14 @@ class TimeTravelActions(App[None]):
         opened = self.agent_session
         assert opened is not None
         try:
-            plan = await opened.revert_plan(checkpoint_id)
+            plan = await opened.travel.revert_plan(checkpoint_id)
         except ValueError as error:
             self.notify(f"{error}.", severity="warning")
             return
         choice = await self.push_screen_wait(RevertDialog.from_plan(plan))
         if choice is None:
             return
-        outcome = await opened.revert(checkpoint_id, files=choice == "files")
+        outcome = await opened.travel.revert(checkpoint_id, files=choice == "files")
         await self._reload_conversation()
         prompt = self.screen.query_one(PromptInput)
         prompt.text = outcome.next_user_text
@@ -108,12 +108,12 @@ class TimeTravelActions(App[None]):
         if opened is None:
             return
         try:
-            preview = await opened.preview(name)
+            preview = await opened.travel.preview(name)
         except (OSError, ValueError) as error:
             reason = error.strerror if isinstance(error, OSError) else None
             self.notify(f"Cannot read {name}: {reason or error}", severity="error")
             return
-        at = None if match is None else opened.match_index(preview.snapshot.messages, match)
+        at = None if match is None else opened.travel.match_index(preview.snapshot.messages, match)
         restore = await self.push_screen_wait(PreviewScreen.from_preview(preview, at))
         if isinstance(restore, str) and restore not in ("conversation", "files"):
             prompt = self.screen.query_one(PromptInput)
@@ -123,7 +123,7 @@ class TimeTravelActions(App[None]):
         if restore not in (True, "conversation", "files") or self.busy():
             return
         with_files = restore == "files"
-        outcome = await opened.restore(name, files=with_files)
+        outcome = await opened.travel.restore(name, files=with_files)
         await self._reload_conversation()
         # As after a revert: the user goes on from the restored context by typing.
         self.screen.query_one(PromptInput).focus()
