@@ -10,9 +10,10 @@ here is an ordinary kode-tui session (the TUI opens it afterwards).
   or a Kimi CLI session of that work dir, or a session folder's absolute path) and replays its
   conversation. The client's `mcpServers` are not connected (kode-tui's own config decides). A
   `cwd` that is the root or the home folder is refused (`paths.too_wide`).
-- `session/prompt` runs a turn, or one of the slash commands advertised (`/compact`, `/revert N`,
-  `/restore N`, `/clear`, `/context`, then the custom commands no built-in has the name of). A
-  revert or restore replays the new conversation, as a load does.
+- `session/prompt` runs a turn, or one of the slash commands advertised: the domain's built-in
+  ones (`kode_tui.soul.facade.COMMANDS`: `/compact`, `/revert N`, `/restore N`, `/clear`,
+  `/context`...), then the custom commands no built-in has the name of. A command that changed
+  the conversation (a revert, a restore, a drop) replays it, as a load does.
 - approvals become `session/request_permission` with the TUI's answers: once, for the session
   (when the call has a session scope), reject.
 - `session/set_mode` takes the approval modes `ask`, `auto-edit`, `sandbox` (where the Shell
@@ -47,8 +48,6 @@ from acp.helpers import SessionUpdate, update_available_commands, update_current
 from acp.schema import (
     AgentCapabilities,
     AllowedOutcome,
-    AvailableCommand,
-    AvailableCommandInput,
     EmbeddedResourceContentBlock,
     Implementation,
     PermissionOption,
@@ -60,11 +59,10 @@ from acp.schema import (
     TextContentBlock,
     TextResourceContents,
     ToolCallUpdate,
-    UnstructuredCommandInput,
 )
 
 from kode_tui import __version__
-from kode_tui.acp.commands import BUILT_IN, BUILT_IN_NAMES, run_built_in
+from kode_tui.acp.commands import advertised, message
 from kode_tui.acp.updates import (
     TurnUpdates,
     display_content,
@@ -76,10 +74,11 @@ from kode_tui.acp.updates import (
 from kode_tui.config import Config, ModelChoice
 from kode_tui.paths import too_wide
 from kode_tui.soul.facade import (
+    COMMANDS,
     AgentSession,
     ChatProvider,
-    CommandProblem,
     CommandPrompt,
+    CommandReport,
     Session,
     SessionLocked,
     TurnResult,
@@ -273,26 +272,7 @@ class KodeAcpAgent:
         )
 
     async def _announce(self, live: _Live) -> None:
-        commands = [
-            AvailableCommand(
-                name=name,
-                description=description,
-                input=AvailableCommandInput(UnstructuredCommandInput(hint=hint)) if hint else None,
-            )
-            for name, hint, description in BUILT_IN
-        ]
-        for custom in live.opened.commands.custom().usable(BUILT_IN_NAMES):
-            hint = custom.argument_hint
-            commands.append(
-                AvailableCommand(
-                    name=custom.name.removeprefix("/"),
-                    description=custom.description,
-                    input=AvailableCommandInput(UnstructuredCommandInput(hint=hint))
-                    if hint
-                    else None,
-                )
-            )
-        await self._send(live, update_available_commands(commands))
+        await self._send(live, update_available_commands(advertised(live.opened)))
 
     async def _replay(self, live: _Live) -> None:
         history, past = await live.opened.messages()
@@ -310,18 +290,19 @@ class KodeAcpAgent:
         if text.startswith("/"):
             name, _, argument = text.strip().partition(" ")
             # The built-ins first: a repo's `.claude/commands/clear.md` must not stand for /clear.
-            said, replay = await run_built_in(opened, name, argument.strip())
-            if said is not None:
-                if replay:
+            found = COMMANDS.find(opened, name, argument)
+            if isinstance(found, CommandPrompt):
+                return await opened.custom.run(found)
+            if found is not None:
+                done = (
+                    found
+                    if isinstance(found, CommandReport)
+                    else await COMMANDS.run(opened, found, argument)
+                )
+                if "conversation" in done.changed:
                     await self._replay(live)
-                await self._send(live, update_agent_message_text(said))
-                return TurnResult("done", 0)
-            custom = opened.commands.prompt(name, argument)
-            if isinstance(custom, CommandPrompt):
-                return await opened.commands.run_prompt(custom)
-            if isinstance(custom, CommandProblem):
-                await self._send(live, update_agent_message_text(custom.message))
-                return TurnResult("error", 0, custom.message)
+                await self._send(live, update_agent_message_text(message(done)))
+                return TurnResult("done" if done.ok else "error", 0, None if done.ok else done.text)
         return await opened.run(text)
 
     async def _on_event(self, live: _Live, event: ev.Event) -> None:

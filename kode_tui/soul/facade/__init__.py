@@ -20,7 +20,14 @@ from kode_tui.soul.compacting import CompactionPlan
 from kode_tui.soul.context_report import ContextReport
 from kode_tui.soul.cost import CostReport
 from kode_tui.soul.custom_commands import CommandListing, CommandProblem, CustomCommand
-from kode_tui.soul.facade.commands import CommandPrompt
+from kode_tui.soul.facade.builtins import COMMANDS, Compared, Found
+from kode_tui.soul.facade.commands import (
+    CommandEntry,
+    CommandReport,
+    DomainCommand,
+    RevertChoice,
+)
+from kode_tui.soul.facade.custom import CommandPrompt
 from kode_tui.soul.facade.lineage import LineageNote
 from kode_tui.soul.facade.session import AgentSession
 from kode_tui.soul.facade.travel import (
@@ -36,31 +43,38 @@ from kode_tui.soul.llm.model_map import ModelOption
 from kode_tui.soul.shell_escape import read_record, typed_text
 from kode_tui.soul.soul import TurnResult
 from kode_tui.soul.stream_json import StreamJson
+from kode_tui.soul.timetravel import RevertOutcome
 from kode_tui.soul.transcript import PastResults, stored_result
 from kode_tui.tools.mcp_client import McpServerInfo, McpToolInfo
 from kode_tui.wire.bus import Subscription, WireBus
 
 __all__ = [
+    "COMMANDS",
     "COMPACTION_OUTPUT_PREFIX",
     "AgentSession",
     "ChatProvider",
     "Checkpoint",
     "CheckpointDiff",
+    "CommandEntry",
     "CommandListing",
     "CommandProblem",
     "CommandPrompt",
+    "CommandReport",
     "CompactionBlocked",
     "CompactionPlan",
+    "Compared",
     "Comparison",
     "ContextReport",
     "ContextSnapshot",
     "CostReport",
     "CustomCommand",
     "DemoProvider",
+    "DomainCommand",
     "DropPlan",
     "FileAction",
     "FileChange",
     "FilePlan",
+    "Found",
     "LLMError",
     "LineageNote",
     "Match",
@@ -70,6 +84,8 @@ __all__ = [
     "ModelOption",
     "PastResults",
     "RestorePlan",
+    "RevertChoice",
+    "RevertOutcome",
     "RevertPlan",
     "Rotation",
     "RotationEntry",

@@ -6,9 +6,7 @@ from __future__ import annotations
 
 from kode_tui.soul.compacting import CompactionPlan, Reviewer
 from kode_tui.soul.facade.live import Live
-from kode_tui.soul.hooks import CompactionBlocked
 from kode_tui.soul.soul import KodeSoul
-from kode_tui.wire import events as ev
 
 __all__ = ["Compaction"]
 
@@ -25,35 +23,22 @@ class Compaction:
         return self._live.context.token_count_with_pending
 
     async def compact(self, instruction: str | None = None) -> bool:
-        """Shrink the context with the configured strategy; whether anything changed. A
-        failure (the model's, the disk's) is sent as an Error event and raised;
-        CompactionBlocked (its hook's run was sent) when a PreCompact hook blocked it."""
-        soul = self._live.soul()
-        try:
-            return await soul.compact(instruction or None)
-        except CompactionBlocked:
-            raise
-        except Exception as error:
-            self._live.bus.send(ev.Error(message=f"Compaction failed: {error}"))
-            raise
+        """Shrink the context with the configured strategy; whether anything changed. Raises
+        what failed (the model's error, the disk's); CompactionBlocked (its hook's run was
+        sent) when a PreCompact hook blocked it."""
+        return await self._live.soul().compact(instruction or None)
 
     async def plan(
         self, instruction: str | None = None, strategy: str | None = None
     ) -> CompactionPlan | None:
         """Work out a compaction (the configured strategy, or the built-in one `strategy`
-        names) without changing anything; None when there is nothing to compact. A failure
-        (the model's) is sent as an Error event and raised; ValueError for an unknown strategy;
-        CompactionBlocked (its hook's run was sent) when a PreCompact hook blocked it."""
+        names) without changing anything; None when there is nothing to compact. Raises what
+        failed (the model's error); ValueError for an unknown strategy; CompactionBlocked (its
+        hook's run was sent) when a PreCompact hook blocked it."""
         soul = self._live.soul()
         if not self._live.turn_running:
             soul.cost.begin_turn()  # the summary's call is a line of its own in `/cost`
-        try:
-            return await soul.compactor.plan(instruction or None, strategy)
-        except CompactionBlocked:
-            raise
-        except Exception as error:
-            self._live.bus.send(ev.Error(message=f"Compaction failed: {error}"))
-            raise
+        return await soul.compactor.plan(instruction or None, strategy)
 
     async def apply(self, plan: CompactionPlan, summary: str | None = None) -> None:
         """Make `plan` the live context (rotation as `compact` does), with `summary` (edited in

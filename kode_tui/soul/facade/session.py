@@ -12,7 +12,8 @@ its parts, each with the one holder of the live state (`Live`) they share:
 - `compaction`: compacting at once, or planned and applied once reviewed;
 - `mcp`: the MCP servers;  `thinking`: the thinking effort;  `permissions`: the session's
   approvals and the sandbox;
-- `commands`: the slash commands, built-in and custom.
+- `custom`: the custom slash commands (the built-in ones run over a session:
+  `kode_tui.soul.facade.commands`).
 
 Opening comes in two moves, so a screen can show the conversation before the agent (tools,
 project context, the model's library) is ready: `open()` restores the context, `start()`
@@ -38,8 +39,8 @@ from kode_tui.session.rotation import ROTATIONS_LOG
 from kode_tui.session.session import CONTEXT_FILE_NAME
 from kode_tui.soul.context_report import ContextReport
 from kode_tui.soul.cost import CostLedger, CostReport
-from kode_tui.soul.facade.commands import Commands
 from kode_tui.soul.facade.compaction import Compaction
+from kode_tui.soul.facade.custom import Custom
 from kode_tui.soul.facade.drops import Drops
 from kode_tui.soul.facade.lineage import Lineage
 from kode_tui.soul.facade.live import Live, ReadOnly
@@ -99,8 +100,8 @@ class AgentSession:
         """The thinking effort."""
         self.permissions = Permissions(live)
         """The session's approvals and the sandbox."""
-        self.commands = Commands(live, self.run)
-        """The slash commands."""
+        self.custom = Custom(live, self.run)
+        """The custom slash commands (the built-in ones: `kode_tui.soul.facade.commands`)."""
 
     # --- opening and closing ---------------------------------------------------------------------
 
@@ -250,6 +251,11 @@ class AgentSession:
     def read_only(self) -> ReadOnly | None:
         """Why nothing can be sent: another kode-tui writes it, or its folder is read-only."""
         return self._live.read_only
+
+    @property
+    def choice(self) -> ModelChoice | None:
+        """The model chosen (`start()`, `set_model`)."""
+        return self._live.choice
 
     @property
     def started(self) -> bool:
