@@ -6,8 +6,8 @@ Approvals are rejected unless `--yolo` (or the configured approval mode lets the
 The exit status is 0 when the turn finished, 1 when it failed or stopped (a hook blocked the
 prompt or `/compact`, too), 2 for a slash command that cannot run as typed, 130 on Ctrl+C. A
 slash command is the domain's (`kode_tui.soul.facade.COMMANDS`, as in the TUI and over ACP),
-else a custom one: its report goes to stdout. The user's hooks run as in the TUI; a run that warns or
-blocks is one line on stderr.
+else a custom one: its report goes to stdout. The user's hooks run as in the TUI; a run that
+warns or blocks is one line on stderr.
 
 Nothing the model, a tool or a file says reaches the terminal as it is: control characters and
 escape sequences are shown as `kode_tui.safetext.visible` shows them (`␛[8m`). Nor does an API

@@ -235,7 +235,8 @@ async def render(host: CommandHost, name: str, argument: str, done: CommandRepor
     if done.changed & {"model", "mode", "thinking", "title"}:
         host.update_header()
     if done.text:
-        host.notify(done.text, severity=SEVERITY[done.outcome], timeout=8 if done.data else 4)
+        long = "\n" in done.text or done.outcome != "done"
+        host.notify(done.text, severity=SEVERITY[done.outcome], timeout=8 if long else 4)
 
 
 # --- the reports the TUI shows its own way -------------------------------------------------------

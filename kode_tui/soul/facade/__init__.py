@@ -19,14 +19,9 @@ from kode_tui.soul.approval import SessionPermission
 from kode_tui.soul.compacting import CompactionPlan
 from kode_tui.soul.context_report import ContextReport
 from kode_tui.soul.cost import CostReport
-from kode_tui.soul.custom_commands import CommandListing, CommandProblem, CustomCommand
+from kode_tui.soul.custom_commands import CommandListing, CustomCommand
 from kode_tui.soul.facade.builtins import COMMANDS, Compared, Found
-from kode_tui.soul.facade.commands import (
-    CommandEntry,
-    CommandReport,
-    DomainCommand,
-    RevertChoice,
-)
+from kode_tui.soul.facade.commands import CommandReport, DomainCommand, RevertChoice
 from kode_tui.soul.facade.custom import CommandPrompt
 from kode_tui.soul.facade.lineage import LineageNote
 from kode_tui.soul.facade.session import AgentSession
@@ -37,7 +32,7 @@ from kode_tui.soul.facade.travel import (
     RotationPreview,
 )
 from kode_tui.soul.hooks import CompactionBlocked
-from kode_tui.soul.llm import ChatProvider, LLMError
+from kode_tui.soul.llm import ChatProvider
 from kode_tui.soul.llm.demo import DemoProvider
 from kode_tui.soul.llm.model_map import ModelOption
 from kode_tui.soul.shell_escape import read_record, typed_text
@@ -55,9 +50,7 @@ __all__ = [
     "ChatProvider",
     "Checkpoint",
     "CheckpointDiff",
-    "CommandEntry",
     "CommandListing",
-    "CommandProblem",
     "CommandPrompt",
     "CommandReport",
     "CompactionBlocked",
@@ -75,7 +68,6 @@ __all__ = [
     "FileChange",
     "FilePlan",
     "Found",
-    "LLMError",
     "LineageNote",
     "Match",
     "McpServerInfo",
