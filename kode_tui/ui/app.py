@@ -605,11 +605,11 @@ class KodeApp(
     async def ask(self, screen: Screen[T]) -> T:
         return await self.push_screen_wait(screen)
 
-    def fill_prompt(self, text: str) -> None:
-        """Put `text` in the prompt, to be completed or sent (the palette's custom command, a
-        preview's quoted messages)."""
+    def fill_prompt(self, text: str, *, append: bool = False) -> None:
+        """Put `text` in the prompt, to be completed or sent (the palette's custom command);
+        with `append`, after what it holds (a preview's quoted messages)."""
         for prompt in self.screen.query(PromptInput):
-            prompt.text = text if not prompt.text else f"{prompt.text}\n\n{text}"
+            prompt.text = f"{prompt.text}\n\n{text}" if append and prompt.text else text
             prompt.move_cursor(prompt.document.end)
             prompt.focus()
 

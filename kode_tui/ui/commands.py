@@ -107,8 +107,8 @@ class CommandHost(Protocol):
     async def marked_messages(self) -> list[int]:
         """The messages of the blocks marked with x, as indexes of the history."""
 
-    def fill_prompt(self, text: str) -> None:
-        """Put `text` in the prompt, to be completed or sent."""
+    def fill_prompt(self, text: str, *, append: bool = False) -> None:
+        """Put `text` in the prompt (with `append`, after what it holds)."""
 
 
 # --- the TUI's own commands ----------------------------------------------------------------------
@@ -384,7 +384,7 @@ class Asking:
             at = opened.travel.match_index(preview.snapshot.messages, match)
         chosen = await self._host.ask(PreviewScreen.from_preview(preview, at))
         if isinstance(chosen, str) and chosen not in ("conversation", "files"):
-            self._host.fill_prompt(chosen)  # the messages only that context has, quoted
+            self._host.fill_prompt(chosen, append=True)  # what only that context has, quoted
             return None
         if chosen is True or chosen == "conversation":
             return "conversation"
