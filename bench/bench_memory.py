@@ -64,7 +64,7 @@ async def open_and_render(session_dir: Path, work_dir: Path) -> dict[str, float]
     session = await Session.from_dir(session_dir)
     opened = await AgentSession.open(work_dir, session)
     restored = time.monotonic()
-    messages = len(opened.timeline().history)
+    messages = len(opened.travel.timeline().history)
     app = KodeApp(opened.work_dir, model="demo", opened=opened)
 
     def on_screen() -> bool:

@@ -4,8 +4,10 @@ The answer streams to stdout, with one line per tool call; what the user should 
 should not get (retries, warnings, the session id, why it failed) goes to stderr, one line each.
 Approvals are rejected unless `--yolo` (or the configured approval mode lets the call through).
 The exit status is 0 when the turn finished, 1 when it failed or stopped (a hook blocked the
-prompt or `/compact`, too), 130 on Ctrl+C. The user's hooks run as in the TUI; a run that warns or
-blocks is one line on stderr.
+prompt or `/compact`, too), 2 for a slash command that cannot run as typed, 130 on Ctrl+C. A
+slash command is the domain's (`kode_tui.soul.facade.COMMANDS`, as in the TUI and over ACP),
+else a custom one: its report goes to stdout. The user's hooks run as in the TUI; a run that
+warns or blocks is one line on stderr.
 
 Nothing the model, a tool or a file says reaches the terminal as it is: control characters and
 escape sequences are shown as `kode_tui.safetext.visible` shows them (`␛[8m`). Nor does an API
@@ -30,26 +32,25 @@ import json
 import sys
 import time
 from collections.abc import Awaitable, Callable
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from functools import partial
 from typing import Any, Literal, TextIO
+
+from pydantic_core import to_jsonable_python
 
 from kode_tui.config import Config, ModelChoice
 from kode_tui.masking import mask, mask_json
 from kode_tui.safetext import json_line, visible
 from kode_tui.soul.facade import (
+    COMMANDS,
     AgentSession,
     ChatProvider,
-    CommandProblem,
     CommandPrompt,
-    CompactionBlocked,
-    ContextReport,
+    CommandReport,
     DemoProvider,
-    LLMError,
+    DomainCommand,
     StreamJson,
     Subscription,
-    cost_lines,
-    row_lines,
 )
 from kode_tui.wire import events as ev
 from kode_tui.wire.readings import StreamedCall, hook_note, read_result, retry_text
@@ -204,12 +205,12 @@ async def run_print(
     shown = opened.bus.subscribe(callback=view)
     try:
         await opened.start(config, choice, provider=provider, yolo=yolo)
-        custom = _custom_command(opened, prompt)
-        if isinstance(custom, CommandPrompt):
-            result = await opened.run_command(custom)
-        elif prompt.startswith("/"):
+        found = command_of(opened, prompt)
+        if isinstance(found, CommandPrompt):
+            result = await opened.custom.run(found)
+        elif found is not None:
             view.note_compactions = False  # one figure, on stdout
-            outcome = await _command(opened, prompt)
+            outcome = await _command(opened, prompt, found)
             out.write(visible(mask(outcome.result)))
             if outcome.error is not None and not outcome.told:
                 note(err, outcome.error)
@@ -230,19 +231,23 @@ async def run_print(
     return 0 if result.stop_reason == "done" else 1
 
 
-COMMANDS = ("/compact [instruction]", "/context [refresh]", "/cost")
-_COMMAND_NAMES = frozenset(usage.split()[0] for usage in COMMANDS)
-
-
-def _custom_command(opened: AgentSession, line: str) -> CommandPrompt | CommandProblem | None:
-    """The custom command `line` runs (`/review src/`), when it is not one of `COMMANDS` (a
-    built-in wins on a name)."""
+def command_of(
+    opened: AgentSession, line: str
+) -> DomainCommand | CommandPrompt | CommandReport | None:
+    """What a slash command `line` (`/compact`, `/review src/`) runs: a built-in command, a
+    custom command's prompt, or a report of why it cannot run (an unknown name, a refused
+    file); None for a message."""
     if not line.startswith("/"):
         return None
     name, _, argument = line.strip().partition(" ")
-    if name.lower() in _COMMAND_NAMES:
-        return None
-    return opened.command_prompt(name, argument)
+    found = COMMANDS.find(opened, name, argument)
+    if found is not None:
+        return found
+    known = ", ".join(f"{c.name} {c.hint}".rstrip() for c in COMMANDS)
+    custom = [entry.name for entry in COMMANDS.entries(opened) if entry.custom is not None]
+    if custom:
+        known += f" and the custom {', '.join(custom)}"
+    return CommandReport(f"unknown command {name}; print mode knows {known}.", "refused")
 
 
 @dataclass(slots=True)
@@ -261,61 +266,42 @@ class Outcome:
     """A command's report as data, for the JSON formats (`context`, `cost`)."""
 
 
-async def _command(opened: AgentSession, line: str) -> Outcome:
-    """A slash command instead of a message."""
-    name, _, argument = line.strip().partition(" ")
-    argument = argument.strip()
-    if name == "/compact":
-        before = opened.token_count()
-        try:
-            changed = await opened.compact(argument or None)
-        except LLMError as error:
-            return _failed(1, f"compaction failed: {opened.model_name}: {error}")
-        except OSError as error:  # a session file could not be written (a full disk, say)
-            return _failed(1, f"compaction failed: {error}")
-        except CompactionBlocked:  # the hook's line said why
-            return Outcome(1, "blocked", error="a hook blocked the compaction", told=True)
-        if not changed:
-            return Outcome(0, "done", "Nothing to compact.\n")
-        after = opened.token_count()
-        return Outcome(0, "done", f"Compacted the context: {before:,} → {after:,} tokens.\n")
-    if name == "/context":
-        if argument and argument != "refresh":
-            return _failed(2, "/context takes no argument but `refresh`.")
-        await opened.mcp_ready()  # their tools are part of what the model is given
-        report = await opened.context_report(refresh=argument == "refresh")
-        assert report is not None  # the agent is up
-        # The system prompt holds the project's files (README.md, AGENTS.md) as they are.
-        return Outcome(0, "done", format_report(report), data={"context": asdict(report)})
-    if name == "/cost":
-        spent = opened.cost()
-        return Outcome(0, "done", "\n".join(cost_lines(spent)) + "\n", data={"cost": asdict(spent)})
-    custom = _custom_command(opened, line)
-    if isinstance(custom, CommandProblem):
-        return _failed(2, custom.message)
-    names = [c.name for c in opened.custom_commands().usable(_COMMAND_NAMES)]
-    known = ", ".join(COMMANDS) + (f" and the custom {', '.join(names)}" if names else "")
-    return _failed(2, f"unknown command {name}; print mode knows {known}.")
+async def _command(
+    opened: AgentSession, line: str, found: DomainCommand | CommandReport
+) -> Outcome:
+    """A slash command instead of a message: run the built-in one `found` names, or say why
+    the line runs nothing."""
+    if isinstance(found, DomainCommand):
+        argument = line.strip().partition(" ")[2]
+        found = await COMMANDS.run(opened, found, argument)
+    return _outcome(found, line.strip().partition(" ")[0])
+
+
+EXIT_STATUS = {"done": 0, "warning": 0, "failed": 1, "blocked": 1, "refused": 2}
+"""A command's exit status by its outcome: 2 for a line that was wrong, as for bad flags."""
+
+
+def _outcome(done: CommandReport, name: str) -> Outcome:
+    """How a command's report ends print mode: its text on stdout (its data, for the JSON
+    formats, under the command's name), or one line on stderr (none when a hook's line said
+    why already)."""
+    status = EXIT_STATUS[done.outcome]
+    if done.ok:
+        data = {} if done.data is None else {name.lstrip("/"): _jsonable(done.data)}
+        return Outcome(status, "done", f"{done.text}\n" if done.text else "", data=data)
+    # A line on stderr, as print mode's own: `kode-tui: compaction failed: ...`.
+    error = done.text[:1].lower() + done.text[1:]
+    blocked = done.outcome == "blocked"
+    return Outcome(status, "blocked" if blocked else "error", error=error, told=blocked)
+
+
+def _jsonable(data: object) -> Any:
+    """A report's data as JSON values (what is not data, a session handle, as its name)."""
+    return to_jsonable_python(data, fallback=lambda value: type(value).__name__)
 
 
 def _failed(status: int, error: str) -> Outcome:
     return Outcome(status, "error", error=error)
-
-
-def format_report(report: ContextReport) -> str:
-    """`/context` as text: the rows that add up to the context's size, the reminders of the
-    last request, the system prompt."""
-    lines = [
-        f"Context: {report.context_tokens:,} of {report.max_context_tokens:,} tokens "
-        f"(compacts at {report.trigger_tokens:,})",
-        "",
-        "What the model is given (tokens):",
-        *row_lines(report),
-    ]
-    lines += ["", "Reminders of the last request:"]
-    lines += [f"  [{r.kind}] {r.text.splitlines()[0]}" for r in report.reminders] or ["  none"]
-    lines += ["", "System prompt:", "", report.system_prompt, ""]
-    return "\n".join(lines)
 
 
 # --- the JSON formats ----------------------------------------------------------------------------
@@ -409,10 +395,10 @@ class JsonView:
         self._events.begin_turn()
         history = 0 if self._stream else len((await opened.messages())[0])
         steps = 0
-        custom = _custom_command(opened, text)
-        if isinstance(custom, CommandPrompt) or not text.startswith("/"):
-            if isinstance(custom, CommandPrompt):
-                turn = await opened.run_command(custom)
+        found = command_of(opened, text)
+        if isinstance(found, CommandPrompt) or found is None:
+            if isinstance(found, CommandPrompt):
+                turn = await opened.custom.run(found)
             else:
                 turn = await opened.run(text)
             steps = turn.steps
@@ -426,7 +412,7 @@ class JsonView:
         else:
             if self._notes is not None:
                 self._notes.note_compactions = False  # `result` has the figure
-            outcome = await _command(opened, text)
+            outcome = await _command(opened, text, found)
             if self._notes is not None:
                 self._notes.note_compactions = True
         await shown.join()

@@ -643,3 +643,47 @@ def test_the_built_in_strategies_keep_their_defaults_when_loaded() -> None:
 
     assert summary.max_preserved_messages == 2
     assert both.hiding.preserve_recent_n == 5 and both.summary.max_preserved_messages == 2
+
+
+async def test_a_compactor_works_with_the_collaborators_it_is_given_no_soul(tmp_path: Path) -> None:
+    """The live compaction's owner: a context, a bus, the hooks, a strategy, the model a
+    strategy calls; after the swap it lets its owner know (`swapped`) and sends the status."""
+    from kode_tui.session import Context
+    from kode_tui.soul.compacting import Compactor
+    from kode_tui.soul.hooks import Hooks
+    from kode_tui.wire import events as ev
+    from kode_tui.wire.bus import WireBus
+
+    context = Context(tmp_path / "context.jsonl")
+    await context.restore()
+    for n in range(3):
+        await context.checkpoint()
+        await context.append_message([user(f"question {n}"), assistant(f"answer {n}")])
+    bus = WireBus()
+    seen: list[ev.Event] = []
+    shown = bus.subscribe(callback=seen.append)
+    swaps: list[int] = []
+    status = ev.StatusUpdate(context_tokens=1, max_context_tokens=100)
+    compactor = Compactor(
+        context,
+        bus,
+        Hooks(),
+        LLMSummaryCompaction(max_preserved_messages=2),
+        llm=lambda step: ScriptedProvider([{"text": "THE SUMMARY"}]),
+        reserved=lambda: 0,
+        checkpoint_notes=False,
+        swapped=lambda: swaps.append(context.n_checkpoints),
+        status=lambda: status,
+    )
+
+    assert await compactor.compact("keep the answers", step=0)
+    await shown.join()
+    shown.close()
+
+    assert swaps == [1]  # once, with the new context's one checkpoint
+    assert "THE SUMMARY" in context.history[0].text
+    assert [m.text for m in context.history[1:]] == ["question 2", "answer 2"]
+    kinds = [type(event) for event in seen]
+    assert kinds == [ev.CompactionBegin, ev.CheckpointCreated, ev.CompactionEnd, ev.StatusUpdate]
+    assert seen[-1] is status
+    await context.close()

@@ -51,7 +51,7 @@ async def test_an_edited_summary_is_what_the_context_holds_and_the_model_reads(
     agent = await opened(tmp_path, provider)
     await agent.run("first")
     await agent.run("second")
-    plan = await agent.plan_compaction("keep the names")
+    plan = await agent.compaction.plan("keep the names")
     assert plan is not None
     assert plan.summary == "THE MODEL'S SUMMARY"
     assert plan.strategy == "LLMSummaryCompaction"
@@ -60,13 +60,13 @@ async def test_an_edited_summary_is_what_the_context_holds_and_the_model_reads(
     assert plan.hidden == len(plan.source) - len(plan.kept) > 0
     assert plan.tokens_after < plan.tokens_before
 
-    await agent.apply_compaction(plan, "THE USER'S SUMMARY")
+    await agent.compaction.apply(plan, "THE USER'S SUMMARY")
     live = agent.session.dir / "context.jsonl"
     assert "THE USER'S SUMMARY" in live.read_text()
     assert "THE MODEL'S SUMMARY" not in live.read_text()
     notes = [json.loads(line) for line in (agent.session.dir / "rotations.jsonl").open()]
     assert notes[-1]["reason"] == "compaction" and notes[-1]["edited"] is True
-    rows = agent.rotations()
+    rows = agent.travel.rotations()
     assert rows[0].rotation.info.get("edited") is True
 
     await agent.run("third")
@@ -77,9 +77,9 @@ async def test_an_edited_summary_is_what_the_context_holds_and_the_model_reads(
 
 async def test_an_unedited_summary_notes_no_edit(tmp_path: Path) -> None:
     agent = await two_turns(tmp_path)
-    plan = await agent.plan_compaction()
+    plan = await agent.compaction.plan()
     assert plan is not None
-    await agent.apply_compaction(plan, "SUMMARY")
+    await agent.compaction.apply(plan, "SUMMARY")
     notes = [json.loads(line) for line in (agent.session.dir / "rotations.jsonl").open()]
     assert "edited" not in notes[-1]
     await agent.close()
@@ -88,9 +88,9 @@ async def test_an_unedited_summary_notes_no_edit(tmp_path: Path) -> None:
 async def test_a_plan_left_unapplied_changes_no_file(tmp_path: Path) -> None:
     agent = await two_turns(tmp_path)
     before = files(agent.session.dir)
-    assert await agent.plan_compaction() is not None
+    assert await agent.compaction.plan() is not None
     assert files(agent.session.dir) == before
-    assert agent.rotations() == []
+    assert agent.travel.rotations() == []
     await agent.close()
 
 
@@ -101,24 +101,24 @@ async def test_a_plan_of_a_context_that_moved_on_is_refused(tmp_path: Path) -> N
     agent = await opened(tmp_path, provider)
     await agent.run("first")
     await agent.run("second")
-    plan = await agent.plan_compaction()
+    plan = await agent.compaction.plan()
     assert plan is not None
     await agent.run("third")
     live = (agent.session.dir / "context.jsonl").read_bytes()
     with pytest.raises(ValueError, match="changed"):
-        await agent.apply_compaction(plan, "edited")
+        await agent.compaction.apply(plan, "edited")
     assert (agent.session.dir / "context.jsonl").read_bytes() == live
-    assert agent.rotations() == []
+    assert agent.travel.rotations() == []
     await agent.close()
 
 
 async def test_an_empty_summary_is_refused(tmp_path: Path) -> None:
     agent = await two_turns(tmp_path)
-    plan = await agent.plan_compaction()
+    plan = await agent.compaction.plan()
     assert plan is not None
     with pytest.raises(ValueError, match="empty"):
-        await agent.apply_compaction(plan, "  \n")
-    assert agent.rotations() == []
+        await agent.compaction.apply(plan, "  \n")
+    assert agent.travel.rotations() == []
     await agent.close()
 
 
@@ -126,7 +126,7 @@ async def test_an_unknown_strategy_is_refused(tmp_path: Path) -> None:
     agent = await opened(tmp_path, ScriptedProvider([{"text": "one."}]))
     await agent.run("first")
     with pytest.raises(ValueError, match="no compaction strategy named Nope"):
-        await agent.plan_compaction(strategy="Nope")
+        await agent.compaction.plan(strategy="Nope")
     await agent.close()
 
 
@@ -151,7 +151,7 @@ async def test_with_review_on_an_automatic_compaction_waits_for_the_reviewer(
         shown.append(plan)
         return plan.with_summary("REVIEWED")
 
-    agent.set_compaction_reviewer(review)
+    agent.compaction.set_reviewer(review)
     await agent.run("first")
     await agent.run("second")
     assert len(shown) == 1 and shown[0].summary == "SUMMARY"
@@ -181,11 +181,11 @@ async def test_a_cancelled_automatic_review_lets_the_turn_go_on_uncompacted_and_
         asked.append(plan)
         return None
 
-    agent.set_compaction_reviewer(cancel)
+    agent.compaction.set_reviewer(cancel)
     await agent.run("first")
     result = await agent.run("second")
     assert result.error is None and len(asked) == 1
-    assert agent.rotations() == []
+    assert agent.travel.rotations() == []
     sent = [m.text for m in provider.requests[-1].history]
     assert "first" in sent and "one." in sent
     await agent.close()
@@ -198,10 +198,10 @@ async def test_without_review_in_the_config_the_reviewer_is_not_asked(tmp_path: 
     async def never(plan: CompactionPlan) -> CompactionPlan | None:
         raise AssertionError("asked")
 
-    agent.set_compaction_reviewer(never)
+    agent.compaction.set_reviewer(never)
     await agent.run("first")
     await agent.run("second")
-    assert agent.rotations()[0].rotation.reason == "compaction"
+    assert agent.travel.rotations()[0].rotation.reason == "compaction"
     await agent.close()
 
 
@@ -213,5 +213,5 @@ async def test_with_review_on_but_no_reviewer_the_compaction_applies_unreviewed(
     agent = await opened(tmp_path, provider, Config(compaction=CompactionConfig(review=True)))
     await agent.run("first")
     await agent.run("second")
-    assert agent.rotations()[0].rotation.reason == "compaction"
+    assert agent.travel.rotations()[0].rotation.reason == "compaction"
     await agent.close()

@@ -419,7 +419,7 @@ async def test_a_compaction_that_hits_a_full_disk_leaves_the_context_whole(
             {"text": "<current_focus>y</current_focus>"},
         ],
     )
-    rig.soul.compaction = LLMSummaryCompaction()
+    rig.soul.compactor.strategy = LLMSummaryCompaction()
     await rig.soul.run("one")
     await rig.soul.run("two")
     before = rig.context.path.read_bytes()

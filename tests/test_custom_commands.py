@@ -258,9 +258,9 @@ async def test_a_command_sends_its_prompt_and_says_so_before_the_turn(project: P
     choice = ModelChoice(name="scripted", model="scripted", source="flag")
     await opened.start(Config(), choice, provider=provider)
     try:
-        prompt = opened.command_prompt("/Review", "app.py naming")
+        prompt = opened.custom.prompt("/Review", "app.py naming")
         assert isinstance(prompt, CommandPrompt)
-        result = await opened.run_command(prompt)
+        result = await opened.custom.run(prompt)
     finally:
         await opened.close()
 
@@ -343,10 +343,10 @@ async def test_a_commands_model_alias_answers_that_prompt_only(project: Path) ->
     choice = ModelChoice(name="scripted", model="scripted", source="flag")
     await opened.start(Config(), choice, provider=scripted)
     try:
-        prompt = opened.command_prompt("/tour", "")
+        prompt = opened.custom.prompt("/tour", "")
         assert isinstance(prompt, CommandPrompt)
         parts = opened.bus.subscribe(ev.ContentPart)
-        turn = asyncio.ensure_future(opened.run_command(prompt))
+        turn = asyncio.ensure_future(opened.custom.run(prompt))
         first = await asyncio.wait_for(anext(parts), 10)
         opened.interrupt()  # the demo's tour is long: its first words are enough
         with contextlib.suppress(asyncio.CancelledError):

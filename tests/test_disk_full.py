@@ -162,5 +162,5 @@ async def test_continuing_a_session_on_a_full_disk_opens_it(
 
     opened = await cli._open(cli.build_parser().parse_args(["-C", str(project)]), project)
 
-    assert opened.session is not None and len(opened.session.timeline().history) == 3
+    assert opened.session is not None and len(opened.session.travel.timeline().history) == 3
     await opened.session.close()

@@ -30,7 +30,7 @@ async def two_turns(project: Path) -> AgentSession:
 
 
 def texts(opened: AgentSession) -> list[str]:
-    return [f"{m.role}:{m.text}" for m in opened._context.history]
+    return [f"{m.role}:{m.text}" for m in opened.travel.timeline().history]
 
 
 async def test_choosing_a_tool_result_drops_its_call_too_in_one_edit_rotation(
@@ -38,29 +38,29 @@ async def test_choosing_a_tool_result_drops_its_call_too_in_one_edit_rotation(
 ) -> None:
     opened = await two_turns(project)
     try:
-        history = list(opened._context.history)
+        history = list(opened.travel.timeline().history)
         before = texts(opened)
-        checkpoints = [c.id for c in opened._context.checkpoints]
+        checkpoints = [c.id for c in opened.travel.timeline().checkpoints]
         result = next(i for i, m in enumerate(history) if m.role == "tool")
 
-        plan = opened.drop_plan([result])
+        plan = opened.drops.plan([result])
 
         assert plan.indexes == (result - 1, result)  # the call's message and its result
         assert plan.tool_results == 1 and plan.tokens > 0
-        assert plan.tokens_after == opened.token_count() - plan.tokens
-        rotated = await opened.drop(plan)
+        assert plan.tokens_after == opened.compaction.token_count() - plan.tokens
+        rotated = await opened.drops.apply(plan)
 
-        after = opened._context.history
+        after = opened.travel.timeline().history
         assert not any(m.role == "tool" or m.tool_calls for m in after)
         assert list(paired(after)) == list(after)  # nothing left to pair or to leave out
         assert texts(opened) == [t for i, t in enumerate(before) if i not in plan.indexes]
-        assert [c.id for c in opened._context.checkpoints] == checkpoints
-        assert opened.token_count() == plan.tokens_after
+        assert [c.id for c in opened.travel.timeline().checkpoints] == checkpoints
+        assert opened.compaction.token_count() == plan.tokens_after
         [rotation] = list_rotations(opened.session.context_file)
         assert rotation.reason == "edit" and rotation.path.name == rotated
 
         assert rotated is not None
-        await opened.restore(rotated)
+        await opened.travel.restore(rotated)
         assert texts(opened) == before
     finally:
         await opened.close()
@@ -71,23 +71,25 @@ async def test_a_range_of_checkpoints_drops_their_messages_but_keeps_the_checkpo
 ) -> None:
     opened = await two_turns(project)
     try:
-        checkpoints = list(opened._context.checkpoints)
+        checkpoints = list(opened.travel.timeline().checkpoints)
         # The first turn: from checkpoint 0 to the one before the second turn's.
-        second = next(i for i, m in enumerate(opened._context.history) if m.text == "second")
+        second = next(
+            i for i, m in enumerate(opened.travel.timeline().history) if m.text == "second"
+        )
         last = max(c.id for c in checkpoints if c.message_index < second) - 1
         notes = [t for t in texts(opened) if "CHECKPOINT" in t]
 
-        plan = opened.drop_range_plan(0, last)
+        plan = opened.drops.range_plan(0, last)
 
         assert plan.indexes and max(plan.indexes) < second
         assert plan.tool_results == 1
-        await opened.drop(plan)
-        assert [c.id for c in opened._context.checkpoints] == [c.id for c in checkpoints]
+        await opened.drops.apply(plan)
+        assert [c.id for c in opened.travel.timeline().checkpoints] == [c.id for c in checkpoints]
         kept = [t for t in texts(opened) if "CHECKPOINT" not in t]
         assert kept == ["user:second", "assistant:Two."]
         assert [t for t in texts(opened) if "CHECKPOINT" in t] == notes
         with pytest.raises(ValueError, match="no checkpoint 99"):
-            opened.drop_range_plan(0, 99)
+            opened.drops.range_plan(0, 99)
     finally:
         await opened.close()
 
@@ -95,11 +97,11 @@ async def test_a_range_of_checkpoints_drops_their_messages_but_keeps_the_checkpo
 async def test_a_plan_for_another_history_drops_nothing(project: Path) -> None:
     opened = await two_turns(project)
     try:
-        plan = opened.drop_plan([1])
-        await opened.drop(opened.drop_plan([len(opened._context.history) - 1]))
+        plan = opened.drops.plan([1])
+        await opened.drops.apply(opened.drops.plan([len(opened.travel.timeline().history) - 1]))
         before = texts(opened)
         with pytest.raises(ValueError, match="changed since"):
-            await opened.drop(plan)
+            await opened.drops.apply(plan)
         assert texts(opened) == before
     finally:
         await opened.close()

@@ -53,16 +53,18 @@ async def test_a_view_of_a_session_being_written_follows_its_turns_and_rotations
         following = asyncio.create_task(view.follow(stop))
         try:
             assert view.read_only == "locked"
-            assert len(view.timeline().checkpoints) == len(writer.timeline().checkpoints)
+            assert len(view.travel.timeline().checkpoints) == len(
+                writer.travel.timeline().checkpoints
+            )
             await writer.run("second")
             await asyncio.wait_for(anext(aiter(reloads)), 10)
-            assert "second" in [m.text for m in view.timeline().history if m.role == "user"]
+            assert "second" in [m.text for m in view.travel.timeline().history if m.role == "user"]
             await writer.clear()
             async with asyncio.timeout(10):
-                while not view.rotations():
+                while not view.travel.rotations():
                     await anext(aiter(reloads))
-            assert [e.rotation.path.name for e in view.rotations()] == ["context_1.jsonl"]
-            assert list(view.timeline().history) == []
+            assert [e.rotation.path.name for e in view.travel.rotations()] == ["context_1.jsonl"]
+            assert list(view.travel.timeline().history) == []
         finally:
             stop.set()
             await following
@@ -95,9 +97,9 @@ async def test_clear_keeps_the_old_context_and_tells_the_views(tmp_path: Path) -
         await subscription.join()
         assert rotated == "context_1.jsonl"
         assert [event.rotated_file for event in seen] == [rotated]
-        assert opened.rotated_file("1") == rotated
-        assert opened.rotated_file("7") is None
-        assert opened.rotated_file("../context") is None
+        assert opened.travel.rotated_file("1") == rotated
+        assert opened.travel.rotated_file("7") is None
+        assert opened.travel.rotated_file("../context") is None
     finally:
         await opened.close()
 
@@ -110,13 +112,13 @@ async def test_a_revert_plan_shows_each_conflict_as_a_diff(tmp_path: Path) -> No
     try:
         await opened.run("write a.txt")
         (tmp_path / "a.txt").write_text("mine\n")
-        plan = await opened.revert_plan(0)
+        plan = await opened.travel.revert_plan(0)
         assert [(p.path, p.action) for p in plan.preview.files] == [("a.txt", "conflict")]
         [diff] = plan.conflict_diffs
         assert (diff.old_text, diff.new_text) == ("agent\n", "mine\n")
         assert plan.label == "write a.txt"
         with pytest.raises(ValueError):
-            await opened.revert_plan(99)
+            await opened.travel.revert_plan(99)
     finally:
         await opened.close()
 

@@ -9,7 +9,7 @@ import pytest
 
 from kode_tui.session import Context, Session
 from kode_tui.session.state import Pin, load_state
-from kode_tui.soul.facade import AgentSession, lineage_note
+from kode_tui.soul.facade import AgentSession, LineageNote
 from tests.session_helpers import session_with_turns
 from tests.test_kimi_compat import KIMI_PYTHON, KIMI_RESTORE, kimi, kimi_view, ours
 
@@ -26,7 +26,7 @@ async def test_fork_up_to_a_checkpoint_copies_the_records_before_it_into_a_new_s
     project, source = await session_with_turns(tmp_path, 3)
     opened = await AgentSession.open(project, source)
     try:
-        forked = await opened.fork(2)
+        forked = await opened.lineage.fork(2)
     finally:
         await opened.close()
     assert forked.id != source.id
@@ -37,7 +37,7 @@ async def test_fork_up_to_a_checkpoint_copies_the_records_before_it_into_a_new_s
     assert state.forked_from is not None
     assert (state.forked_from.session, state.forked_from.file) == (source.id, "context.jsonl")
     assert state.forked_from.checkpoint == 2
-    note = lineage_note(forked)
+    note = LineageNote.of(forked)
     assert note is not None
     assert note.text == f"forked from {source.id[:8]} before checkpoint 2"
     # It restores as any context does, and the source is untouched.
@@ -54,7 +54,7 @@ async def test_fork_without_a_checkpoint_copies_the_whole_live_context(tmp_path:
     source.save_state()
     opened = await AgentSession.open(project, source)
     try:
-        forked = await opened.fork()
+        forked = await opened.lineage.fork()
     finally:
         await opened.close()
     assert forked.context_file.read_bytes() == source.context_file.read_bytes()
@@ -69,7 +69,7 @@ async def test_fork_of_a_rotated_context_records_the_file(tmp_path: Path) -> Non
         await context.revert_to(2)
     opened = await AgentSession.open(project, source)
     try:
-        forked = await opened.fork(from_file="1")
+        forked = await opened.lineage.fork(from_file="1")
     finally:
         await opened.close()
     assert forked.context_file.read_bytes() == (source.dir / "context_1.jsonl").read_bytes()
@@ -85,7 +85,7 @@ async def test_fork_keeps_the_file_journal_blobs(tmp_path: Path) -> None:
     (blobs / "abc").write_bytes(b"before")
     opened = await AgentSession.open(project, source)
     try:
-        forked = await opened.fork()
+        forked = await opened.lineage.fork()
     finally:
         await opened.close()
     assert (forked.dir / "blobs" / "abc").read_bytes() == b"before"
@@ -96,9 +96,9 @@ async def test_fork_at_a_missing_checkpoint_says_so_and_makes_nothing(tmp_path: 
     opened = await AgentSession.open(project, source)
     try:
         with pytest.raises(ValueError, match=r"there is no checkpoint 9 in context\.jsonl"):
-            await opened.fork(9)
+            await opened.lineage.fork(9)
         with pytest.raises(ValueError, match="there is no rotated context 4"):
-            await opened.fork(from_file="4")
+            await opened.lineage.fork(from_file="4")
     finally:
         await opened.close()
     assert [s.id for s in await Session.list(project)] == [source.id]
@@ -109,7 +109,7 @@ async def test_kimi_restores_a_fork_as_we_do(tmp_path: Path) -> None:
     project, source = await session_with_turns(tmp_path, 3)
     opened = await AgentSession.open(project, source)
     try:
-        forked = await opened.fork(4)
+        forked = await opened.lineage.fork(4)
     finally:
         await opened.close()
     async with Context(forked.context_file) as context:
@@ -126,8 +126,8 @@ async def test_fork_of_a_context_without_messages_says_so(tmp_path: Path) -> Non
     opened = await AgentSession.open(project, source)
     try:
         with pytest.raises(ValueError, match="there is nothing to fork"):
-            await opened.fork()
+            await opened.lineage.fork()
         with pytest.raises(ValueError, match="there is nothing to fork"):
-            await opened.fork(0, from_file="1")
+            await opened.lineage.fork(0, from_file="1")
     finally:
         await opened.close()

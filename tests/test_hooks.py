@@ -188,9 +188,9 @@ async def test_a_pre_compact_hook_blocks_compaction_and_post_compact_gets_the_ro
         await opened.run("second")
         before = opened.session.context_file.read_bytes()
         with pytest.raises(CompactionBlocked, match="not now"):
-            await opened.compact()
+            await opened.compaction.compact()
         assert opened.session.context_file.read_bytes() == before
-        assert opened.rotations() == []
+        assert opened.travel.rotations() == []
         assert seen(tmp_path, "veto")["trigger"] == "manual"
     finally:
         await opened.close()
@@ -202,7 +202,7 @@ async def test_a_pre_compact_hook_blocks_compaction_and_post_compact_gets_the_ro
         provider=ScriptedProvider([{"text": "SUMMARY"}]),
     )
     try:
-        assert await again.compact()
+        assert await again.compaction.compact()
     finally:
         await again.close()
     given = seen(tmp_path, "record")
@@ -223,14 +223,14 @@ async def test_a_turn_whose_compaction_a_hook_blocked_goes_on_uncompacted_and_un
     try:
         await opened.run("first")
         report = await opened.context_report()
-        assert report is not None and opened.token_count() >= report.trigger_tokens
+        assert report is not None and opened.compaction.token_count() >= report.trigger_tokens
         result = await opened.run("second")
     finally:
         await opened.close()
 
     assert result.stop_reason == "done" and result.steps == 2
     assert (tmp_path / "veto.json").read_text() == "auto\n"  # asked once in the turn
-    assert opened.rotations() == []
+    assert opened.travel.rotations() == []
     assert len(provider.requests) == 3
 
 

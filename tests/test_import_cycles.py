@@ -9,25 +9,6 @@ from pathlib import Path
 
 from tests.import_graph import import_graph
 
-OWNED_ELSEWHERE: set[frozenset[str]] = {
-    # The soul's helpers that take the soul and write its state (issue 27, item 3).
-    frozenset(
-        {
-            "kode_tui.soul.soul",
-            "kode_tui.soul.compacting",
-            "kode_tui.soul.context_report",
-            "kode_tui.soul.shell_escape",
-            "kode_tui.soul.timetravel",
-        }
-    ),
-    # The app's commands, split off by size (issue 27, item 1 and 3).
-    frozenset(
-        {"kode_tui.ui.app", "kode_tui.ui.commands", "kode_tui.ui.lineage", "kode_tui.ui.thinking"}
-    ),
-}
-"""The circles work under way for issue 27 ends; each leaves this list when it is gone, until
-the list is empty."""
-
 
 def circles(graph: Mapping[str, Set[str]]) -> set[frozenset[str]]:
     """The modules that reach themselves through their imports, grouped: each group holds the
@@ -61,14 +42,8 @@ def described(circle: frozenset[str], graph: Mapping[str, Set[str]]) -> str:
 
 def test_no_module_imports_itself_through_others() -> None:
     graph = import_graph()
-    new = [described(circle, graph) for circle in circles(graph) - OWNED_ELSEWHERE]
-    assert not new, "import circles:\n" + "\n".join(new)
-
-
-def test_every_circle_still_listed_is_still_there() -> None:
-    """A circle broken (or changed) leaves OWNED_ELSEWHERE, so the list only shrinks."""
-    gone = [sorted(circle) for circle in OWNED_ELSEWHERE - circles(import_graph())]
-    assert not gone, f"no longer circles, remove them from OWNED_ELSEWHERE: {gone}"
+    found = [described(circle, graph) for circle in circles(graph)]
+    assert not found, "import circles:\n" + "\n".join(found)
 
 
 def test_the_graph_sees_every_kind_of_import(tmp_path: Path) -> None:

@@ -206,7 +206,7 @@ async def test_kimi_restores_a_session_whose_shell_edits_were_recorded_and_rever
 
     project = make_project(tmp_path)
     agent = await shell_turns(project, "echo after > change.txt && rm gone.txt", "echo x > y")
-    await agent.soul.revert(user_checkpoint(agent, "turn 1"), files=True)
+    await agent.soul.travel.revert(user_checkpoint(agent, "turn 1"), files=True)
     await agent.close()
 
     async with Context(agent.session.context_file) as context:
@@ -387,7 +387,6 @@ async def test_kimi_restores_a_compaction_whose_summary_was_edited_in_review(
 ) -> None:
     from kode_tui.config import Config, resolve_model
     from kode_tui.session import Session
-    from kode_tui.soul import compacting
     from kode_tui.soul.agent import open_agent
     from kode_tui.soul.llm.scripted import ScriptedProvider
 
@@ -400,9 +399,9 @@ async def test_kimi_restores_a_compaction_whose_summary_was_edited_in_review(
     agent = await open_agent(session, Config(), resolve_model(Config()), provider=provider)
     await agent.soul.run("one")
     await agent.soul.run("two")
-    plan = await compacting.plan(agent.soul, None)
+    plan = await agent.soul.compactor.plan(None)
     assert plan is not None
-    await compacting.apply(agent.soul, plan.with_summary("THE USER'S SUMMARY"))
+    await agent.soul.compactor.apply(plan.with_summary("THE USER'S SUMMARY"))
     await agent.close()
 
     async with Context(session.context_file) as context:
@@ -527,8 +526,10 @@ async def test_kimi_restores_a_session_we_dropped_a_tool_call_from(tmp_path: Pat
     choice = ModelChoice(name="scripted", model="scripted", source="flag")
     await opened.start(Config(), choice, provider=ScriptedProvider(script), yolo=True)
     await opened.run("read it")
-    history = list(opened._context.history)
-    await opened.drop(opened.drop_plan([i for i, m in enumerate(history) if m.role == "tool"]))
+    history = list(opened.travel.timeline().history)
+    await opened.drops.apply(
+        opened.drops.plan([i for i, m in enumerate(history) if m.role == "tool"])
+    )
     await opened.close()
 
     async with Context(opened.session.context_file) as context:
@@ -576,21 +577,23 @@ async def test_kimi_restores_every_file_after_pins_a_drop_a_fork_and_a_reviewed_
     choice = ModelChoice(name="scripted", model="scripted", source="flag")
     opened = await AgentSession.open(project)
     await opened.start(Config(), choice, provider=ScriptedProvider(script), yolo=True)
-    await opened.pin("Tabs, not spaces.")
+    await opened.pins.add("Tabs, not spaces.")
     await opened.run("read it")
     await opened.run("and again")
-    history = list(opened._context.history)
-    await opened.drop(opened.drop_plan([i for i, m in enumerate(history) if m.role == "tool"]))
-    fork = await opened.fork()
+    history = list(opened.travel.timeline().history)
+    await opened.drops.apply(
+        opened.drops.plan([i for i, m in enumerate(history) if m.role == "tool"])
+    )
+    fork = await opened.lineage.fork()
     await opened.close()
 
     forked = await AgentSession.open(project, fork)
     summary = {"text": "THE MODEL'S SUMMARY"}
     await forked.start(Config(), choice, provider=ScriptedProvider([summary]), yolo=True)
-    await forked.pin("Only in the fork.")
-    plan = await forked.plan_compaction()
+    await forked.pins.add("Only in the fork.")
+    plan = await forked.compaction.plan()
     assert plan is not None
-    await forked.apply_compaction(plan, "THE USER'S SUMMARY")
+    await forked.compaction.apply(plan, "THE USER'S SUMMARY")
     await forked.close()
 
     folders = [opened.session.dir, fork.dir]

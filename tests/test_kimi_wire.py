@@ -189,8 +189,8 @@ async def record_a_session(tmp_path: Path) -> tuple[Path, list[ev.Event]]:
         first = rig.context.checkpoints[0].id
         assert (await rig.soul.run("go on")).stop_reason == "done"
         await rig.soul.compact()
-        reverted = await rig.soul.revert(first)
-        await rig.soul.restore(reverted.rotated_file)
+        reverted = await rig.soul.travel.revert(first)
+        await rig.soul.travel.restore(reverted.rotated_file)
         await rig.settle()
     return wire, rig.events
 
@@ -434,8 +434,8 @@ async def test_kimi_reads_every_line_of_its_session_after_we_went_on_reverted_an
     )
     first = len(agent.soul.context.checkpoints)
     assert (await agent.soul.run("write a.txt")).stop_reason == "done"
-    reverted = await agent.soul.revert(agent.soul.context.checkpoints[first].id, files=True)
-    await agent.soul.restore(reverted.rotated_file, files=True)
+    reverted = await agent.soul.travel.revert(agent.soul.context.checkpoints[first].id, files=True)
+    await agent.soul.travel.restore(reverted.rotated_file, files=True)
     await agent.close()
     assert (work_dir / "a.txt").read_text() == "a"
 

@@ -105,7 +105,7 @@ async def test_an_edit_of_env_shows_no_key_while_blobs_keep_it_for_a_revert(
 
     assert (await agent.soul.run("Use port 9000")).stop_reason == "done"
     assert (project / ".env").read_text() == f"DEBUG=1\n{VAR}={key}\nPORT=9000\n"
-    outcome = await agent.soul.revert(0, files=True)
+    outcome = await agent.soul.travel.revert(0, files=True)
     await agent.close()
 
     # The diff the user approved showed the key's line, masked in the recording.

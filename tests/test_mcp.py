@@ -260,14 +260,14 @@ async def test_a_session_approval_covers_one_mcp_tool_and_a_tool_switched_off_is
         assert len(asked) == 2
         assert asked[0].startswith(NOW) and '"UTC"' in asked[0]
         assert asked[1].startswith("mcp__time__convert_time")
-        assert [p.scope for p in opened.permissions()] == [f"mcp:{NOW}"]
+        assert [p.scope for p in opened.permissions.grants()] == [f"mcp:{NOW}"]
         assert len(tool_results(opened)) == 3
 
-        [server] = opened.mcp_status()
+        [server] = opened.mcp.status()
         assert server.state == "connected" and server.tokens > 0
         before = server.tokens
-        await opened.mcp_set_enabled("time", False, tool=NOW)
-        [server] = opened.mcp_status()
+        await opened.mcp.set_enabled("time", False, tool=NOW)
+        [server] = opened.mcp.status()
         assert 0 < server.tokens < before
         report = await opened.context_report()
         assert report is not None
@@ -305,7 +305,7 @@ async def test_a_server_that_dies_is_one_warning_the_model_reads_an_error_and_re
         await shown.join()
 
         assert len([w for w in warnings if "MCP server test" in w]) == 1
-        [server_info] = opened.mcp_status()
+        [server_info] = opened.mcp.status()
         assert server_info.state == "failed"
         pixel, died, echo = tool_results(opened)
         assert "image_url" in pixel and "a pixel" in pixel
@@ -313,7 +313,7 @@ async def test_a_server_that_dies_is_one_warning_the_model_reads_an_error_and_re
         assert "not connected" in echo or "stopped answering" in echo
         assert "mcp__test__echo" not in [t["function"]["name"] for t in provider.requests[3].tools]
 
-        revived = await opened.mcp_reconnect("test")
+        revived = await opened.mcp.reconnect("test")
         assert revived.state == "connected"
         await opened.run("again")
         assert "back" in tool_results(opened)[-1]
@@ -334,7 +334,7 @@ def test_a_server_that_does_not_start_in_time_fails_with_the_timeout(tmp_path: P
         started = asyncio.get_running_loop().time()
         result = await opened.run("hi")
         waited = asyncio.get_running_loop().time() - started
-        status = opened.mcp_status()
+        status = opened.mcp.status()
         await opened.close()
         assert result.stop_reason == "done"
         return status, waited
@@ -402,7 +402,7 @@ async def test_an_http_server_gets_headers_from_the_environment_and_its_loss_is_
         assert result.stop_reason == "done"
         assert "stopped answering" in tool_results(opened)[1]
         assert len([w for w in warnings if "MCP server web" in w]) == 1
-        assert opened.mcp_status()[0].state == "failed"
+        assert opened.mcp.status()[0].state == "failed"
     finally:
         shown.close()
         await opened.close()
@@ -477,7 +477,7 @@ async def test_a_streamable_http_server_gives_its_tools_and_their_images(
         assert "Echo: hi \\u001b[2J" in echo
         assert "image_url" in image and "data:image/png;base64," in image
         assert "[resource <demo://resource/" in resource
-        [server] = opened.mcp_status()
+        [server] = opened.mcp.status()
         assert server.state == "connected" and len(server.tools) > 5
     finally:
         await opened.close()
@@ -512,13 +512,13 @@ async def test_the_mcp_screen_lists_servers_and_tokens_and_switches_a_tool_off(
         await ready(pilot)
         opened = app.agent_session
         assert opened is not None
-        await wait_for(pilot, lambda: [s.state for s in opened.mcp_status()] == [
+        await wait_for(pilot, lambda: [s.state for s in opened.mcp.status()] == [
             "connected", "failed"
         ])  # fmt: skip
         await send(pilot, "/mcp")
         await wait_for(pilot, lambda: isinstance(app.screen, McpScreen))
         text = screen_text(app)
-        [test, _] = opened.mcp_status()
+        [test, _] = opened.mcp.status()
         assert f"test  5 tools · {test.tokens:,} tokens" in text
         assert "✓ mcp__test__echo" in text and "✓ mcp__test__die" in text
         assert "✗ broken  failed: no such command" in text
@@ -527,6 +527,6 @@ async def test_the_mcp_screen_lists_servers_and_tokens_and_switches_a_tool_off(
         await pilot.press("down")  # the first tool, echo: its description shows
         await wait_for(pilot, lambda: "Say the text back." in screen_text(app))
         await pilot.press("space")
-        await wait_for(pilot, lambda: not opened.mcp_status()[0].tools[0].enabled)
+        await wait_for(pilot, lambda: not opened.mcp.status()[0].tools[0].enabled)
         assert "test  4 tools" in screen_text(app)
         await pilot.press("escape")

@@ -53,7 +53,7 @@ async def test_a_servers_stderr_reaches_its_log_with_every_key_masked(
         provider = ScriptedProvider([{"text": "fine"}])
         await opened.start(mcp_config({"raw": server}), SCRIPTED, provider=provider)
         await opened.run("hi")
-        assert opened.mcp_status()[0].state == "connected"
+        assert opened.mcp.status()[0].state == "connected"
         await opened.close()  # the server stops, its last words are written
 
         [log] = tmp_path.rglob("mcp-raw.log")
@@ -108,7 +108,7 @@ async def test_a_huge_result_is_dropped_as_it_arrives_and_the_model_is_told_the_
     config = mcp_config({"raw": raw_server(huge=huge)})
     try:
         await opened.start(config, SCRIPTED, provider=provider, yolo=True)
-        await opened.mcp_ready()
+        await opened.mcp.ready()
         tracemalloc.start()
         try:
             result = await opened.run("go")
@@ -265,7 +265,7 @@ async def test_descriptions_and_schemas_are_capped_and_a_huge_listing_fails_its_
             "Its input schema, 98 KiB, is over 32 KiB and is not shown" in (schemed["description"])
         )
         assert not any(name.startswith("mcp__vast__") for name in offered)
-        raw, vast = opened.mcp_status()
+        raw, vast = opened.mcp.status()
         assert raw.state == "connected"
         assert vast.state == "failed" and "the limit of one MCP message" in vast.error
     finally:

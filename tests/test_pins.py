@@ -47,7 +47,7 @@ async def test_every_request_ends_its_system_prompt_with_the_pins_whatever_was_c
             {"text": "Still here."},
         ],
     )
-    rig.soul.compaction = strategy
+    rig.soul.compactor.strategy = strategy
     rig.state.pins = [Pin(text=PIN)]
 
     assert (await rig.soul.run("echo one")).stop_reason == "done"
@@ -85,20 +85,20 @@ async def test_a_pin_added_after_a_request_is_in_the_gauge_and_in_the_context_ro
 async def test_the_facade_pins_edits_and_unpins_saving_each_change(project: Path) -> None:
     opened = await AgentSession.open(project)
     try:
-        assert await opened.pin("  use uv, not pip  ") == "use uv, not pip"
-        await opened.pin("second")
-        assert await opened.edit_pin(1, "second, edited") == "second, edited"
+        assert await opened.pins.add("  use uv, not pip  ") == "use uv, not pip"
+        await opened.pins.add("second")
+        assert await opened.pins.edit(1, "second, edited") == "second, edited"
         assert [p.text for p in load_state(opened.session.state_file).pins] == [
             "use uv, not pip",
             "second, edited",
         ]
-        assert await opened.unpin(0) == "use uv, not pip"
-        assert opened.pins() == ["second, edited"]
+        assert await opened.pins.remove(0) == "use uv, not pip"
+        assert opened.pins.texts() == ["second, edited"]
         assert [p.text for p in load_state(opened.session.state_file).pins] == ["second, edited"]
         with pytest.raises(ValueError, match="needs some text"):
-            await opened.pin("   ")
+            await opened.pins.add("   ")
         with pytest.raises(IndexError, match="no pin 5"):
-            await opened.unpin(4)
+            await opened.pins.remove(4)
     finally:
         await opened.close()
 
@@ -111,7 +111,7 @@ async def test_a_pinned_api_key_is_masked_in_state_json(
     masking.refresh()
     opened = await AgentSession.open(project)
     try:
-        await opened.pin(f"The staging key is {key}")
+        await opened.pins.add(f"The staging key is {key}")
     finally:
         await opened.close()
     text = opened.session.state_file.read_text()

@@ -232,13 +232,13 @@ async def test_the_preview_of_a_kimi_rotation_counts_what_the_compaction_kept(
     await context.restore()
     try:
         session = await facade_of(context)
-        entries = await asyncio.to_thread(session.rotations)
+        entries = await asyncio.to_thread(session.travel.rotations)
         assert [(e.rotation.path.name, e.rotation.reason, e.on_live_path) for e in entries] == [
             ("context_3.jsonl", "compaction", True),
             ("context_2.jsonl", "compaction", True),
             ("context_1.jsonl", "compaction", True),
         ]
-        preview = await session.preview("context_3.jsonl")
+        preview = await session.travel.preview("context_3.jsonl")
         assert preview.rotation is not None and preview.rotation.reason == "compaction"
         assert preview.comparison.common == 3
     finally:

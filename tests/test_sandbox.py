@@ -16,7 +16,6 @@ from kode_tui.config import Config, SandboxConfig, resolve_model
 from kode_tui.paths import home as kode_home
 from kode_tui.session import Session
 from kode_tui.session.state import SessionState
-from kode_tui.soul import shell_escape
 from kode_tui.soul.agent import open_agent
 from kode_tui.soul.approval import Approval
 from kode_tui.soul.llm.scripted import ScriptedProvider
@@ -425,7 +424,7 @@ async def test_a_revert_after_sandboxed_commands_is_exact(repo: Path) -> None:
         assert (await agent.soul.run("first")).stop_reason == "done"
         assert (await agent.soul.run("second")).stop_reason == "done"
         assert not (repo / ".envrc").exists()
-        await agent.soul.revert(0, files=True)
+        await agent.soul.travel.revert(0, files=True)
     finally:
         await agent.close()
 
@@ -492,7 +491,7 @@ async def test_the_users_own_bang_command_runs_outside_the_sandbox(project: Path
     agent = await open_agent(session, config, resolve_model(config), provider=ScriptedProvider([]))
     agent.bus.subscribe(ev.ApprovalRequest, callback=lambda e: e.resolve("approve"))
     try:
-        assert await shell_escape.run(agent.soul, f"echo mine > {outside}")
+        assert await agent.soul.shell_escape.run(f"echo mine > {outside}")
     finally:
         await agent.close()
 

@@ -99,7 +99,7 @@ async def test_a_session_folder_that_cannot_be_written_opens_for_viewing(
     opened = await cli._open(args_for(folder), work_dir(tmp_path))
 
     assert opened.session is not None and opened.session.read_only == "unwritable"
-    assert any("hello.py" in m.text for m in opened.session.timeline().history)
+    assert any("hello.py" in m.text for m in opened.session.travel.timeline().history)
     await opened.session.close()
     assert snapshot(folder) == before  # no lock, no state.json, no wire.jsonl, nothing cut
 
@@ -150,7 +150,7 @@ async def test_a_read_only_session_found_by_id_opens_for_viewing_and_print_mode_
     args = cli.build_parser().parse_args(["-S", session.id, str(project)])
     opened = await cli._open(args, project)
     assert opened.session is not None and opened.session.read_only == "unwritable"
-    assert len(opened.session.timeline().history) == 6
+    assert len(opened.session.travel.timeline().history) == 6
     await opened.session.close()
 
     status = await asyncio.to_thread(

@@ -71,13 +71,13 @@ async def test_revert_with_files_undoes_what_a_shell_command_created_changed_and
     assert (project / "made.txt").exists() and not (project / "gone.txt").exists()
     k = user_checkpoint(agent, "turn 0")
 
-    preview = soul.revert_preview(k)
+    preview = soul.travel.revert_preview(k)
     assert {(p.path, p.action) for p in preview.files} == {
         ("made.txt", "delete"),
         ("change.txt", "restore"),
         ("gone.txt", "restore"),
     }
-    outcome = await soul.revert(k, files=True)
+    outcome = await soul.travel.revert(k, files=True)
     await agent.close()
 
     assert not (project / "made.txt").exists()
@@ -93,12 +93,12 @@ async def test_a_user_edit_after_the_command_is_a_conflict_and_left_alone(tmp_pa
     (project / "change.txt").write_text("the user's own\n")  # no snapshot since
     k = user_checkpoint(agent, "turn 0")
 
-    preview = agent.soul.revert_preview(k)
+    preview = agent.soul.travel.revert_preview(k)
     assert {(p.path, p.action) for p in preview.files} == {
         ("change.txt", "conflict"),
         ("made.txt", "delete"),
     }
-    outcome = await agent.soul.revert(k, files=True)
+    outcome = await agent.soul.travel.revert(k, files=True)
     await agent.close()
 
     assert (project / "change.txt").read_text() == "the user's own\n"
@@ -114,7 +114,7 @@ async def test_a_user_edit_between_turns_is_recorded_at_the_next_checkpoint(
     (project / "change.txt").write_text("formatted\n")
     assert (await agent.soul.run("later")).stop_reason == "done"
     # Reverting to before the first turn also undoes the edit made between the turns.
-    outcome = await agent.soul.revert(user_checkpoint(agent, "turn 0"), files=True)
+    outcome = await agent.soul.travel.revert(user_checkpoint(agent, "turn 0"), files=True)
     await agent.close()
 
     assert outcome.files_restored == ["change.txt"]
@@ -137,15 +137,15 @@ async def test_ignored_and_too_large_files_are_skipped_and_the_revert_says_so(
     )
     k = user_checkpoint(agent, "turn 0")
 
-    preview = agent.soul.revert_preview(k)
+    preview = agent.soul.travel.revert_preview(k)
     assert [p.path for p in preview.files] == ["change.txt"]
     assert preview.untracked == [
         "big.bin (over 1,000 bytes)",
         "Files git or .gitignore ignore are not tracked.",
     ]
-    outcome = await agent.soul.revert(k, files=True)
+    outcome = await agent.soul.travel.revert(k, files=True)
     # Restoring the reverted context back says the same of what it cannot put back.
-    restore = agent.soul.restore_preview(outcome.rotated_file)
+    restore = agent.soul.travel.restore_preview(outcome.rotated_file)
     assert [p.path for p in restore.files] == ["change.txt"]
     assert restore.untracked == preview.untracked
     await agent.close()
@@ -180,14 +180,12 @@ async def test_a_snapshot_of_an_unchanged_tree_reads_no_file(tmp_path: Path) -> 
 
 
 async def test_reverting_a_bang_commands_checkpoint_undoes_what_it_did(tmp_path: Path) -> None:
-    from kode_tui.soul import shell_escape
-
     project = make_project(tmp_path)
     agent = await shell_turns(project)
-    assert await shell_escape.run(agent.soul, "echo new > made.txt && rm gone.txt")
+    assert await agent.soul.shell_escape.run("echo new > made.txt && rm gone.txt")
     checkpoint = agent.soul.context.checkpoints[-1].id
 
-    outcome = await agent.soul.revert(checkpoint, files=True)
+    outcome = await agent.soul.travel.revert(checkpoint, files=True)
     await agent.close()
 
     assert sorted(outcome.files_restored) == ["gone.txt", "made.txt"]
@@ -242,7 +240,7 @@ async def test_a_revert_works_from_the_session_folder_alone_after_the_pool_is_de
     project = make_project(tmp_path)
     agent = await shell_turns(project, "echo after > change.txt && rm gone.txt")
     shutil.rmtree(Paths.current().snapshot_pool(project))
-    outcome = await agent.soul.revert(user_checkpoint(agent, "turn 0"), files=True)
+    outcome = await agent.soul.travel.revert(user_checkpoint(agent, "turn 0"), files=True)
     await agent.close()
 
     assert sorted(outcome.files_restored) == ["change.txt", "gone.txt"]
@@ -285,7 +283,7 @@ async def test_a_command_that_rewrites_a_file_in_place_and_puts_its_mtime_back_i
     assert (new.st_size, new.st_mtime_ns, new.st_ino) == (old.st_size, old.st_mtime_ns, old.st_ino)
     assert (project / "change.txt").read_text() == "AFTER!\n"
 
-    outcome = await agent.soul.revert(user_checkpoint(agent, "turn 0"), files=True)
+    outcome = await agent.soul.travel.revert(user_checkpoint(agent, "turn 0"), files=True)
     await agent.close()
     assert outcome.files_restored == ["change.txt"]
     assert (project / "change.txt").read_text() == "before\n"

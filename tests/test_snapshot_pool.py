@@ -79,7 +79,7 @@ async def test_an_env_file_stays_out_of_the_pool_and_a_shell_change_to_it_is_rev
     assert sorted(pool_index) == ["a.py"]
     assert sha(b"x\n") in pool_blobs
 
-    outcome = await agent.soul.revert(user_checkpoint(agent, "turn 0"), files=True)
+    outcome = await agent.soul.travel.revert(user_checkpoint(agent, "turn 0"), files=True)
     await agent.close()
     # The commands' changes were recorded (their contents in the session's own blobs), so
     # the revert put the old .env back.

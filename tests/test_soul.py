@@ -418,7 +418,7 @@ async def test_the_trigger_asks_the_strategy_to_compact_before_the_step(tmp_path
         settings=LoopSettings(reserved_context_size=100),
         max_context_size=1000,
     )
-    rig.soul.compaction = HalveTheHistory()
+    rig.soul.compactor.strategy = HalveTheHistory()
     await rig.soul.run("first")
 
     await rig.soul.run("second")

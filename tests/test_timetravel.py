@@ -66,14 +66,14 @@ async def test_revert_with_files_puts_back_what_the_agent_changed(tmp_path: Path
     soul = agent.soul  # type: ignore[attr-defined]
     k = user_checkpoint(agent, "second")
 
-    preview = soul.revert_preview(k)
+    preview = soul.travel.revert_preview(k)
     assert {(p.path, p.action) for p in preview.files} == {
         ("a.txt", "restore"),
         ("b.txt", "delete"),
     }
     assert preview.next_user_text == "second" and preview.messages_leaving > 0
 
-    outcome = await soul.revert(k, files=True)
+    outcome = await soul.travel.revert(k, files=True)
     await agent.close()  # type: ignore[attr-defined]
 
     assert (project / "a.txt").read_text() == "agent a 1\n"
@@ -97,7 +97,7 @@ async def test_revert_of_the_conversation_only_leaves_files_alone(tmp_path: Path
     agent, _ = await three_turns(project)
     k = user_checkpoint(agent, "first")
 
-    outcome = await agent.soul.revert(k)  # type: ignore[attr-defined]
+    outcome = await agent.soul.travel.revert(k)  # type: ignore[attr-defined]
     await agent.close()  # type: ignore[attr-defined]
 
     assert (project / "a.txt").read_text() == "agent a 2\n"
@@ -112,12 +112,12 @@ async def test_a_file_changed_by_the_user_is_a_conflict_and_left_as_it_is(tmp_pa
     (project / "a.txt").write_text("the user's own change\n")
     k = user_checkpoint(agent, "first")
 
-    preview = agent.soul.revert_preview(k)  # type: ignore[attr-defined]
+    preview = agent.soul.travel.revert_preview(k)  # type: ignore[attr-defined]
     assert {(p.path, p.action) for p in preview.files} == {
         ("a.txt", "conflict"),
         ("b.txt", "delete"),
     }
-    outcome = await agent.soul.revert(k, files=True)  # type: ignore[attr-defined]
+    outcome = await agent.soul.travel.revert(k, files=True)  # type: ignore[attr-defined]
     await agent.close()  # type: ignore[attr-defined]
 
     assert (project / "a.txt").read_text() == "the user's own change\n"
@@ -135,10 +135,10 @@ async def test_restoring_a_kimi_rotation_and_back_ends_where_it_began(tmp_path: 
     )
     soul = agent.soul
 
-    first = (await soul.restore(folder / "context_1.jsonl")).rotated_file
+    first = (await soul.travel.restore(folder / "context_1.jsonl")).rotated_file
     assert first is not None
     assert (folder / "context.jsonl").read_bytes() == (folder / "context_1.jsonl").read_bytes()
-    back = (await soul.restore(first)).rotated_file
+    back = (await soul.travel.restore(first)).rotated_file
     await agent.close()
 
     assert (folder / "context.jsonl").read_bytes() == before
@@ -156,8 +156,8 @@ async def test_fifty_reverts_and_restores_keep_every_record(tmp_path: Path) -> N
     directory = agent.session.dir  # type: ignore[attr-defined]
     seen = records_on_disk(directory)
     for round_number in range(25):
-        rotated = await soul.revert(soul.context.checkpoints[-1].id)
-        await soul.restore(rotated.rotated_file)
+        rotated = await soul.travel.revert(soul.context.checkpoints[-1].id)
+        await soul.travel.restore(rotated.rotated_file)
         now = records_on_disk(directory)
         assert seen <= now, f"round {round_number} lost records"
         seen = now
@@ -216,13 +216,13 @@ async def test_a_revert_never_writes_outside_the_work_dir_or_into_git(tmp_path: 
         await soul.env.journal.record(path, hook, None)
     await soul.env.journal.record("a.txt", b"earlier a\n", b"original a\n")
 
-    preview = soul.revert_preview(k)
+    preview = soul.travel.revert_preview(k)
     assert {(p.path, p.action) for p in preview.files} == {
         (".git/hooks/pre-commit", "refused"),
         (str(outside), "refused"),
         ("a.txt", "restore"),
     }
-    outcome = await soul.revert(k, files=True)
+    outcome = await soul.travel.revert(k, files=True)
     await agent.close()
 
     assert not (project / ".git" / "hooks" / "pre-commit").exists()
@@ -239,7 +239,7 @@ async def reverted_with_files(project: Path) -> tuple[object, Path]:
     """three_turns, then a revert with files to before "second": a.txt holds turn 1's edit,
     b.txt (created by turn 2) is gone. Returns the agent and the rotated pre-revert context."""
     agent, _ = await three_turns(project)
-    outcome = await agent.soul.revert(  # type: ignore[attr-defined]
+    outcome = await agent.soul.travel.revert(  # type: ignore[attr-defined]
         user_checkpoint(agent, "second"), files=True
     )
     assert (project / "a.txt").read_text() == "agent a 1\n"
@@ -255,7 +255,7 @@ async def test_restoring_with_files_brings_back_the_agents_edits(tmp_path: Path)
     events: list[ev.Event] = []
     soul.bus.subscribe(callback=events.append)
 
-    preview = soul.restore_preview(pre_revert)
+    preview = soul.travel.restore_preview(pre_revert)
     assert {(p.path, p.action) for p in preview.files} == {
         ("a.txt", "restore"),
         ("b.txt", "restore"),  # created by the restored turns, deleted by the revert
@@ -263,7 +263,7 @@ async def test_restoring_with_files_brings_back_the_agents_edits(tmp_path: Path)
     assert preview.messages_back > 0 and preview.messages_leaving == 0
     assert preview.checkpoints == read_snapshot(pre_revert).n_checkpoints
 
-    outcome = await soul.restore(pre_revert, files=True)
+    outcome = await soul.travel.restore(pre_revert, files=True)
     await agent.close()  # type: ignore[attr-defined]
 
     assert (project / "a.txt").read_text() == "agent a 2\n"
@@ -282,12 +282,12 @@ async def test_restoring_leaves_a_file_the_user_changed_as_a_conflict(tmp_path: 
     (project / "a.txt").write_text("the user's own change\n")
     soul = agent.soul  # type: ignore[attr-defined]
 
-    preview = soul.restore_preview(pre_revert)
+    preview = soul.travel.restore_preview(pre_revert)
     assert {(p.path, p.action) for p in preview.files} == {
         ("a.txt", "conflict"),
         ("b.txt", "restore"),
     }
-    outcome = await soul.restore(pre_revert, files=True)
+    outcome = await soul.travel.restore(pre_revert, files=True)
     await agent.close()  # type: ignore[attr-defined]
 
     assert (project / "a.txt").read_text() == "the user's own change\n"
@@ -300,7 +300,7 @@ async def test_restoring_the_conversation_only_leaves_the_files(tmp_path: Path) 
     project.mkdir()
     agent, pre_revert = await reverted_with_files(project)
 
-    outcome = await agent.soul.restore(pre_revert)  # type: ignore[attr-defined]
+    outcome = await agent.soul.travel.restore(pre_revert)  # type: ignore[attr-defined]
     await agent.close()  # type: ignore[attr-defined]
 
     assert (project / "a.txt").read_text() == "agent a 1\n"
@@ -325,13 +325,13 @@ async def test_restoring_deletes_a_file_only_the_live_conversation_created(tmp_p
     assert (await soul.run("another way")).stop_reason == "done"
     assert (project / "c.txt").exists()
 
-    preview = soul.restore_preview(pre_revert)
+    preview = soul.travel.restore_preview(pre_revert)
     assert {(p.path, p.action) for p in preview.files} == {
         ("a.txt", "restore"),
         ("b.txt", "restore"),
         ("c.txt", "delete"),
     }
-    outcome = await soul.restore(pre_revert, files=True)
+    outcome = await soul.travel.restore(pre_revert, files=True)
     await agent.close()  # type: ignore[attr-defined]
 
     assert not (project / "c.txt").exists()
@@ -347,9 +347,9 @@ async def test_restoring_back_after_a_restore_puts_the_files_back_too(tmp_path: 
     agent, pre_revert = await reverted_with_files(project)
     soul = agent.soul  # type: ignore[attr-defined]
 
-    there = await soul.restore(pre_revert, files=True)
+    there = await soul.travel.restore(pre_revert, files=True)
     assert there.rotated_file is not None
-    back = await soul.restore(there.rotated_file, files=True)
+    back = await soul.travel.restore(there.rotated_file, files=True)
     await agent.close()  # type: ignore[attr-defined]
 
     assert (project / "a.txt").read_text() == "agent a 1\n"
@@ -370,12 +370,12 @@ async def test_restoring_after_the_live_context_was_compacted_still_finds_the_co
     assert await soul.compact()
     assert not soul.context.file_edits
 
-    preview = soul.restore_preview(pre_revert)
+    preview = soul.travel.restore_preview(pre_revert)
     assert {(p.path, p.action) for p in preview.files} == {
         ("a.txt", "restore"),
         ("b.txt", "restore"),
     }
-    outcome = await soul.restore(pre_revert, files=True)
+    outcome = await soul.travel.restore(pre_revert, files=True)
     await agent.close()  # type: ignore[attr-defined]
 
     assert (project / "a.txt").read_text() == "agent a 2\n"
@@ -428,15 +428,15 @@ async def test_a_restore_never_writes_outside_the_work_dir_or_into_git(tmp_path:
     hook = b"#!/bin/sh\ntouch PWNED\n"
     for path in (".git/hooks/pre-commit", str(outside), "c.txt"):
         await soul.env.journal.record(path, None, hook)
-    rotated = (await soul.revert(k)).rotated_file
+    rotated = (await soul.travel.revert(k)).rotated_file
 
-    preview = soul.restore_preview(rotated)
+    preview = soul.travel.restore_preview(rotated)
     assert {(p.path, p.action) for p in preview.files} == {
         (".git/hooks/pre-commit", "refused"),
         (str(outside), "refused"),
         ("c.txt", "restore"),
     }
-    outcome = await soul.restore(rotated, files=True)
+    outcome = await soul.travel.restore(rotated, files=True)
     await agent.close()
 
     assert not (project / ".git" / "hooks" / "pre-commit").exists()
@@ -467,7 +467,7 @@ async def test_a_revert_with_files_restores_through_a_symlink_and_keeps_the_link
     assert real.read_text() == "agent text\n" and (project / "link.txt").is_symlink()
     k = user_checkpoint(agent, "edit it")
 
-    outcome = await agent.soul.revert(k, files=True)
+    outcome = await agent.soul.travel.revert(k, files=True)
     await agent.close()
 
     assert outcome.files_restored == ["link.txt"] and outcome.conflicts == []

@@ -168,7 +168,7 @@ async def test_a_cancelled_automatic_review_lets_the_turn_go_on(tmp_path: Path) 
         assert any("Not compacted" in str(n.message) for n in app._notifications)
         sent = [m.text for m in provider.requests[2].history]
         assert "first" in sent and "one." in sent
-        assert app.agent_session is not None and app.agent_session.rotations() == []
+        assert app.agent_session is not None and app.agent_session.travel.rotations() == []
 
 
 def sample_plan() -> CompactionPlan:
@@ -223,4 +223,4 @@ async def test_interrupting_the_turn_closes_its_review_and_changes_nothing(
         assert opened is not None and opened.interrupt()
         await wait_for(pilot, lambda: not isinstance(app.screen, CompactionReview))
         await wait_for(pilot, lambda: not turn_running(app))
-        assert opened.rotations() == []
+        assert opened.travel.rotations() == []

@@ -18,7 +18,13 @@ from kode_tui.ui.screens.sessions import SessionPicker
 from kode_tui.ui.widgets.gauge import TokenGauge
 
 from .llm_server import KEY_ENV, LLMServer
-from .ui_helpers import make_app, ready, screen_text, send, wait_for
+from .ui_helpers import make_app, ready, screen_text, send, started, turn_running, wait_for
+
+
+def idle(app: KodeApp) -> bool:
+    """The agent is up and no turn runs."""
+    return started(app) and not turn_running(app)
+
 
 PRICED = "openai/gpt-4o-mini"
 """In litellm's map: $0.15 / M input, $0.075 / M cached, $0.60 / M output."""
@@ -50,7 +56,7 @@ async def one_turn(app: KodeApp, pilot: object, text: str = "hi") -> None:
     turns = app.agent_session
     assert turns is not None
     await send(pilot, text)
-    await wait_for(pilot, lambda: not app.busy() and turns.cost().turns)
+    await wait_for(pilot, lambda: idle(app) and turns.cost().turns)
 
 
 async def cost_dialog(app: KodeApp, pilot: Any) -> str:
@@ -145,11 +151,11 @@ async def test_think_sends_reasoning_effort_only_when_on_and_a_resumed_session_k
     async with app.run_test(size=(140, 40)) as pilot:
         await ready(pilot)
         await send(pilot, "first")
-        await wait_for(pilot, lambda: len(server.requests) == 1 and not app.busy())
+        await wait_for(pilot, lambda: len(server.requests) == 1 and idle(app))
         await send(pilot, "/think high")
         await wait_for(pilot, lambda: "think high" in app.sub_title)
         await send(pilot, "second")
-        await wait_for(pilot, lambda: len(server.requests) == 2 and not app.busy())
+        await wait_for(pilot, lambda: len(server.requests) == 2 and idle(app))
         session = app.session
         assert session is not None
     assert "reasoning_effort" not in server.requests[0]
@@ -163,7 +169,7 @@ async def test_think_sends_reasoning_effort_only_when_on_and_a_resumed_session_k
         await ready(pilot)
         assert "think high" in app.sub_title
         await send(pilot, "third")
-        await wait_for(pilot, lambda: len(server.requests) == 3 and not app.busy())
+        await wait_for(pilot, lambda: len(server.requests) == 3 and idle(app))
     assert server.requests[2]["reasoning_effort"] == "high"
 
 
@@ -177,12 +183,12 @@ async def test_alt_t_cycles_the_effort_and_off_sends_none(project: Path, server:
         seen = []
         for _ in range(4):
             await pilot.press("alt+t")
-            await wait_for(pilot, lambda: opened.thinking not in (seen[-1:] or ["off"]))
-            seen.append(opened.thinking)
+            await wait_for(pilot, lambda: opened.thinking.level not in (seen[-1:] or ["off"]))
+            seen.append(opened.thinking.level)
         assert seen == ["low", "medium", "high", "off"]
         assert "think" not in app.sub_title
         await send(pilot, "hi")
-        await wait_for(pilot, lambda: len(server.requests) == 1 and not app.busy())
+        await wait_for(pilot, lambda: len(server.requests) == 1 and idle(app))
     assert "reasoning_effort" not in server.requests[0]
 
 
@@ -199,9 +205,9 @@ async def test_think_on_a_model_without_support_says_so_in_one_line_and_changes_
         [said] = [n for n in notices() if "Thinking unchanged" in n]
         assert "\n" not in said and "loop has no thinking-effort setting" in said
         opened = app.agent_session
-        assert opened is not None and opened.thinking == "off"
+        assert opened is not None and opened.thinking.level == "off"
         await send(pilot, "hi")
-        await wait_for(pilot, lambda: len(server.requests) == 1 and not app.busy())
+        await wait_for(pilot, lambda: len(server.requests) == 1 and idle(app))
     assert "reasoning_effort" not in server.requests[0]
 
 

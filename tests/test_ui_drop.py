@@ -26,7 +26,7 @@ SCRIPT: list[dict[str, object]] = [
 
 def roles(app: KodeApp) -> list[str]:
     assert app.agent_session is not None
-    return [m.role for m in app.agent_session._context.history]
+    return [m.role for m in app.agent_session.travel.timeline().history]
 
 
 async def two_turns(app: KodeApp, pilot: Pilot[Any], provider: ScriptedProvider) -> None:
@@ -77,7 +77,7 @@ async def test_x_marks_a_tool_call_drop_takes_it_out_and_slash_drop_takes_a_chec
 
         # History's restore brings them back, like any other rotation.
         assert app.agent_session is not None
-        await app.agent_session.restore(rotation.path.name)
+        await app.agent_session.travel.restore(rotation.path.name)
         assert "tool" in roles(app)
 
         # /drop N..M drops checkpoints.
@@ -86,7 +86,7 @@ async def test_x_marks_a_tool_call_drop_takes_it_out_and_slash_drop_takes_a_chec
         assert "checkpoints 0 to 2" in screen_text(app)
         await pilot.press("y")
         await wait_for(pilot, lambda: "tool" not in roles(app))
-        texts = [m.text for m in app.agent_session._context.history if m.role != "user"]
+        texts = [m.text for m in app.agent_session.travel.timeline().history if m.role != "user"]
         assert texts == ["Two."]
         await send(pilot, "/drop 7..9")
         await wait_for(

@@ -23,7 +23,7 @@ def rotated(session_dir: Path) -> bool:
 def pins_of(app: object) -> list[str]:
     opened = app.agent_session  # type: ignore[attr-defined]
     assert opened is not None
-    return list(opened.pins())
+    return list(opened.pins.texts())
 
 
 async def test_slash_pin_goes_after_the_project_context_and_survives_compact(
@@ -83,8 +83,8 @@ async def test_the_pins_screen_edits_and_unpins_and_the_gauge_and_context_count_
         await ready(pilot)
         opened = app.agent_session
         assert opened is not None
-        await opened.pin("first note")
-        await opened.pin("second note")
+        await opened.pins.add("first note")
+        await opened.pins.add("second note")
         await send(pilot, "/context")
         await wait_for(pilot, lambda: isinstance(app.screen, ContextScreen))
         assert "pinned notes (2)" in screen_text(app)

@@ -167,8 +167,8 @@ async def test_a_bang_record_survives_resume_and_the_timeline_names_it(project: 
         await wait_for(pilot, lambda: "kept-for-later" in shown_lines(again))
         assert "bash-output" not in shown and "<system>" not in shown
         assert again.agent_session is not None
-        [checkpoint] = again.agent_session.timeline().checkpoints
-        plan = await again.agent_session.revert_plan(checkpoint.id)
+        [checkpoint] = again.agent_session.travel.timeline().checkpoints
+        plan = await again.agent_session.travel.revert_plan(checkpoint.id)
         assert plan.label == "!echo kept-for-later"
 
 

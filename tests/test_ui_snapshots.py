@@ -251,8 +251,8 @@ def test_the_pins_screen(place: Path, snap_compare: Any) -> None:
     async def run_before(pilot: Pilot[Any]) -> None:
         await ready(pilot)
         assert app.agent_session is not None
-        await app.agent_session.pin("Answer in British English.")
-        await app.agent_session.pin("Never edit files under vendored/: they are generated.")
+        await app.agent_session.pins.add("Answer in British English.")
+        await app.agent_session.pins.add("Never edit files under vendored/: they are generated.")
         await send(pilot, "/pins")
         await wait_for(pilot, lambda: isinstance(app.screen, PinsScreen))
         await pilot.pause()

@@ -180,7 +180,7 @@ async def test_p_in_a_preview_copies_its_messages_and_r_restores_from_the_histor
         # A later rotation continues context_1's line, not context_2's: the pane says so.
         opened = app.agent_session
         assert opened is not None
-        await opened.revert(opened.timeline().checkpoints[-1].id)
+        await opened.travel.revert(opened.travel.timeline().checkpoints[-1].id)
         await wait_for(pilot, lambda: len(history.paths) == 3)
         assert "from context_1" in screen_text(app) and "● context_3" in screen_text(app)
     assert app.session is not None

@@ -11,7 +11,7 @@ from textual.pilot import Pilot
 
 from kode_tui.message import Message
 from kode_tui.session.rotation import Rotation
-from kode_tui.session.timetravel import ContextSnapshot, FilePlan, read_snapshot
+from kode_tui.session.timetravel import ContextSnapshot, FilePlan, compare, read_snapshot
 from kode_tui.ui.screens.timetravel import PreviewScreen, RevertDialog
 from kode_tui.ui.widgets.blocks import USER_MARK, UserBlock
 from kode_tui.ui.widgets.conversation import Conversation
@@ -169,7 +169,9 @@ def compaction_rotation(path: Path) -> Rotation:
 
 def preview(folder: Path) -> PreviewScreen:
     snapshot, live = fixture_snapshot(folder)
-    return PreviewScreen(snapshot, compaction_rotation(snapshot.path), live, now=ROTATED_AT + 300)
+    rotation = compaction_rotation(snapshot.path)
+    compared = compare(snapshot.messages, live)
+    return PreviewScreen(snapshot, rotation, compared, now=ROTATED_AT + 300)
 
 
 async def test_preview_shows_the_rotated_conversation_and_how_it_differs(tmp_path: Path) -> None:
@@ -226,7 +228,7 @@ async def test_preview_escape_closes_without_restoring(tmp_path: Path) -> None:
 
 async def test_preview_without_a_rotation_note_shows_what_the_file_says(tmp_path: Path) -> None:
     snapshot, live = fixture_snapshot(tmp_path)
-    app = Host(screen=PreviewScreen(snapshot, None, live))
+    app = Host(screen=PreviewScreen(snapshot, None, compare(snapshot.messages, live)))
     async with app.run_test(size=(120, 36)) as pilot:
         await pilot.pause()
         text = screen_text(app)

@@ -12,9 +12,11 @@ here is an ordinary kode-tui session (the TUI opens it afterwards).
   (`updates.history_updates`). The client's `mcpServers` are not connected (kode-tui's own
   config decides). A `cwd` that is the root or the home folder is refused (`paths.too_wide`).
   A session is titled for the client's list (`session_info_update`) once it has a title.
-- `session/prompt` runs a turn, or one of the slash commands advertised (`/compact`, `/revert N`,
-  `/restore N`, `/clear`, `/context`, then the custom commands no built-in has the name of). A
-  revert or restore replays the new conversation, as a load does.
+- `session/prompt` runs a turn, or one of the slash commands advertised: the domain's built-in
+  ones (`kode_tui.soul.facade.COMMANDS`: `/compact`, `/revert N`, `/restore N`, `/clear`,
+  `/context`...), then the custom commands no built-in has the name of. A command that changed
+  the conversation (a revert, a restore, a drop) replays it, as a load does; its reply is a
+  message of its own.
 - approvals become `session/request_permission` with the TUI's answers: once, for the session
   (when the call has a session scope), reject.
 - a turn that fails (the model's error, a session file that cannot be written) answers with a
@@ -52,8 +54,6 @@ from acp.helpers import SessionUpdate, update_available_commands, update_current
 from acp.schema import (
     AgentCapabilities,
     AllowedOutcome,
-    AvailableCommand,
-    AvailableCommandInput,
     EmbeddedResourceContentBlock,
     Implementation,
     PermissionOption,
@@ -65,11 +65,10 @@ from acp.schema import (
     TextContentBlock,
     TextResourceContents,
     ToolCallUpdate,
-    UnstructuredCommandInput,
 )
 
 from kode_tui import __version__
-from kode_tui.acp.commands import BUILT_IN, BUILT_IN_NAMES, run_built_in
+from kode_tui.acp.commands import advertised, message
 from kode_tui.acp.updates import (
     INTERRUPTED,
     CallIds,
@@ -84,10 +83,11 @@ from kode_tui.acp.updates import (
 from kode_tui.config import Config, ModelChoice
 from kode_tui.paths import too_wide
 from kode_tui.soul.facade import (
+    COMMANDS,
     AgentSession,
     ChatProvider,
-    CommandProblem,
     CommandPrompt,
+    CommandReport,
     SessionLocked,
     TurnResult,
 )
@@ -314,26 +314,7 @@ class KodeAcpAgent:
         )
 
     async def _announce(self, live: _Live) -> None:
-        commands = [
-            AvailableCommand(
-                name=name,
-                description=description,
-                input=AvailableCommandInput(UnstructuredCommandInput(hint=hint)) if hint else None,
-            )
-            for name, hint, description in BUILT_IN
-        ]
-        for custom in live.opened.custom_commands().usable(BUILT_IN_NAMES):
-            hint = custom.argument_hint
-            commands.append(
-                AvailableCommand(
-                    name=custom.name.removeprefix("/"),
-                    description=custom.description,
-                    input=AvailableCommandInput(UnstructuredCommandInput(hint=hint))
-                    if hint
-                    else None,
-                )
-            )
-        await self._send(live, update_available_commands(commands))
+        await self._send(live, update_available_commands(advertised(live.opened)))
 
     async def _replay(self, live: _Live) -> None:
         """The conversation as it is now, every call with a fresh id, and its plan."""
@@ -366,18 +347,19 @@ class KodeAcpAgent:
         if text.startswith("/"):
             name, _, argument = text.strip().partition(" ")
             # The built-ins first: a repo's `.claude/commands/clear.md` must not stand for /clear.
-            said, replay = await run_built_in(opened, name, argument.strip())
-            if said is not None:
-                if replay:
+            found = COMMANDS.find(opened, name, argument)
+            if isinstance(found, CommandPrompt):
+                return await opened.custom.run(found)
+            if found is not None:
+                done = (
+                    found
+                    if isinstance(found, CommandReport)
+                    else await COMMANDS.run(opened, found, argument)
+                )
+                if "conversation" in done.changed:
                     await self._replay(live)
-                await self._say(live, said)
-                return TurnResult("done", 0)
-            custom = opened.command_prompt(name, argument)
-            if isinstance(custom, CommandPrompt):
-                return await opened.run_command(custom)
-            if isinstance(custom, CommandProblem):
-                await self._say(live, custom.message)
-                return TurnResult("error", 0, custom.message)
+                await self._say(live, message(done))
+                return TurnResult("done" if done.ok else "error", 0, None if done.ok else done.text)
         return await opened.run(text)
 
     async def _on_event(self, live: _Live, event: ev.Event) -> None:

@@ -25,7 +25,9 @@ from kode_tui.soul.reminders import Reminder
 from kode_tui.tools.mcp_client import McpServerInfo, McpServers
 
 if TYPE_CHECKING:
-    from kode_tui.soul.soul import KodeSoul
+    from kode_tui.soul.project import ProjectContextSource
+    from kode_tui.tools.toolset import Toolset
+    from kode_tui.wire.events import StatusUpdate
 
 __all__ = [
     "ContextReport",
@@ -69,6 +71,10 @@ class ContextReport:
     reported_tokens: int = 0
     """What the model reported for the last request; 0 before the first one."""
 
+    def lines(self) -> list[str]:
+        """The rows as aligned text lines (`row_lines`)."""
+        return row_lines(self)
+
 
 @dataclass(frozen=True, slots=True)
 class PromptParts:
@@ -92,21 +98,24 @@ def reminder_tokens(reminders: Sequence[Reminder]) -> int:
     return sum(len(reminder.block()) // 4 for reminder in reminders)
 
 
-async def measure(soul: KodeSoul) -> PromptParts:
-    """The system prompt of the next request with its blocks, and the tool definitions."""
-    base = soul.system_prompt or ""
-    if soul.project is not None:
-        system_prompt, blocks = await soul.project.describe(base)
+async def measure(
+    base: str,
+    project: ProjectContextSource | None,
+    pins: Sequence[str],
+    toolset: Toolset,
+) -> PromptParts:
+    """The system prompt of the next request with its blocks, and the tool definitions: the
+    `base` prompt, the `project` context (None: none is collected), the `pins`, the tools."""
+    if project is not None:
+        system_prompt, blocks = await project.describe(base)
     else:
         system_prompt, blocks = base, [("system prompt", len(base) // 4)]
     # Last, after the project context: a pin changed leaves the cached prefix as it was.
-    system_prompt, blocks = with_pins(
-        system_prompt, blocks, [pin.text for pin in soul.env.state.pins]
-    )
-    schemas = soul.toolset.schemas()
+    system_prompt, blocks = with_pins(system_prompt, blocks, list(pins))
+    schemas = toolset.schemas()
     mcp = [
         _mcp_part(server)
-        for source in soul.toolset.sources
+        for source in toolset.sources
         if isinstance(source, McpServers)
         for server in source.status()
     ]
@@ -177,23 +186,25 @@ def _scaled(rows: list[ContextRow], total: int) -> list[ContextRow]:
     return [ContextRow(row.name, size) for row, size in zip(rows, sizes, strict=True)]
 
 
-async def report(soul: KodeSoul) -> ContextReport:
-    """`/context` for the soul's next request; its rows add up to `soul.status()`'s number."""
-    parts = await soul.measure_prompt()
-    reminders = list(soul.hooks.turn_reminders)  # the hooks' output goes with each request
-    if soul.reminders is not None:
-        reminders += soul.reminders.last
-    status = soul.status()
-    reported = soul.context.token_count
-    rows = context_rows(parts, reminders, reported, soul.context.pending_tokens, soul.prompt_change)
+def report(
+    parts: PromptParts,
+    reminders: Sequence[Reminder],
+    status: StatusUpdate,
+    reported: int,
+    pending: int,
+    changed: int = 0,
+) -> ContextReport:
+    """`/context` for the next request: its prompt's `parts`, the `reminders` that go with it,
+    and the gauge's `status`, which the rows add up to (`context_rows` says what `reported`,
+    `pending` and `changed` are)."""
     return ContextReport(
         system_prompt=parts.system_prompt,
         blocks=parts.blocks,
-        reminders=reminders,
+        reminders=list(reminders),
         context_tokens=status.context_tokens,
         max_context_tokens=status.max_context_tokens,
         trigger_tokens=status.trigger_tokens,
-        rows=rows,
+        rows=context_rows(parts, reminders, reported, pending, changed),
         reported_tokens=reported,
     )
 

@@ -67,6 +67,10 @@ class CostReport:
     counted: bool
     """False for a session whose calls were never counted (from before kode-tui did)."""
 
+    def lines(self, now: float | None = None) -> list[str]:
+        """The report as plain lines (`cost_lines`)."""
+        return cost_lines(self, now)
+
 
 class CostLedger:
     """Adds each call's usage to `state.spend` and saves it (atomically) at once."""

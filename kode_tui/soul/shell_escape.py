@@ -25,6 +25,7 @@ import asyncio
 import json
 import re
 import secrets
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -33,16 +34,26 @@ from kode_tui.humanize import one_line, plural
 from kode_tui.message import ContentPart, FunctionBody, Message, TextPart, ToolCall, system
 from kode_tui.pathnames import scrub_text
 from kode_tui.tools import snapshots
-from kode_tui.tools.base import ToolOutput, count_lines
+from kode_tui.tools.base import ToolEnv, ToolOutput, count_lines
 from kode_tui.tools.shell import MAX_TIMEOUT
-from kode_tui.tools.toolset import PreparedCall, rejected
+from kode_tui.tools.toolset import PreparedCall, Toolset, rejected
 from kode_tui.wire import events as ev
 from kode_tui.wire.events import RejectWithFeedback
 
 if TYPE_CHECKING:
-    from kode_tui.soul.soul import KodeSoul
+    from kode_tui.session import Context
+    from kode_tui.soul.approval import Approval
+    from kode_tui.wire.bus import WireBus
 
-__all__ = ["SHELL_PREFIX", "ShellRecord", "read_record", "record", "run", "shell_arguments"]
+__all__ = [
+    "SHELL_PREFIX",
+    "ShellEscape",
+    "ShellRecord",
+    "read_record",
+    "record",
+    "shell_arguments",
+    "typed_text",
+]
 
 SHELL_PREFIX = "!"
 """A prompt line starting with it is a shell command."""
@@ -144,72 +155,102 @@ def typed_text(message: Message) -> str:
     return f"{SHELL_PREFIX}{found.command}" if found is not None else message.text
 
 
-async def run(soul: KodeSoul, command: str) -> bool:
-    """Run `command` (without its `!`) as the user's shell command; whether it ran and was
-    added to the context (False: rejected, or no Shell tool). Cancelling it (Esc) stops the
-    command's processes and adds nothing."""
-    masking.refresh()  # as a turn does: a key set meanwhile is masked in the output
-    command = scrub_text(command)
-    soul.bus.send(ev.TurnBegin(user_input=f"{SHELL_PREFIX}{command}"))
-    try:
-        return await _run(soul, command)
-    finally:
-        soul.bus.send(ev.TurnEnd())
+class ShellEscape:
+    """Runs the user's `!` commands and keeps them in the context (see the module's doc).
 
+    Its collaborators are the soul's: the `toolset` whose Shell tool runs the command in `env`,
+    the `approval` that asks for it as for a Shell call, the `context` that keeps it, the `bus`
+    that shows it. `system_prompt()` is what a fresh context starts with, `checkpoint()` marks a
+    point the timeline can revert to (the command's own file changes come after it), `status()`
+    the gauge's numbers to send once it is kept.
+    """
 
-async def _run(soul: KodeSoul, command: str) -> bool:
-    if TOOL_NAME not in soul.toolset:
-        soul.bus.send(ev.Error(message="`!` runs commands with the Shell tool, which is off."))
-        return False
-    call = ToolCall(
-        id=f"shell-escape-{secrets.token_hex(6)}",
-        function=FunctionBody(name=TOOL_NAME, arguments=shell_arguments(command)),
-    )
-    soul.bus.send(ev.ToolCall(id=call.id, function=call.function))
-    prepared = soul.toolset.prepare(call)
-    try:
-        if prepared.error is not None:  # a NUL byte: no command can hold one
-            result, ran = prepared.error, False
-        elif await _approved(soul, prepared):
-            # The command's file changes are recorded after its checkpoint (`_keep`), so that
-            # reverting to it undoes them; what changed before is someone else's.
-            await snapshots.capture(soul.env)
-            soul.bus.send(ev.ToolStarted(tool_call_id=call.id))
-            result, ran = await soul.toolset.run(prepared, soul.env, snapshot=False), True
-        else:
-            result, ran = rejected(), False
-    except asyncio.CancelledError:
-        soul.bus.send(ev.StepInterrupted(reason="interrupted by the user"))
-        await asyncio.shield(snapshots.capture(soul.env, call.id))  # it may have changed some
-        raise
-    soul.bus.send(result.event(call.id))
-    if not ran:
-        return False
-    try:
-        await asyncio.shield(_keep(soul, command, result, call.id))
-    except OSError as error:
-        soul.bus.send(ev.Error(message=f"The command's output could not be saved: {error}"))
-        return False
-    soul.bus.send(soul.status())
-    return True
+    def __init__(
+        self,
+        *,
+        bus: WireBus,
+        context: Context,
+        toolset: Toolset,
+        env: ToolEnv,
+        approval: Approval,
+        system_prompt: Callable[[], str | None],
+        checkpoint: Callable[[], Awaitable[None]],
+        status: Callable[[], ev.StatusUpdate],
+    ) -> None:
+        self._bus = bus
+        self._context = context
+        self._toolset = toolset
+        self._env = env
+        self._approval = approval
+        self._system_prompt = system_prompt
+        self._checkpoint = checkpoint
+        self._status = status
 
+    async def run(self, command: str) -> bool:
+        """Run `command` (without its `!`) as the user's shell command; whether it ran and was
+        added to the context (False: rejected, or no Shell tool). Cancelling it (Esc) stops
+        the command's processes and adds nothing."""
+        masking.refresh()  # as a turn does: a key set meanwhile is masked in the output
+        command = scrub_text(command)
+        self._bus.send(ev.TurnBegin(user_input=f"{SHELL_PREFIX}{command}"))
+        try:
+            return await self._run(command)
+        finally:
+            self._bus.send(ev.TurnEnd())
 
-async def _approved(soul: KodeSoul, prepared: PreparedCall) -> bool:
-    """Whether the command may run: as a Shell call of the model would be (`Approval`)."""
-    permission = await soul.toolset.permission(prepared, soul.env)
-    if permission is None:
+    async def _run(self, command: str) -> bool:
+        bus, toolset, env = self._bus, self._toolset, self._env
+        if TOOL_NAME not in toolset:
+            bus.send(ev.Error(message="`!` runs commands with the Shell tool, which is off."))
+            return False
+        call = ToolCall(
+            id=f"shell-escape-{secrets.token_hex(6)}",
+            function=FunctionBody(name=TOOL_NAME, arguments=shell_arguments(command)),
+        )
+        bus.send(ev.ToolCall(id=call.id, function=call.function))
+        prepared = toolset.prepare(call)
+        try:
+            if prepared.error is not None:  # a NUL byte: no command can hold one
+                result, ran = prepared.error, False
+            elif await self._approved(prepared):
+                # The command's file changes are recorded after its checkpoint (`_keep`), so
+                # that reverting to it undoes them; what changed before is someone else's.
+                await snapshots.capture(env)
+                bus.send(ev.ToolStarted(tool_call_id=call.id))
+                result, ran = await toolset.run(prepared, env, snapshot=False), True
+            else:
+                result, ran = rejected(), False
+        except asyncio.CancelledError:
+            bus.send(ev.StepInterrupted(reason="interrupted by the user"))
+            await asyncio.shield(snapshots.capture(env, call.id))  # it may have changed some
+            raise
+        bus.send(result.event(call.id))
+        if not ran:
+            return False
+        try:
+            await asyncio.shield(self._keep(command, result, call.id))
+        except OSError as error:
+            bus.send(ev.Error(message=f"The command's output could not be saved: {error}"))
+            return False
+        bus.send(self._status())
         return True
-    response = await soul.approval.request(TOOL_NAME, prepared.call.id, permission)
-    return response != "reject" and not isinstance(response, RejectWithFeedback)
 
+    async def _approved(self, prepared: PreparedCall) -> bool:
+        """Whether the command may run: as a Shell call of the model would be (`Approval`)."""
+        permission = await self._toolset.permission(prepared, self._env)
+        if permission is None:
+            return True
+        response = await self._approval.request(TOOL_NAME, prepared.call.id, permission)
+        return response != "reject" and not isinstance(response, RejectWithFeedback)
 
-async def _keep(soul: KodeSoul, command: str, result: ToolOutput, call_id: str) -> None:
-    """A checkpoint, so the timeline can take it back, then the command's file changes and
-    its record; durable at once."""
-    context = soul.context
-    if context.system_prompt is None and soul.system_prompt:
-        await context.write_system_prompt(soul.system_prompt)
-    await soul.checkpoint(capture=False)
-    await snapshots.capture(soul.env, call_id)
-    await context.append_message(record(command, result))
-    await context.sync()
+    async def _keep(self, command: str, result: ToolOutput, call_id: str) -> None:
+        """A checkpoint, so the timeline can take it back, then the command's file changes
+        and its record; durable at once."""
+        context = self._context
+        system_prompt = self._system_prompt()
+        if context.system_prompt is None and system_prompt:
+            await context.write_system_prompt(system_prompt)
+        await self._checkpoint()
+        await snapshots.capture(self._env, call_id)
+        await context.append_message(record(command, result))
+        await context.sync()

@@ -18,7 +18,7 @@ import errno
 import logging
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
-from pathlib import Path
+from functools import partial
 from typing import TYPE_CHECKING, Literal, TypeVar
 
 import tenacity
@@ -39,8 +39,9 @@ from kode_tui.message import (
 from kode_tui.pathnames import scrub_text
 from kode_tui.session import Context
 from kode_tui.session.context import ContextWriteError
-from kode_tui.soul import compacting, context_report, prompts, timetravel
+from kode_tui.soul import context_report, prompts
 from kode_tui.soul.approval import Approval
+from kode_tui.soul.compacting import Compactor, RetryingProvider
 from kode_tui.soul.compaction import CompactionStrategy
 from kode_tui.soul.context_report import ContextReport, PromptParts
 from kode_tui.soul.cost import CostLedger
@@ -55,8 +56,15 @@ from kode_tui.soul.llm import (
     is_retryable,
 )
 from kode_tui.soul.reminders import Reminders, inject
+from kode_tui.soul.shell_escape import ShellEscape
 from kode_tui.soul.stream import Streamed, encodable_item, masked
-from kode_tui.soul.timetravel import RestoreOutcome, RestorePreview, RevertOutcome, RevertPreview
+from kode_tui.soul.timetravel import (
+    RestoreOutcome,
+    RestorePreview,
+    RevertOutcome,
+    RevertPreview,
+    TimeMachine,
+)
 from kode_tui.soul.transcript import turn_text
 from kode_tui.tools import snapshots
 from kode_tui.tools.base import Permission, ToolEnv, ToolOutput
@@ -155,11 +163,6 @@ class KodeSoul:
         self.env = env
         self.approval = approval
         self.settings = settings or LoopSettings()
-        self.compaction = compaction
-        self.compaction_reviewer: compacting.Reviewer | None = None
-        """Shows an automatic compaction to the user before it applies (`[compaction] review`)."""
-        self.compaction_declined_in: asyncio.Task[object] | None = None
-        """The turn whose review the user cancelled: it goes on uncompacted, unasked."""
         self.project = project
         self.reminders = reminders
         self.hooks = hooks or Hooks()
@@ -188,6 +191,33 @@ class KodeSoul:
         )
         # The model can only name a checkpoint it can see (Kimi does the same).
         self.checkpoint_messages = denwa_renji is not None and "SendDMail" in toolset
+        self.compactor = Compactor(
+            context,
+            bus,
+            self.hooks,
+            compaction,
+            llm=self._compaction_llm,
+            reserved=lambda: self.reserved_tokens,
+            checkpoint_notes=self.checkpoint_messages,
+            swapped=self.sync_dmail_checkpoints,
+            status=self.status,
+        )
+        """Shrinks the context (`compact`), with its strategy and reviewer."""
+        self.shell_escape = ShellEscape(
+            bus=bus,
+            context=context,
+            toolset=toolset,
+            env=env,
+            approval=approval,
+            system_prompt=lambda: self.system_prompt,
+            checkpoint=lambda: self.checkpoint(capture=False),
+            status=self.status,
+        )
+        """Runs the user's `!` commands."""
+        self.travel = TimeMachine(
+            context, env, bus, moved=self.sync_dmail_checkpoints, status=self.status
+        )
+        """Takes the context (and the files) back to a checkpoint or a rotated context."""
 
     # --- status --------------------------------------------------------------------------------
 
@@ -198,12 +228,27 @@ class KodeSoul:
 
     async def context_report(self) -> ContextReport:
         """What the model is given, in rows that add up to `status()`'s number (`/context`)."""
-        return await context_report.report(self)
+        parts = await self.measure_prompt()
+        reminders = list(self.hooks.turn_reminders)  # the hooks' output goes with each request
+        if self.reminders is not None:
+            reminders += self.reminders.last
+        context = self.context
+        return context_report.report(
+            parts,
+            reminders,
+            self.status(),
+            context.token_count,
+            context.pending_tokens,
+            self.prompt_change,
+        )
 
     async def measure_prompt(self) -> PromptParts:
         """The system prompt of the next request and the tools, measured; what `status()`
         counts for them before the model reported a count is kept."""
-        parts = await context_report.measure(self)
+        pins = [pin.text for pin in self.env.state.pins]
+        parts = await context_report.measure(
+            self.system_prompt or "", self.project, pins, self.toolset
+        )
         self._prompt_tokens = parts.tokens
         if self._sent_prompt_tokens is None:
             self._sent_prompt_tokens = parts.tokens
@@ -593,58 +638,6 @@ class KodeSoul:
         records.extend(tool_message(i, r) for i, r in results)
         await self.context.append_records(records)
 
-    # --- time travel ---------------------------------------------------------------------------
-
-    def revert_preview(self, checkpoint_id: int) -> RevertPreview:
-        """What `revert(checkpoint_id)` would do; ValueError when there is no such checkpoint."""
-        return timetravel.revert_preview(self.context, self.env, checkpoint_id)
-
-    async def revert(self, checkpoint_id: int, *, files: bool = False) -> RevertOutcome:
-        """Take the context back to `checkpoint_id` (the rest is kept in a rotated file), and
-        with `files` put back the files the agent changed since, where nobody else did."""
-        preview = self.revert_preview(checkpoint_id)
-        rotated = await asyncio.shield(self.context.revert_to(checkpoint_id))
-        restored, conflicts = await timetravel.apply_files(
-            preview.files, self.env.journal, write=files, snapshots=self.env.snapshots
-        )
-        self.sync_dmail_checkpoints()
-        self.bus.send(
-            ev.ContextReverted(
-                checkpoint_id=checkpoint_id,
-                rotated_file=rotated.name,
-                reason="user",
-                files_restored=restored,
-                conflicts=conflicts,
-            )
-        )
-        self.bus.send(self.status())
-        return RevertOutcome(rotated, restored, conflicts, preview.next_user_text)
-
-    def restore_preview(self, source: Path) -> RestorePreview:
-        """What `restore(source)` would do; OSError when `source` cannot be read."""
-        return timetravel.restore_preview(self.context, self.env, source)
-
-    async def restore(self, source: Path, *, files: bool = False) -> RestoreOutcome:
-        """Make the rotated context `source` live again (the current one is rotated first), and
-        with `files` make the files what the restored conversation left, where nobody changed
-        them since the live conversation did (`plan_file_restore`)."""
-        preview = self.restore_preview(source)  # the live context's edits, before the swap
-        rotated = await asyncio.shield(self.context.restore_from(source))
-        restored, conflicts = await timetravel.apply_files(
-            preview.files, self.env.journal, write=files, snapshots=self.env.snapshots
-        )
-        self.sync_dmail_checkpoints()
-        self.bus.send(
-            ev.ContextRestored(
-                from_file=source.name,
-                rotated_file=rotated.name if rotated is not None else "",
-                files_restored=restored,
-                conflicts=conflicts,
-            )
-        )
-        self.bus.send(self.status())
-        return RestoreOutcome(rotated, restored, conflicts)
-
     # --- compaction ----------------------------------------------------------------------------
 
     async def compact(self, instruction: str | None = None, *, step: int = 0) -> bool:
@@ -654,7 +647,11 @@ class KodeSoul:
         """
         if not step:
             self.cost.begin_turn()  # `/compact`'s call is a line of its own in `/cost`
-        return await compacting.compact(self, instruction, step)
+        return await self.compactor.compact(instruction, step)
+
+    def _compaction_llm(self, step: int) -> ChatProvider:
+        """The model as a compaction strategy of `step` sees it (`RetryingProvider`)."""
+        return RetryingProvider(self.provider, partial(self.retry, step), self.cost)
 
 
 def _encodable_input(user_input: str | list[ContentPart]) -> str | list[ContentPart]:

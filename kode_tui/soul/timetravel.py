@@ -1,8 +1,8 @@
 """Time travel as the soul plans it: what a revert to a checkpoint, or a restore of a rotated
 context, would do to the conversation and to the files, and putting the files back.
 
-`KodeSoul.revert` and `KodeSoul.restore` swap the context and send the events; the plans and
-the file work are here, over `session.timetravel`'s per-file planner.
+`TimeMachine` (the soul's `travel`) swaps the context and sends the events; the plans and the
+file work are its helpers here, over `session.timetravel`'s per-file planner.
 """
 
 from __future__ import annotations
@@ -31,6 +31,8 @@ from kode_tui.session.timetravel import (
 from kode_tui.soul import shell_escape
 from kode_tui.tools.base import ToolEnv
 from kode_tui.tools.protected import is_protected
+from kode_tui.wire import events as ev
+from kode_tui.wire.bus import WireBus
 
 
 @dataclass(frozen=True, slots=True)
@@ -155,6 +157,77 @@ async def apply_files(
     if snapshots is not None:
         await snapshots.refresh(restored)
     return restored, conflicts
+
+
+class TimeMachine:
+    """Takes the live `context` back to a checkpoint, or makes a rotated context live again;
+    with the files when asked, from `env`'s journal. It says so on `bus`, then sends the
+    gauge's `status()`; `moved()` follows every swap (SendDMail learns the checkpoints)."""
+
+    def __init__(
+        self,
+        context: Context,
+        env: ToolEnv,
+        bus: WireBus,
+        *,
+        moved: Callable[[], None],
+        status: Callable[[], ev.StatusUpdate],
+    ) -> None:
+        self._context = context
+        self._env = env
+        self._bus = bus
+        self._moved = moved
+        self._status = status
+
+    def revert_preview(self, checkpoint_id: int) -> RevertPreview:
+        """What `revert(checkpoint_id)` would do; ValueError when there is no such checkpoint."""
+        return revert_preview(self._context, self._env, checkpoint_id)
+
+    async def revert(self, checkpoint_id: int, *, files: bool = False) -> RevertOutcome:
+        """Take the context back to `checkpoint_id` (the rest is kept in a rotated file), and
+        with `files` put back the files the agent changed since, where nobody else did."""
+        preview = self.revert_preview(checkpoint_id)
+        rotated = await asyncio.shield(self._context.revert_to(checkpoint_id))
+        restored, conflicts = await apply_files(
+            preview.files, self._env.journal, write=files, snapshots=self._env.snapshots
+        )
+        self._moved()
+        self._bus.send(
+            ev.ContextReverted(
+                checkpoint_id=checkpoint_id,
+                rotated_file=rotated.name,
+                reason="user",
+                files_restored=restored,
+                conflicts=conflicts,
+            )
+        )
+        self._bus.send(self._status())
+        return RevertOutcome(rotated, restored, conflicts, preview.next_user_text)
+
+    def restore_preview(self, source: Path) -> RestorePreview:
+        """What `restore(source)` would do; OSError when `source` cannot be read."""
+        return restore_preview(self._context, self._env, source)
+
+    async def restore(self, source: Path, *, files: bool = False) -> RestoreOutcome:
+        """Make the rotated context `source` live again (the current one is rotated first),
+        and with `files` make the files what the restored conversation left, where nobody
+        changed them since the live conversation did (`plan_file_restore`)."""
+        preview = self.restore_preview(source)  # the live context's edits, before the swap
+        rotated = await asyncio.shield(self._context.restore_from(source))
+        restored, conflicts = await apply_files(
+            preview.files, self._env.journal, write=files, snapshots=self._env.snapshots
+        )
+        self._moved()
+        self._bus.send(
+            ev.ContextRestored(
+                from_file=source.name,
+                rotated_file=rotated.name if rotated is not None else "",
+                files_restored=restored,
+                conflicts=conflicts,
+            )
+        )
+        self._bus.send(self._status())
+        return RestoreOutcome(rotated, restored, conflicts)
 
 
 def untracked_files(env: ToolEnv) -> list[str]:

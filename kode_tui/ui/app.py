@@ -14,7 +14,7 @@ import gc
 import logging
 import time
 from pathlib import Path
-from typing import TYPE_CHECKING, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar, TypeVar
 
 from rich.segment import Segment, Segments
 from textual import on, work
@@ -52,12 +52,15 @@ if TYPE_CHECKING:
         AgentSession,
         ChatProvider,
         CommandPrompt,
+        Match,
         Session,
         SessionLocked,
     )
     from kode_tui.ui.screens.dialogs import LockedChoice
 
 log = logging.getLogger(__name__)
+
+T = TypeVar("T")
 
 CTRL_C_WINDOW_S = 2.0
 """A second Ctrl+C within this time quits."""
@@ -286,7 +289,7 @@ class KodeApp(
     @work(exclusive=True, group="agent")
     async def _start_agent(self, opened: AgentSession) -> None:
         # With `[compaction] review = true` an automatic compaction waits for the review screen.
-        opened.set_compaction_reviewer(self.review_automatic_compaction)
+        opened.compaction.set_reviewer(self.review_automatic_compaction)
         try:
             await opened.start(self.config, self.choice, provider=self._provider, yolo=self._yolo)
         finally:
@@ -425,8 +428,8 @@ class KodeApp(
         if self._choice is not None:
             parts.append(self._choice.name)
             opened = self.agent_session
-            if opened is not None and opened.thinking_supported and opened.thinking != "off":
-                parts.append(f"think {opened.thinking}")
+            if opened is not None and opened.thinking.supported and opened.thinking.level != "off":
+                parts.append(f"think {opened.thinking.level}")
         if self.read_only:
             parts.append("read-only")
         elif self.agent_session is not None and self.agent_session.mode is not None:
@@ -483,7 +486,7 @@ class KodeApp(
                 if isinstance(text, str):
                     result = await opened.run(text)
                 else:
-                    result = await opened.run_command(text)
+                    result = await opened.custom.run(text)
                 turn.failed = result.stop_reason == "error"
             unsent = turn.failed or result.stop_reason == "blocked"  # blocked by a hook
             if unsent and result.steps <= 1 and prompt is not None and not prompt.text:
@@ -543,17 +546,15 @@ class KodeApp(
             return self.agent_session is not None and self.agent_session.started
         return True
 
-    async def action_cycle_mode(self) -> None:
-        if self.agent_session is None or not self.agent_session.started:
-            return
-        mode = await self.agent_session.cycle_mode()
-        self._update_header()
-        self.notify(f"Approval mode: {mode}", timeout=3)
+    def action_cycle_mode(self) -> None:
+        if self.agent_session is not None and self.agent_session.started:
+            self.run_command("/mode", "")
 
-    async def action_cycle_thinking(self) -> None:
-        from kode_tui.ui.thinking import cycle_thinking
-
-        await cycle_thinking(self)
+    def action_cycle_thinking(self) -> None:
+        """Alt+T: the next level (off → low → medium → high → off)."""
+        opened = self.agent_session
+        if opened is not None:
+            self.run_command("/think", opened.thinking.following())
 
     def action_help(self) -> None:
         from kode_tui.ui.screens.help import HelpScreen, collect_bindings, focused_help
@@ -579,49 +580,55 @@ class KodeApp(
         except (OSError, ValueError, ConfigError) as error:
             log.warning("could not save the theme: %s", error)
 
-    # --- slash commands (their handlers: ui/commands.py) ---------------------------------------
+    # --- slash commands (ui/commands.py runs them; the app is their CommandHost) --------------
 
-    def run_command(self, name: str, argument: str) -> None:
-        """Run a slash command (from the prompt or the palette)."""
-        self._command(name, argument)
+    def run_command(self, name: str, argument: str, *, match: Match | None = None) -> None:
+        """Run a slash command (from the prompt, the palette or a pane's intent); `match`: the
+        search match a `/restore`'s preview opens at."""
+        self._command(name, argument, match)
 
     @work(group="command", exit_on_error=False)
-    async def _command(self, name: str, argument: str) -> None:
-        command = commands.BY_NAME.get(name)
-        if command is None and await commands.run_custom(self, name, argument):
-            return
-        if command is None:
-            self.notify(f"Unknown command {name}. /help lists them.", severity="warning")
-            return
-        # Typed the moment the session appeared: wait for the agent, as a message would.
-        while self._agent_starting:
-            await asyncio.sleep(0.02)
+    async def _command(self, name: str, argument: str, match: Match | None) -> None:
         try:
-            await command.run(self, argument)
+            await commands.run(self, name, argument, match)
         except ConfigError as error:
             self.notify(str(error), severity="error", timeout=8)
+
+    async def agent_ready(self) -> None:
+        """Wait while the agent starts (a command typed the moment the session appeared)."""
+        while self._agent_starting:
+            await asyncio.sleep(0.02)
+
+    async def show(self, screen: Screen[Any]) -> None:
+        await self.push_screen(screen)
+
+    async def ask(self, screen: Screen[T]) -> T:
+        return await self.push_screen_wait(screen)
+
+    def fill_prompt(self, text: str, *, append: bool = False) -> None:
+        """Put `text` in the prompt, to be completed or sent (the palette's custom command);
+        with `append`, after what it holds (a preview's quoted messages)."""
+        for prompt in self.screen.query(PromptInput):
+            prompt.text = f"{prompt.text}\n\n{text}" if append and prompt.text else text
+            prompt.move_cursor(prompt.document.end)
+            prompt.focus()
 
     async def new_session(self, session: Session | None = None) -> None:
         """Open `session` (a new one when None) in place of the one on screen."""
         await self._close_session()
         await self._open(session)
 
-    def busy(self) -> bool:
-        """Whether the session cannot take a command now (a turn runs, or no agent); says why."""
-        if self._turn is not None and self._turn.is_running:
-            self.notify("Wait for the turn to end, or press Esc.", severity="warning")
-            return True
-        if self.agent_session is None or not self.agent_session.started:
-            message = "This session is read-only." if self.read_only else "No agent is running."
-            self.notify(message, severity="warning")
-            return True
-        return False
-
     def update_header(self) -> None:
         self._update_header()
 
     def set_choice(self, choice: ModelChoice) -> None:
-        """The model switched (/model): show it, and load its library ahead of use."""
+        """The model switched (/model): show it, and load its library ahead of use. A real
+        model puts the offline-demo notice away (it stays away if `demo` is chosen again,
+        which the user does knowingly)."""
         self._choice = choice
         self._preload_model()
         self._update_header()
+        if not choice.is_demo:
+            for screen in self.screen_stack:
+                if isinstance(screen, MainScreen):
+                    screen.query("#banner").remove()

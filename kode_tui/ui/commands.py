@@ -1,298 +1,437 @@
-"""Slash commands: typed in the prompt (`/compact keep the API`) or picked in the palette.
+"""Slash commands in the TUI: typed in the prompt (`/compact keep the API`) or picked in the
+palette, and what the side panes' intents become (a checkpoint's revert is `/revert N`).
 
-The built-in ones are registered here with `@command`; the custom ones (Markdown prompts in
-`.kode/commands`, `.claude/commands`, `$KODE_TUI_HOME/commands`) come from the facade each time
-they are listed. A built-in wins on a name; F1 says which custom command it hides.
+The built-in commands are the domain's (`COMMANDS` of the facade): they run with the TUI as
+their `Asker` (the revert dialog, the compaction's review, the model picker...), and `render`
+shows their report: a notification, a screen for its data, the conversation read again. The
+TUI's own commands, of the screen rather than the session (`/help`, `/new`, `/sessions`,
+`/theme`, `/quit`), are here; no built-in has their names. The custom commands (Markdown
+prompts in `.kode/commands`, `.claude/commands`, `$KODE_TUI_HOME/commands`) come after both; F1
+says which custom command a built-in hides.
+
+What this needs of the app is `CommandHost`, not the App class: the app imports this module.
+The facade is imported when a command runs, not with the app's first frame.
 """
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from functools import partial
-from typing import TYPE_CHECKING
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar, cast
 
 from textual.command import DiscoveryHit, Hit, Hits, Provider
 from textual.markup import escape
+from textual.notifications import SeverityLevel
 
 if TYPE_CHECKING:
-    from kode_tui.soul.facade import AgentSession, CommandListing, CustomCommand
-    from kode_tui.ui.app import KodeApp
+    from textual.screen import Screen
+    from textual.theme import Theme
+
+    from kode_tui.config import ModelChoice
+    from kode_tui.soul.facade import (
+        AgentSession,
+        CommandListing,
+        CommandPrompt,
+        CommandReport,
+        CompactionPlan,
+        CustomCommand,
+        DropPlan,
+        Match,
+        ModelOption,
+        RevertChoice,
+        RevertPlan,
+        RotationPreview,
+        Session,
+    )
+
+T = TypeVar("T")
 
 
-Handler = Callable[["KodeApp", str], Awaitable[None]]
+class CommandHost(Protocol):
+    """What the commands need of the app."""
+
+    agent_session: AgentSession | None
+    work_dir: Path
+    theme: str
+
+    @property
+    def available_themes(self) -> dict[str, Theme]: ...
+
+    def notify(
+        self,
+        message: str,
+        *,
+        title: str = "",
+        severity: SeverityLevel = "information",
+        timeout: float | None = None,
+        markup: bool = True,
+    ) -> None: ...
+
+    async def show(self, screen: Screen[Any]) -> None:
+        """Put `screen` up (a report's screen)."""
+
+    async def ask(self, screen: Screen[T]) -> T:
+        """Put `screen` up and wait for what it is dismissed with."""
+
+    async def agent_ready(self) -> None:
+        """Wait while the session's agent is starting."""
+
+    def send(self, text: str | CommandPrompt) -> None:
+        """Send a message (or a custom command's) to the agent."""
+
+    def run_command(self, name: str, argument: str, *, match: Match | None = None) -> None: ...
+
+    async def new_session(self, session: Session | None = None) -> None: ...
+
+    def action_help(self) -> None: ...
+
+    async def action_quit(self) -> None: ...
+
+    def action_change_theme(self) -> None: ...
+
+    def update_header(self) -> None: ...
+
+    def set_choice(self, choice: ModelChoice) -> None: ...
+
+    async def reload_conversation(self, prompt: str | None = None) -> None:
+        """Show the conversation again, then focus the prompt (holding `prompt` if given)."""
+
+    async def open_match(self, match: Match) -> None: ...
+
+    async def review_compaction(
+        self, plan: CompactionPlan, instruction: str | None = None
+    ) -> CompactionPlan | None: ...
+
+    async def marked_messages(self) -> list[int]:
+        """The messages of the blocks marked with x, as indexes of the history."""
+
+    def fill_prompt(self, text: str, *, append: bool = False) -> None:
+        """Put `text` in the prompt (with `append`, after what it holds)."""
+
+
+# --- the TUI's own commands ----------------------------------------------------------------------
+
+Handler = Callable[[CommandHost, str], Awaitable[None]]
 
 
 @dataclass(frozen=True, slots=True)
-class SlashCommand:
+class ScreenCommand:
+    """A command of the screen, the TUI's own."""
+
     name: str
-    """With its slash, e.g. `/compact`."""
     usage: str
-    """The argument, e.g. `[instruction]`; empty when it takes none."""
     help: str
     run: Handler
-    """Carries it out in the app, given the argument (empty when none was typed)."""
 
 
-COMMANDS: list[SlashCommand] = []
-"""Every slash command, in the order /help and completion list them."""
+async def _help(host: CommandHost, argument: str) -> None:
+    host.action_help()
 
 
-def command(name: str, usage: str, help: str) -> Callable[[Handler], Handler]:
-    """Register the decorated coroutine as the handler of the slash command `name`."""
-
-    def register(handler: Handler) -> Handler:
-        COMMANDS.append(SlashCommand(name, usage, help, handler))
-        BY_NAME[name] = COMMANDS[-1]
-        return handler
-
-    return register
+async def _new(host: CommandHost, argument: str) -> None:
+    await host.new_session()
+    host.notify("New session.", timeout=2)
 
 
-BY_NAME: dict[str, SlashCommand] = {}
-
-
-@command("/help", "", "Keys, commands and what the focused pane does")
-async def _help(app: KodeApp, argument: str) -> None:
-    app.action_help()
-
-
-@command("/new", "", "Start a new session in this work dir")
-async def _new(app: KodeApp, argument: str) -> None:
-    await app.new_session()
-    app.notify("New session.", timeout=2)
-
-
-@command("/sessions", "", "Open another session")
-async def _sessions(app: KodeApp, argument: str) -> None:
+async def _sessions(host: CommandHost, argument: str) -> None:
     from kode_tui.ui.screens.sessions import SessionPicker
 
-    current = app.session
-    chosen = await app.push_screen_wait(
-        SessionPicker(app.work_dir, current.id if current is not None else None)
+    opened = host.agent_session
+    current = opened.session if opened is not None else None
+    chosen = await host.ask(
+        SessionPicker(host.work_dir, current.id if current is not None else None)
     )
     if chosen is None or (current is not None and chosen.dir == current.dir):
         return
-    await app.new_session(chosen)
+    await host.new_session(chosen)
 
 
-@command("/clear", "", "Start an empty context (the old one is kept in History)")
-async def _clear(app: KodeApp, argument: str) -> None:
-    if app.busy() or app.agent_session is None:
-        return
-    await app.agent_session.clear()
-    app.notify("Cleared: the old context is kept in History.", timeout=3)
-
-
-@command("/compact", "[instruction]", "Compact the context, after you review and edit the summary")
-async def _compact(app: KodeApp, argument: str) -> None:
-    if app.busy() or app.agent_session is None:
-        return
-    app.compact_with_review(argument or None)
-
-
-@command("/model", "[name]", "Pick a model, or switch to an alias or provider/model")
-async def _model(app: KodeApp, argument: str) -> None:
-    from kode_tui.errors import ConfigError
-    from kode_tui.ui.screens.main import MainScreen
-    from kode_tui.ui.screens.models import ModelPicker
-
-    opened = app.agent_session
-    if opened is None:
-        return
-    name = argument.strip()
-    if not name:
-        picked = await app.push_screen_wait(ModelPicker(opened.model_options(), app.choice.name))
-        if picked is None:
-            return
-        name = picked
-    try:
-        choice = await opened.set_model(name)
-    except ConfigError as error:
-        app.notify(f"Model unchanged: {error}.", severity="error", timeout=8)
-        return
-    app.set_choice(choice)
-    if not choice.is_demo:
-        # A real model: the offline-demo notice no longer applies (it stays away if `demo`
-        # is chosen again, which the user does knowingly).
-        for screen in app.screen_stack:
-            if isinstance(screen, MainScreen):
-                await screen.query("#banner").remove()
-    app.notify(f"Model: {choice.name}", timeout=3)
-
-
-@command("/mode", "[ask|auto-edit|sandbox|yolo]", "Cycle or set the approval mode")
-async def _mode(app: KodeApp, argument: str) -> None:
-    opened = app.agent_session
-    if opened is None or not opened.started:
-        return
+async def _theme(host: CommandHost, argument: str) -> None:
     if not argument:
-        await app.action_cycle_mode()
-        return
-    modes = opened.modes
-    mode = next((m for m in modes if m == argument), None)
-    if mode is None:
-        why = f" ({opened.sandbox})" if argument == "sandbox" else ""
-        app.notify(f"Modes are {', '.join(modes)}.{why}", severity="warning")
-        return
-    await opened.set_mode(mode)
-    app.update_header()
-    app.notify(f"Approval mode: {mode}", timeout=3)
-
-
-def _running_agent(app: KodeApp) -> AgentSession | None:
-    """The session's agent when one runs; else None, and one line says why."""
-    opened = app.agent_session
-    if opened is None or not opened.started:
-        message = "This session is read-only." if app.read_only else "No agent is running."
-        app.notify(message, severity="warning")
-        return None
-    return opened
-
-
-@command("/permissions", "", "List what is allowed for this session, and revoke it")
-async def _permissions(app: KodeApp, argument: str) -> None:
-    from kode_tui.ui.screens.permissions import PermissionsScreen
-
-    opened = _running_agent(app)
-    if opened is not None:
-        await app.push_screen(PermissionsScreen(opened))
-
-
-@command("/mcp", "", "MCP servers: their tools and tokens; switch off, reconnect")
-async def _mcp(app: KodeApp, argument: str) -> None:
-    from kode_tui.ui.screens.mcp import McpScreen
-
-    opened = _running_agent(app)
-    if opened is not None:
-        await app.push_screen(McpScreen(opened))
-
-
-@command("/theme", "[name]", "Pick a theme (live preview), or set one by name")
-async def _theme(app: KodeApp, argument: str) -> None:
-    if not argument:
-        app.action_change_theme()
-    elif argument not in app.available_themes:
-        app.notify(f"No theme {argument}.", severity="warning")
+        host.action_change_theme()
+    elif argument not in host.available_themes:
+        host.notify(f"No theme {argument}.", severity="warning")
     else:
-        app.theme = argument
+        host.theme = argument
 
 
-@command("/context", "[refresh]", "Show what the model is given")
-async def _context(app: KodeApp, argument: str) -> None:
+async def _quit(host: CommandHost, argument: str) -> None:
+    await host.action_quit()
+
+
+SCREEN_COMMANDS: dict[str, ScreenCommand] = {
+    command.name: command
+    for command in (
+        ScreenCommand("/help", "", "Keys, commands and what the focused pane does", _help),
+        ScreenCommand("/new", "", "Start a new session in this work dir", _new),
+        ScreenCommand("/sessions", "", "Open another session", _sessions),
+        ScreenCommand(
+            "/theme", "[name]", "Pick a theme (live preview), or set one by name", _theme
+        ),
+        ScreenCommand("/quit", "", "Quit kode-tui", _quit),
+    )
+}
+"""The TUI's own commands: of the screen, not of the session."""
+
+
+# --- running a line ------------------------------------------------------------------------------
+
+
+async def run(host: CommandHost, name: str, argument: str, match: Match | None = None) -> None:
+    """Run `/name argument`: the TUI's own command, a built-in one (its report rendered), or a
+    custom one (its prompt sent); say so when no command has that name. `match`: the search
+    match a `/restore`'s preview opens at."""
+    from kode_tui.soul.facade import COMMANDS, CommandPrompt, CommandReport
+
+    own = SCREEN_COMMANDS.get(name)
+    if own is not None:
+        await own.run(host, argument)
+        return
+    opened = host.agent_session
+    if opened is None:
+        host.notify("No session is open.", severity="warning")
+        return
+    found = COMMANDS.find(opened, name, argument, SCREEN_COMMANDS)
+    if found is None:
+        host.notify(f"Unknown command {name}. /help lists them.", severity="warning")
+        return
+    if isinstance(found, CommandPrompt):
+        host.send(found)
+        return
+    if isinstance(found, CommandReport):  # a custom command whose file was refused
+        await render(host, name, argument, found)
+        return
+    # Typed the moment the session appeared: wait for the agent, as a message would.
+    await host.agent_ready()
+    opened = host.agent_session
+    if opened is not None:
+        done = await COMMANDS.run(opened, found, argument, Asking(host, match))
+        await render(host, found.name, argument, done)
+
+
+SEVERITY: dict[str, SeverityLevel] = {
+    "done": "information",
+    "warning": "warning",
+    "refused": "warning",
+    "failed": "error",
+}
+
+
+async def render(host: CommandHost, name: str, argument: str, done: CommandReport) -> None:
+    """Show what a built-in command did: a screen for its data, or a notification; the
+    conversation, the header or the session again where it changed them."""
+    if done.outcome == "blocked":
+        return  # the hook's run is in the conversation, with why
+    if not done.ok:
+        host.notify(done.text, severity=SEVERITY[done.outcome], timeout=8)
+        return
+    view = VIEWS.get(name)
+    if view is not None and await view(host, argument, done):
+        return
+    if "conversation" in done.changed:
+        await host.reload_conversation()
+    if done.changed & {"model", "mode", "thinking", "title"}:
+        host.update_header()
+    if done.text:
+        long = "\n" in done.text or done.outcome != "done"
+        host.notify(done.text, severity=SEVERITY[done.outcome], timeout=8 if long else 4)
+
+
+# --- the reports the TUI shows its own way -------------------------------------------------------
+
+View = Callable[[CommandHost, str, "CommandReport"], Awaitable[bool]]
+"""Shows a report its own way; whether that was all (else it is notified as usual)."""
+
+
+async def _context_view(host: CommandHost, argument: str, done: CommandReport) -> bool:
+    from kode_tui.soul.facade import ContextReport
     from kode_tui.ui.screens.dialogs import ContextScreen
 
-    opened = app.agent_session
-    if opened is None:
-        return
-    report = await opened.context_report(refresh=argument == "refresh")
-    if report is None:
-        return
     if argument == "refresh":
-        app.notify("Project context collected again.", timeout=3)
-    await app.push_screen(ContextScreen(report))
+        host.notify("Project context collected again.", timeout=3)
+    await host.show(ContextScreen(cast(ContextReport, done.data)))
+    return True
 
 
-@command("/revert", "N", "Take the conversation (and files) back to checkpoint N")
-async def _revert(app: KodeApp, argument: str) -> None:
-    if not argument.isdigit():
-        app.notify("/revert N: N is a checkpoint of the timeline.", severity="warning")
-        return
-    app.revert(int(argument))
-
-
-@command("/restore", "N", "Preview context_N.jsonl and make it live again")
-async def _restore(app: KodeApp, argument: str) -> None:
-    opened = app.agent_session
-    if opened is None:
-        return
-    name = opened.rotated_file(argument) if argument else None
-    if name is None:
-        app.notify("/restore N: N is a rotated context of the History pane.", severity="warning")
-        return
-    app.preview(name)
-
-
-@command("/diff", "A [B]", "What changed from checkpoint A to B (or to now)")
-async def _diff(app: KodeApp, argument: str) -> None:
-    numbers = argument.split()
-    if not numbers or len(numbers) > 2 or not all(n.isdigit() for n in numbers):
-        app.notify("/diff A [B]: checkpoints of the timeline (B: now).", severity="warning")
-        return
-    app.diff(int(numbers[0]), int(numbers[1]) if len(numbers) == 2 else None)
-
-
-@command("/title", "[text]", "Show or set the session title")
-async def _title(app: KodeApp, argument: str) -> None:
-    opened = app.agent_session
-    if opened is None:
-        return
-    if not argument:
-        app.notify(f"Title: {opened.title}", timeout=4)
-        return
-    await opened.set_title(argument)
-    app.update_header()
-
-
-@command("/pin", "TEXT", "Pin a note: sent with every request, whatever is compacted")
-async def _pin(app: KodeApp, argument: str) -> None:
-    await app.pin_note(argument)
-
-
-@command("/pins", "", "List, edit and unpin the pinned notes")
-async def _pins(app: KodeApp, argument: str) -> None:
-    await app.show_pins()
-
-
-@command(
-    "/drop", "[N..M]", "Drop the blocks marked with x, or checkpoints N to M, from the context"
-)
-async def _drop(app: KodeApp, argument: str) -> None:
-    app.drop_command(argument)
-
-
-@command("/cost", "", "What this session's model calls cost, per model and turn")
-async def _cost(app: KodeApp, argument: str) -> None:
+async def _cost_view(host: CommandHost, argument: str, done: CommandReport) -> bool:
+    from kode_tui.soul.facade import CostReport
     from kode_tui.ui.screens.cost import CostScreen
 
-    opened = app.agent_session
+    await host.show(CostScreen(cast(CostReport, done.data)))
+    return True
+
+
+async def _diff_view(host: CommandHost, argument: str, done: CommandReport) -> bool:
+    from kode_tui.soul.facade import Compared
+    from kode_tui.ui.screens.compare import CompareScreen
+
+    compared = cast(Compared, done.data)
+    await host.show(CompareScreen(compared.title, compared.diff))
+    return True
+
+
+async def _search_view(host: CommandHost, argument: str, done: CommandReport) -> bool:
+    from kode_tui.soul.facade import Found
+    from kode_tui.ui.screens.search import SearchScreen
+
+    found = cast(Found, done.data)
+    opened = host.agent_session
+    if not found.matches or opened is None:
+        return False
+    chosen = await host.ask(SearchScreen(found.text, found.matches, opened.id))
+    if chosen is not None:
+        await host.open_match(chosen)
+    return True
+
+
+async def _session_screen(host: CommandHost, screen: Callable[[AgentSession], Screen[Any]]) -> bool:
+    opened = host.agent_session
     if opened is not None:
-        await app.push_screen(CostScreen(opened.cost()))
+        await host.show(screen(opened))
+    return True
 
 
-@command("/think", "[off|low|medium|high]", "Show or set the model's thinking effort (Alt+T)")
-async def _think(app: KodeApp, argument: str) -> None:
-    from kode_tui.ui.thinking import think_command
+async def _mcp_view(host: CommandHost, argument: str, done: CommandReport) -> bool:
+    from kode_tui.ui.screens.mcp import McpScreen
 
-    await think_command(app, argument)
-
-
-@command("/quit", "", "Quit kode-tui")
-async def _quit(app: KodeApp, argument: str) -> None:
-    await app.action_quit()
+    return await _session_screen(host, McpScreen)
 
 
-def completions(app: KodeApp | None = None) -> list[tuple[str, str]]:
-    """(name, help) for the prompt's `/` completion: the built-in commands, then the custom
-    ones of `app`'s work dir that no built-in hides."""
-    rows = [
-        (command.name, f"{command.usage}  {command.help}" if command.usage else command.help)
-        for command in COMMANDS
-    ]
-    return rows + [(custom.name, _custom_help(custom)) for custom in _custom(app)]
+async def _permissions_view(host: CommandHost, argument: str, done: CommandReport) -> bool:
+    from kode_tui.ui.screens.permissions import PermissionsScreen
+
+    return await _session_screen(host, PermissionsScreen)
 
 
-def help_rows(app: KodeApp) -> list[tuple[str, str]]:
+async def _pins_view(host: CommandHost, argument: str, done: CommandReport) -> bool:
+    from kode_tui.ui.screens.pins import PinsScreen
+
+    return await _session_screen(host, PinsScreen)
+
+
+async def _fork_view(host: CommandHost, argument: str, done: CommandReport) -> bool:
+    from kode_tui.soul.facade import Session
+
+    await host.new_session(cast(Session, done.data))
+    host.notify(f"{done.text} /sessions opens the other.", timeout=6)
+    return True
+
+
+async def _revert_view(host: CommandHost, argument: str, done: CommandReport) -> bool:
+    from kode_tui.soul.facade import RevertOutcome
+
+    # The user's message that followed the checkpoint goes back into the prompt, to edit.
+    await host.reload_conversation(cast(RevertOutcome, done.data).next_user_text)
+    host.notify(done.text, severity=SEVERITY[done.outcome], timeout=8)
+    return True
+
+
+async def _model_view(host: CommandHost, argument: str, done: CommandReport) -> bool:
+    from kode_tui.config import ModelChoice
+
+    if isinstance(done.data, ModelChoice):
+        host.set_choice(done.data)
+    return False
+
+
+VIEWS: dict[str, View] = {
+    "/context": _context_view,
+    "/cost": _cost_view,
+    "/diff": _diff_view,
+    "/search": _search_view,
+    "/mcp": _mcp_view,
+    "/permissions": _permissions_view,
+    "/pins": _pins_view,
+    "/fork": _fork_view,
+    "/revert": _revert_view,
+    "/model": _model_view,
+}
+
+
+# --- what the commands ask the user --------------------------------------------------------------
+
+
+class Asking:
+    """The TUI as a command's `Asker`: dialogs and screens that ask before anything changes.
+    `match`: where a `/restore`'s preview opens (a search match), else at its end."""
+
+    def __init__(self, host: CommandHost, match: Match | None = None) -> None:
+        self._host = host
+        self._match = match
+
+    def note(self, text: str) -> None:
+        self._host.notify(text, timeout=3)
+
+    async def review_compaction(
+        self, plan: CompactionPlan, instruction: str | None
+    ) -> CompactionPlan | None:
+        return await self._host.review_compaction(plan, instruction)
+
+    async def confirm_revert(self, plan: RevertPlan) -> RevertChoice | None:
+        from kode_tui.ui.screens.timetravel import RevertDialog
+
+        return await self._host.ask(RevertDialog.from_plan(plan))
+
+    async def confirm_restore(self, preview: RotationPreview) -> RevertChoice | None:
+        from kode_tui.ui.screens.timetravel import PreviewScreen
+
+        opened = self._host.agent_session
+        match = self._match
+        at = None
+        if match is not None and opened is not None:
+            at = opened.travel.match_index(preview.snapshot.messages, match)
+        chosen = await self._host.ask(PreviewScreen.from_preview(preview, at))
+        if isinstance(chosen, str) and chosen not in ("conversation", "files"):
+            self._host.fill_prompt(chosen, append=True)  # what only that context has, quoted
+            return None
+        if chosen is True or chosen == "conversation":
+            return "conversation"
+        return "files" if chosen == "files" else None
+
+    async def confirm_drop(self, plan: DropPlan, what: str) -> bool:
+        from kode_tui.ui.screens.drop import DropDialog
+
+        confirmed: bool = await self._host.ask(DropDialog(plan, what))
+        return confirmed
+
+    async def marked(self) -> Sequence[int]:
+        return await self._host.marked_messages()
+
+    async def pick_model(self, options: Sequence[ModelOption], current: str) -> str | None:
+        from kode_tui.ui.screens.models import ModelPicker
+
+        return await self._host.ask(ModelPicker(list(options), current))
+
+
+# --- lists: completion, F1, the palette ----------------------------------------------------------
+
+
+def completions(host: CommandHost | None = None) -> list[tuple[str, str]]:
+    """(name, help) for the prompt's `/` completion: the TUI's commands, the built-in ones,
+    then the custom ones of the work dir that none of them hides."""
+    from kode_tui.soul.facade import COMMANDS
+
+    rows = [(c.name, _help_text(c.usage, c.help)) for c in SCREEN_COMMANDS.values()]
+    rows += [(c.name, _help_text(c.hint, c.description)) for c in COMMANDS]
+    return rows + [(custom.name, _custom_help(custom)) for custom in _custom(host)]
+
+
+def help_rows(host: CommandHost) -> list[tuple[str, str]]:
     """F1's commands: the completion's, each custom one with its file, then the custom
     commands that are not used (hidden by another of that name, or refused) and why."""
+    from kode_tui.soul.facade import COMMANDS
+
     rows = completions()
-    rows += [(c.name, f"{_custom_help(c)}  ({c.shown_path})") for c in _custom(app)]
-    listing = _listing(app)
+    rows += [(c.name, f"{_custom_help(c)}  ({c.shown_path})") for c in _custom(host)]
+    listing = _listing(host)
     if listing is None:
         return rows
-    hidden = [c for c in listing.commands if c.name in BY_NAME]
+    built_in = COMMANDS.names | set(SCREEN_COMMANDS)
+    hidden = [c for c in listing.commands if c.name in built_in]
     for custom in [*hidden, *listing.shadowed]:
-        winner = "the built-in" if custom.name in BY_NAME else "another file's"
+        winner = "the built-in" if custom.name in built_in else "another file's"
         rows.append(
             (custom.name, f"not used: {winner} {custom.name} has its name ({custom.shown_path})")
         )
@@ -300,33 +439,27 @@ def help_rows(app: KodeApp) -> list[tuple[str, str]]:
     return rows
 
 
-def _listing(app: KodeApp | None) -> CommandListing | None:
-    opened = app.agent_session if app is not None else None
-    return opened.custom_commands() if opened is not None else None
+def _listing(host: CommandHost | None) -> CommandListing | None:
+    opened = host.agent_session if host is not None else None
+    return opened.custom.listing() if opened is not None else None
 
 
-def _custom(app: KodeApp | None) -> list[CustomCommand]:
-    listing = _listing(app)
-    return list(listing.usable(BY_NAME)) if listing is not None else []
+def _custom(host: CommandHost | None) -> list[CustomCommand]:
+    from kode_tui.soul.facade import COMMANDS
+
+    opened = host.agent_session if host is not None else None
+    if opened is None:
+        return []
+    entries = COMMANDS.entries(opened, SCREEN_COMMANDS)
+    return [entry.custom for entry in entries if entry.custom is not None]
+
+
+def _help_text(usage: str, help_: str) -> str:
+    return f"{usage}  {help_}" if usage else help_
 
 
 def _custom_help(custom: CustomCommand) -> str:
-    hint = custom.argument_hint
-    return f"{hint}  {custom.description}" if hint else custom.description
-
-
-async def run_custom(app: KodeApp, name: str, argument: str) -> bool:
-    """Send the prompt of the custom command `name` for `argument` (or say why its file was
-    not read); whether one has that name."""
-    from kode_tui.soul.facade import CommandProblem
-
-    opened = app.agent_session
-    found = opened.command_prompt(name, argument) if opened is not None else None
-    if isinstance(found, CommandProblem):
-        app.notify(found.message, severity="warning", timeout=8)
-    elif found is not None:
-        app.send(found)
-    return found is not None
+    return _help_text(custom.argument_hint, custom.description)
 
 
 def parse(line: str) -> tuple[str, str] | None:
@@ -342,19 +475,23 @@ class SlashCommandProvider(Provider):
     """The slash commands in the command palette (Ctrl+P)."""
 
     @property
-    def _app(self) -> KodeApp:
-        return self.app  # type: ignore[return-value]
+    def _host(self) -> CommandHost:
+        # The palette is the app's (`KodeApp.COMMANDS`), and the app is a CommandHost.
+        return cast(CommandHost, self.app)
 
     def _runner(self, name: str) -> Callable[[], object]:
-        return partial(self._app.run_command, name, "")
+        return partial(self._host.run_command, name, "")
 
     def _entries(self) -> list[tuple[str, str, Callable[[], object]]]:
-        """(name, help, what picking it does) of each command, built-in then custom. A custom
-        command that takes arguments is put in the prompt, to be completed there."""
-        entries = [(c.name, c.help, self._runner(c.name)) for c in COMMANDS]
-        for custom in _custom(self._app):
+        """(name, help, what picking it does) of each command, built-in then custom. A command
+        that needs an argument is put in the prompt, to be completed there."""
+        from kode_tui.soul.facade import COMMANDS
+
+        entries = [(c.name, c.help, self._runner(c.name)) for c in SCREEN_COMMANDS.values()]
+        entries += [(c.name, escape(c.description), self._runner(c.name)) for c in COMMANDS]
+        for custom in _custom(self._host):
             runner = (
-                partial(_fill_prompt, self._app, f"{custom.name} ")
+                partial(self._host.fill_prompt, f"{custom.name} ")
                 if custom.argument_hint
                 else self._runner(custom.name)
             )
@@ -372,12 +509,3 @@ class SlashCommandProvider(Provider):
             score = matcher.match(f"{name} {help_}")
             if score > 0:
                 yield Hit(score, matcher.highlight(name), runner, help=help_)
-
-
-def _fill_prompt(app: KodeApp, text: str) -> None:
-    from kode_tui.ui.widgets.prompt import PromptInput
-
-    for prompt in app.screen.query(PromptInput):
-        prompt.text = text
-        prompt.move_cursor(prompt.document.end)
-        prompt.focus()

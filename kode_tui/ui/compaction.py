@@ -1,5 +1,6 @@
-"""The app's reviewable compaction: `/compact` and (with `[compaction] review = true`) the
-automatic one open the review screen before anything changes (screens/compaction.py).
+"""The app's reviewable compaction: `/compact` (the domain's command, with the app as its
+Asker) and, with `[compaction] review = true`, the automatic one open the review screen before
+anything changes (screens/compaction.py).
 
 Mixed into `KodeApp` (app.py), which owns the session; here so the flow reads whole.
 """
@@ -10,7 +11,6 @@ import asyncio
 import contextlib
 from typing import TYPE_CHECKING
 
-from textual import work
 from textual.app import App
 
 if TYPE_CHECKING:
@@ -20,35 +20,10 @@ __all__ = ["CompactionActions"]
 
 
 class CompactionActions(App[None]):
-    """Plan, review, apply: the TUI's side of `AgentSession.plan_compaction`."""
+    """The review: the TUI's side of `AgentSession.compaction`."""
 
     if TYPE_CHECKING:
         agent_session: AgentSession | None
-
-    @work(exclusive=True, group="compaction", exit_on_error=False)
-    async def compact_with_review(self, instruction: str | None) -> None:
-        """`/compact [instruction]`: work the compaction out, show it, apply what is accepted."""
-        opened = self.agent_session
-        if opened is None or not opened.started:
-            return
-        self.notify("Working out the compaction…", timeout=3)
-        try:
-            plan = await opened.plan_compaction(instruction)
-        except Exception:  # the facade showed it in the conversation; the app goes on
-            return
-        if plan is None:
-            self.notify("Nothing to compact.", timeout=3)
-            return
-        reviewed = await self.review_compaction(plan, instruction)
-        if reviewed is None:
-            self.notify("Compaction cancelled: nothing changed.", timeout=3)
-            return
-        try:
-            await opened.apply_compaction(reviewed)
-        except ValueError as error:  # the context moved on, or the summary was emptied
-            self.notify(str(error), severity="error", timeout=6)
-            return
-        self.notify("Compacted: the old context is kept in History.", timeout=3)
 
     async def review_automatic_compaction(self, plan: CompactionPlan) -> CompactionPlan | None:
         """The facade's reviewer (`[compaction] review = true`): a turn's compaction, shown."""
@@ -75,7 +50,7 @@ class CompactionActions(App[None]):
             return None
 
         async def replan(strategy: str) -> CompactionPlan | None:
-            return await opened.plan_compaction(instruction, strategy)
+            return await opened.compaction.plan(instruction, strategy)
 
         decided: asyncio.Future[CompactionPlan | None] = asyncio.get_running_loop().create_future()
 
@@ -83,7 +58,7 @@ class CompactionActions(App[None]):
             if not decided.done():
                 decided.set_result(result)
 
-        screen = CompactionReview(plan, replan, pins=len(opened.pins()))
+        screen = CompactionReview(plan, replan, pins=len(opened.pins.texts()))
         self.push_screen(screen, answer)
         try:
             return await decided

@@ -187,7 +187,7 @@ class CompactionReview(ModalScreen["CompactionPlan | None"]):
         box.loading = True
         try:
             plan = await self._replan(strategy)
-        except Exception as error:  # the facade showed it in the conversation too
+        except Exception as error:  # the model's or the disk's: said here, the review goes on
             self.notify(f"{strategy_label(strategy)} failed: {error}", severity="error")
             plan = None
         else:

@@ -12,7 +12,7 @@ from textual.screen import ModalScreen
 from textual.widgets import Static
 
 from kode_tui.safetext import visible
-from kode_tui.soul.facade import CostReport, cost_lines
+from kode_tui.soul.facade import CostReport
 
 
 class CostScreen(ModalScreen[None]):
@@ -38,7 +38,7 @@ class CostScreen(ModalScreen[None]):
             dialog.styles.width = "100%"
             yield Static("What the model calls cost", classes="dialog-title")
             # Content, not markup: a model name is the user's text.
-            text = "\n".join(cost_lines(self._report))
+            text = "\n".join(self._report.lines())
             with VerticalScroll(id="cost-lines"):
                 yield Static(Content(visible(text)))
             yield Static("Esc close · prices from litellm's map", classes="dialog-keys")

@@ -13,7 +13,7 @@ from textual.screen import ModalScreen
 from textual.widgets import Static
 
 from kode_tui.safetext import visible
-from kode_tui.soul.facade import ContextReport, row_lines
+from kode_tui.soul.facade import ContextReport
 
 
 class ContextScreen(ModalScreen[None]):
@@ -44,7 +44,7 @@ class ContextScreen(ModalScreen[None]):
                 ),
                 Content(""),
             ]
-            lines += [Content(visible(line, multiline=False)) for line in row_lines(report)]
+            lines += [Content(visible(line, multiline=False)) for line in report.lines()]
             lines += [Content(""), Content.styled("Reminders of the last request", "bold")]
             lines += [
                 Content(

@@ -104,7 +104,7 @@ class McpScreen(ModalScreen[None]):
 
     def show(self) -> None:
         """List the servers as they are now."""
-        servers = self._opened.mcp_status()
+        servers = self._opened.mcp.status()
         listing = self.query_one(OptionList)
         highlighted = listing.highlighted
         listing.clear_options()
@@ -150,9 +150,9 @@ class McpScreen(ModalScreen[None]):
             return
         server, tool = row
         if tool is None:
-            await self._opened.mcp_set_enabled(server.name, not server.enabled)
+            await self._opened.mcp.set_enabled(server.name, not server.enabled)
         else:
-            await self._opened.mcp_set_enabled(server.name, not tool.enabled, tool.name)
+            await self._opened.mcp.set_enabled(server.name, not tool.enabled, tool.name)
         self.show()
 
     def action_reconnect(self) -> None:
@@ -164,7 +164,7 @@ class McpScreen(ModalScreen[None]):
     async def _reconnect(self, name: str) -> None:
         shown = visible(name, multiline=False)
         self.notify(f"Starting the MCP server {shown}…", timeout=2)
-        info = await self._opened.mcp_reconnect(name)
+        info = await self._opened.mcp.reconnect(name)
         self.show()
         if info.state == "connected":
             self.notify(f"MCP server {shown} connected.", timeout=3)

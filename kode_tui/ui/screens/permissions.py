@@ -74,7 +74,7 @@ class PermissionsScreen(ModalScreen[None]):
 
     def _show(self) -> None:
         mode = self._opened.mode or "unknown"
-        sandbox = self._opened.sandbox
+        sandbox = self._opened.permissions.sandbox
         self.query_one("#permissions-mode", Static).update(
             Content.assemble(
                 f"Approval mode: {mode} (Ctrl+T or /mode changes it)",
@@ -83,7 +83,7 @@ class PermissionsScreen(ModalScreen[None]):
         )
         listing = self.query_one(OptionList)
         highlighted = listing.highlighted
-        self._rows = self._opened.permissions()
+        self._rows = self._opened.permissions.grants()
         listing.clear_options()
         if not self._rows:
             listing.add_option(Option(Content.styled(EMPTY, "$text-muted"), disabled=True))
@@ -109,6 +109,6 @@ class PermissionsScreen(ModalScreen[None]):
         if index is None or not 0 <= index < len(self._rows):
             return
         row = self._rows[index]
-        if await self._opened.revoke_permission(row.scope):
+        if await self._opened.permissions.revoke(row.scope):
             self.notify(f"Revoked: {row.label}. Its calls ask again.", timeout=4)
         self._show()

@@ -81,9 +81,9 @@ class PinsScreen(ModalScreen[None]):
     def _show(self) -> None:
         listing = self.query_one(OptionList)
         highlighted = listing.highlighted
-        pins = self._opened.pins()
+        pins = self._opened.pins.texts()
         self.query_one("#pins-note", Static).update(
-            note_text(len(pins), self._opened.pins_tokens())
+            note_text(len(pins), self._opened.pins.tokens())
         )
         listing.clear_options()
         if not pins:
@@ -100,12 +100,12 @@ class PinsScreen(ModalScreen[None]):
         if action == "save":
             return self._editing is not None
         if action in ("edit", "unpin"):
-            return self._editing is None and bool(self._opened.pins())
+            return self._editing is None and bool(self._opened.pins.texts())
         return True
 
     def _highlighted(self) -> int | None:
         index = self.query_one(OptionList).highlighted
-        return index if index is not None and 0 <= index < len(self._opened.pins()) else None
+        return index if index is not None and 0 <= index < len(self._opened.pins.texts()) else None
 
     def on_option_list_option_selected(self, event: OptionList.OptionSelected) -> None:
         event.stop()
@@ -117,7 +117,7 @@ class PinsScreen(ModalScreen[None]):
             return
         self._editing = index
         editor = self.query_one(TextArea)
-        editor.load_text(self._opened.pins()[index])
+        editor.load_text(self._opened.pins.texts()[index])
         editor.move_cursor(editor.document.end)  # to add to the note, the usual edit
         self.add_class("-editing")
         self.query_one("#pins-keys", Static).update(EDIT_KEYS)
@@ -129,7 +129,7 @@ class PinsScreen(ModalScreen[None]):
         if index is None:
             return
         try:
-            await self._opened.edit_pin(index, self.query_one(TextArea).text)
+            await self._opened.pins.edit(index, self.query_one(TextArea).text)
         except (ValueError, IndexError, OSError) as error:
             self.notify(str(error), severity="warning")
             return
@@ -141,7 +141,7 @@ class PinsScreen(ModalScreen[None]):
         if index is None:
             return
         try:
-            await self._opened.unpin(index)
+            await self._opened.pins.remove(index)
         except (IndexError, OSError) as error:
             self.notify(str(error), severity="warning")
             return

@@ -27,7 +27,7 @@ from textual.widgets import DataTable, Footer, Input, Label, Static, Switch
 from kode_tui.humanize import format_age, format_tokens, format_usd
 from kode_tui.paths import canonical
 from kode_tui.safetext import visible
-from kode_tui.soul.facade import Session, SessionCatalog, SessionRow, lineage_note
+from kode_tui.soul.facade import LineageNote, Session, SessionCatalog, SessionRow
 
 log = logging.getLogger(__name__)
 
@@ -164,7 +164,7 @@ Type to filter by title; **↑/↓** choose, **Enter** opens, **Esc** closes.
             session = row.session
             current = self._is_current(session)
             title = Text(visible(session.title, multiline=False), style="bold" if current else "")
-            note = lineage_note(session)
+            note = LineageNote.of(session)
             if note is not None:
                 # Where a fork came from, after its title: the picker shows the lineage.
                 title.append(visible(f"  ⑂ {note.text}", multiline=False), style="dim")

@@ -26,6 +26,7 @@ from kode_tui.humanize import format_age, format_tokens, plural
 from kode_tui.message import Message
 from kode_tui.safetext import visible
 from kode_tui.soul.facade import (
+    CheckpointDiff,
     Comparison,
     ContextSnapshot,
     FileAction,
@@ -36,8 +37,6 @@ from kode_tui.soul.facade import (
     Rotation,
     RotationPreview,
     WireBus,
-    compare,
-    diff_snapshot,
 )
 from kode_tui.ui.widgets.conversation import Conversation
 from kode_tui.ui.widgets.history import reason_text
@@ -399,20 +398,19 @@ what only each of them holds.
         self,
         snapshot: ContextSnapshot,
         rotation: Rotation | None,
-        live: Sequence[Message] | Comparison,
+        comparison: Comparison,
         *,
         now: float | None = None,
         results: PastResults | None = None,
         plan: RestorePlan | None = None,
         at: int | None = None,
     ) -> None:
-        """`live`: the live context's messages, or their comparison with `snapshot` made
-        already (the facade's preview has it); `at`: the message to open at (a search
-        match), else the end."""
+        """`comparison`: the live context against `snapshot` (the facade's preview has it);
+        `at`: the message to open at (a search match), else the end."""
         super().__init__()
         self.snapshot = snapshot
         self.rotation = rotation
-        self.comparison = live if isinstance(live, Comparison) else compare(snapshot.messages, live)
+        self.comparison = comparison
         self._now = now
         self._results = results
         self.plan = plan
@@ -546,8 +544,7 @@ what only each of them holds.
         """The messages only this file has, and only the live context has, side by side."""
         from kode_tui.ui.screens.compare import CompareScreen
 
-        live = [*self.comparison.in_both, *self.comparison.only_here]
-        diff = diff_snapshot(live, self.snapshot)
+        diff = CheckpointDiff(self.comparison.only_here, self.comparison.only_there, [])
         self.app.push_screen(CompareScreen(f"{self.name_shown} → the live context", diff))
 
     def action_to_prompt(self) -> None:
@@ -563,11 +560,12 @@ what only each of them holds.
 
 
 if __name__ == "__main__":
+    import asyncio
     import sys
 
     from textual.app import App
 
-    from kode_tui.soul.facade import list_rotations, read_snapshot
+    from kode_tui.soul.facade import AgentSession, Session
 
     class _Demo(App[None]):
         """`python -m kode_tui.ui.screens.timetravel [SESSION_DIR]`: the revert dialog, then
@@ -584,16 +582,15 @@ if __name__ == "__main__":
             )
             self.push_screen(dialog, self._preview)
 
-        def _preview(self, choice: RevertChoice | None) -> None:
+        async def _preview(self, choice: RevertChoice | None) -> None:
             self.notify(f"revert: {choice}")
             folder = Path(sys.argv[1]) if len(sys.argv) > 1 else Path("tests/fixtures/kimi-session")
-            live = folder / "context.jsonl"
-            rotations = list_rotations(live)
+            # A read-only view: the demo reads copies, whoever writes the session.
+            opened = await AgentSession.view(await Session.from_dir(folder.resolve(), Path.cwd()))
+            rotations = await asyncio.to_thread(opened.travel.rotations)
             if rotations:
-                live_messages = read_snapshot(live).messages
-                screen = PreviewScreen(
-                    read_snapshot(rotations[0].path), rotations[0], live_messages
-                )
+                preview = await opened.travel.preview(rotations[-1].rotation.path.name)
+                screen = PreviewScreen.from_preview(preview)
                 self.push_screen(screen, lambda restore: self.notify(f"restore: {restore}"))
 
     _Demo().run()

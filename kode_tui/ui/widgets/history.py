@@ -24,7 +24,7 @@ from textual.widgets.option_list import Option
 
 from kode_tui.humanize import format_age, format_size, format_tokens
 from kode_tui.safetext import visible
-from kode_tui.soul.facade import AgentSession, Rotation, RotationEntry, WireBus, lineage_note
+from kode_tui.soul.facade import AgentSession, LineageNote, Rotation, RotationEntry, WireBus
 from kode_tui.ui.wire_messages import WireListener, WireMessage
 from kode_tui.wire import events as ev
 
@@ -130,12 +130,12 @@ clear or a restore keeps the context it replaced as `context_N.jsonl`: nothing i
     @work(exclusive=True, group="history-refresh", exit_on_error=False)
     async def refresh_rotations(self) -> None:
         """Read the session folder again and show what it holds."""
-        self._entries = await asyncio.to_thread(self._session.rotations)
+        self._entries = await asyncio.to_thread(self._session.travel.rotations)
         self._show_rows()
 
     @work(exclusive=True, group="history-watch", exit_on_error=False)
     async def _watch_folder(self) -> None:
-        async for _change in self._session.rotation_changes(self._stop_watching):
+        async for _change in self._session.travel.rotation_changes(self._stop_watching):
             self.refresh_rotations()
 
     def _show_rows(self) -> None:
@@ -168,7 +168,7 @@ clear or a restore keeps the context it replaced as `context_N.jsonl`: nothing i
 
     def _lineage(self) -> list[Option]:
         """A last row saying where this session was forked from, when it was."""
-        note = lineage_note(self._session.session)
+        note = LineageNote.of(self._session.session)
         if note is None:
             return []
         text = visible(f"⑂ {note.text}", multiline=False)

@@ -272,7 +272,7 @@ a tool changed files.
     def rebuild(self) -> None:
         """Build the rows again from the context (cached rows are reused)."""
         self._rebuild_scheduled = False
-        context = self._session.timeline()
+        context = self._session.travel.timeline()
         history = context.history
         if history is not self._history:
             self._cache.clear()  # restore() or a rewrite replaced the history
@@ -381,7 +381,7 @@ a tool changed files.
 
     def _details(self, row: _Row) -> Content:
         checkpoint = row.checkpoint
-        edits = self._session.timeline().file_edits[checkpoint.file_edit_index :]
+        edits = self._session.travel.timeline().file_edits[checkpoint.file_edit_index :]
         paths = list(dict.fromkeys(visible(edit.record.path, multiline=False) for edit in edits))
         lines = [
             Content.assemble(

@@ -1,6 +1,6 @@
-"""The facade's pins (`/pin`, `/pins`): notes the user pinned, sent with every request.
+"""The facade's pins (`/pin`, `/pins`, `AgentSession.pins`): notes the user pinned, sent with
+every request.
 
-`AgentSession` (facade.py) is made of this and the rest; it lives here so each part reads whole.
 The pins are kept in the session's state.json (`SessionState.pins`); `kode_tui.soul.pins` puts
 them in the system prompt.
 """
@@ -9,16 +9,11 @@ from __future__ import annotations
 
 import asyncio
 import time
-from typing import TYPE_CHECKING
 
 from kode_tui import masking
-from kode_tui.session import Session
 from kode_tui.session.state import Pin
+from kode_tui.soul.facade.live import Live
 from kode_tui.soul.pins import pinned_block
-
-if TYPE_CHECKING:
-    from kode_tui.soul.agent import Agent
-    from kode_tui.wire.bus import WireBus
 
 __all__ = ["Pins"]
 
@@ -29,51 +24,49 @@ PIN_MAX_CHARS = 4000
 class Pins:
     """Pin, edit and unpin notes; each change is saved at once and the gauge shows its cost."""
 
-    if TYPE_CHECKING:
-        session: Session
-        bus: WireBus
-        _agent: Agent | None
+    def __init__(self, live: Live) -> None:
+        self._live = live
 
-    def pins(self) -> list[str]:
+    def texts(self) -> list[str]:
         """The pinned notes, oldest first."""
-        return [pin.text for pin in self.session.state.pins]
+        return [pin.text for pin in self._live.session.state.pins]
 
-    def pins_tokens(self) -> int:
+    def tokens(self) -> int:
         """What the pins add to every request (estimated, as `/context` counts them)."""
-        return len(pinned_block(self.pins())) // 4
+        return len(pinned_block(self.texts())) // 4
 
-    async def pin(self, text: str) -> str:
+    async def add(self, text: str) -> str:
         """Pin `text` (API keys in it masked, as in every session file); what was pinned.
         ValueError with one sentence when it is empty or too long."""
         text = _checked(text)
-        self.session.state.pins = [*self.session.state.pins, Pin(text=text, pinned_at=time.time())]
-        await self._pins_changed()
+        state = self._live.session.state
+        state.pins = [*state.pins, Pin(text=text, pinned_at=time.time())]
+        await self._changed()
         return text
 
-    async def edit_pin(self, index: int, text: str) -> str:
+    async def edit(self, index: int, text: str) -> str:
         """Replace the text of pin `index` (0-based); IndexError when there is none."""
         text = _checked(text)
-        pins = list(self.session.state.pins)
+        state = self._live.session.state
+        pins = list(state.pins)
         old = pins[_index(index, len(pins))]
         pins[index] = Pin(text=text, pinned_at=old.pinned_at)
-        self.session.state.pins = pins
-        await self._pins_changed()
+        state.pins = pins
+        await self._changed()
         return text
 
-    async def unpin(self, index: int) -> str:
+    async def remove(self, index: int) -> str:
         """Remove pin `index` (0-based); its text. IndexError when there is none."""
-        pins = list(self.session.state.pins)
+        state = self._live.session.state
+        pins = list(state.pins)
         removed = pins.pop(_index(index, len(pins)))
-        self.session.state.pins = pins
-        await self._pins_changed()
+        state.pins = pins
+        await self._changed()
         return removed.text
 
-    async def _pins_changed(self) -> None:
-        await asyncio.to_thread(self.session.save_state)
-        if self._agent is not None:
-            # The next request carries them; the gauge counts them now.
-            await self._agent.soul.measure_prompt()
-            self.bus.send(self._agent.soul.status())
+    async def _changed(self) -> None:
+        await asyncio.to_thread(self._live.session.save_state)
+        await self._live.remeasure()  # the next request carries them; the gauge counts them now
 
 
 def _checked(text: str) -> str:

@@ -1,9 +1,9 @@
-"""The facade's custom slash commands: listing them, expanding `/NAME ARGS`, running the prompt.
+"""The facade's custom slash commands (`AgentSession.custom`): listed, expanded (`/NAME ARGS`)
+and run as a turn.
 
-`AgentSession` (facade.py) is made of this and the rest; the files are read by
-`kode_tui.soul.custom_commands`. Every front end (the TUI, print mode, later ACP) lists and runs
-them here, so they behave alike: the built-in commands of a front end are its own, and it looks
-a name up here only when none of them has it.
+The files are read by `kode_tui.soul.custom_commands`. Every front end (the TUI, print mode,
+ACP) finds them through the command registry (`kode_tui.soul.facade.commands`), after the
+built-in commands: a built-in wins on a name.
 
 `model:` in a command's front matter runs that one prompt on the model it names, when the name is
 one of the user's aliases (`[models.NAME]` in config.toml) or `demo`, and its key is set; the
@@ -14,8 +14,8 @@ prompt runs on the session's model.
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
 from kode_tui.config import Config, ConfigError, ModelChoice, check_model
 from kode_tui.safetext import visible
@@ -27,16 +27,11 @@ from kode_tui.soul.custom_commands import (
     CustomCommands,
     expand,
 )
+from kode_tui.soul.facade.live import Live
+from kode_tui.soul.soul import TurnResult
 from kode_tui.wire import events as ev
 
-if TYPE_CHECKING:
-    from pathlib import Path
-
-    from kode_tui.session.state import ThinkingLevel
-    from kode_tui.soul.soul import KodeSoul, TurnResult
-    from kode_tui.wire.bus import WireBus
-
-__all__ = ["CommandPrompt", "Commands"]
+__all__ = ["CommandPrompt", "Custom"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -54,45 +49,38 @@ class CommandPrompt:
         return f"{self.command.name} {self.arguments}".strip()
 
 
-class Commands:
-    """List, expand and run the custom commands of the session's work dir."""
+class Custom:
+    """List, expand and run the custom commands of the session's work dir; `run` is the
+    session's turn (`AgentSession.run`), which a command's prompt goes through."""
 
-    _custom_commands: CustomCommands | None = None
+    def __init__(self, live: Live, run: Callable[[str], Awaitable[TurnResult]]) -> None:
+        self._live = live
+        self._run = run
+        self._custom_commands: CustomCommands | None = None
 
-    if TYPE_CHECKING:
-        bus: WireBus
-        config: Config | None
-
-        @property
-        def work_dir(self) -> Path: ...
-        @property
-        def model_name(self) -> str: ...
-        @property
-        def thinking(self) -> ThinkingLevel: ...
-        def _soul(self) -> KodeSoul: ...
-        async def run(self, text: str) -> TurnResult: ...
-
-    def custom_commands(self) -> CommandListing:
+    def listing(self) -> CommandListing:
         """The custom commands now (files changed since the last listing are read again)."""
         if self._custom_commands is None:
-            self._custom_commands = CustomCommands(self.work_dir)
+            self._custom_commands = CustomCommands(self._live.work_dir)
         return self._custom_commands.listing()
 
-    def command_prompt(self, name: str, arguments: str) -> CommandPrompt | CommandProblem | None:
+    def prompt(self, name: str, arguments: str) -> CommandPrompt | CommandProblem | None:
         """The message `/name arguments` sends; the problem when its file was refused; None when
         no custom command has that name."""
-        listing = self.custom_commands()
+        listing = self.listing()
         command = listing.get(name)
         if command is None:
             return listing.problem(name)
         return CommandPrompt(command, arguments.strip(), expand(command, arguments))
 
-    async def run_command(self, prompt: CommandPrompt) -> TurnResult:
-        """One turn for the command's message, as `run` does, on the model its `model:` names
-        (see the module's docstring); a CommandSent event comes before the turn's."""
-        soul = self._soul()
+    async def run(self, prompt: CommandPrompt) -> TurnResult:
+        """One turn for the command's message, as `AgentSession.run` does, on the model its
+        `model:` names (see the module's docstring); a CommandSent event comes before the
+        turn's."""
+        live = self._live
+        soul = live.soul()
         choice = self._command_model(prompt.command)
-        self.bus.send(
+        live.bus.send(
             ev.CommandSent(
                 command=prompt.command.name,
                 arguments=prompt.arguments,
@@ -101,25 +89,27 @@ class Commands:
             )
         )
         if choice is None:
-            return await self.run(prompt.text)
+            return await self._run(prompt.text)
         from kode_tui.soul.agent import make_provider
 
-        config = self.config or Config()
+        config = live.config or Config()
         session_provider = soul.provider
         soul.provider = make_provider(choice, config.loop_control)
-        thinking.apply(soul.provider, choice, self.thinking)
+        thinking.apply(soul.provider, choice, live.session.state.thinking)
         try:
-            return await self.run(prompt.text)
+            return await self._run(prompt.text)
         finally:
             soul.provider = session_provider
-            self.bus.send(soul.status())
+            live.bus.send(soul.status())
 
     def _command_model(self, command: CustomCommand) -> ModelChoice | None:
         """The model `command` asks for when it may switch to it (None: the session's)."""
         name = command.model
         if name is None:
             return None
-        config = self.config or Config()
+        live = self._live
+        config = live.config or Config()
+        model_name = live.soul().provider.model_name
         aliases = [*config.models, "demo"]
         why: str | None = None
         if name not in aliases:
@@ -130,11 +120,11 @@ class Commands:
             except ConfigError as error:
                 why = str(error)
             else:
-                return None if choice.model == self.model_name else choice
-        self.bus.send(
+                return None if choice.model == model_name else choice
+        live.bus.send(
             ev.Warning(
                 message=f"{command.name} asks for model {visible(name, multiline=False)}: {why}; "
-                f"it runs on {self.model_name}."
+                f"it runs on {model_name}."
             )
         )
         return None

@@ -1,8 +1,6 @@
 """The facade's time travel (DESIGN.md §9): the timeline, the rotated contexts with their
 lineage, the plans of a revert and of a restore and their application, the diff between
-checkpoints and a rotated context's preview.
-
-`AgentSession` (facade.py) is made of this and the rest; it lives here so each part reads whole.
+checkpoints and a rotated context's preview (`AgentSession.travel`).
 """
 
 from __future__ import annotations
@@ -12,13 +10,14 @@ import os
 from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING
 
 from kode_tui.message import Message
-from kode_tui.session import Checkpoint, Context, FileEdit, Rotation, Session
+from kode_tui.session import Checkpoint, Context, FileEdit, Rotation
 from kode_tui.session.compare import CheckpointDiff, diff_checkpoints
 from kode_tui.session.generations import infer_rotations, read_generation
 from kode_tui.session.rotation import ROTATIONS_LOG, rotation_number
+from kode_tui.session.search import Match, message_index
 from kode_tui.session.timetravel import (
     Comparison,
     ContextSnapshot,
@@ -27,14 +26,13 @@ from kode_tui.session.timetravel import (
     lineage,
     read_snapshot,
 )
-from kode_tui.soul.soul import RestoreOutcome, RestorePreview, RevertOutcome, RevertPreview
+from kode_tui.soul.facade.live import Live
+from kode_tui.soul.timetravel import RestoreOutcome, RestorePreview, RevertOutcome, RevertPreview
 from kode_tui.soul.transcript import PastResults
 from kode_tui.wire import events as ev
 
 if TYPE_CHECKING:
     from kode_tui.session.journal import FileJournal
-    from kode_tui.soul.agent import Agent
-    from kode_tui.soul.soul import KodeSoul
 
 WATCH_DEBOUNCE_MS = 100
 
@@ -100,16 +98,18 @@ class RotationPreview:
 
 
 class TimeTravel:
-    """The time travel of an `AgentSession`: what it needs of the session is declared here."""
+    """The time travel of an opened session: what it shows and what it does."""
 
-    session: Session
-    read_only: Literal["locked", "unwritable"] | None
-    _context: Context
-    _agent: Agent | None
-    _summaries: dict[tuple[str, int, float], tuple[int, int] | None]
+    def __init__(self, live: Live) -> None:
+        self._live = live
+        self._summaries: dict[tuple[str, int, float], tuple[int, int] | None] = {}
+
+    def forget_summaries(self) -> None:
+        """The context files were read again (a read-only view): count them afresh."""
+        self._summaries.clear()
 
     def timeline(self) -> TimelineState:
-        context = self._context
+        context = self._live.context
         return TimelineState(context.history, context.checkpoints, context.file_edits)
 
     def is_rotation_file(self, name: str) -> bool:
@@ -148,7 +148,7 @@ class TimeTravel:
         """Yields each time rotated contexts appear or change, until `stop` is set."""
         from watchfiles import awatch
 
-        folder = self.session.dir
+        folder = self._live.session.dir
         if not folder.is_dir():
             return
         async for _changes in awatch(
@@ -162,7 +162,8 @@ class TimeTravel:
             yield
 
     def _known_rotations(self) -> list[Rotation]:
-        return infer_rotations(self._context.rotations(), self._context.path)
+        context = self._live.context
+        return infer_rotations(context.rotations(), context.path)
 
     def _summary(self, rotation: Rotation) -> tuple[int, int] | None:
         """Its message and token counts; None for a file too big to read whole."""
@@ -178,9 +179,9 @@ class TimeTravel:
 
     async def revert_plan(self, checkpoint_id: int) -> RevertPlan:
         """What reverting to `checkpoint_id` would do; ValueError when there is none."""
-        soul = self._soul()
-        preview = soul.revert_preview(checkpoint_id)
-        label = _checkpoint_label(self._context, checkpoint_id, preview.next_user_text)
+        soul = self._live.soul()
+        preview = soul.travel.revert_preview(checkpoint_id)
+        label = _checkpoint_label(self._live.context, checkpoint_id, preview.next_user_text)
         journal = soul.env.journal
         diffs = await asyncio.to_thread(_conflict_diffs, preview.files, journal)
         return RevertPlan(preview, label, diffs)
@@ -188,16 +189,16 @@ class TimeTravel:
     async def revert(self, checkpoint_id: int, *, files: bool = False) -> RevertOutcome:
         """Take the conversation (and with `files` the files the agent changed since, where
         nobody else did) back to `checkpoint_id`; the rest is kept in a rotated file."""
-        return await self._soul().revert(checkpoint_id, files=files)
+        return await self._live.soul().travel.revert(checkpoint_id, files=files)
 
     async def diff(self, first: int, second: int | None = None) -> CheckpointDiff:
         """What changed between two checkpoints (or from one to now): messages and files.
         ValueError when a checkpoint does not exist."""
-        soul = self._soul()
-        journal = soul.env.journal
+        journal = self._live.soul().env.journal
         if journal is None:
             raise ValueError("this session keeps no file history")
-        return await asyncio.to_thread(diff_checkpoints, self._context, first, second, journal)
+        context = self._live.context
+        return await asyncio.to_thread(diff_checkpoints, context, first, second, journal)
 
     def rotated_file(self, name_or_number: str) -> str | None:
         """The name of a rotated context (`3`, `context_3`, `context_3.jsonl`), if it exists."""
@@ -208,7 +209,7 @@ class TimeTravel:
         # Checked before it becomes a path: a name like `../x` must not reach the file system.
         if rotation_number(name) is None:
             return None
-        return name if self._context.path.with_name(name).is_file() else None
+        return name if self._live.context.path.with_name(name).is_file() else None
 
     async def preview(self, name: str) -> RotationPreview:
         """A rotated context, compared with the live one; OSError when it cannot be read."""
@@ -216,13 +217,13 @@ class TimeTravel:
         snapshot = await asyncio.to_thread(read_snapshot, path)
         rotations = await asyncio.to_thread(self._known_rotations)
         rotation = next((r for r in rotations if r.path.name == path.name), None)
-        live = list(self._context.history)
+        live = list(self._live.context.history)
         comparison = await asyncio.to_thread(compare, snapshot.messages, live)
-        results = await asyncio.to_thread(PastResults.read, self.session.wire_file)
+        results = await asyncio.to_thread(PastResults.read, self._live.session.wire_file)
         plan = None
-        if self._agent is not None:
-            soul = self._agent.soul
-            restore = await asyncio.to_thread(soul.restore_preview, path)
+        soul = self._live.running
+        if soul is not None:
+            restore = await asyncio.to_thread(soul.travel.restore_preview, path)
             diffs = await asyncio.to_thread(_conflict_diffs, restore.files, soul.env.journal)
             plan = RestorePlan(restore, diffs)
         return RotationPreview(snapshot, rotation, comparison, results, plan)
@@ -231,20 +232,19 @@ class TimeTravel:
         """Make the rotated context `name` live again (the live one is kept in a rotated
         file), and with `files` put the files back as its conversation left them, where
         nobody changed them since."""
-        return await self._soul().restore(self._rotated_path(name), files=files)
+        return await self._live.soul().travel.restore(self._rotated_path(name), files=files)
 
     def _rotated_path(self, name: str) -> Path:
         found = self.rotated_file(name)
         if found is None:
             raise ValueError(f"there is no rotated context {name}")
-        return self._context.path.with_name(found)
+        return self._live.context.path.with_name(found)
 
-    def _soul(self) -> KodeSoul:
-        agent = self._agent
-        if agent is None:
-            reason = "this session is read-only" if self.read_only else "the agent is not running"
-            raise RuntimeError(reason)
-        return agent.soul
+    @staticmethod
+    def match_index(messages: Sequence[Message], match: Match) -> int | None:
+        """Where a search match is in its file's `messages` (a preview's), to open it there;
+        None when they no longer hold it."""
+        return message_index(messages, match)
 
 
 # --- helpers -------------------------------------------------------------------------------------

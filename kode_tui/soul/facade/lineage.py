@@ -1,24 +1,21 @@
 """The facade's search and fork (DESIGN.md §9): the messages of sessions holding some words, and
-a new session made from this one's context up to a checkpoint, or from one of its rotations.
-
-`AgentSession` (facade.py) is made of this and the rest; it lives here so each part reads whole.
+a new session made from this one's context up to a checkpoint, or from one of its rotations
+(`AgentSession.lineage`).
 """
 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Sequence
 from dataclasses import dataclass
-from pathlib import Path
-from typing import TYPE_CHECKING
 
-from kode_tui.message import Message
-from kode_tui.session import Context, Session
+from kode_tui.session import Session
 from kode_tui.session.catalog import list_sessions
 from kode_tui.session.fork import fork_session
-from kode_tui.session.search import Match, message_index, search_sessions
+from kode_tui.session.search import Match, search_sessions
 from kode_tui.session.session import CONTEXT_FILE_NAME
 from kode_tui.session.state import ForkOrigin
+from kode_tui.soul.facade.live import Live
+from kode_tui.soul.facade.travel import TimeTravel
 
 __all__ = ["Lineage", "LineageNote", "Match"]
 
@@ -40,34 +37,29 @@ class LineageNote:
         at = f" before checkpoint {origin.checkpoint}" if origin.checkpoint is not None else ""
         return f"forked from {origin.session[:8]}{where}{at}"
 
-
-def lineage_note(session: Session) -> LineageNote | None:
-    """The fork origin state.json records for `session`, if it is a fork."""
-    origin = session.state.forked_from
-    return LineageNote(origin) if origin is not None else None
+    @classmethod
+    def of(cls, session: Session) -> LineageNote | None:
+        """The fork origin state.json records for `session`, if it is a fork."""
+        origin = session.state.forked_from
+        return cls(origin) if origin is not None else None
 
 
 class Lineage:
-    """Search and fork of an `AgentSession`: what they need of the session is declared here."""
+    """Search and fork; `travel` finds the rotated context a fork is made from."""
 
-    session: Session
-    _context: Context
-
-    if TYPE_CHECKING:
-
-        @property
-        def work_dir(self) -> Path: ...
-
-        def rotated_file(self, name_or_number: str) -> str | None: ...
+    def __init__(self, live: Live, travel: TimeTravel) -> None:
+        self._live = live
+        self._travel = travel
 
     async def search(self, text: str, *, everywhere: bool = False) -> list[Match]:
         """The messages holding `text` (any case) in every context file, the rotated ones
         too, of this work dir's sessions (of every work dir's with `everywhere`); this
         session's first, then the others newest first. At most `SEARCH_LIMIT`."""
-        sessions = await list_sessions(self.work_dir, everywhere=everywhere)
-        sessions = [s for s in sessions if s.dir != self.session.dir]
+        this = self._live.session
+        sessions = await list_sessions(self._live.work_dir, everywhere=everywhere)
+        sessions = [s for s in sessions if s.dir != this.dir]
         sessions.sort(key=lambda session: session.updated_at, reverse=True)
-        sessions.insert(0, self.session)
+        sessions.insert(0, this)
 
         def find() -> list[Match]:
             found = []
@@ -79,24 +71,19 @@ class Lineage:
 
         return await asyncio.to_thread(find)
 
-    @staticmethod
-    def match_index(messages: Sequence[Message], match: Match) -> int | None:
-        """Where a search match is in its file's `messages` (a preview's), to open it there;
-        None when they no longer hold it."""
-        return message_index(messages, match)
-
     async def fork(self, checkpoint: int | None = None, from_file: str | None = None) -> Session:
         """A new session in this work dir whose context is this one's up to `checkpoint` (the
         records before it; all of them when None), from the rotated context `from_file`
         (`3`, `context_3.jsonl`) instead of the live one when given. Its state.json records
         where it came from. ValueError when the checkpoint or the file does not exist."""
+        context, session = self._live.context, self._live.session
         if from_file is None:
             # The live file (a read-only view's copy of it); what was written is durable first.
-            path = self._context.path
-            await self._context.sync()
+            path = context.path
+            await context.sync()
         else:
-            name = self.rotated_file(from_file)
+            name = self._travel.rotated_file(from_file)
             if name is None:
                 raise ValueError(f"there is no rotated context {from_file}")
-            path = self._context.path.with_name(name)
-        return await fork_session(self.session, path, checkpoint, self.session.title)
+            path = context.path.with_name(name)
+        return await fork_session(session, path, checkpoint, session.title)
