@@ -360,7 +360,9 @@ async def test_revert_and_restore_replay_the_conversation_and_kimi_sessions_load
         await conn.prompt(session_id=made.session_id, prompt=[text_block("/restore 1")])
         assert client.text(UserMessageChunk) == "onetwo"
         assert client.text().startswith("First answer.Second answer.")
-        assert client.messages()[-1] == "Restored context_1.jsonl."
+        assert client.messages()[-1] == (
+            "Restored context_1.jsonl; the previous one is kept as context_2.jsonl."
+        )
         assert client.call_ids() == ["call_r#3", "call_t#2"]
         assert [e.content for e in client.of(AgentPlanUpdate)[-1].entries] == ["second"]
 
