@@ -205,7 +205,7 @@ def test_print_mode_refuses_a_session_in_use_with_the_pid(tmp_path: Path) -> Non
     try:
         assert holder.stdout is not None and holder.stdout.readline().strip() == "ready"
         # Print mode refuses at once; the TUI offers read-only or a new session instead
-        # (tests/test_ui_app.py).
+        # (tests/ui/test_app.py).
         done = run("-p", "hi", "--print", "--session-dir", str(folder))
         assert done.returncode == 2
         assert f"in use by process {holder.pid}" in done.stderr

@@ -30,9 +30,8 @@ from kode_tui.config import Config, resolve_model
 from kode_tui.session import Context, Session
 from kode_tui.soul.agent import open_agent
 from kode_tui.soul.llm.scripted import ScriptedProvider
-
-from .llm_server import LLMServer
-from .pty_app import KODE, PtyApp
+from tests.llm_server import LLMServer
+from tests.pty_app import KODE, PtyApp
 
 
 def _has_pty() -> bool:

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from .llm_server import LLMServer
+from tests.llm_server import LLMServer
 
 pytestmark = [
     pytest.mark.e2e,

@@ -201,8 +201,8 @@ async def test_kimi_restores_a_session_our_agent_wrote(tmp_path: Path) -> None:
 async def test_kimi_restores_a_session_whose_shell_edits_were_recorded_and_reverted(
     tmp_path: Path,
 ) -> None:
-    from tests.test_shell_snapshots import make_project, shell_turns
-    from tests.test_timetravel import user_checkpoint
+    from tests.session.test_shell_snapshots import make_project, shell_turns
+    from tests.session.test_timetravel import user_checkpoint
 
     project = make_project(tmp_path)
     agent = await shell_turns(project, "echo after > change.txt && rm gone.txt", "echo x > y")

@@ -30,7 +30,7 @@ from tests.conftest import KIMI_FIXTURE
 from tests.soul_helpers import call, make_rig
 from tests.test_kimi_compat import kimi
 from tests.test_kimi_compat import pytestmark as pytestmark_of_kimi_compat
-from tests.test_wire_events import SAMPLES
+from tests.wire.test_events import SAMPLES
 
 KIMI_FIELDS = json.loads((Path(__file__).parent / "fixtures/kimi_wire_fields.json").read_text())
 KIMI_TYPES: dict[str, Any] = KIMI_FIELDS["types"]

@@ -23,9 +23,8 @@ from kode_tui.session import Context, Session
 from kode_tui.soul.agent import Agent, open_agent
 from kode_tui.wire import events as ev
 from kode_tui.wire.events import sidecar_path
-
-from .llm_server import LLMServer, loopback_choice
-from .soul_helpers import call, make_rig, record_events
+from tests.llm_server import LLMServer, loopback_choice
+from tests.soul_helpers import call, make_rig, record_events
 
 VAR = "OPENAI_API_KEY"
 MARKER = f"[masked: {VAR}]"

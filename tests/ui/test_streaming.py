@@ -1,0 +1,141 @@
+"""Frame-paced streaming: deltas are drawn once a frame, in order, and keys go on meanwhile."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from textual import events
+
+from kode_tui.message import TextPart, ThinkPart
+from kode_tui.soul.llm.scripted import ScriptedProvider
+from kode_tui.ui.widgets import conversation as conversation_module
+from kode_tui.ui.widgets.blocks import AssistantBlock, ThinkingBlock
+from kode_tui.ui.widgets.conversation import Conversation
+from kode_tui.ui.widgets.prompt import PromptInput
+from kode_tui.ui.wire_messages import WireMessage
+from kode_tui.wire import WireBus
+from kode_tui.wire import events as ev
+from tests.ui.test_conversation import call, describe, host, text
+from tests.ui_helpers import Posted, make_app, ready, send, turn_running, wait_for
+
+
+def think(delta: str) -> ev.ContentPart:
+    return ev.ContentPart(part=ThinkPart(think=delta))
+
+
+def shown_text(conversation: Conversation) -> str:
+    return "".join(block.source for block in conversation.query(AssistantBlock))
+
+
+async def test_deltas_within_a_frame_are_drawn_together_and_before_what_follows(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # A frame that never comes by itself: only the events that follow draw the buffer.
+    monkeypatch.setattr(conversation_module, "FRAME_INTERVAL", 3600.0)
+    bus, posted = WireBus(), Posted()
+    async with host(bus).run_test(size=(100, 40), message_hook=posted) as pilot:
+        conversation = pilot.app.query_one(Conversation)
+        await posted.deliver(
+            pilot, bus, ev.TurnBegin(user_input="Go"), ev.StepBegin(n=1), text("The first")
+        )
+        assert shown_text(conversation) == "The first", "the first delta is drawn at once"
+
+        await posted.deliver(pilot, bus, think("Hm, "), think("a tool."), text(" answer"))
+        assert shown_text(conversation) == "The first", "later deltas wait for the frame"
+        assert conversation.query_one(ThinkingBlock).text == ""
+
+        # A tool call in the same frame: the text is complete before the tool's block.
+        await posted.deliver(pilot, bus, text(" ends here."), call("t1", "Shell"))
+        assert describe(conversation) == [
+            "user: Go",
+            "assistant: The first answer ends here.",
+            "thinking: Hm, a tool.",
+            "tool: ▸ Shell  running…",
+        ]
+
+        # Interrupted mid-frame: what was sent is shown, then the note.
+        await posted.deliver(
+            pilot,
+            bus,
+            text("Then "),
+            text("more."),
+            ev.StepInterrupted(reason="interrupted by the user"),
+            ev.TurnEnd(),
+        )
+        assert describe(conversation)[-3:] == [
+            "tool: ▸ Shell  interrupted",
+            "assistant: Then more.",
+            "note: interrupted",
+        ]
+
+
+async def test_a_burst_of_deltas_is_shown_whole_when_its_frame_comes() -> None:
+    deltas = [f"word{n} " for n in range(200)] + ["\n\n- a list\n", "- item\n"]
+    bus, posted = WireBus(), Posted()
+    async with host(bus).run_test(size=(100, 40), message_hook=posted) as pilot:
+        conversation = pilot.app.query_one(Conversation)
+        await posted.deliver(pilot, bus, ev.StepBegin(n=1), *map(text, deltas))
+        # No event follows: the frame's timer draws the rest.
+        await wait_for(pilot, lambda: shown_text(conversation) == "".join(deltas))
+
+
+async def test_keys_typed_while_an_answer_streams_reach_the_prompt_and_the_answer_stays_whole(
+    tmp_path: Path,
+) -> None:
+    answer = " ".join(f"Word {n}, **bold** and `code`." for n in range(120))
+    provider = ScriptedProvider(
+        [{"think": "Let me think. " * 20, "text": answer, "hang": True}], delay=0.02
+    )
+    app, posted = make_app(tmp_path, provider), Posted()
+    async with app.run_test(size=(140, 40), message_hook=posted) as pilot:
+        await ready(pilot)
+        await send(pilot, "Write a long answer")
+        conversation = app.screen.query_one(Conversation)
+        await wait_for(pilot, lambda: shown_text(conversation))
+
+        # Posted as a terminal would send them (`pilot.press` waits for an idle app, and a
+        # streaming app is never idle).
+        for key in "hi":
+            app.post_message(events.Key(key, key))
+        prompt = app.screen.query_one(PromptInput)
+        await wait_for(pilot, lambda: prompt.text == "hi")
+        assert len(shown_text(conversation)) < len(answer), "the answer was still streaming"
+
+        app.post_message(events.Key("escape", None))
+        await wait_for(pilot, lambda: not turn_running(app))
+        await pilot.pause()
+        # Every delta the pane was sent is shown, in order, though it stopped mid-frame.
+        sent = {id(m.event): m.event for m in posted.of(WireMessage)}.values()
+        parts = [e.part for e in sent if isinstance(e, ev.ContentPart)]
+        texts = "".join(p.text for p in parts if isinstance(p, TextPart))
+        thoughts = "".join(p.think for p in parts if isinstance(p, ThinkPart))
+        assert texts and answer.startswith(texts)
+        assert shown_text(conversation) == texts
+        assert conversation.query_one(ThinkingBlock).text == thoughts == "Let me think. " * 20
+        assert prompt.text == "hi"
+
+
+async def test_a_growing_answer_moves_nothing_outside_the_conversation(tmp_path: Path) -> None:
+    # Long enough to go on in new blocks (SPLIT_CHARS) and to scroll.
+    answer = "".join(f"Paragraph {n} begins: " + "a few words " * 40 + "\n\n" for n in range(6))
+    provider = ScriptedProvider([{"text": answer, "hang": True}], delay=0.005)
+    app = make_app(tmp_path, provider)
+    async with app.run_test(size=(140, 40)) as pilot:
+        await ready(pilot)
+        await send(pilot, "Write a long answer")
+        conversation = app.screen.query_one(Conversation)
+        await wait_for(pilot, lambda: shown_text(conversation))
+        outside = [
+            widget
+            for widget in app.screen.walk_children(with_self=False)
+            if conversation not in widget.ancestors_with_self and widget.display
+        ]
+        regions = {widget: widget.region for widget in outside}
+        region = conversation.region
+
+        await wait_for(pilot, lambda: shown_text(conversation) == answer)
+        await pilot.pause()
+        assert len(conversation.query(AssistantBlock)) > 1
+        assert conversation.region == region
+        assert [widget for widget in outside if widget.region != regions[widget]] == []
