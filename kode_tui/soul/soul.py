@@ -70,6 +70,7 @@ from kode_tui.tools import snapshots
 from kode_tui.tools.base import Permission, ToolEnv, ToolOutput
 from kode_tui.tools.dmail import DenwaRenji
 from kode_tui.tools.sandbox import Confinement, Sandbox
+from kode_tui.tools.todo import todos_in
 from kode_tui.tools.toolset import PreparedCall, Toolset, rejected, tool_message
 from kode_tui.wire import WireBus
 from kode_tui.wire import events as ev
@@ -214,9 +215,7 @@ class KodeSoul:
             status=self.status,
         )
         """Runs the user's `!` commands."""
-        self.travel = TimeMachine(
-            context, env, bus, moved=self.sync_dmail_checkpoints, status=self.status
-        )
+        self.travel = TimeMachine(context, env, bus, moved=self.context_swapped, status=self.status)
         """Takes the context (and the files) back to a checkpoint or a rotated context."""
 
     # --- status --------------------------------------------------------------------------------
@@ -430,8 +429,20 @@ class KodeSoul:
         if self._denwa_renji is not None:
             self._denwa_renji.set_n_checkpoints(self.context.n_checkpoints)
 
+    async def context_swapped(self) -> None:
+        """The live context was swapped (a revert, a restore, a clear, a drop, a D-Mail):
+        SendDMail learns its checkpoints, and the todo list is the one its conversation left
+        (the reminders and `TodoWrite` read it), saved when it changed."""
+        self.sync_dmail_checkpoints()
+        todos = todos_in(self.context.history)
+        if todos != self.env.state.todos:
+            self.env.state.todos = todos
+            if self.env.save_state is not None:
+                await self.env.save_state()
+
     async def _travel(self, jump: BackToTheFuture) -> None:
         rotated = await self.context.revert_to(jump.checkpoint_id, reason="dmail")
+        await self.context_swapped()
         self.bus.send(
             ev.ContextReverted(
                 checkpoint_id=jump.checkpoint_id, rotated_file=rotated.name, reason="dmail"

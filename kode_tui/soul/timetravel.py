@@ -8,7 +8,7 @@ file work are its helpers here, over `session.timetravel`'s per-file planner.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -162,7 +162,8 @@ async def apply_files(
 class TimeMachine:
     """Takes the live `context` back to a checkpoint, or makes a rotated context live again;
     with the files when asked, from `env`'s journal. It says so on `bus`, then sends the
-    gauge's `status()`; `moved()` follows every swap (SendDMail learns the checkpoints)."""
+    gauge's `status()`; `moved()` follows every swap (SendDMail learns the checkpoints, the
+    todo list follows the conversation)."""
 
     def __init__(
         self,
@@ -170,7 +171,7 @@ class TimeMachine:
         env: ToolEnv,
         bus: WireBus,
         *,
-        moved: Callable[[], None],
+        moved: Callable[[], Awaitable[None]],
         status: Callable[[], ev.StatusUpdate],
     ) -> None:
         self._context = context
@@ -191,7 +192,7 @@ class TimeMachine:
         restored, conflicts = await apply_files(
             preview.files, self._env.journal, write=files, snapshots=self._env.snapshots
         )
-        self._moved()
+        await self._moved()
         self._bus.send(
             ev.ContextReverted(
                 checkpoint_id=checkpoint_id,
@@ -217,7 +218,7 @@ class TimeMachine:
         restored, conflicts = await apply_files(
             preview.files, self._env.journal, write=files, snapshots=self._env.snapshots
         )
-        self._moved()
+        await self._moved()
         self._bus.send(
             ev.ContextRestored(
                 from_file=source.name,

@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import json
+from collections.abc import Sequence
 from typing import ClassVar
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, ValidationError
 
+from kode_tui.message import Message
 from kode_tui.session.state import TodoItem, TodoStatus
 from kode_tui.tools.base import Tool, ToolEnv, ToolOutput
 from kode_tui.wire.events import TodoBlock
@@ -59,3 +62,19 @@ class TodoWrite(Tool[TodoParams]):
 
 def _block(todos: list[TodoItem]) -> TodoBlock:
     return TodoBlock(items=[TodoDisplayItem(title=t.title, status=t.status) for t in todos])
+
+
+def todos_in(history: Sequence[Message]) -> list[TodoItem]:
+    """The todo list the conversation `history` left: the one its last TodoWrite call that set
+    a list gave (empty when none did). After a revert, the session's list is this one again."""
+    for message in reversed(history):
+        for call in reversed(message.tool_calls or ()):
+            if call.function.name != TodoWrite.name:
+                continue
+            try:
+                params = TodoParams.model_validate(json.loads(call.function.arguments or "{}"))
+            except (ValueError, ValidationError, RecursionError):
+                continue  # a call the tool refused changed nothing
+            if params.todos is not None:
+                return [TodoItem(title=todo.title, status=todo.status) for todo in params.todos]
+    return []

@@ -475,3 +475,35 @@ async def test_a_revert_with_files_restores_through_a_symlink_and_keeps_the_link
     assert real.read_text() == "the user's text\n"
     assert stat.S_IMODE(real.stat().st_mode) == 0o640
     assert sorted(p.name for p in project.iterdir()) == ["link.txt", "real.txt"]
+
+
+async def test_the_todo_list_follows_a_revert_and_a_restore(tmp_path: Path) -> None:
+    """The list the reminders show the model is the one the live conversation left."""
+    from kode_tui.session.state import load_state
+
+    project = tmp_path / "project"
+    project.mkdir()
+
+    def todos(*titles: str) -> dict[str, object]:
+        items = [{"title": title, "status": "pending"} for title in titles]
+        return {"tool_calls": [{"name": "TodoWrite", "arguments": {"todos": items}}]}
+
+    provider = ScriptedProvider(
+        [todos("plan"), {"text": "Planned."}, todos("plan", "build"), {"text": "More."}]
+    )
+    session = await Session.create(project)
+    agent = await open_agent(session, Config(), resolve_model(Config()), provider=provider)
+    soul = agent.soul
+    try:
+        for text in ("first", "second"):
+            assert (await soul.run(text)).stop_reason == "done"
+        assert [t.title for t in soul.env.state.todos] == ["plan", "build"]
+
+        reverted = await soul.travel.revert(user_checkpoint(agent, "second"))
+        assert [t.title for t in soul.env.state.todos] == ["plan"]
+        assert [t.title for t in load_state(session.state_file).todos] == ["plan"]  # saved
+
+        await soul.travel.restore(reverted.rotated_file)
+        assert [t.title for t in soul.env.state.todos] == ["plan", "build"]
+    finally:
+        await agent.close()

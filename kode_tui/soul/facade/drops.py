@@ -44,7 +44,7 @@ class Drops:
         if not plan.indexes:
             raise ValueError("Nothing to drop")
         rotated = await asyncio.shield(apply_drop(live.context, plan))
-        soul.sync_dmail_checkpoints()
+        await soul.context_swapped()
         live.bus.send(ev.ContextReloaded())
         live.bus.send(soul.status())
         return rotated.name if rotated is not None else None

@@ -375,6 +375,7 @@ class AgentSession:
         """Start the conversation afresh; the name of the file that keeps the old one."""
         soul = self._live.soul()
         rotated = await soul.context.clear()
+        await soul.context_swapped()
         if rotated is not None:
             self.bus.send(ev.ContextCleared(rotated_file=rotated.name))
         self.bus.send(soul.status())
