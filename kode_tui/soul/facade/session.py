@@ -346,8 +346,8 @@ class AgentSession:
             return TurnResult("error", 0, str(error))
 
     async def run_shell(self, command: str) -> bool:
-        """Run `command` (what followed the `!`) in the work dir as the user's own, approved
-        as a Shell call is, and add it with its output to the context; no model turn starts.
+        """Run `command` (what followed the `!`) in the work dir as the user's own, unasked and
+        outside the sandbox, and add it with its output to the context; no model turn starts.
         Whether it ran. `interrupt()` stops it (and its processes), adding nothing."""
         soul = self._live.soul()
         try:
