@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from kode_tui.config import Config, ModelChoice
-from kode_tui.soul.facade import AgentSession, SessionLocked
+from kode_tui.soul.facade import AgentSession, Session, SessionLocked
 from kode_tui.soul.llm import process
 from kode_tui.soul.llm.scripted import ScriptedProvider
 from kode_tui.wire import events as ev
@@ -131,6 +131,19 @@ async def test_closing_twice_is_harmless_and_frees_the_session(tmp_path: Path) -
     again = await AgentSession.open(tmp_path, opened.session)
     assert again.read_only is None
     await again.close()
+
+
+async def test_a_session_left_without_a_word_is_removed_at_close_and_a_talked_one_kept(
+    tmp_path: Path,
+) -> None:
+    left = await started(tmp_path, [])
+    await left.close()
+    talked = await started(tmp_path, [{"text": "hello"}])
+    await talked.run("hi")
+    await talked.close()
+
+    assert not left.session.dir.exists()
+    assert [s.id for s in await Session.list(tmp_path)] == [talked.session.id]
 
 
 def test_the_library_api_names_the_facade() -> None:

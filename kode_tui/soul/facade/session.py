@@ -225,7 +225,8 @@ class AgentSession:
         self._measuring = asyncio.ensure_future(agent.soul.announce_prompt())
 
     async def close(self) -> None:
-        """Stop the turn, make everything durable, let go of the session (once)."""
+        """Stop the turn, make everything durable, let go of the session (once); a session
+        nobody talked in is removed (`Session.remove_if_empty`)."""
         if self._closed:
             return
         self._closed = True
@@ -247,6 +248,10 @@ class AgentSession:
         if self._copy_dir is not None:
             self._copy_dir.cleanup()
             self._copy_dir = None
+        elif live.read_only is None and await asyncio.to_thread(live.session.remove_if_empty):
+            # Opened and left without a word (or a print run that sent nothing): no session
+            # to list, as Kimi CLI does.
+            log.info("removed the empty session %s", live.session.dir)
 
     # --- what front ends show ------------------------------------------------------------------
 
