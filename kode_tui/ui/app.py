@@ -275,7 +275,9 @@ class KodeApp(
             config_path = self._config_file or Paths.current().config_file
             banner = DEMO_BANNER.format(config=tilde(config_path))
         await screen.attach(opened, banner)
-        await screen.query_one(Conversation).load_history(*await opened.messages())
+        conversation = screen.query_one(Conversation)
+        await conversation.load_history(*await opened.messages())
+        conversation.load_earlier(opened.earlier)  # what came before a compaction, lazily
         self._update_header()
         if opened.read_only is None:
             self._agent_starting = True

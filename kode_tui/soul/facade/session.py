@@ -35,6 +35,8 @@ from kode_tui.config import ApprovalMode, Config, ModelChoice, check_model
 from kode_tui.message import Message
 from kode_tui.session import Context, Session, SessionLocked
 from kode_tui.session.context import restore_or_view
+from kode_tui.session.earlier import EarlierContexts, compacted_from
+from kode_tui.session.generations import infer_rotations
 from kode_tui.session.rotation import ROTATIONS_LOG
 from kode_tui.session.session import CONTEXT_FILE_NAME
 from kode_tui.soul.context_report import ContextReport
@@ -316,6 +318,15 @@ class AgentSession:
         """The conversation so far, with what its tool calls showed (read from wire.jsonl)."""
         results = await asyncio.to_thread(PastResults.read, self.session.wire_file)
         return self._live.context.history, results
+
+    async def earlier(self) -> EarlierContexts:
+        """The rotated contexts the conversation was compacted from, newest first: history a
+        front end may show above it, read-only (`read_earlier` reads one). Reads the rotation
+        notes (and a Kimi CLI rotation's files, which have none)."""
+        context = self._live.context
+        return await asyncio.to_thread(
+            lambda: compacted_from(infer_rotations(context.rotations(), context.path))
+        )
 
     async def context_report(self, *, refresh: bool = False) -> ContextReport | None:
         """What the model is given (`/context`); with `refresh` the project context is
