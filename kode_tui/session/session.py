@@ -298,10 +298,10 @@ class Session:
         return self.state.custom_title or _wire_title(self.wire_file) or UNTITLED
 
     def is_empty(self) -> bool:
-        """Whether nothing was said or done in it: no title, no message, no wire record but
-        those a session gets unasked (`_NOTHING_DONE`; ours in the sidecar count: a /clear
-        leaves only that). Blocking; reads up to the first record that counts."""
-        if self.state.custom_title:
+        """Whether nothing was said or done in it: no title, no pin, no message, no wire
+        record but those a session gets unasked (`_NOTHING_DONE`; ours in the sidecar count: a
+        /clear leaves only that). Blocking; reads up to the first record that counts."""
+        if self.state.custom_title or self.state.pins:
             return False
         return not (
             _any_record(self.wire_file, _is_wire_event)

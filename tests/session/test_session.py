@@ -19,6 +19,7 @@ from kode_tui.session import Context
 from kode_tui.session.catalog import SessionCatalog
 from kode_tui.session.metadata import load_metadata
 from kode_tui.session.session import TITLE_WIDTH, Session
+from kode_tui.session.state import Pin
 from kode_tui.wire.events import sidecar_path
 from tests.conftest import KIMI_FIXTURE
 
@@ -303,12 +304,15 @@ async def test_only_an_empty_session_of_our_store_is_removed_and_nothing_with_co
         "a message": await talked_session(work_dir),
         "a turn": await session_with_wire(work_dir, turn_begin("hi")),
         "a title": await Session.create(work_dir),
+        "a pin": await Session.create(work_dir),
         "a rotated context": await Session.create(work_dir),
         "what the sandbox refused": await Session.create(work_dir),
         "open elsewhere": await Session.create(work_dir),
     }
     kept["a title"].state.custom_title = "Named"
     kept["a title"].save_state()
+    kept["a pin"].state.pins.append(Pin(text="run make check first"))
+    kept["a pin"].save_state()
     write_jsonl(kept["a rotated context"].dir / "context_1.jsonl", USER_MESSAGE)
     (kept["what the sandbox refused"].dir / "refused").mkdir()
     outside = await Session.from_dir(shutil.copytree(left.dir, tmp_path / "copied" / "abc"))

@@ -237,6 +237,14 @@ Type to filter by title; **↑/↓** choose, **Enter** opens, **Esc** closes.
             self.empty.update(Content(visible(self._empty_text(needle), multiline=False)))
         self._show_detail()
         self.refresh_bindings()
+        if shown:
+            # A table just shown (or not laid out yet) had no width to fit: fit it once it has.
+            fitted = table.size.width
+            self.call_after_refresh(self._refit_if_resized, fitted)
+
+    def _refit_if_resized(self, fitted: int) -> None:
+        if self.table.size.width != fitted:
+            self._refit(self.table.cursor_row)
 
     def _flexible_widths(
         self, shown: list[SessionRow], widths: dict[str, int], dirs: list[str], titles: int
