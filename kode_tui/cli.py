@@ -9,6 +9,7 @@ import contextlib
 import errno
 import logging
 import os
+import shutil
 import sys
 import time
 from dataclasses import dataclass
@@ -297,11 +298,16 @@ def _prompt(args: argparse.Namespace) -> str:
 
 
 async def _run_print(args: argparse.Namespace, work_dir: Path, config: Config, prompt: str) -> int:
-    from kode_tui.config import resolve_model
+    from kode_tui.config import missing_key, resolve_model
     from kode_tui.print_mode import run_print  # the agent loads only when it is wanted
     from kode_tui.soul.facade import AgentSession
 
     choice = await asyncio.to_thread(resolve_model, config, args.model)
+    missing = missing_key(choice.model, choice.api_key_env, choice.api_base)
+    if missing is not None and not prompt.startswith("/"):
+        # Said before a session is made: a run that cannot send its message leaves none to
+        # list (a command such as /context needs no model).
+        raise UserError(f"no API key for {choice.name}: set {missing}")
     opened = (await _open(args, work_dir)).session
     if opened is not None and opened.read_only is not None:
         await opened.close()
@@ -333,16 +339,27 @@ def _check_work_dir(work_dir: Path) -> None:
 
 
 async def _list_sessions(work_dir: Path) -> int:
-    from kode_tui.soul.facade import Session
+    from rich.cells import cell_len, set_cell_size
+
+    from kode_tui.soul.facade import LineageNote, Session
 
     sessions = await Session.list(work_dir)
     if not sessions:
         print(f"No sessions in {visible(str(work_dir))} yet.")
         return 0
+    # On a terminal each line fits its width; piped, the titles are whole.
+    width = shutil.get_terminal_size().columns if sys.stdout.isatty() else None
     for session in sessions:
         when = time.strftime("%Y-%m-%d %H:%M", time.localtime(session.updated_at))
+        head = f"{visible(session.id)}  {when}  "
+        note = LineageNote.of(session)
+        tail = visible(f"  ⑂ {note.text}", multiline=False) if note is not None else ""
         # A title is the first words someone (or a model, in a session file) wrote.
-        print(f"{visible(session.id)}  {when}  {visible(session.title, multiline=False)}")
+        title = visible(session.title, multiline=False)
+        room = None if width is None else max(width - cell_len(head + tail) - 1, 12)
+        if room is not None and cell_len(title) > room:
+            title = set_cell_size(title, room - 1).rstrip() + "…"
+        print(f"{head}{title}{tail}")
     return 0
 
 

@@ -14,6 +14,7 @@ from kode_tui import __version__
 from kode_tui.cli import main
 from kode_tui.paths import program
 from kode_tui.session import Context, Session
+from kode_tui.session.fork import fork_session
 from tests.conftest import KIMI_FIXTURE
 from tests.session_helpers import session_with_turns, write_turns
 
@@ -72,6 +73,39 @@ async def test_list_sessions_shows_a_hostile_title_visibly(
     assert not any(ch in out for ch in "\x1b\x07\x9b"), out
     [line] = out.splitlines()
     assert line.endswith("fix ␛]0;pwned␇ the ␛[8mhidden\\x9b bug↵line")
+
+
+async def test_list_sessions_gives_a_piped_title_whole_and_says_which_is_a_fork(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    project, session = await session_with_turns(tmp_path, 1)
+    long_title = "Refactor the session catalog so that listing sessions stays fast and readable"
+    session.state.custom_title = long_title
+    session.save_state()
+    forked = await fork_session(session, session.context_file, None, session.title)
+
+    assert await _main("--list-sessions", str(project)) == 0
+
+    lines = capsys.readouterr().out.splitlines()
+    fork_line, original_line = sorted(lines, key=lambda line: "⑂" not in line)
+    assert fork_line.startswith(forked.id) and original_line.startswith(session.id)
+    assert fork_line.endswith(f"{long_title} (fork)  ⑂ forked from {session.id[:8]}")
+    assert original_line.endswith(long_title)
+
+
+async def test_a_print_run_without_the_models_key_says_so_and_leaves_no_session(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    project = tmp_path / "project"
+    project.mkdir()
+
+    assert await _main("-p", "hi", "-m", "openai/gpt-4o", str(project)) == 2
+
+    assert capsys.readouterr().err.strip() == (
+        "kode-tui: no API key for openai/gpt-4o: set OPENAI_API_KEY"
+    )
+    assert await Session.list(project) == []
+    assert not list(Path(os.environ["KODE_TUI_HOME"]).glob("sessions/*/*"))
 
 
 def _context(session_id: str) -> Path:

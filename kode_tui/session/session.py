@@ -12,6 +12,7 @@ import json
 import logging
 import os
 import shlex
+import shutil
 import uuid
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -22,6 +23,7 @@ from kode_tui.fsutil import FILE_MODE, make_private_dir
 from kode_tui.pathnames import is_within
 from kode_tui.paths import Paths, canonical, program, work_dir_hash
 from kode_tui.session import state as session_state
+from kode_tui.session.lock import SessionLock, SessionLocked
 from kode_tui.session.metadata import (
     kimi_share_dir,
     load_metadata,
@@ -38,7 +40,26 @@ WIRE_SIDECAR_NAME = "wire.kode.jsonl"
 """The records of ours Kimi CLI cannot read (`kode_tui.wire.events.sidecar_path`; the session
 layer may not import the wire's)."""
 UNTITLED = "Untitled"
-TITLE_WIDTH = 50
+TITLE_WIDTH = 200
+"""A title taken from the first message keeps this many characters at most; each view cuts it
+to the room it has (the picker's column, the terminal's width)."""
+LOCK_FILE_NAME = "lock"
+_DERIVED_FILES = frozenset(
+    {
+        CONTEXT_FILE_NAME,
+        WIRE_FILE_NAME,
+        WIRE_SIDECAR_NAME,
+        session_state.STATE_FILE_NAME,
+        session_state.SIDECAR_NAME,
+        "snapshot.json",
+        LOCK_FILE_NAME,
+    }
+)
+"""What a session nobody talked in holds: an empty session folder holding anything else (a
+rotated context, blobs, what the sandbox refused) is never removed."""
+_NOTHING_DONE = frozenset({"StatusUpdate", "HookRan", "Warning", "Error"})
+"""Wire records a session gets without anyone saying or doing anything in it: the gauge's
+numbers at the start, a SessionStart hook, a warning (an MCP server that did not start)."""
 
 
 @dataclass(slots=True, kw_only=True)
@@ -53,7 +74,8 @@ class Session:
     (`from_dir`)."""
     state: SessionState
     title: str
-    """The custom title, else the first user input (50 chars), else "Untitled"."""
+    """The custom title, else the first user input (one line, `TITLE_WIDTH` chars at most),
+    else "Untitled"."""
     updated_at: float
     """Time (epoch seconds) of the last write to context.jsonl, wire.jsonl or its sidecar."""
     ignored_grants: tuple[str, ...] = ()
@@ -276,16 +298,43 @@ class Session:
         return self.state.custom_title or _wire_title(self.wire_file) or UNTITLED
 
     def is_empty(self) -> bool:
-        """Whether nothing was said or done in it: no title, no message, no wire record (ours
-        in the sidecar included: a /clear leaves only that). Blocking; reads up to the first
-        record."""
-        if self.state.custom_title:
+        """Whether nothing was said or done in it: no title, no pin, no message, no wire
+        record but those a session gets unasked (`_NOTHING_DONE`; ours in the sidecar count: a
+        /clear leaves only that). Blocking; reads up to the first record that counts."""
+        if self.state.custom_title or self.state.pins:
             return False
         return not (
             _any_record(self.wire_file, _is_wire_event)
             or _any_record(self.wire_sidecar, _is_wire_event)
             or _any_record(self.context_file, _is_message)
         )
+
+    def remove_if_empty(self) -> bool:
+        """Remove the folder of this session when nobody talked in it (`is_empty`), as Kimi CLI
+        does when it quits: a session opened and left, a print run that sent nothing. Only a
+        folder of kode-tui's own store holding nothing but `_DERIVED_FILES`, and only when no
+        one else has it open (its lock). Whether it was removed. Blocking."""
+        store = canonical(Paths.current().sessions_dir)
+        if self.dir.is_symlink() or canonical(self.dir).parent.parent != store:
+            return False
+        lock = SessionLock(self.dir / LOCK_FILE_NAME)
+        try:
+            lock.acquire()
+        except (SessionLocked, OSError):
+            return False
+        try:
+            if not self.is_empty() or not set(os.listdir(self.dir)) <= _DERIVED_FILES:
+                return False
+            # Without its context.jsonl the folder is no session to any lister (Kimi CLI's
+            # too), so a crash halfway leaves nothing that shows.
+            self.context_file.unlink()
+            shutil.rmtree(self.dir, ignore_errors=True)
+            return True
+        except OSError as error:
+            logger.warning("Could not remove the empty session %s: %s", self.dir, error)
+            return False
+        finally:
+            lock.release()
 
 
 def in_session_store(session_dir: Path) -> bool:
@@ -349,7 +398,13 @@ def _mtime(path: Path) -> float:
 
 
 def _is_wire_event(record: Any) -> bool:
-    return not (isinstance(record, dict) and record.get("type") == "metadata")
+    """Whether `record` says something was said or done (an unknown one does)."""
+    if not isinstance(record, dict):
+        return True
+    if record.get("type") == "metadata":
+        return False
+    message = record.get("message")
+    return not (isinstance(message, dict) and message.get("type") in _NOTHING_DONE)
 
 
 def _is_message(record: Any) -> bool:

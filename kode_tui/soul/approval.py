@@ -152,7 +152,7 @@ class Approval:
         if self.mode in ("auto-edit", "sandbox") and permission.kind == "edit":
             return True
         if self.mode == "sandbox" and permission.kind == "shell":
-            return True  # in the sandbox (the user's own `!cmd`: as they typed it)
+            return True  # in the sandbox
         return permission.scope in self._state.session_approvals
 
     async def request(

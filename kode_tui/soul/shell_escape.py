@@ -1,14 +1,14 @@
 """`!cmd`: a shell command the user runs from the prompt, its output added to the context.
 
 As Claude Code's `!` bash mode: the command runs in the work dir and no model turn starts; the
-command and its output become a user message the model reads with the next one. It is approved
-as the Shell tool's calls are (the same permission: its session scope, the protected paths, the
-work-dir confinement; `ask` asks, `yolo` lets it through) and run by the Shell tool, so its
-output is capped the same way and Esc stops its whole process group.
+command and its output become a user message the model reads with the next one. The user typed
+it, so nothing asks, in any mode: no approval, no protected-path question, no sandbox (it runs
+as typed, as in their own terminal); only the model's Shell calls keep those rules. It runs by
+the Shell tool, so its output is capped the same way and Esc stops its whole process group.
 
 On the wire it is a turn without steps: TurnBegin (the `!` line the user typed), a Shell
-ToolCall, maybe an ApprovalRequest, ToolStarted, the ToolResult, a checkpoint, TurnEnd. A
-rejected or interrupted command adds nothing to the context.
+ToolCall, ToolStarted, the ToolResult, a checkpoint, TurnEnd. An interrupted command adds
+nothing to the context.
 
 The record, one user message, reads (its first line is what the user typed, so the timeline,
 the revert dialog and the prompt given back after a revert show `!cmd`):
@@ -36,13 +36,11 @@ from kode_tui.pathnames import scrub_text
 from kode_tui.tools import snapshots
 from kode_tui.tools.base import ToolEnv, ToolOutput, count_lines
 from kode_tui.tools.shell import MAX_TIMEOUT
-from kode_tui.tools.toolset import PreparedCall, Toolset, rejected
+from kode_tui.tools.toolset import Toolset
 from kode_tui.wire import events as ev
-from kode_tui.wire.events import RejectWithFeedback
 
 if TYPE_CHECKING:
     from kode_tui.session import Context
-    from kode_tui.soul.approval import Approval
     from kode_tui.wire.bus import WireBus
 
 __all__ = [
@@ -158,11 +156,11 @@ def typed_text(message: Message) -> str:
 class ShellEscape:
     """Runs the user's `!` commands and keeps them in the context (see the module's doc).
 
-    Its collaborators are the soul's: the `toolset` whose Shell tool runs the command in `env`,
-    the `approval` that asks for it as for a Shell call, the `context` that keeps it, the `bus`
-    that shows it. `system_prompt()` is what a fresh context starts with, `checkpoint()` marks a
-    point the timeline can revert to (the command's own file changes come after it), `status()`
-    the gauge's numbers to send once it is kept.
+    Its collaborators are the soul's: the `toolset` whose Shell tool runs the command in `env`
+    (outside the sandbox), the `context` that keeps it, the `bus` that shows it.
+    `system_prompt()` is what a fresh context starts with, `checkpoint()` marks a point the
+    timeline can revert to (the command's own file changes come after it), `status()` the
+    gauge's numbers to send once it is kept.
     """
 
     def __init__(
@@ -172,7 +170,6 @@ class ShellEscape:
         context: Context,
         toolset: Toolset,
         env: ToolEnv,
-        approval: Approval,
         system_prompt: Callable[[], str | None],
         checkpoint: Callable[[], Awaitable[None]],
         status: Callable[[], ev.StatusUpdate],
@@ -181,15 +178,14 @@ class ShellEscape:
         self._context = context
         self._toolset = toolset
         self._env = env
-        self._approval = approval
         self._system_prompt = system_prompt
         self._checkpoint = checkpoint
         self._status = status
 
     async def run(self, command: str) -> bool:
-        """Run `command` (without its `!`) as the user's shell command; whether it ran and was
-        added to the context (False: rejected, or no Shell tool). Cancelling it (Esc) stops
-        the command's processes and adds nothing."""
+        """Run `command` (without its `!`) as the user's shell command, without asking; whether
+        it ran and was added to the context (False: no Shell tool, or a NUL byte). Cancelling
+        it (Esc) stops the command's processes and adds nothing."""
         masking.refresh()  # as a turn does: a key set meanwhile is masked in the output
         command = scrub_text(command)
         self._bus.send(ev.TurnBegin(user_input=f"{SHELL_PREFIX}{command}"))
@@ -212,14 +208,12 @@ class ShellEscape:
         try:
             if prepared.error is not None:  # a NUL byte: no command can hold one
                 result, ran = prepared.error, False
-            elif await self._approved(prepared):
+            else:
                 # The command's file changes are recorded after its checkpoint (`_keep`), so
                 # that reverting to it undoes them; what changed before is someone else's.
                 await snapshots.capture(env)
                 bus.send(ev.ToolStarted(tool_call_id=call.id))
                 result, ran = await toolset.run(prepared, env, snapshot=False), True
-            else:
-                result, ran = rejected(), False
         except asyncio.CancelledError:
             bus.send(ev.StepInterrupted(reason="interrupted by the user"))
             await asyncio.shield(snapshots.capture(env, call.id))  # it may have changed some
@@ -234,14 +228,6 @@ class ShellEscape:
             return False
         bus.send(self._status())
         return True
-
-    async def _approved(self, prepared: PreparedCall) -> bool:
-        """Whether the command may run: as a Shell call of the model would be (`Approval`)."""
-        permission = await self._toolset.permission(prepared, self._env)
-        if permission is None:
-            return True
-        response = await self._approval.request(TOOL_NAME, prepared.call.id, permission)
-        return response != "reject" and not isinstance(response, RejectWithFeedback)
 
     async def _keep(self, command: str, result: ToolOutput, call_id: str) -> None:
         """A checkpoint, so the timeline can take it back, then the command's file changes

@@ -209,7 +209,6 @@ class KodeSoul:
             context=context,
             toolset=toolset,
             env=env,
-            approval=approval,
             system_prompt=lambda: self.system_prompt,
             checkpoint=lambda: self.checkpoint(capture=False),
             status=self.status,

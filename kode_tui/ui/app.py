@@ -27,6 +27,7 @@ from textual.worker import Worker, WorkerState
 
 from kode_tui import masking, prompt_history
 from kode_tui.errors import ConfigError
+from kode_tui.humanize import cut
 from kode_tui.paths import Paths, tilde
 from kode_tui.safetext import visible
 from kode_tui.ui import commands
@@ -64,6 +65,8 @@ T = TypeVar("T")
 
 CTRL_C_WINDOW_S = 2.0
 """A second Ctrl+C within this time quits."""
+HEADER_TITLE = 48
+"""Of the session's title, what the header shows (the picker shows the whole)."""
 
 DEMO_BANNER = (
     "[b]Offline demo.[/b] No model is configured, so kode-tui runs [b]demo[/b]: a scripted "
@@ -272,7 +275,9 @@ class KodeApp(
             config_path = self._config_file or Paths.current().config_file
             banner = DEMO_BANNER.format(config=tilde(config_path))
         await screen.attach(opened, banner)
-        await screen.query_one(Conversation).load_history(*await opened.messages())
+        conversation = screen.query_one(Conversation)
+        await conversation.load_history(*await opened.messages())
+        conversation.load_earlier(opened.earlier)  # what came before a compaction, lazily
         self._update_header()
         if opened.read_only is None:
             self._agent_starting = True
@@ -424,7 +429,8 @@ class KodeApp(
         where = tilde(self.work_dir)
         parts = [where]
         if session is not None:
-            parts.append(f"“{session.title}”")
+            # The model and the mode after it must stay in sight.
+            parts.append(f"“{cut(session.title, HEADER_TITLE)}”")
         if self._choice is not None:
             parts.append(self._choice.name)
             opened = self.agent_session

@@ -1,6 +1,6 @@
 """The app's `!cmd`: a prompt line starting with `!` runs as a shell command.
 
-The facade runs it (approved as a Shell call is, its output added to the context) as the app's
+The facade runs it (unasked: the user typed it; its output added to the context) as the app's
 turn, so Esc stops it as it stops a turn, and a message typed meanwhile waits for it. It does
 not run while a turn does, nor in a read-only session: the line stays in the prompt.
 

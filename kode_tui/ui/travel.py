@@ -73,3 +73,4 @@ class TimeTravelActions(App[None]):
         conversation = self.screen.query_one(Conversation)
         await conversation.clear()
         await conversation.load_history(*await opened.messages())
+        conversation.load_earlier(opened.earlier)

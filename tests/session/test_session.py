@@ -15,9 +15,11 @@ from typing import Any
 import pytest
 
 from kode_tui.paths import canonical, program
+from kode_tui.session import Context
 from kode_tui.session.catalog import SessionCatalog
 from kode_tui.session.metadata import load_metadata
-from kode_tui.session.session import Session
+from kode_tui.session.session import TITLE_WIDTH, Session
+from kode_tui.session.state import Pin
 from kode_tui.wire.events import sidecar_path
 from tests.conftest import KIMI_FIXTURE
 
@@ -268,6 +270,65 @@ async def test_list_skips_sessions_nobody_talked_in(work_dir: Path) -> None:
     assert only_records.id not in listed and only_header.id not in listed
 
 
+def status_record(kind: str, **payload: Any) -> dict[str, Any]:
+    return {"timestamp": 1.0, "message": {"type": kind, "payload": payload}}
+
+
+async def test_a_session_holding_only_what_a_start_records_unasked_is_not_listed(
+    work_dir: Path,
+) -> None:
+    """Opened and left: the gauge's status, a SessionStart hook's run, a warning."""
+    left = await session_with_wire(
+        work_dir,
+        status_record("StatusUpdate", context_tokens=3793),
+        status_record("HookRan", event="SessionStart"),
+        status_record("Warning", message="the MCP server docs did not start"),
+    )
+    talked = await session_with_wire(
+        work_dir, status_record("StatusUpdate", context_tokens=1), turn_begin("hello")
+    )
+
+    assert await asyncio.to_thread(left.is_empty)
+    assert [s.id for s in await Session.list(work_dir)] == [talked.id]
+    assert [row.session.id for row in await SessionCatalog().rows(work_dir)] == [talked.id]
+
+
+async def test_only_an_empty_session_of_our_store_is_removed_and_nothing_with_content(
+    work_dir: Path, tmp_path: Path
+) -> None:
+    left = await session_with_wire(work_dir, status_record("StatusUpdate", context_tokens=1))
+    left.state.approval_mode = "yolo"
+    left.save_state()
+    (left.dir / "snapshot.json").write_text('{"version":2,"files":{}}')
+    kept = {
+        "a message": await talked_session(work_dir),
+        "a turn": await session_with_wire(work_dir, turn_begin("hi")),
+        "a title": await Session.create(work_dir),
+        "a pin": await Session.create(work_dir),
+        "a rotated context": await Session.create(work_dir),
+        "what the sandbox refused": await Session.create(work_dir),
+        "open elsewhere": await Session.create(work_dir),
+    }
+    kept["a title"].state.custom_title = "Named"
+    kept["a title"].save_state()
+    kept["a pin"].state.pins.append(Pin(text="run make check first"))
+    kept["a pin"].save_state()
+    write_jsonl(kept["a rotated context"].dir / "context_1.jsonl", USER_MESSAGE)
+    (kept["what the sandbox refused"].dir / "refused").mkdir()
+    outside = await Session.from_dir(shutil.copytree(left.dir, tmp_path / "copied" / "abc"))
+
+    async with Context(kept["open elsewhere"].context_file) as holder:
+        await holder.restore()  # takes the session's lock
+        removed = {name: session.remove_if_empty() for name, session in kept.items()}
+    assert removed == dict.fromkeys(kept, False)
+    assert all(session.context_file.exists() for session in kept.values())
+    assert not outside.remove_if_empty() and outside.context_file.exists()
+
+    assert left.remove_if_empty()
+    assert not left.dir.exists()
+    assert left.id not in {s.id for s in await Session.list(work_dir)}
+
+
 async def test_a_session_with_only_our_sidecar_records_is_listed_and_dated_by_them(
     work_dir: Path, tmp_path: Path
 ) -> None:
@@ -367,22 +428,25 @@ async def test_title_joins_the_text_parts_of_a_part_list(work_dir: Path) -> None
     assert session.title == "Look at this screenshot"
 
 
-async def test_long_title_is_cut_at_a_word_boundary_to_50_chars(work_dir: Path) -> None:
+async def test_a_long_title_keeps_its_words_up_to_200_chars_for_views_to_cut(
+    work_dir: Path,
+) -> None:
     text = "Refactor the session listing so that empty sessions are skipped quickly"
-    session = await session_with_wire(work_dir, turn_begin(text))
+    session = await session_with_wire(work_dir, turn_begin(f"{text}\n\n  and   more " * 4))
 
-    assert session.title == "Refactor the session listing so that empty…"
-    assert len(session.title) <= 50
+    assert session.title.startswith(f"{text} and more {text} and more")
+    assert session.title.endswith("…") and len(session.title) <= TITLE_WIDTH
+    assert "\n" not in session.title and "  " not in session.title
 
 
 async def test_long_title_without_spaces_is_cut_hard(work_dir: Path) -> None:
-    session = await session_with_wire(work_dir, turn_begin("写" * 80))
+    session = await session_with_wire(work_dir, turn_begin("写" * 250))
 
-    assert session.title == "写" * 49 + "…"
+    assert session.title == "写" * (TITLE_WIDTH - 1) + "…"
 
 
-async def test_title_of_exactly_50_chars_is_kept_whole(work_dir: Path) -> None:
-    text = "x" * 50
+async def test_title_of_exactly_the_width_is_kept_whole(work_dir: Path) -> None:
+    text = "x" * TITLE_WIDTH
     session = await session_with_wire(work_dir, turn_begin(text))
 
     assert session.title == text

@@ -300,3 +300,38 @@ async def test_a_command_naming_a_protected_file_asks_every_time_even_in_yolo(
     await asker.approval.set_mode("yolo")
     assert await asker.asks(attack)
     assert not await asker.asks("cp x.txt y.txt")
+
+
+# --- the user's own `!cmd` --------------------------------------------------------------------
+
+
+async def test_the_users_bang_command_asks_nothing_while_the_models_same_command_asks(
+    tmp_path: Path,
+) -> None:
+    """`!cmd` is typed by the user: in ask mode it runs unasked, even on a protected file or
+    outside the work dir; the model's Shell call of the same command still asks."""
+    outside = tmp_path / "outside.txt"
+    command = f"echo mine > .envrc && echo mine > {outside}"
+    requests, _, project = await run_agent(
+        tmp_path, [{"name": "Shell", "arguments": {"command": command}}], answer="reject"
+    )
+    [request] = requests  # the model's call asked, and was rejected
+    assert "make tools run code" in request.always_ask
+    assert not (project / ".envrc").exists() and not outside.exists()
+
+    session = await Session.create(project)
+    config = Config(approval_mode="ask")
+    agent = await open_agent(session, config, resolve_model(config), provider=ScriptedProvider([]))
+    asked: list[ev.ApprovalRequest] = []
+
+    def reject(event: ev.ApprovalRequest) -> None:
+        asked.append(event)
+        event.resolve("reject")
+
+    agent.bus.subscribe(ev.ApprovalRequest, callback=reject)
+    try:
+        assert await agent.soul.shell_escape.run(command)
+    finally:
+        await agent.close()
+    assert asked == []
+    assert (project / ".envrc").read_text() == outside.read_text() == "mine\n"

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from kode_tui.config import Config, ModelChoice
-from kode_tui.soul.facade import AgentSession, SessionLocked
+from kode_tui.soul.facade import AgentSession, Session, SessionLocked, read_earlier
 from kode_tui.soul.llm import process
 from kode_tui.soul.llm.scripted import ScriptedProvider
 from kode_tui.wire import events as ev
@@ -133,9 +133,58 @@ async def test_closing_twice_is_harmless_and_frees_the_session(tmp_path: Path) -
     await again.close()
 
 
+async def test_a_session_left_without_a_word_is_removed_at_close_and_a_talked_one_kept(
+    tmp_path: Path,
+) -> None:
+    left = await started(tmp_path, [])
+    await left.close()
+    talked = await started(tmp_path, [{"text": "hello"}])
+    await talked.run("hi")
+    await talked.close()
+
+    assert not left.session.dir.exists()
+    assert [s.id for s in await Session.list(tmp_path)] == [talked.session.id]
+
+
 def test_the_library_api_names_the_facade() -> None:
     """DESIGN.md §9: the soul package names the facade next to the loop."""
     import kode_tui.soul as soul
 
     assert soul.AgentSession is AgentSession
     assert "AgentSession" in soul.__all__
+
+
+async def test_a_resumed_session_reads_what_came_before_each_compaction_oldest_kept_once(
+    tmp_path: Path,
+) -> None:
+    """Item 6 of issue 28: the old turns stay above the compaction, read from the rotated
+    files (each message once: what a compaction kept shows after its summary)."""
+    script: list[dict[str, object]] = [
+        {"text": "one"},
+        {"text": "two"},
+        {"text": "summary A"},
+        {"text": "three"},
+        {"text": "summary B"},
+    ]
+    writer = await started(tmp_path, script)
+    for prompt in ("first", "second"):
+        await writer.run(prompt)
+    assert await writer.compaction.compact()
+    await writer.run("third")
+    assert await writer.compaction.compact()
+    await writer.close()
+
+    resumed = await AgentSession.open(tmp_path, writer.session)
+    try:
+        history, _past = await resumed.messages()
+        earlier = await resumed.earlier()
+        assert [r.path.name for r in earlier.shown] == ["context_2.jsonl", "context_1.jsonl"]
+        assert earlier.left_out == 0
+        newer = read_earlier(earlier.shown[0].path, history)
+        oldest = read_earlier(earlier.shown[1].path, newer)
+        shown = [m.text for m in [*oldest, *newer, *history] if m.role in ("user", "assistant")]
+        said = [text for text in shown if not text.startswith("<system>")]
+        assert said == ["first", "one", "second", "two", "third", "three"]
+        assert sum("summary A" in text for text in shown) == 1
+    finally:
+        await resumed.close()

@@ -141,9 +141,10 @@ async def test_mode_cycles_with_ctrl_t_and_slash_mode(project: Path) -> None:
         await wait_for(pilot, lambda: app.sub_title.endswith("· yolo"))
         await send(pilot, "/mode")
         await wait_for(pilot, lambda: app.sub_title.endswith("· ask"))
-    assert app.session is not None
-    state = json.loads(app.session.state_file.read_text())
-    assert state["approval_mode"] == "ask"
+        # Read while open: a session nobody said anything in is removed when it closes.
+        assert app.session is not None
+        state = json.loads(app.session.state_file.read_text())
+        assert state["approval_mode"] == "ask"
 
 
 async def test_slash_title_clear_and_context(project: Path) -> None:

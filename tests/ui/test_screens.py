@@ -18,6 +18,7 @@ from textual.widgets import DataTable, Input, Markdown, Static
 from kode_tui.paths import Paths, work_dir_hash
 from kode_tui.session import Session
 from kode_tui.session.catalog import ContextStats, read_context_stats
+from kode_tui.session.fork import fork_session
 from kode_tui.ui.screens.help import HelpScreen, collect_bindings, focused_help
 from kode_tui.ui.screens.sessions import EMPTY_HERE, SessionPicker
 from kode_tui.ui.themes import load_themes, register_themes, theme_names, watch_user_themes
@@ -250,7 +251,15 @@ async def test_ctrl_a_lists_the_sessions_of_every_work_dir(work_dir: Path, tmp_p
         await loaded(pilot)
         assert picker.all_switch.value is True
         assert column(picker, "Title") == ["Elsewhere", "Here", "Untitled"]
-        assert column(picker, "Work dir") == [str(other_dir), str(work_dir), stranger_hash]
+        # A long path gives way at its start; the line under the table has it whole.
+        work_dirs = [str(other_dir), str(work_dir), stranger_hash]
+        shown = column(picker, "Work dir")
+        assert all(
+            path.endswith(cell.removeprefix("…"))
+            for cell, path in zip(shown, work_dirs, strict=True)
+        )
+        assert shown[2] == stranger_hash
+        assert str(picker.detail.render()).endswith(f"{elsewhere.id}  ·  {other_dir}")
         assert column(picker, "Messages") == ["6", "2", "1"]
 
         await pilot.press("enter")
@@ -275,6 +284,39 @@ async def test_the_all_work_dirs_switch_can_be_clicked(work_dir: Path, tmp_path:
 
         assert picker.show_all is True
         assert column(picker, "Title") == ["Elsewhere"]
+
+
+async def test_the_picker_fits_its_width_titles_take_the_room_and_a_fork_says_of_what(
+    work_dir: Path,
+) -> None:
+    title = "Why does the picker cut the last column at 120 columns wide?"
+    original = await make_session(work_dir, title, messages=4, tokens=12_873, age=600)
+    forked = await fork_session(original, original.context_file, None, original.title)
+
+    def table_width(picker: SessionPicker) -> int:
+        table = picker.table
+        return sum(column.get_render_width(table) for column in table.ordered_columns)
+
+    picker = SessionPicker(work_dir)
+    async with Host(screen=picker).run_test(size=(120, 30)) as pilot:
+        await loaded(pilot)
+        assert table_width(picker) <= picker.table.size.width  # no column cut at 120
+        fork_row, original_row = column(picker, "Title")
+        assert original_row.strip() == title  # 60 characters, whole
+        assert fork_row.endswith(f"⑂ of {original.id[:8]}")
+        assert column(picker, "Cost") == ["—", "—"]
+        assert str(picker.detail.render()).endswith(f"⑂ forked from {original.id[:8]}")
+
+        await pilot.resize_terminal(80, 24)
+        await pilot.pause()
+        await loaded(pilot)
+        assert table_width(picker) <= picker.table.size.width  # nor at 80
+        fork_row, original_row = column(picker, "Title")
+        assert original_row.startswith("Why does the picker") and original_row.endswith("…")
+        assert "⑂" in fork_row
+        await pilot.press("down")
+        assert str(picker.detail.render()) == original.id
+    assert forked.id != original.id
 
 
 def test_context_stats_survive_bad_lines(tmp_path: Path) -> None:

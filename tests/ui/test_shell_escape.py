@@ -1,5 +1,5 @@
-"""`!cmd` from the prompt (a shell command whose output goes into the context, approved as the
-Shell tool's calls are), and `/context` adding up to the gauge."""
+"""`!cmd` from the prompt (a shell command whose output goes into the context, run unasked: the
+user typed it), and `/context` adding up to the gauge."""
 
 from __future__ import annotations
 
@@ -90,60 +90,26 @@ async def test_a_bang_command_runs_shows_its_output_and_goes_with_the_next_reque
     assert "!echo hi-from-bang" in prompt_history.load(prompt_history.history_file(project))
 
 
-async def test_in_yolo_a_bang_command_on_a_protected_file_asks_and_a_failing_one_shows_its_exit(
+async def test_in_ask_mode_a_bang_command_runs_unasked_and_a_failing_one_shows_its_exit(
     project: Path,
 ) -> None:
-    """Even in yolo a bang command on a protected file asks first (rejected: nothing runs,
-    nothing is kept); a failing one shows its exit code."""
-    app = make_app(project, ScriptedProvider([]), yolo=True)
-    async with app.run_test(size=(140, 40)) as pilot:
-        await ready(pilot)
-        await send(pilot, "!touch .envrc")
-        panel = app.screen.query_one(ApprovalPanel)
-        await wait_for(pilot, lambda: panel.current is not None)
-        assert panel.current is not None and panel.current.always_ask
-        await pilot.press("n")
-        await wait_for(pilot, lambda: not turn_running(app))
-        assert not (project / ".envrc").exists()
-
-        await send(pilot, "!echo oops; exit 3")
-        await wait_for(pilot, lambda: "exit code 3" in screen_text(app))
-        await wait_for(pilot, lambda: not turn_running(app))
-    [kept] = [r for m in context_messages(app) if (r := read_record(m)) is not None]
-    assert kept.is_error and "exit code: 3" in kept.status and kept.output == "oops\n"
-
-
-async def test_in_ask_mode_a_bang_command_waits_for_approval_and_a_rejection_runs_nothing(
-    project: Path,
-) -> None:
+    """The user typed it: no approval panel, even for a protected file in ask mode; a failing
+    command shows its exit code."""
     app = make_app(project, ScriptedProvider([]))
     async with app.run_test(size=(140, 40)) as pilot:
         await ready(pilot)
         assert app.agent_session is not None and app.agent_session.mode == "ask"
-        await send(pilot, "!touch made-by-bang.txt")
         panel = app.screen.query_one(ApprovalPanel)
-        await wait_for(pilot, lambda: panel.current is not None)
-        assert "touch made-by-bang.txt" in screen_text(app)
-        await pilot.press("n")
+        await send(pilot, "!touch .envrc made-by-bang.txt")
+        await wait_for(pilot, lambda: not turn_running(app) and (project / ".envrc").exists())
+        assert panel.current is None and (project / "made-by-bang.txt").exists()
+
+        await send(pilot, "!echo oops; exit 3")
+        await wait_for(pilot, lambda: "exit code 3" in screen_text(app))
         await wait_for(pilot, lambda: not turn_running(app))
-    assert not (project / "made-by-bang.txt").exists()
-    assert [m for m in context_messages(app) if read_record(m) is not None] == []
-
-
-async def test_a_session_approval_of_the_command_covers_the_next_bang_run(project: Path) -> None:
-    app = make_app(project, ScriptedProvider([]))
-    async with app.run_test(size=(140, 40)) as pilot:
-        await ready(pilot)
-        panel = app.screen.query_one(ApprovalPanel)
-        await send(pilot, "!touch one.txt")
-        await wait_for(pilot, lambda: panel.current is not None)
-        await pilot.press("a")  # approve for the session
-        await wait_for(pilot, lambda: not turn_running(app) and (project / "one.txt").exists())
-
-        await send(pilot, "!touch two.txt")
-        await wait_for(pilot, lambda: not turn_running(app) and (project / "two.txt").exists())
-        assert panel.current is None
-    assert len([m for m in context_messages(app) if read_record(m) is not None]) == 2
+    first, second = [r for m in context_messages(app) if (r := read_record(m)) is not None]
+    assert first.command == "touch .envrc made-by-bang.txt" and not first.is_error
+    assert second.is_error and "exit code: 3" in second.status and second.output == "oops\n"
 
 
 async def test_a_bang_record_survives_resume_and_the_timeline_names_it(project: Path) -> None:

@@ -129,8 +129,11 @@ def test_the_session_picker(place: Path, snap_compare: Any) -> None:
     import asyncio
 
     async def sessions() -> None:
-        for title, age in (("Add a greet() function", 7200), ("Fix the README", 90)):
-            session = await Session.create(place)
+        for n, (title, age) in enumerate(
+            (("Add a greet() function", 7200), ("Fix the README", 90))
+        ):
+            # Fixed ids: the line under the table names the highlighted one.
+            session = await Session.create(place, f"{n}f0c5e1d-0000-4000-8000-00000000000{n}")
             session.context_file.write_text('{"role":"user","content":"x"}\n')
             session.state.custom_title = title
             if age < 3600:  # the other one is from before kode-tui counted cost: `—`

@@ -13,6 +13,7 @@ from kode_tui.session import Checkpoint, Rotation, Session, SessionLocked
 from kode_tui.session.catalog import SessionCatalog, SessionRow
 from kode_tui.session.compare import CheckpointDiff, FileChange
 from kode_tui.session.drop import DropPlan
+from kode_tui.session.earlier import EarlierContexts, read_earlier
 from kode_tui.session.search import Match
 from kode_tui.session.timetravel import Comparison, ContextSnapshot, FileAction, FilePlan
 from kode_tui.soul.approval import SessionPermission
@@ -64,6 +65,7 @@ __all__ = [
     "DemoProvider",
     "DomainCommand",
     "DropPlan",
+    "EarlierContexts",
     "FileAction",
     "FileChange",
     "FilePlan",
@@ -91,6 +93,7 @@ __all__ = [
     "Subscription",
     "TurnResult",
     "WireBus",
+    "read_earlier",
     "read_record",
     "stored_result",
     "typed_text",

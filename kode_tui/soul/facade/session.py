@@ -35,6 +35,8 @@ from kode_tui.config import ApprovalMode, Config, ModelChoice, check_model
 from kode_tui.message import Message
 from kode_tui.session import Context, Session, SessionLocked
 from kode_tui.session.context import restore_or_view
+from kode_tui.session.earlier import EarlierContexts, compacted_from
+from kode_tui.session.generations import infer_rotations
 from kode_tui.session.rotation import ROTATIONS_LOG
 from kode_tui.session.session import CONTEXT_FILE_NAME
 from kode_tui.soul.context_report import ContextReport
@@ -225,7 +227,8 @@ class AgentSession:
         self._measuring = asyncio.ensure_future(agent.soul.announce_prompt())
 
     async def close(self) -> None:
-        """Stop the turn, make everything durable, let go of the session (once)."""
+        """Stop the turn, make everything durable, let go of the session (once); a session
+        nobody talked in is removed (`Session.remove_if_empty`)."""
         if self._closed:
             return
         self._closed = True
@@ -247,6 +250,10 @@ class AgentSession:
         if self._copy_dir is not None:
             self._copy_dir.cleanup()
             self._copy_dir = None
+        elif live.read_only is None and await asyncio.to_thread(live.session.remove_if_empty):
+            # Opened and left without a word (or a print run that sent nothing): no session
+            # to list, as Kimi CLI does.
+            log.info("removed the empty session %s", live.session.dir)
 
     # --- what front ends show ------------------------------------------------------------------
 
@@ -312,6 +319,15 @@ class AgentSession:
         results = await asyncio.to_thread(PastResults.read, self.session.wire_file)
         return self._live.context.history, results
 
+    async def earlier(self) -> EarlierContexts:
+        """The rotated contexts the conversation was compacted from, newest first: history a
+        front end may show above it, read-only (`read_earlier` reads one). Reads the rotation
+        notes (and a Kimi CLI rotation's files, which have none)."""
+        context = self._live.context
+        return await asyncio.to_thread(
+            lambda: compacted_from(infer_rotations(context.rotations(), context.path))
+        )
+
     async def context_report(self, *, refresh: bool = False) -> ContextReport | None:
         """What the model is given (`/context`); with `refresh` the project context is
         collected again first. None before the agent is up."""
@@ -346,8 +362,8 @@ class AgentSession:
             return TurnResult("error", 0, str(error))
 
     async def run_shell(self, command: str) -> bool:
-        """Run `command` (what followed the `!`) in the work dir as the user's own, approved
-        as a Shell call is, and add it with its output to the context; no model turn starts.
+        """Run `command` (what followed the `!`) in the work dir as the user's own, unasked and
+        outside the sandbox, and add it with its output to the context; no model turn starts.
         Whether it ran. `interrupt()` stops it (and its processes), adding nothing."""
         soul = self._live.soul()
         try:

@@ -3,7 +3,9 @@
 Each row shows what a user needs to recognise a conversation — title, age, messages, tokens,
 cost — read cheaply from the session files: the context is scanned for record roles only, never
 restored (restoring takes the session's lock and builds the whole history); the cost is the
-running total in state.json, `—` for a session from before kode-tui counted it.
+running total in state.json, `—` for a session from before kode-tui counted it. A fork's title
+ends in `⑂ of` its original's id. The columns fit the dialog's width, the title taking what the
+others leave; the line under the table names the highlighted session whole.
 """
 
 from __future__ import annotations
@@ -14,8 +16,9 @@ import time
 from pathlib import Path
 from typing import ClassVar
 
+from rich.cells import cell_len, set_cell_size
 from rich.text import Text
-from textual import getters, on, work
+from textual import events, getters, on, work
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, Vertical
@@ -62,6 +65,48 @@ def _key(row: SessionRow) -> str:
     return str(row.session.dir)
 
 
+def _fit(text: str, width: int) -> str:
+    """`text` in `width` cells at most, its end cut to `…` when it is longer."""
+    if cell_len(text) <= width:
+        return text
+    return set_cell_size(text, max(width - 1, 0)).rstrip() + "…"
+
+
+def _fit_start(text: str, width: int) -> str:
+    """`text` in `width` cells at most, its start cut to `…` (a path's end says most)."""
+    if cell_len(text) <= width:
+        return text
+    kept = text
+    while kept and cell_len(kept) > width - 1:
+        kept = kept[1:]
+    return "…" + kept
+
+
+def _fork_mark(session: Session) -> str:
+    """`⑂ of 1a2b3c4d` for a fork; "" otherwise."""
+    note = LineageNote.of(session)
+    return "" if note is None else f"⑂ of {note.origin.session[:8]}"
+
+
+def _title_cell(session: Session, width: int, *, current: bool) -> Text:
+    """The title, and a fork's mark after it, in `width` cells: the title gives way first,
+    then the mark shrinks to `⑂` (the line under the table says the rest)."""
+    title = visible(session.title, multiline=False)
+    mark = visible(_fork_mark(session), multiline=False)
+    if mark and width - cell_len(mark) - 2 < 8:
+        mark = "⑂"
+    gap = "  " if mark else ""
+    cell = Text(_fit(title, max(width - cell_len(gap + mark), 0)))
+    cell.stylize("bold" if current else "")
+    if mark:
+        cell.append(gap + mark, style="dim")
+    return cell
+
+
+MIN_TITLE = 12
+"""Cells the title column keeps however narrow the dialog (the table scrolls sideways then)."""
+
+
 # --- The screen ---------------------------------------------------------------------------------
 
 
@@ -97,6 +142,7 @@ Type to filter by title; **↑/↓** choose, **Enter** opens, **Esc** closes.
 
     table = getters.query_one("#sessions-table", DataTable)
     empty = getters.query_one("#sessions-empty", Static)
+    detail = getters.query_one("#sessions-detail", Static)
     all_switch = getters.query_one("#sessions-all", Switch)
 
     def __init__(self, work_dir: Path, current_id: str | None = None) -> None:
@@ -117,6 +163,7 @@ Type to filter by title; **↑/↓** choose, **Enter** opens, **Esc** closes.
                 yield Label("all work dirs", id="sessions-all-label")
             yield DataTable(id="sessions-table", cursor_type="row", zebra_stripes=True)
             yield Static(EMPTY_HERE, id="sessions-empty")
+            yield Static(id="sessions-detail")
         yield Footer()
 
     def on_mount(self) -> None:
@@ -150,33 +197,37 @@ Type to filter by title; **↑/↓** choose, **Enter** opens, **Esc** closes.
         table = self.table
         needle = self.filter_text.casefold().strip()
         shown = [row for row in self._rows if needle in row.session.title.casefold()]
-        table.clear(columns=True)
-        table.add_column(" ", key="mark")
-        table.add_column("Title", key="title")
-        if self.show_all:
-            table.add_column("Work dir", key="work_dir")
-        table.add_column("Age", key="age")
-        table.add_column(Text("Messages", justify="right"), key="messages")
-        table.add_column(Text("Tokens", justify="right"), key="tokens")
-        table.add_column(Text("Cost", justify="right"), key="cost")
         now = time.time()
-        for row in shown:
+        fixed: list[tuple[str, str, list[str]]] = [
+            ("age", "Age", [format_age(row.session.updated_at, now) for row in shown]),
+            ("messages", "Messages", [str(row.stats.messages) for row in shown]),
+            ("tokens", "Tokens", [format_tokens(row.stats.tokens) for row in shown]),
+            ("cost", "Cost", [_cost_label(row.session) for row in shown]),
+        ]
+        widths = {key: max(map(cell_len, [label, *values])) for key, label, values in fixed}
+        dirs = [visible(_work_dir_label(row.session), multiline=False) for row in shown]
+        titles = [_title_cell(row.session, 10**4, current=False).cell_len for row in shown]
+        title_width, dir_width = self._flexible_widths(shown, widths, dirs, max(titles, default=0))
+
+        table.clear(columns=True)
+        table.add_column(" ", key="mark", width=1)
+        table.add_column("Title", key="title", width=title_width)
+        if self.show_all:
+            table.add_column("Work dir", key="work_dir", width=dir_width)
+        table.add_column("Age", key="age", width=widths["age"])
+        for key, label, _values in fixed[1:]:
+            table.add_column(Text(label, justify="right"), key=key, width=widths[key])
+        for n, row in enumerate(shown):
             session = row.session
             current = self._is_current(session)
-            title = Text(visible(session.title, multiline=False), style="bold" if current else "")
-            note = LineageNote.of(session)
-            if note is not None:
-                # Where a fork came from, after its title: the picker shows the lineage.
-                title.append(visible(f"  ⑂ {note.text}", multiline=False), style="dim")
-            cells: list[Text] = [Text("●" if current else " "), title]
-            if self.show_all:
-                cells.append(Text(visible(_work_dir_label(session), multiline=False)))
-            cells += [
-                Text(format_age(session.updated_at, now)),
-                Text(str(row.stats.messages), justify="right"),
-                Text(format_tokens(row.stats.tokens), justify="right"),
-                Text(_cost_label(session), justify="right"),
+            cells: list[Text] = [
+                Text("●" if current else " "),
+                _title_cell(session, title_width, current=current),
             ]
+            if self.show_all:
+                cells.append(Text(_fit_start(dirs[n], dir_width)))
+            cells.append(Text(fixed[0][2][n]))
+            cells += [Text(values[n], justify="right") for _key, _label, values in fixed[1:]]
             table.add_row(*cells, key=_key(row))
         self._shown = {_key(row): row for row in shown}
         table.display = bool(shown)
@@ -184,7 +235,59 @@ Type to filter by title; **↑/↓** choose, **Enter** opens, **Esc** closes.
         if not shown:
             # Content: the filter the user typed is not markup.
             self.empty.update(Content(visible(self._empty_text(needle), multiline=False)))
+        self._show_detail()
         self.refresh_bindings()
+        if shown:
+            # A table just shown (or not laid out yet) had no width to fit: fit it once it has.
+            fitted = table.size.width
+            self.call_after_refresh(self._refit_if_resized, fitted)
+
+    def _refit_if_resized(self, fitted: int) -> None:
+        if self.table.size.width != fitted:
+            self._refit(self.table.cursor_row)
+
+    def _flexible_widths(
+        self, shown: list[SessionRow], widths: dict[str, int], dirs: list[str], titles: int
+    ) -> tuple[int, int]:
+        """The title's and the work dir's widths: what the other columns leave of the table's
+        width (and a scroll bar, when the rows overflow); the work dir gets what the longest
+        title does not need, and at least 2/5 of it when both are too long."""
+        table = self.table
+        columns = 2 + len(widths) + (1 if self.show_all else 0)
+        overflows = len(shown) + 1 > table.size.height
+        scrollbar = table.styles.scrollbar_size_vertical if overflows else 0
+        fixed = columns * 2 * table.cell_padding + 1 + sum(widths.values())  # 1: the mark
+        room = table.size.width - scrollbar - fixed
+        if not self.show_all:
+            return max(room, MIN_TITLE), 0
+        longest = max(map(cell_len, dirs), default=8)
+        dir_width = max(min(longest, max(room * 2 // 5, room - titles)), 8)
+        return max(room - dir_width, MIN_TITLE), dir_width
+
+    def _show_detail(self) -> None:
+        """Under the table: the highlighted session's id, its work dir (all work dirs shown:
+        the column may cut it), and where a fork came from."""
+        row = self._highlighted_row
+        if row is None:
+            self.detail.update("")
+            return
+        parts = [row.session.id]
+        if self.show_all:
+            parts.append(_work_dir_label(row.session))
+        note = LineageNote.of(row.session)
+        if note is not None:
+            parts.append(f"⑂ {note.text}")
+        self.detail.update(Content(visible("  ·  ".join(parts), multiline=False)))
+
+    def on_resize(self, event: events.Resize) -> None:
+        # The columns fit the width: fill them again for the new one, the cursor kept.
+        cursor = self.table.cursor_row
+        self.call_after_refresh(self._refit, cursor)
+
+    def _refit(self, cursor: int) -> None:
+        self._fill_table()
+        if self._shown:
+            self.table.move_cursor(row=min(cursor, self.table.row_count - 1))
 
     def _empty_text(self, needle: str) -> str:
         if needle and self._rows:
@@ -209,6 +312,11 @@ Type to filter by title; **↑/↓** choose, **Enter** opens, **Esc** closes.
     def _switch_changed(self, event: Switch.Changed) -> None:
         event.stop()
         self.show_all = event.value
+
+    @on(DataTable.RowHighlighted, "#sessions-table")
+    def _row_highlighted(self, event: DataTable.RowHighlighted) -> None:
+        event.stop()
+        self._show_detail()
 
     @on(DataTable.RowSelected, "#sessions-table")
     def _row_selected(self, event: DataTable.RowSelected) -> None:

@@ -7,7 +7,9 @@ marked line (compaction, revert, D-Mail, reminders, notes, warnings, errors). Th
 
 A long session keeps few blocks in the DOM: at most `max_blocks` are mounted, a window onto
 the whole session that moves both ways as the user scrolls (`block_window.py`); a restored
-history is read a page of messages at a time as the window reaches it.
+history is read a page of messages at a time as the window reaches it. Above a resumed
+history, the contexts it was compacted from show as they did live (`load_earlier`): read-only
+history, each read from its rotated file when the window reaches it.
 
 A streamed answer is drawn at most once a frame (`FRAME_INTERVAL`, longer on a machine where
 drawing is slow: `FramePacer`): text and thinking deltas
@@ -26,6 +28,7 @@ from collections.abc import Awaitable, Callable, Sequence
 from pathlib import Path
 from typing import Any
 
+from textual import work
 from textual.content import Content
 from textual.timer import Timer
 from textual.widget import Widget
@@ -35,7 +38,7 @@ from textual.widgets.markdown import MarkdownStream
 from kode_tui.humanize import format_tokens
 from kode_tui.message import FunctionBody, Message, TextPart, ThinkPart
 from kode_tui.safetext import visible_model
-from kode_tui.soul.facade import PastResults, WireBus
+from kode_tui.soul.facade import EarlierContexts, PastResults, WireBus
 from kode_tui.ui.pacing import FramePacer
 from kode_tui.ui.widgets.activity import Activity
 from kode_tui.ui.widgets.block_cursor import BlockCursor
@@ -169,6 +172,9 @@ again.
         self._reminders: list[tuple[str, str]] | None = None
         """The reminders of this turn, which one block shows."""
         self._command: ev.CommandSent | None = None  # the custom command of the next message
+        self._history: Sequence[Message] | None = None
+        """The stored history `load_history` showed (what earlier contexts go above)."""
+        self._past: PastResults | None = None
         self._window.todos.on_fold = self._todo_folded
         self._handlers: dict[type[ev.Event], Callable[[Any], Awaitable[None]]] = {
             ev.TurnBegin: self._turn_begin,
@@ -214,6 +220,8 @@ again.
     async def clear(self) -> None:
         """Remove every block (after /clear, /new or a revert, before `load_history`)."""
         self.workers.cancel_group(self, "conversation-reveal")
+        self.workers.cancel_group(self, "conversation-earlier")
+        self._history = self._past = None
         await self._close_text()
         self._reset_step()
         self._compaction = None
@@ -240,6 +248,7 @@ again.
         user scrolls to them (`pending_count`), or goes to the first with Home.
         """
         await self.clear()
+        self._history, self._past = messages, results
         self._window.load(messages, results, at)
         size = min(INITIAL_BLOCKS, self.max_blocks)
         shown = self._window.take_above(size) if at is None else self._window.take_below(size)
@@ -253,6 +262,21 @@ again.
         self.release_anchor()
         self.scroll_home(animate=False, immediate=True)
         self.call_after_refresh(self._maybe_reveal, False)
+
+    @work(group="conversation-earlier", exit_on_error=False)
+    async def load_earlier(self, earlier: Callable[[], Awaitable[EarlierContexts]]) -> None:
+        """Put the contexts the history on show was compacted from above it, as they were
+        live (`AgentSession.earlier`): read-only history, each context read from its file
+        only when the user scrolls (or Home goes) to it, so a resume stays fast."""
+        history = self._history
+        if history is None:
+            return
+        contexts = await earlier()
+        if history is not self._history or not contexts.shown:
+            return  # the pane shows something else by now
+        self._window.add_earlier(contexts, history, self._past)
+        await self._sync_marker()
+        self.call_after_refresh(self._maybe_reveal)
 
     # -- the window (see BlockWindow)
 
