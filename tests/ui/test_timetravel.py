@@ -60,7 +60,10 @@ async def test_revert_dialog_explains_what_leaves_and_what_each_file_becomes() -
     assert "The agent changed 3 files after this checkpoint:" in text
     assert "✔ restore  hello.py" in text
     assert "✔ delete   greet.py — the agent created it, so it will be deleted" in text
-    assert "⚠ conflict README.md — changed since the agent's edit, will be left as it is" in text
+    assert (
+        "⚠ conflict README.md — changed since the agent's edit: left as it is, unless restored "
+        "anyway" in text
+    )
     assert "revert the conversation and restore the files" in text
     assert "No files to restore" not in text
 
@@ -77,6 +80,7 @@ async def test_revert_dialog_lists_d_for_conflicts_and_says_created_files_are_de
     assert keys == [
         "c   revert the conversation only (files stay as they are)",
         "f   revert the conversation and restore the files; created ones are deleted",
+        "a   restore anyway: the conflicts too; what they hold now is kept in the rotated context",
         "d   show the conflicts: the agent's version of each file against what it holds now",
         "Esc cancel",
     ]
@@ -94,7 +98,8 @@ async def test_revert_dialog_says_a_refused_file_is_left_as_it_is() -> None:
 
 
 @pytest.mark.parametrize(
-    ("key", "expected"), [("c", "conversation"), ("f", "files"), ("escape", None)]
+    ("key", "expected"),
+    [("c", "conversation"), ("f", "files"), ("a", "anyway"), ("escape", None)],
 )
 async def test_revert_dialog_keys_answer(key: str, expected: str | None) -> None:
     app = Host(screen=revert_dialog(MIXED_FILES))
@@ -117,7 +122,7 @@ async def test_revert_dialog_buttons_answer_too() -> None:
 
 @pytest.mark.parametrize(
     "files",
-    [[], [plan("README.md", "conflict"), plan("old.txt", "missing"), plan(".envrc", "refused")]],
+    [[], [plan("old.txt", "missing"), plan(".envrc", "refused")]],
     ids=["none", "none restorable"],
 )
 async def test_revert_dialog_offers_no_file_restore_without_restorable_files(
@@ -130,7 +135,8 @@ async def test_revert_dialog_offers_no_file_restore_without_restorable_files(
         assert "No files to restore" in text
         assert "restore the files" not in text
         assert not app.screen.query("#revert-with-files")
-        await pilot.press("f")
+        assert not app.screen.query("#revert-anyway")
+        await pilot.press("f", "a")
         await pilot.pause()
         assert app.results == []
         await pilot.press("c")
@@ -140,6 +146,18 @@ async def test_revert_dialog_offers_no_file_restore_without_restorable_files(
         assert "⚠ missing  old.txt — its earlier content was not saved" in text
     else:
         assert "The agent changed" not in text
+
+
+async def test_revert_dialog_offers_to_restore_a_conflict_anyway_and_not_f_alone() -> None:
+    app = Host(screen=revert_dialog([plan("README.md", "conflict")]))
+    async with app.run_test(size=(110, 36)) as pilot:
+        await pilot.pause()
+        assert "No files to restore" not in screen_text(app)
+        assert not app.screen.query("#revert-with-files")
+        await pilot.press("f")
+        await pilot.click("#revert-anyway")
+        await pilot.pause()
+        assert app.results == ["anyway"]
 
 
 # --- Preview --------------------------------------------------------------------------------------
