@@ -12,7 +12,9 @@ from textual.pilot import Pilot
 from kode_tui.message import Message
 from kode_tui.session.rotation import Rotation
 from kode_tui.session.timetravel import ContextSnapshot, FilePlan, compare, read_snapshot
-from kode_tui.ui.screens.timetravel import PreviewScreen, RevertDialog
+from kode_tui.soul.facade import RestorePlan
+from kode_tui.soul.timetravel import RestorePreview
+from kode_tui.ui.screens.timetravel import PreviewScreen, RestoreDialog, RevertDialog
 from kode_tui.ui.widgets.blocks import USER_MARK, UserBlock
 from kode_tui.ui.widgets.conversation import Conversation
 from kode_tui.wire.events import DiffBlock
@@ -156,6 +158,19 @@ async def test_revert_dialog_offers_to_restore_a_conflict_anyway_and_not_f_alone
         assert not app.screen.query("#revert-with-files")
         await pilot.press("f")
         await pilot.click("#revert-anyway")
+        await pilot.pause()
+        assert app.results == ["anyway"]
+
+
+async def test_restore_dialog_offers_to_restore_a_conflict_anyway_in_plain_words() -> None:
+    preview = RestorePreview(Path("context_2.jsonl"), 9, 4, 1, 900, 3, [plan("a.txt", "conflict")])
+    app = Host(screen=RestoreDialog("context_2.jsonl", RestorePlan(preview, [])))
+    async with app.run_test(size=(110, 36)) as pilot:
+        await pilot.pause()
+        text = static_text(app)
+        assert "1 file differs between the two conversations:" in text
+        assert "restore anyway: the conflicts too; what they hold now is kept with the live" in text
+        await pilot.press("a")
         await pilot.pause()
         assert app.results == ["anyway"]
 

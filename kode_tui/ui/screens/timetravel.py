@@ -366,7 +366,8 @@ Making a rotated context live again keeps the live one as a new rotated file: no
         )
 
     def _files_heading(self) -> str:
-        return f"{plural(len(self.files), 'file')} differ between the two conversations:"
+        verb = "differs" if len(self.files) == 1 else "differ"
+        return f"{plural(len(self.files), 'file')} {verb} between the two conversations:"
 
 
 # --- Preview --------------------------------------------------------------------------------------
