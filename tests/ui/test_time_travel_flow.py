@@ -14,7 +14,15 @@ from kode_tui.ui.screens.timetravel import PreviewScreen, RestoreDialog, RevertD
 from kode_tui.ui.widgets.history import HistoryPane
 from kode_tui.ui.widgets.prompt import PromptInput
 from kode_tui.ui.widgets.timeline import CheckpointTimeline
-from tests.ui_helpers import make_app, ready, screen_text, send, turn_running, wait_for
+from tests.ui_helpers import (
+    make_app,
+    ready,
+    screen_text,
+    send,
+    static_text,
+    turn_running,
+    wait_for,
+)
 
 
 def write(path: str, content: str) -> dict[str, object]:
@@ -351,6 +359,7 @@ async def test_ctrl_t_approves_a_waiting_edit_and_esc_esc_rewinds_anyway_keeping
         await pilot.press("enter")
         await wait_for(pilot, lambda: isinstance(app.screen, RevertDialog))
         assert "⚠ conflict a.txt" in screen_text(app)
+        assert "what they hold now is kept in context_1.jsonl" in static_text(app)
         await pilot.press("a")
         await wait_for(pilot, lambda: prompt.text == "write a")
         said = [n.message for n in app._notifications]

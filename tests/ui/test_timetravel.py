@@ -164,12 +164,15 @@ async def test_revert_dialog_offers_to_restore_a_conflict_anyway_and_not_f_alone
 
 async def test_restore_dialog_offers_to_restore_a_conflict_anyway_in_plain_words() -> None:
     preview = RestorePreview(Path("context_2.jsonl"), 9, 4, 1, 900, 3, [plan("a.txt", "conflict")])
-    app = Host(screen=RestoreDialog("context_2.jsonl", RestorePlan(preview, [])))
+    app = Host(screen=RestoreDialog("context_2.jsonl", RestorePlan(preview, [], "context_5.jsonl")))
     async with app.run_test(size=(110, 36)) as pilot:
         await pilot.pause()
         text = static_text(app)
         assert "1 file differs between the two conversations:" in text
-        assert "restore anyway: the conflicts too; what they hold now is kept with the live" in text
+        assert (
+            "restore anyway: the conflicts too; what they hold now is kept in context_5.jsonl"
+            in text
+        )
         await pilot.press("a")
         await pilot.pause()
         assert app.results == ["anyway"]

@@ -16,7 +16,12 @@ from kode_tui.message import Message
 from kode_tui.session import Checkpoint, Context, FileEdit, Rotation
 from kode_tui.session.compare import CheckpointDiff, diff_checkpoints
 from kode_tui.session.generations import infer_rotations, read_generation
-from kode_tui.session.rotation import ROTATIONS_LOG, rotation_number
+from kode_tui.session.rotation import (
+    ROTATIONS_LOG,
+    rotation_number,
+    rotation_numbers,
+    rotation_path,
+)
 from kode_tui.session.search import Match, message_index
 from kode_tui.session.timetravel import (
     Comparison,
@@ -80,6 +85,9 @@ class RevertPlan:
     """The checkpoint in a few words: the user's message there, else what the agent did."""
     conflict_diffs: list[ev.DiffBlock]
     """For each conflicting file: what the agent left in it against what it holds now."""
+    kept_in: str = ""
+    """The rotated file the revert will make, which keeps what a conflict restored anyway
+    held (the next free `context_N.jsonl`)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -90,6 +98,8 @@ class RestorePlan:
     conflict_diffs: list[ev.DiffBlock]
     """For each conflicting file: what the live conversation left in it against what it
     holds now."""
+    kept_in: str = ""
+    """The rotated file the restore will make of the live context (as `RevertPlan`'s)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -200,7 +210,8 @@ class TimeTravel:
         label = _checkpoint_label(self._live.context, checkpoint_id, preview.next_user_text)
         journal = soul.env.journal
         diffs = await asyncio.to_thread(_conflict_diffs, preview.files, journal)
-        return RevertPlan(preview, label, diffs)
+        kept_in = await asyncio.to_thread(_next_rotation, self._live.context.path)
+        return RevertPlan(preview, label, diffs, kept_in)
 
     async def revert(
         self, checkpoint_id: int, *, files: bool = False, anyway: bool = False
@@ -245,7 +256,8 @@ class TimeTravel:
         if soul is not None:
             restore = await asyncio.to_thread(soul.travel.restore_preview, path)
             diffs = await asyncio.to_thread(_conflict_diffs, restore.files, soul.env.journal)
-            plan = RestorePlan(restore, diffs)
+            kept_in = await asyncio.to_thread(_next_rotation, self._live.context.path)
+            plan = RestorePlan(restore, diffs, kept_in)
         return RotationPreview(snapshot, rotation, comparison, results, plan)
 
     async def restore(
@@ -271,6 +283,12 @@ class TimeTravel:
 
 
 # --- helpers -------------------------------------------------------------------------------------
+
+
+def _next_rotation(live: Path) -> str:
+    """The name the next rotation of `live` takes (as `link_to_next_rotation` picks it)."""
+    existing = rotation_numbers(live)
+    return rotation_path(live, existing[-1][0] + 1 if existing else 1).name
 
 
 def _sent_times(wire: Path) -> dict[str, float]:

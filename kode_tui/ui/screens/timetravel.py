@@ -147,10 +147,13 @@ message from that point goes back into the prompt to edit and send again.
         next_user_text: str,
         conflict_diffs: Sequence[DiffBlock] = (),
         untracked: Sequence[str] = (),
+        kept_in: str = "",
     ) -> None:
         """`conflict_diffs`: for each conflict, the agent's version against the file now;
-        `untracked`: files whose Shell edits are not tracked (too large, ignored)."""
+        `untracked`: files whose Shell edits are not tracked (too large, ignored); `kept_in`:
+        the rotated file that will keep what a conflict restored anyway holds."""
         super().__init__()
+        self.kept_in = kept_in
         self.untracked = list(untracked)
         self.conflict_diffs = list(conflict_diffs)
         self.checkpoint_id = checkpoint_id
@@ -172,6 +175,7 @@ message from that point goes back into the prompt to edit and send again.
             preview.next_user_text,
             plan.conflict_diffs,
             preview.untracked,
+            plan.kept_in,
         )
 
     @property
@@ -186,9 +190,7 @@ message from that point goes back into the prompt to edit and send again.
 
     VERB = "revert"
     FILES_KEY = "revert the conversation and restore the files"
-    ANYWAY_KEY = (
-        "restore anyway: the conflicts too; what they hold now is kept in the rotated context"
-    )
+    ANYWAY_KEY = "restore anyway: the conflicts too; what they hold now is kept in {kept_in}"
     CONFLICTS_KEY = "show the conflicts: the agent's version of each file against what it holds now"
 
     def _title(self) -> str:
@@ -258,7 +260,8 @@ message from that point goes back into the prompt to edit and send again.
             also = "; created ones are deleted" if deletes else ""
             keys.append(("f", self.FILES_KEY + also))
         if self.has_conflicts:
-            keys.append(("a", self.ANYWAY_KEY))
+            kept_in = self.kept_in or "the rotated context"
+            keys.append(("a", self.ANYWAY_KEY.format(kept_in=kept_in)))
         if self.conflict_diffs:
             keys.append(("d", self.CONFLICTS_KEY))
         keys.append(("Esc", "cancel"))
@@ -336,9 +339,6 @@ Making a rotated context live again keeps the live one as a new rotated file: no
 
     VERB = "restore"
     FILES_KEY = "restore the conversation and put the files back as it left them"
-    ANYWAY_KEY = (
-        "restore anyway: the conflicts too; what they hold now is kept with the live context"
-    )
     CONFLICTS_KEY = "show the conflicts: the live conversation's version against the file now"
 
     def __init__(self, name: str, plan: RestorePlan) -> None:
@@ -352,6 +352,7 @@ Making a rotated context live again keeps the live one as a new rotated file: no
             "",
             plan.conflict_diffs,
             preview.untracked,
+            plan.kept_in,
         )
         self.messages_back = preview.messages_back
 
