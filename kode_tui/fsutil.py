@@ -178,9 +178,9 @@ def atomic_write_json(path: Path, obj: Any) -> None:
     )
 
 
-def append_line(path: Path, line: str) -> None:
-    """Append one line to a small log file (created 0600), handed to the OS before returning;
-    API keys in it are masked (rotations.jsonl)."""
+def append_line(path: Path, line: str, *, durable: bool = False) -> None:
+    """Append one line to a small log file (created 0600), handed to the OS before returning
+    (`durable`: on disk); API keys in it are masked (rotations.jsonl)."""
     fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_APPEND, FILE_MODE)
     try:
         size = os.fstat(fd).st_size
@@ -195,6 +195,8 @@ def append_line(path: Path, line: str) -> None:
             with contextlib.suppress(OSError):
                 os.ftruncate(fd, size)
             raise
+        if durable:
+            sync_data(fd)
     finally:
         os.close(fd)
 

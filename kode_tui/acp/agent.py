@@ -402,10 +402,15 @@ class KodeAcpAgent:
             )
         )
         cancelled = asyncio.ensure_future(live.cancelled.wait())
+        # Answered meanwhile (a switch to a mode that lets the call through); shielded, as
+        # cancelling a wait must not cancel the request.
+        answered = asyncio.ensure_future(asyncio.shield(request.wait()))
         try:
-            await asyncio.wait({asking, cancelled}, return_when=asyncio.FIRST_COMPLETED)
+            waited: set[asyncio.Future[Any]] = {asking, cancelled, answered}
+            await asyncio.wait(waited, return_when=asyncio.FIRST_COMPLETED)
         finally:
             cancelled.cancel()
+            answered.cancel()
         if not asking.done() or asking.cancelled() or asking.exception() is not None:
             asking.cancel()
             request.resolve("reject")

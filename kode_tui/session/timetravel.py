@@ -4,14 +4,18 @@ without taking the session's lock, and comparing two contexts.
 Reverting "conversation and files" to checkpoint k undoes the `_file_edit`s after k, newest
 first (DESIGN.md §2). Per file that comes down to: if the file still has the content of the
 agent's newest edit, put back what it held before the agent's oldest edit after k; if it does
-not, someone changed it since, and it is a conflict that is reported and left alone. Restoring
-a rotated context with its files is planned alike (`plan_file_restore`).
+not, someone changed it since, and it is a conflict that is reported and left alone, unless
+the user says "restore anyway" (`keep_hand_versions`: what the file holds now is kept first,
+in the blobs and in the context that was live). Restoring a rotated context with its files is
+planned alike (`plan_file_restore`).
 """
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
+import logging
 import os
 from collections import Counter
 from collections.abc import Callable, Sequence
@@ -19,7 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
-from kode_tui.fsutil import FileChanged, write_atomically
+from kode_tui.fsutil import FileChanged, append_line, write_atomically
 from kode_tui.message import (
     CheckpointRecord,
     FileEditRecord,
@@ -31,6 +35,8 @@ from kode_tui.message import (
 )
 from kode_tui.session.journal import FileJournal
 from kode_tui.session.rotation import Rotation, rotation_number
+
+log = logging.getLogger(__name__)
 
 FileAction = Literal["restore", "delete", "conflict", "missing", "refused"]
 
@@ -217,6 +223,62 @@ def span_per_file(
         first = spans.get(edit.path, (edit, edit))[0]
         spans[edit.path] = (first, edit)
     return spans
+
+
+KEPT_NOTE = "changed by hand, kept before a revert or restore overwrote it: {path}"
+"""The text of the `_file_edit` record `keep_hand_versions` writes (Kimi CLI reads it as a
+message it skips)."""
+
+
+def keep_hand_versions(
+    plans: Sequence[FilePlan], journal: FileJournal, rotated: Path
+) -> tuple[list[FilePlan], list[str]]:
+    """Ready a plan to be carried out anyway: each conflict (a file changed since the edit the
+    plan expects) is to be overwritten too, once what it holds now is kept. The blob store
+    takes that content and `rotated`, the context that was live (kept as a rotated file),
+    gets a `_file_edit` record from the expected content to it, written durably: restoring
+    `rotated` with its files brings each hand-made version back.
+
+    Returns the plans, each conflict made the restore (or delete) it would have been and
+    expecting the kept content, and the paths kept. A conflict whose earlier content is not
+    in the blobs, or which is no file now (a directory), stays a conflict; when the kept
+    versions cannot be written (a full disk) every conflict does. Blocking.
+    """
+    ready: list[FilePlan] = []
+    kept: list[str] = []
+    records: list[FileEditRecord] = []
+    try:
+        for plan in plans:
+            if plan.action != "conflict" or not _can_overwrite(plan, journal):
+                ready.append(plan)
+                continue
+            content = _content_of(plan.target)
+            now = _sha256(content)
+            if content is not None and now is not None:
+                journal.store_blob(now, content)
+            records.append(
+                FileEditRecord(
+                    content=KEPT_NOTE.format(path=plan.path),
+                    path=plan.path,
+                    before=plan.expected,
+                    after=now,
+                )
+            )
+            action: FileAction = "delete" if plan.restore_to is None else "restore"
+            ready.append(dataclasses.replace(plan, action=action, expected=now))
+            kept.append(plan.path)
+        if records:  # one write: the records of one revert reach the file together
+            append_line(rotated, "\n".join(record.to_json() for record in records), durable=True)
+    except OSError as error:
+        log.warning("could not keep the hand-made versions in %s: %s", rotated.name, error)
+        return list(plans), []
+    return ready, kept
+
+
+def _can_overwrite(plan: FilePlan, journal: FileJournal) -> bool:
+    if plan.target.is_dir():
+        return False
+    return plan.restore_to is None or journal.blob(plan.restore_to) is not None
 
 
 def apply_file_revert(

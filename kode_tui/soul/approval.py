@@ -15,6 +15,11 @@ Where the sandbox works, the model's Shell commands run in it in every mode: wit
 Each change of the mode or of the session scopes is sent as `PermissionsChanged`, so the views
 showing them (the prompt's badge) follow; a scope remembers how the panel named it and when it
 was granted, for `/permissions`, which can revoke it.
+
+A mode switched while calls wait for the user applies to them: each the new mode lets through
+is approved (once) at that moment, exactly as if it were asked for now (`allows`). What asks
+in every mode (a protected path, a command the sandbox stopped) keeps waiting for the user's
+own answer: a switch of mode is not one.
 """
 
 from __future__ import annotations
@@ -75,6 +80,8 @@ class Approval:
         self._save_state = save_state
         self._override = override
         self.sandbox = sandbox
+        self._waiting: dict[str, tuple[ApprovalRequest, Permission]] = {}
+        """The requests waiting for the user, by id."""
 
     @property
     def modes(self) -> tuple[ApprovalMode, ...]:
@@ -99,6 +106,9 @@ class Approval:
         self._override = None
         self._state.approval_mode = mode
         await self._save()
+        for request, permission in list(self._waiting.values()):
+            if self.allows(permission):
+                request.resolve("approve")
 
     async def cycle_mode(self) -> ApprovalMode:
         """Switch to the next mode (ask → auto-edit → sandbox → yolo → ask) and return it."""
@@ -173,10 +183,12 @@ class Approval:
             always_ask=permission.always_ask,
         )
         response: ApprovalResponse = "reject"
+        self._waiting[request.id] = (request, permission)
         try:
             self._bus.send(request)
             response = await request.wait()
         finally:
+            del self._waiting[request.id]
             # Also when the step is cancelled meanwhile, so the UI closes the question.
             self._bus.send(ApprovalResolved(id=request.id, response=response))
         remember = response == "approve_for_session" and not permission.asks_every_time

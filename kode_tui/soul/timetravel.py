@@ -8,7 +8,8 @@ file work are its helpers here, over `session.timetravel`'s per-file planner.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable, Callable, Sequence
+import bisect
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -24,6 +25,7 @@ from kode_tui.session.timetravel import (
     apply_file_revert,
     compare,
     edit_history,
+    keep_hand_versions,
     plan_file_restore,
     plan_file_revert,
     read_snapshot,
@@ -55,6 +57,9 @@ class RevertOutcome:
     files_restored: list[str]
     conflicts: list[str]
     next_user_text: str
+    kept: list[str] = field(default_factory=list)
+    """Files changed by hand that were overwritten anyway: what they held is kept in
+    `rotated_file` (restoring it with its files brings it back)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -84,6 +89,55 @@ class RestoreOutcome:
     files_restored: list[str]
     conflicts: list[str]
     """Files left alone: changed since the live conversation's edit, refused or missing."""
+    kept: list[str] = field(default_factory=list)
+    """Files changed by hand that were overwritten anyway, kept in `rotated_file`."""
+
+
+@dataclass(frozen=True, slots=True)
+class RewindPoint:
+    """A message of the user's in the live context, as the rewind picker lists it: reverting
+    to `checkpoint_id`, the checkpoint before it, takes it back with all that followed."""
+
+    checkpoint_id: int
+    text: str
+    """What the user typed (for a `!` command, its line)."""
+    sent_at: float | None
+    """When it was sent (Unix time); None when the wire does not say."""
+    changed_files: bool
+    """Whether its turn changed files: edits after it and before the user's next message."""
+
+
+def rewind_points(context: Context, sent: Mapping[str, float]) -> list[RewindPoint]:
+    """The user's messages of `context`, newest first, each with the checkpoint before it.
+    `sent` maps a message's text to when it was sent (the newest turn of that text)."""
+    checkpoints = context.checkpoints
+    history = context.history
+    starts: list[tuple[int, int, str]] = []  # (position, checkpoint id, text)
+    for position, checkpoint in enumerate(checkpoints):
+        start = checkpoint.message_index
+        following = position + 1
+        stop = (
+            checkpoints[following].message_index if following < len(checkpoints) else len(history)
+        )
+        # A turn's checkpoint comes right before its message (and maybe a CHECKPOINT note):
+        # a step's checkpoint, never followed by one, is not read through.
+        text = _user_text_after(history, start, min(stop, start + _MESSAGE_LOOKAHEAD))
+        if text:
+            starts.append((position, checkpoint.id, text))
+    # The span of the checkpoint at position p holds the edits made while it was the newest.
+    edited = sorted(edit.checkpoint_count - 1 for edit in context.file_edits)
+    points = []
+    for index, (position, checkpoint_id, text) in enumerate(starts):
+        end = starts[index + 1][0] if index + 1 < len(starts) else len(checkpoints)
+        first = bisect.bisect_left(edited, position)
+        changed = first < len(edited) and edited[first] < end
+        points.append(RewindPoint(checkpoint_id, text, sent.get(text), changed))
+    points.reverse()
+    return points
+
+
+_MESSAGE_LOOKAHEAD = 3
+"""Messages read after a checkpoint for the user's: a D-Mail's CHECKPOINT note may come first."""
 
 
 def revert_preview(context: Context, env: ToolEnv, checkpoint_id: int) -> RevertPreview:
@@ -140,23 +194,41 @@ def restore_preview(context: Context, env: ToolEnv, source: Path) -> RestorePrev
     )
 
 
+@dataclass(frozen=True, slots=True)
+class FilesPutBack:
+    """What carrying out a file plan did."""
+
+    restored: list[str]
+    """Files restored or deleted."""
+    conflicts: list[str]
+    """Files left alone."""
+    kept: list[str]
+    """Files changed by hand, overwritten all the same: their versions are kept."""
+
+
 async def apply_files(
     plans: Sequence[FilePlan],
     journal: FileJournal | None,
     *,
     write: bool,
     snapshots: WorkSnapshot | None = None,
-) -> tuple[list[str], list[str]]:
-    """The files restored and the conflicts. With `write` and a journal, `plans` are carried
-    out (in a thread) with the journal's blobs; else nothing is written, and the conflicts are
-    the files the plans leave alone. The files written are taken into `snapshots` as they are
-    now: putting them back is not a change of anyone's to record."""
+    keep_in: Path | None = None,
+) -> FilesPutBack:
+    """With `write` and a journal, `plans` are carried out (in a thread) with the journal's
+    blobs; else nothing is written, and the conflicts are the files the plans leave alone.
+    With `keep_in` (the context that was live, now rotated) the conflicts are overwritten
+    too, after what each holds is kept in it (`keep_hand_versions`). The files written are
+    taken into `snapshots` as they are now: putting them back is not a change of anyone's to
+    record."""
     if not write or journal is None:
-        return [], [p.path for p in plans if p.action in LEFT_ALONE]
+        return FilesPutBack([], [p.path for p in plans if p.action in LEFT_ALONE], [])
+    kept: list[str] = []
+    if keep_in is not None:
+        plans, kept = await asyncio.to_thread(keep_hand_versions, plans, journal, keep_in)
     restored, conflicts = await asyncio.to_thread(apply_file_revert, plans, journal)
     if snapshots is not None:
         await snapshots.refresh(restored)
-    return restored, conflicts
+    return FilesPutBack(restored, conflicts, [path for path in kept if path in restored])
 
 
 class TimeMachine:
@@ -184,13 +256,20 @@ class TimeMachine:
         """What `revert(checkpoint_id)` would do; ValueError when there is no such checkpoint."""
         return revert_preview(self._context, self._env, checkpoint_id)
 
-    async def revert(self, checkpoint_id: int, *, files: bool = False) -> RevertOutcome:
+    async def revert(
+        self, checkpoint_id: int, *, files: bool = False, anyway: bool = False
+    ) -> RevertOutcome:
         """Take the context back to `checkpoint_id` (the rest is kept in a rotated file), and
-        with `files` put back the files the agent changed since, where nobody else did."""
+        with `files` put back the files the agent changed since, where nobody else did; with
+        `anyway` also those changed by hand since, whose versions the rotated file keeps."""
         preview = self.revert_preview(checkpoint_id)
         rotated = await asyncio.shield(self._context.revert_to(checkpoint_id))
-        restored, conflicts = await apply_files(
-            preview.files, self._env.journal, write=files, snapshots=self._env.snapshots
+        done = await apply_files(
+            preview.files,
+            self._env.journal,
+            write=files,
+            snapshots=self._env.snapshots,
+            keep_in=rotated if anyway else None,
         )
         await self._moved()
         self._bus.send(
@@ -198,37 +277,47 @@ class TimeMachine:
                 checkpoint_id=checkpoint_id,
                 rotated_file=rotated.name,
                 reason="user",
-                files_restored=restored,
-                conflicts=conflicts,
+                files_restored=done.restored,
+                conflicts=done.conflicts,
             )
         )
         self._bus.send(self._status())
-        return RevertOutcome(rotated, restored, conflicts, preview.next_user_text)
+        return RevertOutcome(
+            rotated, done.restored, done.conflicts, preview.next_user_text, done.kept
+        )
 
     def restore_preview(self, source: Path) -> RestorePreview:
         """What `restore(source)` would do; OSError when `source` cannot be read."""
         return restore_preview(self._context, self._env, source)
 
-    async def restore(self, source: Path, *, files: bool = False) -> RestoreOutcome:
+    async def restore(
+        self, source: Path, *, files: bool = False, anyway: bool = False
+    ) -> RestoreOutcome:
         """Make the rotated context `source` live again (the current one is rotated first),
         and with `files` make the files what the restored conversation left, where nobody
-        changed them since the live conversation did (`plan_file_restore`)."""
+        changed them since the live conversation did (`plan_file_restore`); with `anyway`
+        there too, keeping their versions in the rotated live context (an empty live
+        context, which nothing rotates, leaves them alone)."""
         preview = self.restore_preview(source)  # the live context's edits, before the swap
         rotated = await asyncio.shield(self._context.restore_from(source))
-        restored, conflicts = await apply_files(
-            preview.files, self._env.journal, write=files, snapshots=self._env.snapshots
+        done = await apply_files(
+            preview.files,
+            self._env.journal,
+            write=files,
+            snapshots=self._env.snapshots,
+            keep_in=rotated if anyway else None,
         )
         await self._moved()
         self._bus.send(
             ev.ContextRestored(
                 from_file=source.name,
                 rotated_file=rotated.name if rotated is not None else "",
-                files_restored=restored,
-                conflicts=conflicts,
+                files_restored=done.restored,
+                conflicts=done.conflicts,
             )
         )
         self._bus.send(self._status())
-        return RestoreOutcome(rotated, restored, conflicts)
+        return RestoreOutcome(rotated, done.restored, done.conflicts, done.kept)
 
 
 def untracked_files(env: ToolEnv) -> list[str]:

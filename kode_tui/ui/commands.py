@@ -42,6 +42,7 @@ if TYPE_CHECKING:
         ModelOption,
         RevertChoice,
         RevertPlan,
+        RewindPoint,
         RotationPreview,
         Session,
     )
@@ -322,8 +323,10 @@ async def _fork_view(host: CommandHost, argument: str, done: CommandReport) -> b
 async def _revert_view(host: CommandHost, argument: str, done: CommandReport) -> bool:
     from kode_tui.soul.facade import RevertOutcome
 
+    if not isinstance(done.data, RevertOutcome):
+        return False  # cancelled, or the checkpoints listed
     # The user's message that followed the checkpoint goes back into the prompt, to edit.
-    await host.reload_conversation(cast(RevertOutcome, done.data).next_user_text)
+    await host.reload_conversation(done.data.next_user_text)
     host.notify(done.text, severity=SEVERITY[done.outcome], timeout=8)
     return True
 
@@ -346,6 +349,7 @@ VIEWS: dict[str, View] = {
     "/pins": _pins_view,
     "/fork": _fork_view,
     "/revert": _revert_view,
+    "/undo": _revert_view,
     "/model": _model_view,
 }
 
@@ -369,6 +373,13 @@ class Asking:
     ) -> CompactionPlan | None:
         return await self._host.review_compaction(plan, instruction)
 
+    async def pick_rewind(
+        self, points: Sequence[RewindPoint], highlighted: int | None
+    ) -> int | None:
+        from kode_tui.ui.screens.rewind import RewindPicker
+
+        return await self._host.ask(RewindPicker(points, highlighted))
+
     async def confirm_revert(self, plan: RevertPlan) -> RevertChoice | None:
         from kode_tui.ui.screens.timetravel import RevertDialog
 
@@ -383,11 +394,13 @@ class Asking:
         if match is not None and opened is not None:
             at = opened.travel.match_index(preview.snapshot.messages, match)
         chosen = await self._host.ask(PreviewScreen.from_preview(preview, at))
-        if isinstance(chosen, str) and chosen not in ("conversation", "files"):
+        if isinstance(chosen, str) and chosen not in ("conversation", "files", "anyway"):
             self._host.fill_prompt(chosen, append=True)  # what only that context has, quoted
             return None
         if chosen is True or chosen == "conversation":
             return "conversation"
+        if chosen == "anyway":
+            return "anyway"
         return "files" if chosen == "files" else None
 
     async def confirm_drop(self, plan: DropPlan, what: str) -> bool:

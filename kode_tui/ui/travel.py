@@ -1,12 +1,14 @@
 """The app's time travel: the side panes' intents (revert to a checkpoint, preview a rotated
-context, diff) become the domain's commands (`/revert N`, `/restore NAME`, `/diff N`), whose
-dialogs ask first (ui/commands.py); afterwards the conversation is read again.
+context, diff) and Esc Esc on the empty prompt (rewind) become the domain's commands
+(`/revert N`, `/restore NAME`, `/diff N`, `/revert`), whose dialogs ask first
+(ui/commands.py); afterwards the conversation is read again.
 
 Mixed into `KodeApp` (app.py), which owns the session; here so each part reads whole.
 """
 
 from __future__ import annotations
 
+import time
 from typing import TYPE_CHECKING
 
 from textual.app import App
@@ -21,8 +23,22 @@ if TYPE_CHECKING:
 __all__ = ["TimeTravelActions"]
 
 
+ESC_AGAIN_S = 1.0
+"""A second Esc on the empty prompt within this time opens the rewind picker."""
+REWIND_HINT = "Esc again to rewind"
+
+
+def _hide_hint(prompt: PromptInput) -> None:
+    if prompt.border_subtitle == REWIND_HINT:  # a turn's hint may have taken its place
+        prompt.border_subtitle = ""
+
+
 class TimeTravelActions(App[None]):
-    """Revert, restore and diff, as the user asks for them from the side panes."""
+    """Revert, restore and diff, as the user asks for them from the side panes; rewind, as
+    they ask for it with Esc Esc."""
+
+    _escaped_at = -ESC_AGAIN_S
+    """When Esc was last pressed on the empty prompt (time.monotonic())."""
 
     if TYPE_CHECKING:
         agent_session: AgentSession | None
@@ -37,6 +53,20 @@ class TimeTravelActions(App[None]):
         self, event: CheckpointTimeline.RevertRequested
     ) -> None:
         self.run_command("/revert", str(event.checkpoint_id))
+
+    def on_prompt_input_escaped(self, event: PromptInput.Escaped) -> None:
+        """Esc on the empty prompt between turns: a second one within `ESC_AGAIN_S` opens the
+        rewind picker (`/revert` alone); meanwhile the prompt's border says so."""
+        prompt = event.prompt
+        now = time.monotonic()
+        if now - self._escaped_at <= ESC_AGAIN_S:
+            self._escaped_at = -ESC_AGAIN_S
+            _hide_hint(prompt)
+            self.run_command("/revert", "")
+            return
+        self._escaped_at = now
+        prompt.border_subtitle = REWIND_HINT
+        self.set_timer(ESC_AGAIN_S, lambda: _hide_hint(prompt))
 
     def on_history_pane_preview_requested(self, event: HistoryPane.PreviewRequested) -> None:
         self.preview(event.name)

@@ -415,6 +415,16 @@ def read_wire(path: Path | str) -> Iterator[WireRecord]:
         waiting = next(pending, None)
 
 
+def read_kimi_records(path: Path | str, kind: str) -> Iterator[WireRecord]:
+    """The records of one type Kimi CLI has (`TurnBegin`) in a wire.jsonl file, in order; the
+    other lines, a long session's hundreds of thousands, are not parsed."""
+    path = Path(path)
+    marker = json.dumps(kind).encode()
+    for _, record in _records(path, half_migrated(path), having=marker):
+        if record.type == kind:
+            yield record
+
+
 def _sidecar_records(path: Path) -> list[tuple[int, WireRecord]]:
     records: list[tuple[int, WireRecord]] = []
     for _, record in _records(path):
@@ -427,9 +437,11 @@ def _sidecar_records(path: Path) -> list[tuple[int, WireRecord]]:
     return records
 
 
-def _records(path: Path, data: bytes | None = None) -> Iterator[tuple[int, WireRecord]]:
+def _records(
+    path: Path, data: bytes | None = None, *, having: bytes = b""
+) -> Iterator[tuple[int, WireRecord]]:
     """Each record of `path` (of `data`, its content, when given) with the byte offset its
-    line starts at."""
+    line starts at; with `having`, only of the lines holding it."""
     try:
         # The generator holds it open while streaming.
         file = open(path, "rb") if data is None else io.BytesIO(data)  # noqa: SIM115
@@ -439,6 +451,8 @@ def _records(path: Path, data: bytes | None = None) -> Iterator[tuple[int, WireR
     with file:
         for number, line in enumerate(file, start=1):
             start, offset = offset, offset + len(line)
+            if having not in line:
+                continue
             try:
                 record = _parse_line(line)
             except (ValueError, RecursionError) as error:  # RecursionError: nested too deeply

@@ -274,6 +274,17 @@ async def test_calls_are_in_progress_while_they_run_and_every_turn_ends_each_cal
         assert (await asyncio.wait_for(turn, 30)).stop_reason == "cancelled"
         assert client.statuses("call_s")[-1] == "failed"
 
+        # An edit waiting for the client goes ahead when the mode switches to one allowing it.
+        loopback.reply_tool_calls([("call_c", *write_call("c.txt", "c\n")[1:])])
+        loopback.reply_text("Wrote c.")
+        client.asking.clear()
+        turn = asyncio.ensure_future(conn.prompt(session_id=session, prompt=[text_block("c")]))
+        await asyncio.wait_for(client.asking.wait(), 30)
+        await conn.set_session_mode(session_id=session, mode_id="auto-edit")
+        assert (await asyncio.wait_for(turn, 30)).stop_reason == "end_turn"
+        assert (project / "c.txt").read_text() == "c\n"
+        assert client.statuses("call_c")[-1] == "completed"
+
         # A running command is stopped by a cancel, and ends `failed` too.
         await conn.set_session_mode(session_id=session, mode_id="yolo")
         loopback.reply_tool_calls([shell_call("call_n", "while true; do sleep 0.05; done")])

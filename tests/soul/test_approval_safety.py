@@ -3,8 +3,10 @@ and a session approval of a command covers exactly what its label says."""
 
 from __future__ import annotations
 
+import asyncio
 import io
 from pathlib import Path
+from typing import Any, Literal
 
 import pytest
 
@@ -15,7 +17,7 @@ from kode_tui.session.state import ApprovalMode, SessionState
 from kode_tui.soul.agent import open_agent
 from kode_tui.soul.approval import Approval
 from kode_tui.soul.llm.scripted import ScriptedProvider
-from kode_tui.tools.base import ToolEnv
+from kode_tui.tools.base import Permission, ToolEnv
 from kode_tui.tools.protected import REASON, is_protected
 from kode_tui.tools.shell import Shell, ShellParams
 from kode_tui.wire import WireBus
@@ -335,3 +337,40 @@ async def test_the_users_bang_command_asks_nothing_while_the_models_same_command
         await agent.close()
     assert asked == []
     assert (project / ".envrc").read_text() == outside.read_text() == "mine\n"
+
+
+# --- a mode switched while calls wait -------------------------------------------------------
+
+ANSWERED_S = 10
+"""A bound on waiting for an answer the switch gives at once (a hang fails, not stalls)."""
+
+
+async def test_a_mode_switched_while_calls_wait_approves_what_it_lets_through_and_no_more(
+    tmp_path: Path,
+) -> None:
+    """Ctrl+T while an edit waits: auto-edit approves the edit in the work dir, yolo the
+    command and the edit outside it too (as a call asked for in yolo is); what asks in every
+    mode (a protected path) still waits for the user."""
+    bus = WireBus()
+    asked: list[ev.ApprovalRequest] = []
+    bus.subscribe(ev.ApprovalRequest, callback=asked.append)
+    approval = Approval(bus, SessionState())
+
+    def call(kind: Literal["edit", "shell"], **asking: Any) -> asyncio.Task[ev.ApprovalResponse]:
+        permission = Permission(kind, f"{kind} it", f"{kind} {len(asked)}", kind, kind, **asking)
+        return asyncio.create_task(approval.request("Tool", f"call-{len(asked)}", permission))
+
+    edit, command = call("edit"), call("shell")
+    outside, protected = call("edit", outside_work_dir=True), call("edit", always_ask=REASON)
+    while len(asked) < 4:
+        await asyncio.sleep(0)
+
+    await approval.set_mode("auto-edit")
+    assert await asyncio.wait_for(edit, ANSWERED_S) == "approve"
+    assert not command.done() and not outside.done()
+    await approval.set_mode("yolo")
+    assert await asyncio.wait_for(command, ANSWERED_S) == "approve"
+    assert await asyncio.wait_for(outside, ANSWERED_S) == "approve"
+    assert not protected.done()
+    asked[3].resolve("reject")
+    assert await protected == "reject"

@@ -14,7 +14,15 @@ from kode_tui.ui.screens.timetravel import PreviewScreen, RestoreDialog, RevertD
 from kode_tui.ui.widgets.history import HistoryPane
 from kode_tui.ui.widgets.prompt import PromptInput
 from kode_tui.ui.widgets.timeline import CheckpointTimeline
-from tests.ui_helpers import make_app, ready, screen_text, send, turn_running, wait_for
+from tests.ui_helpers import (
+    make_app,
+    ready,
+    screen_text,
+    send,
+    static_text,
+    turn_running,
+    wait_for,
+)
 
 
 def write(path: str, content: str) -> dict[str, object]:
@@ -303,3 +311,60 @@ async def test_f_undoes_what_a_bang_command_did_to_the_files(project: Path) -> N
 
     assert not (project / "made.txt").exists()
     assert (project / "a.txt").read_text() == "original a\n"
+
+
+async def test_ctrl_t_approves_a_waiting_edit_and_esc_esc_rewinds_anyway_keeping_a_hand_edit(
+    project: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Ctrl+T to auto-edit approves the edit waiting; Esc once on the empty prompt shows a
+    hint, twice opens your messages newest first (✎: its turn changed files); Enter asks how
+    to revert, Esc there comes back to the list; `a` puts back a file changed by hand anyway,
+    and the message leaves, with its text back in the prompt."""
+    from textual.widgets import OptionList
+
+    from kode_tui.ui import travel
+    from kode_tui.ui.screens.rewind import RewindPicker
+    from kode_tui.ui.widgets.approval import ApprovalPanel
+    from kode_tui.ui.widgets.timeline import USER_MARK
+
+    monkeypatch.setattr(travel, "ESC_AGAIN_S", 3600.0)  # the two presses: never too slow
+    script = [{"tool_calls": [write("a.txt", "agent a\n")]}, {"text": "Wrote a."}, {"text": "Hi."}]
+    app = make_app(project, ScriptedProvider(script))
+    async with app.run_test(size=(80, 24)) as pilot:
+        await ready(pilot)
+        await send(pilot, "write a")
+        panel = app.screen.query_one(ApprovalPanel)
+        await wait_for(pilot, lambda: panel.current is not None)
+        await pilot.press("ctrl+t")
+        await wait_for(pilot, lambda: not turn_running(app))
+        assert (project / "a.txt").read_text() == "agent a\n"
+        await send(pilot, "hello")
+        await wait_for(pilot, lambda: not turn_running(app))
+        (project / "a.txt").write_text("mine\n")
+
+        prompt = app.screen.query_one(PromptInput)
+        prompt.focus()
+        await pilot.press("escape")
+        assert prompt.border_subtitle == travel.REWIND_HINT
+        await pilot.press("escape")
+        await wait_for(pilot, lambda: isinstance(app.screen, RewindPicker))
+        listed = app.screen.query_one(OptionList)
+        rows = [str(listed.get_option_at_index(n).prompt) for n in range(listed.option_count)]
+        assert [row.split(f"{USER_MARK} ")[-1] for row in rows] == ["hello", "write a"]
+        assert "✎" not in rows[0] and "✎" in rows[1]
+        await pilot.press("down", "enter")
+        await wait_for(pilot, lambda: isinstance(app.screen, RevertDialog))
+        await pilot.press("escape")  # back to the list, at the same message
+        await wait_for(pilot, lambda: isinstance(app.screen, RewindPicker))
+        await pilot.press("enter")
+        await wait_for(pilot, lambda: isinstance(app.screen, RevertDialog))
+        assert "⚠ conflict a.txt" in screen_text(app)
+        assert "what they hold now is kept in context_1.jsonl" in static_text(app)
+        await pilot.press("a")
+        await wait_for(pilot, lambda: prompt.text == "write a")
+        said = [n.message for n in app._notifications]
+    assert (project / "a.txt").read_text() == "original a\n"
+    assert any("changed by hand in a.txt is kept in context_1.jsonl" in s for s in said)
+    assert app.session is not None
+    assert '"mine\\n"' not in (app.session.dir / "context_1.jsonl").read_text()  # only its hash
+    assert b"mine\n" in [blob.read_bytes() for blob in (app.session.dir / "blobs").iterdir()]

@@ -12,7 +12,9 @@ from textual.pilot import Pilot
 from kode_tui.message import Message
 from kode_tui.session.rotation import Rotation
 from kode_tui.session.timetravel import ContextSnapshot, FilePlan, compare, read_snapshot
-from kode_tui.ui.screens.timetravel import PreviewScreen, RevertDialog
+from kode_tui.soul.facade import RestorePlan
+from kode_tui.soul.timetravel import RestorePreview
+from kode_tui.ui.screens.timetravel import PreviewScreen, RestoreDialog, RevertDialog
 from kode_tui.ui.widgets.blocks import USER_MARK, UserBlock
 from kode_tui.ui.widgets.conversation import Conversation
 from kode_tui.wire.events import DiffBlock
@@ -60,7 +62,10 @@ async def test_revert_dialog_explains_what_leaves_and_what_each_file_becomes() -
     assert "The agent changed 3 files after this checkpoint:" in text
     assert "✔ restore  hello.py" in text
     assert "✔ delete   greet.py — the agent created it, so it will be deleted" in text
-    assert "⚠ conflict README.md — changed since the agent's edit, will be left as it is" in text
+    assert (
+        "⚠ conflict README.md — changed since the agent's edit: left as it is, unless restored "
+        "anyway" in text
+    )
     assert "revert the conversation and restore the files" in text
     assert "No files to restore" not in text
 
@@ -77,6 +82,7 @@ async def test_revert_dialog_lists_d_for_conflicts_and_says_created_files_are_de
     assert keys == [
         "c   revert the conversation only (files stay as they are)",
         "f   revert the conversation and restore the files; created ones are deleted",
+        "a   restore anyway: the conflicts too; what they hold now is kept in the rotated context",
         "d   show the conflicts: the agent's version of each file against what it holds now",
         "Esc cancel",
     ]
@@ -94,7 +100,8 @@ async def test_revert_dialog_says_a_refused_file_is_left_as_it_is() -> None:
 
 
 @pytest.mark.parametrize(
-    ("key", "expected"), [("c", "conversation"), ("f", "files"), ("escape", None)]
+    ("key", "expected"),
+    [("c", "conversation"), ("f", "files"), ("a", "anyway"), ("escape", None)],
 )
 async def test_revert_dialog_keys_answer(key: str, expected: str | None) -> None:
     app = Host(screen=revert_dialog(MIXED_FILES))
@@ -117,7 +124,7 @@ async def test_revert_dialog_buttons_answer_too() -> None:
 
 @pytest.mark.parametrize(
     "files",
-    [[], [plan("README.md", "conflict"), plan("old.txt", "missing"), plan(".envrc", "refused")]],
+    [[], [plan("old.txt", "missing"), plan(".envrc", "refused")]],
     ids=["none", "none restorable"],
 )
 async def test_revert_dialog_offers_no_file_restore_without_restorable_files(
@@ -130,7 +137,8 @@ async def test_revert_dialog_offers_no_file_restore_without_restorable_files(
         assert "No files to restore" in text
         assert "restore the files" not in text
         assert not app.screen.query("#revert-with-files")
-        await pilot.press("f")
+        assert not app.screen.query("#revert-anyway")
+        await pilot.press("f", "a")
         await pilot.pause()
         assert app.results == []
         await pilot.press("c")
@@ -140,6 +148,34 @@ async def test_revert_dialog_offers_no_file_restore_without_restorable_files(
         assert "⚠ missing  old.txt — its earlier content was not saved" in text
     else:
         assert "The agent changed" not in text
+
+
+async def test_revert_dialog_offers_to_restore_a_conflict_anyway_and_not_f_alone() -> None:
+    app = Host(screen=revert_dialog([plan("README.md", "conflict")]))
+    async with app.run_test(size=(110, 36)) as pilot:
+        await pilot.pause()
+        assert "No files to restore" not in screen_text(app)
+        assert not app.screen.query("#revert-with-files")
+        await pilot.press("f")
+        await pilot.click("#revert-anyway")
+        await pilot.pause()
+        assert app.results == ["anyway"]
+
+
+async def test_restore_dialog_offers_to_restore_a_conflict_anyway_in_plain_words() -> None:
+    preview = RestorePreview(Path("context_2.jsonl"), 9, 4, 1, 900, 3, [plan("a.txt", "conflict")])
+    app = Host(screen=RestoreDialog("context_2.jsonl", RestorePlan(preview, [], "context_5.jsonl")))
+    async with app.run_test(size=(110, 36)) as pilot:
+        await pilot.pause()
+        text = static_text(app)
+        assert "1 file differs between the two conversations:" in text
+        assert (
+            "restore anyway: the conflicts too; what they hold now is kept in context_5.jsonl"
+            in text
+        )
+        await pilot.press("a")
+        await pilot.pause()
+        assert app.results == ["anyway"]
 
 
 # --- Preview --------------------------------------------------------------------------------------

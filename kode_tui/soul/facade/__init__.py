@@ -39,7 +39,7 @@ from kode_tui.soul.llm.model_map import ModelOption
 from kode_tui.soul.shell_escape import read_record, typed_text
 from kode_tui.soul.soul import TurnResult
 from kode_tui.soul.stream_json import StreamJson
-from kode_tui.soul.timetravel import RevertOutcome
+from kode_tui.soul.timetravel import RevertOutcome, RewindPoint
 from kode_tui.soul.transcript import PastResults, stored_result
 from kode_tui.tools.mcp_client import McpServerInfo, McpToolInfo
 from kode_tui.wire.bus import Subscription, WireBus
@@ -81,6 +81,7 @@ __all__ = [
     "RevertChoice",
     "RevertOutcome",
     "RevertPlan",
+    "RewindPoint",
     "Rotation",
     "RotationEntry",
     "RotationPreview",

@@ -135,33 +135,98 @@ async def _title(opened: AgentSession, argument: str, asker: Asker | None) -> Co
 # --- time travel ---------------------------------------------------------------------------------
 
 
+_CHOICES: dict[tuple[str, ...], RevertChoice] = {
+    (): "conversation",
+    ("files",): "files",
+    ("files", "anyway"): "anyway",
+}
+"""What the words after a revert's or a restore's target take back."""
+
+
 @COMMANDS.command(
     "/revert",
-    "[N [files]]",
-    "List the checkpoints; with N, take the conversation back to checkpoint N (with `files`, "
-    "the files the agent changed since too, where nobody else did)",
+    "[N [files [anyway]]]",
+    "Take the conversation back to checkpoint N (with `files`, the files the agent changed "
+    "since too, where nobody else did; `anyway`: those too); alone, pick one of your messages",
     between_turns=True,
 )
 async def _revert(opened: AgentSession, argument: str, asker: Asker | None) -> CommandReport:
     words = argument.split()
     if not words:
-        return report(checkpoint_list(opened))
-    if not words[0].isdigit() or words[1:] not in ([], ["files"]):
-        return refused("/revert N [files]: N is a checkpoint (`/revert` lists them).")
-    checkpoint = int(words[0])
-    choice: RevertChoice | None = "files" if words[1:] else "conversation"
+        if asker is None:
+            return report(checkpoint_list(opened))
+        return await _rewind(opened, asker)
+    choice = _CHOICES.get(tuple(words[1:]))
+    if not words[0].isdigit() or choice is None:
+        return refused("/revert N [files [anyway]]: N is a checkpoint (`/revert` lists them).")
+    return await _revert_to(opened, int(words[0]), choice, asker)
+
+
+_UNDO_CHOICES: dict[tuple[str, ...], RevertChoice] = {
+    (): "files",
+    ("conversation",): "conversation",
+    ("anyway",): "anyway",
+}
+"""What `/undo` takes back where nothing asks (print mode, ACP): with the files, unlike
+`/revert N`, as undoing a turn means its edits too; a file changed by hand since is left
+alone unless `anyway`."""
+
+
+@COMMANDS.command(
+    "/undo",
+    "[conversation|anyway]",
+    "Take back your last message, what followed it and the files changed since (a dialog asks "
+    "first; without one, `conversation` keeps the files, `anyway` also overwrites hand edits)",
+    between_turns=True,
+)
+async def _undo(opened: AgentSession, argument: str, asker: Asker | None) -> CommandReport:
+    choice = _UNDO_CHOICES.get(tuple(argument.split()))
+    if choice is None:
+        return refused("/undo [conversation|anyway]: takes back your last message.")
+    points = await opened.travel.rewind_points()
+    if not points:
+        return refused("Nothing to undo: the conversation holds no message of yours.")
+    return await _revert_to(opened, points[0].checkpoint_id, choice, asker)
+
+
+async def _rewind(opened: AgentSession, asker: Asker) -> CommandReport:
+    """Pick a message of the user's, then confirm the revert to before it; cancelling the
+    revert goes back to the list."""
+    points = await opened.travel.rewind_points()
+    if not points:
+        return refused("Nothing to rewind: the conversation holds no message of yours.")
+    checkpoint: int | None = None
+    while True:
+        checkpoint = await asker.pick_rewind(points, checkpoint)
+        if checkpoint is None:
+            return report("")
+        try:
+            choice = await asker.confirm_revert(await opened.travel.revert_plan(checkpoint))
+        except ValueError as error:
+            return refused(f"Cannot revert: {error}.")
+        if choice is not None:
+            return await _revert_to(opened, checkpoint, choice, None)
+
+
+async def _revert_to(
+    opened: AgentSession, checkpoint: int, choice: RevertChoice | None, asker: Asker | None
+) -> CommandReport:
+    """Revert to `checkpoint` as `choice` says, or as the user says when there is an asker."""
     try:
         if asker is not None:
             choice = await asker.confirm_revert(await opened.travel.revert_plan(checkpoint))
-            if choice is None:
-                return report("")
-        done = await opened.travel.revert(checkpoint, files=choice == "files")
+        if choice is None:
+            return report("")
+        done = await opened.travel.revert(
+            checkpoint, files=choice != "conversation", anyway=choice == "anyway"
+        )
     except ValueError as error:
         return refused(f"Cannot revert: {error}.")
-    conflicts = done.conflicts if choice == "files" else []
-    said = f"Reverted to checkpoint {checkpoint}; the rest is kept in {done.rotated_file.name}"
+    conflicts = done.conflicts if choice != "conversation" else []
+    kept_in = done.rotated_file.name
+    said = f"Reverted to checkpoint {checkpoint}; the rest is kept in {kept_in}"
     return report(
-        said + _files_note(done.files_restored, conflicts),
+        said + _files_note(done.files_restored, conflicts, done.kept, kept_in),
         "warning" if conflicts else "done",
         data=done,
         changed={"conversation"},
@@ -170,7 +235,7 @@ async def _revert(opened: AgentSession, argument: str, asker: Asker | None) -> C
 
 @COMMANDS.command(
     "/restore",
-    "N [files]",
+    "N [files [anyway]]",
     "Make the rotated context context_N.jsonl live again (with `files`, its files too)",
     needs_agent=False,
     between_turns=True,
@@ -178,9 +243,9 @@ async def _revert(opened: AgentSession, argument: str, asker: Asker | None) -> C
 async def _restore(opened: AgentSession, argument: str, asker: Asker | None) -> CommandReport:
     words = argument.split()
     name = opened.travel.rotated_file(words[0]) if words else None
-    if name is None or words[1:] not in ([], ["files"]):
-        return refused("/restore N [files]: N is a rotated context (context_N.jsonl).")
-    choice: RevertChoice | None = "files" if words[1:] else "conversation"
+    choice: RevertChoice | None = _CHOICES.get(tuple(words[1:]))
+    if name is None or choice is None:
+        return refused("/restore N [files [anyway]]: N is a rotated context (context_N.jsonl).")
     if asker is not None:
         try:
             preview = await opened.travel.preview(name)
@@ -192,13 +257,17 @@ async def _restore(opened: AgentSession, argument: str, asker: Asker | None) -> 
             return report("")
     if not opened.started:
         return refused("This session is read-only: nothing can be restored.")
-    done = await opened.travel.restore(name, files=choice == "files")
+    done = await opened.travel.restore(
+        name, files=choice != "conversation", anyway=choice == "anyway"
+    )
     said = f"Restored {name}"
+    kept_in = ""
     if done.rotated_file is not None:
-        said += f"; the previous one is kept as {done.rotated_file.name}"
-    conflicts = done.conflicts if choice == "files" else []
+        kept_in = done.rotated_file.name
+        said += f"; the previous one is kept as {kept_in}"
+    conflicts = done.conflicts if choice != "conversation" else []
     return report(
-        said + _files_note(done.files_restored, conflicts),
+        said + _files_note(done.files_restored, conflicts, done.kept, kept_in),
         "warning" if conflicts else "done",
         data=done,
         changed={"conversation"},
@@ -500,10 +569,15 @@ def checkpoint_list(opened: AgentSession) -> str:
 _LABEL_CHARS = 60
 
 
-def _files_note(restored: list[str], conflicts: list[str]) -> str:
+def _files_note(restored: list[str], conflicts: list[str], kept: list[str], kept_in: str) -> str:
     note = "."
     if restored:
         note = f"; files put back: {', '.join(restored)}."
+    if kept:
+        note += (
+            f" What you had changed by hand in {', '.join(kept)} is kept in {kept_in}: "
+            "restoring it with its files brings it back."
+        )
     if conflicts:
         note += f" Left alone (changed since, or missing): {', '.join(conflicts)}."
     return note

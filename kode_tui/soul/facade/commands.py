@@ -32,6 +32,7 @@ if TYPE_CHECKING:
     from kode_tui.soul.facade.session import AgentSession
     from kode_tui.soul.facade.travel import RevertPlan, RotationPreview
     from kode_tui.soul.llm.model_map import ModelOption
+    from kode_tui.soul.timetravel import RewindPoint
 
 __all__ = [
     "Asker",
@@ -56,8 +57,9 @@ Outcome = Literal["done", "warning", "refused", "failed", "blocked"]
 line or the moment was wrong (print mode exits 2); `failed`: tried, and it failed (exit 1);
 `blocked`: a hook said no, and its run (an event on the bus) says why."""
 
-RevertChoice = Literal["conversation", "files"]
-"""What a revert or a restore takes back: the conversation, or with it the files."""
+RevertChoice = Literal["conversation", "files", "anyway"]
+"""What a revert or a restore takes back: the conversation, with it the files, or (`anyway`)
+the files changed by hand since too, whose versions the rotated context keeps."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -105,6 +107,12 @@ class Asker(Protocol):
         self, plan: CompactionPlan, instruction: str | None
     ) -> CompactionPlan | None:
         """The plan to apply (its summary maybe edited), or None to cancel."""
+
+    async def pick_rewind(
+        self, points: Sequence[RewindPoint], highlighted: int | None
+    ) -> int | None:
+        """The checkpoint before the message of the user's to take back, chosen among
+        `points` (newest first; `highlighted`: the checkpoint to start at), or None."""
 
     async def confirm_revert(self, plan: RevertPlan) -> RevertChoice | None:
         """What to take back to the checkpoint, or None to cancel."""

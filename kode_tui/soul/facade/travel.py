@@ -16,7 +16,12 @@ from kode_tui.message import Message
 from kode_tui.session import Checkpoint, Context, FileEdit, Rotation
 from kode_tui.session.compare import CheckpointDiff, diff_checkpoints
 from kode_tui.session.generations import infer_rotations, read_generation
-from kode_tui.session.rotation import ROTATIONS_LOG, rotation_number
+from kode_tui.session.rotation import (
+    ROTATIONS_LOG,
+    rotation_number,
+    rotation_numbers,
+    rotation_path,
+)
 from kode_tui.session.search import Match, message_index
 from kode_tui.session.timetravel import (
     Comparison,
@@ -27,9 +32,17 @@ from kode_tui.session.timetravel import (
     read_snapshot,
 )
 from kode_tui.soul.facade.live import Live
-from kode_tui.soul.timetravel import RestoreOutcome, RestorePreview, RevertOutcome, RevertPreview
-from kode_tui.soul.transcript import PastResults
+from kode_tui.soul.timetravel import (
+    RestoreOutcome,
+    RestorePreview,
+    RevertOutcome,
+    RevertPreview,
+    RewindPoint,
+    rewind_points,
+)
+from kode_tui.soul.transcript import PastResults, turn_text
 from kode_tui.wire import events as ev
+from kode_tui.wire.recorder import read_kimi_records
 
 if TYPE_CHECKING:
     from kode_tui.session.journal import FileJournal
@@ -72,6 +85,9 @@ class RevertPlan:
     """The checkpoint in a few words: the user's message there, else what the agent did."""
     conflict_diffs: list[ev.DiffBlock]
     """For each conflicting file: what the agent left in it against what it holds now."""
+    kept_in: str = ""
+    """The rotated file the revert will make, which keeps what a conflict restored anyway
+    held (the next free `context_N.jsonl`)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -82,6 +98,8 @@ class RestorePlan:
     conflict_diffs: list[ev.DiffBlock]
     """For each conflicting file: what the live conversation left in it against what it
     holds now."""
+    kept_in: str = ""
+    """The rotated file the restore will make of the live context (as `RevertPlan`'s)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -177,6 +195,14 @@ class TimeTravel:
         self._summaries[key] = summary
         return summary
 
+    async def rewind_points(self) -> list[RewindPoint]:
+        """The user's messages of the live context, newest first, each with the checkpoint
+        before it (reverting there takes it back), when it was sent and whether its turn
+        changed files."""
+        wire = self._live.session.wire_file
+        context = self._live.context
+        return await asyncio.to_thread(lambda: rewind_points(context, _sent_times(wire)))
+
     async def revert_plan(self, checkpoint_id: int) -> RevertPlan:
         """What reverting to `checkpoint_id` would do; ValueError when there is none."""
         soul = self._live.soul()
@@ -184,12 +210,17 @@ class TimeTravel:
         label = _checkpoint_label(self._live.context, checkpoint_id, preview.next_user_text)
         journal = soul.env.journal
         diffs = await asyncio.to_thread(_conflict_diffs, preview.files, journal)
-        return RevertPlan(preview, label, diffs)
+        kept_in = await asyncio.to_thread(_next_rotation, self._live.context.path)
+        return RevertPlan(preview, label, diffs, kept_in)
 
-    async def revert(self, checkpoint_id: int, *, files: bool = False) -> RevertOutcome:
+    async def revert(
+        self, checkpoint_id: int, *, files: bool = False, anyway: bool = False
+    ) -> RevertOutcome:
         """Take the conversation (and with `files` the files the agent changed since, where
-        nobody else did) back to `checkpoint_id`; the rest is kept in a rotated file."""
-        return await self._live.soul().travel.revert(checkpoint_id, files=files)
+        nobody else did; with `anyway` those changed by hand too, their versions kept) back
+        to `checkpoint_id`; the rest is kept in a rotated file."""
+        travel = self._live.soul().travel
+        return await travel.revert(checkpoint_id, files=files, anyway=anyway)
 
     async def diff(self, first: int, second: int | None = None) -> CheckpointDiff:
         """What changed between two checkpoints (or from one to now): messages and files.
@@ -225,14 +256,18 @@ class TimeTravel:
         if soul is not None:
             restore = await asyncio.to_thread(soul.travel.restore_preview, path)
             diffs = await asyncio.to_thread(_conflict_diffs, restore.files, soul.env.journal)
-            plan = RestorePlan(restore, diffs)
+            kept_in = await asyncio.to_thread(_next_rotation, self._live.context.path)
+            plan = RestorePlan(restore, diffs, kept_in)
         return RotationPreview(snapshot, rotation, comparison, results, plan)
 
-    async def restore(self, name: str, *, files: bool = False) -> RestoreOutcome:
+    async def restore(
+        self, name: str, *, files: bool = False, anyway: bool = False
+    ) -> RestoreOutcome:
         """Make the rotated context `name` live again (the live one is kept in a rotated
         file), and with `files` put the files back as its conversation left them, where
-        nobody changed them since."""
-        return await self._live.soul().travel.restore(self._rotated_path(name), files=files)
+        nobody changed them since (with `anyway`, there too, their versions kept)."""
+        travel = self._live.soul().travel
+        return await travel.restore(self._rotated_path(name), files=files, anyway=anyway)
 
     def _rotated_path(self, name: str) -> Path:
         found = self.rotated_file(name)
@@ -248,6 +283,21 @@ class TimeTravel:
 
 
 # --- helpers -------------------------------------------------------------------------------------
+
+
+def _next_rotation(live: Path) -> str:
+    """The name the next rotation of `live` takes (as `link_to_next_rotation` picks it)."""
+    existing = rotation_numbers(live)
+    return rotation_path(live, existing[-1][0] + 1 if existing else 1).name
+
+
+def _sent_times(wire: Path) -> dict[str, float]:
+    """When each text was last sent as a turn's message, from the wire's TurnBegin records."""
+    sent: dict[str, float] = {}
+    for record in read_kimi_records(wire, "TurnBegin"):
+        if isinstance(record.event, ev.TurnBegin):
+            sent[turn_text(record.event.user_input)] = record.timestamp
+    return sent
 
 
 def _restore_source(rotation: Rotation) -> str | None:

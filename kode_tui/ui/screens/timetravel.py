@@ -11,7 +11,7 @@ from __future__ import annotations
 import time
 from collections.abc import Sequence
 from pathlib import Path
-from typing import ClassVar, Literal
+from typing import ClassVar
 
 from textual import on
 from textual.app import ComposeResult
@@ -33,6 +33,7 @@ from kode_tui.soul.facade import (
     FilePlan,
     PastResults,
     RestorePlan,
+    RevertChoice,
     RevertPlan,
     Rotation,
     RotationPreview,
@@ -47,9 +48,6 @@ from kode_tui.ui.widgets.message_lines import (
     shown_messages,
 )
 from kode_tui.wire.events import DiffBlock
-
-RevertChoice = Literal["conversation", "files"]
-"""Revert the conversation only, or the conversation and the files the agent changed."""
 
 PROMPT_TEXT_CHARS = 60
 """How much of the user's message the revert dialog quotes."""
@@ -76,7 +74,7 @@ def file_row(plan: FilePlan) -> Content:
             ("⚠ conflict", "$text-warning"),
             " ",
             path,
-            (" — changed since the agent's edit, will be left as it is", "dim"),
+            (" — changed since the agent's edit: left as it is, unless restored anyway", "dim"),
         )
     if plan.action == "refused":
         return Content.assemble(
@@ -99,10 +97,12 @@ _REVERT = Binding.Group("Revert")
 
 
 class RevertDialog(ModalScreen[RevertChoice | None]):
-    """Ask how to revert to a checkpoint; dismissed with "conversation", "files" or None.
+    """Ask how to revert to a checkpoint; dismissed with "conversation", "files", "anyway"
+    or None.
 
     `files` is the plan of the files the agent changed after the checkpoint
-    (`plan_file_revert`); "files" is offered only when some of them can be restored.
+    (`plan_file_revert`); "files" is offered only when some of them can be restored, and
+    "anyway" (the conflicts overwritten too, what they hold kept) only when some conflict.
     """
 
     HELP: ClassVar[str] = """\
@@ -115,6 +115,8 @@ message from that point goes back into the prompt to edit and send again.
 - **c** reverts the conversation only: files stay as they are.
 - **f** also puts back the files the agent changed after the checkpoint. A file changed since
   the agent's edit is a *conflict*: it is left alone, never overwritten.
+- **a** restores anyway: the conflicts are put back too. What they hold now is kept first,
+  in the rotated context, so restoring that context with its files brings it back.
 - **d** shows the conflicts: the agent's version of each file against what it holds now.
 - **Esc** cancels.
 """
@@ -130,6 +132,7 @@ message from that point goes back into the prompt to edit and send again.
             group=_REVERT,
         ),
         Binding("f", "choose('files')", "Conversation and files", id="revert.files", group=_REVERT),
+        Binding("a", "choose('anyway')", "Restore anyway", id="revert.anyway", group=_REVERT),
         Binding("escape", "cancel", "Cancel", id="revert.cancel", group=_REVERT),
         Binding("d", "conflicts", "Conflict diffs", id="revert.conflicts", group=_REVERT),
     ]
@@ -144,10 +147,13 @@ message from that point goes back into the prompt to edit and send again.
         next_user_text: str,
         conflict_diffs: Sequence[DiffBlock] = (),
         untracked: Sequence[str] = (),
+        kept_in: str = "",
     ) -> None:
         """`conflict_diffs`: for each conflict, the agent's version against the file now;
-        `untracked`: files whose Shell edits are not tracked (too large, ignored)."""
+        `untracked`: files whose Shell edits are not tracked (too large, ignored); `kept_in`:
+        the rotated file that will keep what a conflict restored anyway holds."""
         super().__init__()
+        self.kept_in = kept_in
         self.untracked = list(untracked)
         self.conflict_diffs = list(conflict_diffs)
         self.checkpoint_id = checkpoint_id
@@ -169,6 +175,7 @@ message from that point goes back into the prompt to edit and send again.
             preview.next_user_text,
             plan.conflict_diffs,
             preview.untracked,
+            plan.kept_in,
         )
 
     @property
@@ -176,8 +183,14 @@ message from that point goes back into the prompt to edit and send again.
         """Whether any file would be restored or deleted (else there is no "files" choice)."""
         return any(plan.action in _RESTORABLE for plan in self.files)
 
+    @property
+    def has_conflicts(self) -> bool:
+        """Whether a file was changed since (else there is no "anyway" choice)."""
+        return any(plan.action == "conflict" for plan in self.files)
+
     VERB = "revert"
     FILES_KEY = "revert the conversation and restore the files"
+    ANYWAY_KEY = "restore anyway: the conflicts too; what they hold now is kept in {kept_in}"
     CONFLICTS_KEY = "show the conflicts: the agent's version of each file against what it holds now"
 
     def _title(self) -> str:
@@ -209,7 +222,7 @@ message from that point goes back into the prompt to edit and send again.
                 yield Static(
                     Content("\n").join(file_row(plan) for plan in self.files), id="revert-files"
                 )
-            if not self.can_restore_files:
+            if not self.can_restore_files and not self.has_conflicts:
                 yield Static("No files to restore.", id="revert-no-files")
             if self.untracked:
                 yield Static(
@@ -229,7 +242,16 @@ message from that point goes back into the prompt to edit and send again.
                         id="revert-with-files",
                         compact=True,
                     )
+                if self.has_conflicts:
+                    yield Button(
+                        "Restore anyway", variant="error", id="revert-anyway", compact=True
+                    )
                 yield Button("Cancel", id="revert-cancel", compact=True)
+
+    def on_mount(self) -> None:
+        # The first button takes the focus and scrolls a tall dialog (80x24) down to itself:
+        # the title and the files come first.
+        self.call_after_refresh(self.query_one("#revert-dialog").scroll_home, animate=False)
 
     def _keys_text(self) -> Content:
         keys = [("c", f"{self.VERB} the conversation only (files stay as they are)")]
@@ -237,6 +259,9 @@ message from that point goes back into the prompt to edit and send again.
             deletes = any(plan.action == "delete" for plan in self.files)
             also = "; created ones are deleted" if deletes else ""
             keys.append(("f", self.FILES_KEY + also))
+        if self.has_conflicts:
+            kept_in = self.kept_in or "the rotated context"
+            keys.append(("a", self.ANYWAY_KEY.format(kept_in=kept_in)))
         if self.conflict_diffs:
             keys.append(("d", self.CONFLICTS_KEY))
         keys.append(("Esc", "cancel"))
@@ -247,6 +272,8 @@ message from that point goes back into the prompt to edit and send again.
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         if action == "choose" and parameters == ("files",):
             return self.can_restore_files
+        if action == "choose" and parameters == ("anyway",):
+            return self.has_conflicts
         if action == "conflicts":
             return bool(self.conflict_diffs)
         return True
@@ -260,7 +287,7 @@ message from that point goes back into the prompt to edit and send again.
         )
 
     def action_choose(self, choice: RevertChoice) -> None:
-        """Revert, to the conversation only or to the files too."""
+        """Revert the conversation only, with the files, or with the conflicts too."""
         self.dismiss(choice)
 
     def action_cancel(self) -> None:
@@ -276,6 +303,11 @@ message from that point goes back into the prompt to edit and send again.
     def _files_pressed(self, event: Button.Pressed) -> None:
         event.stop()
         self.action_choose("files")
+
+    @on(Button.Pressed, "#revert-anyway")
+    def _anyway_pressed(self, event: Button.Pressed) -> None:
+        event.stop()
+        self.action_choose("anyway")
 
     @on(Button.Pressed, "#revert-cancel")
     def _cancel_pressed(self, event: Button.Pressed) -> None:
@@ -298,6 +330,8 @@ Making a rotated context live again keeps the live one as a new rotated file: no
 - **c** restores the conversation only: files stay as they are.
 - **f** also puts the files back as the restored conversation left them. A file changed since
   the live conversation's edit is a *conflict*: it is left alone, never overwritten.
+- **a** restores anyway: the conflicts are put back too. What they hold now is kept first, in
+  the live context's rotated file, so restoring that file with its files brings it back.
 - **d** shows the conflicts: the live conversation's version of each file against what it
   holds now.
 - **Esc** cancels.
@@ -318,6 +352,7 @@ Making a rotated context live again keeps the live one as a new rotated file: no
             "",
             plan.conflict_diffs,
             preview.untracked,
+            plan.kept_in,
         )
         self.messages_back = preview.messages_back
 
@@ -332,7 +367,8 @@ Making a rotated context live again keeps the live one as a new rotated file: no
         )
 
     def _files_heading(self) -> str:
-        return f"{plural(len(self.files), 'file')} differ between the two conversations:"
+        verb = "differs" if len(self.files) == 1 else "differ"
+        return f"{plural(len(self.files), 'file')} {verb} between the two conversations:"
 
 
 # --- Preview --------------------------------------------------------------------------------------
@@ -349,8 +385,8 @@ def _compared_lines(messages: Sequence[Message]) -> list[Content]:
 
 PreviewResult = bool | str | RevertChoice
 """What a preview is dismissed with: False (closed), True (restore the conversation, no file
-differs), "conversation" or "files" (the restore dialog's choice), or any other text: messages
-for the prompt."""
+differs), "conversation", "files" or "anyway" (the restore dialog's choice), or any other
+text: messages for the prompt."""
 
 
 class PreviewScreen(Screen[PreviewResult]):

@@ -117,6 +117,7 @@ class PromptInput(TextArea):
 - **/** completes commands · **@** files · a paste over {PASTE_COLLAPSE_LINES} lines is a chip
   (**Ctrl+O** expands)
 - While the list is open: **↑ / ↓** choose, **Tab** or **Enter** take it, **Esc** closes it
+- **Esc Esc** on the empty prompt between turns: rewind (take back one of your messages)
 """
 
     BINDINGS: ClassVar[list[BindingType]] = [
@@ -170,6 +171,8 @@ class PromptInput(TextArea):
             id="prompt.close_completions",
             group=_PROMPT_GROUP,
         ),
+        # After the list's Esc, which goes first; the App counts the presses (two: rewind).
+        Binding("escape", "escape", "Rewind", id="prompt.rewind", group=_PROMPT_GROUP, show=False),
         Binding(
             "up", "previous", "History back", id="prompt.previous", group=_PROMPT_GROUP, show=False
         ),
@@ -197,6 +200,12 @@ class PromptInput(TextArea):
         @property
         def control(self) -> PromptInput:
             return self.prompt
+
+    @dataclass
+    class Escaped(Message):
+        """Esc on the empty prompt between turns (twice in a row: the user wants to rewind)."""
+
+        prompt: PromptInput
 
     def __init__(
         self,
@@ -364,7 +373,12 @@ class PromptInput(TextArea):
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         if action in ("accept_completion", "complete_or_submit", "close_completions"):
             return self.completions_open
+        if action == "escape":
+            return not (self.text or self.busy or self.read_only_reason or self.completions_open)
         return super().check_action(action, parameters)
+
+    def action_escape(self) -> None:
+        self.post_message(self.Escaped(self))
 
     def action_submit(self) -> None:
         """Send the text, unless it is blank."""
