@@ -19,11 +19,14 @@ was granted, for `/permissions`, which can revoke it.
 A mode switched while calls wait for the user applies to them: each the new mode lets through
 is approved (once) at that moment, exactly as if it were asked for now (`allows`). What asks
 in every mode (a protected path, a command the sandbox stopped) keeps waiting for the user's
-own answer: a switch of mode is not one.
+own answer: a switch of mode is not one. A mode reached by cycling (Ctrl+T) applies to waiting
+calls only once it has been kept for `CYCLE_SETTLE_S`: cycling from sandbox back to ask passes
+yolo on the way, and a mode passed by is not a mode chosen.
 """
 
 from __future__ import annotations
 
+import asyncio
 import itertools
 import logging
 import time
@@ -45,6 +48,9 @@ from kode_tui.wire.events import (
 log = logging.getLogger(__name__)
 
 MODES: tuple[ApprovalMode, ...] = get_args(ApprovalMode)
+CYCLE_SETTLE_S = 0.8
+"""How long a mode reached by cycling must be kept before it approves waiting calls: longer
+than the gap between two presses of a key held or tapped, short enough to feel immediate."""
 _ids = itertools.count(1)
 
 
@@ -82,6 +88,8 @@ class Approval:
         self.sandbox = sandbox
         self._waiting: dict[str, tuple[ApprovalRequest, Permission]] = {}
         """The requests waiting for the user, by id."""
+        self.cycle_settle_s = CYCLE_SETTLE_S
+        self._settling: asyncio.TimerHandle | None = None
 
     @property
     def modes(self) -> tuple[ApprovalMode, ...]:
@@ -99,21 +107,36 @@ class Approval:
         """The sandbox profile of the model's Shell commands in the current mode."""
         return "open" if self.mode == "yolo" else "workspace"
 
-    async def set_mode(self, mode: ApprovalMode) -> None:
-        """Switch to `mode`; ValueError when it is not offered here (no sandbox)."""
+    async def set_mode(self, mode: ApprovalMode, *, settle: bool = True) -> None:
+        """Switch to `mode`; ValueError when it is not offered here (no sandbox). With `settle`,
+        the waiting calls the mode lets through are approved now; without, after
+        `cycle_settle_s` unless the mode is switched again meanwhile."""
         if mode not in self.modes:
             raise ValueError(f"the {mode} mode needs the Shell sandbox, which is off here")
         self._override = None
         self._state.approval_mode = mode
+        if self._settling is not None:
+            self._settling.cancel()
+            self._settling = None
         await self._save()
+        if settle:
+            self.settle()
+        elif self._waiting:
+            loop = asyncio.get_running_loop()
+            self._settling = loop.call_later(self.cycle_settle_s, self.settle)
+
+    def settle(self) -> None:
+        """Approve each waiting call the current mode lets through."""
+        self._settling = None
         for request, permission in list(self._waiting.values()):
             if self.allows(permission):
                 request.resolve("approve")
 
     async def cycle_mode(self) -> ApprovalMode:
-        """Switch to the next mode (ask → auto-edit → sandbox → yolo → ask) and return it."""
+        """Switch to the next mode (ask → auto-edit → sandbox → yolo → ask) and return it; it
+        applies to waiting calls once kept for `cycle_settle_s` (see the module's docstring)."""
         modes = self.modes
-        await self.set_mode(modes[(modes.index(self.mode) + 1) % len(modes)])
+        await self.set_mode(modes[(modes.index(self.mode) + 1) % len(modes)], settle=False)
         return self.mode
 
     @property

@@ -374,3 +374,37 @@ async def test_a_mode_switched_while_calls_wait_approves_what_it_lets_through_an
     assert not protected.done()
     asked[3].resolve("reject")
     assert await protected == "reject"
+
+
+async def test_cycling_past_yolo_approves_nothing_and_the_mode_kept_applies(
+    tmp_path: Path,
+) -> None:
+    """Ctrl+T from sandbox back to ask passes yolo: a mode passed by is not chosen, so the
+    waiting command stays waiting; the mode the user stops at applies once kept."""
+    bus = WireBus()
+    asked: list[ev.ApprovalRequest] = []
+    bus.subscribe(ev.ApprovalRequest, callback=asked.append)
+    approval = Approval(bus, SessionState(approval_mode="sandbox"), sandbox=True)
+    approval.cycle_settle_s = 3600.0  # only settle() below may settle the passes
+    shell = Permission("shell", "run it", "shell 0", "shell", "shell", outside_work_dir=True)
+    edit = Permission("edit", "edit it", "edit 1", "edit", "edit")
+    command = asyncio.create_task(approval.request("Shell", "call-0", shell))
+    while len(asked) < 1:
+        await asyncio.sleep(0)
+
+    assert await approval.cycle_mode() == "yolo"
+    assert await approval.cycle_mode() == "ask"
+    approval.settle()  # what the timer would do, had the user stopped at ask
+    await asyncio.sleep(0)
+    assert not command.done()
+
+    edited = asyncio.create_task(approval.request("WriteFile", "call-1", edit))
+    while len(asked) < 2:
+        await asyncio.sleep(0)
+
+    approval.cycle_settle_s = 0.0
+    assert await approval.cycle_mode() == "auto-edit"
+    assert await asyncio.wait_for(edited, ANSWERED_S) == "approve"
+    assert not command.done()
+    asked[0].resolve("reject")
+    assert await command == "reject"
