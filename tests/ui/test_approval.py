@@ -224,6 +224,32 @@ async def test_d_opens_the_full_diff_and_escape_comes_back() -> None:
         assert await answer_of(request) == "approve"
 
 
+async def test_the_full_view_answers_with_the_panels_keys() -> None:
+    bus = WireBus()
+    app = ApprovalHost(bus)
+    first, second, third = edit_request("r1"), edit_request("r2"), edit_request("r3")
+    async with app.run_test() as pilot:
+        for request in (first, second, third):
+            bus.send(request)
+        await pilot.pause()
+        await pilot.press("d", "y")
+        assert await answer_of(first) == "approve"
+        await pilot.pause()
+        assert not isinstance(app.screen, DiffScreen)
+        await pilot.press("d", "f")
+        await pilot.pause()
+        assert app.focused is app.query_one("#approval-feedback", Input)
+        await pilot.press(*"no", "enter")
+        assert await answer_of(second) == RejectWithFeedback(feedback="no")
+        await pilot.pause()
+        # A view whose call is answered elsewhere closes: its keys must not answer the next.
+        await pilot.press("d")
+        await pilot.pause()
+        bus.send(ApprovalResolved(id="r3", response="reject"))
+        await pilot.pause()
+        assert not isinstance(app.screen, DiffScreen)
+
+
 async def test_buttons_answer_when_clicked() -> None:
     bus = WireBus()
     app = ApprovalHost(bus)
