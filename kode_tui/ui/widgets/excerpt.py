@@ -1,6 +1,7 @@
 """What the approval panel shows of a request in the rows it has: its diffs from their first
-changed line, beside their line numbers, and of its commands, with their warnings and their last lines; what does
-not fit is said (`d` shows it all). Rows, not lines, are counted: a long line wraps.
+changed line, beside their line numbers, and of its commands, with their warnings and their
+last lines; what does not fit is said (`d` shows it all). Rows, not lines, are counted: a long
+line wraps.
 """
 
 from __future__ import annotations
