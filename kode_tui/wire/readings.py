@@ -8,8 +8,8 @@ stream-JSON and ACP show the same words.
 - a result (`read_result`): its status (`ok`, `error`, `rejected`) and summary, the tool's brief
   (`3 lines read`) or the first line of its message; a rejected call reads as what the user
   did (`result_message`: `Rejected`, `Rejected: <their feedback>`), not as the words the model
-  is told; `STATUS_LABELS` are the marks shown for a
-  call's status (`✔`, `✘`, `⊘`, `running…`);
+  is told; `STATUS_LABELS` are the marks shown for a call's status (`✔`, `✘`, `⊘`,
+  `running…`);
 - a retry (`retry_text`): `HTTP 503; retrying in 0.4 s (attempt 2 of 3)`;
 - a hook's run that warned or blocked (`hook_note`);
 - a stored user message that is the system's note, not the user's words (`read_system_note`):

@@ -56,21 +56,41 @@ class MainScreen(Screen[None]):
         # The conversation's own Alt+↑/↓ move its block cursor; from the prompt they go there.
         Binding("alt+up", "block_cursor('previous')", "Previous block", show=False),
         Binding("alt+down", "block_cursor('next')", "Next block", show=False),
-        # Keys of the prompt's, first (priority) because TextArea has its own for them (a page
-        # of a few lines, cut, ↑ on an empty prompt); `check_action` lets them through to it
-        # where these do not apply.
+        # Keys typed in the prompt, taken before it does (priority): TextArea binds them itself
+        # (a page of its few lines, cut, ↑ to history). `check_action` disables them wherever
+        # they do not apply, and the key goes on to the focused widget.
         Binding(
-            "pageup", "page_conversation(-1)", "Page the conversation up", priority=True, show=False
+            "pageup",
+            "page_conversation(-1)",
+            "Page the conversation up",
+            id="page_conversation_up",
+            priority=True,
+            show=False,
         ),
         Binding(
             "pagedown",
             "page_conversation(1)",
             "Page the conversation down",
+            id="page_conversation_down",
             priority=True,
             show=False,
         ),
-        Binding("up", "take_queued(True)", "Edit the last queued", priority=True, show=False),
-        Binding("ctrl+x", "take_queued(False)", "Drop the last queued", priority=True, show=False),
+        Binding(
+            "up",
+            "take_queued(True)",
+            "Newest queued message back to edit (empty prompt)",
+            id="edit_queued",
+            priority=True,
+            show=False,
+        ),
+        Binding(
+            "ctrl+x",
+            "take_queued(False)",
+            "Drop the newest queued message (empty prompt)",
+            id="drop_queued",
+            priority=True,
+            show=False,
+        ),
     ]
 
     @dataclass
