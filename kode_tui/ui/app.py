@@ -313,6 +313,7 @@ class KodeApp(
         gc.freeze()
         if self._queue:  # typed while the agent was starting
             self.send(self._queue.pop(0))
+            self._queue_changed()
 
     @work(exclusive=True, group="follow", exit_on_error=False)
     async def _follow(self, opened: AgentSession) -> None:
@@ -366,6 +367,7 @@ class KodeApp(
         turn = self._turn
         if turn is not None and turn.is_running:
             self._queue.clear()
+            self._queue_changed()
             turn.cancel()
             with contextlib.suppress(Exception):
                 await turn.wait()
@@ -472,11 +474,13 @@ class KodeApp(
             return
         if opened is None or not opened.started:
             self._queue.append(text)
+            self._queue_changed()
             self.notify("The agent is starting: your message goes as soon as it is ready.")
             return
         if self._turn is not None and self._turn.is_running:
+            # Shown under the prompt until it goes (↑ takes it back, Ctrl+X drops it).
             self._queue.append(text)
-            self.notify("Queued: it is sent when this turn ends (Esc interrupts).", timeout=3)
+            self._queue_changed()
             return
         self._turn = self.run_worker(
             self._run_turn(opened, text), group="turn", exit_on_error=False
@@ -522,6 +526,27 @@ class KodeApp(
             self.refresh_bindings()
             if self._queue:
                 self.send(self._queue.pop(0))
+                self._queue_changed()
+
+    def _queue_changed(self) -> None:
+        """Show the queue as it is now under the prompt."""
+        shown = [text if isinstance(text, str) else text.typed for text in self._queue]
+        for screen in self.screen_stack:
+            if isinstance(screen, MainScreen):
+                screen.show_queue(shown)
+
+    @on(MainScreen.QueuedTaken)
+    def _take_queued(self, event: MainScreen.QueuedTaken) -> None:
+        if not self._queue:
+            return
+        text = self._queue.pop()
+        self._queue_changed()
+        if event.edit:
+            prompt = self.screen.query_one(PromptInput)
+            prompt.text = text if isinstance(text, str) else text.typed
+            prompt.move_cursor(prompt.document.end)
+        else:
+            self.notify("Not sent: dropped from the queue (↑ history still has it).", timeout=3)
 
     def action_interrupt(self) -> None:
         if self._turn is not None and self._turn.is_running:

@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar, cast
 
 from textual.command import DiscoveryHit, Hit, Hits, Provider
+from textual.fuzzy import Matcher
 from textual.markup import escape
 from textual.notifications import SeverityLevel
 
@@ -519,6 +520,19 @@ class SlashCommandProvider(Provider):
     async def search(self, query: str) -> Hits:
         matcher = self.matcher(query)
         for name, help_, runner in self._entries():
-            score = matcher.match(f"{name} {help_}")
+            score = palette_score(matcher, query, name, help_)
             if score > 0:
                 yield Hit(score, matcher.highlight(name), runner, help=help_)
+
+
+def palette_score(matcher: Matcher, query: str, name: str, help_: str) -> float:
+    """How well a command matches what is typed in the palette: Textual's fuzzy score of its
+    name and help, raised above every other hit's when its name starts with the query (`rev`
+    is `/revert`, whatever the letters of some other command's help)."""
+    score = matcher.match(f"{name} {help_}")
+    typed = query.strip().lstrip("/").lower()
+    if score > 0 and typed and name.lstrip("/").lower().startswith(typed):
+        # The matcher gives a letter at most 4 (2 at a word's start, doubled in one run), so
+        # this puts a prefix match above any score the query can reach otherwise.
+        score += 4 * len(query)
+    return score

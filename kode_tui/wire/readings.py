@@ -6,8 +6,10 @@ stream-JSON and ACP show the same words.
   `server: tool https://x.org`; while its arguments stream (not yet whole JSON) only its name.
   `StreamedCall` follows a call piece by piece and reads it again once its arguments are whole;
 - a result (`read_result`): its status (`ok`, `error`, `rejected`) and summary, the tool's brief
-  (`3 lines read`) or the first line of its message; `STATUS_LABELS` are the marks shown for a
-  call's status (`✔`, `✘`, `⊘`, `running…`);
+  (`3 lines read`) or the first line of its message; a rejected call reads as what the user
+  did (`result_message`: `Rejected`, `Rejected: <their feedback>`), not as the words the model
+  is told; `STATUS_LABELS` are the marks shown for a call's status (`✔`, `✘`, `⊘`,
+  `running…`);
 - a retry (`retry_text`): `HTTP 503; retrying in 0.4 s (attempt 2 of 3)`;
 - a hook's run that warned or blocked (`hook_note`);
 - a stored user message that is the system's note, not the user's words (`read_system_note`):
@@ -218,6 +220,8 @@ STATUS_LABELS: dict[ToolStatus, str] = {
 
 REJECTED_PREFIX = "The tool call is rejected"
 """How the message of a call the user rejected begins (`kode_tui.tools.toolset.rejected`)."""
+FEEDBACK_MARK = "User feedback:"
+"""Where the user's words begin in that message, when they gave some."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -239,6 +243,26 @@ def result_status(result: ev.ToolResult) -> Literal["ok", "error", "rejected"]:
     return "rejected" if result.message.startswith(REJECTED_PREFIX) else "error"
 
 
+def result_message(status: ToolStatus, message: str) -> str:
+    """A result's message as the user reads it: a rejection says what the user did,
+    `Rejected` or `Rejected: <their feedback>` (the model is told Kimi's words, "The tool call
+    is rejected by the user. Stop what you are doing…", which are the message kept); any other
+    message as the tool wrote it."""
+    if status != "rejected":
+        return message
+    feedback = message.partition(FEEDBACK_MARK)[2].strip()
+    return f"Rejected: {feedback}" if feedback else "Rejected"
+
+
+def result_summary(status: ToolStatus, brief: str, message: str) -> str:
+    """A result on one line: a rejection as `result_message` reads it (a brief of Kimi's,
+    `Rejected by user`, would drop the feedback), else the tool's brief, else the first line
+    of its message."""
+    if status == "rejected":
+        return one_line(result_message(status, message), SUMMARY_CHARS)
+    return summary(brief, message)
+
+
 def result_brief(result: ev.ToolResult) -> str:
     """The tool's own short report of its result (`3 lines read`), "" when it gave none."""
     return next((b.text for b in result.display if isinstance(b, ev.BriefBlock)), "")
@@ -250,7 +274,8 @@ def summary(brief: str, message: str) -> str:
 
 
 def read_result(result: ev.ToolResult) -> ResultReading:
-    return ResultReading(result_status(result), summary(result_brief(result), result.message))
+    status = result_status(result)
+    return ResultReading(status, result_summary(status, result_brief(result), result.message))
 
 
 # --- notes ---------------------------------------------------------------------------------------

@@ -9,6 +9,7 @@ from typing import ClassVar
 from textual import events
 from textual.app import App
 from textual.binding import Binding, BindingType
+from textual.geometry import Region
 from textual.message import Message
 from textual.widgets import Button, Input, Static
 
@@ -24,7 +25,7 @@ from kode_tui.wire.events import (
     RejectWithFeedback,
     ShellBlock,
 )
-from tests.ui_helpers import Host
+from tests.ui_helpers import Host, wait_for
 
 OLD = "".join(f"line {n}\n" for n in range(1, 41))
 NEW = "".join(
@@ -224,6 +225,32 @@ async def test_d_opens_the_full_diff_and_escape_comes_back() -> None:
         assert await answer_of(request) == "approve"
 
 
+async def test_the_full_view_answers_with_the_panels_keys() -> None:
+    bus = WireBus()
+    app = ApprovalHost(bus)
+    first, second, third = edit_request("r1"), edit_request("r2"), edit_request("r3")
+    async with app.run_test() as pilot:
+        for request in (first, second, third):
+            bus.send(request)
+        await pilot.pause()
+        await pilot.press("d", "y")
+        assert await answer_of(first) == "approve"
+        await pilot.pause()
+        assert not isinstance(app.screen, DiffScreen)
+        await pilot.press("d", "f")
+        await pilot.pause()
+        assert app.focused is app.query_one("#approval-feedback", Input)
+        await pilot.press(*"no", "enter")
+        assert await answer_of(second) == RejectWithFeedback(feedback="no")
+        await pilot.pause()
+        # A view whose call is answered elsewhere closes: its keys must not answer the next.
+        await pilot.press("d")
+        await pilot.pause()
+        bus.send(ApprovalResolved(id="r3", response="reject"))
+        await pilot.pause()
+        assert not isinstance(app.screen, DiffScreen)
+
+
 async def test_buttons_answer_when_clicked() -> None:
     bus = WireBus()
     app = ApprovalHost(bus)
@@ -321,3 +348,20 @@ async def test_a_key_pressed_the_instant_a_request_is_sent_answers_it() -> None:
         busy.set()
         assert await answer_of(request) == "reject"
         assert app.query_one("#prompt", Input).value == ""
+
+
+async def test_a_toast_leaves_a_dialogs_key_line_in_sight() -> None:
+    from kode_tui.ui import app as app_module
+
+    app = Host(
+        screen=DiffScreen("notes.txt", [DiffBlock(path="notes.txt", old_text=OLD, new_text=NEW)]),
+        css_path=Path(app_module.__file__).with_name("app.tcss"),
+    )
+    async with app.run_test(size=(80, 24), notifications=True) as pilot:
+        app.notify("Queued: it is sent when this turn ends (Esc interrupts). " * 3)
+        await wait_for(pilot, lambda: bool(app.screen.query("Toast")))
+        toast = app.screen.query_one("Toast").region
+        frame = app.screen.query_one(".dialog-frame").region
+        # The frame's lower edge, where its keys are, is not under the toast.
+        assert toast.height > 0
+        assert not toast.overlaps(Region(frame.x, frame.bottom - 1, frame.width, 1))

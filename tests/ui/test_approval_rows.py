@@ -99,6 +99,21 @@ def test_a_long_diff_line_wraps_beside_its_line_number_not_under_it() -> None:
     assert any(line.startswith("  2 │+ok") for line in lines)
 
 
+def test_a_three_row_excerpt_starts_at_the_first_changed_line() -> None:
+    from kode_tui.ui.widgets.excerpt import excerpt
+
+    old = "".join(f"line {n}\n" for n in range(1, 61))
+    new = old.replace("line 29\n", "new a\nnew b\nline 29 changed\n")
+    edit = write_file(new).model_copy(
+        update={"display": [ev.DiffBlock(path="app.py", old_text=old, new_text=new)]}
+    )
+
+    # Three rows: what the panel has at 80x24, with its title, action line and choices.
+    lines = excerpt(edit, 3, 74).plain.splitlines()
+
+    assert lines == ["29    │-line 29", "   29 │+new a", "… d for the full diff"]
+
+
 @pytest.mark.parametrize("kind", ["command", "diff"])
 async def test_in_the_app_the_panel_shows_a_commands_end_and_a_cut_diffs_note(
     tmp_path: Path, kind: str

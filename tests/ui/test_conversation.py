@@ -220,12 +220,18 @@ async def test_tool_results_show_ok_error_and_rejected() -> None:
             call("s1", "Shell", '{"command": "ls"}'),
             call("s2", "Shell", '{"command": "rm -rf build"}'),
             call("g1", "Grep", '{"pattern": "TODO", "path": "src"}'),
+            call("s3", "Shell", '{"command": "git push"}'),
             ev.ToolResult(tool_call_id="s1", output="a\nb\n", message="Command executed."),
             ev.ToolResult(
                 tool_call_id="s2",
                 is_error=True,
                 message=rejected,
                 display=[ev.BriefBlock(text="Rejected by user")],
+            ),
+            ev.ToolResult(
+                tool_call_id="s3",
+                is_error=True,
+                message="The tool call is rejected by the user. User feedback: not yet",
             ),
             ev.ToolResult(
                 tool_call_id="g1",
@@ -235,9 +241,12 @@ async def test_tool_results_show_ok_error_and_rejected() -> None:
                 display=[ev.BriefBlock(text="search failed")],
             ),
         )
-        ok, refused, failed = conversation.query(ToolBlock)
+        ok, refused, failed, told = conversation.query(ToolBlock)
         assert header(ok) == "▸ Shell: ls  ✔ Command executed."
-        assert header(refused) == "▸ Shell: rm -rf build  ⊘ Rejected by user"
+        # What the user did, not the words meant for the model ("Stop what you are doing…").
+        assert header(refused) == "▸ Shell: rm -rf build  ⊘ Rejected"
+        assert str(refused.render()) == header(refused)
+        assert header(told) == "▸ Shell: git push  ⊘ Rejected: not yet"
         assert header(failed) == '▸ Grep "TODO" in src  ✘ search failed'
         assert refused.has_class("-rejected") and failed.has_class("-error")
 
@@ -462,7 +471,7 @@ async def test_restored_markers_d_mail_errors_and_rejections() -> None:
             "user: Look at this [image · 3 B]",
             "thinking: Try both.",
             "assistant: Trying.",
-            "tool: ▸ WriteFile a  ⊘ The tool call is rejected by the user.",
+            "tool: ▸ WriteFile a  ⊘ Rejected",
             "tool: ▸ Shell: x  ✘ Command failed with exit code 1.",
             "dmail: ── D-Mail from the future ──",
         ]

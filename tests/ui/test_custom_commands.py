@@ -4,11 +4,21 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from textual.app import App
+from textual.command import Command, CommandList
+
 from kode_tui.soul.llm.scripted import ScriptedProvider
 from kode_tui.ui.screens.help import HelpScreen
 from kode_tui.ui.widgets.blocks import UserBlock
 from kode_tui.ui.widgets.prompt import PromptInput
 from tests.ui_helpers import make_app, ready, screen_text, turn_running, wait_for
+
+
+def palette_names(app: App[None]) -> list[str]:
+    """The names of the command palette's hits, in order."""
+    hits = app.screen.query_one(CommandList)
+    options = [hits.get_option_at_index(index) for index in range(hits.option_count)]
+    return [option.hit.text.split()[0] for option in options if isinstance(option, Command)]
 
 
 async def test_a_custom_command_is_completed_sent_as_its_prompt_and_listed_in_help(
@@ -43,8 +53,13 @@ async def test_a_custom_command_is_completed_sent_as_its_prompt_and_listed_in_he
         assert block.label == "/review app.py · .kode/commands/review.md"
         assert prompt.input_history[-1] == "/review app.py"  # what was typed
 
+        # Commands whose names start with what is typed come first, above a help's words
+        # ("revoke", in /permissions's).
+        await pilot.press("ctrl+p", *"rev")
+        await wait_for(pilot, lambda: palette_names(app)[:2] == ["/revert", "/review"])
+        await pilot.press("ctrl+u")
         # The palette puts a command that takes arguments in the prompt, to be completed.
-        await pilot.press("ctrl+p", *"/review")
+        await pilot.press(*"/review")
         await wait_for(pilot, lambda: "[file]  Review a file" in screen_text(app))
         await pilot.press("enter")
         await wait_for(pilot, lambda: prompt.text == "/review ")

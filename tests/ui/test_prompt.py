@@ -21,7 +21,7 @@ from kode_tui.ui.widgets import prompt as prompt_module
 from kode_tui.ui.widgets import prompt_habits
 from kode_tui.ui.widgets.completion import PathIndex, match_commands, match_paths
 from kode_tui.ui.widgets.prompt import BUSY_HINT, PromptInput
-from tests.ui_helpers import Host
+from tests.ui_helpers import Host, screen_text
 
 COMMANDS = [
     ("/clear", "Start a fresh context"),
@@ -380,6 +380,17 @@ async def test_slash_lists_matching_commands_and_tab_completes(work_dir: Path) -
         assert prompt.text == "/compact "
         assert not prompt.completions_open
         assert app.submitted == []
+
+
+async def test_each_completion_takes_one_row_its_help_cut_short(work_dir: Path) -> None:
+    app = PromptHost(work_dir)
+    async with app.run_test(size=(30, 12)) as pilot:
+        await type_text(pilot, "/co")
+        await pilot.pause()
+        shown = screen_text(app)
+    # A help that wrapped would push /context below the list's two rows.
+    assert "Summarise the c…" in shown
+    assert "/context" in shown
 
 
 async def test_enter_takes_the_highlighted_completion_without_sending(work_dir: Path) -> None:

@@ -477,12 +477,13 @@ def test_the_conversation_form_of_a_diff_is_the_full_views_with_the_panels_style
     # Behind the gutter (`old new │`), the lines of `diff -u`.
     reference = difflib.unified_diff(old.splitlines(), new.splitlines(), lineterm="")
     assert [line.plain.partition("│")[2] for line in shown] == list(reference)[2:]
-    # The approval panel shows the same rows, with one line of context.
+    # The approval panel shows the same rows, with one line of context, from the first change.
     request = ApprovalRequest(
         id="r", tool_call_id="c", action="edit", description="x", display=[block]
     )
     panel = [line.plain for line in lay_out(diff_rows(list(diff_lines(old, new, context=1))), 80)]
-    assert excerpt(request, 40, 80).plain.splitlines() == panel
+    assert panel[:2] == ["      │@@ -1,3 +1,3 @@", " 1  1 │ a"]
+    assert excerpt(request, 40, 80).plain.splitlines() == panel[2:]
     added = next(line for line in shown if line.plain.endswith("+B"))
     assert "$text-success on $success 15%" in [str(span.style) for span in added.spans]
     assert lay_out(diff_block_rows(block, heading=True), 80)[0].plain == "src/x.py"

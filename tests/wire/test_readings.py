@@ -91,6 +91,12 @@ def test_a_result_reads_as_its_status_and_the_tools_brief_or_first_line() -> Non
         tool_call_id="c", is_error=True, message="The tool call is rejected by the user."
     )
     assert (read_result(refused).status, read_result(refused).label) == ("rejected", "⊘")
+    # What the user did, in every front end; the model's words stay in the message.
+    assert read_result(refused).summary == "Rejected"
+    told = refused.model_copy(
+        update={"message": f"{refused.message} User feedback: use tabs", "display": [brief]}
+    )
+    assert read_result(told).summary == "Rejected: use tabs"
 
 
 def test_a_retry_names_the_attempt_to_come() -> None:

@@ -1,11 +1,12 @@
-"""A full-screen look at what a tool call would change: its diffs, or the command it would run;
-and `ScrollDialog`, the frame it shares with the compare and output screens. What it draws comes
+"""A full-screen look at what a tool call would change: its diffs, or the command it would run
+(`ApprovalView` when the call waits for an answer, which its keys give from there); and
+`ScrollDialog`, the frame it shares with the compare and output screens. What it draws comes
 from `kode_tui.ui.widgets.display_blocks`, the UI's one diff and command renderer.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import ClassVar
 
 from textual.app import ComposeResult
@@ -124,6 +125,72 @@ The complete change a tool call would make. Scroll with the arrows, PgUp/PgDn or
                 yield Static(text, classes="dialog-text diff-text")
         if not shown:
             yield Static(Content.styled("Nothing to show.", "$text-muted"))
+
+
+_ANSWER_GROUP = Binding.Group("Approval")
+
+
+class ApprovalView(DiffScreen):
+    """The full view of a call that waits for approval: `y` `a` `n` `f` answer it from here as
+    the panel's keys do (the footer behind lists them), `d`, Esc or q go back to the panel.
+
+    `answer` gets the choice (`approve`, `approve_for_session`, `reject` or `feedback`) once
+    the view has closed; `for_session` says whether `a` is offered (the call has a scope).
+    """
+
+    HELP: ClassVar[str] = """\
+### Full view of a call waiting for approval
+Scroll with the arrows, PgUp/PgDn or the mouse. **y** run it once · **a** allow it for the
+session · **n** reject · **f** reject and say why · **d**, **Esc** or **q** back to the panel.
+"""
+
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("y", "answer('approve')", "Approve once", id="view.approve", group=_ANSWER_GROUP),
+        Binding(
+            "a",
+            "answer('approve_for_session')",
+            "Approve for session",
+            id="view.approve_for_session",
+            group=_ANSWER_GROUP,
+        ),
+        Binding("n", "answer('reject')", "Reject", id="view.reject", group=_ANSWER_GROUP),
+        Binding(
+            "f",
+            "answer('feedback')",
+            "Reject with feedback",
+            id="view.feedback",
+            group=_ANSWER_GROUP,
+        ),
+        Binding("d", "close", "Back to the panel", id="view.close", group=_ANSWER_GROUP),
+    ]
+
+    def __init__(
+        self,
+        title: str,
+        blocks: Sequence[DisplayBlock],
+        *,
+        answer: Callable[[str], None],
+        for_session: bool,
+    ) -> None:
+        super().__init__(title, blocks)
+        self._answer = answer
+        self.for_session = for_session
+
+    def on_mount(self) -> None:
+        super().on_mount()
+        keys = "y once · a session · n reject" if self.for_session else "y once · n reject"
+        self.query_one(".dialog-frame").border_subtitle = f"{keys} · f feedback · Esc back"
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        if action == "answer" and parameters == ("approve_for_session",):
+            return self.for_session
+        return True
+
+    def action_answer(self, choice: str) -> None:
+        """Close the view and answer the call with `choice`."""
+        self.dismiss(None)
+        # After the view is gone: `f` focuses the panel's feedback input on the screen below.
+        self.app.call_later(self._answer, choice)
 
 
 def wrapped_pieces(rows: Sequence[Row]) -> Iterator[Static]:

@@ -11,6 +11,8 @@ the session, the wire and their heavier modules.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, ClassVar
 
@@ -21,11 +23,13 @@ from textual.containers import Horizontal, Vertical
 from textual.css.query import QueryType
 from textual.events import Resize
 from textual.geometry import Size
+from textual.message import Message
 from textual.screen import Screen
 from textual.widget import Widget
 from textual.widgets import Footer, Header, Static, Tab, Tabs
 
 from kode_tui.ui.widgets.prompt import CommandRows, PromptInput
+from kode_tui.ui.widgets.queued import QueuedMessages
 
 if TYPE_CHECKING:
     from kode_tui.soul.facade import AgentSession
@@ -52,7 +56,49 @@ class MainScreen(Screen[None]):
         # The conversation's own Alt+↑/↓ move its block cursor; from the prompt they go there.
         Binding("alt+up", "block_cursor('previous')", "Previous block", show=False),
         Binding("alt+down", "block_cursor('next')", "Next block", show=False),
+        # Keys typed in the prompt, taken before it does (priority): TextArea binds them itself
+        # (a page of its few lines, cut, ↑ to history). `check_action` disables them wherever
+        # they do not apply, and the key goes on to the focused widget.
+        Binding(
+            "pageup",
+            "page_conversation(-1)",
+            "Page the conversation up",
+            id="page_conversation_up",
+            priority=True,
+            show=False,
+        ),
+        Binding(
+            "pagedown",
+            "page_conversation(1)",
+            "Page the conversation down",
+            id="page_conversation_down",
+            priority=True,
+            show=False,
+        ),
+        Binding(
+            "up",
+            "take_queued(True)",
+            "Newest queued message back to edit (empty prompt)",
+            id="edit_queued",
+            priority=True,
+            show=False,
+        ),
+        Binding(
+            "ctrl+x",
+            "take_queued(False)",
+            "Drop the newest queued message (empty prompt)",
+            id="drop_queued",
+            priority=True,
+            show=False,
+        ),
     ]
+
+    @dataclass
+    class QueuedTaken(Message):
+        """↑ or Ctrl+X on an empty prompt: the newest queued message is not to be sent; back in
+        the prompt to edit when `edit`."""
+
+        edit: bool
 
     def __init__(
         self,
@@ -84,6 +130,7 @@ class MainScreen(Screen[None]):
             self._work_dir, commands=self._commands, history=self._history, id="prompt"
         )
         yield prompt
+        yield QueuedMessages(id="queued")
         yield Footer()
 
     def on_mount(self) -> None:
@@ -208,6 +255,38 @@ class MainScreen(Screen[None]):
             conversation.action_cursor_previous()
         else:
             conversation.action_cursor_next()
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        if action not in ("page_conversation", "take_queued"):
+            return True
+        prompt = self.query_one(PromptInput)
+        if self.focused is not prompt:
+            return False
+        if action == "take_queued":
+            queued = self.query_one(QueuedMessages).messages
+            return bool(queued) and not prompt.text and not prompt.searching
+        return True
+
+    def action_page_conversation(self, pages: int) -> None:
+        """PgUp/PgDn typed in the prompt: the conversation pages, the prompt keeps the focus."""
+        from kode_tui.ui.widgets.conversation import Conversation
+
+        for conversation in self.query(Conversation):
+            if pages < 0:
+                conversation.action_page_up()
+            else:
+                conversation.action_page_down()
+
+    def action_take_queued(self, edit: bool) -> None:
+        self.post_message(self.QueuedTaken(edit))
+
+    def show_queue(self, messages: Sequence[str]) -> None:
+        """Show the messages waiting for the turn to end under the prompt (oldest first)."""
+        queued = self.query_one(QueuedMessages)
+        queued.messages = tuple(messages)
+        # The badge sits on the prompt's lower border, counted from the screen's bottom.
+        for badge in self.query("#mode-badge"):
+            badge.styles.offset = (2, -1 - queued.rows)
 
     def action_focus_prompt(self) -> None:
         self.query_one(PromptInput).focus()

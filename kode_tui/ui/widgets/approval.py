@@ -19,7 +19,7 @@ from textual.widgets import Button, Input, Static, TextArea
 
 from kode_tui.safetext import visible
 from kode_tui.soul.facade import Subscription, WireBus
-from kode_tui.ui.screens.diff import DiffScreen
+from kode_tui.ui.screens.diff import ApprovalView
 from kode_tui.ui.widgets.display_blocks import command_text
 from kode_tui.ui.widgets.excerpt import EXCERPT_LINES, excerpt, rows_of
 from kode_tui.ui.wire_messages import WireListener, WireMessage
@@ -78,7 +78,7 @@ class ApprovalPanel(WireListener, Widget, can_focus=True):
 A tool call waits for your answer.
 - **y** run it once · **a** allow it for the rest of the session (the scope is shown)
 - **n** reject (the turn ends) · **f** reject and tell the agent why (Enter sends, Esc goes back)
-- **d** the full diff or command
+- **d** the full diff or command, where y/a/n/f answer too
 """
 
     DEFAULT_CSS = """
@@ -149,6 +149,8 @@ A tool call waits for your answer.
         self._early_keys: list[events.Key] = []
         """Keys typed after the request was sent and before it showed, for it."""
         self._claim_subscription: Subscription[ApprovalRequest] | None = None
+        self._full_view: ApprovalView | None = None
+        """The full view of the request on show, while it is open."""
 
     @property
     def current(self) -> ApprovalRequest | None:
@@ -225,6 +227,11 @@ A tool call waits for your answer.
 
     def _advance(self) -> None:
         self._queue.pop(0)
+        view, self._full_view = self._full_view, None
+        if view is not None and view is self.app.screen:
+            # Answered elsewhere (an interrupt, a mode that covers it): its keys must not
+            # answer the next request.
+            view.dismiss(None)
         if self._queue:
             self._show_current()
         else:
@@ -456,8 +463,21 @@ A tool call waits for your answer.
 
     def _open_full_view(self) -> None:
         request = self.current
-        if request is not None:
-            self.app.push_screen(DiffScreen(_subject(request), request.display))
+        if request is None:
+            return
+        self._full_view = ApprovalView(
+            _subject(request),
+            request.display,
+            answer=lambda choice: self._answer_from_view(request, choice),
+            for_session=bool(request.scope_label),
+        )
+        self.app.push_screen(self._full_view)
+
+    def _answer_from_view(self, request: ApprovalRequest, choice: str) -> None:
+        """`choice` made in the full view of `request`, if it still waits."""
+        self._full_view = None
+        if self.current is request:
+            self._choose(choice)
 
     @on(Input.Submitted, "#approval-feedback")
     def _feedback_sent(self, event: Input.Submitted) -> None:

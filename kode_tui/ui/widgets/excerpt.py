@@ -1,12 +1,13 @@
-"""What the approval panel shows of a request in the rows it has: the start of its diffs, beside
-their line numbers, and of its commands, with their warnings and their last lines; what does
-not fit is said (`d` shows it all). Rows, not lines, are counted: a long line wraps.
+"""What the approval panel shows of a request in the rows it has: its diffs from their first
+changed line, beside their line numbers, and of its commands, with their warnings and their
+last lines; what does not fit is said (`d` shows it all). Rows, not lines, are counted: a long
+line wraps.
 """
 
 from __future__ import annotations
 
 from dataclasses import replace
-from itertools import islice
+from itertools import dropwhile, islice
 
 from textual.content import Content
 
@@ -48,12 +49,15 @@ def excerpt(request: ApprovalRequest, room: int = EXCERPT_LINES, width: int = 0)
                 heading = Content.styled(visible(block.path, multiline=False), "bold")
                 parts.append(heading)
                 lines_left -= rows_of(heading, width)
-            # One line more than fits tells whether there is more; a new file may be huge.
-            lines = list(
-                islice(
-                    diff_lines(block.old_text, block.new_text, context=1), max(lines_left, 0) + 1
-                )
+            # From the first changed line: on a short screen the first hunk's header and the
+            # context above its change would fill the rows and hide every `-`/`+` line (the
+            # gutter's numbers still say where it is). One line more than fits tells whether
+            # there is more; a new file may be huge.
+            changes = dropwhile(
+                lambda line: line.kind in ("hunk", "same"),
+                diff_lines(block.old_text, block.new_text, context=1),
             )
+            lines = list(islice(changes, max(lines_left, 0) + 1))
             numbered = diff_rows(lines)
             if width > 0 and numbered:
                 # A long line wraps beside its numbers: at most two rows, its start and end.

@@ -113,6 +113,8 @@ class PromptInput(TextArea):
 ### Prompt
 - **Enter** send (queued while a turn runs) · new line: **Ctrl+J**, **Alt+Enter**, `\\` **Enter**
 - **↑ / ↓** walk this work dir's history · **Ctrl+R** search it · **Ctrl+G** edit in `$EDITOR`
+- Messages queued during a turn show below: on an empty prompt **↑** takes the newest back to
+  edit, **Ctrl+X** drops it · **PgUp / PgDn** scroll the conversation
 - **!** first runs a shell command, its output added to the context
 - **/** completes commands · **@** files · a paste over {PASTE_COLLAPSE_LINES} lines is a chip
   (**Ctrl+O** expands)

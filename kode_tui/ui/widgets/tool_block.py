@@ -27,7 +27,14 @@ from kode_tui.ui.widgets.tool_views import (
     todo_items,
 )
 from kode_tui.wire import events as ev
-from kode_tui.wire.readings import SHELL, STATUS_LABELS, TODO, ToolStatus, summary
+from kode_tui.wire.readings import (
+    SHELL,
+    STATUS_LABELS,
+    TODO,
+    ToolStatus,
+    result_message,
+    result_summary,
+)
 
 OUTPUT_LINES = 20
 """Lines of a tool's output shown in the open block before "… N more lines"."""
@@ -55,14 +62,26 @@ _ERROR = "$error"
 _CHIP = "$accent"
 
 
+def _failure(state: ToolState) -> str:
+    """What went wrong, below the title: an error's message; a rejection's only when the
+    title cut it short (long feedback), as it says the rest."""
+    if state.status == "error":
+        return state.message
+    if state.status == "rejected":
+        # As the user reads it: what they did, not what the model is told.
+        rejection = result_message(state.status, state.message)
+        return "" if result_summary(state.status, "", state.message) == rejection else rejection
+    return ""
+
+
 def _body(state: ToolState) -> list[Row]:
     """What the open block shows below its title."""
     rows: list[Row] = []
     # An edit shows as its diff: its arguments (the old and new text) say it again.
     if not state.has_diff and state.name != TODO:
         rows += field_rows(state.arguments)
-    if state.status in ("error", "rejected") and state.message:
-        rows += text_lines(state.message, _ERROR, OUTPUT_LINES)
+    if failure := _failure(state):
+        rows += text_lines(failure, _ERROR, OUTPUT_LINES)
     if state.output.strip() and state.name != TODO:
         rows += text_lines(state.output, "", OUTPUT_LINES, FULL_HINT)
     rows += [Content.styled(f"[{visible(chip)}]", _CHIP) for chip in state.media]
@@ -87,8 +106,8 @@ def _subagent_title(block: ev.SubagentBlock) -> str:
 def _shell_body(state: ToolState) -> list[Row]:
     """A command's block, always shown: what went wrong, and its output's first lines."""
     rows: list[Row] = []
-    if state.status in ("error", "rejected") and state.message:
-        rows += text_lines(state.message, _ERROR, SHELL_LINES)
+    if failure := _failure(state):
+        rows += text_lines(failure, _ERROR, SHELL_LINES)
     if state.output.strip():
         rows += text_lines(state.output, MUTED, SHELL_LINES, SHELL_HINT)
     return rows
@@ -113,7 +132,7 @@ def full_sections(state: ToolState) -> list[Section]:
     elif not state.has_diff:
         sections.append(("arguments", full_field_rows(state.arguments)))
     if state.status in ("error", "rejected") and state.message:
-        sections.append(("", text_lines(state.message, _ERROR, None)))
+        sections.append(("", text_lines(result_message(state.status, state.message), _ERROR, None)))
     sections.append(("output", text_lines(state.output, "", None)))
     for block in state.display:
         if isinstance(block, ev.DiffBlock):
@@ -220,7 +239,7 @@ newest todo list shows as a checklist (☐ to do, ◐ in progress, ☑ done); ol
         todo list always do."""
         state = self.state
         if state.name == SHELL:
-            failed = state.status in ("error", "rejected") and bool(state.message)
+            failed = bool(_failure(state))
             # Not strip(): it would copy 50,000 characters on every draw.
             return failed or (bool(state.output) and not state.output.isspace())
         if state.name == TODO and not state.superseded:
@@ -239,7 +258,7 @@ newest todo list shows as a checklist (☐ to do, ◐ in progress, ☑ done); ol
             head += [reading.joiner, (reading.about, _SUMMARY)]
         if label := STATUS_LABELS[state.status]:
             head += ["  ", (label, _STATUS_STYLE[state.status])]
-        brief = summary(state.brief, state.message)
+        brief = result_summary(state.status, state.brief, state.message)
         if brief and state.status not in ("running", "waiting", "interrupted"):
             head += [" ", (brief, MUTED)]
         if not self._open():
