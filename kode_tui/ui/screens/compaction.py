@@ -21,7 +21,8 @@ from textual.screen import ModalScreen
 from textual.widgets import Button, Select, Static, TextArea
 
 from kode_tui.humanize import format_tokens, plural
-from kode_tui.ui.widgets.message_lines import message_line, shown_messages
+from kode_tui.message import shown_messages
+from kode_tui.ui.widgets.message_lines import message_line
 
 if TYPE_CHECKING:
     from kode_tui.soul.facade import CompactionPlan, Message
@@ -154,7 +155,7 @@ class CompactionReview(ModalScreen["CompactionPlan | None"]):
         hidden = len(shown_messages(plan.source)) - kept if plan.source else plan.hidden
         pins = f" + {plural(self._pins, 'pin')}" if self._pins else ""
         self.query_one("#review-kept-title", Static).update(
-            f"Kept verbatim: {kept} messages{pins} · hidden: {hidden} "
+            f"Kept verbatim: {plural(kept, 'message')}{pins} · hidden: {hidden} "
             f"({'summarised' if plan.summary is not None else 'tool results replaced'})"
         )
         self.query_one("#review-kept", Static).update(kept_lines(plan.kept))
@@ -164,7 +165,8 @@ class CompactionReview(ModalScreen["CompactionPlan | None"]):
         plan = self._edited()
         self.query_one("#review-tokens", Static).update(
             f"Tokens: {format_tokens(plan.tokens_before)} → {format_tokens(plan.tokens_after)} "
-            "(estimated)" + (" · summary edited" if plan.edited else "")
+            "(estimated, with the system prompt and tools)"
+            + (" · summary edited" if plan.edited else "")
         )
 
     def _edited(self) -> CompactionPlan:
