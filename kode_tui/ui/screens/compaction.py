@@ -155,7 +155,7 @@ class CompactionReview(ModalScreen["CompactionPlan | None"]):
         hidden = len(shown_messages(plan.source)) - kept if plan.source else plan.hidden
         pins = f" + {plural(self._pins, 'pin')}" if self._pins else ""
         self.query_one("#review-kept-title", Static).update(
-            f"Kept verbatim: {plural(kept, 'message')}{pins} · hidden: {hidden} "
+            f"Kept verbatim: {kept} messages{pins} · hidden: {hidden} "
             f"({'summarised' if plan.summary is not None else 'tool results replaced'})"
         )
         self.query_one("#review-kept", Static).update(kept_lines(plan.kept))
@@ -165,8 +165,7 @@ class CompactionReview(ModalScreen["CompactionPlan | None"]):
         plan = self._edited()
         self.query_one("#review-tokens", Static).update(
             f"Tokens: {format_tokens(plan.tokens_before)} → {format_tokens(plan.tokens_after)} "
-            "(estimated, with the system prompt and tools)"
-            + (" · summary edited" if plan.edited else "")
+            "(estimated)" + (" · summary edited" if plan.edited else "")
         )
 
     def _edited(self) -> CompactionPlan:

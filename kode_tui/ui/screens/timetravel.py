@@ -495,22 +495,16 @@ what only each of them holds.
 
     def _comparison_text(self) -> Content:
         comparison = self.comparison
-        counts = comparison.counts  # as the restore's dialog counts them
+        counts = comparison.counts  # as a restore's dialog counts and words them
         lines = [
             Content.styled(f"{plural(counts.in_both, 'message')} in both", "bold"),
             Content(""),
             Content.styled(
-                f"{plural(counts.only_there, 'message')} only in this file: "
-                "a restore brings them back",
-                "bold",
+                f"{plural(counts.only_there, 'message')} come back from this file", "bold"
             ),
             *_compared_lines(comparison.only_there),
             Content(""),
-            Content.styled(
-                f"{plural(counts.only_here, 'message')} only in the live context: "
-                "a restore takes them out (kept in a rotated file)",
-                "bold",
-            ),
+            Content.styled(f"{plural(counts.only_here, 'message')} leave the live context", "bold"),
             *_compared_lines(comparison.only_here),
         ]
         return Content("\n").join(lines)

@@ -456,11 +456,11 @@ agent's answer it is far more often a dunder name (`__init__.py`) than emphasis.
 def _size_text(size: ContextSize) -> str:
     """`4,146 tokens`; `4,190 tokens (44 estimated)`; `~3,850 tokens (estimated)` before the
     model reported any count."""
+    if not size.estimated:
+        return f"{size.tokens:,} tokens"
     if size.estimated == size.tokens:
         return f"~{size.tokens:,} tokens (estimated)"
-    if size.estimated:
-        return f"{size.tokens:,} tokens ({size.estimated:,} estimated)"
-    return f"{size.tokens:,} tokens"
+    return f"{size.tokens:,} tokens ({size.estimated:,} estimated)"
 
 
 def _plain(markdown: str) -> str:
