@@ -50,6 +50,7 @@ async def test_after_a_compaction_every_figure_counts_what_the_next_request_carr
     assert report is not None and sum(row.tokens for row in report.rows) == after
     assert [(row.name, row.tokens) for row in report.rows[: len(report.blocks)]] == report.blocks
     assert not any("scaled" in row.note for row in report.rows)
+    assert "since the context began or was compacted" in report.lines()[-1]
     messages = report.rows[-1]
     assert messages.name == "messages" and after - messages.tokens > len(report.system_prompt) // 4
     # History's row and the export repeat the figures.
