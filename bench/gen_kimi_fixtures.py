@@ -23,6 +23,9 @@ Scenarios (each a session folder):
       another /compact.
   kimi-okabe: Kimi's "okabe" agent (it has SendDMail, so CHECKPOINT n notes are in the
       context): two turns, a D-Mail back to checkpoint 1, a /compact.
+  kimi-okabe-compacted: the okabe agent the other way round: a turn, a /compact, then a D-Mail
+      back to checkpoint 1 of the compacted context (the context it leaves begins with the
+      summary, which the D-Mail copies).
 """
 
 from __future__ import annotations
@@ -138,13 +141,28 @@ def script_okabe(server: LLMServer) -> list[dict[str, Any]]:
     return turns
 
 
+def script_okabe_compacted(server: LLMServer) -> list[dict[str, Any]]:
+    """Kimi's okabe agent: a turn, /compact, a D-Mail back to checkpoint 1 after it."""
+    turns = [listing_turn(server)]
+    server.reply_text("The user asked what is in the folder: dot.png.", usage=(500, 30))
+    turns.append({"input": "/compact"})
+    # Checkpoint 0 holds the summary; 1 is the next turn's, before its message.
+    dmail = {"message": "Answer in one word.", "checkpoint_id": 1}
+    server.reply_tool_calls([call("call_dmail", "SendDMail", dmail)], usage=(700, 20))
+    server.reply_text("dot.png", usage=(720, 3))
+    turns.append({"input": "Say it again, shorter"})
+    return turns
+
+
 SCENARIOS: dict[str, tuple[str, Callable[[LLMServer], list[dict[str, Any]]]]] = {
     "kimi-default": ("default", script_default),
     "kimi-okabe": ("okabe", script_okabe),
+    "kimi-okabe-compacted": ("okabe", script_okabe_compacted),
 }
 SESSION_IDS = {
     "kimi-default": "00000000-0000-4000-8000-00000000d0f1",
     "kimi-okabe": "00000000-0000-4000-8000-0000000000ab",
+    "kimi-okabe-compacted": "00000000-0000-4000-8000-0000000000ac",
 }
 KEPT = ("wire.jsonl", "state.json")
 PROMPT_KEPT = 300

@@ -212,6 +212,12 @@ def is_checkpoint_note(text: str) -> bool:
     return _CHECKPOINT_NOTE.fullmatch(text) is not None
 
 
+def shown_messages(messages: Sequence[Message]) -> list[Message]:
+    """The messages a person would call the conversation: checkpoint notes for the model left
+    out. What every count of messages a user reads counts."""
+    return [m for m in messages if not (m.role == "user" and is_checkpoint_note(m.text))]
+
+
 def is_system_note(text: str, starting: str = "") -> bool:
     """Whether `text` begins with a `<system>` note (whose words begin with `starting`): the
     system speaking, not the user."""

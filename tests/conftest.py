@@ -14,7 +14,13 @@ KIMI_FIXTURE = Path(__file__).parent / "fixtures" / "kimi-session"
 # More, made by bench/gen_kimi_fixtures.py (tests/fixtures/README.md says what each holds).
 KIMI_DEFAULT_FIXTURE = KIMI_FIXTURE.with_name("kimi-default")
 KIMI_OKABE_FIXTURE = KIMI_FIXTURE.with_name("kimi-okabe")
-KIMI_FIXTURES = (KIMI_FIXTURE, KIMI_DEFAULT_FIXTURE, KIMI_OKABE_FIXTURE)
+KIMI_OKABE_COMPACTED_FIXTURE = KIMI_FIXTURE.with_name("kimi-okabe-compacted")
+KIMI_FIXTURES = (
+    KIMI_FIXTURE,
+    KIMI_DEFAULT_FIXTURE,
+    KIMI_OKABE_FIXTURE,
+    KIMI_OKABE_COMPACTED_FIXTURE,
+)
 
 API_KEY_ENV_VARS = (
     "ANTHROPIC_API_KEY",

@@ -119,10 +119,17 @@ def kimi(script: str, path: Path) -> dict[str, Any]:
 def ours(context: Context) -> dict[str, Any]:
     return {
         "history": [json.loads(m.to_json()) for m in context.history],
-        "token_count": context.token_count,
+        # Kimi takes the last `_usage` for the size. So do we when the model reported it; a
+        # compaction's (before checkpoint 1) is an estimate we count afresh (`Scan.token_count`).
+        "token_count": context.token_count or last_usage(context.path),
         "n_checkpoints": context.n_checkpoints,
         "system_prompt": context.system_prompt,
     }
+
+
+def last_usage(path: Path) -> int:
+    counts = [r["token_count"] for r in map(json.loads, path.open()) if r["role"] == "_usage"]
+    return counts[-1] if counts else 0
 
 
 def kimi_view(state: dict[str, Any]) -> dict[str, Any]:

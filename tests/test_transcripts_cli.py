@@ -147,10 +147,12 @@ async def test_export_of_a_kimi_session_marks_its_compactions_and_clear_from_the
     session = await Session.from_dir(KIMI_DEFAULT_FIXTURE)
     text = "".join(export_markdown(session))
     markers = [line for line in text.splitlines() if line.startswith("**⟲")]
+    # "After": what the next request held, as the model reported it (Kimi's own `_usage`
+    # estimate counts the messages alone); unknown while no request followed the compaction.
     assert markers == [
-        "**⟲ Compacted: 1406 → 48 tokens** (the context before it: context_1.jsonl)",
+        "**⟲ Compacted: 1406 → 700 tokens** (the context before it: context_1.jsonl)",
         "**⟲ Cleared** (the context before it: context_2.jsonl)",
-        "**⟲ Compacted: 605 → 39 tokens** (the context before it: context_3.jsonl)",
+        "**⟲ Compacted** (the context before it: context_3.jsonl)",
     ]
     assert "<details><summary>Compaction summary</summary>\n\n```\nThe user said hello" in text
     assert "Previous context has been compacted" not in text

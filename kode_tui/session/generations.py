@@ -6,9 +6,10 @@ one tells them apart (kimi_cli/soul/context.py and kimisoul.py, 1.52):
 
 - a compaction clears, then writes the system prompt, checkpoint 0, a user message beginning
   `<system>Previous context has been compacted...`, the preserved messages and a `_usage`
-  estimate;
+  estimate: the summary is new, so the two files share at most a `CHECKPOINT 0` note;
 - a clear (`/clear`) leaves an empty file, then the system prompt: nothing of the old talk;
-- a D-Mail copies the lines before checkpoint k as they were, writes checkpoint k again and the
+- a D-Mail copies the lines before checkpoint k as they were (a compaction's summary with
+  them, when the context began with one), writes checkpoint k again and the
   `<system>You just got a D-Mail...` note;
 - a revert (ours) copies the lines before checkpoint k, and a new turn follows;
 - a restore (ours) copies an older rotation whole, and new turns follow.
@@ -22,7 +23,6 @@ from __future__ import annotations
 
 import bisect
 import dataclasses
-import json
 import os
 from array import array
 from collections.abc import Callable, Sequence
@@ -50,7 +50,6 @@ HEAD_READ = 1 << 20
 # How the notes start inside a message line's JSON (a text part's string value).
 _COMPACTED = ('"' + system_text(COMPACTION_OUTPUT_PREFIX)).encode()
 _DMAIL = f'"<system>{DMAIL_NOTE}'.encode()
-_USAGE = b'"_usage"'
 _FIRST_MESSAGES = 2
 """A compaction's summary is the first message, after a `CHECKPOINT 0` note at most."""
 
@@ -65,16 +64,26 @@ class Generation:
     messages_before: array[int]
     """How many messages come before each checkpoint."""
     token_count: int
-    """The last `_usage` record's."""
+    """The count the model last reported (0: none, since it began or was compacted)."""
     first_token_count: int | None
-    """The first `_usage` record's (after a compaction: its estimate of the new size)."""
+    """The first count the model reported: after a compaction, what the next request held."""
+    pending_tokens: int
+    """An estimate (characters / 4) of what `token_count` leaves out: the messages after it,
+    and the system prompt too when nothing was reported (`tokens`)."""
     system_prompt: str | None
-    compacted: bool
-    """It begins with a compaction's summary."""
+    summary_at: int | None
+    """The index of the compaction summary it begins with (after a `CHECKPOINT 0` note at
+    most); None when it does not begin with one."""
     dmail_at: frozenset[int]
     """Indexes of the messages that are a D-Mail's note."""
     complete: bool
     """False when only the head of a big file was read: its counts are not known."""
+
+    @property
+    def tokens(self) -> int:
+        """The context's size as far as the file tells: the count last reported and the
+        estimate of what it leaves out (the tools a request also carried are not in the file)."""
+        return self.token_count + self.pending_tokens
 
 
 def read_generation(path: Path) -> Generation | None:
@@ -102,21 +111,40 @@ def _read_cached(path: str, size: int, mtime_ns: int) -> Generation | None:
     starts, ends = found.message_starts, found.message_ends
     hashes = array("q", (hash(view[s:e]) for s, e in zip(starts, ends, strict=True)))
     columns = found.checkpoints
-    compacted = any(
-        _is_note(data[starts[i] : ends[i]], _COMPACTED)
-        for i in range(min(_FIRST_MESSAGES, len(starts)))
+    summary_at = next(
+        (
+            i
+            for i in range(min(_FIRST_MESSAGES, len(starts)))
+            if _is_note(data[starts[i] : ends[i]], _COMPACTED)
+        ),
+        None,
     )
+    pending = sum(
+        _estimate(data[starts[i] : ends[i]]) for i in range(found.usage_index, len(starts))
+    )
+    if not found.token_count:
+        pending += len(found.system_prompt or "") // 4
     return Generation(
         hashes,
         columns.ids,
         columns.message_index,
         found.token_count,
-        _first_token_count(data),
+        found.first_token_count,
+        pending,
         found.system_prompt,
-        compacted,
+        summary_at,
         frozenset(_dmail_indexes(data, starts, ends)),
         complete,
     )
+
+
+def _estimate(line: bytes) -> int:
+    """A message line's estimated tokens (0 for a line that is not a message's)."""
+    try:
+        message = parse_record(line)
+    except ValueError:
+        return 0
+    return message.estimated_tokens() if isinstance(message, Message) else 0
 
 
 def _is_note(line: bytes, marker: bytes) -> bool:
@@ -143,24 +171,6 @@ def _dmail_indexes(data: bytes, starts: Sequence[int], ends: Sequence[int]) -> l
             found.append(index)
         pos = data.find(_DMAIL, max(pos + 1, ends[index] if index >= 0 else 0))
     return found
-
-
-def _first_token_count(data: bytes) -> int | None:
-    pos = data.find(_USAGE)
-    while pos >= 0:
-        start = data.rfind(b"\n", 0, pos) + 1
-        end = data.find(b"\n", pos)
-        end = len(data) if end < 0 else end
-        try:
-            record = json.loads(data[start:end])
-        except (ValueError, RecursionError):
-            record = None
-        if isinstance(record, dict) and record.get("role") == "_usage":
-            count = record.get("token_count")
-            if isinstance(count, int) and not isinstance(count, bool):
-                return count
-        pos = data.find(_USAGE, end)
-    return None
 
 
 # --- inference ----------------------------------------------------------------------------------
@@ -209,15 +219,19 @@ def _infer(
 ) -> Rotation:
     if rotated is None or after is None:
         return rotation
-    tokens = rotation.tokens if rotation.tokens is not None else rotated.token_count
+    tokens = rotation.tokens if rotation.tokens is not None else rotated.tokens
     kept = common_prefix(rotated.messages, after.messages)
     # First: a restored file may begin with a compaction's summary itself.
     source = _restored(kept, after, others, read)
     if source is not None:
         info = {**rotation.info, "source": source}
         return _with(rotation, "restore", None, tokens, info)
-    if after.compacted:
+    # A summary both files hold was copied (a D-Mail, a revert in a compacted context): only
+    # a new one is a compaction's.
+    if after.summary_at is not None and kept <= after.summary_at:
         info = dict(rotation.info)
+        # Kimi's own `_usage` estimate counts the messages alone: what the next request
+        # carried is the first count reported after it (unknown until one was).
         if after.first_token_count is not None:
             info.setdefault("tokens_after", after.first_token_count)
         return _with(rotation, "compaction", None, tokens, info)

@@ -70,7 +70,18 @@ class Scan:
     checkpoints: CheckpointIndex = field(default_factory=CheckpointIndex)
     file_edits: list[FileEdit] = field(default_factory=list)
     token_count: int = 0
+    """The count the model last reported (`_usage`); 0 when none was, since the context began
+    or was compacted.
+
+    Kimi CLI and kode-tui make a checkpoint before every request, so a `_usage` written while
+    checkpoint 0 is the only one cannot be a count the model reported: it is the estimate a
+    compaction writes after the messages it leaves (Kimi's counts those messages alone, ours
+    the whole next request). Either way it is an estimate, and it is not taken for a report:
+    the messages after it count as added since (`usage_index`)."""
+    first_token_count: int | None = None
+    """The first count the model reported (after a compaction: what the next request held)."""
     usage_index: int = 0
+    """How many messages came before the `_usage` record of `token_count`."""
     next_checkpoint_id: int = 0
     system_prompt: str | None = None
     system_prompt_spans: list[tuple[int, int]] = field(default_factory=list)
@@ -212,6 +223,7 @@ def _index(data: memoryview, lines: _Lines, name: str, result: Scan, numbers: _L
     flags = lines.flags
     messages = 0
     token_count = 0
+    first_token_count: int | None = None
     usage_index = 0
     next_id = 0
     system_prompt: str | None = None
@@ -242,8 +254,12 @@ def _index(data: memoryview, lines: _Lines, name: str, result: Scan, numbers: _L
         elif role == "_usage":
             count = record.token_count
             if type(count) is int and count >= 0:
-                token_count = count
-                usage_index = messages
+                # Before checkpoint 1 it is a compaction's estimate (see `Scan.token_count`).
+                if next_id != 1:
+                    token_count = count
+                    usage_index = messages
+                    if first_token_count is None:
+                        first_token_count = count
             else:
                 warnings.append(
                     f"{name}:{numbers.at(start)}: skipped a usage record without a token count"
@@ -269,6 +285,7 @@ def _index(data: memoryview, lines: _Lines, name: str, result: Scan, numbers: _L
             )
         # Other `_` records come from newer versions: kept in the file, not interpreted.
     result.token_count = token_count
+    result.first_token_count = first_token_count
     result.usage_index = usage_index
     result.next_checkpoint_id = next_id
     result.system_prompt = system_prompt

@@ -21,7 +21,7 @@ from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Literal
+from typing import Literal, NamedTuple
 
 from kode_tui.fsutil import FileChanged, append_line, write_atomically
 from kode_tui.message import (
@@ -32,6 +32,7 @@ from kode_tui.message import (
     TextPart,
     UsageRecord,
     parse_record,
+    shown_messages,
 )
 from kode_tui.session.journal import FileJournal
 from kode_tui.session.rotation import Rotation, rotation_number
@@ -388,6 +389,26 @@ class Comparison:
     def common(self) -> int:
         """How many messages the two hold both."""
         return len(self.in_both)
+
+    @property
+    def counts(self) -> MessageCounts:
+        """Its lists counted as a user counts messages (`shown_messages`): what a preview and
+        a restore's dialog say alike."""
+        return MessageCounts(
+            len(shown_messages(self.in_both)),
+            len(shown_messages(self.only_there)),
+            len(shown_messages(self.only_here)),
+        )
+
+
+class MessageCounts(NamedTuple):
+    """How many messages of the conversation two contexts hold both or alone (checkpoint notes
+    for the model left out); restoring `there` brings `only_there` back and takes `only_here`
+    out of the live context."""
+
+    in_both: int
+    only_there: int
+    only_here: int
 
 
 def compare(there: Sequence[Message], here: Sequence[Message]) -> Comparison:

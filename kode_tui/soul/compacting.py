@@ -19,6 +19,7 @@ from kode_tui.message import (
     TextPart,
     UsageRecord,
     checkpoint_note,
+    estimate_tokens,
     paired,
     system,
     system_text,
@@ -38,6 +39,7 @@ from kode_tui.wire.events import TokenUsage
 
 if TYPE_CHECKING:
     from kode_tui.session import Context
+    from kode_tui.soul.context_report import PromptParts
     from kode_tui.soul.cost import CostLedger
     from kode_tui.soul.hooks import Hooks
     from kode_tui.wire.bus import WireBus
@@ -66,8 +68,11 @@ class CompactionPlan:
     """What a review may switch to: the configured strategy first, then the built-in ones."""
     instruction: str | None
     tokens_before: int
+    """The gauge's number when it was planned: what the next request would have carried."""
     tokens_after: int
-    """The estimate of the new context (chars / 4), as the summary stands in the plan."""
+    """What the next request will carry once it applies, estimated (chars / 4): the
+    `prompt_tokens` and the new context's messages, as the summary stands in the plan. The
+    gauge shows it after the swap, until the model reports a count."""
     kept: tuple[Message, ...]
     """The messages carried over verbatim, in order."""
     hidden: int
@@ -83,6 +88,10 @@ class CompactionPlan:
     """Whether the summary is not the strategy's own (rotations.jsonl notes `edited`)."""
     trigger: str = "manual"
     """`auto` when a turn's step compacted, `manual` for `/compact` (the hooks are told)."""
+    prompt_tokens: int = 0
+    """What every request carries besides the messages, estimated: the system prompt with the
+    project context and the pins, the tool definitions (and the new context's checkpoint
+    note)."""
 
     def with_summary(self, text: str) -> CompactionPlan:
         """The plan with `text` as its summary (and the token estimate that goes with it)."""
@@ -91,7 +100,7 @@ class CompactionPlan:
         messages = tuple(
             _summary_message(text) if _summary_of(m) is not None else m for m in self.messages
         )
-        after = sum(m.estimated_tokens() for m in messages)
+        after = self.prompt_tokens + estimate_tokens(messages)
         return replace(self, summary=text, messages=messages, tokens_after=after, edited=True)
 
 
@@ -112,7 +121,9 @@ class Compactor:
     step's and counted in `/cost`), `reserved()` the room kept for the next answer,
     `checkpoint_notes` whether every checkpoint is followed by its D-Mail note, `swapped()`
     what must follow a swap (SendDMail learns the new checkpoint count), `status()` the gauge's
-    numbers to send afterwards.
+    numbers (a compaction's "before" is its count; it is sent afterwards), `measure_prompt()`
+    the part of every request that is not a message (system prompt, project context, pins,
+    tools), measured: a compaction's "after" counts it, as the gauge does.
     """
 
     def __init__(
@@ -127,6 +138,7 @@ class Compactor:
         checkpoint_notes: bool,
         swapped: Callable[[], None],
         status: Callable[[], ev.StatusUpdate],
+        measure_prompt: Callable[[], Awaitable[PromptParts]],
     ) -> None:
         self.strategy = strategy
         """The configured strategy (None: the context is never compacted)."""
@@ -142,6 +154,7 @@ class Compactor:
         self._checkpoint_notes = checkpoint_notes
         self._swapped = swapped
         self._status = status
+        self._measure_prompt = measure_prompt
 
     async def compact(self, instruction: str | None, step: int) -> bool:
         """Shrink the context with the configured strategy; whether anything changed. The
@@ -153,7 +166,7 @@ class Compactor:
         """
         strategy = self.strategy
         name = type(strategy).__name__ if strategy is not None else ""
-        before = self._context.token_count_with_pending
+        before = self._status().context_tokens
         turn = asyncio.current_task()
         reviewer = self.reviewer
         if turn is not None and self.declined_in is turn:
@@ -210,7 +223,9 @@ class Compactor:
             raise ValueError(f"There is no compaction strategy named {name}.")
         context = self._context
         history = tuple(context.history)
-        before = context.token_count_with_pending
+        # Measured first: the gauge's number counts the prompt as last measured.
+        prompt = (await self._measure_prompt()).tokens
+        before = self._status().context_tokens
         trigger = "auto" if step else "manual"
         if strategy is None:
             fields = {"trigger": trigger, "strategy": name, "tokens_before": before}
@@ -238,20 +253,21 @@ class Compactor:
         old = set(map(id, history))
         kept = tuple(m for m in messages if id(m) in old)
         summary = next((s for s in map(_summary_of, messages) if s is not None), None)
+        if self._checkpoint_notes:
+            prompt += Message(role="user", content=checkpoint_note(0)).estimated_tokens()
         return CompactionPlan(
             strategy=name,
             strategies=names,
             instruction=instruction,
             tokens_before=before,
-            # Kimi CLI's estimate of the new context (its messages, chars / 4), written as its
-            # `_usage` (else a reader takes the size for 0): the next call's count replaces it.
-            tokens_after=sum(m.estimated_tokens() for m in messages),
+            tokens_after=prompt + estimate_tokens(messages),
             kept=kept,
             hidden=len(history) - len(kept),
             summary=summary,
             messages=tuple(messages),
             source=history,
             trigger=trigger,
+            prompt_tokens=prompt,
         )
 
     async def apply(self, planned: CompactionPlan) -> None:
@@ -262,7 +278,7 @@ class Compactor:
         try:
             await self._apply_plan(planned)
         except BaseException:
-            before = self._context.token_count_with_pending
+            before = self._status().context_tokens
             self._bus.send(ev.CompactionEnd(tokens_before=before, tokens_after=before))
             raise
 
@@ -274,9 +290,7 @@ class Compactor:
             raise ValueError("The summary is empty, so the context was not compacted.")
         # Noted only when true: rotations.jsonl stays as it was for an unreviewed compaction.
         note = {"edited": True} if planned.edited else {}
-        rotated = await asyncio.shield(
-            self._swap(planned.strategy, planned.messages, planned.tokens_after, **note)
-        )
+        rotated = await asyncio.shield(self._swap(planned, **note))
         self._bus.send(
             ev.CompactionEnd(
                 tokens_before=planned.tokens_before,
@@ -295,11 +309,9 @@ class Compactor:
         }
         await self._hooks.run("PostCompact", record)
 
-    async def _swap(
-        self, strategy: str, messages: Sequence[Message], after: int, **note: bool
-    ) -> str | None:
-        # The new context (prompt, checkpoint 0, the summary, its `_usage` as Kimi CLI writes
-        # it) goes live in one swap: a kill or a full disk halfway must not leave an emptied
+    async def _swap(self, planned: CompactionPlan, **note: bool) -> str | None:
+        # The new context (prompt, checkpoint 0, the summary, a `_usage` as Kimi CLI writes
+        # one) goes live in one swap: a kill or a full disk halfway must not leave an emptied
         # context.
         context = self._context
         records: list[Message | CheckpointRecord | SystemPromptRecord | UsageRecord] = []
@@ -308,11 +320,19 @@ class Compactor:
         records.append(CheckpointRecord(id=0))
         if self._checkpoint_notes:
             records.append(Message(role="user", content=checkpoint_note(0)))
-        records.extend(messages)
-        records.append(UsageRecord(token_count=after))
-        # rotations.jsonl's `tokens` is the count reported before: no `tokens_before` estimate.
+        records.extend(planned.messages)
+        # Kimi CLI's gauge reads it as the context's size until the next request reports one
+        # (its own counts the messages alone); ours takes it for an estimate
+        # (`Scan.token_count`) and counts the same figure afresh.
+        records.append(UsageRecord(token_count=planned.tokens_after))
+        # The sizes the review showed, before and after: History and the export repeat them.
         rotated = await context.replace_all(
-            records, reason="compaction", strategy=strategy, tokens_after=after, **note
+            records,
+            reason="compaction",
+            strategy=planned.strategy,
+            tokens=planned.tokens_before,
+            tokens_after=planned.tokens_after,
+            **note,
         )
         self._swapped()
         self._bus.send(ev.CheckpointCreated(id=0))

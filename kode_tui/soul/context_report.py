@@ -225,5 +225,8 @@ def row_lines(report: ContextReport) -> list[str]:
     if report.reported_tokens:
         lines.append("  est.: estimated from the text (characters / 4)")
     else:
-        lines.append("  est.: estimated from the text (characters / 4); no request was sent yet")
+        lines.append(
+            "  est.: estimated from the text (characters / 4); the model reported no count"
+            " since the context began or was compacted"
+        )
     return lines

@@ -180,9 +180,10 @@ class KodeSoul:
         self._denwa_renji = denwa_renji
         self._system_prompt = system_prompt
         # Until the project context is measured (`measure_prompt`): the base prompt and tools.
-        self._prompt_tokens = len(self.system_prompt or "") // 4 + estimate_tool_tokens(
+        self.prompt_tokens = len(self.system_prompt or "") // 4 + estimate_tool_tokens(
             toolset.schemas()
         )
+        """What every request carries besides the messages, estimated as last measured."""
         # The measured prompt the model's last reported count included (None: not known yet,
         # the first measure counts as it): a pin added since is in the gauge before a request.
         self._sent_prompt_tokens: int | None = None
@@ -202,6 +203,7 @@ class KodeSoul:
             checkpoint_notes=self.checkpoint_messages,
             swapped=self.sync_dmail_checkpoints,
             status=self.status,
+            measure_prompt=self.measure_prompt,
         )
         """Shrinks the context (`compact`), with its strategy and reviewer."""
         self.shell_escape = ShellEscape(
@@ -247,7 +249,7 @@ class KodeSoul:
         parts = await context_report.measure(
             self.system_prompt or "", self.project, pins, self.toolset
         )
-        self._prompt_tokens = parts.tokens
+        self.prompt_tokens = parts.tokens
         if self._sent_prompt_tokens is None:
             self._sent_prompt_tokens = parts.tokens
         return parts
@@ -255,7 +257,7 @@ class KodeSoul:
     @property
     def prompt_change(self) -> int:
         """How much the measured prompt grew (a pin added) since the last request."""
-        return self._prompt_tokens - (self._sent_prompt_tokens or self._prompt_tokens)
+        return self.prompt_tokens - (self._sent_prompt_tokens or self.prompt_tokens)
 
     async def announce_prompt(self) -> None:
         """Measure the prompt (the project context once collected) and send the status: the
@@ -289,7 +291,7 @@ class KodeSoul:
         """The gauge's numbers: the count the model reported for the last request and an
         estimate of the messages since; before any report, the known prompt (system prompt,
         project context, tools) estimated and the messages (`kode_tui.soul.context_report`)."""
-        prompt = self.prompt_change if self.context.token_count else self._prompt_tokens
+        prompt = self.prompt_change if self.context.token_count else self.prompt_tokens
         return ev.StatusUpdate(
             context_tokens=self.context.token_count_with_pending + prompt,
             pending_tokens=self.context.pending_tokens + prompt,

@@ -70,7 +70,7 @@ class RestorePreview:
     messages: int
     """The messages of the restored context."""
     messages_back: int
-    """Those the live context does not have (they come back)."""
+    """Those the live context does not have (they come back), as `Comparison.counts` counts."""
     messages_leaving: int
     """The live context's messages the restored one does not have (kept in a rotation)."""
     tokens: int
@@ -170,6 +170,7 @@ def restore_preview(context: Context, env: ToolEnv, source: Path) -> RestorePrev
     when `source` cannot be read."""
     snapshot = read_snapshot(source)
     comparison = compare(snapshot.messages, context.history)
+    counts = comparison.counts
     files: list[FilePlan] = []
     if env.journal is not None:
         rotations = context.rotations()
@@ -185,8 +186,8 @@ def restore_preview(context: Context, env: ToolEnv, source: Path) -> RestorePrev
     return RestorePreview(
         source=source,
         messages=len(snapshot.messages),
-        messages_back=len(comparison.only_there),
-        messages_leaving=len(comparison.only_here),
+        messages_back=counts.only_there,
+        messages_leaving=counts.only_here,
         tokens=snapshot.token_count,
         checkpoints=snapshot.n_checkpoints,
         files=files,

@@ -164,9 +164,8 @@ def test_the_compare_screen(snap_compare: Any) -> None:
 
 
 def test_checkpoint_notes_for_the_model_are_not_listed_or_counted() -> None:
-    from kode_tui.message import Message
+    from kode_tui.message import Message, shown_messages
     from kode_tui.ui.screens.compare import messages_body
-    from kode_tui.ui.widgets.message_lines import shown_messages
 
     messages = [
         Message(role="user", content="<system>CHECKPOINT 3</system>"),

@@ -476,9 +476,9 @@ async def test_kimi_rotations_restore_and_revert(kimi_session: Path) -> None:
 GOOD = [
     b'{"role": "_checkpoint", "id": 0}',
     b'{"role":"user","content":"hello"}',
+    b'{"role": "_checkpoint", "id": 1}',
     b'{"role": "_usage", "token_count": 10}',
     b'{"role":"assistant","content":"hi there"}',
-    b'{"role": "_checkpoint", "id": 1}',
     b'{"role":"user","content":"more"}',
 ]
 
@@ -515,9 +515,9 @@ async def test_a_torn_last_line_is_copied_aside_then_cut(path: Path) -> None:
 
 
 async def test_a_garbage_line_in_the_middle_is_skipped_and_kept(path: Path) -> None:
-    write_lines(path, *GOOD[:3], b"\x00\x01garbage{{", *GOOD[3:])
+    write_lines(path, *GOOD[:2], b"\x00\x01garbage{{", *GOOD[2:])
     context = await assert_good_records_kept(path, warnings=1)
-    assert "line 4" in context.warnings[0] or ":4:" in context.warnings[0]
+    assert "line 3" in context.warnings[0] or ":3:" in context.warnings[0]
     await context.revert_to(1)
     assert b"garbage{{" in path.read_bytes()
     await context.close()

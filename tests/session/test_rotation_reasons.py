@@ -18,7 +18,7 @@ from kode_tui.session.context import Context
 from kode_tui.session.generations import infer_rotations, read_generation
 from kode_tui.session.rotation import ROTATIONS_LOG, Rotation, list_rotations
 from kode_tui.session.timetravel import compare, lineage, read_snapshot
-from tests.conftest import KIMI_FIXTURE
+from tests.conftest import KIMI_FIXTURE, KIMI_OKABE_COMPACTED_FIXTURE
 from tests.session_helpers import user, write_turns
 from tests.test_kimi_compat import KIMI_PYTHON, kimi
 from tests.ui_helpers import facade_of
@@ -77,12 +77,27 @@ def test_the_kimi_fixture_rotations_are_three_compactions_with_their_sizes(tmp_p
     rotations = inferred(kimi_copy(tmp_path))
     assert reasons(rotations) == [("compaction", None)] * 3
     assert all(rotation.inferred for rotation in rotations)
-    # Before: the rotated file's last usage; after: Kimi's estimate written with the summary.
+    # Before: the rotated file's last reported count and the estimate of the messages after it
+    # (the first one left a large tool result unreported); after: what the next request held,
+    # as the model reported it (Kimi's own `_usage` estimate counts the messages alone).
     assert [(r.tokens, r.info["tokens_after"]) for r in rotations] == [
-        (4147, 8248),
-        (12413, 32),
-        (3997, 96),
+        (12374, 12403),
+        (12419, 3894),
+        (3997, 4050),
     ]
+
+
+def test_a_kimi_d_mail_after_a_compaction_is_a_d_mail_though_its_context_begins_with_the_summary(
+    tmp_path: Path,
+) -> None:
+    # Kimi CLI's own files: a /compact, then a D-Mail back to checkpoint 1 of the compacted
+    # context, which copies the summary into the context it leaves.
+    folder = tmp_path / "kimi"
+    shutil.copytree(KIMI_OKABE_COMPACTED_FIXTURE, folder)
+    rotations = inferred(folder / "context.jsonl")
+    assert reasons(rotations) == [("compaction", None), ("dmail", 1)]
+    # What the request after the compaction held, as reported (Kimi's own estimate is 41).
+    assert rotations[0].info == {"tokens_after": 700}
 
 
 def test_a_d_mail_a_clear_and_a_revert_are_told_apart_by_what_follows(tmp_path: Path) -> None:
@@ -110,15 +125,18 @@ def test_a_clear_with_nothing_after_it_yet_is_a_clear(tmp_path: Path) -> None:
 
 def test_a_compaction_after_a_checkpoint_note_is_a_compaction(tmp_path: Path) -> None:
     live = tmp_path / "context.jsonl"
-    write_lines(tmp_path / "context_1.jsonl", PROMPT, 0, user("one"), answer("1"), usage(900))
     note = Message(role="user", content=[system("CHECKPOINT 0")])
+    write_lines(
+        tmp_path / "context_1.jsonl", PROMPT, 0, note, user("one"), 1, answer("1"), usage(900)
+    )
     summary = Message(role="user", content=[system(COMPACTION_OUTPUT_PREFIX), TextPart(text="s")])
-    write_lines(live, PROMPT, 0, note, summary, answer("1"), usage(40))
+    # The compaction's `_usage` (before checkpoint 1) is its estimate; the step after it reports.
+    write_lines(live, PROMPT, 0, note, summary, answer("1"), usage(40), 1, usage(950))
     (rotation,) = inferred(live)
     assert (rotation.reason, rotation.tokens, rotation.info) == (
         "compaction",
         900,
-        {"tokens_after": 40},
+        {"tokens_after": 950},
     )
 
 
@@ -259,8 +277,10 @@ KIMI_ROTATE = textwrap.dedent(
     DMAIL = DMAIL_TEXT
 
     async def turn(context, text, answer, tokens):
+        # As KimiSoul does: a checkpoint for the turn, then one before its step.
         await context.checkpoint(add_user_message=False)
         await context.append_message(Message(role="user", content=text))
+        await context.checkpoint(add_user_message=False)
         await context.append_message(Message(role="assistant", content=answer))
         await context.update_token_count(tokens)
 
@@ -289,6 +309,9 @@ KIMI_ROTATE = textwrap.dedent(
             Message(role="assistant", content="ok"),
         ])
         await context.update_token_count(20)
+        # The next step reports what its request held.
+        await context.checkpoint(add_user_message=False)
+        await context.update_token_count(450)
         print("{}")
 
     asyncio.run(main())
@@ -310,7 +333,7 @@ def test_reasons_of_rotations_kimi_cli_made(tmp_path: Path) -> None:
         ("clear", None),
         ("compaction", None),
     ]
-    assert (rotations[3].tokens, rotations[3].info["tokens_after"]) == (400, 20)
+    assert (rotations[3].tokens, rotations[3].info["tokens_after"]) == (400, 450)
     found = lineage([(r.number, r.reason, r.info.get("source")) for r in rotations])
     assert found.live_path == {1, 2, 3, 4}
     kept = compare(read_snapshot(rotations[3].path).messages, read_snapshot(live).messages)

@@ -650,6 +650,7 @@ async def test_a_compactor_works_with_the_collaborators_it_is_given_no_soul(tmp_
     strategy calls; after the swap it lets its owner know (`swapped`) and sends the status."""
     from kode_tui.session import Context
     from kode_tui.soul.compacting import Compactor
+    from kode_tui.soul.context_report import PromptParts
     from kode_tui.soul.hooks import Hooks
     from kode_tui.wire import events as ev
     from kode_tui.wire.bus import WireBus
@@ -664,6 +665,10 @@ async def test_a_compactor_works_with_the_collaborators_it_is_given_no_soul(tmp_
     shown = bus.subscribe(callback=seen.append)
     swaps: list[int] = []
     status = ev.StatusUpdate(context_tokens=1, max_context_tokens=100)
+
+    async def measure_prompt() -> PromptParts:
+        return PromptParts("You help.", [("system prompt", 30)], tool_count=1, tool_tokens=10)
+
     compactor = Compactor(
         context,
         bus,
@@ -674,6 +679,7 @@ async def test_a_compactor_works_with_the_collaborators_it_is_given_no_soul(tmp_
         checkpoint_notes=False,
         swapped=lambda: swaps.append(context.n_checkpoints),
         status=lambda: status,
+        measure_prompt=measure_prompt,
     )
 
     assert await compactor.compact("keep the answers", step=0)
@@ -686,4 +692,7 @@ async def test_a_compactor_works_with_the_collaborators_it_is_given_no_soul(tmp_
     kinds = [type(event) for event in seen]
     assert kinds == [ev.CompactionBegin, ev.CheckpointCreated, ev.CompactionEnd, ev.StatusUpdate]
     assert seen[-1] is status
+    # "After": the prompt measured (system prompt and tools) and the new context's messages.
+    [end] = [event for event in seen if isinstance(event, ev.CompactionEnd)]
+    assert end.tokens_after == 40 + sum(m.estimated_tokens() for m in context.history)
     await context.close()

@@ -109,7 +109,8 @@ async def make_session(
 ) -> Session:
     """A session written the way the soul writes one: context records and a TurnBegin."""
     session = await Session.create(work_dir)
-    records: list[dict[str, Any]] = [{"role": "_checkpoint", "id": 0}]
+    # A turn's checkpoint, then its step's: a `_usage` before checkpoint 1 is a compaction's.
+    records: list[dict[str, Any]] = [{"role": "_checkpoint", "id": i} for i in (0, 1)]
     for n in range(messages):
         records.append({"role": ("user", "assistant")[n % 2], "content": f"message {n}"})
         if tokens is not None:

@@ -411,7 +411,8 @@ async def test_highlighting_a_checkpoint_shows_its_details(context: Context) -> 
         await settle(pilot)
         shown = "\n".join(lines(app.query_one(CheckpointDetails)))
         assert "Checkpoint 3" in shown
-        assert "Checkpoint 3 · 3,800 tokens" in shown
+        # The count reported before it and the messages since, as the gauge showed it then.
+        assert "Checkpoint 3 · 3,825 tokens (25 estimated)" in shown
         assert "6 messages before it" in shown
         assert "No files edited after it" in shown
 
@@ -506,14 +507,16 @@ async def test_history_of_a_kimi_session_shows_why_each_rotation_was_made(
         assert pane.border_title == "History"
         drawn = lines(pane)
         assert [line.split()[2] for line in drawn[1:7:2]] == ["context_3", "context_2", "context_1"]
-        # Kimi CLI notes no reason: each is read from the file that followed it (a summary
-        # and Kimi's estimate of its size), and each compaction continued the file before.
+        # Kimi CLI notes no reason: each is read from the file that followed it (a summary),
+        # and each compaction continued the file before. Before: the count last reported and
+        # the messages after it; after: the count the next request reported.
         reasons = [line.split("  ")[1].strip() for line in drawn[1:7:2]]
-        assert reasons == ["compaction 4k→96", "compaction 12.4k→32", "compaction 4.1k→8.2k"]
+        assert reasons == ["compaction 4k→4k", "compaction 12.4k→3.9k", "compaction 12.4k→12.4k"]
         assert all("\N{BLACK CIRCLE}" in line for line in drawn[1:7:2])
-        # Kimi's files have no notes: messages and tokens are counted from the file.
+        # Kimi's files have no notes: messages and tokens are counted from the file (the count
+        # last reported and an estimate of a large tool result after it).
         assert "6 msgs · 4k tok" in drawn[2]
-        assert "11 msgs · 4.1k tok" in drawn[6]
+        assert "11 msgs · 12.4k tok" in drawn[6]
 
 
 async def test_history_of_a_kimi_session_marks_the_branch_a_restore_left(tmp_path: Path) -> None:
@@ -532,9 +535,9 @@ async def test_history_of_a_kimi_session_marks_the_branch_a_restore_left(tmp_pat
         rows = [line.split("  ")[0:2] for line in lines(pane)[1:9:2]]
     assert [(mark.split()[1], mark.split()[2], reason.strip()) for mark, reason in rows] == [
         ("\N{WHITE CIRCLE}", "context_4", "restore ← context_2"),
-        ("\N{WHITE CIRCLE}", "context_3", "compaction 4k→96"),
-        ("\N{BLACK CIRCLE}", "context_2", "compaction 12.4k→32"),
-        ("\N{BLACK CIRCLE}", "context_1", "compaction 4.1k→8.2k"),
+        ("\N{WHITE CIRCLE}", "context_3", "compaction 4k→4k"),
+        ("\N{BLACK CIRCLE}", "context_2", "compaction 12.4k→3.9k"),
+        ("\N{BLACK CIRCLE}", "context_1", "compaction 12.4k→12.4k"),
     ]
 
 

@@ -225,9 +225,9 @@ async def test_preview_shows_the_rotated_conversation_and_how_it_differs(tmp_pat
     )
     assert "compacted 48k → 3k by LLMSummaryCompaction" in text
     assert "Compared with the live context" in text
-    assert "0 messages in common" in text
-    assert "11 only here (this file)" in text
-    assert "6 only in the live context" in text
+    assert "0 messages in both" in text
+    assert "11 messages come back from this file" in text
+    assert "6 messages leave the live context" in text
     assert f"{USER_MARK} What did we do so far?" in text
 
 

@@ -27,6 +27,7 @@ from kode_tui.soul.facade.custom import CommandPrompt
 from kode_tui.soul.facade.lineage import LineageNote
 from kode_tui.soul.facade.session import AgentSession
 from kode_tui.soul.facade.travel import (
+    ContextSize,
     RestorePlan,
     RevertPlan,
     RotationEntry,
@@ -59,6 +60,7 @@ __all__ = [
     "Compared",
     "Comparison",
     "ContextReport",
+    "ContextSize",
     "ContextSnapshot",
     "CostReport",
     "CustomCommand",

@@ -19,8 +19,8 @@ class Compaction:
         self._reviewer: Reviewer | None = None
 
     def token_count(self) -> int:
-        """The context's size now, as the gauge's messages count it."""
-        return self._live.context.token_count_with_pending
+        """The context's size now, as the gauge shows it: what the next request carries."""
+        return self._live.soul().status().context_tokens
 
     async def compact(self, instruction: str | None = None) -> bool:
         """Shrink the context with the configured strategy; whether anything changed. Raises

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from kode_tui.message import Message
+from kode_tui.message import Message, estimate_tokens
 from kode_tui.session import Checkpoint, Context, FileEdit, Rotation
 from kode_tui.session.compare import CheckpointDiff, diff_checkpoints
 from kode_tui.session.generations import infer_rotations, read_generation
@@ -64,12 +64,25 @@ class TimelineState:
 
 
 @dataclass(frozen=True, slots=True)
+class ContextSize:
+    """A context's size in tokens as the gauge counts it: the count the model last reported
+    and an estimate (characters / 4) of what that count leaves out."""
+
+    tokens: int
+    estimated: int
+    """The part of `tokens` that is estimated: the messages after the last count reported;
+    all of it (the system prompt and tools with the messages) when none was."""
+
+
+@dataclass(frozen=True, slots=True)
 class RotationEntry:
     """A rotated context file, as the History pane lists it."""
 
     rotation: Rotation
     messages: int | None
     tokens: int | None
+    tokens_estimated: bool = False
+    """`tokens` is an estimate: the model reported no count in that context."""
     on_live_path: bool = True
     """Whether the live context descends from it (else it is an abandoned branch)."""
     parent: int | None = None
@@ -108,6 +121,10 @@ class RotationPreview:
 
     snapshot: ContextSnapshot
     rotation: Rotation | None
+    tokens: int | None
+    """Its size when it was left, as History's row says (None: not known)."""
+    tokens_estimated: bool
+    """`tokens` is an estimate: the model reported no count in that context."""
     comparison: Comparison
     results: PastResults | None
     """What the tool calls of its conversation showed (briefs, diffs), from wire.jsonl."""
@@ -120,7 +137,7 @@ class TimeTravel:
 
     def __init__(self, live: Live) -> None:
         self._live = live
-        self._summaries: dict[tuple[str, int, float], tuple[int, int] | None] = {}
+        self._summaries: dict[tuple[str, int, float], tuple[int, ContextSize] | None] = {}
 
     def forget_summaries(self) -> None:
         """The context files were read again (a read-only view): count them afresh."""
@@ -129,6 +146,19 @@ class TimeTravel:
     def timeline(self) -> TimelineState:
         context = self._live.context
         return TimelineState(context.history, context.checkpoints, context.file_edits)
+
+    def checkpoint_size(self, checkpoint: Checkpoint) -> ContextSize:
+        """The context's size at `checkpoint`, as the gauge showed it then: the count reported
+        last before it and the messages since, estimated; before any count (a new session, or
+        since a compaction), the system prompt and tools as measured now with the messages."""
+        context = self._live.context
+        since = estimate_tokens(context.history[checkpoint.usage_index : checkpoint.message_index])
+        if checkpoint.token_count:
+            return ContextSize(checkpoint.token_count + since, since)
+        soul = self._live.running
+        prompt = soul.prompt_tokens if soul is not None else 0
+        prompt = prompt or len(checkpoint.system_prompt or "") // 4  # a read-only view's
+        return ContextSize(prompt + since, prompt + since)
 
     def is_rotation_file(self, name: str) -> bool:
         """Whether a file name in the session folder is a rotated context or their log."""
@@ -143,12 +173,7 @@ class TimeTravel:
         found = lineage([(r.number, r.reason, _restore_source(r)) for r in rotations])
         entries = []
         for rotation in reversed(rotations):
-            messages, tokens = rotation.messages, rotation.tokens
-            if messages is None or tokens is None:
-                summary = self._summary(rotation)
-                if summary is not None:
-                    messages = summary[0] if messages is None else messages
-                    tokens = summary[1] if tokens is None else tokens
+            messages, tokens, estimated = self._counts(rotation)
             parent = found.parent.get(rotation.number)
             branched = parent is not None and parent != rotation.number - 1
             entries.append(
@@ -156,6 +181,7 @@ class TimeTravel:
                     rotation,
                     messages,
                     tokens,
+                    estimated,
                     rotation.number in found.live_path,
                     parent if branched else None,
                 )
@@ -183,15 +209,30 @@ class TimeTravel:
         context = self._live.context
         return infer_rotations(context.rotations(), context.path)
 
-    def _summary(self, rotation: Rotation) -> tuple[int, int] | None:
-        """Its message and token counts; None for a file too big to read whole."""
+    def _counts(self, rotation: Rotation) -> tuple[int | None, int | None, bool]:
+        """Its messages and tokens: the note's, else read from the file; and whether the
+        tokens are an estimate (the model reported no count in that context)."""
+        messages, tokens, estimated = rotation.messages, rotation.tokens, False
+        # A note's 0: nothing was reported since the context began or was compacted.
+        if messages is None or not tokens:
+            summary = self._summary(rotation)
+            if summary is not None:
+                count, size = summary
+                messages = count if messages is None else messages
+                if not tokens:
+                    tokens, estimated = size.tokens, size.estimated == size.tokens
+        return messages, tokens, estimated
+
+    def _summary(self, rotation: Rotation) -> tuple[int, ContextSize] | None:
+        """Its message count and size; None for a file too big to read whole."""
         key = (rotation.path.name, rotation.size, rotation.mtime)
         if key in self._summaries:
             return self._summaries[key]
         found = read_generation(rotation.path)
         if found is None:
             return None
-        summary = (len(found.messages), found.token_count) if found.complete else None
+        size = ContextSize(found.tokens, found.pending_tokens)
+        summary = (len(found.messages), size) if found.complete else None
         self._summaries[key] = summary
         return summary
 
@@ -248,6 +289,11 @@ class TimeTravel:
         snapshot = await asyncio.to_thread(read_snapshot, path)
         rotations = await asyncio.to_thread(self._known_rotations)
         rotation = next((r for r in rotations if r.path.name == path.name), None)
+        _, tokens, estimated = (
+            await asyncio.to_thread(self._counts, rotation)
+            if rotation is not None
+            else (None, None, False)
+        )
         live = list(self._live.context.history)
         comparison = await asyncio.to_thread(compare, snapshot.messages, live)
         results = await asyncio.to_thread(PastResults.read, self._live.session.wire_file)
@@ -258,7 +304,7 @@ class TimeTravel:
             diffs = await asyncio.to_thread(_conflict_diffs, restore.files, soul.env.journal)
             kept_in = await asyncio.to_thread(_next_rotation, self._live.context.path)
             plan = RestorePlan(restore, diffs, kept_in)
-        return RotationPreview(snapshot, rotation, comparison, results, plan)
+        return RotationPreview(snapshot, rotation, tokens, estimated, comparison, results, plan)
 
     async def restore(
         self, name: str, *, files: bool = False, anyway: bool = False

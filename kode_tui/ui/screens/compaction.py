@@ -21,7 +21,8 @@ from textual.screen import ModalScreen
 from textual.widgets import Button, Select, Static, TextArea
 
 from kode_tui.humanize import format_tokens, plural
-from kode_tui.ui.widgets.message_lines import message_line, shown_messages
+from kode_tui.message import shown_messages
+from kode_tui.ui.widgets.message_lines import message_line
 
 if TYPE_CHECKING:
     from kode_tui.soul.facade import CompactionPlan, Message

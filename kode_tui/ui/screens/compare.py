@@ -11,12 +11,12 @@ from textual.content import Content
 from textual.widget import Widget
 from textual.widgets import Static
 
-from kode_tui.message import Message
+from kode_tui.message import Message, shown_messages
 from kode_tui.safetext import visible
 from kode_tui.soul.facade import CheckpointDiff, FileChange
 from kode_tui.ui.screens.diff import ScrollDialog, wrapped_pieces
 from kode_tui.ui.widgets.display_blocks import diff_lines, diff_rows
-from kode_tui.ui.widgets.message_lines import message_line, shown_messages
+from kode_tui.ui.widgets.message_lines import message_line
 
 
 def file_heading(change: FileChange) -> Content:

@@ -23,7 +23,7 @@ from textual.screen import ModalScreen, Screen
 from textual.widgets import Button, Footer, Static
 
 from kode_tui.humanize import format_age, format_tokens, plural
-from kode_tui.message import Message
+from kode_tui.message import Message, shown_messages
 from kode_tui.safetext import visible
 from kode_tui.soul.facade import (
     CheckpointDiff,
@@ -41,12 +41,7 @@ from kode_tui.soul.facade import (
 )
 from kode_tui.ui.widgets.conversation import Conversation
 from kode_tui.ui.widgets.history import reason_text
-from kode_tui.ui.widgets.message_lines import (
-    message_line,
-    messages_as_text,
-    shorten,
-    shown_messages,
-)
+from kode_tui.ui.widgets.message_lines import message_line, messages_as_text, shorten
 from kode_tui.wire.events import DiffBlock
 
 PROMPT_TEXT_CHARS = 60
@@ -440,13 +435,18 @@ what only each of them holds.
         results: PastResults | None = None,
         plan: RestorePlan | None = None,
         at: int | None = None,
+        tokens: int | None = None,
+        tokens_estimated: bool = False,
     ) -> None:
         """`comparison`: the live context against `snapshot` (the facade's preview has it);
-        `at`: the message to open at (a search match), else the end."""
+        `at`: the message to open at (a search match), else the end; `tokens`: its size as
+        History's row says it (else the file's last count)."""
         super().__init__()
         self.snapshot = snapshot
         self.rotation = rotation
         self.comparison = comparison
+        self._tokens = tokens if tokens is not None else snapshot.token_count
+        self._tokens_estimated = tokens_estimated and tokens is not None
         self._now = now
         self._results = results
         self.plan = plan
@@ -461,6 +461,8 @@ what only each of them holds.
             results=preview.results,
             plan=preview.plan,
             at=at,
+            tokens=preview.tokens,
+            tokens_estimated=preview.tokens_estimated,
         )
 
     @property
@@ -506,7 +508,7 @@ what only each of them holds.
             facts.append(format_age(when, now))
         facts += [
             plural(snapshot.n_checkpoints, "checkpoint"),
-            f"{format_tokens(snapshot.token_count)} tokens",
+            f"{'~' if self._tokens_estimated else ''}{format_tokens(self._tokens)} tokens",
             plural(len(snapshot.messages), "message"),
         ]
         return visible(" · ".join(facts), multiline=False)
@@ -529,17 +531,16 @@ what only each of them holds.
 
     def _comparison_text(self) -> Content:
         comparison = self.comparison
+        counts = comparison.counts  # as a restore's dialog counts and words them
         lines = [
-            Content.styled(f"{plural(comparison.common, 'message')} in common", "bold"),
+            Content.styled(f"{plural(counts.in_both, 'message')} in both", "bold"),
             Content(""),
             Content.styled(
-                f"{len(shown_messages(comparison.only_there))} only here (this file)", "bold"
+                f"{plural(counts.only_there, 'message')} come back from this file", "bold"
             ),
             *_compared_lines(comparison.only_there),
             Content(""),
-            Content.styled(
-                f"{len(shown_messages(comparison.only_here))} only in the live context", "bold"
-            ),
+            Content.styled(f"{plural(counts.only_here, 'message')} leave the live context", "bold"),
             *_compared_lines(comparison.only_here),
         ]
         return Content("\n").join(lines)

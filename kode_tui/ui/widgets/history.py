@@ -236,7 +236,7 @@ def _row_content(entry: RotationEntry, now: float) -> Content:
     if entry.messages is not None:
         facts.append(f"{entry.messages} msgs")
     if entry.tokens is not None:
-        facts.append(f"{format_tokens(entry.tokens)} tok")
+        facts.append(f"{'~' if entry.tokens_estimated else ''}{format_tokens(entry.tokens)} tok")
     strategy = rotation.info.get("strategy")
     if rotation.reason == "compaction" and isinstance(strategy, str) and strategy:
         # The class names all end so; the pane is narrow.

@@ -46,12 +46,6 @@ def message_line(message: Message) -> Content:
     return Content.assemble((f"{mark} ", "$text-muted"), line)
 
 
-def shown_messages(messages: Sequence[Message]) -> list[Message]:
-    """The messages a person would call the conversation: checkpoint notes for the model left
-    out."""
-    return [m for m in messages if not (m.role == "user" and is_checkpoint_note(m.text))]
-
-
 def messages_as_text(messages: Sequence[Message]) -> str:
     """User and assistant text as a quote to paste into the prompt (tool output left out)."""
     lines = ["From an earlier context:", ""]

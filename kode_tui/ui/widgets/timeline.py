@@ -32,6 +32,7 @@ from kode_tui.soul.facade import (
     COMPACTION_OUTPUT_PREFIX,
     AgentSession,
     Checkpoint,
+    ContextSize,
     WireBus,
     typed_text,
 )
@@ -386,7 +387,7 @@ a tool changed files.
         lines = [
             Content.assemble(
                 (f"Checkpoint {checkpoint.id}", "bold"),
-                (f" · {checkpoint.token_count:,} tokens", "dim"),
+                (f" · {_size_text(self._session.travel.checkpoint_size(checkpoint))}", "dim"),
             ),
             Content.styled(f"{checkpoint.message_index:,} messages before it", "dim"),
             Content.assemble(("Files edited after it: ", "dim"), ", ".join(paths))
@@ -450,6 +451,16 @@ def _label(history: Sequence[ChatMessage], start: int, end: int) -> _Label:
 _MARKDOWN_MARKS = re.compile(r"(`+)(.+?)\1|\*\*(?=\S)(.+?)(?<=\S)\*\*|^#+[ \t]+", re.MULTILINE)
 """A code span (kept verbatim), a bold pair, a heading mark. `__` is left alone: in a coding
 agent's answer it is far more often a dunder name (`__init__.py`) than emphasis."""
+
+
+def _size_text(size: ContextSize) -> str:
+    """`4,146 tokens`; `4,190 tokens (44 estimated)`; `~3,850 tokens (estimated)` before the
+    model reported any count."""
+    if not size.estimated:
+        return f"{size.tokens:,} tokens"
+    if size.estimated == size.tokens:
+        return f"~{size.tokens:,} tokens (estimated)"
+    return f"{size.tokens:,} tokens ({size.estimated:,} estimated)"
 
 
 def _plain(markdown: str) -> str:
