@@ -69,6 +69,12 @@ def plural(n: int, one: str, many: str | None = None) -> str:
     return f"{n} {many if many is not None else one + 's'}"
 
 
+def agrees(n: int, verb: str) -> str:
+    """The present tense of `verb` (its plural form, `come`) agreeing with `n` things: `1
+    message comes`, `2 messages come`."""
+    return verb + "s" if n == 1 else verb
+
+
 def format_size(size: int) -> str:
     """A file size: `850 B`, `4.2 KiB`, `12 KiB`, `3.0 MiB`, `1.5 GiB`."""
     if size < 1024:

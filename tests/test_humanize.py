@@ -6,7 +6,7 @@ import time
 
 import pytest
 
-from kode_tui.humanize import format_age, format_size, format_tokens, plural
+from kode_tui.humanize import agrees, format_age, format_size, format_tokens, plural
 
 
 @pytest.mark.parametrize(
@@ -51,6 +51,11 @@ def test_ages_read_in_the_largest_whole_unit_then_as_a_date() -> None:
 def test_a_count_takes_the_plural_unless_it_is_one() -> None:
     assert [plural(n, "file") for n in (0, 1, 2)] == ["0 files", "1 file", "2 files"]
     assert [plural(n, "match", "matches") for n in (1, 3)] == ["1 match", "3 matches"]
+    # and the verb agrees: the restore dialog's "1 message comes back"
+    assert [f"{plural(n, 'message')} {agrees(n, 'come')}" for n in (1, 2)] == [
+        "1 message comes",
+        "2 messages come",
+    ]
 
 
 def test_sizes_read_in_binary_units() -> None:

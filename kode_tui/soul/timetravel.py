@@ -13,7 +13,7 @@ from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from kode_tui.message import Message, is_system_note
+from kode_tui.message import Message, is_system_note, shown_messages
 from kode_tui.pathnames import is_within
 from kode_tui.session import Context
 from kode_tui.session.checkpoints import Checkpoint
@@ -153,7 +153,7 @@ def revert_preview(context: Context, env: ToolEnv, checkpoint_id: int) -> Revert
         files = plan_file_revert(edits, env.work_dir, env.journal, _may_write(env.work_dir))
     return RevertPreview(
         checkpoint_id=checkpoint_id,
-        messages_leaving=len(history) - checkpoint.message_index,
+        messages_leaving=len(shown_messages(history[checkpoint.message_index :])),
         tokens_freed=max(0, context.token_count_with_pending - checkpoint.token_count),
         files=files,
         next_user_text=_user_text_after(

@@ -24,6 +24,7 @@ async def test_the_preview_and_the_restore_count_the_messages_that_come_back_ali
     timeline = agent.travel.timeline()
     asked = [m.text for m in timeline.history].index("second")
     turn = max((c for c in timeline.checkpoints if c.message_index <= asked), key=lambda c: c.id)
+    leaving = (await agent.travel.revert_plan(turn.id)).preview.messages_leaving
     reverted = await agent.travel.revert(turn.id)
 
     preview = await agent.travel.preview(reverted.rotated_file.name)
@@ -34,5 +35,6 @@ async def test_the_preview_and_the_restore_count_the_messages_that_come_back_ali
     # "second", "two.", "third", "three.": what the user sees come back.
     assert preview.comparison.counts.only_there == len(back) - len(notes) == 4
     assert preview.plan is not None and preview.plan.preview.messages_back == 4
+    assert leaving == 4  # the revert's dialog said so of the same messages
     assert preview.plan.preview.messages_leaving == preview.comparison.counts.only_here == 0
     await agent.close()

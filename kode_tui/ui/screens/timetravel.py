@@ -22,7 +22,7 @@ from textual.reactive import reactive
 from textual.screen import ModalScreen, Screen
 from textual.widgets import Button, Footer, Static
 
-from kode_tui.humanize import format_age, format_tokens, plural
+from kode_tui.humanize import agrees, format_age, format_tokens, plural
 from kode_tui.message import Message, shown_messages
 from kode_tui.safetext import visible
 from kode_tui.soul.facade import (
@@ -194,7 +194,8 @@ message from that point goes back into the prompt to edit and send again.
     def _summary(self) -> str:
         return (
             f"{plural(self.messages_leaving, 'message')} "
-            f"(~{format_tokens(self.tokens_freed)} tokens) leave the live context. "
+            f"(~{format_tokens(self.tokens_freed)} tokens) "
+            f"{agrees(self.messages_leaving, 'leave')} the live context. "
             "They are kept in a rotated file: nothing is lost."
         )
 
@@ -356,7 +357,7 @@ Making a rotated context live again keeps the live one as a new rotated file: no
 
     def _summary(self) -> str:
         return (
-            f"{plural(self.messages_back, 'message')} come back; "
+            f"{plural(self.messages_back, 'message')} {agrees(self.messages_back, 'come')} back; "
             f"{plural(self.messages_leaving, 'message')} of the live context leave it. "
             "They are kept in a rotated file: nothing is lost."
         )
@@ -536,11 +537,17 @@ what only each of them holds.
             Content.styled(f"{plural(counts.in_both, 'message')} in both", "bold"),
             Content(""),
             Content.styled(
-                f"{plural(counts.only_there, 'message')} come back from this file", "bold"
+                f"{plural(counts.only_there, 'message')} "
+                f"{agrees(counts.only_there, 'come')} back from this file",
+                "bold",
             ),
             *_compared_lines(comparison.only_there),
             Content(""),
-            Content.styled(f"{plural(counts.only_here, 'message')} leave the live context", "bold"),
+            Content.styled(
+                f"{plural(counts.only_here, 'message')} "
+                f"{agrees(counts.only_here, 'leave')} the live context",
+                "bold",
+            ),
             *_compared_lines(comparison.only_here),
         ]
         return Content("\n").join(lines)
