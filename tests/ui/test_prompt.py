@@ -231,6 +231,20 @@ async def test_ctrl_r_in_a_burst_searches_for_what_follows_it(work_dir: Path) ->
         assert prompt.searching and prompt.text == "one two"
 
 
+async def test_backspace_and_arrows_in_a_burst_act_where_they_were_pressed(
+    work_dir: Path,
+) -> None:
+    # tmux send-keys "/rev" BSpace×4 "/perm": the Backspaces must not land after "/perm".
+    app = PromptHost(work_dir)
+    async with app.run_test() as pilot:
+        keys = [*"/rev", *["backspace"] * 4, *"/perm", "left", "left", "backspace", "x"]
+        for key in keys:
+            app.post_message(events.Key(key, key if len(key) == 1 else None))
+        await pilot.pause()
+        await pilot.pause()
+        assert prompt_of(app).text == "/pxrm"
+
+
 def test_alt_enter_from_a_terminal_without_the_kitty_protocol_is_alt_enter() -> None:
     # tmux and most terminals send ESC CR for Alt+Enter.
     parser = XTermParser()

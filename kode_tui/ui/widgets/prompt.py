@@ -362,6 +362,18 @@ class PromptInput(TextArea):
                 self.move_cursor(result.end_location)
             else:
                 self.action_submit()
+        elif await self._run_binding_in_order(event.key):
+            event.stop()
+            event.prevent_default()
+
+    async def _run_binding_in_order(self, key: str) -> bool:
+        """Run the prompt's (or TextArea's) enabled binding of `key` now. Textual runs it once
+        the key has bubbled up to the App, while characters insert as they reach the prompt: in
+        a burst ("ab", Backspace×2, "xy") the "xy" would land first. Here keys act in order."""
+        for binding in self._bindings.key_to_bindings.get(key, ()):
+            if not binding.priority and await self.app.run_action(binding.action, self):
+                return True
+        return False
 
     def _continues_line(self) -> bool:
         """Whether the cursor, with nothing selected, follows a `\\` that ends its line."""
