@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from textual import events
+
 from kode_tui.soul.llm.scripted import ScriptedProvider
 from kode_tui.ui.widgets.conversation import Conversation
 from kode_tui.ui.widgets.prompt import PromptInput
@@ -48,6 +50,15 @@ async def test_queued_messages_stay_in_sight_to_edit_or_drop_and_pgup_pages_the_
         await pilot.press("pagedown")
         await wait_for(pilot, lambda: conversation.scroll_y == bottom)
         assert app.focused is prompt
+        # Two in a burst (a held key) go two pages, not one page twice from the same place.
+        page = conversation.scrollable_content_region.height
+        assert bottom > 2 * page
+        for _ in range(2):
+            app.post_message(events.Key("pageup", None))
+        await wait_for(pilot, lambda: conversation.scroll_y == bottom - 2 * page)
+        for _ in range(2):
+            app.post_message(events.Key("pagedown", None))
+        await wait_for(pilot, lambda: conversation.scroll_y == bottom)
 
         await send(pilot, "second")
         await send(pilot, "third")

@@ -155,7 +155,7 @@ class CompactionReview(ModalScreen["CompactionPlan | None"]):
         hidden = len(shown_messages(plan.source)) - kept if plan.source else plan.hidden
         pins = f" + {plural(self._pins, 'pin')}" if self._pins else ""
         self.query_one("#review-kept-title", Static).update(
-            f"Kept verbatim: {kept} messages{pins} · hidden: {hidden} "
+            f"Kept verbatim: {plural(kept, 'message')}{pins} · hidden: {hidden} "
             f"({'summarised' if plan.summary is not None else 'tool results replaced'})"
         )
         self.query_one("#review-kept", Static).update(kept_lines(plan.kept))

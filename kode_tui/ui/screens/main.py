@@ -272,10 +272,11 @@ class MainScreen(Screen[None]):
         from kode_tui.ui.widgets.conversation import Conversation
 
         for conversation in self.query(Conversation):
-            if pages < 0:
-                conversation.action_page_up()
-            else:
-                conversation.action_page_down()
+            # From where a scroll under way is going, not where it is: PgUp held, or pressed
+            # again before the last page's animation ends, goes a page further each time.
+            page = conversation.scrollable_content_region.height
+            target = conversation.scroll_target_y + pages * page
+            conversation.scroll_to(y=target, animate=True, immediate=True)
 
     def action_take_queued(self, edit: bool) -> None:
         self.post_message(self.QueuedTaken(edit))
