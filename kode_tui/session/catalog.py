@@ -91,7 +91,9 @@ def read_context_stats(path: Path) -> ContextStats:
         log.warning("Cannot read %s: %s", path, exc)
         return ContextStats(0, None)
     found = scan(data, path.name)
-    tokens = found.token_count or None  # 0: the model never reported a count
+    # 0: the model reported no count since the context began or was compacted; then the
+    # compaction's estimate, as the gauge shows it.
+    tokens = found.token_count or found.estimated_token_count or None
     return ContextStats(len(found.message_starts), tokens)
 
 

@@ -80,6 +80,9 @@ class Scan:
     the messages after it count as added since (`usage_index`)."""
     first_token_count: int | None = None
     """The first count the model reported (after a compaction: what the next request held)."""
+    estimated_token_count: int | None = None
+    """The estimate a compaction wrote (see `token_count`), for a list's row where no count
+    was reported since: better than none."""
     usage_index: int = 0
     """How many messages came before the `_usage` record of `token_count`."""
     next_checkpoint_id: int = 0
@@ -224,6 +227,7 @@ def _index(data: memoryview, lines: _Lines, name: str, result: Scan, numbers: _L
     messages = 0
     token_count = 0
     first_token_count: int | None = None
+    estimated_token_count: int | None = None
     usage_index = 0
     next_id = 0
     system_prompt: str | None = None
@@ -260,6 +264,8 @@ def _index(data: memoryview, lines: _Lines, name: str, result: Scan, numbers: _L
                     usage_index = messages
                     if first_token_count is None:
                         first_token_count = count
+                else:
+                    estimated_token_count = count
             else:
                 warnings.append(
                     f"{name}:{numbers.at(start)}: skipped a usage record without a token count"
@@ -286,6 +292,7 @@ def _index(data: memoryview, lines: _Lines, name: str, result: Scan, numbers: _L
         # Other `_` records come from newer versions: kept in the file, not interpreted.
     result.token_count = token_count
     result.first_token_count = first_token_count
+    result.estimated_token_count = estimated_token_count
     result.usage_index = usage_index
     result.next_checkpoint_id = next_id
     result.system_prompt = system_prompt

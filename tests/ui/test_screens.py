@@ -338,6 +338,27 @@ def test_context_stats_survive_bad_lines(tmp_path: Path) -> None:
     assert read_context_stats(tmp_path / "missing.jsonl") == ContextStats(0, None)
 
 
+def test_a_compacted_sessions_row_shows_the_compactions_estimate_until_a_count_comes(
+    tmp_path: Path,
+) -> None:
+    # Compacted and quit before another request: the gauge's figure, not "-".
+    path = tmp_path / "context.jsonl"
+    compacted = (
+        b'{"role": "_checkpoint", "id": 0}\n'
+        b'{"role": "user", "content": "<system>Previous context has been compacted.</system>"}\n'
+        b'{"role": "assistant", "content": "kept"}\n'
+        b'{"role": "_usage", "token_count": 3890}\n'
+    )
+    path.write_bytes(compacted)
+    assert read_context_stats(path) == ContextStats(messages=2, tokens=3890)
+    path.write_bytes(
+        compacted + b'{"role": "_checkpoint", "id": 1}\n'
+        b'{"role": "user", "content": "next"}\n'
+        b'{"role": "_usage", "token_count": 4100}\n'
+    )
+    assert read_context_stats(path) == ContextStats(messages=3, tokens=4100)
+
+
 # --- Help ---------------------------------------------------------------------------------------
 
 
