@@ -603,7 +603,7 @@ class KodeApp(
         )
 
     def _save_theme(self, theme: object) -> None:
-        from kode_tui.config import save_setting
+        from kode_tui.config_save import save_setting
 
         name = self.theme
         try:
