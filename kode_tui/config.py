@@ -78,7 +78,13 @@ class LoopControl(_Table):
     """`[loop_control]`: limits of the agent loop."""
 
     max_steps_per_run: int = Field(default=100, ge=1)
-    max_retries_per_step: int = Field(default=3, ge=1)
+    max_retries_per_step: int = Field(default=10, ge=1)
+    """Attempts of one model call in all (1: never retry); Claude Code makes up to 10."""
+    max_retry_wait: float = Field(default=60, gt=0)
+    """The longest wait before a retry, in seconds; a server asking for more (`Retry-After`)
+    ends the turn instead, saying so."""
+    max_total_retry_wait: float = Field(default=300, gt=0)
+    """The longest the waits of one model call may add up to, in seconds."""
     reserved_context_size: int = Field(default=50_000, ge=0)
     compaction_trigger_ratio: float = Field(default=0.85, gt=0, le=1)
     request_timeout: float = Field(default=120, gt=0)

@@ -6,6 +6,8 @@ The tests of an `openai/` model run twice: through litellm, and through the Open
 from __future__ import annotations
 
 import asyncio
+import datetime
+import email.utils
 import json
 import logging
 import os
@@ -386,7 +388,7 @@ def test_other_models_get_no_cache_marks_and_no_thinking_blocks() -> None:
 # --- errors ------------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("status", [429, 500, 502, 503])
+@pytest.mark.parametrize("status", [429, 500, 502, 503, 529])
 async def test_throttling_and_server_errors_are_retryable_status_errors(
     server: LLMServer, provider: LiteLLMProvider, status: int
 ) -> None:
@@ -397,6 +399,36 @@ async def test_throttling_and_server_errors_are_retryable_status_errors(
     assert isinstance(error, LLMStatusError) and error.status_code == status
     assert is_retryable(error)
     assert "try again later" in str(error) and "litellm" not in str(error)
+
+
+IN_30_SECONDS = "an HTTP date 30 s from now"
+
+
+@pytest.mark.parametrize(
+    ("headers", "wait"),
+    [
+        ({"Retry-After": "6"}, 6.0),
+        ({"retry-after-ms": "1500", "Retry-After": "2"}, 1.5),
+        ({"Retry-After": IN_30_SECONDS}, 30.0),
+        ({"Retry-After": "soon"}, None),
+        ({}, None),
+    ],
+)
+async def test_the_wait_a_server_asks_for_comes_with_the_error(
+    server: LLMServer, provider: LiteLLMProvider, headers: dict[str, str], wait: float | None
+) -> None:
+    if headers.get("Retry-After") == IN_30_SECONDS:
+        when = datetime.datetime.now(datetime.UTC) + datetime.timedelta(seconds=30)
+        headers = {"Retry-After": email.utils.format_datetime(when, usegmt=True)}
+    server.reply_status(429, "slow down", headers=headers)
+
+    error = await failure(provider)
+
+    assert isinstance(error, LLMStatusError) and error.status_code == 429
+    if wait is None:
+        assert error.retry_after is None
+    else:  # a date counts from when it is read (to the second): less on a loaded machine
+        assert error.retry_after is not None and wait / 3 <= error.retry_after <= wait
 
 
 async def test_text_that_is_not_valid_utf8_is_sent_escaped_instead_of_failing(

@@ -35,6 +35,7 @@ from kode_tui.soul.llm import (
     ToolCallDelta,
     ToolCallStart,
 )
+from kode_tui.soul.llm.retry_after import retry_after
 from kode_tui.wire.events import TokenUsage
 
 __all__ = [
@@ -316,6 +317,12 @@ class LiteLLMProvider:
             return LLMStatusError(f"the conversation is too long for {model}: {detail}", 400)
         if not isinstance(status, int):
             return LLMError(f"{model} failed: {detail}")
+        error = self._status_error(status, detail)
+        error.retry_after = retry_after(_causes(exc))
+        return error
+
+    def _status_error(self, status: int, detail: str) -> LLMStatusError:
+        model = self._model
         if status == 401:
             return LLMStatusError(
                 f"authentication failed for {model}: check {self._key_hint()}", 401
