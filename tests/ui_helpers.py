@@ -124,9 +124,10 @@ def static_text(app: App[Any]) -> str:
 
 
 async def wait_for(
-    pilot: Pilot[Any], condition: Callable[[], object], timeout: float = 10
+    pilot: Pilot[Any], condition: Callable[[], object], timeout: float = 60
 ) -> float:
-    """Pause until `condition()` is true (or fail after `timeout` seconds); the seconds it took."""
+    """Pause until `condition()` is true (or fail after `timeout` seconds); the seconds it took.
+    The timeout is only a safety net: generous, since a loaded machine starts things slowly."""
     loop = asyncio.get_running_loop()
     started = loop.time()
     while not condition():

@@ -178,7 +178,7 @@ async def test_cancel_mid_stream_keeps_what_was_shown_marked(
     agent, _ = await start(project, server)
 
     task = asyncio.create_task(agent.soul.run("hi"))
-    await held.wait_started(timeout=10)
+    await held.wait_started(timeout=60)
     await asyncio.sleep(0.05)
     task.cancel()
     with pytest.raises(asyncio.CancelledError):

@@ -14,6 +14,7 @@ import os
 import socket
 import subprocess
 import sys
+import time
 from collections.abc import Iterator, Sequence
 from typing import Any
 
@@ -383,6 +384,34 @@ def test_other_models_get_no_cache_marks_and_no_thinking_blocks() -> None:
 
     assert "cache_control" not in json.dumps(messages)
     assert "thinking_blocks" not in messages[2]
+
+
+async def test_importing_the_library_is_not_counted_as_the_model_keeping_silent(
+    server: LLMServer, monkeypatch: pytest.MonkeyPatch, provider_class: type[LiteLLMProvider]
+) -> None:
+    from kode_tui.soul.llm import litellm_provider, openai_route
+
+    monkeypatch.setenv(KEY_ENV, KEY)
+    provider = provider_class(
+        MODEL, api_base=server.url, api_key_env=KEY_ENV, timeout=10, first_token_timeout=0.2
+    )
+    litellm_route = provider_class is LiteLLMProvider
+    module: Any = litellm_provider if litellm_route else openai_route
+    name = "load_litellm" if litellm_route else "load_openai"
+    load = getattr(module, name)
+    load()  # imported for real now: only the slow import below is what this test is about
+    monkeypatch.setattr(module, "_litellm" if litellm_route else "_openai", None)
+
+    def slow_load() -> Any:
+        time.sleep(0.5)  # the import on a loaded machine: longer than first_token_timeout
+        return load()
+
+    monkeypatch.setattr(module, name, slow_load)
+    server.reply_text("Here.")
+
+    items = await collect(provider)
+
+    assert "".join(item.text for item in items if isinstance(item, TextPart)) == "Here."
 
 
 # --- errors ------------------------------------------------------------------------------------

@@ -206,8 +206,10 @@ class LiteLLMProvider:
         if api_key is not None:
             request["api_key"] = api_key
         try:
+            # Importing the library (seconds on a loaded machine) is no silence of the model's.
+            library = await self._library()
             async with asyncio.timeout(self._first_token_timeout):
-                response = await self._open(request)
+                response = await self._open(library, request)
         except TimeoutError as exc:
             raise self._silent(first=True) from exc
         except Exception as exc:
@@ -248,10 +250,14 @@ class LiteLLMProvider:
         if reader.usage is not None:
             yield reader.usage
 
-    async def _open(self, request: dict[str, Any]) -> Any:
-        """Send `request` (litellm's `acompletion` arguments); the stream of chunks."""
-        litellm = _litellm if _litellm is not None else await asyncio.to_thread(load_litellm)
-        return await litellm.acompletion(**request)
+    async def _library(self) -> Any:
+        """The library that sends the request (litellm), imported in a thread the first time."""
+        return _litellm if _litellm is not None else await asyncio.to_thread(load_litellm)
+
+    async def _open(self, library: Any, request: dict[str, Any]) -> Any:
+        """Send `request` (litellm's `acompletion` arguments) with `library`; the stream of
+        chunks."""
+        return await library.acompletion(**request)
 
     def _silent(self, *, first: bool) -> LLMTimeoutError:
         if first:
