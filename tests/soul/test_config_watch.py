@@ -83,6 +83,7 @@ async def test_the_watcher_hands_over_each_saved_config_and_says_a_broken_one(ho
         return "; ".join(what_changed(old, new))
 
     watcher = asyncio.create_task(watch_config(None, use, lambda *said: lines.put_nowait(said)))
+    await asyncio.sleep(0)  # it runs up to its first wait: watchfiles watches from then on
     try:
         line = await saved(config, TWO, lines, lambda line: "two" in line)
         assert line == "config.toml read again: model two added"
