@@ -8,7 +8,9 @@ form `FILE:LINE: KEY: what is wrong`; the CLI prints it and exits 2.
 `resolve_model` picks the model for a run: `--model` > `default_model` > the first provider whose
 API key is in the environment > a reachable local Ollama > the offline `demo` model.
 
-This module sits at the bottom of the layers: standard library, pydantic and tomlkit only.
+`kode_tui.config_save` writes one setting back (`/theme`, `/model`).
+
+This module sits at the bottom of the layers: standard library and pydantic only.
 """
 
 from __future__ import annotations
@@ -22,7 +24,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from types import MappingProxyType
-from typing import TYPE_CHECKING, Annotated, Any, Literal, get_args, get_origin
+from typing import Annotated, Any, Literal, get_args, get_origin
 
 from pydantic import (
     AfterValidator,
@@ -37,12 +39,8 @@ from pydantic import (
 from pydantic_core import ErrorDetails
 
 from kode_tui.errors import ConfigError as ConfigError
-from kode_tui.fsutil import atomic_write_bytes, make_private_dir
 from kode_tui.humanize import plural
 from kode_tui.paths import Paths
-
-if TYPE_CHECKING:
-    from tomlkit import TOMLDocument
 
 # The same literal as kode_tui.session.state.ApprovalMode; config may not import session.
 ApprovalMode = Literal["ask", "auto-edit", "sandbox", "yolo"]
@@ -80,7 +78,13 @@ class LoopControl(_Table):
     """`[loop_control]`: limits of the agent loop."""
 
     max_steps_per_run: int = Field(default=100, ge=1)
-    max_retries_per_step: int = Field(default=3, ge=1)
+    max_retries_per_step: int = Field(default=10, ge=1)
+    """Attempts of one model call in all (1: never retry); Claude Code makes up to 10."""
+    max_retry_wait: float = Field(default=60, gt=0)
+    """The longest wait before a retry, in seconds; a server asking for more (`Retry-After`)
+    ends the turn instead, saying so."""
+    max_total_retry_wait: float = Field(default=300, gt=0)
+    """The longest the waits of one model call may add up to, in seconds."""
     reserved_context_size: int = Field(default=50_000, ge=0)
     compaction_trigger_ratio: float = Field(default=0.85, gt=0, le=1)
     request_timeout: float = Field(default=120, gt=0)
@@ -622,79 +626,3 @@ def probe_ollama(url: str | None = None, timeout: float = 0.3) -> str | None:
     # Embedding models are listed too, but cannot chat.
     chat = [name for name in names if "embed" not in name]
     return f"ollama_chat/{chat[0]}" if chat else None
-
-
-# --- Saving a setting -------------------------------------------------------------------------
-
-
-def save_setting(key: str, value: str, path: Path | None = None) -> None:
-    """Set the top-level string setting `key` (`theme`, `default_model`, ...) to `value` in the
-    config file (default `$KODE_TUI_HOME/config.toml`), keeping the rest of the file as written.
-
-    tomlkit edits the file as a document, so comments, layout and the other keys stay as they
-    were. An existing `key = ...` is replaced in place (a comment at the end of its line stays);
-    otherwise the setting goes after the last top-level setting, or before the first table and
-    the comments right above it. A missing file is created (0600, folder 0700). The file is
-    replaced atomically, so a crash leaves the old or the new file, never a mix; a symlinked
-    file (dotfiles) is written where the link points.
-
-    Raises ValueError when `key` is not a top-level setting or `value` is not valid for it,
-    ConfigError when the file is not valid TOML (it is left untouched), OSError when it cannot
-    be read or written.
-    """
-    if key not in Config.model_fields:
-        raise ValueError(f"'{key}' is not a top-level setting of the config file")
-    try:
-        Config.model_validate({key: value})
-    except ValidationError as exc:
-        raise ValueError(f"{key}: {_describe(exc.errors()[0])}") from None
-    file = Path(os.path.realpath(path if path is not None else Paths.current().config_file))
-    try:
-        raw = file.read_bytes()
-    except FileNotFoundError:
-        raw = b""
-    text, before = _parse_toml(file, raw)
-    # Imported here: only saving needs it, and start-up reads the config with tomllib.
-    import tomlkit
-
-    document = tomlkit.parse(text)
-    cannot = ConfigError(f"{file}: cannot set {key} here without rewriting the file; edit it")
-    if document.as_string() != text:
-        # tomlkit regroups a table split around an array of tables: the layout would change.
-        raise cannot
-    _set_top_level(document, key, value, "\r\n" if "\r\n" in text else "\n")
-    new_text = document.as_string()
-    after = tomllib.loads(new_text)
-    if after.get(key) != value or {**after, key: None} != {**before, key: None}:
-        raise cannot
-    make_private_dir(file.parent)
-    atomic_write_bytes(file, new_text.encode("utf-8"))
-
-
-def _set_top_level(document: TOMLDocument, key: str, value: str, newline: str) -> None:
-    import tomlkit
-    from tomlkit.items import AoT, Comment, Table
-
-    if key in document:
-        document[key] = value
-        return
-    body = document.body
-    tables = [i for i, (_, item) in enumerate(body) if isinstance(item, Table | AoT)]
-    first_table = tables[0] if tables else len(body)
-    settings = [i for i, (name, _) in enumerate(body[:first_table]) if name is not None]
-    item = tomlkit.item(value)
-    item.trivia.trail = newline
-    if settings:
-        at = settings[-1] + 1
-    elif tables:
-        at = first_table
-        # The comments right above a table describe it: the setting goes above them.
-        while at > 0 and isinstance(body[at - 1][1], Comment):
-            at -= 1
-        item.trivia.trail += newline
-    else:
-        document.append(key, item)
-        return
-    # tomlkit's public append would put the setting below the comments above the first table;
-    # _insert_at is the method append itself uses, at the place chosen here.
-    document._insert_at(at, key, item)

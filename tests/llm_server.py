@@ -61,7 +61,7 @@ class HeldReply:
         """Let the reply finish normally."""
         self.released.set()
 
-    async def wait_started(self, timeout: float = 10) -> None:
+    async def wait_started(self, timeout: float = 60) -> None:
         """Wait, without blocking the event loop, until the client is mid-stream."""
         if not await asyncio.to_thread(self.started.wait, timeout):
             raise TimeoutError("the held reply was never requested")

@@ -80,9 +80,10 @@ class PtyApp:
             time.sleep(pause)
 
     def wait_for(
-        self, what: str | Callable[[], bool], *, timeout: float = 30, since: int = 0
+        self, what: str | Callable[[], bool], *, timeout: float = 60, since: int = 0
     ) -> None:
-        """Until `what` has been drawn (after output position `since`), or `what()` is true."""
+        """Until `what` has been drawn (after output position `since`), or `what()` is true.
+        The timeout is a safety net: a loaded machine starts the app slowly."""
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             if isinstance(what, str):
@@ -107,7 +108,7 @@ class PtyApp:
                 self.status = status
         return self.status is not None
 
-    def wait_exit(self, timeout: float = 10) -> int:
+    def wait_exit(self, timeout: float = 30) -> int:
         """The exit code, once the app has ended by itself."""
         deadline = time.monotonic() + timeout
         while not self.exited():

@@ -9,7 +9,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar, TextIO
 
-import tenacity
 from pydantic import BaseModel
 
 from kode_tui.config import Config
@@ -112,6 +111,8 @@ class Rig:
     events: list[ev.Event] = field(default_factory=list)
     answers: list[ApprovalResponse] = field(default_factory=list)
     """Answers to approval requests, in order; `approve` once they run out."""
+    slept: list[float] = field(default_factory=list)
+    """The waits of the soul's retries, in order (taken at once)."""
 
     def of(self, kind: type[ev.Event]) -> list[Any]:
         return [event for event in self.events if isinstance(event, kind)]
@@ -137,6 +138,11 @@ async def make_rig(
 ) -> Rig:
     work_dir = tmp_path / "work"
     work_dir.mkdir(exist_ok=True)
+    slept: list[float] = []
+
+    async def rig_sleep(seconds: float) -> None:
+        slept.append(seconds)  # the retry's wait, taken at once: tests never sleep
+
     context = Context(tmp_path / "session" / "context.jsonl")
     await context.restore()
     bus = WireBus()
@@ -157,9 +163,9 @@ async def make_rig(
         denwa_renji=denwa_renji,
         settings=settings or LoopSettings(reserved_context_size=1_000),
         system_prompt="You are a test.",
-        retry_wait=tenacity.wait_none(),
+        retry_sleep=rig_sleep,
     )
-    rig = Rig(soul, context, bus, provider, state, work_dir)
+    rig = Rig(soul, context, bus, provider, state, work_dir, slept=slept)
 
     def record(event: ev.Event) -> None:
         rig.events.append(event)

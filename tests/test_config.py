@@ -95,9 +95,11 @@ def test_no_config_file_gives_the_defaults(home: Path) -> None:
     assert config.models == {}
     assert config.loop_control == LoopControl(
         max_steps_per_run=100,
-        max_retries_per_step=3,
+        max_retries_per_step=10,
         reserved_context_size=50_000,
         compaction_trigger_ratio=0.85,
+        max_retry_wait=60,
+        max_total_retry_wait=300,
     )
     assert config.compaction.strategy == "kode_tui.soul.compaction:LLMSummaryCompaction"
     assert config.context.custom == ""

@@ -8,7 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from kode_tui.config import ConfigError, load_config, save_setting
+from kode_tui.config import ConfigError, load_config
+from kode_tui.config_save import save_setting
 from kode_tui.paths import Paths
 
 COMMENTED = """\

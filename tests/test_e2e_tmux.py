@@ -37,7 +37,7 @@ class Terminal:
         )
         return done.stdout
 
-    def wait_for(self, what: str | Callable[[], bool], timeout: float = 30) -> str:
+    def wait_for(self, what: str | Callable[[], bool], timeout: float = 60) -> str:
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             screen = self.screen()

@@ -10,6 +10,7 @@ import json
 import os
 import subprocess
 import textwrap
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -102,17 +103,65 @@ KIMI_WRITE = KIMI_PRINT_STATE + textwrap.dedent(
 )
 
 
+# Runs each script it is sent as `python -c SCRIPT PATH` would, in one process: importing Kimi
+# costs most of a second, and the tests here ask Kimi some twenty times.
+KIMI_SERVER = textwrap.dedent(
+    """
+    import contextlib, io, json, os, sys, traceback
+
+    replies = sys.stdout
+    for line in sys.stdin:
+        request = json.loads(line)
+        os.environ.clear()
+        os.environ.update(request["env"])
+        sys.argv = ["-c", *request["args"]]
+        out = io.StringIO()
+        try:
+            with contextlib.redirect_stdout(out):
+                exec(compile(request["script"], "<script>", "exec"), {"__name__": "__main__"})
+            reply = {"stdout": out.getvalue()}
+        except BaseException:
+            reply = {"error": traceback.format_exc()}
+        replies.write(json.dumps(reply) + "\\n")
+        replies.flush()
+    """
+)
+
+_kimi_server: subprocess.Popen[str] | None = None
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _close_kimi_server() -> Iterator[None]:
+    yield
+    global _kimi_server
+    if _kimi_server is not None and _kimi_server.stdin is not None:
+        _kimi_server.stdin.close()
+        _kimi_server.wait(timeout=60)
+        _kimi_server = None
+
+
 def kimi(script: str, path: Path) -> dict[str, Any]:
+    """What `script` run by Kimi's Python with `path` prints last, as JSON."""
+    global _kimi_server
     assert KIMI_PYTHON is not None
-    done = subprocess.run(
-        [KIMI_PYTHON, "-c", script, str(path)],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        env={**os.environ, "HOME": str(path.parent)},
-    )
-    assert done.returncode == 0, done.stderr
-    result: dict[str, Any] = json.loads(done.stdout.strip().splitlines()[-1])
+    if _kimi_server is None:
+        _kimi_server = subprocess.Popen(
+            [KIMI_PYTHON, "-c", KIMI_SERVER],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL,  # a script's failure comes back as its traceback
+            text=True,
+        )
+    assert _kimi_server.stdin is not None and _kimi_server.stdout is not None
+    env = {**os.environ, "HOME": str(path.parent)}
+    request = {"script": script, "args": [str(path)], "env": env}
+    _kimi_server.stdin.write(json.dumps(request) + "\n")
+    _kimi_server.stdin.flush()
+    line = _kimi_server.stdout.readline()
+    assert line, "Kimi's Python ended"
+    reply = json.loads(line)
+    assert "error" not in reply, reply["error"]
+    result: dict[str, Any] = json.loads(reply["stdout"].strip().splitlines()[-1])
     return result
 
 

@@ -100,7 +100,12 @@ def test_a_retry_is_recorded_with_kimis_fields_and_our_message() -> None:
     payload = to_record(retry, 1.0)["message"]["payload"]
 
     kimi_fields = KIMI_TYPES["StepRetry"]
-    assert set(payload) == {*kimi_fields["required"], *kimi_fields["optional"], "error"}
+    assert set(payload) == {
+        *kimi_fields["required"],
+        *kimi_fields["optional"],
+        "error",
+        "server_wait",
+    }
     assert payload["next_attempt"] == 2 and payload["error_type"] == "LLMStatusError"
 
 

@@ -2,17 +2,26 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from kode_tui.session import Context, Session
 from kode_tui.session.export import export_markdown
+from tests.cli_helpers import Kode, in_process
 from tests.conftest import KIMI_DEFAULT_FIXTURE
 from tests.session_helpers import assistant_with_tool_call, session_with_turns, user, write_turns
-from tests.test_cli import run
+
+
+@pytest.fixture
+def kode(capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> Kode:
+    """`kode-tui ARGS`, run in this process (tests/cli_helpers.py)."""
+    return in_process(capsys, monkeypatch)
 
 
 async def _reverted_session(tmp_path: Path) -> tuple[Path, Session]:
@@ -28,59 +37,65 @@ async def _reverted_session(tmp_path: Path) -> tuple[Path, Session]:
 
 async def test_search_finds_words_in_rotated_generations_with_file_and_checkpoint(
     tmp_path: Path,
+    kode: Kode,
 ) -> None:
     project, session = await _reverted_session(tmp_path)
-    result = run("--search", "TURN 1", str(project))
+    result = await asyncio.to_thread(kode, "--search", "TURN 1", str(project))
     assert result.returncode == 0, result.stderr
     lines = result.stdout.splitlines()
     assert lines == [f"{session.id}  context_1.jsonl  #2  user: turn 1"]
 
-    result = run("--search", "zebra", str(project))
+    result = await asyncio.to_thread(kode, "--search", "zebra", str(project))
     assert result.returncode == 0
     # Control characters in the snippet are shown, not sent to the terminal.
     assert "\x1b" not in result.stdout
     assert f"{session.id}  context.jsonl  #2  user: a Zebra ␛[31mstripe" in result.stdout
 
 
-async def test_search_matches_what_was_said_not_the_json_around_it(tmp_path: Path) -> None:
+async def test_search_matches_what_was_said_not_the_json_around_it(
+    tmp_path: Path, kode: Kode
+) -> None:
     project, _ = await _reverted_session(tmp_path)
     # "role" and "tool_call_id" are in every line's JSON, never in what anyone said.
-    result = run("--search", "tool_call_id", str(project))
+    result = await asyncio.to_thread(kode, "--search", "tool_call_id", str(project))
     assert result.returncode == 1
     assert result.stdout.strip().startswith("No message in the sessions of")
     assert len(result.stdout.splitlines()) == 1
 
 
-async def test_search_all_looks_in_every_work_dir(tmp_path: Path) -> None:
+async def test_search_all_looks_in_every_work_dir(tmp_path: Path, kode: Kode) -> None:
     project, session = await _reverted_session(tmp_path)
     elsewhere = tmp_path / "elsewhere"
     elsewhere.mkdir()
-    assert run("--search", "zebra", str(elsewhere)).returncode == 1
-    result = run("--search", "zebra", "--all", str(elsewhere))
+    alone = await asyncio.to_thread(kode, "--search", "zebra", str(elsewhere))
+    assert alone.returncode == 1
+    result = await asyncio.to_thread(kode, "--search", "zebra", "--all", str(elsewhere))
     assert result.returncode == 0
     assert result.stdout.startswith(f"{project}  {session.id}  context.jsonl")
 
 
-def test_search_without_text_is_one_sentence_and_exit_2(tmp_path: Path) -> None:
-    result = run("--search", "  ", str(tmp_path))
+def test_search_without_text_is_one_sentence_and_exit_2(tmp_path: Path, kode: Kode) -> None:
+    result = kode("--search", "  ", str(tmp_path))
     assert result.returncode == 2
     assert result.stderr == "kode-tui: --search needs some text to look for.\n"
 
 
-def test_options_without_their_command_are_one_sentence_and_exit_2(tmp_path: Path) -> None:
+def test_options_without_their_command_are_one_sentence_and_exit_2(
+    tmp_path: Path, kode: Kode
+) -> None:
     for args, said in (
         (["--all"], "--all goes with --search TEXT."),
         (["-o", "out.md"], "--format and -o go with --export ID."),
         (["--format", "jsonl"], "--format and -o go with --export ID."),
         (["--search", "a", "--export", "b"], "--search and --export go one at a time."),
     ):
-        result = run(*args, str(tmp_path))
+        result = kode(*args, str(tmp_path))
         assert (result.returncode, result.stderr) == (2, f"kode-tui: {said}\n")
 
 
-async def test_export_markdown_folds_tools_and_marks_the_revert(tmp_path: Path) -> None:
+async def test_export_markdown_folds_tools_and_marks_the_revert(tmp_path: Path, kode: Kode) -> None:
     project, session = await _reverted_session(tmp_path)
-    result = run("--export", session.id[:8], str(project))
+    result = await asyncio.to_thread(kode, "--export", session.id[:8], str(project))
     assert result.returncode == 0, result.stderr
     text = result.stdout
     assert "## User\n\nturn 0" in text
@@ -95,10 +110,13 @@ async def test_export_markdown_folds_tools_and_marks_the_revert(tmp_path: Path) 
 
 async def test_export_jsonl_keeps_every_record_of_every_generation_in_order(
     tmp_path: Path,
+    kode: Kode,
 ) -> None:
     project, session = await _reverted_session(tmp_path)
     out = tmp_path / "out.jsonl"
-    result = run("--export", session.id, "--format", "jsonl", "-o", str(out), str(project))
+    result = await asyncio.to_thread(
+        kode, "--export", session.id, "--format", "jsonl", "-o", str(out), str(project)
+    )
     assert result.returncode == 0, result.stderr
     assert result.stdout == ""
     lines = out.read_bytes().splitlines()
@@ -135,8 +153,10 @@ async def test_export_masks_api_keys(tmp_path: Path) -> None:
         assert "[masked: TEST_EXPORT_API_KEY]" in result.stdout
 
 
-def test_export_of_an_unknown_session_is_one_sentence_and_exit_2(tmp_path: Path) -> None:
-    result = run("--export", "nope", str(tmp_path))
+def test_export_of_an_unknown_session_is_one_sentence_and_exit_2(
+    tmp_path: Path, kode: Kode
+) -> None:
+    result = kode("--export", "nope", str(tmp_path))
     assert result.returncode == 2
     assert result.stderr.startswith("kode-tui: there is no session nope in ")
     assert len(result.stderr.splitlines()) == 1
@@ -158,14 +178,14 @@ async def test_export_of_a_kimi_session_marks_its_compactions_and_clear_from_the
     assert "Previous context has been compacted" not in text
 
 
-async def test_search_shows_tool_call_arguments_as_their_text(tmp_path: Path) -> None:
+async def test_search_shows_tool_call_arguments_as_their_text(tmp_path: Path, kode: Kode) -> None:
     project = tmp_path / "project"
     project.mkdir()
     session = await Session.create(project)
     async with Context(session.context_file) as context:
         await context.checkpoint()
         await context.append_message(assistant_with_tool_call("call_1", "echo first\necho zebra"))
-    result = run("--search", "zebra", str(project))
+    result = await asyncio.to_thread(kode, "--search", "zebra", str(project))
     assert result.returncode == 0
     assert result.stdout.endswith("assistant: …ing it. Shell echo first echo zebra\n")
 

@@ -124,9 +124,10 @@ def static_text(app: App[Any]) -> str:
 
 
 async def wait_for(
-    pilot: Pilot[Any], condition: Callable[[], object], timeout: float = 10
+    pilot: Pilot[Any], condition: Callable[[], object], timeout: float = 60
 ) -> float:
-    """Pause until `condition()` is true (or fail after `timeout` seconds); the seconds it took."""
+    """Pause until `condition()` is true (or fail after `timeout` seconds); the seconds it took.
+    The timeout is only a safety net: generous, since a loaded machine starts things slowly."""
     loop = asyncio.get_running_loop()
     started = loop.time()
     while not condition():
@@ -172,12 +173,13 @@ def turn_running(app: KodeApp) -> bool:
 
 
 async def settled(pilot: Pilot[Any]) -> None:
-    """Wait until the conversation has scrolled to its end and stays there (for snapshots)."""
+    """Wait until the conversation has scrolled to its end and stays there (for snapshots);
+    up to 30 s, a safety net for a loaded machine."""
     from kode_tui.ui.widgets.conversation import Conversation
 
     conversation = pilot.app.screen.query_one(Conversation)
     last = None
-    for _ in range(60):
+    for _ in range(600):
         await pilot.pause(0.05)
         now = (conversation.scroll_y, conversation.max_scroll_y, conversation.virtual_size)
         # Its wire events come as messages: the turn may end before the last is handled.

@@ -95,6 +95,18 @@ def make_provider(choice: ModelChoice, loop: LoopControl | None = None) -> ChatP
     )
 
 
+def loop_settings(loop: LoopControl) -> LoopSettings:
+    """The soul's limits from the config's `[loop_control]`."""
+    return LoopSettings(
+        max_steps_per_run=loop.max_steps_per_run,
+        max_retries_per_step=loop.max_retries_per_step,
+        reserved_context_size=loop.reserved_context_size,
+        compaction_trigger_ratio=loop.compaction_trigger_ratio,
+        max_retry_wait=loop.max_retry_wait,
+        max_total_retry_wait=loop.max_total_retry_wait,
+    )
+
+
 def make_toolset(denwa_renji: DenwaRenji | None, *, sandboxed: bool = False) -> Toolset:
     """Kimi's tool set: files, search, shell, todos, and SendDMail when D-Mail is on.
     `sandboxed`: the model's commands run in the sandbox (its description says so)."""
@@ -214,7 +226,6 @@ async def open_agent(
     )
     project = ProjectContextSource(work_dir, custom=config.context.custom, watch=watch_project)
     project.start()
-    loop = config.loop_control
     soul = KodeSoul(
         context=context,
         provider=provider,
@@ -225,12 +236,7 @@ async def open_agent(
             bus, session.state, save_state, override=approval_override, sandbox=sandbox is not None
         ),
         denwa_renji=denwa_renji,
-        settings=LoopSettings(
-            max_steps_per_run=loop.max_steps_per_run,
-            max_retries_per_step=loop.max_retries_per_step,
-            reserved_context_size=loop.reserved_context_size,
-            compaction_trigger_ratio=loop.compaction_trigger_ratio,
-        ),
+        settings=loop_settings(config.loop_control),
         system_prompt=prompts.system_prompt(work_dir),
         compaction=compaction,
         project=project,

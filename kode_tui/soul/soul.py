@@ -21,8 +21,6 @@ from dataclasses import dataclass
 from functools import partial
 from typing import TYPE_CHECKING, Literal, TypeVar
 
-import tenacity
-
 from kode_tui import masking
 from kode_tui.message import (
     ContentPart,
@@ -49,13 +47,12 @@ from kode_tui.soul.hooks import Hooks
 from kode_tui.soul.llm import (
     ChatProvider,
     LLMError,
-    LLMStatusError,
     ToolCallDelta,
     ToolCallStart,
     ToolSchema,
-    is_retryable,
 )
 from kode_tui.soul.reminders import Reminders, inject
+from kode_tui.soul.retrying import RetryPolicy
 from kode_tui.soul.shell_escape import ShellEscape
 from kode_tui.soul.stream import Streamed, encodable_item, masked
 from kode_tui.soul.timetravel import (
@@ -112,9 +109,11 @@ class LoopSettings:
     """The `[loop_control]` of the config (DESIGN.md §8)."""
 
     max_steps_per_run: int = 100
-    max_retries_per_step: int = 3
+    max_retries_per_step: int = 10
     reserved_context_size: int = 50_000
     compaction_trigger_ratio: float = 0.85
+    max_retry_wait: float = 60
+    max_total_retry_wait: float = 300
 
 
 @dataclass(frozen=True, slots=True)
@@ -153,7 +152,7 @@ class KodeSoul:
         compaction: CompactionStrategy | None = None,
         project: ProjectContextSource | None = None,
         reminders: Reminders | None = None,
-        retry_wait: tenacity.wait.wait_base | None = None,
+        retry_sleep: Callable[[float], Awaitable[None]] | None = None,
         hooks: Hooks | None = None,
         sandbox: Sandbox | None = None,
     ) -> None:
@@ -187,10 +186,8 @@ class KodeSoul:
         # The measured prompt the model's last reported count included (None: not known yet,
         # the first measure counts as it): a pin added since is in the gauge before a request.
         self._sent_prompt_tokens: int | None = None
-        # DESIGN.md §7's initial=0.3 (tenacity 9.2 calls it `multiplier`).
-        self._retry_wait = retry_wait or tenacity.wait_exponential_jitter(
-            multiplier=0.3, max=5, jitter=0.5
-        )
+        self.retry_sleep = retry_sleep or asyncio.sleep
+        """How a retry waits (a test records the waits instead); a cancel ends it at once."""
         # The model can only name a checkpoint it can see (Kimi does the same).
         self.checkpoint_messages = denwa_renji is not None and "SendDMail" in toolset
         self.compactor = Compactor(
@@ -530,34 +527,13 @@ class KodeSoul:
         return await self.retry(step, attempt)
 
     async def retry(self, step: int, call: Callable[[], Awaitable[T]]) -> T:
-        """`call()`, tried again on transient errors with StepRetry events (DESIGN.md §7)."""
-        attempts = self.settings.max_retries_per_step
-
-        def before_sleep(state: tenacity.RetryCallState) -> None:
-            error = state.outcome.exception() if state.outcome else None
-            wait = state.next_action.sleep if state.next_action else 0.0
-            log.info("step %d attempt %d failed, retrying: %s", step, state.attempt_number, error)
-            self.bus.send(
-                ev.StepRetry(
-                    n=step,
-                    attempt=state.attempt_number,
-                    max_attempts=attempts,
-                    wait_s=round(float(wait), 3),
-                    error=str(error),
-                    error_type=type(error).__name__ if error else "unknown",
-                    status_code=error.status_code if isinstance(error, LLMStatusError) else None,
-                )
-            )
-
-        retrying = tenacity.AsyncRetrying(
-            retry=tenacity.retry_if_exception(is_retryable),
-            wait=self._retry_wait,
-            stop=tenacity.stop_after_attempt(attempts),
-            before_sleep=before_sleep,
-            reraise=True,
+        """`call()`, tried again on transient errors with StepRetry events (DESIGN.md §7,
+        `kode_tui.soul.retrying`); the error it gives up on says why it stopped trying."""
+        settings = self.settings
+        policy = RetryPolicy(
+            settings.max_retries_per_step, settings.max_retry_wait, settings.max_total_retry_wait
         )
-        result: T = await retrying(call)
-        return result
+        return await policy.run(call, step=step, bus=self.bus, sleep=self.retry_sleep)
 
     async def _stream_once(
         self,

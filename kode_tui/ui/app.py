@@ -176,6 +176,7 @@ class KodeApp(
         try:
             if self._config is None:
                 self._config = await asyncio.to_thread(load_config, self._config_file)
+                self._watch_config()
             if self._choice is None:
                 self._choice = await asyncio.to_thread(
                     resolve_model, self._config, self._model_flag
@@ -185,6 +186,29 @@ class KodeApp(
             self.exit(return_code=2)
             return False
         return True
+
+    @work(exclusive=True, group="config", exit_on_error=False)
+    async def _watch_config(self) -> None:
+        """Read the config file again whenever it changes (the facade's `watch_config`)."""
+        from kode_tui.soul.facade import watch_config
+
+        def say(line: str, error: bool) -> None:
+            severity: SeverityLevel = "error" if error else "information"
+            self.notify(visible(line), severity=severity, timeout=10 if error else 5, markup=False)
+
+        await watch_config(self._config_file, self._use_config, say)
+
+    async def _use_config(self, config: Config) -> str | None:
+        """The config read again: its theme here, the rest through the session; what changed
+        (None when only the theme did: a theme picked here and saved)."""
+        old, self._config = self.config, config
+        if config.theme != old.theme and config.theme in self.available_themes:
+            self.theme = config.theme
+        if config.model_copy(update={"theme": old.theme}) == old:
+            return None
+        if self.agent_session is None:
+            return ""
+        return await self.agent_session.use_config(config)
 
     # --- start and stop ------------------------------------------------------------------------
 
@@ -603,7 +627,7 @@ class KodeApp(
         )
 
     def _save_theme(self, theme: object) -> None:
-        from kode_tui.config import save_setting
+        from kode_tui.config_save import save_setting
 
         name = self.theme
         try:

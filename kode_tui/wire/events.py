@@ -120,6 +120,8 @@ class StepRetry(Event):
     """The exception's class name, e.g. `APIConnectionError`."""
     status_code: int | None = None
     """The HTTP status the provider answered with, when there was one."""
+    server_wait: bool = False
+    """`wait_s` is the wait the server asked for (`Retry-After`), not a backoff of ours."""
 
     def payload(self) -> dict[str, Any]:
         return {
@@ -130,6 +132,7 @@ class StepRetry(Event):
             "error_type": self.error_type,
             "status_code": self.status_code,
             "error": self.error,
+            "server_wait": self.server_wait,
         }
 
     @model_validator(mode="before")

@@ -10,7 +10,8 @@ stream-JSON and ACP show the same words.
   did (`result_message`: `Rejected`, `Rejected: <their feedback>`), not as the words the model
   is told; `STATUS_LABELS` are the marks shown for a call's status (`✔`, `✘`, `⊘`,
   `running…`);
-- a retry (`retry_text`): `HTTP 503; retrying in 0.4 s (attempt 2 of 3)`;
+- a retry (`retry_text`): `HTTP 503; retrying in 0.4 s (attempt 2 of 10)`, and while it waits
+  (`retry_status`): `retrying in 6 s (attempt 2 of 10): 429 rate limited`;
 - a hook's run that warned or blocked (`hook_note`);
 - a stored user message that is the system's note, not the user's words (`read_system_note`):
   a compaction's summary, a D-Mail.
@@ -24,6 +25,7 @@ stream-JSON send it without a control character.
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
@@ -286,17 +288,37 @@ def seconds(wait_s: float) -> str:
     return f"{wait_s:.1f}".removesuffix(".0") + " s"
 
 
-def retry_status(event: ev.StepRetry) -> str:
-    """`retrying in 2 s (attempt 2 of 3)`: the attempt to come."""
-    return (
-        f"retrying in {seconds(event.wait_s)} (attempt {event.attempt + 1} of {event.max_attempts})"
-    )
+def next_attempt(event: ev.StepRetry) -> str:
+    """`attempt 2 of 10`: the attempt to come."""
+    return f"attempt {event.attempt + 1} of {event.max_attempts}"
+
+
+_STATUS_WORDS = {429: "rate limited", 529: "overloaded"}
+
+_ERROR_WORDS = {"LLMTimeoutError": "timed out", "LLMConnectionError": "connection lost"}
+
+
+def retry_reason(event: ev.StepRetry) -> str:
+    """Why a call is retried, in a few words: `429 rate limited`, `HTTP 503`, `timed out`."""
+    if event.status_code is not None:
+        words = _STATUS_WORDS.get(event.status_code)
+        return f"{event.status_code} {words}" if words else f"HTTP {event.status_code}"
+    return _ERROR_WORDS.get(event.error_type, "the model call failed")
+
+
+def retry_status(event: ev.StepRetry, left: float | None = None) -> str:
+    """`retrying in 6 s (attempt 2 of 10): 429 rate limited`, `left` seconds from now (the whole
+    wait when None: a countdown gives what is left, rounded up to whole seconds)."""
+    wait = seconds(event.wait_s) if left is None else f"{math.ceil(max(left, 0))} s"
+    return f"retrying in {wait} ({next_attempt(event)}): {retry_reason(event)}"
 
 
 def retry_text(event: ev.StepRetry) -> str:
-    """`HTTP 503; retrying in 2 s (attempt 2 of 3)`."""
+    """`HTTP 503; retrying in 2 s (attempt 2 of 10)`; a wait the server asked for (a
+    `Retry-After`) says so: `retrying in 6 s, as the server asked (attempt 2 of 10)`."""
     error = one_line(event.error, 200) or event.error_type or "the model call failed"
-    return f"{error}; {retry_status(event)}"
+    asked = ", as the server asked" if event.server_wait else ""
+    return f"{error}; retrying in {seconds(event.wait_s)}{asked} ({next_attempt(event)})"
 
 
 def hook_note(run: ev.HookRan) -> str:

@@ -119,19 +119,29 @@ async def test_a_two_step_tool_turn_writes_context_and_wire(
     assert any(isinstance(e, ev.StatusUpdate) and e.usage for e in events)
 
 
-async def test_transient_server_errors_are_retried(project: Path, server: LLMServer) -> None:
-    server.reply_status(429, "rate limited")
+async def test_transient_server_errors_are_retried_after_the_wait_the_server_asks(
+    project: Path, server: LLMServer
+) -> None:
+    server.reply_status(429, "rate limited", headers={"Retry-After": "6"})
+    server.reply_status(503, "overloaded", headers={"retry-after-ms": "1500"})
     server.reply_status(500, "internal")
     server.reply_text("Finally.")
     agent, events = await start(project, server)
+    slept: list[float] = []
 
+    async def take(seconds: float) -> None:
+        slept.append(seconds)
+
+    agent.soul.retry_sleep = take
     result = await agent.soul.run("hi")
     await agent.close()
 
     assert result.stop_reason == "done"
     retries = [e for e in events if isinstance(e, ev.StepRetry)]
-    assert [(r.attempt, r.max_attempts) for r in retries] == [(1, 3), (2, 3)]
-    assert all(0 < r.wait_s <= 5.5 for r in retries)
+    assert [(r.attempt, r.max_attempts) for r in retries] == [(1, 10), (2, 10), (3, 10)]
+    # The model process read the headers and passed the waits on; the 500 said nothing.
+    assert slept[:2] == [6.0, 1.5] and [r.server_wait for r in retries] == [True, True, False]
+    assert 2 <= slept[2] <= 2.5
     assert "429" in retries[0].error or "rate" in retries[0].error
     assert [r["role"] for r in records(agent.session.context_file)].count("assistant") == 1
 
@@ -168,7 +178,7 @@ async def test_cancel_mid_stream_keeps_what_was_shown_marked(
     agent, _ = await start(project, server)
 
     task = asyncio.create_task(agent.soul.run("hi"))
-    await held.wait_started(timeout=10)
+    await held.wait_started(timeout=60)
     await asyncio.sleep(0.05)
     task.cancel()
     with pytest.raises(asyncio.CancelledError):

@@ -232,7 +232,12 @@ async def test_the_summary_call_is_retried_like_a_step(repo: Path) -> None:
             {"text": "<current_focus>x</current_focus>"},
         ],
     )
-    agent.soul._retry_wait = __import__("tenacity").wait_none()
+    slept: list[float] = []
+
+    async def take(seconds: float) -> None:
+        slept.append(seconds)
+
+    agent.soul.retry_sleep = take
     await agent.soul.run("one")
     await agent.soul.run("two")
 
@@ -240,6 +245,7 @@ async def test_the_summary_call_is_retried_like_a_step(repo: Path) -> None:
     await agent.close()
 
     assert [e.attempt for e in events if isinstance(e, ev.StepRetry)] == [1]
+    assert len(slept) == 1
 
 
 async def test_hiding_strategy_from_config(repo: Path) -> None:

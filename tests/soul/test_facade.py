@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from kode_tui.config import Config, ModelChoice
+from kode_tui.config import Config, HookConfig, LoopControl, ModelChoice, ModelConfig
 from kode_tui.soul.facade import AgentSession, Session, SessionLocked, read_earlier
 from kode_tui.soul.llm import process
 from kode_tui.soul.llm.scripted import ScriptedProvider
@@ -57,10 +57,10 @@ async def test_a_view_of_a_session_being_written_follows_its_turns_and_rotations
                 writer.travel.timeline().checkpoints
             )
             await writer.run("second")
-            await asyncio.wait_for(anext(aiter(reloads)), 10)
+            await asyncio.wait_for(anext(aiter(reloads)), 60)
             assert "second" in [m.text for m in view.travel.timeline().history if m.role == "user"]
             await writer.clear()
-            async with asyncio.timeout(10):
+            async with asyncio.timeout(60):
                 while not view.travel.rotations():
                     await anext(aiter(reloads))
             assert [e.rotation.path.name for e in view.travel.rotations()] == ["context_1.jsonl"]
@@ -188,3 +188,45 @@ async def test_a_resumed_session_reads_what_came_before_each_compaction_oldest_k
         assert sum("summary A" in text for text in shown) == 1
     finally:
         await resumed.close()
+
+
+async def test_a_config_read_again_applies_models_and_limits_now_and_says_what_waits(
+    tmp_path: Path,
+) -> None:
+    mine = ModelConfig(model="openai/mine", api_base="http://127.0.0.1:9/v1")
+    config = Config(models={"mine": mine})
+    opened = await AgentSession.open(tmp_path)
+    busy = {"error": {"status": 503, "message": "busy", "retry_after": 0}}
+    provider = ScriptedProvider([busy, {"text": "ok"}])
+    choice = ModelChoice(name="mine", model="openai/mine", source="config")
+    await opened.start(config, choice, provider=provider, yolo=True)
+    retries = opened.bus.subscribe(ev.StepRetry)
+    try:
+        added = config.model_copy(
+            update={
+                "models": {"mine": mine, "fast": ModelConfig(model="openai/fast")},
+                "loop_control": LoopControl(max_retries_per_step=4),
+                "hooks": [HookConfig(event="Stop", command="true")],
+                "default_model": "fast",
+            }
+        )
+
+        note = await opened.use_config(added)
+
+        assert note == (
+            "model fast added; loop_control changed; hooks: from the next session; "
+            "default_model: at the next start"
+        )
+        assert "fast" in [option.name for option in opened.model_options()]
+        assert (await opened.run("hi")).stop_reason == "done"
+        assert (await asyncio.wait_for(anext(aiter(retries)), 60)).max_attempts == 4
+        assert opened.model_name == "scripted"  # the model in use was not replaced
+
+        note = await opened.use_config(added.model_copy(update={"models": {}}))
+
+        assert note.startswith(
+            "models mine, fast removed; the model in use stays as it was: unknown model 'mine'"
+        )
+    finally:
+        retries.close()
+        await opened.close()

@@ -6,12 +6,15 @@ The tests of an `openai/` model run twice: through litellm, and through the Open
 from __future__ import annotations
 
 import asyncio
+import datetime
+import email.utils
 import json
 import logging
 import os
 import socket
 import subprocess
 import sys
+import time
 from collections.abc import Iterator, Sequence
 from typing import Any
 
@@ -383,10 +386,38 @@ def test_other_models_get_no_cache_marks_and_no_thinking_blocks() -> None:
     assert "thinking_blocks" not in messages[2]
 
 
+async def test_importing_the_library_is_not_counted_as_the_model_keeping_silent(
+    server: LLMServer, monkeypatch: pytest.MonkeyPatch, provider_class: type[LiteLLMProvider]
+) -> None:
+    from kode_tui.soul.llm import litellm_provider, openai_route
+
+    monkeypatch.setenv(KEY_ENV, KEY)
+    provider = provider_class(
+        MODEL, api_base=server.url, api_key_env=KEY_ENV, timeout=10, first_token_timeout=0.2
+    )
+    litellm_route = provider_class is LiteLLMProvider
+    module: Any = litellm_provider if litellm_route else openai_route
+    name = "load_litellm" if litellm_route else "load_openai"
+    load = getattr(module, name)
+    load()  # imported for real now: only the slow import below is what this test is about
+    monkeypatch.setattr(module, "_litellm" if litellm_route else "_openai", None)
+
+    def slow_load() -> Any:
+        time.sleep(0.5)  # the import on a loaded machine: longer than first_token_timeout
+        return load()
+
+    monkeypatch.setattr(module, name, slow_load)
+    server.reply_text("Here.")
+
+    items = await collect(provider)
+
+    assert "".join(item.text for item in items if isinstance(item, TextPart)) == "Here."
+
+
 # --- errors ------------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("status", [429, 500, 502, 503])
+@pytest.mark.parametrize("status", [429, 500, 502, 503, 529])
 async def test_throttling_and_server_errors_are_retryable_status_errors(
     server: LLMServer, provider: LiteLLMProvider, status: int
 ) -> None:
@@ -397,6 +428,36 @@ async def test_throttling_and_server_errors_are_retryable_status_errors(
     assert isinstance(error, LLMStatusError) and error.status_code == status
     assert is_retryable(error)
     assert "try again later" in str(error) and "litellm" not in str(error)
+
+
+IN_30_SECONDS = "an HTTP date 30 s from now"
+
+
+@pytest.mark.parametrize(
+    ("headers", "wait"),
+    [
+        ({"Retry-After": "6"}, 6.0),
+        ({"retry-after-ms": "1500", "Retry-After": "2"}, 1.5),
+        ({"Retry-After": IN_30_SECONDS}, 30.0),
+        ({"Retry-After": "soon"}, None),
+        ({}, None),
+    ],
+)
+async def test_the_wait_a_server_asks_for_comes_with_the_error(
+    server: LLMServer, provider: LiteLLMProvider, headers: dict[str, str], wait: float | None
+) -> None:
+    if headers.get("Retry-After") == IN_30_SECONDS:
+        when = datetime.datetime.now(datetime.UTC) + datetime.timedelta(seconds=30)
+        headers = {"Retry-After": email.utils.format_datetime(when, usegmt=True)}
+    server.reply_status(429, "slow down", headers=headers)
+
+    error = await failure(provider)
+
+    assert isinstance(error, LLMStatusError) and error.status_code == 429
+    if wait is None:
+        assert error.retry_after is None
+    else:  # a date counts from when it is read (to the second): less on a loaded machine
+        assert error.retry_after is not None and wait / 3 <= error.retry_after <= wait
 
 
 async def test_text_that_is_not_valid_utf8_is_sent_escaped_instead_of_failing(
@@ -534,7 +595,7 @@ async def test_cancelling_mid_stream_stops_promptly(
     task.cancel()
 
     with pytest.raises(asyncio.CancelledError):
-        await asyncio.wait_for(task, timeout=5)
+        await asyncio.wait_for(task, timeout=30)
 
 
 async def test_a_missing_key_variable_fails_before_any_request(

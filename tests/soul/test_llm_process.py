@@ -45,11 +45,11 @@ def server(monkeypatch: pytest.MonkeyPatch) -> Iterator[LLMServer]:
 
 def in_process(server: LLMServer, model: str = MODEL) -> LiteLLMProvider:
     load_litellm()
-    return LiteLLMProvider(model, api_base=server.url, api_key_env=KEY_ENV, timeout=10)
+    return LiteLLMProvider(model, api_base=server.url, api_key_env=KEY_ENV, timeout=60)
 
 
 def in_worker(server: LLMServer, model: str = MODEL) -> ProcessProvider:
-    return ProcessProvider(model, api_base=server.url, api_key_env=KEY_ENV, timeout=10)
+    return ProcessProvider(model, api_base=server.url, api_key_env=KEY_ENV, timeout=60)
 
 
 async def collect(

@@ -586,7 +586,7 @@ SETTLE_S = 0.5 if os.environ.get("WATCHFILES_FORCE_POLLING") else 0.1
 
 
 async def wait_stale(watcher: ProjectContextWatcher) -> None:
-    await asyncio.wait_for(watcher.changed.wait(), timeout=5)
+    await asyncio.wait_for(watcher.changed.wait(), timeout=60)  # a safety net
     assert watcher.stale
 
 

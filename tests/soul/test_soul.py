@@ -14,6 +14,7 @@ from kode_tui.soul.stream import INTERRUPTED_NOTE
 from kode_tui.tools.toolset import REJECTED
 from kode_tui.wire import events as ev
 from kode_tui.wire.events import RejectWithFeedback
+from kode_tui.wire.readings import retry_text
 from tests.soul_helpers import Sleep, call, make_rig
 
 
@@ -218,9 +219,105 @@ async def test_transient_errors_are_retried_with_step_retry_events(tmp_path: Pat
 
     assert result.stop_reason == "done"
     retries = rig.of(ev.StepRetry)
-    assert [(r.n, r.attempt, r.max_attempts) for r in retries] == [(1, 1, 3), (1, 2, 3)]
+    assert [(r.n, r.attempt, r.max_attempts) for r in retries] == [(1, 1, 10), (1, 2, 10)]
     assert "slow down" in retries[0].error
+    assert [round(wait, 3) for wait in rig.slept] == [r.wait_s for r in retries]
+    assert not any(r.server_wait for r in retries)
     assert [line["role"] for line in rig.lines()].count("assistant") == 1
+
+
+async def test_a_servers_retry_after_is_the_wait_and_the_retry_says_so(tmp_path: Path) -> None:
+    rig = await make_rig(
+        tmp_path,
+        [{"error": {"status": 429, "message": "slow down", "retry_after": 6}}, {"text": "Hi."}],
+    )
+
+    assert (await rig.soul.run("hi")).stop_reason == "done"
+
+    [retry] = rig.of(ev.StepRetry)
+    assert rig.slept == [6.0] and retry.wait_s == 6.0 and retry.server_wait
+    assert retry_text(retry) == "slow down; retrying in 6 s, as the server asked (attempt 2 of 10)"
+
+
+async def test_waits_double_from_half_a_second_up_to_the_ceiling(tmp_path: Path) -> None:
+    rig = await make_rig(
+        tmp_path,
+        [{"error": {"status": 503, "message": "busy"}}] * 9 + [{"text": "Back."}],
+        settings=LoopSettings(reserved_context_size=1_000, max_total_retry_wait=1_000),
+    )
+
+    assert (await rig.soul.run("hi")).stop_reason == "done"
+
+    assert len(rig.slept) == 9
+    for n, wait in enumerate(rig.slept):
+        base = min(0.5 * 2**n, 60)
+        assert base <= wait <= min(base * 1.25, 60), (n, wait)
+
+
+async def test_retries_give_up_after_max_retries_per_step(tmp_path: Path) -> None:
+    rig = await make_rig(
+        tmp_path,
+        [{"error": "connection"}] * 3,
+        settings=LoopSettings(reserved_context_size=1_000, max_retries_per_step=3),
+    )
+
+    result = await rig.soul.run("hi")
+    await rig.settle()
+
+    assert result.stop_reason == "error"
+    assert len(rig.of(ev.StepRetry)) == 2 and rig.provider.remaining == 0
+    assert (result.error or "").endswith(
+        "could not connect to the scripted model "
+        "(gave up after 3 attempts, the most loop_control.max_retries_per_step allows)"
+    )
+
+
+async def test_a_server_asking_for_more_than_the_ceiling_ends_the_turn_saying_so(
+    tmp_path: Path,
+) -> None:
+    rig = await make_rig(
+        tmp_path,
+        [{"error": {"status": 429, "message": "quota", "retry_after": 600}}, {"text": "never"}],
+    )
+
+    result = await rig.soul.run("hi")
+
+    assert result.stop_reason == "error" and not rig.slept and rig.provider.remaining == 1
+    assert (result.error or "").endswith(
+        "quota (the server asks to wait 600 s, longer than loop_control.max_retry_wait = 60 s)"
+    )
+
+
+async def test_the_waits_of_one_call_stay_within_the_total(tmp_path: Path) -> None:
+    busy = {"error": {"status": 503, "message": "busy", "retry_after": 3}}
+    rig = await make_rig(
+        tmp_path,
+        [busy, busy, {"text": "never"}],
+        settings=LoopSettings(reserved_context_size=1_000, max_total_retry_wait=5),
+    )
+
+    result = await rig.soul.run("hi")
+
+    assert result.stop_reason == "error" and rig.slept == [3.0]
+    assert "gave up after 2 attempts: waiting 3 s more would pass " in (result.error or "")
+    assert "loop_control.max_total_retry_wait = 5 s" in (result.error or "")
+
+
+async def test_esc_ends_a_retrys_wait_at_once(tmp_path: Path) -> None:
+    rig = await make_rig(
+        tmp_path, [{"error": {"status": 429, "message": "later", "retry_after": 55}}]
+    )
+    rig.soul.retry_sleep = asyncio.sleep  # a real wait of 55 s, which the cancel cuts short
+    task = asyncio.create_task(rig.soul.run("hi"))
+    while not rig.of(ev.StepRetry):
+        await asyncio.sleep(0.01)
+
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await asyncio.wait_for(task, 30)  # well before the 55 s wait ends
+
+    kinds = [type(e).__name__ for e in rig.events]
+    assert kinds[-3:] == ["StepRetry", "StepInterrupted", "TurnEnd"]
 
 
 async def test_a_fatal_error_ends_the_turn_at_once_and_keeps_the_context(
@@ -255,16 +352,6 @@ async def test_an_error_that_names_its_model_does_not_name_it_twice(tmp_path: Pa
 
     assert result.error == f"no API key for {model}"
     assert roles(rig.lines()) == ["_system_prompt", "_checkpoint:0", "user", "_checkpoint:1"]
-
-
-async def test_retries_give_up_after_max_retries_per_step(tmp_path: Path) -> None:
-    rig = await make_rig(tmp_path, [{"error": "connection"}] * 3)
-
-    result = await rig.soul.run("hi")
-    await rig.settle()
-
-    assert result.stop_reason == "error"
-    assert len(rig.of(ev.StepRetry)) == 2 and rig.provider.remaining == 0
 
 
 async def test_cancel_while_streaming_keeps_the_text_shown_marked_as_interrupted(

@@ -652,7 +652,7 @@ async def test_an_edit_interrupted_while_writing_still_reaches_the_journal(
     task.cancel()
     with pytest.raises(asyncio.CancelledError):
         await task
-    for _ in range(100):
+    for _ in range(1000):
         if context.file_edits:
             break
         await asyncio.sleep(0.02)

@@ -63,9 +63,18 @@ def test_a_turn_reads_as_its_steps_go() -> None:
     assert shown(activity).startswith("waiting for the model")
 
     activity.see(ev.StepBegin(n=2))
-    activity.see(ev.StepRetry(n=2, attempt=1, max_attempts=3, wait_s=2.0, error="HTTP 503"))
-    clock.now += 7
-    assert shown(activity) == "retrying in 2 s (attempt 2 of 3) · 10 s · ↑8.2k ↓~0"
+    activity.see(
+        ev.StepRetry(n=2, attempt=1, max_attempts=10, wait_s=6.0, error="HTTP 429", status_code=429)
+    )
+    assert shown(activity) == (
+        "retrying in 6 s (attempt 2 of 10): 429 rate limited · 3 s · ↑8.2k ↓~0"
+    )
+    clock.now += 2.5  # the line counts the real wait down
+    assert shown(activity).startswith("retrying in 4 s (attempt 2 of 10): 429 rate limited · 6 s")
+    clock.now += 4  # the wait is over: the next attempt waits for the model
+    assert shown(activity).startswith("waiting for the model (attempt 2 of 10) · 10 s")
+    activity.see(ev.ContentPart(part=TextPart(text="ok")))
+    assert shown(activity).startswith("streaming · 10 s")
 
     activity.see(ev.TurnEnd())
     assert activity.text() == ""

@@ -66,11 +66,12 @@ async def cost_dialog(app: KodeApp, pilot: Any) -> str:
     return screen_text(app)
 
 
-async def test_the_gauge_and_slash_cost_show_the_cost_of_the_session_and_of_the_last_turn(
+async def test_the_gauge_slash_cost_and_the_picker_show_the_cost_and_a_resumed_session_keeps_it(
     project: Path, server: LLMServer
 ) -> None:
     """The gauge shows the session's cost and the last turn's; /cost lists each model with
-    its tokens and dollars."""
+    its tokens and dollars; the session's total is saved, and a resumed session shows it in
+    the gauge and the session picker. (One test: each app session costs seconds.)"""
     # 1M prompt tokens of which 400k cached, 100k out: 0.6M*0.15 + 0.4M*0.075 + 0.1M*0.60 = $0.18
     server.reply_text("Hello.", usage=(1_000_000, 100_000, 400_000))
     server.reply_text("Again.", usage=(10_000, 1_000))  # $0.0015 + $0.0006
@@ -95,6 +96,25 @@ async def test_the_gauge_and_slash_cost_show_the_cost_of_the_session_and_of_the_
         await send(pilot, "again")
         await wait_for(pilot, lambda: "(last $0.002)" in gauge_text(app))
         assert "$0.182 (last $0.002)" in gauge_text(app)
+        await wait_for(pilot, lambda: idle(app))
+        session = app.session
+        assert session is not None
+    saved = json.loads(session.state_file.read_text())
+    assert saved["spend"]["models"][PRICED]["usd"] == pytest.approx(0.1821)
+
+    resumed = await Session.find(project, session.id)
+    assert resumed is not None
+    app = make_app(project, config=config_for(server), session=resumed)
+    async with app.run_test(size=(140, 40)) as pilot:
+        await ready(pilot)
+        await wait_for(pilot, lambda: "$0.182" in gauge_text(app))
+        await send(pilot, "/sessions")
+        await wait_for(pilot, lambda: isinstance(app.screen, SessionPicker))
+        picker = app.screen
+        assert isinstance(picker, SessionPicker)
+        await wait_for(pilot, lambda: picker.table.row_count == 1)
+        assert "Cost" in screen_text(app)
+        assert [str(cell) for cell in picker.table.get_row_at(0)][-1] == "$0.182"
 
 
 async def test_a_model_without_a_price_says_so_and_never_makes_one_up(
@@ -111,36 +131,7 @@ async def test_a_model_without_a_price_says_so_and_never_makes_one_up(
         assert "Session total: $0 + calls left out" in text
 
 
-async def test_a_resumed_session_keeps_its_total_and_the_picker_shows_it(
-    project: Path, server: LLMServer
-) -> None:
-    server.reply_text("Hello.", usage=(1_000_000, 100_000, 400_000))
-    app = make_app(project, config=config_for(server))
-    async with app.run_test(size=(140, 40)) as pilot:
-        await ready(pilot)
-        await send(pilot, "hi")
-        await wait_for(pilot, lambda: "$0.180" in gauge_text(app))
-        session = app.session
-        assert session is not None
-    saved = json.loads(session.state_file.read_text())
-    assert saved["spend"]["models"][PRICED]["usd"] == pytest.approx(0.18)
-
-    resumed = await Session.find(project, session.id)
-    assert resumed is not None
-    app = make_app(project, config=config_for(server), session=resumed)
-    async with app.run_test(size=(140, 40)) as pilot:
-        await ready(pilot)
-        await wait_for(pilot, lambda: "$0.180" in gauge_text(app))
-        await send(pilot, "/sessions")
-        await wait_for(pilot, lambda: isinstance(app.screen, SessionPicker))
-        picker = app.screen
-        assert isinstance(picker, SessionPicker)
-        await wait_for(pilot, lambda: picker.table.row_count == 1)
-        assert "Cost" in screen_text(app)
-        assert [str(cell) for cell in picker.table.get_row_at(0)][-1] == "$0.180"
-
-
-async def test_think_sends_reasoning_effort_only_when_on_and_a_resumed_session_keeps_it(
+async def test_alt_t_and_think_send_reasoning_effort_only_when_on_and_a_resumed_session_keeps_it(
     project: Path, server: LLMServer
 ) -> None:
     for answer in ("One.", "Two.", "Three."):
@@ -149,6 +140,15 @@ async def test_think_sends_reasoning_effort_only_when_on_and_a_resumed_session_k
     app = make_app(project, config=config)
     async with app.run_test(size=(140, 40)) as pilot:
         await ready(pilot)
+        opened = app.agent_session
+        assert opened is not None
+        seen: list[str] = []
+        for _ in range(4):  # alt+t cycles the effort, back to off
+            await pilot.press("alt+t")
+            await wait_for(pilot, lambda: opened.thinking.level not in (seen[-1:] or ["off"]))
+            seen.append(opened.thinking.level)
+        assert seen == ["low", "medium", "high", "off"]
+        assert not [part for part in app.sub_title.split(" · ") if part.startswith("think")]
         await send(pilot, "first")
         await wait_for(pilot, lambda: len(server.requests) == 1 and idle(app))
         await send(pilot, "/think high")
@@ -170,25 +170,6 @@ async def test_think_sends_reasoning_effort_only_when_on_and_a_resumed_session_k
         await send(pilot, "third")
         await wait_for(pilot, lambda: len(server.requests) == 3 and idle(app))
     assert server.requests[2]["reasoning_effort"] == "high"
-
-
-async def test_alt_t_cycles_the_effort_and_off_sends_none(project: Path, server: LLMServer) -> None:
-    server.reply_text("One.")
-    app = make_app(project, config=config_for(server, reasoning=True))
-    async with app.run_test(size=(140, 40)) as pilot:
-        await ready(pilot)
-        opened = app.agent_session
-        assert opened is not None
-        seen = []
-        for _ in range(4):
-            await pilot.press("alt+t")
-            await wait_for(pilot, lambda: opened.thinking.level not in (seen[-1:] or ["off"]))
-            seen.append(opened.thinking.level)
-        assert seen == ["low", "medium", "high", "off"]
-        assert "think" not in app.sub_title
-        await send(pilot, "hi")
-        await wait_for(pilot, lambda: len(server.requests) == 1 and idle(app))
-    assert "reasoning_effort" not in server.requests[0]
 
 
 async def test_think_on_a_model_without_support_says_so_in_one_line_and_changes_nothing(

@@ -320,7 +320,7 @@ async def test_timeline_rows_details_and_history_rows_show_escapes_visibly(tmp_p
         app = PanesHost(CheckpointTimeline(bus, view), CheckpointDetails(), HistoryPane(bus, view))
         async with app.run_test(size=(120, 60)) as pilot:
             history = app.query_one(HistoryPane)
-            for _ in range(100):
+            for _ in range(1000):
                 if history.paths:
                     break
                 await pilot.pause(0.02)

@@ -25,7 +25,7 @@ async def test_the_palettes_screenshot_lands_in_the_home_and_the_notice_says_whe
         await pilot.press(*"screenshot")
         await pilot.pause(0.3)
         await pilot.press("enter")
-        await wait_for(pilot, lambda: bool(notes), timeout=5)
+        await wait_for(pilot, lambda: bool(notes))
 
     [saved] = list(Paths.current().screenshots_dir.glob("kode-tui-*.svg"))
     assert notes == [f"Screenshot saved to {tilde(saved)}"]

@@ -145,7 +145,9 @@ async def test_esc_stops_a_running_bang_command_and_its_processes(project: Path)
         pid_file = project / "pid.txt"
         await wait_for(pilot, lambda: pid_file.exists() and pid_file.read_text().strip())
         await pilot.press("escape")
-        await wait_for(pilot, lambda: not turn_running(app), timeout=5)
+        await wait_for(
+            pilot, lambda: not turn_running(app), timeout=20
+        )  # well before the 30 s sleep ends
         assert "interrupted" in screen_text(app)
     pid = int(pid_file.read_text())
     with pytest.raises(ProcessLookupError):

@@ -160,7 +160,7 @@ async def test_closing_the_bus_ends_iteration_after_what_was_queued() -> None:
     bus.send(StepBegin(n=2))
     await bus.close()
 
-    assert await asyncio.wait_for(consumer, 1) == [StepBegin(n=1), StepBegin(n=2)]
+    assert await asyncio.wait_for(consumer, 10) == [StepBegin(n=1), StepBegin(n=2)]
 
 
 async def test_close_waits_for_callbacks_to_take_what_was_queued() -> None:

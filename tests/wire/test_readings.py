@@ -101,10 +101,23 @@ def test_a_result_reads_as_its_status_and_the_tools_brief_or_first_line() -> Non
 
 def test_a_retry_names_the_attempt_to_come() -> None:
     retry = ev.StepRetry(n=2, attempt=1, max_attempts=3, wait_s=0.4, error="HTTP 503")
-    assert retry_status(retry) == "retrying in 0.4 s (attempt 2 of 3)"
+    assert retry_status(retry) == "retrying in 0.4 s (attempt 2 of 3): the model call failed"
     assert retry_text(retry) == "HTTP 503; retrying in 0.4 s (attempt 2 of 3)"
     whole = retry.model_copy(update={"wait_s": 2.0, "error": ""})
     assert retry_text(whole) == "the model call failed; retrying in 2 s (attempt 2 of 3)"
+
+
+def test_a_retry_status_says_why_in_a_few_words() -> None:
+    limited = ev.StepRetry(
+        n=1, attempt=1, max_attempts=10, wait_s=6, error="x is rate limited", status_code=429
+    )
+    assert retry_status(limited, 5.2) == "retrying in 6 s (attempt 2 of 10): 429 rate limited"
+    busy = limited.model_copy(update={"status_code": 503})
+    assert retry_status(busy).endswith("(attempt 2 of 10): HTTP 503")
+    slow = limited.model_copy(update={"status_code": None, "error_type": "LLMTimeoutError"})
+    assert retry_status(slow).endswith(": timed out")
+    lost = limited.model_copy(update={"status_code": None, "error_type": "LLMConnectionError"})
+    assert retry_status(lost).endswith(": connection lost")
 
 
 def test_a_compaction_summary_and_a_d_mail_are_the_systems_notes() -> None:

@@ -23,6 +23,7 @@ from kode_tui.soul.cost import CostReport
 from kode_tui.soul.custom_commands import CommandListing, CustomCommand
 from kode_tui.soul.facade.builtins import COMMANDS, Compared, Found
 from kode_tui.soul.facade.commands import CommandReport, DomainCommand, RevertChoice
+from kode_tui.soul.facade.config_watch import watch_config
 from kode_tui.soul.facade.custom import CommandPrompt
 from kode_tui.soul.facade.lineage import LineageNote
 from kode_tui.soul.facade.session import AgentSession
@@ -100,4 +101,5 @@ __all__ = [
     "read_record",
     "stored_result",
     "typed_text",
+    "watch_config",
 ]

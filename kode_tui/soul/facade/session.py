@@ -31,7 +31,7 @@ import tempfile
 from collections.abc import Sequence
 from pathlib import Path
 
-from kode_tui.config import ApprovalMode, Config, ModelChoice, check_model
+from kode_tui.config import ApprovalMode, Config, ConfigError, ModelChoice, check_model
 from kode_tui.message import Message
 from kode_tui.session import Context, Session, SessionLocked
 from kode_tui.session.context import restore_or_view
@@ -42,6 +42,7 @@ from kode_tui.session.session import CONTEXT_FILE_NAME
 from kode_tui.soul.context_report import ContextReport
 from kode_tui.soul.cost import CostLedger, CostReport
 from kode_tui.soul.facade.compaction import Compaction
+from kode_tui.soul.facade.config_watch import what_changed
 from kode_tui.soul.facade.custom import Custom
 from kode_tui.soul.facade.drops import Drops
 from kode_tui.soul.facade.lineage import Lineage
@@ -425,6 +426,35 @@ class AgentSession:
             self.thinking.apply()
             self.bus.send(soul.status())
         return choice
+
+    async def use_config(self, config: Config) -> str:
+        """Take the config read again (config.toml changed); what changed, in a line for the
+        user (`model two added; hooks: from the next session`; "" when nothing did).
+
+        `[models]` (`/model`'s list, and the settings of the model in use, from its next
+        request), `[loop_control]` and `[compaction] review` apply at once; what the agent is
+        built from applies to the next session opened (`config_watch.NEXT_SESSION`), and
+        `default_model` at the next start.
+        """
+        from kode_tui.soul.agent import loop_settings
+
+        live = self._live
+        old, live.config = live.config or Config(), config
+        soul, choice = live.running, live.choice
+        said = what_changed(old, config)
+        if soul is not None:
+            soul.settings = loop_settings(config.loop_control)
+        if soul is not None and choice is not None and not choice.is_demo:
+            timeouts = ("request_timeout", "first_token_timeout")
+            if old.models.get(choice.name) != config.models.get(choice.name) or any(
+                getattr(old.loop_control, key) != getattr(config.loop_control, key)
+                for key in timeouts
+            ):
+                try:
+                    await self.set_model(choice.name)
+                except ConfigError as error:
+                    said.append(f"the model in use stays as it was: {error}")
+        return "; ".join(said)
 
     def model_options(self) -> list[ModelOption]:
         """What `/model` offers: the configured aliases, `demo`, then known models of each

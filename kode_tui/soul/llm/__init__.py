@@ -7,7 +7,8 @@ providers assemble nothing but what their wire format forces on them (OpenAI's i
 deltas, for one).
 
 Failures are `LLMError`s. `is_retryable()` says which ones the soul's retry tries again:
-connection errors, timeouts, and HTTP 429, 500, 502, 503.
+connection errors, timeouts, and HTTP 429, 500, 502, 503, 504 and 529 (Anthropic's
+"overloaded"). A status error carries the wait the server asked for (`Retry-After`), if any.
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ from kode_tui.message import Message, TextPart, ThinkPart
 from kode_tui.wire.events import TokenUsage
 
 DEFAULT_MAX_CONTEXT_SIZE = 128_000
-RETRYABLE_STATUS = frozenset((429, 500, 502, 503))
+RETRYABLE_STATUS = frozenset((429, 500, 502, 503, 504, 529))
 
 
 @dataclass(frozen=True, slots=True)
@@ -59,9 +60,11 @@ class LLMTimeoutError(LLMError):
 class LLMStatusError(LLMError):
     """The provider answered with an HTTP error status."""
 
-    def __init__(self, message: str, status_code: int) -> None:
+    def __init__(self, message: str, status_code: int, retry_after: float | None = None) -> None:
         super().__init__(message)
         self.status_code = status_code
+        self.retry_after = retry_after
+        """Seconds the server asked to wait before trying again (`Retry-After`), if it did."""
 
 
 def is_retryable(error: BaseException) -> bool:

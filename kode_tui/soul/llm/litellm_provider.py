@@ -35,6 +35,7 @@ from kode_tui.soul.llm import (
     ToolCallDelta,
     ToolCallStart,
 )
+from kode_tui.soul.llm.retry_after import retry_after
 from kode_tui.wire.events import TokenUsage
 
 __all__ = [
@@ -205,8 +206,10 @@ class LiteLLMProvider:
         if api_key is not None:
             request["api_key"] = api_key
         try:
+            # Importing the library (seconds on a loaded machine) is no silence of the model's.
+            library = await self._library()
             async with asyncio.timeout(self._first_token_timeout):
-                response = await self._open(request)
+                response = await self._open(library, request)
         except TimeoutError as exc:
             raise self._silent(first=True) from exc
         except Exception as exc:
@@ -247,10 +250,14 @@ class LiteLLMProvider:
         if reader.usage is not None:
             yield reader.usage
 
-    async def _open(self, request: dict[str, Any]) -> Any:
-        """Send `request` (litellm's `acompletion` arguments); the stream of chunks."""
-        litellm = _litellm if _litellm is not None else await asyncio.to_thread(load_litellm)
-        return await litellm.acompletion(**request)
+    async def _library(self) -> Any:
+        """The library that sends the request (litellm), imported in a thread the first time."""
+        return _litellm if _litellm is not None else await asyncio.to_thread(load_litellm)
+
+    async def _open(self, library: Any, request: dict[str, Any]) -> Any:
+        """Send `request` (litellm's `acompletion` arguments) with `library`; the stream of
+        chunks."""
+        return await library.acompletion(**request)
 
     def _silent(self, *, first: bool) -> LLMTimeoutError:
         if first:
@@ -316,6 +323,12 @@ class LiteLLMProvider:
             return LLMStatusError(f"the conversation is too long for {model}: {detail}", 400)
         if not isinstance(status, int):
             return LLMError(f"{model} failed: {detail}")
+        error = self._status_error(status, detail)
+        error.retry_after = retry_after(_causes(exc))
+        return error
+
+    def _status_error(self, status: int, detail: str) -> LLMStatusError:
+        model = self._model
         if status == 401:
             return LLMStatusError(
                 f"authentication failed for {model}: check {self._key_hint()}", 401

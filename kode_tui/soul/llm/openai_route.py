@@ -67,11 +67,13 @@ class OpenAIProvider(LiteLLMProvider):
             self._max_context_size = context_size(self._model) or DEFAULT_MAX_CONTEXT_SIZE
         return self._max_context_size
 
-    async def _open(self, request: dict[str, Any]) -> Any:
-        openai = _openai if _openai is not None else await asyncio.to_thread(load_openai)
+    async def _library(self) -> Any:
+        return _openai if _openai is not None else await asyncio.to_thread(load_openai)
+
+    async def _open(self, library: Any, request: dict[str, Any]) -> Any:
         body = dict(request)
         client = _client(
-            openai, body.pop("api_base", None), body.pop("api_key", None), body.pop("timeout")
+            library, body.pop("api_base", None), body.pop("api_key", None), body.pop("timeout")
         )
         for litellm_only in ("num_retries", "max_retries"):
             body.pop(litellm_only, None)
@@ -91,7 +93,7 @@ class OpenAIProvider(LiteLLMProvider):
             body=body,
             cast_to=object,
             stream=True,
-            stream_cls=openai.AsyncStream[object],
+            stream_cls=library.AsyncStream[object],
             options={k: v for k, v in options.items() if v},
         )
 

@@ -174,7 +174,7 @@ class _Worker:
         with self._lock:
             mailbox = self._requests.get(request_id)
         if mailbox is not None:
-            mailbox.deliver([[request_id, "err", "error", message, None]])
+            mailbox.deliver([[request_id, "err", "error", message, None, None]])
 
     def _log_stderr(self) -> None:
         for line in _pipe(self._process.stderr):

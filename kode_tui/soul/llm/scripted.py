@@ -15,7 +15,8 @@ A script is a JSON list with one object per LLM call:
 
 `tool_calls[].id` defaults to `call_<n>_<i>`; `arguments` is an object or a JSON string (a broken
 one too, to test how the loop copes); `usage` defaults to an estimate of what was sent and received.
-`error` fails the call: an HTTP status, `"connection"` or `"timeout"`. `"hang": true` streams the
+`error` fails the call: an HTTP status (with `"retry_after"`: the seconds a server's
+`Retry-After` asked for), `"connection"` or `"timeout"`. `"hang": true` streams the
 text and then waits until cancelled. Text is streamed in pieces of a few words.
 """
 
@@ -139,7 +140,12 @@ def _error(error: Any) -> LLMError:
         return LLMTimeoutError("the scripted model timed out")
     if isinstance(error, dict) and "status" in error:
         status = int(error["status"])
-        return LLMStatusError(error.get("message") or f"HTTP {status}", status)
+        retry_after = error.get("retry_after")
+        return LLMStatusError(
+            error.get("message") or f"HTTP {status}",
+            status,
+            float(retry_after) if retry_after is not None else None,
+        )
     return LLMError(str(error))
 
 

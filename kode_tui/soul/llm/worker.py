@@ -24,7 +24,9 @@ Replies (child -> parent), each starting with the request's id:
     [7, "d", call_id, arguments]      ToolCallDelta
     [7, "u", input, output, cache_read, cache_creation]   TokenUsage
     [7, "end", max_context_size]      the answer is complete
-    [7, "err", kind, message, status] an LLMError (kind: status, connection, timeout, error)
+    [7, "err", kind, message, status, retry_after]
+                                      an LLMError (kind: status, connection, timeout, error;
+                                      retry_after: the seconds the server asked to wait)
 
 A cancelled request sends nothing more. Stdin's end (the parent exited) ends the process at
 once, without tearing litellm down.
@@ -160,6 +162,7 @@ def reply_item(reply: Sequence[Any]) -> StreamItem:
 
 def error_reply(request_id: int, error: LLMError) -> list[Any]:
     status = error.status_code if isinstance(error, LLMStatusError) else None
+    retry_after = error.retry_after if isinstance(error, LLMStatusError) else None
     if isinstance(error, LLMStatusError):
         kind = "status"
     elif isinstance(error, LLMTimeoutError):
@@ -168,14 +171,14 @@ def error_reply(request_id: int, error: LLMError) -> list[Any]:
         kind = "connection"
     else:
         kind = "error"
-    return [request_id, "err", kind, str(error), status]
+    return [request_id, "err", kind, str(error), status, retry_after]
 
 
 def reply_error(reply: Sequence[Any]) -> LLMError:
-    """The `LLMError` an error reply stands for: the same class, message and status."""
+    """The `LLMError` an error reply stands for: the same class, message, status and wait."""
     kind, message, status = reply[2], reply[3], reply[4]
     if kind == "status" and isinstance(status, int):
-        return LLMStatusError(message, status)
+        return LLMStatusError(message, status, reply[5])
     if kind == "timeout":
         return LLMTimeoutError(message)
     if kind == "connection":

@@ -2,7 +2,8 @@
 
 The conversation shows `Activity.text()` on its bottom edge while a turn runs, redrawn every
 second: a spinner, the state of the step (waiting for the model, streaming, running a tool,
-waiting for an approval, retrying in n s, compacting), the seconds since the turn began, the
+waiting for an approval, retrying in n s counting down the real wait, compacting), the seconds
+since the turn began, the
 tokens sent (the context of the last request) and received (estimated from the text while it
 streams), and the speed of the stream.
 """
@@ -15,7 +16,7 @@ from collections.abc import Callable
 from kode_tui.humanize import format_tokens
 from kode_tui.message import TextPart, ThinkPart
 from kode_tui.wire import events as ev
-from kode_tui.wire.readings import retry_status
+from kode_tui.wire.readings import next_attempt, retry_status
 
 __all__ = ["Activity"]
 
@@ -41,9 +42,14 @@ class Activity:
         self._chars = 0
         self._first_at: float | None = None
         self._tools: dict[str, str] = {}
+        self._retry: ev.StepRetry | None = None
+        self._retry_at = 0.0
+        """When the retry's wait ends (on `clock`'s time)."""
 
     def see(self, event: ev.Event) -> None:
         """Take in one wire event."""
+        if isinstance(event, ev.TurnBegin | ev.StepBegin | ev.ContentPart | ev.CompactionBegin):
+            self._retry = None  # the retry's next attempt (or another step) has begun
         if isinstance(event, ev.TurnBegin):
             self.running, self._started, self._tools = True, self._clock(), {}
             self._state = "waiting for the model"
@@ -70,7 +76,9 @@ class Activity:
             following = next(iter(self._tools.values()), None)
             self._state = f"running {following}" if following else "waiting for the model"
         elif isinstance(event, ev.StepRetry):
-            self._state = retry_status(event)
+            self._retry, self._retry_at = event, self._clock() + event.wait_s
+            self._chars, self._first_at = 0, None  # the failed attempt's text is void
+            self._state = f"waiting for the model ({next_attempt(event)})"
         elif isinstance(event, ev.CompactionBegin):
             self._state = "compacting the context"
         elif isinstance(event, ev.StatusUpdate):
@@ -83,7 +91,10 @@ class Activity:
             return ""
         now = self._clock()
         elapsed = now - self._started
-        parts = [f"{SPINNER[int(elapsed) % len(SPINNER)]} {self._state}", f"{elapsed:.0f} s"]
+        state = self._state
+        if self._retry is not None and now < self._retry_at:
+            state = retry_status(self._retry, self._retry_at - now)
+        parts = [f"{SPINNER[int(elapsed) % len(SPINNER)]} {state}", f"{elapsed:.0f} s"]
         received = self._chars // CHARS_PER_TOKEN
         parts.append(f"↑{format_tokens(self._sent)} ↓~{format_tokens(received)}")
         if self._first_at is not None and now - self._first_at >= 1:
