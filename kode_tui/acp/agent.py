@@ -185,6 +185,7 @@ class KodeAcpAgent:
         work_dir = _work_dir(cwd)
         _ignore_mcp_servers(mcp_servers)
         opened = await AgentSession.open(work_dir)
+        opened.keep_if_empty = True  # the client holds its id, to load it in a later process
         live = await self._start(opened, opened.id)
         return NewSessionResponse(session_id=opened.id, modes=self._modes(live))
 
@@ -208,6 +209,7 @@ class KodeAcpAgent:
             if opened.read_only is not None:
                 await opened.close()
                 raise _error(f"{session.dir} cannot be written, so it cannot go on here.")
+            opened.keep_if_empty = True
             live = await self._start(opened, session_id, announce=False)
         await self._replay(live)
         await self._announce(live)

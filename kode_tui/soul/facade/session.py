@@ -87,6 +87,9 @@ class AgentSession:
         self._copy_dir = copy_dir
         self._closed = False
         self._measuring: asyncio.Future[None] | None = None
+        self.keep_if_empty = False
+        """Keep the session at `close()` though nobody talked in it: a front end whose client
+        holds its id (ACP: `session/new`, then `session/load` by a later process) sets it."""
         self.travel = TimeTravel(live)
         """Time travel: the timeline, rotated contexts, revert, restore, diff, preview."""
         self.lineage = Lineage(live, self.travel)
@@ -251,7 +254,11 @@ class AgentSession:
         if self._copy_dir is not None:
             self._copy_dir.cleanup()
             self._copy_dir = None
-        elif live.read_only is None and await asyncio.to_thread(live.session.remove_if_empty):
+        elif (
+            live.read_only is None
+            and not self.keep_if_empty
+            and await asyncio.to_thread(live.session.remove_if_empty)
+        ):
             # Opened and left without a word (or a print run that sent nothing): no session
             # to list, as Kimi CLI does.
             log.info("removed the empty session %s", live.session.dir)

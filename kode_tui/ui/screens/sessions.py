@@ -243,6 +243,8 @@ Type to filter by title; **↑/↓** choose, **Enter** opens, **Esc** closes.
             self.call_after_refresh(self._refit_if_resized, fitted)
 
     def _refit_if_resized(self, fitted: int) -> None:
+        if not self.is_attached or not self.query("#sessions-table"):
+            return  # closed before the refresh came (Enter right away)
         if self.table.size.width != fitted:
             self._refit(self.table.cursor_row)
 

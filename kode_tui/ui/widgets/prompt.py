@@ -369,7 +369,7 @@ class PromptInput(TextArea):
     async def _run_binding_in_order(self, key: str) -> bool:
         """Run the prompt's (or TextArea's) enabled binding of `key` now. Textual runs it once
         the key has bubbled up to the App, while characters insert as they reach the prompt: in
-        a burst ("ab", Backspace×2, "xy") the "xy" would land first. Here keys act in order."""
+        a burst ("ab", two Backspaces, "xy") the "xy" would land first. Here keys act in order."""
         for binding in self._bindings.key_to_bindings.get(key, ()):
             if not binding.priority and await self.app.run_action(binding.action, self):
                 return True
