@@ -234,7 +234,7 @@ async def test_ctrl_r_in_a_burst_searches_for_what_follows_it(work_dir: Path) ->
 async def test_backspace_and_arrows_in_a_burst_act_where_they_were_pressed(
     work_dir: Path,
 ) -> None:
-    # tmux send-keys "/rev" BSpace×4 "/perm": the Backspaces must not land after "/perm".
+    # tmux send-keys "/rev" BSpace (four times) "/perm": the Backspaces come before "/perm".
     app = PromptHost(work_dir)
     async with app.run_test() as pilot:
         keys = [*"/rev", *["backspace"] * 4, *"/perm", "left", "left", "backspace", "x"]
