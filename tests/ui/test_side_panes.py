@@ -416,6 +416,12 @@ async def test_highlighting_a_checkpoint_shows_its_details(context: Context) -> 
         assert "6 messages before it" in shown
         assert "No files edited after it" in shown
 
+        await pilot.press("down", "down")
+        await settle(pilot)
+        shown = "\n".join(lines(app.query_one(CheckpointDetails)))
+        # 9 messages in the file, one of them checkpoint 4's note for the model: not counted.
+        assert "Checkpoint 5" in shown and "8 messages before it" in shown
+
 
 async def test_enter_and_click_request_a_revert(context: Context) -> None:
     bus = WireBus()

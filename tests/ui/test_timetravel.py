@@ -231,6 +231,24 @@ async def test_preview_shows_the_rotated_conversation_and_how_it_differs(tmp_pat
     assert f"{USER_MARK} What did we do so far?" in text
 
 
+async def test_the_previews_header_counts_the_messages_as_its_comparison_does(
+    tmp_path: Path,
+) -> None:
+    # A checkpoint's note for the model is no message a person reads: not counted above either.
+    fixture_snapshot(tmp_path)
+    with (tmp_path / "context_1.jsonl").open("a") as rotated:
+        rotated.write('{"role": "_checkpoint", "id": 7}\n')
+        rotated.write('{"role": "user", "content": "<system>CHECKPOINT 7</system>"}\n')
+    snapshot = read_snapshot(tmp_path / "context_1.jsonl")
+    live = read_snapshot(tmp_path / "context.jsonl").messages
+    app = Host(screen=PreviewScreen(snapshot, None, compare(snapshot.messages, live)))
+    async with app.run_test(size=(120, 36)) as pilot:
+        await pilot.pause()
+        text = screen_text(app)
+    assert "8 checkpoints · 4.1k tokens · 11 messages" in text
+    assert "11 messages come back from this file" in text
+
+
 async def test_preview_restores_only_after_yes(tmp_path: Path) -> None:
     app = Host(screen=preview(tmp_path))
     async with app.run_test(size=(120, 36)) as pilot:

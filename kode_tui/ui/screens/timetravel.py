@@ -510,7 +510,7 @@ what only each of them holds.
         facts += [
             plural(snapshot.n_checkpoints, "checkpoint"),
             f"{'~' if self._tokens_estimated else ''}{format_tokens(self._tokens)} tokens",
-            plural(len(snapshot.messages), "message"),
+            plural(len(shown_messages(snapshot.messages)), "message"),
         ]
         return visible(" · ".join(facts), multiline=False)
 

@@ -26,7 +26,7 @@ from textual.widgets import OptionList, Static
 from textual.widgets.option_list import Option
 
 from kode_tui.message import Message as ChatMessage
-from kode_tui.message import is_checkpoint_note, is_dmail_note, is_system_note
+from kode_tui.message import is_checkpoint_note, is_dmail_note, is_system_note, shown_messages
 from kode_tui.safetext import visible
 from kode_tui.soul.facade import (
     COMPACTION_OUTPUT_PREFIX,
@@ -380,6 +380,11 @@ a tool changed files.
             checkpoint_id = self._rows[event.option_index].checkpoint.id
             self.post_message(self.RevertRequested(checkpoint_id, self))
 
+    def _messages_before(self, index: int) -> int:
+        """The messages before `index` as the conversation counts them (no checkpoint notes)."""
+        history = self._history or ()
+        return len(shown_messages(history[:index]))
+
     def _details(self, row: _Row) -> Content:
         checkpoint = row.checkpoint
         edits = self._session.travel.timeline().file_edits[checkpoint.file_edit_index :]
@@ -389,7 +394,9 @@ a tool changed files.
                 (f"Checkpoint {checkpoint.id}", "bold"),
                 (f" · {_size_text(self._session.travel.checkpoint_size(checkpoint))}", "dim"),
             ),
-            Content.styled(f"{checkpoint.message_index:,} messages before it", "dim"),
+            Content.styled(
+                f"{self._messages_before(checkpoint.message_index):,} messages before it", "dim"
+            ),
             Content.assemble(("Files edited after it: ", "dim"), ", ".join(paths))
             if paths
             else Content.styled("No files edited after it", "dim"),
