@@ -136,6 +136,7 @@ class WorkSnapshot:
         """Why the last snapshot tracked nothing (a tree too big), else None."""
         self.reads = 0
         """How many files' contents the snapshots have read (the benchmark and tests count)."""
+        self._scanned = False
 
     def start(self) -> None:
         """Take the first snapshot (the baseline, which reads every file) in the background,
@@ -185,7 +186,12 @@ class WorkSnapshot:
 
     async def _warm(self) -> None:
         try:
-            await self.capture()
+            async with self._lock:
+                # A capture that came first took the baseline: one now would take what a
+                # command is doing meanwhile (a `!` command after its own first capture) for
+                # someone else's changes.
+                if not self._scanned:
+                    await self._capture(None)
         except OSError as error:
             log.warning("could not snapshot %s: %s", self.work_dir, error)
 
@@ -193,36 +199,40 @@ class WorkSnapshot:
         """Take a snapshot and record what changed since the last one, as done by
         `tool_call_id` (None: by someone else); the records written."""
         async with self._lock:
-            if self.off is not None:
-                return []  # a tree that big does not shrink: no walk at every checkpoint
-            if not self._holding:
-                await asyncio.to_thread(self._pool.hold)
-                self._holding = True
-            if self._files is None:
-                self._files = await asyncio.to_thread(load_index, self._index_path)
-            keep_secrets = tool_call_id is not None
-            scan = await asyncio.to_thread(self._scan, self._files, keep_secrets)
-            if scan is None:
-                return []
-            if self._hinted is None:
-                await self._hint(scan.files, scan.held)
-            written: list[FileEditRecord] = []
-            recorded = self._recorded_since()
-            for path, before, after in scan.changes:
-                if recorded.get(path, "") == after:
-                    continue  # a file tool's edit, recorded already
-                written.append(await self._journal.note(path, (before, after), tool_call_id))
-            self._edits_seen = len(self._context.file_edits)
-            self._held = scan.held
-            if scan.files != self._files:
-                self._files = scan.files
-                self._unsaved = True
-            # After a Shell call a checkpoint follows at once: the index is saved then (a
-            # crash before it records the command's changes again, never loses them).
-            if self._unsaved and tool_call_id is None:
-                await asyncio.to_thread(self._save, scan.files)
-                self._unsaved = False
-            return written
+            return await self._capture(tool_call_id)
+
+    async def _capture(self, tool_call_id: str | None) -> list[FileEditRecord]:
+        self._scanned = True
+        if self.off is not None:
+            return []  # a tree that big does not shrink: no walk at every checkpoint
+        if not self._holding:
+            await asyncio.to_thread(self._pool.hold)
+            self._holding = True
+        if self._files is None:
+            self._files = await asyncio.to_thread(load_index, self._index_path)
+        keep_secrets = tool_call_id is not None
+        scan = await asyncio.to_thread(self._scan, self._files, keep_secrets)
+        if scan is None:
+            return []
+        if self._hinted is None:
+            await self._hint(scan.files, scan.held)
+        written: list[FileEditRecord] = []
+        recorded = self._recorded_since()
+        for path, before, after in scan.changes:
+            if recorded.get(path, "") == after:
+                continue  # a file tool's edit, recorded already
+            written.append(await self._journal.note(path, (before, after), tool_call_id))
+        self._edits_seen = len(self._context.file_edits)
+        self._held = scan.held
+        if scan.files != self._files:
+            self._files = scan.files
+            self._unsaved = True
+        # After a Shell call a checkpoint follows at once: the index is saved then (a
+        # crash before it records the command's changes again, never loses them).
+        if self._unsaved and tool_call_id is None:
+            await asyncio.to_thread(self._save, scan.files)
+            self._unsaved = False
+        return written
 
     def _recorded_since(self) -> dict[str, str | None]:
         """What the file tools recorded since the last snapshot: each file (as the work dir's

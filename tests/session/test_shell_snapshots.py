@@ -311,3 +311,26 @@ async def test_an_index_without_ctimes_is_read_again_not_trusted(tmp_path: Path)
         await snapshots.capture()
         await snapshots.close()
     assert snapshots.reads == 20
+
+
+async def test_a_baseline_left_behind_by_a_first_capture_takes_nothing_a_command_does(
+    tmp_path: Path,
+) -> None:
+    # `!cmd` right after the session opens: its first capture runs before the background
+    # baseline has started. The baseline must not scan while the command runs, which would
+    # take the command's changes for someone else's (a revert then could not undo them).
+    project = make_project(tmp_path)
+    async with Context(tmp_path / "session" / "context.jsonl") as context:
+        await context.restore()
+        snapshots = WorkSnapshot(project, context, FileJournal(context))
+        snapshots.start()  # the baseline's task, not run yet
+        assert await snapshots.capture() == []  # the command's first capture
+        (project / "made.txt").write_text("new\n")  # the command, while the baseline may run
+        (project / "gone.txt").unlink()
+        # The baseline's task waits for the lock ahead of this capture: it must take nothing.
+        edits = await snapshots.capture("call_1")  # the command's own capture
+        assert sorted((e.path, e.tool_call_id) for e in edits) == [
+            ("gone.txt", "call_1"),
+            ("made.txt", "call_1"),
+        ]
+        await snapshots.close()
