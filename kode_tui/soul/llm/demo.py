@@ -13,6 +13,7 @@ from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from kode_tui.humanize import plural
 from kode_tui.message import Message, TextPart, is_from_system, is_system_note
 from kode_tui.soul.llm import DEFAULT_MAX_CONTEXT_SIZE, StreamItem, ToolSchema
 from kode_tui.soul.llm.scripted import request_tokens, stream_response
@@ -94,7 +95,8 @@ def _respond(turn: list[Message]) -> dict[str, Any]:
         readme = next((f for f in files if f.lower().startswith("readme")), None)
         if readme is None:
             return {
-                "text": f"I see {len(files)} entries and no README, so nothing to read there.",
+                "text": f"I see {plural(len(files), 'entry', 'entries')} and no README, so "
+                "nothing to read there.",
                 "tool_calls": [_todos("done", "done", "in_progress")],
             }
         return {
