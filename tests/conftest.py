@@ -2,12 +2,22 @@
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from tests.llm_server import KEY_ENV, LLMServer
+
+
+def pytest_xdist_auto_num_workers(config: pytest.Config) -> int:
+    """`-n auto` (`make test`): one worker more than the cores. Part of the suite waits (on
+    subprocesses, pseudo-terminals, loopback servers), and a spare worker keeps the cores busy
+    meanwhile: 2 min 27 s instead of 3 min on 2 cores, idle."""
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+    return (cores or 1) + 1
+
 
 # A real session folder written by Kimi CLI 1.52 (read-only: tests work on copies).
 KIMI_FIXTURE = Path(__file__).parent / "fixtures" / "kimi-session"
