@@ -208,6 +208,8 @@ a tool changed files.
         """D-Mail jumps: the checkpoint gone back to -> the newest checkpoint it came from."""
         self._rows: list[_Row] = []
         self._cache: dict[tuple[int, ...], _Row] = {}
+        self._shown_before: dict[int, int] = {}
+        """Messages before a history index as the conversation counts them, per index."""
         self._history: Sequence[ChatMessage] | None = None
         self._follow = True
         """Whether the highlight stays on the newest checkpoint (until the user moves it)."""
@@ -277,6 +279,7 @@ a tool changed files.
         history = context.history
         if history is not self._history:
             self._cache.clear()  # restore() or a rewrite replaced the history
+            self._shown_before.clear()
             self._history = history
         checkpoints = list(context.checkpoints)
         edited = {edit.checkpoint_count - 1 for edit in context.file_edits}
@@ -382,8 +385,12 @@ a tool changed files.
 
     def _messages_before(self, index: int) -> int:
         """The messages before `index` as the conversation counts them (no checkpoint notes)."""
-        history = self._history or ()
-        return len(shown_messages(history[:index]))
+        # Counted once per index: a long history's details follow the arrow keys.
+        count = self._shown_before.get(index)
+        if count is None:
+            count = len(shown_messages((self._history or ())[:index]))
+            self._shown_before[index] = count
+        return count
 
     def _details(self, row: _Row) -> Content:
         checkpoint = row.checkpoint
