@@ -40,7 +40,7 @@ from kode_tui.tools.sandbox import Sandbox
 from kode_tui.tools.sandbox import Settings as SandboxSettings
 from kode_tui.tools.sandbox import support as sandbox_support
 from kode_tui.tools.shell import Shell
-from kode_tui.tools.todo import TodoWrite
+from kode_tui.tools.todo import SetTodoList
 from kode_tui.tools.toolset import Toolset
 from kode_tui.wire import WireBus
 from kode_tui.wire import events as ev
@@ -117,7 +117,7 @@ def make_toolset(denwa_renji: DenwaRenji | None, *, sandboxed: bool = False) -> 
         Glob(),
         Grep(),
         Shell(sandboxed=sandboxed),
-        TodoWrite(),
+        SetTodoList(),
     ]
     if denwa_renji is not None:
         tools.append(SendDMail(denwa_renji))

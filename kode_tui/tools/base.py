@@ -159,6 +159,9 @@ class Tool(ABC, Generic[P]):
     """Whether `[masked: NAME]` in the arguments becomes the key again when the file named by
     the `path` parameter already holds that key (file writers: rewriting a `.env` read masked
     keeps its key). Tools that send their arguments anywhere must leave it False."""
+    aliases: ClassVar[tuple[str, ...]] = ()
+    """Other names a call may use (a stored session's older name): the tool answers to them,
+    but is offered to the model under `name` only."""
 
     def schema(self) -> dict[str, Any]:
         """The tool in the OpenAI function-calling format litellm takes."""

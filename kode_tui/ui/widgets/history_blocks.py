@@ -31,7 +31,7 @@ from kode_tui.ui.widgets.tool_block import ToolBlock
 from kode_tui.ui.widgets.tool_state import ToolState
 from kode_tui.ui.widgets.tool_views import TodoBoard
 from kode_tui.wire import events as ev
-from kode_tui.wire.readings import TODO, read_system_note
+from kode_tui.wire.readings import TODO_LISTS, read_system_note
 
 
 def user_text(content: str | Sequence[ContentPart]) -> str:
@@ -127,7 +127,7 @@ def _message_blocks(
     for position, call in enumerate(message.tool_calls or ()):
         state = ToolState(call.id, call.function.name, call.function.arguments or "")
         state.status = "unknown"
-        if state.name == TODO:
+        if state.name in TODO_LISTS:
             todos[0].add_stored(state, todos[1], position)
         stored = results.pop(call.id, None)
         if stored is not None:

@@ -30,7 +30,7 @@ from kode_tui.wire import events as ev
 from kode_tui.wire.readings import (
     SHELL,
     STATUS_LABELS,
-    TODO,
+    TODO_LISTS,
     ToolStatus,
     result_message,
     result_summary,
@@ -78,11 +78,11 @@ def _body(state: ToolState) -> list[Row]:
     """What the open block shows below its title."""
     rows: list[Row] = []
     # An edit shows as its diff: its arguments (the old and new text) say it again.
-    if not state.has_diff and state.name != TODO:
+    if not state.has_diff and state.name not in TODO_LISTS:
         rows += field_rows(state.arguments)
     if failure := _failure(state):
         rows += text_lines(failure, _ERROR, OUTPUT_LINES)
-    if state.output.strip() and state.name != TODO:
+    if state.output.strip() and state.name not in TODO_LISTS:
         rows += text_lines(state.output, "", OUTPUT_LINES, FULL_HINT)
     rows += [Content.styled(f"[{visible(chip)}]", _CHIP) for chip in state.media]
     diffs = [block for block in state.display if isinstance(block, ev.DiffBlock)]
@@ -242,7 +242,7 @@ newest todo list shows as a checklist (☐ to do, ◐ in progress, ☑ done); ol
             failed = bool(_failure(state))
             # Not strip(): it would copy 50,000 characters on every draw.
             return failed or (bool(state.output) and not state.output.isspace())
-        if state.name == TODO and not state.superseded:
+        if state.name in TODO_LISTS and not state.superseded:
             return True
         return self.expanded
 
