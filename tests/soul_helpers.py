@@ -152,7 +152,7 @@ async def make_rig(
     all_tools: list[Tool[Any]] = [Echo(), Touch(), SetTodoList(), *tools]
     if denwa_renji is not None:
         all_tools.append(SendDMail(denwa_renji))
-    env = ToolEnv(work_dir=work_dir, journal=FileJournal(context), state=state)
+    env = ToolEnv(work_dir=work_dir, journal=FileJournal(context), state=state, bus=bus)
     soul = KodeSoul(
         context=context,
         provider=provider,

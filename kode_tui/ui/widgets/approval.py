@@ -28,6 +28,7 @@ from kode_tui.wire.events import (
     ApprovalResolved,
     ApprovalResponse,
     DiffBlock,
+    QuestionRequest,
     RejectWithFeedback,
     ShellBlock,
 )
@@ -149,6 +150,7 @@ A tool call waits for your answer.
         self._early_keys: list[events.Key] = []
         """Keys typed after the request was sent and before it showed, for it."""
         self._claim_subscription: Subscription[ApprovalRequest] | None = None
+        self._questions: Subscription[QuestionRequest] | None = None
         self._full_view: ApprovalView | None = None
         """The full view of the request on show, while it is open."""
 
@@ -185,10 +187,15 @@ A tool call waits for your answer.
         # The conversation may say "waiting for approval" before this panel's turn to show the
         # request comes: the keys are taken as the request is sent, and kept until it shows.
         self._claim_subscription = self.bus.subscribe(ApprovalRequest, callback=self._claim)
+        # Until the TUI has its question dialog (issue 29 item 3), AskUserQuestion is told that
+        # no one can be asked, so the model asks in its text rather than waiting forever.
+        self._questions = self.bus.subscribe(QuestionRequest, callback=QuestionRequest.unsupported)
 
     def on_unmount(self) -> None:
         if self._claim_subscription is not None:
             self._claim_subscription.close()
+        if self._questions is not None:
+            self._questions.close()
 
     def _claim(self, _request: ApprovalRequest | None = None) -> None:
         """Take the focus (the keys) for a request about to show, unless it has it already."""
