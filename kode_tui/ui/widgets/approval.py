@@ -20,6 +20,7 @@ from textual.widgets import Button, Input, Static, TextArea
 from kode_tui.safetext import visible
 from kode_tui.soul.facade import Subscription, WireBus
 from kode_tui.ui.screens.diff import ApprovalView
+from kode_tui.ui.screens.question import QuestionScreen
 from kode_tui.ui.widgets.display_blocks import command_text
 from kode_tui.ui.widgets.excerpt import EXCERPT_LINES, excerpt, rows_of
 from kode_tui.ui.wire_messages import WireListener, WireMessage
@@ -187,15 +188,17 @@ A tool call waits for your answer.
         # The conversation may say "waiting for approval" before this panel's turn to show the
         # request comes: the keys are taken as the request is sent, and kept until it shows.
         self._claim_subscription = self.bus.subscribe(ApprovalRequest, callback=self._claim)
-        # Until the TUI has its question dialog (issue 29 item 3), AskUserQuestion is told that
-        # no one can be asked, so the model asks in its text rather than waiting forever.
-        self._questions = self.bus.subscribe(QuestionRequest, callback=QuestionRequest.unsupported)
+        # AskUserQuestion's questions come on the same bus: they show as a dialog of their own.
+        self._questions = self.bus.subscribe(QuestionRequest, callback=self._ask)
 
     def on_unmount(self) -> None:
         if self._claim_subscription is not None:
             self._claim_subscription.close()
         if self._questions is not None:
             self._questions.close()
+
+    def _ask(self, request: QuestionRequest) -> None:
+        self.app.push_screen(QuestionScreen(request))
 
     def _claim(self, _request: ApprovalRequest | None = None) -> None:
         """Take the focus (the keys) for a request about to show, unless it has it already."""
