@@ -105,6 +105,8 @@ class PrintView:
                     f"rejected {event.description}: it needs approval ({event.action}) and "
                     f"print mode asks no one; {why}"
                 )
+            case ev.QuestionRequest():
+                event.unsupported()  # print mode asks no one: the model asks in its text
             case ev.ContextReverted(reason="dmail"):
                 self._note(f"D-Mail: the context went back to checkpoint {event.checkpoint_id}")
             case ev.CompactionEnd(rotated_file=str()) if self.note_compactions:
@@ -346,6 +348,8 @@ class JsonView:
             self._notes(event)  # it rejects approvals, as text mode does
         elif isinstance(event, ev.ApprovalRequest):
             event.resolve("reject")  # print mode asks no one; `approval_resolved` follows
+        elif isinstance(event, ev.QuestionRequest):
+            event.unsupported()
         if self._between and isinstance(event, ev.StatusUpdate):
             return
         for value in self._events.feed(event):

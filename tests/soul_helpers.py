@@ -21,7 +21,7 @@ from kode_tui.soul.llm.scripted import ScriptedProvider
 from kode_tui.soul.soul import KodeSoul, LoopSettings
 from kode_tui.tools.base import Permission, Tool, ToolEnv, ToolOutput
 from kode_tui.tools.dmail import DenwaRenji, SendDMail
-from kode_tui.tools.todo import TodoWrite
+from kode_tui.tools.todo import SetTodoList
 from kode_tui.tools.toolset import Toolset
 from kode_tui.wire import WireBus
 from kode_tui.wire import events as ev
@@ -149,10 +149,10 @@ async def make_rig(
     provider = ScriptedProvider(script, max_context_size=max_context_size)
     state = SessionState()
     denwa_renji = DenwaRenji() if dmail else None
-    all_tools: list[Tool[Any]] = [Echo(), Touch(), TodoWrite(), *tools]
+    all_tools: list[Tool[Any]] = [Echo(), Touch(), SetTodoList(), *tools]
     if denwa_renji is not None:
         all_tools.append(SendDMail(denwa_renji))
-    env = ToolEnv(work_dir=work_dir, journal=FileJournal(context), state=state)
+    env = ToolEnv(work_dir=work_dir, journal=FileJournal(context), state=state, bus=bus)
     soul = KodeSoul(
         context=context,
         provider=provider,

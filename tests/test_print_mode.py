@@ -68,13 +68,13 @@ async def test_with_no_key_and_no_config_the_demo_runs_a_full_turn(project: Path
     assert INTRO in text and "not an LLM" in text
     calls = [e.function.name for e in events if isinstance(e, ev.ToolCall)]
     assert calls == [
-        "TodoWrite",
+        "SetTodoList",
         "Glob",
-        "TodoWrite",
+        "SetTodoList",
         "ReadFile",
-        "TodoWrite",
+        "SetTodoList",
         "WriteFile",
-        "TodoWrite",
+        "SetTodoList",
     ]
     [request] = [e for e in events if isinstance(e, ev.ApprovalRequest)]
     assert request.tool_name == "WriteFile" and NOTES_FILE in request.description

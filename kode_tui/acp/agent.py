@@ -368,6 +368,10 @@ class KodeAcpAgent:
         if isinstance(event, ev.ApprovalRequest):
             await self._ask(live, event)
             return
+        if isinstance(event, ev.QuestionRequest):
+            # ACP has no way to ask a question with options: the model asks in its text.
+            event.unsupported()
+            return
         if isinstance(event, ev.PermissionsChanged):
             if event.mode != live.mode:  # its mode changed in the agent (a session's start is none)
                 live.mode = event.mode

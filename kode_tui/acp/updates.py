@@ -48,7 +48,7 @@ from kode_tui.soul.facade import PastResults, read_record, stored_result
 from kode_tui.wire import events as ev
 from kode_tui.wire.readings import (
     SHELL,
-    TODO,
+    TODO_LISTS,
     StreamedCall,
     hook_note,
     read_system_note,
@@ -384,7 +384,7 @@ def history_updates(
             result = recorded or stored_result(message)
             yield from calls.result(result, with_plan=False)  # the newest list goes at the end
             found = todo_items(result.display, stored, failed=result.is_error)
-            if names.get(call_id) in (TODO, "SetTodoList") and found is not None:
+            if names.get(call_id) in TODO_LISTS and found is not None:
                 todos = found
     yield from calls.end(INTERRUPTED)
     yield plan(todos)

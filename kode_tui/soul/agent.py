@@ -30,6 +30,7 @@ from kode_tui.soul.llm.demo import DemoProvider
 from kode_tui.soul.project import ProjectContextSource
 from kode_tui.soul.reminders import Reminders
 from kode_tui.soul.soul import KodeSoul, LoopSettings
+from kode_tui.tools.ask_user import AskUserQuestion
 from kode_tui.tools.base import Tool, ToolEnv
 from kode_tui.tools.dmail import DenwaRenji, SendDMail
 from kode_tui.tools.files import ReadFile, StrReplaceFile, WriteFile
@@ -40,7 +41,7 @@ from kode_tui.tools.sandbox import Sandbox
 from kode_tui.tools.sandbox import Settings as SandboxSettings
 from kode_tui.tools.sandbox import support as sandbox_support
 from kode_tui.tools.shell import Shell
-from kode_tui.tools.todo import TodoWrite
+from kode_tui.tools.todo import SetTodoList
 from kode_tui.tools.toolset import Toolset
 from kode_tui.wire import WireBus
 from kode_tui.wire import events as ev
@@ -108,7 +109,8 @@ def loop_settings(loop: LoopControl) -> LoopSettings:
 
 
 def make_toolset(denwa_renji: DenwaRenji | None, *, sandboxed: bool = False) -> Toolset:
-    """Kimi's tool set: files, search, shell, todos, and SendDMail when D-Mail is on.
+    """Kimi's tool set: files, search, shell, todos, questions to the user, and SendDMail when
+    D-Mail is on.
     `sandboxed`: the model's commands run in the sandbox (its description says so)."""
     tools: list[Tool[Any]] = [
         ReadFile(),
@@ -117,7 +119,8 @@ def make_toolset(denwa_renji: DenwaRenji | None, *, sandboxed: bool = False) -> 
         Glob(),
         Grep(),
         Shell(sandboxed=sandboxed),
-        TodoWrite(),
+        SetTodoList(),
+        AskUserQuestion(),
     ]
     if denwa_renji is not None:
         tools.append(SendDMail(denwa_renji))
@@ -219,6 +222,7 @@ async def open_agent(
         state=session.state,
         save_state=save_state,
         snapshots=snapshots,
+        bus=bus,
     )
     provider = provider or make_provider(choice, config.loop_control)
     compaction = load_strategy(

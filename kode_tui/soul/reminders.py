@@ -86,7 +86,7 @@ class Reminders:
                     "todo",
                     "todo:empty",
                     "Your todo list is currently empty. If the task has several steps, use "
-                    "TodoWrite to plan them. Do not mention this reminder to the user.",
+                    "SetTodoList to plan them. Do not mention this reminder to the user.",
                 )
             ]
         items = [{"title": t.title[:100], "status": t.status} for t in todos]

@@ -430,7 +430,7 @@ class KodeSoul:
     async def context_swapped(self) -> None:
         """The live context was swapped (a revert, a restore, a clear, a drop, a D-Mail):
         SendDMail learns its checkpoints, and the todo list is the one its conversation left
-        (the reminders and `TodoWrite` read it), saved when it changed."""
+        (the reminders and `SetTodoList` read it), saved when it changed."""
         self.sync_dmail_checkpoints()
         todos = todos_in(self.context.history)
         if todos != self.env.state.todos:

@@ -1,8 +1,9 @@
 """What every tool is: a name, a description, pydantic parameters, what it needs the user to
 allow, and the work it does.
 
-A tool never asks the user itself (tools sit below the soul): `permission()` describes what running
-a call would do, the soul's approval decides, and only then `run()` is called. A tool reports a
+A tool never asks the user for leave itself (tools sit below the soul): `permission()` describes
+what running a call would do, the soul's approval decides, and only then `run()` is called. (Only
+`AskUserQuestion`, whose work is asking, sends a question on `ToolEnv.bus`.) A tool reports a
 failure the model should read by raising `ToolError` or returning `ToolOutput(is_error=True)`; any
 other exception is a bug, which the toolset turns into an error result too, so the loop goes on.
 """
@@ -27,6 +28,7 @@ from kode_tui.wire.events import BriefBlock, DisplayBlock, ToolResult
 
 if TYPE_CHECKING:
     from kode_tui.tools.sandbox import Confinement
+    from kode_tui.wire.bus import WireBus
 
 MAX_OUTPUT_CHARS = 50_000
 """Tool output longer than this is cut, with a note saying so."""
@@ -120,6 +122,8 @@ class ToolEnv:
     sandbox: Confinement | None = None
     """Where a Shell call runs: in the session's sandbox with a profile (the model's calls),
     or outside (None: the user's `!cmd`, an approved run outside, no sandbox here)."""
+    bus: WireBus | None = None
+    """The session's wire, where `AskUserQuestion` asks its questions; None: no one to ask."""
 
     def resolve(self, raw: str) -> Path:
         """`raw` as an absolute, normalised path (relative ones are taken from the work dir).
@@ -159,6 +163,9 @@ class Tool(ABC, Generic[P]):
     """Whether `[masked: NAME]` in the arguments becomes the key again when the file named by
     the `path` parameter already holds that key (file writers: rewriting a `.env` read masked
     keeps its key). Tools that send their arguments anywhere must leave it False."""
+    aliases: ClassVar[tuple[str, ...]] = ()
+    """Other names a call may use (a stored session's older name): the tool answers to them,
+    but is offered to the model under `name` only."""
 
     def schema(self) -> dict[str, Any]:
         """The tool in the OpenAI function-calling format litellm takes."""

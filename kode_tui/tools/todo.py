@@ -1,4 +1,5 @@
-"""TodoWrite: the agent's todo list, kept in the session's state.json (Kode's TodoWrite)."""
+"""SetTodoList: the agent's todo list, kept in the session's state.json (Kimi CLI 1.52's
+`SetTodoList`, which kode-tui called `TodoWrite` before and still answers to)."""
 
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ from kode_tui.session.state import TodoItem, TodoStatus
 from kode_tui.tools.base import Tool, ToolEnv, ToolOutput
 from kode_tui.wire.events import TodoBlock
 from kode_tui.wire.events import TodoItem as TodoDisplayItem
+from kode_tui.wire.readings import TODO_LISTS
 
 
 class Todo(BaseModel):
@@ -30,8 +32,12 @@ class TodoParams(BaseModel):
     )
 
 
-class TodoWrite(Tool[TodoParams]):
-    name: ClassVar[str] = "TodoWrite"
+class SetTodoList(Tool[TodoParams]):
+    # Offered under Kimi's name only: a session written here then works in Kimi CLI, and one
+    # tool under two names would double its definition's tokens and leave the model choosing.
+    # `TodoWrite` (older kode-tui sessions' calls, which a model repeats) still runs it.
+    name: ClassVar[str] = "SetTodoList"
+    aliases: ClassVar[tuple[str, ...]] = ("TodoWrite",)
     description: ClassVar[str] = (
         "Keep a todo list for a task with several steps, so you and the user can see the plan "
         "and the progress. Pass the whole list each time: it replaces the previous one. Mark an "
@@ -65,11 +71,12 @@ def _block(todos: list[TodoItem]) -> TodoBlock:
 
 
 def todos_in(history: Sequence[Message]) -> list[TodoItem]:
-    """The todo list the conversation `history` left: the one its last TodoWrite call that set
-    a list gave (empty when none did). After a revert, the session's list is this one again."""
+    """The todo list the conversation `history` left: the one its last todo call (under either
+    name) that set a list gave (empty when none did). After a revert, the session's list is this
+    one again."""
     for message in reversed(history):
         for call in reversed(message.tool_calls or ()):
-            if call.function.name != TodoWrite.name:
+            if call.function.name not in TODO_LISTS:
                 continue
             try:
                 params = TodoParams.model_validate(json.loads(call.function.arguments or "{}"))

@@ -76,6 +76,7 @@ class ToolSource(Protocol):
 class Toolset:
     def __init__(self, tools: Iterable[Tool[Any]], sources: Sequence[ToolSource] = ()) -> None:
         self._static = {tool.name: tool for tool in tools}
+        self._aliases = {alias: tool for tool in self._static.values() for alias in tool.aliases}
         self.sources = list(sources)
 
     @property
@@ -88,7 +89,7 @@ class Toolset:
         return tools
 
     def __contains__(self, name: object) -> bool:
-        return name in self._tools
+        return name in self._tools or name in self._aliases
 
     async def ready(self) -> None:
         """Wait for the tools of every source still starting (a request offers them)."""
@@ -116,7 +117,7 @@ class Toolset:
     def prepare(self, call: ToolCall) -> PreparedCall:
         name = call.function.name
         tools = self._tools
-        tool = tools.get(name)
+        tool = tools.get(name) or self._aliases.get(name)
         if tool is None:
             known = ", ".join(tools) or "none"
             why = next(filter(None, (source.missing(name) for source in self.sources)), "")

@@ -530,6 +530,66 @@ class Error(Event):
     message: str
 
 
+# --- questions to the user (issue 29) -------------------------------------------------------------
+
+
+class QuestionUnsupported(Exception):
+    """The front end cannot ask the user anything (print mode, ACP): the question's tool tells the
+    model to ask in its text instead."""
+
+
+class QuestionOption(BaseModel):
+    model_config = ConfigDict(frozen=True, defer_build=True)
+
+    label: str
+    description: str = ""
+
+
+class QuestionItem(BaseModel):
+    """One question in Kimi CLI 1.52's shape; the user may also type an answer of their own."""
+
+    model_config = ConfigDict(frozen=True, defer_build=True)
+
+    question: str
+    header: str = ""
+    """A short tag, e.g. `Auth`."""
+    options: list[QuestionOption]
+    multi_select: bool = False
+
+
+class QuestionRequest(Event):
+    """`AskUserQuestion` waiting for the user's answers, answered like an `ApprovalRequest`: the
+    tool awaits `wait()`, the front end calls `resolve()` (or `unsupported()`). Kimi's record."""
+
+    id: str
+    tool_call_id: str
+    questions: list[QuestionItem]
+
+    _future: asyncio.Future[dict[str, str]] | None = PrivateAttr(default=None)
+
+    def resolve(self, answers: Mapping[str, str]) -> None:
+        """Answer with each question's text mapped to its answer (several labels joined by
+        `, `); none at all means the user dismissed the questions. Later answers are ignored."""
+        future = self._ensure_future()
+        if not future.done():
+            future.set_result(dict(answers))
+
+    def unsupported(self) -> None:
+        """Say that this front end asks no one: `wait()` raises `QuestionUnsupported`."""
+        future = self._ensure_future()
+        if not future.done():
+            future.set_exception(QuestionUnsupported())
+
+    async def wait(self) -> dict[str, str]:
+        """The user's answers, once `resolve()` has been called."""
+        return await self._ensure_future()
+
+    def _ensure_future(self) -> asyncio.Future[dict[str, str]]:
+        if self._future is None:
+            self._future = asyncio.get_running_loop().create_future()
+        return self._future
+
+
 EVENT_TYPES: Mapping[str, type[Event]] = {
     cls.__name__: cls
     for cls in (
@@ -559,6 +619,7 @@ EVENT_TYPES: Mapping[str, type[Event]] = {
         CommandSent,
         Warning,
         Error,
+        QuestionRequest,
     )
 }
 """Every event class by its name on disk."""

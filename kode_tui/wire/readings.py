@@ -42,7 +42,11 @@ from kode_tui.safetext import visible
 from kode_tui.wire import events as ev
 
 SHELL = "Shell"
-TODO = "TodoWrite"
+TODO = "SetTodoList"
+"""The todo tool, by Kimi CLI's name (the one offered to the model)."""
+TODO_LISTS = frozenset({TODO, "TodoWrite"})
+"""Every name a todo-list call has: Kimi's and kode-tui's older `TodoWrite`, which stored
+sessions call and which the tool still answers to."""
 MCP_PREFIX = "mcp__"
 """An MCP server's tool is offered as `mcp__SERVER__TOOL` (`kode_tui.tools.mcp_tools`)."""
 
@@ -55,8 +59,6 @@ SUMMARY_CHARS = 60
 
 _PATHS = {"ReadFile", "WriteFile", "StrReplaceFile", "ReadMediaFile"}
 """Tools about one file: the path is what they are about."""
-_TODO_LISTS = {TODO, "SetTodoList"}
-"""Ours and Kimi CLI's: a todo list is no title, what the call did to it is."""
 KEY_ARGUMENTS = ("path", "file_path", "command", "pattern", "url", "query", "description")
 """What another tool's call is most likely about (MCP tools, Kimi's other tools), in order."""
 
@@ -112,7 +114,7 @@ def _tool_name(name: str) -> str:
 
 def _about(name: str, arguments: dict[str, Any]) -> str | None:
     """What a call of `name` is about, by its arguments; None when no argument says it."""
-    if name in _TODO_LISTS:
+    if name in TODO_LISTS:  # a todo list is no title, what the call did to it is
         return "read todo list" if arguments.get("todos") is None else "updated todo list"
     if name == SHELL:
         return _text(arguments.get("command"))

@@ -11,6 +11,7 @@ import pytest
 from kode_tui.session import Context
 from kode_tui.soul.soul import LoopSettings
 from kode_tui.soul.stream import INTERRUPTED_NOTE
+from kode_tui.tools.todo import todos_in
 from kode_tui.tools.toolset import REJECTED
 from kode_tui.wire import events as ev
 from kode_tui.wire.events import RejectWithFeedback
@@ -486,6 +487,33 @@ async def test_todo_write_keeps_the_list_in_session_state(tmp_path: Path) -> Non
     ]
     blocks = rig.of(ev.ToolResult)[0].display
     assert any(isinstance(b, ev.TodoBlock) and len(b.items) == 2 for b in blocks)
+
+
+async def test_the_todo_tool_is_offered_as_kimis_set_todo_list_and_answers_to_both_names(
+    tmp_path: Path,
+) -> None:
+    # A Kimi CLI session's history calls SetTodoList, an older kode-tui one's TodoWrite: a model
+    # that goes on with either habit keeps its list, and only Kimi's name is offered.
+    rig = await make_rig(
+        tmp_path,
+        [
+            {"tool_calls": [call("SetTodoList", todos=[{"title": "Kimi", "status": "done"}])]},
+            {"tool_calls": [call("TodoWrite", todos=[{"title": "Kode", "status": "pending"}])]},
+            {"tool_calls": [call("SetTodoList")]},
+            {"text": "ok"},
+        ],
+    )
+
+    await rig.soul.run("plan")
+    await rig.settle()
+
+    offered = [tool["function"]["name"] for tool in rig.provider.requests[0].tools]
+    assert "SetTodoList" in offered and "TodoWrite" not in offered
+    results = rig.of(ev.ToolResult)
+    assert [r.is_error for r in results] == [False, False, False]
+    assert [(t.title, t.status) for t in rig.state.todos] == [("Kode", "pending")]
+    assert results[2].output == "Current todo list:\n- [pending] Kode"
+    assert todos_in(rig.context.history) == rig.state.todos
 
 
 async def test_the_trigger_asks_the_strategy_to_compact_before_the_step(tmp_path: Path) -> None:

@@ -14,6 +14,7 @@ from textual.message import Message
 from textual.widgets import Button, Input, Static
 
 from kode_tui.ui.screens.diff import DiffScreen
+from kode_tui.ui.screens.question import QuestionScreen
 from kode_tui.ui.widgets import approval as approval_module
 from kode_tui.ui.widgets.approval import ApprovalPanel
 from kode_tui.wire import WireBus
@@ -22,6 +23,9 @@ from kode_tui.wire.events import (
     ApprovalResolved,
     ApprovalResponse,
     DiffBlock,
+    QuestionItem,
+    QuestionOption,
+    QuestionRequest,
     RejectWithFeedback,
     ShellBlock,
 )
@@ -365,3 +369,48 @@ async def test_a_toast_leaves_a_dialogs_key_line_in_sight() -> None:
         # The frame's lower edge, where its keys are, is not under the toast.
         assert toast.height > 0
         assert not toast.overlaps(Region(frame.x, frame.bottom - 1, frame.width, 1))
+
+
+async def test_the_models_questions_are_answered_by_option_typed_answer_or_esc() -> None:
+    bus = WireBus()
+    asked = QuestionRequest(
+        id="q1",
+        tool_call_id="call-q1",
+        questions=[
+            QuestionItem(
+                question="Which database?",
+                header="[b]DB",
+                options=[QuestionOption(label="SQLite"), QuestionOption(label="Postgres")],
+            ),
+            QuestionItem(
+                question="Which checks?",
+                options=[QuestionOption(label="ruff"), QuestionOption(label="mypy")],
+                multi_select=True,
+            ),
+        ],
+    )
+    dismissed = QuestionRequest(id="q2", tool_call_id="call-q2", questions=asked.questions[:1])
+    app = ApprovalHost(bus)
+    async with app.run_test(size=(100, 30)) as pilot:
+        bus.send(asked)
+        await wait_for(pilot, lambda: isinstance(app.screen, QuestionScreen))
+        title = str(app.screen.query_one("#question-title", Static).render())
+        assert title == "[[b]DB] Which database? (1/2)", "the model's text, not markup"
+        await pilot.press("down", "enter")  # Postgres
+        await wait_for(
+            pilot,
+            lambda: (
+                "Which checks?" in str(app.screen.query_one("#question-title", Static).render())
+            ),
+        )
+        await pilot.press("enter")  # ruff chosen; then the "Other" row, and an answer typed
+        await pilot.press("down", "down", "enter", *"pyright", "enter")
+        answers = await asyncio.wait_for(asked.wait(), 30)
+        assert answers == {"Which database?": "Postgres", "Which checks?": "ruff, pyright"}
+        await wait_for(pilot, lambda: not isinstance(app.screen, QuestionScreen))
+
+        bus.send(dismissed)
+        await wait_for(pilot, lambda: isinstance(app.screen, QuestionScreen))
+        await pilot.press("escape")
+        assert await asyncio.wait_for(dismissed.wait(), 30) == {}
+        assert app.interrupts == 0, "Esc dismissed the questions, it did not interrupt the turn"

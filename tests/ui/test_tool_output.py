@@ -356,6 +356,28 @@ async def test_a_resumed_session_shows_only_its_last_todo_list_until_a_new_one_c
         assert "◐ write the tests" in lines_of(third)
 
 
+async def test_a_call_that_only_read_the_todo_list_folds_and_leaves_the_shown_list() -> None:
+    # Kimi CLI's SetTodoList without `todos` reads the list: it has no checklist to show, and
+    # the list it read is still the one shown above it.
+    messages = [
+        Message(role="user", content="plan it"),
+        Message(role="assistant", tool_calls=[stored_call("t1", "SetTodoList", {"todos": TODOS})]),
+        tool_message("t1", "Todo list updated"),
+        Message(role="assistant", tool_calls=[stored_call("t2", "SetTodoList", {})]),
+        tool_message("t2", "Current todo list:\n- [done] read the code"),
+    ]
+    bus, posted = WireBus(), Posted()
+    async with host(bus).run_test(size=(100, 40), message_hook=posted) as pilot:
+        conversation = pilot.app.query_one(Conversation)
+        await conversation.load_history(messages)
+        await pilot.pause()
+        listed, read = conversation.query(ToolBlock)
+        assert lines_of(listed)[1:] == ["☑ read the code", "◐ write the tests", "☐ ship it"]
+        assert lines_of(read) == ["▸ SetTodoList read todo list  ✔"]
+        await pilot.click(read)
+        assert "- [done] read the code" in lines_of(read)
+
+
 # --- thinking and reminders ----------------------------------------------------------------------
 
 

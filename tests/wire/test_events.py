@@ -121,6 +121,21 @@ SAMPLES: list[events.Event] = [
     events.ToolStarted(tool_call_id="call_1"),
     events.Warning(message="skipped a torn line"),
     events.Error(message="no API key"),
+    events.QuestionRequest(
+        id="q_1",
+        tool_call_id="call_3",
+        questions=[
+            events.QuestionItem(
+                question="Which database?",
+                header="Storage",
+                options=[
+                    events.QuestionOption(label="Postgres", description="the one in prod"),
+                    events.QuestionOption(label="SQLite"),
+                ],
+                multi_select=True,
+            )
+        ],
+    ),
 ]
 
 
@@ -136,6 +151,7 @@ def test_every_event_of_the_design_has_a_model_and_a_sample() -> None:
         "HookRan",  # issue 18: a hook of the user's config ran
         "CommandSent",  # issue 18: a custom command's prompt is shown under its name
         "ToolStarted",  # issue 27: ACP shows a call in progress from its start
+        "QuestionRequest",  # issue 29: AskUserQuestion asks the user
     }  # fmt: skip
     assert set(EVENT_TYPES) == designed
     assert {type(sample).__name__ for sample in SAMPLES} == designed

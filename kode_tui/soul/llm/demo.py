@@ -72,7 +72,7 @@ def _written_by_user(message: Message) -> bool:
 def _todos(*statuses: str) -> dict[str, Any]:
     titles = ("Look around the project", "Read the README", "Propose a small edit")
     return {
-        "name": "TodoWrite",
+        "name": "SetTodoList",
         "arguments": {
             "todos": [{"title": t, "status": s} for t, s in zip(titles, statuses, strict=True)]
         },

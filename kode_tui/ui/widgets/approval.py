@@ -20,6 +20,7 @@ from textual.widgets import Button, Input, Static, TextArea
 from kode_tui.safetext import visible
 from kode_tui.soul.facade import Subscription, WireBus
 from kode_tui.ui.screens.diff import ApprovalView
+from kode_tui.ui.screens.question import QuestionScreen
 from kode_tui.ui.widgets.display_blocks import command_text
 from kode_tui.ui.widgets.excerpt import EXCERPT_LINES, excerpt, rows_of
 from kode_tui.ui.wire_messages import WireListener, WireMessage
@@ -28,6 +29,7 @@ from kode_tui.wire.events import (
     ApprovalResolved,
     ApprovalResponse,
     DiffBlock,
+    QuestionRequest,
     RejectWithFeedback,
     ShellBlock,
 )
@@ -149,6 +151,7 @@ A tool call waits for your answer.
         self._early_keys: list[events.Key] = []
         """Keys typed after the request was sent and before it showed, for it."""
         self._claim_subscription: Subscription[ApprovalRequest] | None = None
+        self._questions: Subscription[QuestionRequest] | None = None
         self._full_view: ApprovalView | None = None
         """The full view of the request on show, while it is open."""
 
@@ -185,10 +188,17 @@ A tool call waits for your answer.
         # The conversation may say "waiting for approval" before this panel's turn to show the
         # request comes: the keys are taken as the request is sent, and kept until it shows.
         self._claim_subscription = self.bus.subscribe(ApprovalRequest, callback=self._claim)
+        # AskUserQuestion's questions come on the same bus: they show as a dialog of their own.
+        self._questions = self.bus.subscribe(QuestionRequest, callback=self._ask)
 
     def on_unmount(self) -> None:
         if self._claim_subscription is not None:
             self._claim_subscription.close()
+        if self._questions is not None:
+            self._questions.close()
+
+    def _ask(self, request: QuestionRequest) -> None:
+        self.app.push_screen(QuestionScreen(request))
 
     def _claim(self, _request: ApprovalRequest | None = None) -> None:
         """Take the focus (the keys) for a request about to show, unless it has it already."""

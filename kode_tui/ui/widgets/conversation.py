@@ -61,7 +61,7 @@ from kode_tui.ui.widgets.tool_block import ToolBlock
 from kode_tui.ui.widgets.tool_state import ToolState
 from kode_tui.ui.wire_messages import WireListener, WireMessage
 from kode_tui.wire import events as ev
-from kode_tui.wire.readings import TODO, retry_text
+from kode_tui.wire.readings import TODO_LISTS, retry_text
 
 SPLIT_CHARS = 2000
 """A streamed answer continues in a new block after this many characters (at a paragraph
@@ -503,7 +503,7 @@ again.
         await self._close_text()
         state = ToolState(event.id, event.function.name, event.function.arguments or "")
         block = ToolBlock(state)
-        if state.name == TODO:  # the newest todo list shows; the one shown before folds
+        if state.name in TODO_LISTS:  # the newest todo list shows; the one shown before folds
             self._window.todos.add_live(state)
         self._tools[event.id] = block
         await self._add(block, streamed=True)

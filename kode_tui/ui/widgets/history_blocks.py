@@ -29,9 +29,9 @@ from kode_tui.ui.widgets.blocks import (
 )
 from kode_tui.ui.widgets.tool_block import ToolBlock
 from kode_tui.ui.widgets.tool_state import ToolState
-from kode_tui.ui.widgets.tool_views import TodoBoard
+from kode_tui.ui.widgets.tool_views import TodoBoard, todo_items
 from kode_tui.wire import events as ev
-from kode_tui.wire.readings import TODO, read_system_note
+from kode_tui.wire.readings import TODO_LISTS, read_system_note
 
 
 def user_text(content: str | Sequence[ContentPart]) -> str:
@@ -127,8 +127,6 @@ def _message_blocks(
     for position, call in enumerate(message.tool_calls or ()):
         state = ToolState(call.id, call.function.name, call.function.arguments or "")
         state.status = "unknown"
-        if state.name == TODO:
-            todos[0].add_stored(state, todos[1], position)
         stored = results.pop(call.id, None)
         if stored is not None:
             state.apply_result(stored_result(stored))
@@ -140,6 +138,10 @@ def _message_blocks(
                     (b.text for b in recorded.display if isinstance(b, ev.BriefBlock)), ""
                 )
                 state.display = [b for b in recorded.display if not isinstance(b, ev.BriefBlock)]
+        # Only a call that shows a list takes the board: one that read the list (Kimi CLI's
+        # SetTodoList without `todos`) or failed leaves the list shown before as it was.
+        if state.name in TODO_LISTS and todo_items(state) is not None:
+            todos[0].add_stored(state, todos[1], position)
         blocks.append(partial(ToolBlock, state))
         blocks += [hook_block(run) for run in past.hooks_of_call(call.id)]
     return blocks

@@ -105,7 +105,7 @@ class HistoryWindow:
         self.above: list[Item] = []
         self.below: list[Item] = []
         self.todos = TodoBoard()
-        """Which TodoWrite call shows its checklist (the newest), stored or live."""
+        """Which todo-list call shows its checklist (the newest), stored or live."""
 
     def load(
         self, messages: Sequence[Message], past: PastResults | None, at: int | None = None

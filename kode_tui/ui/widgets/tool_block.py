@@ -30,7 +30,7 @@ from kode_tui.wire import events as ev
 from kode_tui.wire.readings import (
     SHELL,
     STATUS_LABELS,
-    TODO,
+    TODO_LISTS,
     ToolStatus,
     result_message,
     result_summary,
@@ -77,18 +77,20 @@ def _failure(state: ToolState) -> str:
 def _body(state: ToolState) -> list[Row]:
     """What the open block shows below its title."""
     rows: list[Row] = []
+    # A todo list shows as its checklist, which says what its arguments and output say.
+    items = todo_items(state) if state.name in TODO_LISTS else None
     # An edit shows as its diff: its arguments (the old and new text) say it again.
-    if not state.has_diff and state.name != TODO:
+    if not state.has_diff and items is None:
         rows += field_rows(state.arguments)
     if failure := _failure(state):
         rows += text_lines(failure, _ERROR, OUTPUT_LINES)
-    if state.output.strip() and state.name != TODO:
+    if state.output.strip() and items is None:
         rows += text_lines(state.output, "", OUTPUT_LINES, FULL_HINT)
     rows += [Content.styled(f"[{visible(chip)}]", _CHIP) for chip in state.media]
     diffs = [block for block in state.display if isinstance(block, ev.DiffBlock)]
     for block in diffs:
         rows += _diff(block, heading=len(diffs) > 1)
-    if (items := todo_items(state)) is not None:
+    if items is not None:
         rows += checklist_rows(items)
     for subagent in state.display:
         if isinstance(subagent, ev.SubagentBlock):
@@ -236,13 +238,14 @@ newest todo list shows as a checklist (☐ to do, ◐ in progress, ☑ done); ol
 
     def _open(self) -> bool:
         """Whether the block shows more than its title: a command with output and the newest
-        todo list always do."""
+        todo list always do (a call that only read the list, as Kimi CLI's may, has none to
+        show: it folds like any call)."""
         state = self.state
         if state.name == SHELL:
             failed = bool(_failure(state))
             # Not strip(): it would copy 50,000 characters on every draw.
             return failed or (bool(state.output) and not state.output.isspace())
-        if state.name == TODO and not state.superseded:
+        if state.name in TODO_LISTS and not state.superseded and todo_items(state) is not None:
             return True
         return self.expanded
 

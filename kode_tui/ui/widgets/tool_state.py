@@ -35,7 +35,7 @@ class ToolState:
         self.media: list[str] = []
         """A chip for each image, audio or video part of the result: `image cat.png · 12 KiB`."""
         self.superseded = False
-        """A TodoWrite call a newer one replaced: it folds to its title (see `TodoBoard`)."""
+        """A todo-list call a newer one replaced: it folds to its title (see `TodoBoard`)."""
 
     @property
     def name(self) -> str:

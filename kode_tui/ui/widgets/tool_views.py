@@ -1,7 +1,7 @@
 """How a tool call's parts read in the conversation and in its full view: arguments as
 `name: value` fields, a command's output as its first lines, a todo list as a checklist.
 
-`TodoBoard` decides which TodoWrite call shows its checklist: only the newest (live, or the last
+`TodoBoard` decides which todo-list call shows its checklist: only the newest (live, or the last
 of a stored history), so the list updates in place instead of stacking copies.
 """
 
@@ -95,7 +95,7 @@ def full_field_rows(arguments: str, *, skip: Sequence[str] = ()) -> list[Row]:
 
 
 def todo_items(state: ToolState) -> list[ev.TodoItem] | None:
-    """The list a TodoWrite call shows (`readings.todo_items`)."""
+    """The list a todo-list call shows (`readings.todo_items`)."""
     failed = state.status in ("error", "rejected")
     return readings.todo_items(state.display, state.arguments, failed=failed)
 
@@ -117,7 +117,7 @@ def checklist_rows(items: Sequence[ev.TodoItem]) -> list[Row]:
 
 
 class TodoBoard:
-    """Which TodoWrite call shows its checklist: the newest one read, of a stored history or
+    """Which todo-list call shows its checklist: the newest one read, of a stored history or
     live; the others fold to their title line.
 
     A stored history is read a page at a time, newest first but not always (Home reads the

@@ -1,0 +1,126 @@
+"""AskUserQuestion's dialog: the model's questions, one at a time, answered by choosing an
+option or typing an answer of one's own (Kimi CLI 1.52's question panel, as a modal screen)."""
+
+from __future__ import annotations
+
+from typing import ClassVar
+
+from textual import on
+from textual.app import ComposeResult
+from textual.binding import Binding, BindingType
+from textual.containers import Vertical
+from textual.content import Content
+from textual.screen import ModalScreen
+from textual.widgets import Input, OptionList, Static
+from textual.widgets.option_list import Option
+
+from kode_tui.safetext import visible
+from kode_tui.wire.events import QuestionItem, QuestionRequest
+
+OTHER = "other"
+"""The row that opens the input for an answer of one's own."""
+DONE = "done"
+"""The row that ends a question of several choices."""
+
+
+class QuestionScreen(ModalScreen[None]):
+    """Asks a `QuestionRequest`'s questions in turn and resolves it with the answers, keyed by
+    each question's text (several choices joined by `, `); Esc dismisses them all (`{}`)."""
+
+    DEFAULT_CLASSES = "kode-dialog"
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("escape", "dismiss_questions", "Dismiss", id="question.dismiss"),
+    ]
+
+    def __init__(self, request: QuestionRequest) -> None:
+        super().__init__()
+        self.request = request
+        self._answers: dict[str, str] = {}
+        self._index = 0
+        self._chosen: list[str] = []
+        """The labels chosen so far in a question of several choices."""
+
+    @property
+    def question(self) -> QuestionItem:
+        """The question on show."""
+        return self.request.questions[self._index]
+
+    def compose(self) -> ComposeResult:
+        with Vertical():
+            yield Static(id="question-title", classes="dialog-title")
+            yield OptionList(id="question-options")
+            yield Input(placeholder="Your answer (Enter sends)", id="question-other")
+
+    def on_mount(self) -> None:
+        self._show()
+
+    def _show(self) -> None:
+        question = self.question
+        # Content, not markup: the model wrote every word of it.
+        tag = f"[{visible(question.header, multiline=False)}] " if question.header else ""
+        count = f" ({self._index + 1}/{len(self.request.questions)})"
+        self.query_one("#question-title", Static).update(
+            Content(tag + visible(question.question) + count)
+        )
+        options = self.query_one("#question-options", OptionList)
+        options.clear_options()
+        for number, option in enumerate(question.options, 1):
+            mark = ""
+            if question.multi_select:
+                mark = "[x] " if option.label in self._chosen else "[ ] "
+            text = f"{number}. {mark}{visible(option.label, multiline=False)}"
+            if option.description:
+                text += f" - {visible(option.description, multiline=False)}"
+            options.add_option(Option(Content(text), id=str(number - 1)))
+        options.add_option(Option(Content("Other: type an answer"), id=OTHER))
+        if question.multi_select:
+            options.add_option(Option(Content("Done"), id=DONE))
+        other = self.query_one("#question-other", Input)
+        other.display = False
+        other.value = ""
+        options.highlighted = 0
+        options.focus()
+
+    @on(OptionList.OptionSelected, "#question-options")
+    def _chose(self, event: OptionList.OptionSelected) -> None:
+        event.stop()
+        question, chosen = self.question, event.option.id
+        if chosen == OTHER:
+            other = self.query_one("#question-other", Input)
+            other.display = True
+            other.focus()
+        elif chosen == DONE:
+            self._answer(", ".join(self._chosen))
+        elif chosen is not None:
+            label = question.options[int(chosen)].label
+            if not question.multi_select:
+                self._answer(label)
+                return
+            if label in self._chosen:
+                self._chosen.remove(label)
+            else:
+                self._chosen.append(label)
+            highlighted = event.option_index
+            self._show()
+            self.query_one("#question-options", OptionList).highlighted = highlighted
+
+    @on(Input.Submitted, "#question-other")
+    def _typed(self, event: Input.Submitted) -> None:
+        event.stop()
+        if text := event.value.strip():
+            self._answer(", ".join([*self._chosen, text]))
+
+    def _answer(self, answer: str) -> None:
+        self._answers[self.question.question] = answer
+        self._chosen = []
+        self._index += 1
+        if self._index < len(self.request.questions):
+            self._show()
+            return
+        self.request.resolve(self._answers)
+        self.dismiss()
+
+    def action_dismiss_questions(self) -> None:
+        """Esc: the user would rather not answer; the model is told they dismissed it."""
+        self.request.resolve({})
+        self.dismiss()
