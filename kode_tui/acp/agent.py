@@ -103,6 +103,7 @@ _MODE_NAMES = {
         "Edit files in the work dir and run commands in the sandbox without asking",
     ),
     "yolo": ("Yolo", "Approve every tool call; commands still cannot write protected files"),
+    "plan": ("Plan", "Read-only: explore and write a plan for approval; no edits or commands"),
 }
 
 _STOP_REASONS: dict[str, StopReason] = {

@@ -166,9 +166,9 @@ async def test_a_prompt_asks_permission_streams_the_edit_as_a_diff_and_loads_aga
         made = await conn.new_session(cwd=str(project), mcp_servers=[])
         assert made.modes is not None and made.modes.current_mode_id == "ask"
         assert [m.id for m in made.modes.available_modes] == (
-            ["ask", "auto-edit", "sandbox", "yolo"]
+            ["ask", "auto-edit", "plan", "sandbox", "yolo"]
             if sandbox_support().available
-            else ["ask", "auto-edit", "yolo"]
+            else ["ask", "auto-edit", "plan", "yolo"]
         )
         done = await conn.prompt(session_id=made.session_id, prompt=[text_block("Write notes")])
         advertised = client.of(AvailableCommandsUpdate)[-1].available_commands

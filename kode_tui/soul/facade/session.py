@@ -64,7 +64,7 @@ __all__ = ["MODES", "AgentSession"]
 log = logging.getLogger(__name__)
 
 
-MODES: tuple[ApprovalMode, ...] = ("ask", "auto-edit", "sandbox", "yolo")
+MODES: tuple[ApprovalMode, ...] = ("ask", "auto-edit", "plan", "sandbox", "yolo")
 """Every approval mode; `AgentSession.modes` gives those offered (no sandbox: no `sandbox`)."""
 
 
