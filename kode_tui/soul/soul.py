@@ -580,6 +580,9 @@ class KodeSoul:
             if isinstance(verdict, ToolOutput):
                 return verdict, False
             if permission is not None and verdict is None:
+                shown = plan.display(self.env.state) if prepared.tool.name == plan.EXIT else None
+                if shown is not None:  # the document the user approves (Kimi's PlanDisplay)
+                    self.bus.send(shown)
                 response = await self.approval.request(
                     prepared.tool.name, prepared.call.id, permission
                 )

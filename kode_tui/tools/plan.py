@@ -23,6 +23,7 @@ from pydantic import BaseModel, Field
 from kode_tui.paths import home
 from kode_tui.session.state import ApprovalMode, SessionState
 from kode_tui.tools.base import Permission, Tool, ToolEnv, ToolError, ToolOutput
+from kode_tui.wire.events import PlanDisplay
 
 ENTER = "EnterPlanMode"
 EXIT = "ExitPlanMode"
@@ -207,12 +208,13 @@ class ExitPlanMode(_Bound, Tool[ExitParams]):
     params = ExitParams
 
     async def permission(self, params: ExitParams, env: ToolEnv) -> Permission | None:
-        path = plan_file(env.state)
-        text = _read(path)
+        text = _read(plan_file(env.state))
+        if self._switch is None or self._switch.mode != "plan" or not text:
+            return None  # nothing to approve: `run` says why
         return Permission(
             kind="other",
             action="approve the plan",
-            description=text or "(no plan)",
+            description=text,
             scope="",
             scope_label="",
             always_ask="the user approves each plan",
@@ -239,6 +241,13 @@ class ExitPlanMode(_Bound, Tool[ExitParams]):
             ),
             brief="Plan approved",
         )
+
+
+def display(state: SessionState) -> PlanDisplay | None:
+    """The plan as the user is shown it before approving it; None when there is none."""
+    path = plan_file(state)
+    text = _read(path)
+    return PlanDisplay(content=text, file_path=str(path)) if path is not None and text else None
 
 
 def _read(path: Path | None) -> str:

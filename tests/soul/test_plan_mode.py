@@ -92,3 +92,42 @@ async def test_kimi_plan_mode_key_round_trips(tmp_path: Path) -> None:
     state = load_state(path)
     assert state.approval_mode == "plan"
     assert state.plan_slug == "iron-man-thor-hulk"
+
+
+async def test_exit_plan_mode_shows_the_plan_before_asking_and_asks_nothing_without_one(
+    tmp_path: Path, home: Path
+) -> None:
+    """ExitPlanMode with no plan written is an error the model reads, asking no one; with a
+    plan, a PlanDisplay (Kimi's event) carrying the plan file's text and path comes just before
+    the approval request."""
+    script: list[dict[str, object]] = [call("EnterPlanMode"), {"text": "planning"}]
+    agent, _ = await open_scripted(tmp_path, script)
+    order: list[ev.Event] = []
+
+    def answer(event: ev.Event) -> None:
+        order.append(event)
+        if isinstance(event, ev.ApprovalRequest):
+            event.resolve("approve")
+
+    seen = agent.bus.subscribe(ev.PlanDisplay, ev.ApprovalRequest, callback=answer)
+    await agent.soul.run("plan a feature")
+    plan_file = home / "plans" / f"{agent.session.state.plan_slug}.md"
+    script += [
+        call("ExitPlanMode"),
+        call("WriteFile", path=str(plan_file), content="# Plan\n1. add x\n"),
+        call("ExitPlanMode"),
+        {"text": "done"},
+    ]
+    await agent.soul.run("present it")
+    await seen.join()
+    await agent.close()
+
+    said = results(agent)
+    assert any("No plan file found" in text for text in said)
+    kinds = [type(event).__name__ for event in order]
+    assert kinds == ["ApprovalRequest", "PlanDisplay", "ApprovalRequest"]
+    shown = order[1]
+    assert isinstance(shown, ev.PlanDisplay)
+    assert shown.content == "# Plan\n1. add x\n"
+    assert shown.file_path == str(plan_file)
+    assert isinstance(order[2], ev.ApprovalRequest) and order[2].tool_name == "ExitPlanMode"
