@@ -84,14 +84,18 @@ class Approval:
         override: ApprovalMode | None = None,
         sandbox: bool = False,
     ) -> None:
-        """`override` (`--yolo`) holds for this run only and is not saved to state.json.
-        `sandbox`: whether Shell commands run in the sandbox here (the `sandbox` mode is
-        offered only then)."""
+        """`override` (`--yolo`, `--permission-mode`) holds for this run only and is not saved
+        to state.json. `sandbox`: whether Shell commands run in the sandbox here (the `sandbox`
+        mode is offered only then)."""
         self._bus = bus
         self._state = state
         self._save_state = save_state
         self._override = override
         self.sandbox = sandbox
+        if override == "plan" and state.approval_mode != "plan":
+            # `--permission-mode plan`: plan mode for this run, with its plan file.
+            state.mode_before_plan = state.approval_mode
+            plan.name_plan(state)
         self._waiting: dict[str, tuple[ApprovalRequest, Permission]] = {}
         """The requests waiting for the user, by id."""
         self.cycle_settle_s = CYCLE_SETTLE_S
