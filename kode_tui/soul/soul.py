@@ -567,6 +567,7 @@ class KodeSoul:
 
     async def _run_tool(self, prepared: PreparedCall) -> tuple[ToolOutput, bool]:
         """The call's result, and whether the user rejected it outright (which ends the turn)."""
+        env = self._env_of(prepared)
         if prepared.error is None:
             assert prepared.tool is not None
             blocked = await self.hooks.before_tool(prepared.call)
@@ -579,6 +580,8 @@ class KodeSoul:
                 verdict = self.approval.plan_verdict(prepared.tool.name, permission, target)
             if isinstance(verdict, ToolOutput):
                 return verdict, False
+            if verdict is True:  # the plan file, outside the work dir: no edit a revert undoes
+                env = dataclasses.replace(env, journal=None)
             if permission is not None and verdict is None:
                 shown = plan.display(self.env.state) if prepared.tool.name == plan.EXIT else None
                 if shown is not None:  # the document the user approves (Kimi's PlanDisplay)
@@ -591,7 +594,7 @@ class KodeSoul:
                 if response == "reject":
                     return rejected(), True
         self.bus.send(ev.ToolStarted(tool_call_id=prepared.call.id))
-        result = await self.toolset.run(prepared, self._env_of(prepared))
+        result = await self.toolset.run(prepared, env)
         if result.blocked:
             result = await self._run_outside(prepared, result)
         if prepared.error is None:

@@ -72,6 +72,8 @@ async def test_plan_mode_refuses_edits_and_commands_but_writes_the_plan_file(
     assert not (project / "code.py").exists()
     assert not (project / "made.txt").exists()
     assert plan_file.read_text() == "# Plan\n1. do it\n"
+    # The plan file is no edit of the work dir: no revert is to undo (or refuse) it.
+    assert [e.record.path for e in agent.context.file_edits] == []
     said = results(agent)
     assert sum("Plan mode is active" in text for text in said) == 2
     assert any("## Approved Plan:\n# Plan\n1. do it" in text for text in said)
