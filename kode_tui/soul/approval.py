@@ -93,8 +93,10 @@ class Approval:
         self._override = override
         self.sandbox = sandbox
         if override == "plan" and state.approval_mode != "plan":
-            # `--permission-mode plan`: plan mode for this run, with its plan file.
-            state.mode_before_plan = state.approval_mode
+            state.mode_before_plan = state.approval_mode  # `--permission-mode plan`, this run
+        if (override or state.approval_mode) == "plan":
+            # Opened in plan mode (that flag, the config's default, a Kimi session's plan_mode
+            # without a slug): it needs its plan file, as entering plan mode gives one.
             plan.name_plan(state)
         self._waiting: dict[str, tuple[ApprovalRequest, Permission]] = {}
         """The requests waiting for the user, by id."""

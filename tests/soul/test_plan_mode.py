@@ -18,11 +18,13 @@ def call(name: str, **arguments: object) -> dict[str, object]:
     return {"tool_calls": [{"name": name, "arguments": arguments}]}
 
 
-async def open_scripted(tmp_path: Path, script: list[dict[str, object]]) -> tuple[Agent, Path]:
+async def open_scripted(
+    tmp_path: Path, script: list[dict[str, object]], config: Config | None = None
+) -> tuple[Agent, Path]:
     project = tmp_path / "project"
     project.mkdir(exist_ok=True)
     session = await Session.create(project)
-    config = Config()
+    config = config or Config()
     provider = ScriptedProvider(script)
     agent = await open_agent(session, config, resolve_model(config), provider=provider)
     return agent, project
@@ -133,3 +135,14 @@ async def test_exit_plan_mode_shows_the_plan_before_asking_and_asks_nothing_with
     assert shown.content == "# Plan\n1. add x\n"
     assert shown.file_path == str(plan_file)
     assert isinstance(order[2], ev.ApprovalRequest) and order[2].tool_name == "ExitPlanMode"
+
+
+async def test_a_session_opened_in_plan_mode_has_its_plan_file(tmp_path: Path, home: Path) -> None:
+    """Plan mode as the config's default (or a Kimi session's plan_mode without a slug): the
+    plan file is named as entering plan mode names it, so the model can write its plan."""
+    agent, _ = await open_scripted(tmp_path, [], Config(approval_mode="plan"))
+    await agent.close()
+
+    assert agent.soul.approval.mode == "plan"
+    slug = agent.session.state.plan_slug
+    assert slug and (home / "plans").is_dir()
