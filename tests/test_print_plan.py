@@ -99,3 +99,11 @@ def test_plan_mode_in_text_prints_the_plan_and_bad_modes_are_one_line(
     )
     alone = kode("--permission-mode", "ask", str(project))
     assert alone.returncode == 2 and "goes with --print" in alone.stderr
+    with (home / "config.toml").open("a") as config:
+        config.write("[sandbox]\nenabled = false\n")
+    asked = len(server.requests)
+    off = kode("--print", "--permission-mode", "sandbox", "-p", "hi", str(project))
+    assert off.returncode == 2 and off.stderr == (
+        "kode-tui: the sandbox mode needs the Shell sandbox, which is off here.\n"
+    )
+    assert len(server.requests) == asked  # nothing was sent to the model
