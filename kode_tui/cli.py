@@ -40,6 +40,11 @@ class Opened:
     session: AgentSession | None = None
 
 
+MODE_NAMES = ("ask", "auto-edit", "plan", "sandbox", "yolo")
+"""`--permission-mode`'s choices: `kode_tui.config.ApprovalMode`, which the command does not
+load before it needs the engine."""
+
+
 class _Parser(argparse.ArgumentParser):
     """An option the command does not take, or a value it does not know, is one line, as
     every other error of the command is (argparse's own adds its whole usage)."""
@@ -93,6 +98,11 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument(
         "--yolo", action="store_true", help="approve every tool call (this run only)"
     )
+    parser.add_argument(
+        "--permission-mode", choices=MODE_NAMES, metavar="MODE",
+        help=f"with --print: the approval mode of this run ({', '.join(MODE_NAMES)}); in plan "
+        "the turn ends with the plan as its result",
+    )  # fmt: skip
     parser.add_argument("--theme", metavar="NAME", help="the colour theme (see /theme)")
     parser.add_argument(
         "-p", "--prompt", metavar="TEXT",
@@ -166,11 +176,15 @@ def main(argv: list[str] | None = None) -> int:
                 return asyncio.run(run_search(work_dir, args.search, everywhere=args.everywhere))
             return asyncio.run(_export(args, work_dir))
         if args.print_mode or args.prompt is not None:
+            if args.yolo and args.permission_mode not in (None, "yolo"):
+                raise UserError(f"--yolo and --permission-mode {args.permission_mode} disagree.")
             _check_work_dir(work_dir)
             prompt = _prompt(args)
             return asyncio.run(_run_print(args, work_dir, _load_config(args), prompt))
         if args.output_format != "text" or args.input_format != "text":
             raise UserError("--output-format and --input-format go with --print.")
+        if args.permission_mode is not None:
+            raise UserError("--permission-mode goes with --print.")
         _check_work_dir(work_dir)
         # The app reads the config itself, after its first frame.
         return asyncio.run(_run_app(args, work_dir))
@@ -319,7 +333,7 @@ async def _run_print(args: argparse.Namespace, work_dir: Path, config: Config, p
         opened = await AgentSession.open(work_dir)
     messages = sys.stdin if args.input_format == "stream-json" else None
     return await run_print(
-        opened, config, choice, prompt, yolo=args.yolo,
+        opened, config, choice, prompt, yolo=args.yolo, mode=args.permission_mode,
         output_format=args.output_format, messages=messages,
     )  # fmt: skip
 

@@ -43,7 +43,7 @@ from kode_tui.humanize import plural
 from kode_tui.paths import Paths
 
 # The same literal as kode_tui.session.state.ApprovalMode; config may not import session.
-ApprovalMode = Literal["ask", "auto-edit", "sandbox", "yolo"]
+ApprovalMode = Literal["ask", "auto-edit", "plan", "sandbox", "yolo"]
 
 DEMO_MODEL = "demo"
 DEFAULT_STRATEGY = "kode_tui.soul.compaction:LLMSummaryCompaction"

@@ -33,12 +33,12 @@ import sys
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
-from functools import partial
 from typing import Any, Literal, TextIO
 
 from pydantic_core import to_jsonable_python
 
-from kode_tui.config import Config, ModelChoice
+from kode_tui.config import ApprovalMode, Config, ModelChoice
+from kode_tui.errors import UserError
 from kode_tui.masking import mask, mask_json
 from kode_tui.safetext import json_line, visible
 from kode_tui.soul.facade import (
@@ -72,6 +72,10 @@ class PrintView:
         """What the running model call said so far (written already when live)."""
         self.note_compactions = True
         """Note a compaction on stderr; off for `/compact`, whose result goes to stdout."""
+        self.plan: str | None = None
+        """The plan `ExitPlanMode` asked to approve in this turn (plan mode): its result."""
+        self._plan_asks: str | None = None
+        """A plan was shown and its approval request is next."""
 
     def __call__(self, event: ev.Event) -> None:
         if isinstance(event, ev.ContentPart):
@@ -94,6 +98,15 @@ class PrintView:
                 self._calls[event.id].extend(event.arguments_delta)
             case ev.ToolResult():
                 self._tool_line(event)
+            case ev.PlanDisplay():
+                self.plan = self._plan_asks = event.content
+                if not self._at_line_start:
+                    self._write("\n")
+                self._write(event.content.rstrip("\n") + "\n")
+            case ev.ApprovalRequest() if self._plan_asks is not None:
+                # The plan's own request (it follows the plan): the plan is the turn's result.
+                self._plan_asks = None
+                event.resolve("reject")
             case ev.ApprovalRequest():
                 event.resolve("reject")
                 why = (
@@ -183,6 +196,7 @@ async def run_print(
     prompt: str,
     *,
     yolo: bool = False,
+    mode: ApprovalMode | None = None,
     out: TextIO | None = None,
     err: TextIO | None = None,
     provider: ChatProvider | None = None,
@@ -192,7 +206,9 @@ async def run_print(
     """Run one turn of the `opened` session for `prompt`; the exit status. `provider` answers
     instead of the model `choice` names (a scripted one, say). With `output_format` `json` or
     `stream-json`, stdout gets JSON (`JsonView`); there, `messages` (stdin, for
-    `--input-format stream-json`) gives one turn per JSON line instead of `prompt`."""
+    `--input-format stream-json`) gives one turn per JSON line instead of `prompt`. `mode`
+    (`--permission-mode`) is the approval mode of this run; in `plan` a turn that ends asking
+    to approve its plan ends with the plan as its result (`PLAN_STOP`), exit status 0."""
     out = out or sys.stdout
     err = err or sys.stderr
     if provider is None and choice.is_demo:
@@ -200,13 +216,18 @@ async def run_print(
         err.write(f"kode-tui: {why} the offline demo: a scripted agent, not an LLM.\n")
         provider = DemoProvider(delay=0)  # pacing is for eyes on a screen, not for a pipe
     if output_format != "text":
-        start = partial(opened.start, config, choice, provider=provider, yolo=yolo)
+
+        async def start() -> None:
+            await opened.start(config, choice, provider=provider, yolo=yolo, mode=mode)
+            _check_mode(opened, mode)
+
         json_view = JsonView(opened, out, err, stream=output_format == "stream-json")
         return await json_view.run(start, prompt, messages)
     view = PrintView(out, err)
     shown = opened.bus.subscribe(callback=view)
     try:
-        await opened.start(config, choice, provider=provider, yolo=yolo)
+        await opened.start(config, choice, provider=provider, yolo=yolo, mode=mode)
+        _check_mode(opened, mode)
         found = command_of(opened, prompt)
         if isinstance(found, CommandPrompt):
             result = await opened.custom.run(found)
@@ -225,12 +246,26 @@ async def run_print(
         await opened.close()
     if result.stop_reason == "blocked":
         return 1  # nothing was sent or saved; the hook's line said why
+    if result.stop_reason == "rejected" and view.plan is not None:
+        note(err, "the plan above waits for approval (print mode asks no one).")
+        note(err, f"resume this session with: {opened.resume_command()}")
+        return 0
     if result.stop_reason == "rejected":
         note(err, "the turn stopped at a rejected tool call.")
     elif result.stop_reason != "done":
         note(err, str(result.error))
     note(err, f"resume this session with: {opened.resume_command()}")
     return 0 if result.stop_reason == "done" else 1
+
+
+PLAN_STOP = "plan"
+"""The `stop_reason` of a print-mode turn that ended asking to approve its plan."""
+
+
+def _check_mode(opened: AgentSession, mode: ApprovalMode | None) -> None:
+    """UserError when `mode` is not offered here (`sandbox` without a working sandbox)."""
+    if mode is not None and opened.mode != mode:
+        raise UserError(f"the {mode} mode needs the Shell sandbox, which is off here.")
 
 
 def command_of(
@@ -339,11 +374,15 @@ class JsonView:
         self._events = StreamJson()
         self._notes = None if stream else PrintView(io.StringIO(), err)
         """Text mode's lines on stderr, for `json`; its stdout is dropped."""
+        self._plan: str | None = None
+        """The plan `ExitPlanMode` asked to approve in the running message."""
         self._between = False
         """A result was written and no message began since: a status update then (the session
         settling after a turn) would come after the result, which must end each message."""
 
     def __call__(self, event: ev.Event) -> None:
+        if isinstance(event, ev.PlanDisplay):
+            self._plan = event.content
         if self._notes is not None:
             self._notes(event)  # it rejects approvals, as text mode does
         elif isinstance(event, ev.ApprovalRequest):
@@ -397,6 +436,7 @@ class JsonView:
         opened = self._opened
         began = time.monotonic()
         self._events.begin_turn()
+        self._plan = None
         history = 0 if self._stream else len((await opened.messages())[0])
         steps = 0
         found = command_of(opened, text)
@@ -407,7 +447,9 @@ class JsonView:
                 turn = await opened.run(text)
             steps = turn.steps
             outcome = Outcome(0 if turn.stop_reason == "done" else 1, turn.stop_reason)
-            if turn.stop_reason == "blocked":
+            if turn.stop_reason == "rejected" and self._plan is not None:
+                outcome = Outcome(0, PLAN_STOP, self._plan)
+            elif turn.stop_reason == "blocked":
                 outcome.error, outcome.told = "a hook blocked the prompt", True
             elif turn.stop_reason == "rejected":
                 outcome.error = "the turn stopped at a rejected tool call."

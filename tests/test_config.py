@@ -312,7 +312,7 @@ def test_a_bad_approval_mode_is_an_error(tmp_path: Path) -> None:
     path = write(tmp_path, 'approval_mode = "never"\n')
 
     assert error_of(path) == (
-        f"{path}:1: approval_mode: Input should be 'ask', 'auto-edit', 'sandbox' or 'yolo'"
+        f"{path}:1: approval_mode: Input should be 'ask', 'auto-edit', 'plan', 'sandbox' or 'yolo'"
     )
 
 

@@ -18,12 +18,13 @@ here is an ordinary kode-tui session (the TUI opens it afterwards).
   the conversation (a revert, a restore, a drop) replays it, as a load does; its reply is a
   message of its own.
 - approvals become `session/request_permission` with the TUI's answers: once, for the session
-  (when the call has a session scope), reject.
+  (when the call has a session scope), reject; ExitPlanMode's carries the plan's Markdown as
+  its content.
 - a turn that fails (the model's error, a session file that cannot be written) answers with a
   JSON-RPC error (-32603) saying why; an unknown session is -32002 (resource not found), a bad
   request -32602. A cancelled turn ends every call it left open as `failed`.
-- `session/set_mode` takes the approval modes `ask`, `auto-edit`, `sandbox` (where the Shell
-  sandbox works) and `yolo`.
+- `session/set_mode` takes the approval modes `ask`, `auto-edit`, `plan`, `sandbox` (where the
+  Shell sandbox works) and `yolo`.
 """
 
 from __future__ import annotations
@@ -76,6 +77,7 @@ from kode_tui.acp.updates import (
     TurnUpdates,
     display_content,
     history_updates,
+    plan_document,
     raw_input,
     session_info,
     tool_kind,
@@ -103,6 +105,7 @@ _MODE_NAMES = {
         "Edit files in the work dir and run commands in the sandbox without asking",
     ),
     "yolo": ("Yolo", "Approve every tool call; commands still cannot write protected files"),
+    "plan": ("Plan", "Read-only: explore and write a plan for approval; no edits or commands"),
 }
 
 _STOP_REASONS: dict[str, StopReason] = {
@@ -136,6 +139,8 @@ class _Live:
     title: str = ""
     """The title the client was last told of."""
     cancelled: asyncio.Event = field(default_factory=asyncio.Event)
+    plan: ev.PlanDisplay | None = None
+    """The plan just shown: the approval request that follows is for it (ExitPlanMode)."""
 
     def __post_init__(self) -> None:
         self.turns = TurnUpdates(str(self.opened.work_dir), self.ids, self.messages)
@@ -372,6 +377,9 @@ class KodeAcpAgent:
             # ACP has no way to ask a question with options: the model asks in its text.
             event.unsupported()
             return
+        if isinstance(event, ev.PlanDisplay):
+            live.plan = event
+            return
         if isinstance(event, ev.PermissionsChanged):
             if event.mode != live.mode:  # its mode changed in the agent (a session's start is none)
                 live.mode = event.mode
@@ -384,6 +392,10 @@ class KodeAcpAgent:
         """The client's answer to an approval, as the TUI's panel would give it."""
         assert self._client is not None
         shown = live.turns.calls.get(request.tool_call_id)
+        plan, live.plan = live.plan, None
+        content = display_content(request.display, str(live.opened.work_dir))
+        if plan is not None:
+            content = plan_document(plan)
         options = [PermissionOption(option_id="approve", name="Allow once", kind="allow_once")]
         if request.scope_label:
             options.append(
@@ -399,7 +411,7 @@ class KodeAcpAgent:
             title=shown.call.reading.title if shown is not None else request.description,
             kind=tool_kind(request.tool_name),
             status="pending",
-            content=display_content(request.display, str(live.opened.work_dir)) or None,
+            content=content or None,
             raw_input=raw_input(shown.call.arguments if shown is not None else ""),
         )
         asking = asyncio.ensure_future(

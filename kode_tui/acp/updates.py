@@ -138,6 +138,11 @@ def display_content(
     ]
 
 
+def plan_document(shown: ev.PlanDisplay) -> list[ToolCallContentVariant]:
+    """The plan ExitPlanMode asks to approve, as its permission request's content: Markdown."""
+    return [tool_content(text_block(scrub_text(shown.content)))]
+
+
 def plan(items: Sequence[ev.TodoItem]) -> SessionUpdate:
     """A todo list as the client's plan (an empty one clears it)."""
     return update_plan(

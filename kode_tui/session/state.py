@@ -6,9 +6,9 @@ they are kept as read and written back unchanged, so either tool can open the ot
 Kimi's writer drops the keys it does not know (pins, the fork origin, cost, approvals...), so
 those (`KODE_KEYS`) are also written to a sidecar, `state.kode.json`, which Kimi never opens;
 a state.json without them (Kimi rewrote it) takes them from there. The approval mode is shared
-with Kimi's `approval.yolo`: we write it from our mode (yolo or not); after Kimi rewrote the
-file, the sidecar's mode holds while it agrees with Kimi's `yolo` (so `auto-edit`, which Kimi
-has no word for, survives), and Kimi's `yolo` decides when the user switched it there.
+with Kimi's `approval.yolo` and `plan_mode`: we write them from our mode; after Kimi rewrote
+the file, the sidecar's mode holds while it agrees with them (so `auto-edit`, which Kimi has
+no word for, survives), and Kimi's keys decide when the user switched there.
 
 The approval mode and session approvals hold only in the user's own session stores: a folder
 opened from elsewhere (a repo's `docs/transcript/`) came with whoever put it there, and
@@ -31,7 +31,7 @@ logger = logging.getLogger(__name__)
 STATE_FILE_NAME = "state.json"
 SIDECAR_NAME = "state.kode.json"
 
-ApprovalMode = Literal["ask", "auto-edit", "sandbox", "yolo"]
+ApprovalMode = Literal["ask", "auto-edit", "plan", "sandbox", "yolo"]
 # Kimi CLI's statuses: it rejects a whole state.json holding any other.
 TodoStatus = Literal["pending", "in_progress", "done"]
 
@@ -167,6 +167,12 @@ class SessionState(BaseModel):
     """The reasoning effort asked of a model that supports it (`/think`)."""
     pins: list[Pin] = Field(default_factory=list)
     """Notes pinned by the user, oldest first."""
+    plan_session_id: str | None = None
+    """Kimi CLI's key: set while plan mode is on (a new one each time it is entered)."""
+    plan_slug: str | None = None
+    """Kimi CLI's key: the plan file's name, without `.md` (`kode_tui.tools.plan`)."""
+    mode_before_plan: ApprovalMode | None = None
+    """The mode plan mode was entered from: where approving the plan returns by default."""
 
 
 KODE_KEYS = (
@@ -177,6 +183,7 @@ KODE_KEYS = (
     "forked_from",
     "thinking",
     "pins",
+    "mode_before_plan",
 )
 """Our keys that Kimi CLI's state.json writer drops: kept in the sidecar as well."""
 
@@ -226,6 +233,7 @@ def save_state(state: SessionState, path: Path) -> None:
         **(approval if isinstance(approval, dict) else {}),
         "yolo": state.approval_mode == "yolo",
     }
+    data["plan_mode"] = state.approval_mode == "plan"
     atomic_write_json(path, data)
     # After state.json: a crash in between leaves a state.json that has them all, and it wins.
     atomic_write_json(path.with_name(SIDECAR_NAME), {key: data[key] for key in KODE_KEYS})
@@ -253,18 +261,21 @@ def _with_sidecar(data: dict[str, Any], sidecar: dict[str, Any]) -> dict[str, An
     if mode is not None:
         approval = data.get("approval")
         kimi_yolo = isinstance(approval, dict) and approval.get("yolo") is True
-        if (mode == "yolo") == kimi_yolo:
-            missing["approval_mode"] = mode  # else the user switched yolo in Kimi: it decides
+        kimi_plan = data.get("plan_mode") is True
+        if (mode == "yolo") == kimi_yolo and (mode == "plan") == kimi_plan:
+            missing["approval_mode"] = mode  # else the user switched in Kimi: it decides
     return {**data, **missing}
 
 
 def _from_kimi_approval(data: dict[str, Any]) -> dict[str, Any]:
-    """`data` with Kimi CLI's `approval.yolo` taken out (`save_state` writes it from our mode)
-    and made our mode when there is none (Kimi rewrote the file)."""
+    """`data` with Kimi CLI's `approval.yolo` and `plan_mode` taken out (`save_state` writes
+    them from our mode) and made our mode when there is none (Kimi rewrote the file)."""
+    data = dict(data)
+    if data.pop("plan_mode", None) is True and "approval_mode" not in data:
+        data["approval_mode"] = "plan"
     approval = data.get("approval")
     if not isinstance(approval, dict):
         return data
-    data = dict(data)
     rest = {key: value for key, value in approval.items() if key != "yolo"}
     if rest:
         data["approval"] = rest  # Kimi's afk and auto_approve_actions, kept as they are

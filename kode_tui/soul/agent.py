@@ -37,6 +37,7 @@ from kode_tui.tools.files import ReadFile, StrReplaceFile, WriteFile
 from kode_tui.tools.glob import Glob
 from kode_tui.tools.grep import Grep
 from kode_tui.tools.mcp_client import McpServer, McpServers, mcp_variables
+from kode_tui.tools.plan import EnterPlanMode, ExitPlanMode
 from kode_tui.tools.sandbox import Sandbox
 from kode_tui.tools.sandbox import Settings as SandboxSettings
 from kode_tui.tools.sandbox import support as sandbox_support
@@ -121,6 +122,8 @@ def make_toolset(denwa_renji: DenwaRenji | None, *, sandboxed: bool = False) -> 
         Shell(sandboxed=sandboxed),
         SetTodoList(),
         AskUserQuestion(),
+        EnterPlanMode(),
+        ExitPlanMode(),
     ]
     if denwa_renji is not None:
         tools.append(SendDMail(denwa_renji))

@@ -22,6 +22,10 @@ in every mode (a protected path, a command the sandbox stopped) keeps waiting fo
 own answer: a switch of mode is not one. A mode reached by cycling (Ctrl+T) applies to waiting
 calls only once it has been kept for `CYCLE_SETTLE_S`: cycling from sandbox back to ask passes
 yolo on the way, and a mode passed by is not a mode chosen.
+
+`plan` (Kimi's plan mode, `kode_tui.tools.plan`): only read-only calls run; any other edit or
+command is refused with a message for the model (`plan_verdict`), except the plan file, which
+the model reads and edits without asking. `ExitPlanMode` asks every time, yolo included.
 """
 
 from __future__ import annotations
@@ -32,10 +36,12 @@ import logging
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
+from pathlib import Path
 from typing import get_args
 
 from kode_tui.session.state import ApprovalGrant, ApprovalMode, SessionState
-from kode_tui.tools.base import Permission
+from kode_tui.tools import plan
+from kode_tui.tools.base import Permission, ToolOutput
 from kode_tui.tools.sandbox import Profile
 from kode_tui.wire import WireBus
 from kode_tui.wire.events import (
@@ -78,14 +84,20 @@ class Approval:
         override: ApprovalMode | None = None,
         sandbox: bool = False,
     ) -> None:
-        """`override` (`--yolo`) holds for this run only and is not saved to state.json.
-        `sandbox`: whether Shell commands run in the sandbox here (the `sandbox` mode is
-        offered only then)."""
+        """`override` (`--yolo`, `--permission-mode`) holds for this run only and is not saved
+        to state.json. `sandbox`: whether Shell commands run in the sandbox here (the `sandbox`
+        mode is offered only then)."""
         self._bus = bus
         self._state = state
         self._save_state = save_state
         self._override = override
         self.sandbox = sandbox
+        if override == "plan" and state.approval_mode != "plan":
+            state.mode_before_plan = state.approval_mode  # `--permission-mode plan`, this run
+        if (override or state.approval_mode) == "plan":
+            # Opened in plan mode (that flag, the config's default, a Kimi session's plan_mode
+            # without a slug): it needs its plan file, as entering plan mode gives one.
+            plan.name_plan(state)
         self._waiting: dict[str, tuple[ApprovalRequest, Permission]] = {}
         """The requests waiting for the user, by id."""
         self.cycle_settle_s = CYCLE_SETTLE_S
@@ -113,6 +125,13 @@ class Approval:
         `cycle_settle_s` unless the mode is switched again meanwhile."""
         if mode not in self.modes:
             raise ValueError(f"the {mode} mode needs the Shell sandbox, which is off here")
+        if mode == "plan" and self.mode != "plan":
+            self._state.mode_before_plan = self.mode
+            plan.name_plan(self._state)
+        elif mode != "plan" and self.mode == "plan":
+            self._state.mode_before_plan = None
+            self._state.plan_session_id = None  # as Kimi: the next plan gets a file of its own
+            self._state.plan_slug = None
         self._override = None
         self._state.approval_mode = mode
         if self._settling is not None:
@@ -132,8 +151,37 @@ class Approval:
             if self.allows(permission):
                 request.resolve("approve")
 
+    async def enter_plan(self) -> Path:
+        """Switch to plan mode (remembering the mode it left); the plan file."""
+        await self.set_mode("plan")
+        return plan.name_plan(self._state)
+
+    async def leave_plan(self, mode: ApprovalMode | None = None) -> ApprovalMode:
+        """Switch from plan mode to `mode` (default: the one plan mode was entered from)."""
+        mode = mode or self._state.mode_before_plan or "ask"
+        if mode == "plan" or mode not in self.modes:
+            mode = "ask"
+        await self.set_mode(mode)
+        return mode
+
+    def plan_verdict(
+        self, tool_name: str, permission: Permission, target: Path | None
+    ) -> ToolOutput | bool | None:
+        """In plan mode, what becomes of a call that needs `permission`: True (it runs without
+        asking: the plan file), a refusal for the model (an edit, a command, anything not
+        read-only), or None (asked as usual: a read outside the work dir, the plan tools).
+        Always None outside plan mode."""
+        if self.mode != "plan" or tool_name in plan.PLAN_TOOLS:
+            return None
+        path = plan.plan_file(self._state)
+        if target is not None and path is not None and target == path:
+            return None if permission.always_ask else True
+        if permission.kind == "read":
+            return None
+        return plan.refusal(permission)
+
     async def cycle_mode(self) -> ApprovalMode:
-        """Switch to the next mode (ask → auto-edit → sandbox → yolo → ask) and return it; it
+        """Switch to the next mode (ask → auto-edit → plan → sandbox → yolo → ask) and return it; it
         applies to waiting calls once kept for `cycle_settle_s` (see the module's docstring)."""
         modes = self.modes
         await self.set_mode(modes[(modes.index(self.mode) + 1) % len(modes)], settle=False)
@@ -178,6 +226,8 @@ class Approval:
         """Whether the call may run without asking."""
         if permission.always_ask:
             return False
+        if self.mode == "plan":
+            return permission.scope in self._state.session_approvals and permission.kind == "read"
         if self.mode == "yolo":
             return True
         if permission.outside_work_dir:

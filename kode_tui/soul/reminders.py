@@ -27,7 +27,7 @@ PRESSURE_LEVELS = (0.70, 0.85)
 MENTION_LINES = 40
 MENTION_CHARS = 4_000
 
-ReminderKind = Literal["todo", "context", "mention", "hook"]
+ReminderKind = Literal["todo", "context", "mention", "hook", "plan"]
 
 # `@path`: after the start or whitespace, up to the next whitespace; a trailing punctuation
 # mark ends a sentence rather than a path.

@@ -51,7 +51,7 @@ from kode_tui.soul.llm import (
     ToolCallStart,
     ToolSchema,
 )
-from kode_tui.soul.reminders import Reminders, inject
+from kode_tui.soul.reminders import Reminder, Reminders, inject
 from kode_tui.soul.retrying import RetryPolicy
 from kode_tui.soul.shell_escape import ShellEscape
 from kode_tui.soul.stream import Streamed, encodable_item, masked
@@ -63,7 +63,7 @@ from kode_tui.soul.timetravel import (
     TimeMachine,
 )
 from kode_tui.soul.transcript import turn_text
-from kode_tui.tools import snapshots
+from kode_tui.tools import plan, snapshots
 from kode_tui.tools.base import Permission, ToolEnv, ToolOutput
 from kode_tui.tools.dmail import DenwaRenji
 from kode_tui.tools.sandbox import Confinement, Sandbox
@@ -162,6 +162,7 @@ class KodeSoul:
         self.toolset = toolset
         self.env = env
         self.approval = approval
+        plan.bind_plan(toolset.tools(), approval)
         self.settings = settings or LoopSettings()
         self.project = project
         self.reminders = reminders
@@ -514,6 +515,9 @@ class KodeSoul:
                 user_text=self._turn_text,
             )
         )
+        if self.approval.mode == "plan":  # with every request while planning, as the hooks'
+            text = plan.reminder(plan.plan_file(self.env.state))
+            hooked = [*hooked, Reminder("plan", "plan", text)]
         history = inject(history, [*hooked, *chosen])
         shown = [*(hooked if step == 1 else ()), *chosen]
         if shown:
@@ -563,13 +567,25 @@ class KodeSoul:
 
     async def _run_tool(self, prepared: PreparedCall) -> tuple[ToolOutput, bool]:
         """The call's result, and whether the user rejected it outright (which ends the turn)."""
+        env = self._env_of(prepared)
         if prepared.error is None:
             assert prepared.tool is not None
             blocked = await self.hooks.before_tool(prepared.call)
             if blocked is not None:  # as a rejection with feedback: the turn goes on
                 return blocked, False
             permission = await self.toolset.permission(prepared, self.env)
+            target = plan.target(prepared.tool.name, prepared.params, self.env)
+            verdict = None
             if permission is not None:
+                verdict = self.approval.plan_verdict(prepared.tool.name, permission, target)
+            if isinstance(verdict, ToolOutput):
+                return verdict, False
+            if verdict is True:  # the plan file, outside the work dir: no edit a revert undoes
+                env = dataclasses.replace(env, journal=None)
+            if permission is not None and verdict is None:
+                shown = plan.display(self.env.state) if prepared.tool.name == plan.EXIT else None
+                if shown is not None:  # the document the user approves (Kimi's PlanDisplay)
+                    self.bus.send(shown)
                 response = await self.approval.request(
                     prepared.tool.name, prepared.call.id, permission
                 )
@@ -578,7 +594,7 @@ class KodeSoul:
                 if response == "reject":
                     return rejected(), True
         self.bus.send(ev.ToolStarted(tool_call_id=prepared.call.id))
-        result = await self.toolset.run(prepared, self._env_of(prepared))
+        result = await self.toolset.run(prepared, env)
         if result.blocked:
             result = await self._run_outside(prepared, result)
         if prepared.error is None:

@@ -18,7 +18,8 @@ objects to write, each with a snake_case `type`:
   `{id, response}`, `permissions_changed`, `checkpoint_created` `{id}`, `status_update`
   `{context_tokens, max_context_tokens, usage, cost, ...}`, `compaction_begin`,
   `compaction_end` `{tokens_before, tokens_after, rotated_file}`, `context_reverted` (a D-Mail),
-  `system_reminders`, `hook_ran`, `command_sent`, `warning` `{message}`, `error` `{message}`.
+  `system_reminders`, `hook_ran`, `command_sent`, `plan_display` `{content, file_path}` (the
+  plan `ExitPlanMode` asks to approve), `warning` `{message}`, `error` `{message}`.
 
 What a model call says comes out once the call has ended (at the next event of another kind):
 when the call fails and is tried again, what the failed attempt said is dropped, and only the

@@ -518,6 +518,15 @@ class CommandSent(Event):
     """The model alias it runs on, when its `model:` switched model for this turn."""
 
 
+class PlanDisplay(Event):
+    """The plan `ExitPlanMode` asks the user to approve, as Kimi CLI 1.52 shows it inline (its
+    `PlanDisplay`): sent just before the approval request."""
+
+    content: str
+    """The plan file's Markdown."""
+    file_path: str
+
+
 class Warning(Event):
     kimi: ClassVar[bool] = False
 
@@ -617,6 +626,7 @@ EVENT_TYPES: Mapping[str, type[Event]] = {
         SystemReminders,
         HookRan,
         CommandSent,
+        PlanDisplay,
         Warning,
         Error,
         QuestionRequest,

@@ -28,6 +28,7 @@ from acp.schema import (
     AgentThoughtChunk,
     AllowedOutcome,
     AvailableCommandsUpdate,
+    CurrentModeUpdate,
     FileEditToolCallContent,
     Implementation,
     PermissionOption,
@@ -40,6 +41,7 @@ from acp.schema import (
 )
 
 from kode_tui.paths import work_dir_hash
+from kode_tui.session import Session
 from kode_tui.tools.sandbox import support as sandbox_support
 from tests.conftest import KIMI_DEFAULT_FIXTURE
 from tests.llm_server import KEY_ENV, LLMServer, write_loopback_config
@@ -166,9 +168,9 @@ async def test_a_prompt_asks_permission_streams_the_edit_as_a_diff_and_loads_aga
         made = await conn.new_session(cwd=str(project), mcp_servers=[])
         assert made.modes is not None and made.modes.current_mode_id == "ask"
         assert [m.id for m in made.modes.available_modes] == (
-            ["ask", "auto-edit", "sandbox", "yolo"]
+            ["ask", "auto-edit", "plan", "sandbox", "yolo"]
             if sandbox_support().available
-            else ["ask", "auto-edit", "yolo"]
+            else ["ask", "auto-edit", "plan", "yolo"]
         )
         done = await conn.prompt(session_id=made.session_id, prompt=[text_block("Write notes")])
         advertised = client.of(AvailableCommandsUpdate)[-1].available_commands
@@ -461,3 +463,32 @@ async def test_a_repos_files_grant_nothing_and_replace_no_built_in(
     assert not (project / "owned").exists()
     assert client.of(SessionInfoUpdate) == []  # the shipped session has a title: not told
     client.check()
+
+
+async def test_plan_mode_asks_to_approve_the_plan_with_its_text(
+    project: Path, loopback: LLMServer, home: Path
+) -> None:
+    """In plan mode ExitPlanMode's permission request carries the plan's Markdown; approved,
+    the session leaves plan mode (the client is told)."""
+    session = await Session.create(project)
+    session.state.approval_mode = "plan"
+    session.state.plan_slug = "plan-acp0test"
+    session.save_state()
+    plan_file = home / "plans" / "plan-acp0test.md"
+    plan = "# Plan\n1. Greet\n"
+    args = json.dumps({"path": str(plan_file), "content": plan})
+    loopback.reply_tool_calls([("call_p", "WriteFile", args)])
+    loopback.reply_tool_calls([("call_x", "ExitPlanMode", "{}")])
+    loopback.reply_text("Carrying it out.")
+    client = RecordingClient()
+    async with agent(client) as conn:
+        await conn.load_session(cwd=str(project), session_id=session.id, mcp_servers=[])
+        done = await conn.prompt(session_id=session.id, prompt=[text_block("Plan a greeting")])
+
+    assert done.stop_reason == "end_turn"
+    [(asked, options)] = client.asked  # the plan file was written without asking
+    assert asked.tool_call_id == "call_x"
+    assert [c.content.text for c in asked.content or []] == [plan]
+    assert [o.kind for o in options] == ["allow_once", "reject_once"]
+    assert plan_file.read_text() == plan
+    assert client.of(CurrentModeUpdate)[-1].current_mode_id == "ask"

@@ -122,7 +122,7 @@ def test_a_bad_value_resets_only_its_own_key(
                 "custom_title": "Kept",
                 "approval_mode": "sometimes",
                 "todos": [{"title": "a", "status": "someday"}],
-                "plan_mode": True,
+                "archived": True,
             }
         )
     )
@@ -132,7 +132,7 @@ def test_a_bad_value_resets_only_its_own_key(
     assert state.custom_title == "Kept"
     assert state.approval_mode == "ask"
     assert state.todos == []
-    assert state.model_dump()["plan_mode"] is True
+    assert state.model_dump()["archived"] is True
     assert "approval_mode" in caplog.text and "todos" in caplog.text
 
 

@@ -361,7 +361,7 @@ async def test_sandbox_mode_runs_commands_and_edits_without_asking(repo: Path) -
     ]
     agent, asked, _ = await agent_with(repo, script)
     try:
-        assert agent.soul.approval.modes == ("ask", "auto-edit", "sandbox", "yolo")
+        assert agent.soul.approval.modes == ("ask", "auto-edit", "plan", "sandbox", "yolo")
         assert (await agent.soul.run("go")).stop_reason == "done"
     finally:
         await agent.close()
@@ -457,7 +457,7 @@ async def test_without_bubblewrap_it_says_so_and_offers_no_sandbox_mode(
     try:
         agent.soul.send_notices()
         assert agent.soul.sandbox is None
-        assert agent.soul.approval.modes == ("ask", "auto-edit", "yolo")
+        assert agent.soul.approval.modes == ("ask", "auto-edit", "plan", "yolo")
         with pytest.raises(ValueError, match="sandbox"):
             await agent.soul.approval.set_mode("sandbox")
         assert (await agent.soul.run("go")).stop_reason == "done"

@@ -130,7 +130,7 @@ async def test_a_failing_model_shows_one_clear_message_and_the_app_goes_on(
     assert [text for text in said if not is_checkpoint_note(text)] == ["hi"]
 
 
-async def test_mode_cycles_with_ctrl_t_and_slash_mode(project: Path) -> None:
+async def test_mode_cycles_with_ctrl_t_shift_tab_and_slash_mode(project: Path) -> None:
     app = make_app(project, DemoProvider(delay=0))
     async with app.run_test(size=(140, 40)) as pilot:
         await ready(pilot)
@@ -140,6 +140,12 @@ async def test_mode_cycles_with_ctrl_t_and_slash_mode(project: Path) -> None:
         await send(pilot, "/mode yolo")
         await wait_for(pilot, lambda: app.sub_title.endswith("· yolo"))
         await send(pilot, "/mode")
+        await wait_for(pilot, lambda: app.sub_title.endswith("· ask"))
+        await pilot.press("shift+tab")  # in the prompt: Claude Code's key, as Ctrl+T
+        await wait_for(pilot, lambda: app.sub_title.endswith("· auto-edit"))
+        await pilot.press("shift+tab")
+        await wait_for(pilot, lambda: app.sub_title.endswith("· plan"))
+        await send(pilot, "/mode ask")
         await wait_for(pilot, lambda: app.sub_title.endswith("· ask"))
         # Read while open: a session nobody said anything in is removed when it closes.
         assert app.session is not None
@@ -264,9 +270,9 @@ async def test_tab_at_80_columns_walks_every_pane_and_the_tab_bar_follows(projec
         await pilot.press("shift+tab")
         await pilot.pause()
         assert isinstance(app.focused, PromptInput)
-        await pilot.press("shift+tab")
-        await pilot.pause()
-        assert type(app.focused).__name__ == "HistoryPane" and screen.has_class("-show-context")
+        await pilot.press("shift+tab")  # in the prompt it cycles the mode, as Ctrl+T
+        await wait_for(pilot, lambda: app.sub_title.endswith("· auto-edit"))
+        assert isinstance(app.focused, PromptInput)
 
 
 async def test_a_resumed_kimi_session_shows_its_history(tmp_path: Path) -> None:

@@ -309,7 +309,7 @@ async def test_an_interrupted_step_keeps_what_was_shown() -> None:
         assert describe(conversation)[-2:] == ["user: Try again", f"error: ✘ {failure}"]
 
 
-async def test_compaction_revert_restore_clear_reminders_hook_runs_and_warnings_are_marked() -> (
+async def test_compaction_revert_restore_clear_reminders_hooks_warnings_and_plans_are_marked() -> (
     None
 ):
     bus, posted = WireBus(), Posted()
@@ -350,6 +350,7 @@ async def test_compaction_revert_restore_clear_reminders_hook_runs_and_warnings_
                 stderr="no \x1b[1mrm\n",
             ),
             ev.Warning(message="Stopped after 100 steps."),
+            ev.PlanDisplay(content="# Plan\n1. Greet\n", file_path="/h/plans/plan-1.md"),
         )
         assert describe(conversation) == [
             "marker: ── compacted: 48k → 3k tokens (LLMSummaryCompaction) ──",
@@ -362,6 +363,8 @@ async def test_compaction_revert_restore_clear_reminders_hook_runs_and_warnings_
             "reminders: 2 reminders: todo, mention",
             "hook -blocked: ⛔ hook PreToolUse · blocked: no rm · 0.1 s · ./check",
             "warning: ⚠ Stopped after 100 steps.",
+            "marker: ── plan · /h/plans/plan-1.md ──",
+            "assistant: # Plan\n1. Greet\n",
         ]
         assert not running.has_class("-running")
         reminders = conversation.query_one(DetailBlock)

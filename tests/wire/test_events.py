@@ -119,6 +119,7 @@ SAMPLES: list[events.Event] = [
     ),
     events.CommandSent(command="/review", arguments="src/", file=".kode/commands/review.md"),
     events.ToolStarted(tool_call_id="call_1"),
+    events.PlanDisplay(content="# Plan\n1. Add a test", file_path="/h/plans/plan-1a2b3c4d.md"),
     events.Warning(message="skipped a torn line"),
     events.Error(message="no API key"),
     events.QuestionRequest(
@@ -152,6 +153,7 @@ def test_every_event_of_the_design_has_a_model_and_a_sample() -> None:
         "CommandSent",  # issue 18: a custom command's prompt is shown under its name
         "ToolStarted",  # issue 27: ACP shows a call in progress from its start
         "QuestionRequest",  # issue 29: AskUserQuestion asks the user
+        "PlanDisplay",  # issue 29: the plan ExitPlanMode asks to approve (Kimi's own type)
     }  # fmt: skip
     assert set(EVENT_TYPES) == designed
     assert {type(sample).__name__ for sample in SAMPLES} == designed

@@ -467,7 +467,7 @@ async def _model(opened: AgentSession, argument: str, asker: Asker | None) -> Co
     return report(f"Model: {choice.name}", data=choice, changed={"model"})
 
 
-@COMMANDS.command("/mode", "[ask|auto-edit|sandbox|yolo]", "Cycle or set the approval mode")
+@COMMANDS.command("/mode", "[ask|auto-edit|plan|sandbox|yolo]", "Cycle or set the approval mode")
 async def _mode(opened: AgentSession, argument: str, asker: Asker | None) -> CommandReport:
     if not argument:
         mode = await opened.cycle_mode()

@@ -64,7 +64,7 @@ __all__ = ["MODES", "AgentSession"]
 log = logging.getLogger(__name__)
 
 
-MODES: tuple[ApprovalMode, ...] = ("ask", "auto-edit", "sandbox", "yolo")
+MODES: tuple[ApprovalMode, ...] = ("ask", "auto-edit", "plan", "sandbox", "yolo")
 """Every approval mode; `AgentSession.modes` gives those offered (no sandbox: no `sandbox`)."""
 
 
@@ -200,9 +200,11 @@ class AgentSession:
         *,
         provider: ChatProvider | None = None,
         yolo: bool = False,
+        mode: ApprovalMode | None = None,
     ) -> None:
         """Build the agent: tools, approvals, project context, the model `choice` names
-        (`provider` answers instead, in tests). A read-only session gets no agent."""
+        (`provider` answers instead, in tests). A read-only session gets no agent. `mode`
+        (`--permission-mode`; `yolo` is `mode="yolo"`) holds for this run, unsaved."""
         live = self._live
         live.config, live.choice = config, choice
         if live.read_only is not None or live.agent is not None:
@@ -216,7 +218,7 @@ class AgentSession:
             context=live.context,
             bus=live.bus,
             provider=provider,
-            approval_override="yolo" if yolo else None,
+            approval_override="yolo" if yolo else mode,
             work_dir=live.work_dir,
         )
         self.thinking.apply()

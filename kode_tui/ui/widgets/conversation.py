@@ -44,6 +44,7 @@ from kode_tui.ui.widgets.activity import Activity
 from kode_tui.ui.widgets.block_cursor import BlockCursor
 from kode_tui.ui.widgets.block_window import INITIAL_BLOCKS, MAX_BLOCKS
 from kode_tui.ui.widgets.blocks import (
+    AnswerBlock,
     AssistantBlock,
     Block,
     BlockFactory,
@@ -196,6 +197,7 @@ again.
             ev.SystemReminders: self._system_reminders,
             ev.HookRan: lambda event: self._add(hook_block(event)()),
             ev.CommandSent: self._command_sent,
+            ev.PlanDisplay: self._plan_display,
             ev.Warning: self._warning,
             ev.Error: self._error,
             ev.StatusUpdate: self._status_update,
@@ -572,6 +574,11 @@ again.
         for block in self.query_children(ToolBlock):
             if block.state is state:
                 block.refresh_state()
+
+    async def _plan_display(self, event: ev.PlanDisplay) -> None:
+        # The plan ExitPlanMode asks to approve, as a document above the approval panel.
+        await self._add(MarkerBlock(divider(f"plan · {event.file_path}"), kind="plan"))
+        await self._add(AnswerBlock(event.content))
 
     async def _warning(self, event: ev.Warning) -> None:
         await self._add(NoticeBlock(f"⚠ {event.message}", kind="warning"))

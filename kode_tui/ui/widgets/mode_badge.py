@@ -23,6 +23,7 @@ _MEANING = {
     "auto-edit": "edits in the work dir go through; commands ask",
     "sandbox": "edits in the work dir and commands go through; commands run in the sandbox",
     "yolo": "everything runs without asking (writes that can run code still ask)",
+    "plan": "read-only: the model plans; edits (but the plan file) and commands are refused",
 }
 _SANDBOXED = "Shell commands run in the sandbox (no writes outside the work dir, no network)"
 _OPEN = "Shell commands run in the sandbox, which keeps protected files read-only"

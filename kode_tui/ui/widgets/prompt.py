@@ -166,6 +166,7 @@ class PromptInput(TextArea):
             show=False,
         ),
         Binding("tab", "accept_completion", "Complete", id="prompt.complete", group=_PROMPT_GROUP),
+        Binding("shift+tab", "app.cycle_mode", "Mode", id="prompt.mode", show=False),  # as Ctrl+T
         Binding(
             "escape",
             "close_completions",

@@ -1,0 +1,148 @@
+"""Plan mode: EnterPlanMode / ExitPlanMode with Kimi CLI 1.52's names, the plan file as the only
+file the model may write, and every other edit or command refused with a message."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from kode_tui.config import Config, resolve_model
+from kode_tui.session import Session
+from kode_tui.session.state import load_state
+from kode_tui.soul.agent import Agent, open_agent
+from kode_tui.soul.llm.scripted import ScriptedProvider
+from kode_tui.wire import events as ev
+
+
+def call(name: str, **arguments: object) -> dict[str, object]:
+    return {"tool_calls": [{"name": name, "arguments": arguments}]}
+
+
+async def open_scripted(
+    tmp_path: Path, script: list[dict[str, object]], config: Config | None = None
+) -> tuple[Agent, Path]:
+    project = tmp_path / "project"
+    project.mkdir(exist_ok=True)
+    session = await Session.create(project)
+    config = config or Config()
+    provider = ScriptedProvider(script)
+    agent = await open_agent(session, config, resolve_model(config), provider=provider)
+    return agent, project
+
+
+def results(agent: Agent) -> list[str]:
+    texts = []
+    for message in agent.context.history:
+        if message.role == "tool":
+            texts.append(" ".join(getattr(p, "text", "") for p in message.content))
+    return texts
+
+
+async def test_plan_mode_refuses_edits_and_commands_but_writes_the_plan_file(
+    tmp_path: Path, home: Path
+) -> None:
+    """The model enters plan mode (asked once), a write and a command are refused with a
+    message it reads, the plan file is written without asking, and approving the plan returns
+    to the mode plan mode was entered from."""
+    plan_dir = home / "plans"
+    script: list[dict[str, object]] = [call("EnterPlanMode")]
+    agent, project = await open_scripted(tmp_path, script)
+    asked: list[ev.ApprovalRequest] = []
+
+    def approve(event: ev.ApprovalRequest) -> None:
+        asked.append(event)
+        event.resolve("approve")
+
+    seen = agent.bus.subscribe(ev.ApprovalRequest, callback=approve)
+    script.append({"text": "planning"})
+    await agent.soul.run("add a feature")
+    assert agent.soul.approval.mode == "plan"
+    assert agent.session.state.plan_slug
+    plan_file = plan_dir / f"{agent.session.state.plan_slug}.md"
+    script += [
+        call("WriteFile", path="code.py", content="x = 1\n"),
+        call("Shell", command="touch made.txt"),
+        call("WriteFile", path=str(plan_file), content="# Plan\n1. do it\n"),
+        call("ExitPlanMode"),
+        {"text": "ok"},
+    ]
+    await agent.soul.run("go on")
+    await seen.join()
+    state_on_disk = json.loads(agent.session.state_file.read_text())
+    await agent.close()
+
+    assert not (project / "code.py").exists()
+    assert not (project / "made.txt").exists()
+    assert plan_file.read_text() == "# Plan\n1. do it\n"
+    # The plan file is no edit of the work dir: no revert is to undo (or refuse) it.
+    assert [e.record.path for e in agent.context.file_edits] == []
+    said = results(agent)
+    assert sum("Plan mode is active" in text for text in said) == 2
+    assert any("## Approved Plan:\n# Plan\n1. do it" in text for text in said)
+    # Asked: entering plan mode, and approving the plan; never the plan file's write.
+    assert [r.action for r in asked] == ["enter plan mode", "approve the plan"]
+    assert agent.soul.approval.mode == "ask"
+    assert state_on_disk["plan_mode"] is False
+    # The plan-mode reminder went with the requests made in plan mode.
+    requests = agent.soul.provider.requests  # type: ignore[attr-defined]
+    last_user = [m for m in requests[2].history if m.role == "user"][-1]
+    assert "Plan mode is active" in " ".join(getattr(p, "text", "") for p in last_user.content)
+
+
+async def test_kimi_plan_mode_key_round_trips(tmp_path: Path) -> None:
+    """A state.json Kimi wrote in plan mode opens in plan mode; ours tells Kimi of it."""
+    path = tmp_path / "state.json"
+    path.write_text(json.dumps({"plan_mode": True, "plan_slug": "iron-man-thor-hulk"}))
+    state = load_state(path)
+    assert state.approval_mode == "plan"
+    assert state.plan_slug == "iron-man-thor-hulk"
+
+
+async def test_exit_plan_mode_shows_the_plan_before_asking_and_asks_nothing_without_one(
+    tmp_path: Path, home: Path
+) -> None:
+    """ExitPlanMode with no plan written is an error the model reads, asking no one; with a
+    plan, a PlanDisplay (Kimi's event) carrying the plan file's text and path comes just before
+    the approval request."""
+    script: list[dict[str, object]] = [call("EnterPlanMode"), {"text": "planning"}]
+    agent, _ = await open_scripted(tmp_path, script)
+    order: list[ev.Event] = []
+
+    def answer(event: ev.Event) -> None:
+        order.append(event)
+        if isinstance(event, ev.ApprovalRequest):
+            event.resolve("approve")
+
+    seen = agent.bus.subscribe(ev.PlanDisplay, ev.ApprovalRequest, callback=answer)
+    await agent.soul.run("plan a feature")
+    plan_file = home / "plans" / f"{agent.session.state.plan_slug}.md"
+    script += [
+        call("ExitPlanMode"),
+        call("WriteFile", path=str(plan_file), content="# Plan\n1. add x\n"),
+        call("ExitPlanMode"),
+        {"text": "done"},
+    ]
+    await agent.soul.run("present it")
+    await seen.join()
+    await agent.close()
+
+    said = results(agent)
+    assert any("No plan file found" in text for text in said)
+    kinds = [type(event).__name__ for event in order]
+    assert kinds == ["ApprovalRequest", "PlanDisplay", "ApprovalRequest"]
+    shown = order[1]
+    assert isinstance(shown, ev.PlanDisplay)
+    assert shown.content == "# Plan\n1. add x\n"
+    assert shown.file_path == str(plan_file)
+    assert isinstance(order[2], ev.ApprovalRequest) and order[2].tool_name == "ExitPlanMode"
+
+
+async def test_a_session_opened_in_plan_mode_has_its_plan_file(tmp_path: Path, home: Path) -> None:
+    """Plan mode as the config's default (or a Kimi session's plan_mode without a slug): the
+    plan file is named as entering plan mode names it, so the model can write its plan."""
+    agent, _ = await open_scripted(tmp_path, [], Config(approval_mode="plan"))
+    await agent.close()
+
+    assert agent.soul.approval.mode == "plan"
+    slug = agent.session.state.plan_slug
+    assert slug and (home / "plans").is_dir()
