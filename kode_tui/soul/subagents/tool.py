@@ -1,0 +1,210 @@
+"""The `Agent` tool, with Kimi 1.52's name, parameters and result text (`tools/agent/`).
+
+A run is a soul of its own: its context is `subagents/<agent_id>/context.jsonl` (kept as Kimi
+keeps it, `store.py`), its tools the parent's narrowed to its type's, its model the parent's
+provider. It shares the parent's tool environment (work dir, file journal, snapshots, sandbox)
+so its edits are recorded where the parent's time travel finds them, and the parent's approval,
+so what it asks comes to the same panel. Its own events stay on its own bus for now.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import uuid
+from collections.abc import Callable
+from typing import TYPE_CHECKING
+
+from pydantic import BaseModel, Field
+
+from kode_tui.session import Context
+from kode_tui.soul.subagents.definitions import BUILT_IN, AgentDefinition, AgentListing
+from kode_tui.soul.subagents.store import InstanceRecord, SubagentStore
+from kode_tui.tools.base import Tool, ToolEnv, ToolError, ToolOutput
+from kode_tui.tools.toolset import Toolset
+from kode_tui.wire import WireBus
+
+if TYPE_CHECKING:
+    from kode_tui.soul.soul import KodeSoul
+
+__all__ = ["AgentParams", "AgentTool"]
+
+SUMMARY_MIN_LENGTH = 200
+SUMMARY_CONTINUATION_PROMPT = """\
+Your previous response was too brief. Please provide a more comprehensive summary that includes:
+
+1. Specific technical details and implementations
+2. Detailed findings and analysis
+3. All important information that the parent agent should know"""
+"""Kimi's (`subagents/runner.py`): one more turn when the summary is shorter than the minimum."""
+
+ROOT_ONLY = frozenset({"Agent", "AskUserQuestion", "SetTodoList", "EnterPlanMode", "ExitPlanMode"})
+"""Tools no subagent gets, whatever its type lists (Kimi's `exclude_tools`)."""
+
+
+class AgentParams(BaseModel):
+    description: str = Field(description="A short (3-5 word) description of the task")
+    prompt: str = Field(description="The task for the agent to perform")
+    subagent_type: str = Field(
+        default="coder", description="The built-in agent type to use. Defaults to `coder`."
+    )
+    model: str | None = Field(
+        default=None,
+        description=(
+            "Optional model override. Selection priority is: this parameter, then the built-in "
+            "type default model, then the parent agent's current model."
+        ),
+    )
+    resume: str | None = Field(
+        default=None,
+        description="Optional agent ID to resume instead of creating a new instance.",
+    )
+    run_in_background: bool = Field(
+        default=False,
+        description=(
+            "Whether to run the agent in the background. Prefer false unless the task can "
+            "continue independently and there is a clear benefit to returning control before "
+            "the result is needed."
+        ),
+    )
+    timeout: int | None = Field(
+        default=None,
+        ge=30,
+        le=3600,
+        description=(
+            "Timeout in seconds for the agent task. Foreground: no default timeout (runs until "
+            "completion), max 3600s (1hr). The agent is stopped if it exceeds this limit."
+        ),
+    )
+
+
+def _type_line(agent: AgentDefinition) -> str:
+    tools = ", ".join(agent.tools) if agent.tools is not None else "*"
+    when = f" When to use: {agent.when_to_use}" if agent.when_to_use else ""
+    return f"- `{agent.name}`: {agent.description} (Tools: {tools}, Model: inherit).{when}"
+
+
+class AgentTool(Tool[AgentParams]):
+    """Starts (or resumes) a subagent and returns its summary."""
+
+    name = "Agent"
+    description = (
+        "Start a subagent instance to work on a focused task.\n\n"
+        "The Agent tool can either create a new subagent instance or resume an existing one by "
+        "`agent_id`. Each instance keeps its own context history under the current session.\n\n"
+        "**Available Built-in Agent Types**\n\n"
+        + "\n".join(_type_line(a) for a in BUILT_IN)
+        + "\n\nAlways provide a short `description` (3-5 words). Provide a complete prompt: a "
+        "new subagent does not see your context. The subagent result is only visible to you."
+    )
+    params = AgentParams
+
+    def __init__(self, store: SubagentStore, listing: Callable[[], AgentListing]) -> None:
+        self._store = store
+        self._listing = listing
+        self._parent: KodeSoul | None = None
+
+    def attach(self, parent: KodeSoul) -> None:
+        """The soul whose provider, tools, environment and approval the runs use."""
+        self._parent = parent
+
+    async def run(self, params: AgentParams, env: ToolEnv, tool_call_id: str) -> ToolOutput:
+        parent = self._parent
+        if parent is None:
+            raise ToolError("Subagents cannot launch other subagents.", brief="Agent unavailable")
+        if params.run_in_background:
+            raise ToolError("Background agents are not supported yet.", brief="Not supported")
+        if params.model is not None:
+            raise ToolError(f"Unknown model alias: {params.model}", brief="Invalid model alias")
+        definition = self._listing().get(params.subagent_type or "coder")
+        if definition is None:
+            raise ToolError(
+                f"Builtin subagent type not found: {params.subagent_type}",
+                brief="Invalid subagent type",
+            )
+        agent_id = f"a{uuid.uuid4().hex[:8]}"
+        record = self._store.create(
+            agent_id=agent_id,
+            subagent_type=definition.name,
+            description=params.description.strip(),
+            model=None,
+        )
+        self._store.output(agent_id, "[stage] runner_started")
+        try:
+            run = self._run(parent, definition, record, params.prompt)
+            summary = await asyncio.wait_for(run, timeout=params.timeout)
+        except TimeoutError:
+            self._store.update(record, status="killed")
+            raise ToolError(
+                f"Agent timed out after {params.timeout}s.",
+                brief=f"Agent timed out ({params.timeout}s)",
+            ) from None
+        except asyncio.CancelledError:
+            self._store.update(record, status="killed")
+            self._store.output(agent_id, "[stage] cancelled")
+            raise
+        except ToolError:
+            self._store.update(record, status="failed")
+            raise
+        self._store.update(record, status="idle")
+        self._store.output(agent_id, f"\n[summary]\n{summary}")
+        lines = [
+            f"agent_id: {agent_id}",
+            "resumed: false",
+            f"actual_subagent_type: {definition.name}",
+            "status: completed",
+            "",
+            "[summary]",
+            summary,
+        ]
+        return ToolOutput(output="\n".join(lines), brief=params.description.strip())
+
+    async def _run(
+        self, parent: KodeSoul, definition: AgentDefinition, record: InstanceRecord, prompt: str
+    ) -> str:
+        from kode_tui.soul.soul import KodeSoul  # the loop that runs the tool runs this one too
+
+        agent_id = record.agent_id
+        context = Context(self._store.context_path(agent_id))
+        await context.restore()
+        if definition.system_prompt is not None:
+            system_prompt = definition.system_prompt
+        else:
+            system_prompt = "\n\n".join(p for p in (parent.system_prompt, definition.role) if p)
+        await context.write_system_prompt(system_prompt)
+        self._store.output(agent_id, "[stage] context_ready")
+        allowed = [
+            tool
+            for tool in parent.toolset.tools()
+            if tool.name not in ROOT_ONLY
+            and (definition.tools is None or tool.name in definition.tools)
+        ]
+        child = KodeSoul(
+            context=context,
+            provider=parent.provider,
+            bus=WireBus(),
+            toolset=Toolset(allowed),
+            env=parent.env,
+            approval=parent.approval,
+            settings=parent.settings,
+            hooks=parent.hooks,
+            sandbox=parent.sandbox,
+            retry_sleep=parent.retry_sleep,
+        )
+        self._store.write_prompt(agent_id, prompt)
+        self._store.update(record, status="running_foreground")
+        self._store.output(agent_id, "[stage] run_soul_start")
+        summary = await self._turn(child, prompt)
+        if len(summary) < SUMMARY_MIN_LENGTH:
+            summary = await self._turn(child, SUMMARY_CONTINUATION_PROMPT)
+        self._store.output(agent_id, "[stage] run_soul_finished")
+        await context.close()
+        return summary
+
+    @staticmethod
+    async def _turn(child: KodeSoul, prompt: str) -> str:
+        result = await child.run(prompt)
+        history = child.context.history
+        if result.stop_reason != "done" or not history or history[-1].role != "assistant":
+            why = result.error or "The agent did not produce a valid assistant response."
+            raise ToolError(why, brief="Invalid agent result")
+        return history[-1].text

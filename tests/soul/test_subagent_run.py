@@ -1,0 +1,94 @@
+"""The `Agent` tool runs a foreground subagent: its own context, kept as Kimi 1.52 keeps it."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from kode_tui.session import Context
+from kode_tui.soul.subagents.definitions import list_agents
+from kode_tui.soul.subagents.store import SubagentStore
+from kode_tui.soul.subagents.tool import AgentTool
+from kode_tui.wire import events as ev
+from tests.soul_helpers import call, make_rig
+
+SUMMARY = "Touched a.txt as asked. " * 10  # over Kimi's 200-character minimum
+
+
+async def test_a_foreground_subagent_runs_its_own_context_and_returns_kimis_result(
+    tmp_path: Path,
+) -> None:
+    work = tmp_path / "work"
+    (work / ".kode/agents").mkdir(parents=True)
+    (work / ".kode/agents/toucher.md").write_text(
+        "---\nname: toucher\ndescription: Touches files\ntools: Touch\n---\nYou touch files.\n"
+    )
+    store = SubagentStore(tmp_path / "session")
+    tool = AgentTool(store, lambda: list_agents(work))
+    script = [
+        {
+            "tool_calls": [
+                call(
+                    "Agent",
+                    description="Touch a file",
+                    prompt="Touch a.txt",
+                    subagent_type="toucher",
+                )
+            ]
+        },
+        {"tool_calls": [call("Touch", path="a.txt")]},
+        {"text": SUMMARY},
+        {"text": "Done."},
+    ]
+    rig = await make_rig(tmp_path, script, tools=[tool])
+    tool.attach(rig.soul)
+    result = await rig.soul.run("Delegate it.")
+    assert result.stop_reason == "done"
+    assert (work / "a.txt").read_bytes() == b"touched"
+    # The subagent's approval came to the parent's panel.
+    assert [r.description for r in rig.of(ev.ApprovalRequest)] == ["Touch a.txt"]
+    # Its request: its own system prompt and only its type's tools.
+    sub_request = rig.provider.requests[1]
+    assert sub_request.system_prompt == "You touch files."
+    assert [t["function"]["name"] for t in sub_request.tools] == ["Touch"]
+    # The parent got Kimi's result text.
+    tool_result = rig.provider.requests[3].history[-1]
+    [agent_id] = [p.name for p in (tmp_path / "session/subagents").iterdir()]
+    assert tool_result.text.startswith(
+        f"agent_id: {agent_id}\nresumed: false\nactual_subagent_type: toucher\n"
+        "status: completed\n\n[summary]\nTouched a.txt"
+    )
+    # Kept as Kimi keeps it.
+    folder = tmp_path / "session/subagents" / agent_id
+    assert {p.name for p in folder.iterdir()} - {"lock"} == {
+        "context.jsonl",
+        "meta.json",
+        "output",
+        "prompt.txt",
+        "wire.jsonl",
+    }
+    meta = json.loads((folder / "meta.json").read_text())
+    assert meta["status"] == "idle" and meta["subagent_type"] == "toucher"
+    assert meta["description"] == "Touch a file"
+    assert set(meta) == {
+        "agent_id",
+        "subagent_type",
+        "status",
+        "description",
+        "created_at",
+        "updated_at",
+        "last_task_id",
+        "launch_spec",
+    }
+    assert (folder / "prompt.txt").read_text() == "Touch a.txt"
+    assert "[summary]\nTouched a.txt" in (folder / "output").read_text()
+    sub_context = Context(folder / "context.jsonl", read_only=True)
+    await sub_context.restore()
+    assert sub_context.system_prompt == "You touch files."
+    assert [m.role for m in sub_context.history] == ["user", "assistant", "tool", "assistant"]
+    # The parent's context holds only its own turn.
+    assert all(
+        "You touch files" not in line.get("content", "")
+        for line in rig.lines()
+        if isinstance(line.get("content"), str)
+    )
