@@ -11,8 +11,8 @@ from __future__ import annotations
 
 import asyncio
 import uuid
-from collections.abc import Callable
-from typing import TYPE_CHECKING
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, Field
 
@@ -37,8 +37,11 @@ Your previous response was too brief. Please provide a more comprehensive summar
 3. All important information that the parent agent should know"""
 """Kimi's (`subagents/runner.py`): one more turn when the summary is shorter than the minimum."""
 
-ROOT_ONLY = frozenset({"Agent", "AskUserQuestion", "SetTodoList", "EnterPlanMode", "ExitPlanMode"})
-"""Tools no subagent gets, whatever its type lists (Kimi's `exclude_tools`)."""
+ROOT_ONLY = frozenset(
+    {"Agent", "AskUserQuestion", "SetTodoList", "EnterPlanMode", "ExitPlanMode", "SendDMail"}
+)
+"""Tools no subagent gets, whatever its type lists (Kimi's `exclude_tools`; and SendDMail,
+whose D-Mail would take the parent's context back, not the subagent's)."""
 
 
 class AgentParams(BaseModel):
@@ -83,25 +86,42 @@ def _type_line(agent: AgentDefinition) -> str:
     return f"- `{agent.name}`: {agent.description} (Tools: {tools}, Model: inherit).{when}"
 
 
+def describe(agents: Sequence[AgentDefinition]) -> str:
+    """Kimi's description of the tool (`tools/agent/description.md`), listing `agents`."""
+    return (
+        "Start a subagent instance to work on a focused task.\n\n"
+        "The Agent tool can either create a new subagent instance or resume an existing one by "
+        "`agent_id`. Each instance keeps its own context history under the current session.\n\n"
+        "**Available Agent Types**\n\n"
+        + "\n".join(_type_line(a) for a in agents)
+        + "\n\nAlways provide a short `description` (3-5 words). Provide a complete prompt: a "
+        "new subagent does not see your context. The subagent result is only visible to you."
+    )
+
+
 class AgentTool(Tool[AgentParams]):
     """Starts (or resumes) a subagent and returns its summary."""
 
     name = "Agent"
-    description = (
-        "Start a subagent instance to work on a focused task.\n\n"
-        "The Agent tool can either create a new subagent instance or resume an existing one by "
-        "`agent_id`. Each instance keeps its own context history under the current session.\n\n"
-        "**Available Built-in Agent Types**\n\n"
-        + "\n".join(_type_line(a) for a in BUILT_IN)
-        + "\n\nAlways provide a short `description` (3-5 words). Provide a complete prompt: a "
-        "new subagent does not see your context. The subagent result is only visible to you."
-    )
+    description = describe(BUILT_IN)
+    """The built-ins only; `schema()` offers the work dir's types too."""
     params = AgentParams
 
     def __init__(self, store: SubagentStore, listing: Callable[[], AgentListing]) -> None:
         self._store = store
         self._listing = listing
         self._parent: KodeSoul | None = None
+        self._offered: str | None = None
+
+    def schema(self) -> dict[str, Any]:
+        """The tool with every type of the listing in its description. Read once: a description
+        that changed between requests would spoil the provider's prompt cache (a file added
+        later can still be named, `run` reads the listing again)."""
+        if self._offered is None:
+            self._offered = describe(self._listing().agents)
+        schema = super().schema()
+        schema["function"]["description"] = self._offered
+        return schema
 
     def attach(self, parent: KodeSoul) -> None:
         """The soul whose provider, tools, environment and approval the runs use."""
