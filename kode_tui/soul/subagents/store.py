@@ -9,12 +9,17 @@ Kimi resume our subagents and our reader list Kimi's.
 
 from __future__ import annotations
 
+import logging
 import time
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Literal
 
+from pydantic import TypeAdapter, ValidationError
+
 from kode_tui.fsutil import append_line, atomic_write_json
+
+log = logging.getLogger(__name__)
 
 __all__ = ["InstanceRecord", "LaunchSpec", "SubagentStore"]
 
@@ -104,5 +109,33 @@ class SubagentStore:
         """Add `text` to the instance's plain transcript (`output`)."""
         append_line(self.instance_dir(agent_id) / "output", text.removesuffix("\n"))
 
+    def get(self, agent_id: str) -> InstanceRecord | None:
+        """The instance `agent_id` as its `meta.json` says; None when it has none or an invalid
+        one (logged), as Kimi's `get_instance`."""
+        meta = self.instance_dir(agent_id) / "meta.json"
+        try:
+            return _RECORD.validate_json(meta.read_bytes())
+        except FileNotFoundError:
+            return None
+        except (OSError, ValidationError) as error:
+            log.warning("skipping the subagent record %s: %s", meta, error)
+            return None
+
+    def list_instances(self) -> list[InstanceRecord]:
+        """Every instance with a valid `meta.json` (Kimi's or ours), the latest updated first,
+        as Kimi's `list_instances`."""
+        if not self.root.is_dir():
+            return []
+        records = [
+            record
+            for folder in self.root.iterdir()
+            if folder.is_dir() and (record := self.get(folder.name)) is not None
+        ]
+        return sorted(records, key=lambda record: record.updated_at, reverse=True)
+
     def _write(self, record: InstanceRecord) -> None:
         atomic_write_json(self.instance_dir(record.agent_id) / "meta.json", asdict(record))
+
+
+_RECORD = TypeAdapter(InstanceRecord)
+"""`meta.json` read as Kimi reads it: every key checked, the status one of `Status`."""
