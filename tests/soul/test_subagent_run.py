@@ -5,6 +5,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
+
 from kode_tui.session import Context
 from kode_tui.soul.subagents.definitions import list_agents
 from kode_tui.soul.subagents.store import SubagentStore
@@ -92,3 +94,28 @@ async def test_a_foreground_subagent_runs_its_own_context_and_returns_kimis_resu
         for line in rig.lines()
         if isinstance(line.get("content"), str)
     )
+
+
+async def test_a_subagents_calls_add_to_the_parents_turn_and_session_cost(tmp_path: Path) -> None:
+    store = SubagentStore(tmp_path / "session")
+    tool = AgentTool(store, lambda: list_agents(tmp_path / "work"))
+    usage = {"input": 1_000_000, "output": 100_000}
+    script = [
+        {"tool_calls": [call("Agent", description="Look", prompt="Look around")], "usage": usage},
+        {"text": SUMMARY, "usage": usage},
+        {"text": "Done.", "usage": usage},
+    ]
+    rig = await make_rig(tmp_path, script, tools=[tool])
+    rig.provider.model_name = "openai/gpt-4o-mini"  # priced: $0.15 / M in, $0.60 / M out
+    tool.attach(rig.soul)
+    assert (await rig.soul.run("Delegate it.")).stop_reason == "done"
+    spend = rig.state.spend
+    assert spend is not None
+    mini = spend.models["openai/gpt-4o-mini"]
+    assert (mini.calls, mini.input, mini.output) == (3, 3_000_000, 300_000)
+    # One turn: the subagent's call is in the line of the parent's turn that called it.
+    [turn] = spend.turns
+    assert (turn.calls, turn.input) == (3, 3_000_000)
+    assert turn.usd == pytest.approx(3 * (0.15 + 0.06))
+    status = rig.soul.cost.status()
+    assert status is not None and status.turn_usd == pytest.approx(status.session_usd)

@@ -4,7 +4,9 @@ A run is a soul of its own: its context is `subagents/<agent_id>/context.jsonl` 
 keeps it, `store.py`), its tools the parent's narrowed to its type's, its model the parent's
 provider. It shares the parent's tool environment (work dir, file journal, snapshots, sandbox)
 so its edits are recorded where the parent's time travel finds them, and the parent's approval,
-so what it asks comes to the same panel. Its own events stay on its own bus for now.
+so what it asks comes to the same panel, and the parent's cost ledger, so its calls add to
+the session's figures in the line of the parent's turn. Its own events stay on its own bus
+for now (the parent's gauge does not show the subagent's context).
 """
 
 from __future__ import annotations
@@ -209,6 +211,7 @@ class AgentTool(Tool[AgentParams]):
             hooks=parent.hooks,
             sandbox=parent.sandbox,
             retry_sleep=parent.retry_sleep,
+            cost=parent.cost,  # its calls add to the session's, in the parent's turn
         )
         self._store.write_prompt(agent_id, prompt)
         self._store.update(record, status="running_foreground")
