@@ -235,6 +235,38 @@ class ToolResult(Event):
         return data
 
 
+# --- subagents -----------------------------------------------------------------------------------
+
+
+class SubagentEvent(Event):
+    """An event of a subagent, re-sent on its parent's wire (Kimi 1.52's `SubagentEvent`).
+
+    `parent_tool_call_id` is the id of the parent's `Agent` call: print mode's stream-json marks
+    the event with it, ACP can send it as progress of that call, the TUI can show it inside
+    that call's block. The subagent's own wire.jsonl holds its events unwrapped; the parent's
+    does not record them again (`recorded`), nor are they the parent's own state: a wrapped
+    `StatusUpdate` is the subagent's context, not the parent's.
+    """
+
+    recorded: ClassVar[bool] = False
+
+    parent_tool_call_id: str
+    agent_id: str
+    subagent_type: str
+    event: Event
+
+    def payload(self) -> dict[str, Any]:
+        # Kimi's shape: the wrapped event as an envelope {"type", "payload"}.
+        inner = self.event
+        name = type(inner).__name__
+        return {
+            "parent_tool_call_id": self.parent_tool_call_id,
+            "agent_id": self.agent_id,
+            "subagent_type": self.subagent_type,
+            "event": {"type": _KIMI_NAMES.get(name, name), "payload": inner.payload()},
+        }
+
+
 # --- approvals -----------------------------------------------------------------------------------
 
 

@@ -62,7 +62,8 @@ async def test_a_foreground_subagent_runs_its_own_context_and_returns_kimis_resu
     )
     # Kept as Kimi keeps it.
     folder = tmp_path / "session/subagents" / agent_id
-    assert {p.name for p in folder.iterdir()} - {"lock"} == {
+    # Ours besides: the context's lock and the wire's sidecar (Kimi reads neither).
+    assert {p.name for p in folder.iterdir()} - {"lock", "wire.kode.jsonl"} == {
         "context.jsonl",
         "meta.json",
         "output",
@@ -119,3 +120,50 @@ async def test_a_subagents_calls_add_to_the_parents_turn_and_session_cost(tmp_pa
     assert turn.usd == pytest.approx(3 * (0.15 + 0.06))
     status = rig.soul.cost.status()
     assert status is not None and status.turn_usd == pytest.approx(status.session_usd)
+
+
+async def test_a_subagents_events_reach_the_parents_wire_marked_and_its_own_wire_jsonl(
+    tmp_path: Path,
+) -> None:
+    work = tmp_path / "work"
+    (work / ".kode/agents").mkdir(parents=True)
+    (work / ".kode/agents/toucher.md").write_text(
+        "---\nname: toucher\ndescription: Touches files\ntools: Touch\n---\nYou touch files.\n"
+    )
+    store = SubagentStore(tmp_path / "session")
+    tool = AgentTool(store, lambda: list_agents(work))
+    script = [
+        {"tool_calls": [call("Agent", description="Touch", prompt="Go", subagent_type="toucher")]},
+        {"tool_calls": [call("Touch", path="a.txt")]},
+        {"text": SUMMARY},
+        {"text": "Done."},
+    ]
+    rig = await make_rig(tmp_path, script, tools=[tool])
+    tool.attach(rig.soul)
+    assert (await rig.soul.run("Delegate it.")).stop_reason == "done"
+    await rig.settle()
+    [agent_call] = [c for c in rig.of(ev.ToolCall) if c.function.name == "Agent"]
+    forwarded = rig.of(ev.SubagentEvent)
+    [agent_id] = [p.name for p in (tmp_path / "session/subagents").iterdir()]
+    assert forwarded and all(
+        (e.parent_tool_call_id, e.agent_id, e.subagent_type) == (agent_call.id, agent_id, "toucher")
+        for e in forwarded
+    )
+    inner = [e.event for e in forwarded]
+    [touch] = [e for e in inner if isinstance(e, ev.ToolCall)]
+    assert touch.function.name == "Touch"
+    assert any(isinstance(e, ev.ToolResult) and e.tool_call_id == touch.id for e in inner)
+    # The parent's own stream holds only the parent's calls; approvals are not doubled.
+    assert [c.function.name for c in rig.of(ev.ToolCall)] == ["Agent"]
+    assert not any(isinstance(e, ev.ApprovalRequest) for e in inner)
+    assert len(rig.of(ev.ApprovalRequest)) == 1
+    # Kimi's envelope in the payload (what stream-json and ACP serialise).
+    assert forwarded[0].payload()["event"]["type"] == type(inner[0]).__name__
+    # The subagent's own wire.jsonl, as Kimi writes it, and its transcript.
+    folder = tmp_path / "session/subagents" / agent_id
+    records = [json.loads(line) for line in (folder / "wire.jsonl").read_text().splitlines()]
+    assert records[0] == {"type": "metadata", "protocol_version": "1"}
+    kinds = [r["message"]["type"] for r in records[1:]]
+    assert kinds[0] == "TurnBegin" and "ToolCall" in kinds and "ToolResult" in kinds
+    output = (folder / "output").read_text()
+    assert "[tool] Touch\n[tool_result] success\n" in output

@@ -5,8 +5,9 @@ keeps it, `store.py`), its tools the parent's narrowed to its type's, its model 
 provider. It shares the parent's tool environment (work dir, file journal, snapshots, sandbox)
 so its edits are recorded where the parent's time travel finds them, and the parent's approval,
 so what it asks comes to the same panel, and the parent's cost ledger, so its calls add to
-the session's figures in the line of the parent's turn. Its own events stay on its own bus
-for now (the parent's gauge does not show the subagent's context).
+the session's figures in the line of the parent's turn. Its events go to its own wire.jsonl and
+are re-sent on the parent's bus wrapped in `SubagentEvent`s marked with the `Agent` call's id
+(its approval requests reach the parent's bus through the shared approval already).
 """
 
 from __future__ import annotations
@@ -23,7 +24,8 @@ from kode_tui.soul.subagents.definitions import BUILT_IN, AgentDefinition, Agent
 from kode_tui.soul.subagents.store import InstanceRecord, SubagentStore
 from kode_tui.tools.base import Tool, ToolEnv, ToolError, ToolOutput
 from kode_tui.tools.toolset import Toolset
-from kode_tui.wire import WireBus
+from kode_tui.wire import WireBus, WireRecorder
+from kode_tui.wire import events as ev
 
 if TYPE_CHECKING:
     from kode_tui.soul.soul import KodeSoul
@@ -152,7 +154,7 @@ class AgentTool(Tool[AgentParams]):
         )
         self._store.output(agent_id, "[stage] runner_started")
         try:
-            run = self._run(parent, definition, record, params.prompt)
+            run = self._run(parent, definition, record, params.prompt, tool_call_id)
             summary = await asyncio.wait_for(run, timeout=params.timeout)
         except TimeoutError:
             self._store.update(record, status="killed")
@@ -181,7 +183,12 @@ class AgentTool(Tool[AgentParams]):
         return ToolOutput(output="\n".join(lines), brief=params.description.strip())
 
     async def _run(
-        self, parent: KodeSoul, definition: AgentDefinition, record: InstanceRecord, prompt: str
+        self,
+        parent: KodeSoul,
+        definition: AgentDefinition,
+        record: InstanceRecord,
+        prompt: str,
+        tool_call_id: str,
     ) -> str:
         from kode_tui.soul.soul import KodeSoul  # the loop that runs the tool runs this one too
 
@@ -200,10 +207,14 @@ class AgentTool(Tool[AgentParams]):
             if tool.name not in ROOT_ONLY
             and (definition.tools is None or tool.name in definition.tools)
         ]
+        bus = WireBus()
+        recorder = WireRecorder(bus, self._store.instance_dir(agent_id) / "wire.jsonl")
+        recorder.start()
+        bus.subscribe(callback=self._forwarder(parent, record, tool_call_id), direct=True)
         child = KodeSoul(
             context=context,
             provider=parent.provider,
-            bus=WireBus(),
+            bus=bus,
             toolset=Toolset(allowed),
             env=parent.env,
             approval=parent.approval,
@@ -216,12 +227,43 @@ class AgentTool(Tool[AgentParams]):
         self._store.write_prompt(agent_id, prompt)
         self._store.update(record, status="running_foreground")
         self._store.output(agent_id, "[stage] run_soul_start")
-        summary = await self._turn(child, prompt)
-        if len(summary) < SUMMARY_MIN_LENGTH:
-            summary = await self._turn(child, SUMMARY_CONTINUATION_PROMPT)
+        try:
+            summary = await self._turn(child, prompt)
+            if len(summary) < SUMMARY_MIN_LENGTH:
+                summary = await self._turn(child, SUMMARY_CONTINUATION_PROMPT)
+        finally:
+            await recorder.close()
+            await bus.close()
         self._store.output(agent_id, "[stage] run_soul_finished")
         await context.close()
         return summary
+
+    def _forwarder(
+        self, parent: KodeSoul, record: InstanceRecord, tool_call_id: str
+    ) -> Callable[[ev.Event], None]:
+        """What the subagent's bus calls with each event: re-send it on the parent's bus,
+        marked with the `Agent` call, and note its calls and results in `output` (Kimi's
+        `SubagentOutputWriter`)."""
+
+        def forward(event: ev.Event) -> None:
+            if isinstance(event, ev.ApprovalRequest | ev.ApprovalResolved):
+                return  # the shared approval sent them on the parent's bus already
+            if isinstance(event, ev.ToolCall):
+                self._store.output(record.agent_id, f"[tool] {event.function.name}")
+            elif isinstance(event, ev.ToolResult):
+                status = "error" if event.is_error else "success"
+                brief = f": {event.message}" if event.is_error and event.message else ""
+                self._store.output(record.agent_id, f"[tool_result] {status}{brief}")
+            parent.bus.send(
+                ev.SubagentEvent(
+                    parent_tool_call_id=tool_call_id,
+                    agent_id=record.agent_id,
+                    subagent_type=record.subagent_type,
+                    event=event,
+                )
+            )
+
+        return forward
 
     @staticmethod
     async def _turn(child: KodeSoul, prompt: str) -> str:
