@@ -283,6 +283,9 @@ reject (the turn ends), or `RejectWithFeedback(feedback=...)`. Stored as the str
 `{"feedback": "..."}`."""
 
 
+_SOURCE_FIELDS = ("source_kind", "agent_id", "subagent_type", "source_description")
+
+
 class ApprovalRequest(Event):
     """A tool call waiting for the user; the soul awaits `wait()`, the UI calls `resolve()`. The
     future behind them lives on the running event loop and is never serialised."""
@@ -301,12 +304,24 @@ class ApprovalRequest(Event):
     always_ask: str = ""
     """Why this call asks every time, whatever the mode (e.g. `writes here can make tools run
     code`); empty for an ordinary call."""
+    source_kind: Literal["foreground_turn", "background_agent"] | None = None
+    """Who asks, in Kimi 1.52's fields: None for the session's own agent; a subagent's request
+    says `foreground_turn` (or `background_agent`), its `agent_id`, `subagent_type` and the
+    task's description (`source_description`), for the panel to tell whose call it is."""
+    agent_id: str | None = None
+    subagent_type: str | None = None
+    source_description: str | None = None
 
     _future: asyncio.Future[ApprovalResponse] | None = PrivateAttr(default=None)
 
     def payload(self) -> dict[str, Any]:
-        # Kimi CLI requires `sender` (the tool asking) to read the record.
-        return {**super().payload(), "sender": self.tool_name or "kode-tui"}
+        # Kimi CLI requires `sender` (the tool asking) to read the record. The session's own
+        # requests keep the shape they had before subagents (no null source fields).
+        exclude = set(_SOURCE_FIELDS) if self.source_kind is None else set()
+        return {
+            **self.model_dump(mode="json", exclude=exclude),
+            "sender": self.tool_name or "kode-tui",
+        }
 
     def resolve(self, response: ApprovalResponse) -> None:
         """Answer the request; later answers, and any after the wait was cancelled, are ignored."""

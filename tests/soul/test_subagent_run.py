@@ -167,3 +167,33 @@ async def test_a_subagents_events_reach_the_parents_wire_marked_and_its_own_wire
     assert kinds[0] == "TurnBegin" and "ToolCall" in kinds and "ToolResult" in kinds
     output = (folder / "output").read_text()
     assert "[tool] Touch\n[tool_result] success\n" in output
+
+
+async def test_a_subagents_approval_requests_say_whose_they_are(tmp_path: Path) -> None:
+    work = tmp_path / "work"
+    (work / ".kode/agents").mkdir(parents=True)
+    (work / ".kode/agents/toucher.md").write_text(
+        "---\nname: toucher\ndescription: Touches files\ntools: Touch\n---\nYou touch files.\n"
+    )
+    tool = AgentTool(SubagentStore(tmp_path / "session"), lambda: list_agents(work))
+    script = [
+        {"tool_calls": [call("Agent", description="Touch", prompt="Go", subagent_type="toucher")]},
+        {"tool_calls": [call("Touch", path="a.txt")]},
+        {"text": SUMMARY},
+        {"tool_calls": [call("Touch", path="b.txt")]},  # the parent's own, after the run
+        {"text": "Done."},
+    ]
+    rig = await make_rig(tmp_path, script, tools=[tool])
+    tool.attach(rig.soul)
+    assert (await rig.soul.run("Delegate it.")).stop_reason == "done"
+    [agent_id] = [p.name for p in (tmp_path / "session/subagents").iterdir()]
+    sub, own = rig.of(ev.ApprovalRequest)
+    # Kimi 1.52's fields, so its reader and its panel tell them apart too.
+    assert (sub.source_kind, sub.agent_id, sub.subagent_type, sub.source_description) == (
+        "foreground_turn",
+        agent_id,
+        "toucher",
+        "Touch",
+    )
+    assert sub.payload()["agent_id"] == agent_id
+    assert (own.source_kind, own.agent_id, own.subagent_type) == (None, None, None)

@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 from pydantic import BaseModel, Field
 
 from kode_tui.session import Context
+from kode_tui.soul.approval import ApprovalSource, approval_source
 from kode_tui.soul.subagents.definitions import BUILT_IN, AgentDefinition, AgentListing
 from kode_tui.soul.subagents.store import InstanceRecord, SubagentStore
 from kode_tui.tools.base import Tool, ToolEnv, ToolError, ToolOutput
@@ -153,6 +154,8 @@ class AgentTool(Tool[AgentParams]):
             model=None,
         )
         self._store.output(agent_id, "[stage] runner_started")
+        source = ApprovalSource(agent_id, definition.name, record.description)
+        token = approval_source.set(source)  # its approval requests say whose they are
         try:
             run = self._run(parent, definition, record, params.prompt, tool_call_id)
             summary = await asyncio.wait_for(run, timeout=params.timeout)
@@ -169,6 +172,8 @@ class AgentTool(Tool[AgentParams]):
         except ToolError:
             self._store.update(record, status="failed")
             raise
+        finally:
+            approval_source.reset(token)
         self._store.update(record, status="idle")
         self._store.output(agent_id, f"\n[summary]\n{summary}")
         lines = [
