@@ -134,7 +134,7 @@ async def test_a_subagents_events_reach_the_parents_wire_marked_and_its_own_wire
     tool = AgentTool(store, lambda: list_agents(work))
     script = [
         {"tool_calls": [call("Agent", description="Touch", prompt="Go", subagent_type="toucher")]},
-        {"tool_calls": [call("Touch", path="a.txt")]},
+        {"text": "On it.", "tool_calls": [call("Touch", path="a.txt")]},
         {"text": SUMMARY},
         {"text": "Done."},
     ]
@@ -166,7 +166,8 @@ async def test_a_subagents_events_reach_the_parents_wire_marked_and_its_own_wire
     kinds = [r["message"]["type"] for r in records[1:]]
     assert kinds[0] == "TurnBegin" and "ToolCall" in kinds and "ToolResult" in kinds
     output = (folder / "output").read_text()
-    assert "[tool] Touch\n[tool_result] success\n" in output
+    assert "On it.\n[tool] Touch\n[tool_result] success\n" in output
+    assert f"\n{SUMMARY.strip()}\n[stage] run_soul_finished" in output  # before its [summary]
 
 
 async def test_a_subagents_approval_requests_say_whose_they_are(tmp_path: Path) -> None:

@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, Field
 
+from kode_tui.message import TextPart
 from kode_tui.session import Context
 from kode_tui.soul.approval import ApprovalSource, approval_source
 from kode_tui.soul.subagents.definitions import BUILT_IN, AgentDefinition, AgentListing
@@ -250,9 +251,19 @@ class AgentTool(Tool[AgentParams]):
         marked with the `Agent` call, and note its calls and results in `output` (Kimi's
         `SubagentOutputWriter`)."""
 
+        said: list[str] = []
+        """The text of the answer being streamed: one `output` line once it ends."""
+
         def forward(event: ev.Event) -> None:
             if isinstance(event, ev.ApprovalRequest | ev.ApprovalResolved):
                 return  # the shared approval sent them on the parent's bus already
+            if isinstance(event, ev.ContentPart) and isinstance(event.part, TextPart):
+                said.append(event.part.text)
+            elif said:
+                text = "".join(said).strip()
+                said.clear()
+                if text:
+                    self._store.output(record.agent_id, text)
             if isinstance(event, ev.ToolCall):
                 self._store.output(record.agent_id, f"[tool] {event.function.name}")
             elif isinstance(event, ev.ToolResult):
