@@ -335,3 +335,64 @@ def test_a_status_update_after_a_result_is_not_written_after_it() -> None:
         "status_update",
         "result",
     ]
+
+
+async def test_stream_json_marks_a_subagents_objects_with_the_agent_call(project: Path) -> None:
+    summary = "The README says this is a tiny project that greets. " * 5
+    provider = ScriptedProvider(
+        [
+            {
+                "tool_calls": [
+                    {
+                        "name": "Agent",
+                        "arguments": {
+                            "description": "Read README",
+                            "prompt": "Read README.md",
+                            "subagent_type": "explore",
+                        },
+                    }
+                ]
+            },
+            {
+                "text": "Reading.",
+                "tool_calls": [{"name": "ReadFile", "arguments": {"path": "README.md"}}],
+            },
+            {"text": summary},
+            {"text": "It greets."},
+        ]
+    )
+
+    printed = await print_turn(project, provider, "What is it?", output_format="stream-json")
+
+    assert printed.status == 0, printed.err
+    values = lines_of(printed.out)
+    [agent_call] = [
+        v for v in values if v["type"] == "tool_call" and "parent_tool_call_id" not in v
+    ]
+    assert agent_call["name"] == "Agent"
+    sub = [v for v in values if v.get("parent_tool_call_id") == agent_call["id"]]
+    assert {(v["agent_id"], v["subagent_type"]) for v in sub} == {(sub[0]["agent_id"], "explore")}
+    # The subagent's objects, merged as the parent's are, before the Agent call's result.
+    noise = ("status_update", "checkpoint_created", "system_reminders")
+    assert [v["type"] for v in sub if v["type"] not in noise] == [
+        "turn_begin",
+        "step_begin",
+        "text",
+        "tool_call",
+        "tool_started",
+        "tool_result",
+        "step_begin",
+        "text",
+        "turn_end",
+    ]
+    [read] = [v for v in sub if v["type"] == "tool_call"]
+    assert (read["name"], read["input"]) == ("ReadFile", {"path": "README.md"})
+    assert [v["text"] for v in sub if v["type"] == "text"] == ["Reading.", summary]
+    [agent_result] = [
+        i
+        for i, v in enumerate(values)
+        if v["type"] == "tool_result" and v["tool_call_id"] == agent_call["id"]
+    ]
+    assert values.index(sub[-1]) < agent_result
+    # The parent's own answer is not the subagent's.
+    assert values[-1]["result"] == "It greets."

@@ -406,13 +406,16 @@ class KodeAcpAgent:
                 )
             )
         options.append(PermissionOption(option_id="reject", name="Reject", kind="reject_once"))
+        # A subagent's call is shown as the Agent call running it (`Calls.get`), titled by
+        # what the subagent asks.
+        own = shown is not None and request.agent_id is None
         call = ToolCallUpdate(
             tool_call_id=shown.acp_id if shown is not None else request.tool_call_id,
-            title=shown.call.reading.title if shown is not None else request.description,
+            title=shown.call.reading.title if shown is not None and own else _asking(request),
             kind=tool_kind(request.tool_name),
             status="pending",
             content=content or None,
-            raw_input=raw_input(shown.call.arguments if shown is not None else ""),
+            raw_input=raw_input(shown.call.arguments if shown is not None and own else ""),
         )
         asking = asyncio.ensure_future(
             self._client.request_permission(
@@ -520,3 +523,10 @@ async def serve(
     finally:
         with contextlib.suppress(Exception):
             await agent.close()
+
+
+def _asking(request: ev.ApprovalRequest) -> str:
+    """What an approval asks, with the subagent asking when it is one's."""
+    if request.agent_id is None:
+        return request.description
+    return f"{request.subagent_type} {request.agent_id}: {request.description}"

@@ -51,6 +51,7 @@ from kode_tui.wire.readings import (
     TODO_LISTS,
     StreamedCall,
     hook_note,
+    read_result,
     read_system_note,
     result_brief,
     retry_text,
@@ -234,9 +235,39 @@ class Calls:
         self._ids = ids
         self._messages = messages
         self._open: dict[str, _Call] = {}
+        self._sub_calls: dict[str, tuple[str, StreamedCall]] = {}
+        """A running subagent's calls: the id of the `Agent` call that runs it, and the call."""
+        self._progress: dict[str, list[str]] = {}
+        """Per `Agent` call, a line for each call its subagent finished."""
 
     def get(self, call_id: str) -> _Call | None:
-        return self._open.get(call_id)
+        """The call shown for `call_id`; for a subagent's call, the `Agent` call running it."""
+        shown = self._open.get(call_id)
+        if shown is None and call_id in self._sub_calls:
+            shown = self._open.get(self._sub_calls[call_id][0])
+        return shown
+
+    def subagent(self, event: ev.SubagentEvent) -> list[SessionUpdate]:
+        """A subagent's event as progress of the `Agent` call that runs it: its content lists
+        the calls the subagent made, one line each with how it ended."""
+        shown = self._open.get(event.parent_tool_call_id)
+        inner = event.event
+        if shown is None:
+            return []
+        match inner:
+            case ev.ToolCall():
+                call = StreamedCall(inner.function.name, inner.function.arguments or "")
+                self._sub_calls[inner.id] = (event.parent_tool_call_id, call)
+            case ev.ToolCallPart() if inner.id in self._sub_calls:
+                self._sub_calls[inner.id][1].extend(inner.arguments_delta)
+            case ev.ToolResult() if inner.tool_call_id in self._sub_calls:
+                _, call = self._sub_calls.pop(inner.tool_call_id)
+                reading = read_result(inner)
+                lines = self._progress.setdefault(event.parent_tool_call_id, [])
+                lines.append(f"{reading.label} {call.reading.title}: {reading.summary}")
+                text = scrub_text(visible("\n".join(lines)))
+                return [update_tool_call(shown.acp_id, content=[tool_content(text_block(text))])]
+        return []
 
     def start(self, call_id: str, name: str, arguments: str) -> SessionUpdate:
         """The `tool_call` for a call the model begins (or a replay shows)."""
@@ -281,6 +312,7 @@ class Calls:
         """The call's final `tool_call_update`, and (`with_plan`) the plan when it shows a
         todo list."""
         shown = self._open.pop(result.tool_call_id, None)
+        self._progress.pop(result.tool_call_id, None)
         if shown is None:
             return []
         self._messages.other()
@@ -338,6 +370,8 @@ class TurnUpdates:
                 return calls.running(event.tool_call_id)
             case ev.ToolResult():
                 return calls.result(event)
+            case ev.SubagentEvent():
+                return calls.subagent(event)
             case ev.StepRetry():
                 # What the failed attempt said is void: its calls never run.
                 return [*calls.end(VOID), self.messages.notice(retry_text(event))]

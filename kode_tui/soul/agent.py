@@ -30,6 +30,9 @@ from kode_tui.soul.llm.demo import DemoProvider
 from kode_tui.soul.project import ProjectContextSource
 from kode_tui.soul.reminders import Reminders
 from kode_tui.soul.soul import KodeSoul, LoopSettings
+from kode_tui.soul.subagents.definitions import list_agents
+from kode_tui.soul.subagents.store import SubagentStore
+from kode_tui.soul.subagents.tool import AgentTool
 from kode_tui.tools.ask_user import AskUserQuestion
 from kode_tui.tools.base import Tool, ToolEnv
 from kode_tui.tools.dmail import DenwaRenji, SendDMail
@@ -109,10 +112,12 @@ def loop_settings(loop: LoopControl) -> LoopSettings:
     )
 
 
-def make_toolset(denwa_renji: DenwaRenji | None, *, sandboxed: bool = False) -> Toolset:
-    """Kimi's tool set: files, search, shell, todos, questions to the user, and SendDMail when
-    D-Mail is on.
-    `sandboxed`: the model's commands run in the sandbox (its description says so)."""
+def make_toolset(
+    denwa_renji: DenwaRenji | None, *, sandboxed: bool = False, subagents: AgentTool | None = None
+) -> Toolset:
+    """Kimi's tool set: files, search, shell, todos, questions to the user, plan mode, `Agent`
+    (`subagents`, when given), and SendDMail when D-Mail is on. `sandboxed`: the model's
+    commands run in the sandbox (its description says so)."""
     tools: list[Tool[Any]] = [
         ReadFile(),
         WriteFile(),
@@ -125,6 +130,8 @@ def make_toolset(denwa_renji: DenwaRenji | None, *, sandboxed: bool = False) -> 
         EnterPlanMode(),
         ExitPlanMode(),
     ]
+    if subagents is not None:
+        tools.append(subagents)
     if denwa_renji is not None:
         tools.append(SendDMail(denwa_renji))
     return Toolset(tools)
@@ -193,10 +200,13 @@ async def open_agent(
 
     denwa_renji = DenwaRenji() if config.tools.dmail and await had_dmail(context) else None
     sandbox = await open_sandbox(session, config, work_dir)
+    # The subagent types are read now: their problems are told at open, with the other notices.
+    agents = await asyncio.to_thread(list_agents, work_dir)
+    subagents = AgentTool(SubagentStore(session.dir), lambda: list_agents(work_dir))
     toolset = (
         Toolset(tools)
         if tools is not None
-        else make_toolset(denwa_renji, sandboxed=sandbox is not None)
+        else make_toolset(denwa_renji, sandboxed=sandbox is not None, subagents=subagents)
     )
     mcp = (
         McpServers(config.mcp, work_dir=work_dir, log_dir=session.dir)
@@ -265,6 +275,9 @@ async def open_agent(
         )
         if config.sandbox.enabled:
             soul.add_notice(soul.sandbox_off)
+    subagents.attach(soul)
+    for problem in agents.problems:
+        soul.add_notice(problem.message)
     if session.ignored_grants:
         soul.add_notice(
             f"{session.dir} is not in your session stores, so what it saved as approvals "

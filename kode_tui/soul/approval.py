@@ -31,13 +31,14 @@ the model reads and edits without asking. `ExitPlanMode` asks every time, yolo i
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import itertools
 import logging
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import get_args
+from typing import Literal, get_args
 
 from kode_tui.session.state import ApprovalGrant, ApprovalMode, SessionState
 from kode_tui.tools import plan
@@ -58,6 +59,23 @@ CYCLE_SETTLE_S = 0.8
 """How long a mode reached by cycling must be kept before it approves waiting calls: longer
 than the gap between two presses of a key held or tapped, short enough to feel immediate."""
 _ids = itertools.count(1)
+
+
+@dataclass(frozen=True, slots=True)
+class ApprovalSource:
+    """A subagent whose calls are asking (Kimi 1.52's `ApprovalSource`)."""
+
+    agent_id: str
+    subagent_type: str
+    description: str
+    kind: Literal["foreground_turn", "background_agent"] = "foreground_turn"
+
+
+approval_source: contextvars.ContextVar[ApprovalSource | None] = contextvars.ContextVar(
+    "approval_source", default=None
+)
+"""Set by the `Agent` tool around a subagent's run: the subagent shares its parent's `Approval`,
+and the tasks its soul starts inherit the value, so its requests say whose they are."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -255,6 +273,15 @@ class Approval:
             outside_work_dir=permission.outside_work_dir,
             always_ask=permission.always_ask,
         )
+        if (source := approval_source.get()) is not None:
+            request = request.model_copy(
+                update={
+                    "source_kind": source.kind,
+                    "agent_id": source.agent_id,
+                    "subagent_type": source.subagent_type,
+                    "source_description": source.description,
+                }
+            )
         response: ApprovalResponse = "reject"
         self._waiting[request.id] = (request, permission)
         try:

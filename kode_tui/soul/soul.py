@@ -155,7 +155,11 @@ class KodeSoul:
         retry_sleep: Callable[[float], Awaitable[None]] | None = None,
         hooks: Hooks | None = None,
         sandbox: Sandbox | None = None,
+        cost: CostLedger | None = None,
     ) -> None:
+        """`cost`: the ledger to count in (a subagent's soul: its parent's, so its calls add to
+        the session's figures within the parent's turn; its own turns begin no line of
+        `/cost`); None: a ledger of its own over `env.state`."""
         self.context = context
         self.provider = provider
         self.bus = bus
@@ -172,7 +176,8 @@ class KodeSoul:
         """Where the model's Shell commands run (None: no sandbox on this machine)."""
         self.sandbox_off = ""
         """Why there is no sandbox, in a line (when `sandbox` is None)."""
-        self.cost = CostLedger(env.state, env.save_state, had_calls=context.token_count > 0)
+        self._own_cost = cost is None
+        self.cost = cost or CostLedger(env.state, env.save_state, had_calls=context.token_count > 0)
         """What the model calls cost (`/cost`, the gauge)."""
         self._turn_text = ""
         self._partial: Streamed | None = None  # the running step's answer, until it is kept
@@ -326,7 +331,8 @@ class KodeSoul:
             message = f"A UserPromptSubmit hook blocked the prompt: {hooked.reason}"
             return TurnResult("blocked", 0, message)
         self.bus.send(ev.TurnBegin(user_input=user_input))
-        self.cost.begin_turn()
+        if self._own_cost:
+            self.cost.begin_turn()
         self.send_notices()
         try:
             try:
@@ -649,7 +655,7 @@ class KodeSoul:
 
         The strategy's LLM calls are retried like a step's (StepRetry events carry `step`).
         """
-        if not step:
+        if not step and self._own_cost:
             self.cost.begin_turn()  # `/compact`'s call is a line of its own in `/cost`
         return await self.compactor.compact(instruction, step)
 

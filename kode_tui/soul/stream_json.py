@@ -21,6 +21,11 @@ objects to write, each with a snake_case `type`:
   `system_reminders`, `hook_ran`, `command_sent`, `plan_display` `{content, file_path}` (the
   plan `ExitPlanMode` asks to approve), `warning` `{message}`, `error` `{message}`.
 
+A subagent's events (`SubagentEvent`) come out as the same objects, merged the same way by a
+`StreamJson` of their own, each marked with `parent_tool_call_id` (the id of the `Agent` call
+that runs it, as Claude Code marks its subagents' messages), `agent_id` and `subagent_type`;
+they count in the subagent's tally, not the turn's.
+
 What a model call says comes out once the call has ended (at the next event of another kind):
 when the call fails and is tried again, what the failed attempt said is dropped, and only the
 `step_retry` object says it happened. So the objects hold exactly what the final attempts said,
@@ -76,6 +81,8 @@ class StreamJson:
         """What the running model call said so far: merged parts and tool calls, in order."""
         self._calls: dict[str, dict[str, Any]] = {}
         self._last_call: dict[str, Any] | None = None
+        self._subagents: dict[str, StreamJson] = {}
+        """A stream per running subagent, by the id of its `Agent` call."""
         self.tally = TurnTally()
 
     def begin_turn(self) -> None:
@@ -108,9 +115,16 @@ class StreamJson:
             case ev.StepRetry():
                 self._attempt, self._calls, self._last_call = [], {}, None
                 return [{**_object(event), "text": retry_text(event)}]
+            case ev.SubagentEvent():
+                stream = self._subagents.setdefault(event.parent_tool_call_id, StreamJson())
+                return _marked(event, stream.feed(event.event))
         out = self.end()
         self._count(event)
         if isinstance(event, ev.ToolResult):
+            # What the subagent said last comes before the result of the call that ran it.
+            sub = self._subagents.pop(event.tool_call_id, None)
+            if sub is not None:
+                out += [{**o, "parent_tool_call_id": event.tool_call_id} for o in sub.end()]
             reading = read_result(event)
             return [*out, {**_object(event), "status": reading.status, "summary": reading.summary}]
         return [*out, _object(event)]
@@ -165,6 +179,15 @@ _CAMEL = re.compile(r"(?<!^)(?=[A-Z])")
 def _object(event: ev.Event) -> dict[str, Any]:
     name = _CAMEL.sub("_", type(event).__name__).lower()
     return {"type": name, **event.model_dump(mode="json")}
+
+
+def _marked(event: ev.SubagentEvent, objects: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    mark = {
+        "parent_tool_call_id": event.parent_tool_call_id,
+        "agent_id": event.agent_id,
+        "subagent_type": event.subagent_type,
+    }
+    return [{**o, **mark} for o in objects]
 
 
 def _parsed(arguments: str) -> Any:

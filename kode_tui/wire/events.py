@@ -235,6 +235,38 @@ class ToolResult(Event):
         return data
 
 
+# --- subagents -----------------------------------------------------------------------------------
+
+
+class SubagentEvent(Event):
+    """An event of a subagent, re-sent on its parent's wire (Kimi 1.52's `SubagentEvent`).
+
+    `parent_tool_call_id` is the id of the parent's `Agent` call: print mode's stream-json marks
+    the event with it, ACP can send it as progress of that call, the TUI can show it inside
+    that call's block. The subagent's own wire.jsonl holds its events unwrapped; the parent's
+    does not record them again (`recorded`), nor are they the parent's own state: a wrapped
+    `StatusUpdate` is the subagent's context, not the parent's.
+    """
+
+    recorded: ClassVar[bool] = False
+
+    parent_tool_call_id: str
+    agent_id: str
+    subagent_type: str
+    event: Event
+
+    def payload(self) -> dict[str, Any]:
+        # Kimi's shape: the wrapped event as an envelope {"type", "payload"}.
+        inner = self.event
+        name = type(inner).__name__
+        return {
+            "parent_tool_call_id": self.parent_tool_call_id,
+            "agent_id": self.agent_id,
+            "subagent_type": self.subagent_type,
+            "event": {"type": _KIMI_NAMES.get(name, name), "payload": inner.payload()},
+        }
+
+
 # --- approvals -----------------------------------------------------------------------------------
 
 
@@ -249,6 +281,9 @@ ApprovalResponse = Literal["approve", "approve_for_session", "reject"] | RejectW
 """How the user answered an approval request: approve once, approve for the rest of the session,
 reject (the turn ends), or `RejectWithFeedback(feedback=...)`. Stored as the string, or as
 `{"feedback": "..."}`."""
+
+
+_SOURCE_FIELDS = ("source_kind", "agent_id", "subagent_type", "source_description")
 
 
 class ApprovalRequest(Event):
@@ -269,12 +304,24 @@ class ApprovalRequest(Event):
     always_ask: str = ""
     """Why this call asks every time, whatever the mode (e.g. `writes here can make tools run
     code`); empty for an ordinary call."""
+    source_kind: Literal["foreground_turn", "background_agent"] | None = None
+    """Who asks, in Kimi 1.52's fields: None for the session's own agent; a subagent's request
+    says `foreground_turn` (or `background_agent`), its `agent_id`, `subagent_type` and the
+    task's description (`source_description`), for the panel to tell whose call it is."""
+    agent_id: str | None = None
+    subagent_type: str | None = None
+    source_description: str | None = None
 
     _future: asyncio.Future[ApprovalResponse] | None = PrivateAttr(default=None)
 
     def payload(self) -> dict[str, Any]:
-        # Kimi CLI requires `sender` (the tool asking) to read the record.
-        return {**super().payload(), "sender": self.tool_name or "kode-tui"}
+        # Kimi CLI requires `sender` (the tool asking) to read the record. The session's own
+        # requests keep the shape they had before subagents (no null source fields).
+        exclude = set(_SOURCE_FIELDS) if self.source_kind is None else set()
+        return {
+            **self.model_dump(mode="json", exclude=exclude),
+            "sender": self.tool_name or "kode-tui",
+        }
 
     def resolve(self, response: ApprovalResponse) -> None:
         """Answer the request; later answers, and any after the wait was cancelled, are ignored."""

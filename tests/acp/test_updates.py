@@ -103,3 +103,39 @@ def test_a_replay_reads_each_message_as_what_it_is_with_fresh_ids_and_the_newest
     assert first[-1] is plans[0] and [(e.content, e.status) for e in plans[0].entries] == [
         ("ship", "completed")
     ]
+
+
+def test_a_subagents_calls_are_progress_of_the_agent_call_that_runs_it() -> None:
+    turns = TurnUpdates("/work", CallIds(), Messages())
+
+    def sub(event: ev.Event) -> ev.SubagentEvent:
+        return ev.SubagentEvent(
+            parent_tool_call_id="ag", agent_id="a1234abcd", subagent_type="explore", event=event
+        )
+
+    sent = [
+        update
+        for event in (
+            call("ag", "Agent", '{"description": "Look", "prompt": "Look"}'),
+            ev.ToolStarted(tool_call_id="ag"),
+            sub(ev.ContentPart(part=TextPart(text="Reading."))),
+            sub(call("s1", "ReadFile")),
+            sub(ev.ToolCallPart(id="s1", arguments_delta='{"path": "README.md"}')),
+            sub(ev.ToolResult(tool_call_id="s1", output="hi", message="1 line read")),
+            sub(call("s2", "Shell", '{"command": "ls"}')),
+            sub(ev.ToolResult(tool_call_id="s2", is_error=True, message="exit 2")),
+        )
+        for update in turns.updates(event)
+    ]
+    # The subagent's text is not the parent's answer; its calls are no calls of the parent's.
+    assert not [u for u in sent if isinstance(u, AgentMessageChunk | ToolCallStart)][1:]
+    progress = [u for u in sent if isinstance(u, ToolCallProgress) and u.content]
+    assert {u.tool_call_id for u in progress} == {"ag"}
+    assert [u.content[-1].content.text for u in progress] == [
+        "✔ ReadFile README.md: 1 line read",
+        "✔ ReadFile README.md: 1 line read\n✘ Shell: ls: exit 2",
+    ]
+    # An approval that a running subagent call asks for is shown on the Agent call.
+    turns.updates(sub(call("s3", "WriteFile", '{"path": "a.txt"}')))
+    shown = turns.calls.get("s3")
+    assert shown is not None and shown.acp_id == "ag"

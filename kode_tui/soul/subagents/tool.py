@@ -1,0 +1,291 @@
+"""The `Agent` tool, with Kimi 1.52's name, parameters and result text (`tools/agent/`).
+
+A run is a soul of its own: its context is `subagents/<agent_id>/context.jsonl` (kept as Kimi
+keeps it, `store.py`), its tools the parent's narrowed to its type's, its model the parent's
+provider. It shares the parent's tool environment (work dir, file journal, snapshots, sandbox)
+so its edits are recorded where the parent's time travel finds them, and the parent's approval,
+so what it asks comes to the same panel, and the parent's cost ledger, so its calls add to
+the session's figures in the line of the parent's turn. Its events go to its own wire.jsonl and
+are re-sent on the parent's bus wrapped in `SubagentEvent`s marked with the `Agent` call's id
+(its approval requests reach the parent's bus through the shared approval already).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import uuid
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Any
+
+from pydantic import BaseModel, Field
+
+from kode_tui.message import TextPart
+from kode_tui.session import Context
+from kode_tui.soul.approval import ApprovalSource, approval_source
+from kode_tui.soul.subagents.definitions import BUILT_IN, AgentDefinition, AgentListing
+from kode_tui.soul.subagents.store import InstanceRecord, SubagentStore
+from kode_tui.tools.base import Tool, ToolEnv, ToolError, ToolOutput
+from kode_tui.tools.toolset import Toolset
+from kode_tui.wire import WireBus, WireRecorder
+from kode_tui.wire import events as ev
+
+if TYPE_CHECKING:
+    from kode_tui.soul.soul import KodeSoul
+
+__all__ = ["AgentParams", "AgentTool"]
+
+SUMMARY_MIN_LENGTH = 200
+SUMMARY_CONTINUATION_PROMPT = """\
+Your previous response was too brief. Please provide a more comprehensive summary that includes:
+
+1. Specific technical details and implementations
+2. Detailed findings and analysis
+3. All important information that the parent agent should know"""
+"""Kimi's (`subagents/runner.py`): one more turn when the summary is shorter than the minimum."""
+
+ROOT_ONLY = frozenset(
+    {"Agent", "AskUserQuestion", "SetTodoList", "EnterPlanMode", "ExitPlanMode", "SendDMail"}
+)
+"""Tools no subagent gets, whatever its type lists (Kimi's `exclude_tools`; and SendDMail,
+whose D-Mail would take the parent's context back, not the subagent's)."""
+
+
+class AgentParams(BaseModel):
+    description: str = Field(description="A short (3-5 word) description of the task")
+    prompt: str = Field(description="The task for the agent to perform")
+    subagent_type: str = Field(
+        default="coder", description="The built-in agent type to use. Defaults to `coder`."
+    )
+    model: str | None = Field(
+        default=None,
+        description=(
+            "Optional model override. Selection priority is: this parameter, then the built-in "
+            "type default model, then the parent agent's current model."
+        ),
+    )
+    resume: str | None = Field(
+        default=None,
+        description="Optional agent ID to resume instead of creating a new instance.",
+    )
+    run_in_background: bool = Field(
+        default=False,
+        description=(
+            "Whether to run the agent in the background. Prefer false unless the task can "
+            "continue independently and there is a clear benefit to returning control before "
+            "the result is needed."
+        ),
+    )
+    timeout: int | None = Field(
+        default=None,
+        ge=30,
+        le=3600,
+        description=(
+            "Timeout in seconds for the agent task. Foreground: no default timeout (runs until "
+            "completion), max 3600s (1hr). The agent is stopped if it exceeds this limit."
+        ),
+    )
+
+
+def _type_line(agent: AgentDefinition) -> str:
+    tools = ", ".join(agent.tools) if agent.tools is not None else "*"
+    when = f" When to use: {agent.when_to_use}" if agent.when_to_use else ""
+    return f"- `{agent.name}`: {agent.description} (Tools: {tools}, Model: inherit).{when}"
+
+
+def describe(agents: Sequence[AgentDefinition]) -> str:
+    """Kimi's description of the tool (`tools/agent/description.md`), listing `agents`."""
+    return (
+        "Start a subagent instance to work on a focused task.\n\n"
+        "The Agent tool can either create a new subagent instance or resume an existing one by "
+        "`agent_id`. Each instance keeps its own context history under the current session.\n\n"
+        "**Available Agent Types**\n\n"
+        + "\n".join(_type_line(a) for a in agents)
+        + "\n\nAlways provide a short `description` (3-5 words). Provide a complete prompt: a "
+        "new subagent does not see your context. The subagent result is only visible to you."
+    )
+
+
+class AgentTool(Tool[AgentParams]):
+    """Starts (or resumes) a subagent and returns its summary."""
+
+    name = "Agent"
+    description = describe(BUILT_IN)
+    """The built-ins only; `schema()` offers the work dir's types too."""
+    params = AgentParams
+
+    def __init__(self, store: SubagentStore, listing: Callable[[], AgentListing]) -> None:
+        self._store = store
+        self._listing = listing
+        self._parent: KodeSoul | None = None
+        self._offered: str | None = None
+
+    def schema(self) -> dict[str, Any]:
+        """The tool with every type of the listing in its description. Read once: a description
+        that changed between requests would spoil the provider's prompt cache (a file added
+        later can still be named, `run` reads the listing again)."""
+        if self._offered is None:
+            self._offered = describe(self._listing().agents)
+        schema = super().schema()
+        schema["function"]["description"] = self._offered
+        return schema
+
+    def attach(self, parent: KodeSoul) -> None:
+        """The soul whose provider, tools, environment and approval the runs use."""
+        self._parent = parent
+
+    async def run(self, params: AgentParams, env: ToolEnv, tool_call_id: str) -> ToolOutput:
+        parent = self._parent
+        if parent is None:
+            raise ToolError("Subagents cannot launch other subagents.", brief="Agent unavailable")
+        if params.run_in_background:
+            raise ToolError("Background agents are not supported yet.", brief="Not supported")
+        if params.model is not None:
+            raise ToolError(f"Unknown model alias: {params.model}", brief="Invalid model alias")
+        definition = self._listing().get(params.subagent_type or "coder")
+        if definition is None:
+            raise ToolError(
+                f"Builtin subagent type not found: {params.subagent_type}",
+                brief="Invalid subagent type",
+            )
+        agent_id = f"a{uuid.uuid4().hex[:8]}"
+        record = self._store.create(
+            agent_id=agent_id,
+            subagent_type=definition.name,
+            description=params.description.strip(),
+            model=None,
+        )
+        self._store.output(agent_id, "[stage] runner_started")
+        source = ApprovalSource(agent_id, definition.name, record.description)
+        token = approval_source.set(source)  # its approval requests say whose they are
+        try:
+            run = self._run(parent, definition, record, params.prompt, tool_call_id)
+            summary = await asyncio.wait_for(run, timeout=params.timeout)
+        except TimeoutError:
+            self._store.update(record, status="killed")
+            raise ToolError(
+                f"Agent timed out after {params.timeout}s.",
+                brief=f"Agent timed out ({params.timeout}s)",
+            ) from None
+        except asyncio.CancelledError:
+            self._store.update(record, status="killed")
+            self._store.output(agent_id, "[stage] cancelled")
+            raise
+        except ToolError:
+            self._store.update(record, status="failed")
+            raise
+        finally:
+            approval_source.reset(token)
+        self._store.update(record, status="idle")
+        self._store.output(agent_id, f"\n[summary]\n{summary}")
+        lines = [
+            f"agent_id: {agent_id}",
+            "resumed: false",
+            f"actual_subagent_type: {definition.name}",
+            "status: completed",
+            "",
+            "[summary]",
+            summary,
+        ]
+        return ToolOutput(output="\n".join(lines), brief=params.description.strip())
+
+    async def _run(
+        self,
+        parent: KodeSoul,
+        definition: AgentDefinition,
+        record: InstanceRecord,
+        prompt: str,
+        tool_call_id: str,
+    ) -> str:
+        from kode_tui.soul.soul import KodeSoul  # the loop that runs the tool runs this one too
+
+        agent_id = record.agent_id
+        context = Context(self._store.context_path(agent_id))
+        await context.restore()
+        if definition.system_prompt is not None:
+            system_prompt = definition.system_prompt
+        else:
+            system_prompt = "\n\n".join(p for p in (parent.system_prompt, definition.role) if p)
+        await context.write_system_prompt(system_prompt)
+        self._store.output(agent_id, "[stage] context_ready")
+        allowed = [
+            tool
+            for tool in parent.toolset.tools()
+            if tool.name not in ROOT_ONLY
+            and (definition.tools is None or tool.name in definition.tools)
+        ]
+        bus = WireBus()
+        recorder = WireRecorder(bus, self._store.instance_dir(agent_id) / "wire.jsonl")
+        recorder.start()
+        bus.subscribe(callback=self._forwarder(parent, record, tool_call_id), direct=True)
+        child = KodeSoul(
+            context=context,
+            provider=parent.provider,
+            bus=bus,
+            toolset=Toolset(allowed),
+            env=parent.env,
+            approval=parent.approval,
+            settings=parent.settings,
+            hooks=parent.hooks,
+            sandbox=parent.sandbox,
+            retry_sleep=parent.retry_sleep,
+            cost=parent.cost,  # its calls add to the session's, in the parent's turn
+        )
+        self._store.write_prompt(agent_id, prompt)
+        self._store.update(record, status="running_foreground")
+        self._store.output(agent_id, "[stage] run_soul_start")
+        try:
+            summary = await self._turn(child, prompt)
+            if len(summary) < SUMMARY_MIN_LENGTH:
+                summary = await self._turn(child, SUMMARY_CONTINUATION_PROMPT)
+        finally:
+            await recorder.close()
+            await bus.close()
+        self._store.output(agent_id, "[stage] run_soul_finished")
+        await context.close()
+        return summary
+
+    def _forwarder(
+        self, parent: KodeSoul, record: InstanceRecord, tool_call_id: str
+    ) -> Callable[[ev.Event], None]:
+        """What the subagent's bus calls with each event: re-send it on the parent's bus,
+        marked with the `Agent` call, and note its calls and results in `output` (Kimi's
+        `SubagentOutputWriter`)."""
+
+        said: list[str] = []
+        """The text of the answer being streamed: one `output` line once it ends."""
+
+        def forward(event: ev.Event) -> None:
+            if isinstance(event, ev.ApprovalRequest | ev.ApprovalResolved):
+                return  # the shared approval sent them on the parent's bus already
+            if isinstance(event, ev.ContentPart) and isinstance(event.part, TextPart):
+                said.append(event.part.text)
+            elif said:
+                text = "".join(said).strip()
+                said.clear()
+                if text:
+                    self._store.output(record.agent_id, text)
+            if isinstance(event, ev.ToolCall):
+                self._store.output(record.agent_id, f"[tool] {event.function.name}")
+            elif isinstance(event, ev.ToolResult):
+                status = "error" if event.is_error else "success"
+                brief = f": {event.message}" if event.is_error and event.message else ""
+                self._store.output(record.agent_id, f"[tool_result] {status}{brief}")
+            parent.bus.send(
+                ev.SubagentEvent(
+                    parent_tool_call_id=tool_call_id,
+                    agent_id=record.agent_id,
+                    subagent_type=record.subagent_type,
+                    event=event,
+                )
+            )
+
+        return forward
+
+    @staticmethod
+    async def _turn(child: KodeSoul, prompt: str) -> str:
+        result = await child.run(prompt)
+        history = child.context.history
+        if result.stop_reason != "done" or not history or history[-1].role != "assistant":
+            why = result.error or "The agent did not produce a valid assistant response."
+            raise ToolError(why, brief="Invalid agent result")
+        return history[-1].text

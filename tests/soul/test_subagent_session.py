@@ -1,0 +1,68 @@
+"""A session offers the `Agent` tool with its types, and a call runs a subagent end to end
+through the facade the front ends use."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from kode_tui.config import Config, ModelChoice
+from kode_tui.soul.facade import AgentSession
+from kode_tui.soul.llm.scripted import ScriptedProvider
+from kode_tui.wire import events as ev
+from tests.soul_helpers import call, record_events
+
+SCRIPTED = ModelChoice(name="scripted", model="scripted", source="flag")
+SUMMARY = "Wrote a.txt with the greeting. " * 8  # over Kimi's 200-character minimum
+
+
+async def test_a_session_offers_agent_with_its_types_and_runs_a_subagent(tmp_path: Path) -> None:
+    work = tmp_path / "work"
+    (work / ".claude/agents").mkdir(parents=True)
+    (work / ".claude/agents/writer.md").write_text(
+        "---\nname: writer\ndescription: Writes greetings\ntools: Write\n---\nYou write files.\n"
+    )
+    (work / ".claude/agents/empty.md").write_text("---\nname: empty\n---\n")
+    provider = ScriptedProvider(
+        [
+            {
+                "tool_calls": [
+                    call(
+                        "Agent",
+                        description="Write a greeting",
+                        prompt="Write a.txt",
+                        subagent_type="writer",
+                    )
+                ]
+            },
+            {"tool_calls": [call("WriteFile", path="a.txt", content="hello")]},
+            {"text": SUMMARY},
+            {"text": "Done."},
+        ]
+    )
+    opened = await AgentSession.open(work)
+    events = record_events(opened.bus)
+    await opened.start(Config(), SCRIPTED, provider=provider, yolo=True)
+    try:
+        result = await opened.run("Delegate the greeting.")
+        assert result.stop_reason == "done"
+        # The broken agent file was told once, naming it.
+        assert any(
+            isinstance(e, ev.Warning) and ".claude/agents/empty.md" in e.message for e in events
+        )
+        # The parent's request offers Agent, its description listing the built-ins and the file.
+        offered = {t["function"]["name"]: t["function"] for t in provider.requests[0].tools}
+        description = offered["Agent"]["description"]
+        for line in ("- `coder`:", "- `explore`:", "- `plan`:", "- `writer`: Writes greetings"):
+            assert line in description
+        assert "(Tools: WriteFile, Model: inherit)" in description
+        # The subagent had its file's prompt and tools, and did the work.
+        assert provider.requests[1].system_prompt == "You write files."
+        assert [t["function"]["name"] for t in provider.requests[1].tools] == ["WriteFile"]
+        assert (work / "a.txt").read_text() == "hello"
+        # The parent got Kimi's result and its instance folder exists in the session.
+        [answer] = [m.text for m in provider.requests[3].history if m.role == "tool"]
+        agent_id = answer.split("\n", 1)[0].removeprefix("agent_id: ")
+        assert "actual_subagent_type: writer" in answer and SUMMARY.strip() in answer
+        assert (opened.session.dir / "subagents" / agent_id / "meta.json").is_file()
+    finally:
+        await opened.close()
