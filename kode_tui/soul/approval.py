@@ -254,6 +254,7 @@ class Approval:
             scope_label="" if permission.asks_every_time else permission.scope_label,
             outside_work_dir=permission.outside_work_dir,
             always_ask=permission.always_ask,
+            plan=permission.plan,
         )
         response: ApprovalResponse = "reject"
         self._waiting[request.id] = (request, permission)
