@@ -83,17 +83,30 @@ def refusal(permission: Permission) -> ToolOutput:
 
 
 def reminder(path: Path | None) -> str:
-    """Kimi 1.52's full plan-mode reminder (soul/dynamic_injections/plan_mode.py), shortened."""
+    """Kimi 1.52's full plan-mode reminder (soul/dynamic_injections/plan_mode.py), shortened;
+    as Kimi's, it tells a plan file that exists (a revision, a session reopened in plan mode)
+    from one still to write.
+
+    It goes with every request in plan mode, unthrottled: Kimi writes its reminders into the
+    context and then sends a sparse one every few turns ("see full instructions earlier"), but
+    ours are never written there, so a sparse one would point at instructions the model no
+    longer has. Put in front of the turn's user message, it is part of the cached prefix from
+    the turn's second request on."""
     lines = [
         "Plan mode is active. You MUST NOT make any edits (with the exception of the plan file "
         "below), run non-readonly tools, or otherwise make changes to the system. This "
         "supersedes any other instructions you have received.",
     ]
     if path is not None:
+        how = (
+            "exists — read first, then update it with WriteFile or StrReplaceFile"
+            if path.exists()
+            else "create it with WriteFile; once it exists, you can modify it with WriteFile "
+            "or StrReplaceFile"
+        )
         lines += [
             "",
-            f"Plan file: {path} (create it with WriteFile; once it exists, you can modify it "
-            "with WriteFile or StrReplaceFile)",
+            f"Plan file: {path} ({how})",
             "This is the only file you are allowed to edit.",
         ]
     lines += [

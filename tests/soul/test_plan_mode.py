@@ -195,6 +195,16 @@ async def test_the_plan_is_revised_then_approved_as_edited_into_the_mode_chosen(
     assert said[-1].endswith("## Approved Plan:\n# Mine\n1. safe\n")
     assert plan_file.read_text() == "# Mine\n1. safe\n"
     assert agent.soul.approval.mode == "yolo"
+    # The reminder tells a plan still to write from one to revise, as Kimi's does.
+    requests = agent.soul.provider.requests  # type: ignore[attr-defined]
+    reminded = [
+        " ".join(
+            getattr(p, "text", "") for p in [m for m in r.history if m.role == "user"][-1].content
+        )
+        for r in requests
+    ]
+    assert f"Plan file: {plan_file} (create it with WriteFile" in reminded[-4]
+    assert f"Plan file: {plan_file} (exists — read first" in reminded[-2]
 
 
 async def test_a_rejected_plan_ends_the_turn_in_plan_mode_or_out_of_it(
