@@ -70,6 +70,7 @@ from acp.schema import (
 
 from kode_tui import __version__
 from kode_tui.acp.commands import advertised, message
+from kode_tui.acp.plan import plan_answer, plan_options
 from kode_tui.acp.updates import (
     INTERRUPTED,
     CallIds,
@@ -397,7 +398,9 @@ class KodeAcpAgent:
         if plan is not None:
             content = plan_document(plan)
         options = [PermissionOption(option_id="approve", name="Allow once", kind="allow_once")]
-        if request.scope_label:
+        if request.plan is not None:
+            options = plan_options(request.plan)
+        elif request.scope_label:
             options.append(
                 PermissionOption(
                     option_id="approve_for_session",
@@ -405,7 +408,8 @@ class KodeAcpAgent:
                     kind="allow_always",
                 )
             )
-        options.append(PermissionOption(option_id="reject", name="Reject", kind="reject_once"))
+        if request.plan is None:
+            options.append(PermissionOption(option_id="reject", name="Reject", kind="reject_once"))
         # A subagent's call is shown as the Agent call running it (`Calls.get`), titled by
         # what the subagent asks.
         own = shown is not None and request.agent_id is None
@@ -438,7 +442,9 @@ class KodeAcpAgent:
             return
         outcome = asking.result().outcome
         chosen = outcome.option_id if isinstance(outcome, AllowedOutcome) else "reject"
-        if chosen == "approve":
+        if request.plan is not None:
+            request.resolve(plan_answer(request.plan, chosen))
+        elif chosen == "approve":
             request.resolve("approve")
         elif chosen == "approve_for_session" and request.scope_label:
             request.resolve("approve_for_session")

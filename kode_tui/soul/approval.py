@@ -272,6 +272,7 @@ class Approval:
             scope_label="" if permission.asks_every_time else permission.scope_label,
             outside_work_dir=permission.outside_work_dir,
             always_ask=permission.always_ask,
+            plan=permission.plan,
         )
         if (source := approval_source.get()) is not None:
             request = request.model_copy(

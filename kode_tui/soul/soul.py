@@ -595,17 +595,27 @@ class KodeSoul:
                 response = await self.approval.request(
                     prepared.tool.name, prepared.call.id, permission
                 )
+                if permission.plan is not None:
+                    # ExitPlanMode carries out every answer (Kimi's texts); a rejection of
+                    # the plan still ends the turn.
+                    answer = plan.verdict_of(response)
+                    env = dataclasses.replace(env, verdict=answer)
+                    return await self._run_approved(prepared, env), answer.ends_turn
                 if isinstance(response, RejectWithFeedback):
                     return rejected(response.feedback), False
                 if response == "reject":
                     return rejected(), True
+        return await self._run_approved(prepared, env), False
+
+    async def _run_approved(self, prepared: PreparedCall, env: ToolEnv) -> ToolOutput:
+        """Run a call nothing stops (any more), with the hooks after it."""
         self.bus.send(ev.ToolStarted(tool_call_id=prepared.call.id))
         result = await self.toolset.run(prepared, env)
         if result.blocked:
             result = await self._run_outside(prepared, result)
         if prepared.error is None:
             await self.hooks.after_tool(prepared.call, result)
-        return result, False
+        return result
 
     def _env_of(self, prepared: PreparedCall) -> ToolEnv:
         """Where the call runs: a model's Shell call in the sandbox, with the mode's profile."""

@@ -24,7 +24,7 @@ from kode_tui.pathnames import is_within, unescape_name
 from kode_tui.session.journal import FileJournal
 from kode_tui.session.snapshot import WorkSnapshot
 from kode_tui.session.state import SessionState
-from kode_tui.wire.events import BriefBlock, DisplayBlock, ToolResult
+from kode_tui.wire.events import BriefBlock, DisplayBlock, PlanAsk, PlanVerdict, ToolResult
 
 if TYPE_CHECKING:
     from kode_tui.tools.sandbox import Confinement
@@ -101,6 +101,8 @@ class Permission:
     always_ask: str = ""
     """Why this call asks every time, in every mode (yolo too), with no session approval
     offered, e.g. `writes here can make tools run code`; empty for an ordinary call."""
+    plan: PlanAsk | None = None
+    """ExitPlanMode's: the choices its request offers (`ApprovalRequest.plan`)."""
 
     @property
     def asks_every_time(self) -> bool:
@@ -124,6 +126,8 @@ class ToolEnv:
     or outside (None: the user's `!cmd`, an approved run outside, no sandbox here)."""
     bus: WireBus | None = None
     """The session's wire, where `AskUserQuestion` asks its questions; None: no one to ask."""
+    verdict: PlanVerdict | None = None
+    """The user's answer to ExitPlanMode's request, which the tool carries out."""
 
     def resolve(self, raw: str) -> Path:
         """`raw` as an absolute, normalised path (relative ones are taken from the work dir).

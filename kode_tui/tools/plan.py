@@ -12,6 +12,7 @@ The tools do not switch the mode themselves: they are bound (`bind`) to the sess
 
 from __future__ import annotations
 
+import asyncio
 import secrets
 import uuid
 from collections.abc import Iterable
@@ -20,10 +21,18 @@ from typing import Any, ClassVar, Protocol
 
 from pydantic import BaseModel, Field
 
+from kode_tui.fsutil import atomic_write_bytes
 from kode_tui.paths import home
 from kode_tui.session.state import ApprovalMode, SessionState
 from kode_tui.tools.base import Permission, Tool, ToolEnv, ToolError, ToolOutput
-from kode_tui.wire.events import PlanDisplay
+from kode_tui.wire.events import (
+    ApprovalResponse,
+    PlanApproach,
+    PlanAsk,
+    PlanDisplay,
+    PlanVerdict,
+    RejectWithFeedback,
+)
 
 ENTER = "EnterPlanMode"
 EXIT = "ExitPlanMode"
@@ -74,17 +83,30 @@ def refusal(permission: Permission) -> ToolOutput:
 
 
 def reminder(path: Path | None) -> str:
-    """Kimi 1.52's full plan-mode reminder (soul/dynamic_injections/plan_mode.py), shortened."""
+    """Kimi 1.52's full plan-mode reminder (soul/dynamic_injections/plan_mode.py), shortened;
+    as Kimi's, it tells a plan file that exists (a revision, a session reopened in plan mode)
+    from one still to write.
+
+    It goes with every request in plan mode, unthrottled: Kimi writes its reminders into the
+    context and then sends a sparse one every few turns ("see full instructions earlier"), but
+    ours are never written there, so a sparse one would point at instructions the model no
+    longer has. Put in front of the turn's user message, it is part of the cached prefix from
+    the turn's second request on."""
     lines = [
         "Plan mode is active. You MUST NOT make any edits (with the exception of the plan file "
         "below), run non-readonly tools, or otherwise make changes to the system. This "
         "supersedes any other instructions you have received.",
     ]
     if path is not None:
+        how = (
+            "exists — read first, then update it with WriteFile or StrReplaceFile"
+            if path.exists()
+            else "create it with WriteFile; once it exists, you can modify it with WriteFile "
+            "or StrReplaceFile"
+        )
         lines += [
             "",
-            f"Plan file: {path} (create it with WriteFile; once it exists, you can modify it "
-            "with WriteFile or StrReplaceFile)",
+            f"Plan file: {path} ({how})",
             "This is the only file you are allowed to edit.",
         ]
     lines += [
@@ -104,6 +126,10 @@ class PlanSwitch(Protocol):
 
     @property
     def mode(self) -> ApprovalMode: ...
+
+    @property
+    def modes(self) -> tuple[ApprovalMode, ...]:
+        """The modes offered here."""
 
     async def enter_plan(self) -> Path:
         """Switch to plan mode; the plan file."""
@@ -208,9 +234,19 @@ class ExitPlanMode(_Bound, Tool[ExitParams]):
     params = ExitParams
 
     async def permission(self, params: ExitParams, env: ToolEnv) -> Permission | None:
-        text = _read(plan_file(env.state))
+        path = plan_file(env.state)
+        text = _read(path)
         if self._switch is None or self._switch.mode != "plan" or not text:
             return None  # nothing to approve: `run` says why
+        assert path is not None
+        modes: list[ApprovalMode] = [m for m in self._switch.modes if m != "plan"]
+        before = env.state.mode_before_plan
+        ask = PlanAsk(
+            file_path=str(path),
+            options=_options(params),
+            modes=modes,
+            mode=before if before in modes else "ask",
+        )
         return Permission(
             kind="other",
             action="approve the plan",
@@ -218,6 +254,7 @@ class ExitPlanMode(_Bound, Tool[ExitParams]):
             scope="",
             scope_label="",
             always_ask="the user approves each plan",
+            plan=ask,
         )
 
     async def run(self, params: ExitParams, env: ToolEnv, tool_call_id: str) -> ToolOutput:
@@ -228,19 +265,97 @@ class ExitPlanMode(_Bound, Tool[ExitParams]):
             )
         path = plan_file(env.state)
         text = _read(path)
-        if not text:
+        if path is None or not text:
             raise ToolError(
                 f"No plan file found. Write your plan to {path} first, then call ExitPlanMode.",
                 brief="No plan file",
             )
-        await self._switch.leave_plan()
-        return ToolOutput(
-            message=(
+        verdict = env.verdict or PlanVerdict(choice="approve")
+        edited = verdict.plan is not None and verdict.plan != text and verdict.plan.strip()
+        if edited and verdict.choice in ("approve", "revise"):
+            assert verdict.plan is not None
+            text = verdict.plan
+            await asyncio.to_thread(atomic_write_bytes, path, text.encode("utf-8"))
+        return await self._conclude(verdict, _options(params), path, text, edited=bool(edited))
+
+    async def _conclude(
+        self,
+        verdict: PlanVerdict,
+        options: list[PlanApproach],
+        path: Path,
+        text: str,
+        *,
+        edited: bool,
+    ) -> ToolOutput:
+        """Kimi 1.52's result texts for each answer (kimi_cli/tools/plan/__init__.py)."""
+        assert self._switch is not None
+        if verdict.choice == "reject_and_exit":
+            await self._switch.leave_plan(verdict.mode)
+            return ToolOutput(
+                message="Plan rejected by user. Plan mode deactivated. All tools are now "
+                "available. Wait for the user's next message.",
+                brief="Plan rejected, exited plan mode",
+                is_error=True,
+            )
+        if verdict.choice == "reject":
+            return ToolOutput(
+                message="Plan rejected by user. Stay in plan mode. The user will provide "
+                "feedback via conversation. Wait for the user's next message before revising.",
+                brief="Plan rejected",
+                is_error=True,
+            )
+        if verdict.choice == "revise":
+            # Ours, not Kimi's: the model must know the file it wrote changed under it.
+            note = " The user edited the plan file: read it again." if edited else ""
+            if verdict.feedback:
+                said = (
+                    "User wants to revise the plan. Stay in plan mode. Revise based on the "
+                    f"feedback below.{note}\n\nUser feedback: {verdict.feedback}"
+                )
+            else:
+                said = (
+                    "User wants to revise the plan. Stay in plan mode. Wait for the user's "
+                    f"next message with feedback before revising.{note}"
+                )
+            return ToolOutput(output=said, message="Plan revision requested", brief="Revise")
+        chosen = verdict.option if verdict.option in {o.label for o in options} else ""
+        mode = await self._switch.leave_plan(verdict.mode)
+        if chosen:
+            said = (
+                f'Plan approved by user. Selected approach: "{chosen}"\n'
+                "Plan mode deactivated. All tools are now available.\n"
+                f"Plan saved to: {path}\n\n"
+                f'IMPORTANT: Execute ONLY the selected approach "{chosen}". '
+                "Ignore other approaches in the plan.\n\n"
+                f"## Approved Plan:\n{text}"
+            )
+            brief = f"Plan approved: {chosen}"
+        else:
+            said = (
                 "Plan approved by user. Plan mode deactivated. All tools are now available.\n"
                 f"Plan saved to: {path}\n\n## Approved Plan:\n{text}"
-            ),
-            brief="Plan approved",
-        )
+            )
+            brief = "Plan approved"
+        return ToolOutput(output=said, message=brief, brief=f"{brief} · {mode} mode")
+
+
+def verdict_of(response: ApprovalResponse) -> PlanVerdict:
+    """ExitPlanMode's answer as a verdict, whoever gave it: a front end that only approves or
+    rejects (ACP, print mode) approves into the mode before plan, rejects and stays, or, with
+    feedback, asks for a revision."""
+    if isinstance(response, PlanVerdict):
+        return response
+    if isinstance(response, RejectWithFeedback):
+        return PlanVerdict(choice="revise", feedback=response.feedback)
+    return PlanVerdict(choice="reject" if response == "reject" else "approve")
+
+
+def _options(params: ExitParams) -> list[PlanApproach]:
+    """The approaches to choose from: Kimi offers them only when there are two or more."""
+    options = params.options or []
+    if len(options) < 2:
+        return []
+    return [PlanApproach(label=o.label, description=o.description) for o in options]
 
 
 def display(state: SessionState) -> PlanDisplay | None:

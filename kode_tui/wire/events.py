@@ -56,6 +56,10 @@ from kode_tui.wire.blocks import SubagentBlock as SubagentBlock
 from kode_tui.wire.blocks import TodoBlock as TodoBlock
 from kode_tui.wire.blocks import TodoItem as TodoItem
 from kode_tui.wire.blocks import UnknownBlock as UnknownBlock
+from kode_tui.wire.plans import PlanApproach as PlanApproach
+from kode_tui.wire.plans import PlanAsk as PlanAsk
+from kode_tui.wire.plans import PlanChoice as PlanChoice
+from kode_tui.wire.plans import PlanVerdict as PlanVerdict
 
 logger = logging.getLogger(__name__)
 
@@ -277,10 +281,12 @@ class RejectWithFeedback(BaseModel):
     feedback: str
 
 
-ApprovalResponse = Literal["approve", "approve_for_session", "reject"] | RejectWithFeedback
+ApprovalResponse = (
+    Literal["approve", "approve_for_session", "reject"] | RejectWithFeedback | PlanVerdict
+)
 """How the user answered an approval request: approve once, approve for the rest of the session,
-reject (the turn ends), or `RejectWithFeedback(feedback=...)`. Stored as the string, or as
-`{"feedback": "..."}`."""
+reject (the turn ends), `RejectWithFeedback(feedback=...)`, or a plan's `PlanVerdict`. Stored
+as the string, or as `{"feedback": "..."}` or the verdict's fields."""
 
 
 _SOURCE_FIELDS = ("source_kind", "agent_id", "subagent_type", "source_description")
@@ -311,13 +317,19 @@ class ApprovalRequest(Event):
     agent_id: str | None = None
     subagent_type: str | None = None
     source_description: str | None = None
+    plan: PlanAsk | None = None
+    """ExitPlanMode's request: the plan's choices, answered with a `PlanVerdict` (a plain
+    approve or reject answers it too)."""
 
     _future: asyncio.Future[ApprovalResponse] | None = PrivateAttr(default=None)
 
     def payload(self) -> dict[str, Any]:
         # Kimi CLI requires `sender` (the tool asking) to read the record. The session's own
-        # requests keep the shape they had before subagents (no null source fields).
+        # requests keep the shape they had before subagents (no null source fields), and only
+        # ExitPlanMode's request has a `plan`.
         exclude = set(_SOURCE_FIELDS) if self.source_kind is None else set()
+        if self.plan is None:
+            exclude.add("plan")
         return {
             **self.model_dump(mode="json", exclude=exclude),
             "sender": self.tool_name or "kode-tui",
@@ -341,23 +353,37 @@ class ApprovalRequest(Event):
 
 class ApprovalResolved(Event):
     """Recorded as Kimi's `ApprovalResponse`: `{request_id, response, feedback}`, where a
-    rejection with feedback is `response: "reject"` with the feedback."""
+    rejection with feedback is `response: "reject"` with the feedback. A `PlanVerdict` is Kimi's
+    `approve` or `reject` (a revision: `reject` with its feedback), the verdict itself riding
+    along under `plan_verdict`."""
 
     id: str
     response: ApprovalResponse
 
     def payload(self) -> dict[str, Any]:
-        if isinstance(self.response, RejectWithFeedback):
-            return {"request_id": self.id, "response": "reject", "feedback": self.response.feedback}
-        return {"request_id": self.id, "response": self.response, "feedback": ""}
+        response = self.response
+        if isinstance(response, PlanVerdict):
+            kimi = "approve" if response.choice == "approve" else "reject"
+            verdict = response.model_dump(mode="json", exclude_defaults=True)
+            return {
+                "request_id": self.id,
+                "response": kimi,
+                "feedback": response.feedback,
+                "plan_verdict": verdict,
+            }
+        if isinstance(response, RejectWithFeedback):
+            return {"request_id": self.id, "response": "reject", "feedback": response.feedback}
+        return {"request_id": self.id, "response": response, "feedback": ""}
 
     @model_validator(mode="before")
     @classmethod
     def _from_kimi_shape(cls, data: Any) -> Any:
         if isinstance(data, dict) and "request_id" in data and "id" not in data:
             response = data.get("response")
-            if response == "reject" and data.get("feedback"):
-                response = {"feedback": data["feedback"]}
+            if isinstance(data.get("plan_verdict"), dict):
+                response = PlanVerdict.model_validate(data["plan_verdict"])
+            elif response == "reject" and data.get("feedback"):
+                response = RejectWithFeedback(feedback=data["feedback"])
             return {"id": data["request_id"], "response": response}
         return data
 

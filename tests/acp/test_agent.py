@@ -468,8 +468,9 @@ async def test_a_repos_files_grant_nothing_and_replace_no_built_in(
 async def test_plan_mode_asks_to_approve_the_plan_with_its_text(
     project: Path, loopback: LLMServer, home: Path
 ) -> None:
-    """In plan mode ExitPlanMode's permission request carries the plan's Markdown; approved,
-    the session leaves plan mode (the client is told)."""
+    """In plan mode ExitPlanMode's permission request carries the plan's Markdown and offers
+    to approve into each mode (the mode before plan first) or reject, staying in plan mode or
+    not; approved into auto-edit, the session continues in that mode (the client is told)."""
     session = await Session.create(project)
     session.state.approval_mode = "plan"
     session.state.plan_slug = "plan-acp0test"
@@ -481,6 +482,7 @@ async def test_plan_mode_asks_to_approve_the_plan_with_its_text(
     loopback.reply_tool_calls([("call_x", "ExitPlanMode", "{}")])
     loopback.reply_text("Carrying it out.")
     client = RecordingClient()
+    client.answer = "plan:approve:auto-edit"
     async with agent(client) as conn:
         await conn.load_session(cwd=str(project), session_id=session.id, mcp_servers=[])
         done = await conn.prompt(session_id=session.id, prompt=[text_block("Plan a greeting")])
@@ -489,6 +491,10 @@ async def test_plan_mode_asks_to_approve_the_plan_with_its_text(
     [(asked, options)] = client.asked  # the plan file was written without asking
     assert asked.tool_call_id == "call_x"
     assert [c.content.text for c in asked.content or []] == [plan]
-    assert [o.kind for o in options] == ["allow_once", "reject_once"]
+    ids = [o.option_id for o in options]
+    assert ids[:2] == ["plan:approve:ask", "plan:approve:auto-edit"]
+    assert "plan:approve:yolo" in ids and "plan:approve:plan" not in ids
+    assert ids[-2:] == ["plan:reject", "plan:reject_and_exit"]
+    assert [o.kind for o in options][-2:] == ["reject_once", "reject_once"]
     assert plan_file.read_text() == plan
-    assert client.of(CurrentModeUpdate)[-1].current_mode_id == "ask"
+    assert client.of(CurrentModeUpdate)[-1].current_mode_id == "auto-edit"

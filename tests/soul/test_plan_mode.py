@@ -6,10 +6,11 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from kode_tui.config import Config, resolve_model
+from kode_tui.config import Config, ModelChoice, resolve_model
 from kode_tui.session import Session
 from kode_tui.session.state import load_state
 from kode_tui.soul.agent import Agent, open_agent
+from kode_tui.soul.facade import COMMANDS, AgentSession
 from kode_tui.soul.llm.scripted import ScriptedProvider
 from kode_tui.wire import events as ev
 
@@ -146,3 +147,132 @@ async def test_a_session_opened_in_plan_mode_has_its_plan_file(tmp_path: Path, h
     assert agent.soul.approval.mode == "plan"
     slug = agent.session.state.plan_slug
     assert slug and (home / "plans").is_dir()
+
+
+async def test_the_plan_is_revised_then_approved_as_edited_into_the_mode_chosen(
+    tmp_path: Path, home: Path
+) -> None:
+    """ExitPlanMode's request offers the plan's approaches and the modes to continue in; sent
+    back with feedback the model reads Kimi's revision text in the same turn, still planning;
+    approved with an approach, an edited plan and a mode, the edit is in the plan file and in
+    the result, and the session continues in that mode."""
+    script: list[dict[str, object]] = [call("EnterPlanMode"), {"text": "planning"}]
+    agent, _ = await open_scripted(tmp_path, script)
+    asked: list[ev.ApprovalRequest] = []
+    answers = [
+        ev.PlanVerdict(choice="revise", feedback="split step 2"),
+        ev.PlanVerdict(choice="approve", mode="yolo", option="Safe", plan="# Mine\n1. safe\n"),
+    ]
+
+    def answer(event: ev.ApprovalRequest) -> None:
+        asked.append(event)
+        event.resolve(answers.pop(0) if event.plan is not None else "approve")
+
+    seen = agent.bus.subscribe(ev.ApprovalRequest, callback=answer)
+    await agent.soul.run("plan a feature")
+    plan_file = home / "plans" / f"{agent.session.state.plan_slug}.md"
+    options = [{"label": "Fast"}, {"label": "Safe", "description": "slow"}]
+    script += [
+        call("WriteFile", path=str(plan_file), content="# Plan\n1. fast\n2. safe\n"),
+        call("ExitPlanMode", options=options),
+        call("ExitPlanMode", options=options),
+        {"text": "building"},
+    ]
+    stop = await agent.soul.run("present it")
+    await seen.join()
+    await agent.close()
+
+    assert stop.stop_reason == "done"
+    ask = asked[1].plan
+    assert ask is not None
+    assert [o.label for o in ask.options] == ["Fast", "Safe"]
+    offered = agent.soul.approval.modes  # sandbox only where it works
+    assert ask.modes == [mode for mode in offered if mode != "plan"] and "yolo" in ask.modes
+    assert ask.mode == "ask" and ask.file_path == str(plan_file)
+    said = results(agent)
+    assert "Revise based on the feedback below.\n\nUser feedback: split step 2" in said[-2]
+    assert 'Selected approach: "Safe"' in said[-1]
+    assert said[-1].endswith("## Approved Plan:\n# Mine\n1. safe\n")
+    assert plan_file.read_text() == "# Mine\n1. safe\n"
+    assert agent.soul.approval.mode == "yolo"
+    # The reminder tells a plan still to write from one to revise, as Kimi's does.
+    requests = agent.soul.provider.requests  # type: ignore[attr-defined]
+    reminded = [
+        " ".join(
+            getattr(p, "text", "") for p in [m for m in r.history if m.role == "user"][-1].content
+        )
+        for r in requests
+    ]
+    assert f"Plan file: {plan_file} (create it with WriteFile" in reminded[-4]
+    assert f"Plan file: {plan_file} (exists — read first" in reminded[-2]
+
+
+async def test_a_rejected_plan_ends_the_turn_in_plan_mode_or_out_of_it(
+    tmp_path: Path, home: Path
+) -> None:
+    """Reject: the turn ends, still planning, the model reads Kimi's text; a plain rejection
+    (a front end that only says no) is the same. Reject and exit: the turn ends and the session
+    is back in the mode plan mode was entered from."""
+    script: list[dict[str, object]] = [call("EnterPlanMode"), {"text": "planning"}]
+    agent, _ = await open_scripted(tmp_path, script)
+    await agent.soul.approval.set_mode("auto-edit")
+    answers: list[ev.ApprovalResponse] = [
+        "approve",
+        ev.PlanVerdict(choice="reject"),
+        "reject",
+        ev.PlanVerdict(choice="reject_and_exit"),
+    ]
+    seen = agent.bus.subscribe(
+        ev.ApprovalRequest, callback=lambda event: event.resolve(answers.pop(0))
+    )
+    await agent.soul.run("plan a feature")
+    plan_file = home / "plans" / f"{agent.session.state.plan_slug}.md"
+    script += [
+        call("WriteFile", path=str(plan_file), content="# Plan\n"),
+        call("ExitPlanMode"),
+        {"text": "never"},
+    ]
+    assert (await agent.soul.run("present it")).stop_reason == "rejected"
+    assert agent.soul.approval.mode == "plan"
+    script[-1:] = [call("ExitPlanMode"), {"text": "never"}]
+    assert (await agent.soul.run("again")).stop_reason == "rejected"
+    script[-1:] = [call("ExitPlanMode"), {"text": "never"}]
+    assert (await agent.soul.run("and again")).stop_reason == "rejected"
+    await seen.join()
+    await agent.close()
+
+    said = results(agent)
+    stay = "Plan rejected by user. Stay in plan mode."
+    assert stay in said[-3] and stay in said[-2]
+    assert "Plan rejected by user. Plan mode deactivated." in said[-1]
+    assert agent.soul.approval.mode == "auto-edit"
+
+
+async def test_slash_mode_plan_through_the_facade_names_the_plan_file_and_refuses_edits(
+    project: Path, home: Path
+) -> None:
+    """`/mode plan` (the domain's command, as every front end runs it) enters plan mode with a
+    plan file; the next turn's write is refused and its request carries the reminder naming
+    that file; `/mode ask` leaves it and forgets the file's name, as Kimi does."""
+    provider = ScriptedProvider([call("WriteFile", path="code.py", content="x"), {"text": "ok"}])
+    opened = await AgentSession.open(project)
+    await opened.start(Config(), ModelChoice(name="s", model="s", source="flag"), provider=provider)
+    mode = COMMANDS.get("/mode")
+    assert mode is not None
+    try:
+        entered = await COMMANDS.run(opened, mode, "plan")
+        slug = opened.session.state.plan_slug
+        await opened.run("add a feature")
+        left = await COMMANDS.run(opened, mode, "ask")
+        now = opened.mode
+    finally:
+        await opened.close()
+
+    assert entered.text == "Approval mode: plan" and slug
+    assert not (project / "code.py").exists()
+    request = provider.requests[0]
+    last_user = [m for m in request.history if m.role == "user"][-1]
+    said = " ".join(getattr(p, "text", "") for p in last_user.content)
+    assert f"Plan file: {home / 'plans' / slug}.md" in said
+    assert left.text == "Approval mode: ask"
+    assert now == "ask" and opened.session.state.plan_slug is None

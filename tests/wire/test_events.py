@@ -80,6 +80,27 @@ SAMPLES: list[events.Event] = [
     ),
     events.ApprovalResolved(id="ap_1", response="approve_for_session"),
     events.ApprovalResolved(id="ap_2", response=RejectWithFeedback(feedback="use git ls-files")),
+    # Issue 29: ExitPlanMode's request and its answers, in Kimi's shape with ours riding along.
+    events.ApprovalRequest(
+        id="ap_3",
+        tool_call_id="call_3",
+        action="approve the plan",
+        description="# Plan",
+        tool_name="ExitPlanMode",
+        plan=events.PlanAsk(
+            file_path="/h/plans/plan-1.md",
+            options=[events.PlanApproach(label="Fast"), events.PlanApproach(label="Safe")],
+            modes=["ask", "auto-edit", "yolo"],
+            mode="auto-edit",
+        ),
+    ),
+    events.ApprovalResolved(
+        id="ap_3",
+        response=events.PlanVerdict(choice="approve", mode="yolo", option="Safe", plan="# Mine"),
+    ),
+    events.ApprovalResolved(
+        id="ap_4", response=events.PlanVerdict(choice="revise", feedback="smaller steps")
+    ),
     events.CheckpointCreated(id=4),
     events.StatusUpdate(
         context_tokens=12_000,

@@ -21,6 +21,7 @@ from kode_tui.safetext import visible
 from kode_tui.soul.facade import Subscription, WireBus
 from kode_tui.ui.screens.diff import ApprovalView
 from kode_tui.ui.screens.question import QuestionScreen
+from kode_tui.ui.screens.plan import PlanReview
 from kode_tui.ui.widgets.display_blocks import command_text
 from kode_tui.ui.widgets.excerpt import EXCERPT_LINES, excerpt, rows_of
 from kode_tui.ui.wire_messages import WireListener, WireMessage
@@ -29,6 +30,7 @@ from kode_tui.wire.events import (
     ApprovalResolved,
     ApprovalResponse,
     DiffBlock,
+    PlanVerdict,
     QuestionRequest,
     RejectWithFeedback,
     ShellBlock,
@@ -81,6 +83,8 @@ A tool call waits for your answer.
 - **y** run it once · **a** allow it for the rest of the session (the scope is shown)
 - **n** reject (the turn ends) · **f** reject and tell the agent why (Enter sends, Esc goes back)
 - **d** the full diff or command, where y/a/n/f answer too
+- a plan (ExitPlanMode) opens as a document to read, edit and approve into a mode, or send
+  back with feedback; Esc comes back here, **d** opens it again
 """
 
     DEFAULT_CSS = """
@@ -152,7 +156,7 @@ A tool call waits for your answer.
         """Keys typed after the request was sent and before it showed, for it."""
         self._claim_subscription: Subscription[ApprovalRequest] | None = None
         self._questions: Subscription[QuestionRequest] | None = None
-        self._full_view: ApprovalView | None = None
+        self._full_view: ApprovalView | PlanReview | None = None
         """The full view of the request on show, while it is open."""
 
     @property
@@ -269,7 +273,9 @@ A tool call waits for your answer.
         full_view = self.query_one("#approval-full-view", Button)
         only_commands = all(isinstance(block, ShellBlock) for block in request.display)
         full_view.label = "d  full command" if only_commands else "d  full diff"
-        full_view.display = bool(request.display)
+        if request.plan is not None:
+            full_view.label = "d  the plan"
+        full_view.display = bool(request.display) or request.plan is not None
         # A Button's label is not a layout reactive; without this the old width sticks.
         full_view.refresh(layout=True)
         self._fit_session_label()
@@ -285,6 +291,12 @@ A tool call waits for your answer.
         early, self._early_keys = self._early_keys, []
         for key in early:
             self.post_message(key)
+        if request.plan is not None:  # the plan is a document to read first
+            self.call_after_refresh(self._open_plan, request)
+
+    def _open_plan(self, request: ApprovalRequest) -> None:
+        if self.current is request and self._full_view is None:
+            self._open_full_view()
 
     def on_resize(self) -> None:
         self._fit_session_label()
@@ -403,7 +415,7 @@ A tool call waits for your answer.
             if action == "approve_for_session":
                 return bool(request.scope_label)
             if action == "full_view":
-                return bool(request.display)
+                return bool(request.display) or request.plan is not None
             return True
         if action == "cancel_feedback":
             return request is not None and self.feedback_open
@@ -475,6 +487,10 @@ A tool call waits for your answer.
         request = self.current
         if request is None:
             return
+        if request.plan is not None:
+            self._full_view = PlanReview(request.description, request.plan)
+            self.app.push_screen(self._full_view, lambda got: self._plan_answered(request, got))
+            return
         self._full_view = ApprovalView(
             _subject(request),
             request.display,
@@ -488,6 +504,12 @@ A tool call waits for your answer.
         self._full_view = None
         if self.current is request:
             self._choose(choice)
+
+    def _plan_answered(self, request: ApprovalRequest, verdict: PlanVerdict | None) -> None:
+        """The plan dialog closed: with a verdict, the answer (if `request` still waits)."""
+        self._full_view = None
+        if verdict is not None and self.current is request:
+            self.answer(verdict)
 
     @on(Input.Submitted, "#approval-feedback")
     def _feedback_sent(self, event: Input.Submitted) -> None:
