@@ -20,8 +20,8 @@ from textual.widgets import Button, Input, Static, TextArea
 from kode_tui.safetext import visible
 from kode_tui.soul.facade import Subscription, WireBus
 from kode_tui.ui.screens.diff import ApprovalView
-from kode_tui.ui.screens.question import QuestionScreen
 from kode_tui.ui.screens.plan import PlanReview
+from kode_tui.ui.screens.question import QuestionScreen
 from kode_tui.ui.widgets.display_blocks import command_text
 from kode_tui.ui.widgets.excerpt import EXCERPT_LINES, excerpt, rows_of
 from kode_tui.ui.wire_messages import WireListener, WireMessage
