@@ -25,7 +25,7 @@ from kode_tui.soul.transcript import PastResults
 from kode_tui.ui.widgets.activity import Activity
 from kode_tui.wire import WireBus, WireRecorder, read_wire
 from kode_tui.wire import events as ev
-from kode_tui.wire.events import from_record, sidecar_path, to_record
+from kode_tui.wire.records import from_record, sidecar_path, to_record
 from tests.conftest import KIMI_FIXTURE
 from tests.soul_helpers import call, make_rig
 from tests.test_kimi_compat import kimi

@@ -22,7 +22,7 @@ from kode_tui.paths import Paths
 from kode_tui.session import Context, Session
 from kode_tui.soul.agent import Agent, open_agent
 from kode_tui.wire import events as ev
-from kode_tui.wire.events import sidecar_path
+from kode_tui.wire.records import sidecar_path
 from tests.llm_server import LLMServer, loopback_choice
 from tests.soul_helpers import call, make_rig, record_events
 

@@ -37,7 +37,7 @@ logger = logging.getLogger(__name__)
 CONTEXT_FILE_NAME = "context.jsonl"
 WIRE_FILE_NAME = "wire.jsonl"
 WIRE_SIDECAR_NAME = "wire.kode.jsonl"
-"""The records of ours Kimi CLI cannot read (`kode_tui.wire.events.sidecar_path`; the session
+"""The records of ours Kimi CLI cannot read (`kode_tui.wire.records.sidecar_path`; the session
 layer may not import the wire's)."""
 UNTITLED = "Untitled"
 TITLE_WIDTH = 200

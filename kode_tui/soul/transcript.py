@@ -20,6 +20,7 @@ from typing import Any
 from kode_tui.humanize import one_line
 from kode_tui.message import ContentPart, Message, TextPart, ThinkPart, split_tool_result
 from kode_tui.wire import events as ev
+from kode_tui.wire import records
 from kode_tui.wire.readings import read_call, read_result
 from kode_tui.wire.recorder import read_wire
 
@@ -237,7 +238,7 @@ def _subagent_type(meta: Path) -> str:
     return kind if isinstance(kind, str) else ""
 
 
-def _add_subagent_event(subagents: dict[str, _Subagent], record: ev.WireRecord) -> None:
+def _add_subagent_event(subagents: dict[str, _Subagent], record: records.WireRecord) -> None:
     payload: Any = record.raw["message"].get("payload")
     if not isinstance(payload, dict):
         return
@@ -246,7 +247,7 @@ def _add_subagent_event(subagents: dict[str, _Subagent], record: ev.WireRecord) 
     if not isinstance(parent, str) or not isinstance(nested, dict):
         return
     try:
-        event = ev.from_record({"timestamp": record.timestamp, "message": nested}).event
+        event = records.from_record({"timestamp": record.timestamp, "message": nested}).event
     except ValueError:
         return
     subagent = subagents.get(parent)

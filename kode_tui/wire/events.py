@@ -13,9 +13,9 @@ does not know, so the recorder splits the events in two:
   without it);
 - the others (checkpoints, reverts, restores, clears, reminders, hook runs, warnings, errors,
   and argument pieces not merged into their call) go to the sidecar `wire.kode.jsonl`
-  (`sidecar_path()`), which Kimi never reads, stamped with `wire_offset`, the size wire.jsonl
-  had then; `read_wire()` (in `kode_tui.wire.recorder`, beside the writer) merges both files
-  back into one stream in that order.
+  (`records.sidecar_path()`), which Kimi never reads, stamped with `wire_offset`, the size
+  wire.jsonl had then; `read_wire()` (in `kode_tui.wire.recorder`, beside the writer) merges
+  both files back into one stream in that order.
 
 Sessions recorded before the sidecar keep our records in wire.jsonl until a writer opens them
 (`kode_tui.wire.migrate`); they read the same either way. Reading is lenient in one direction
@@ -31,8 +31,6 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Mapping
-from dataclasses import dataclass
-from pathlib import Path
 from typing import Any, ClassVar, Literal, Self
 
 from pydantic import (
@@ -41,7 +39,6 @@ from pydantic import (
     Field,
     PrivateAttr,
     TypeAdapter,
-    ValidationError,
     model_validator,
 )
 
@@ -62,6 +59,9 @@ from kode_tui.wire.plans import PlanChoice as PlanChoice
 from kode_tui.wire.plans import PlanVerdict as PlanVerdict
 
 logger = logging.getLogger(__name__)
+
+KIMI_NAMES: Mapping[str, str] = {"ApprovalResolved": "ApprovalResponse"}
+"""Our events whose record is Kimi's type of another name."""
 
 
 class Event(BaseModel):
@@ -267,7 +267,7 @@ class SubagentEvent(Event):
             "parent_tool_call_id": self.parent_tool_call_id,
             "agent_id": self.agent_id,
             "subagent_type": self.subagent_type,
-            "event": {"type": _KIMI_NAMES.get(name, name), "payload": inner.payload()},
+            "event": {"type": KIMI_NAMES.get(name, name), "payload": inner.payload()},
         }
 
 
@@ -670,105 +670,3 @@ class QuestionRequest(Event):
         if self._future is None:
             self._future = asyncio.get_running_loop().create_future()
         return self._future
-
-
-EVENT_TYPES: Mapping[str, type[Event]] = {
-    cls.__name__: cls
-    for cls in (
-        TurnBegin,
-        TurnEnd,
-        StepBegin,
-        StepInterrupted,
-        StepRetry,
-        ContentPart,
-        ToolCall,
-        ToolCallPart,
-        ToolStarted,
-        ToolResult,
-        ApprovalRequest,
-        ApprovalResolved,
-        PermissionsChanged,
-        CheckpointCreated,
-        StatusUpdate,
-        CompactionBegin,
-        CompactionEnd,
-        ContextReverted,
-        ContextRestored,
-        ContextCleared,
-        ContextReloaded,
-        SystemReminders,
-        HookRan,
-        CommandSent,
-        PlanDisplay,
-        Warning,
-        Error,
-        QuestionRequest,
-    )
-}
-"""Every event class by its name on disk."""
-
-_KIMI_NAMES: Mapping[str, str] = {"ApprovalResolved": "ApprovalResponse"}
-"""Our events whose record is Kimi's type of another name."""
-
-_READ_NAMES: Mapping[str, type[Event]] = {
-    **EVENT_TYPES,
-    "ApprovalResponse": ApprovalResolved,
-    "ApprovalRequestResolved": ApprovalResolved,  # Kimi's wire protocol v1
-}
-
-SIDECAR_SUFFIX = ".kode.jsonl"
-"""`wire.jsonl`'s sidecar is `wire.kode.jsonl`: the records Kimi CLI has no type for."""
-
-
-def sidecar_path(wire_path: Path) -> Path:
-    """Where the records of `wire_path` that Kimi CLI cannot read are kept."""
-    return wire_path.with_name(wire_path.name.removesuffix(".jsonl") + SIDECAR_SUFFIX)
-
-
-# --- wire.jsonl records --------------------------------------------------------------------------
-
-
-@dataclass(frozen=True, slots=True)
-class WireRecord:
-    """A wire.jsonl line; `event` is None when its type is unknown or its payload does not fit."""
-
-    timestamp: float
-    type: str
-    event: Event | None
-    raw: dict[str, Any]
-    """The decoded line as it was, unknown keys included."""
-
-
-METADATA: dict[str, str] = {"type": "metadata", "protocol_version": "1"}
-"""The first line of a wire.jsonl file."""
-
-
-def to_record(event: Event, timestamp: float, wire_offset: int | None = None) -> dict[str, Any]:
-    """The JSON object of the line for `event`: in wire.jsonl for an event Kimi has a type for,
-    else in the sidecar, where `wire_offset` is the size wire.jsonl had when it was written."""
-    name = type(event).__name__
-    message = {"type": _KIMI_NAMES.get(name, name), "payload": event.payload()}
-    if wire_offset is None:
-        return {"timestamp": timestamp, "message": message}
-    return {"timestamp": timestamp, "wire_offset": wire_offset, "message": message}
-
-
-def from_record(raw: dict[str, Any]) -> WireRecord:
-    """A decoded wire.jsonl line as a record; ValueError when it is not shaped like one."""
-    timestamp = raw.get("timestamp")
-    message = raw.get("message")
-    if isinstance(timestamp, bool) or not isinstance(timestamp, int | float):
-        raise ValueError("a wire record needs a numeric timestamp")
-    if not isinstance(message, dict) or not isinstance(message.get("type"), str):
-        raise ValueError("a wire record needs a message with a type")
-    kind: str = message["type"]
-    payload = message.get("payload", {})
-    event_type = _READ_NAMES.get(kind)
-    event: Event | None = None
-    if event_type is not None and isinstance(payload, dict):
-        try:
-            event = event_type.from_payload(payload)
-        except ValidationError as error:
-            # Expected for Kimi's richer events, so not worth a warning per line.
-            logger.debug("%s payload does not fit our model: %s", kind, error)
-    return WireRecord(timestamp=float(timestamp), type=kind, event=event, raw=raw)

@@ -28,11 +28,11 @@ from pathlib import Path
 from typing import Any
 
 from kode_tui.fsutil import atomic_write_bytes
-from kode_tui.wire import events as ev
+from kode_tui.wire import records
 
 log = logging.getLogger(__name__)
 
-_SIDECAR_TYPES = tuple(name for name, cls in ev.EVENT_TYPES.items() if not cls.kimi)
+_SIDECAR_TYPES = tuple(name for name, cls in records.EVENT_TYPES.items() if not cls.kimi)
 # Kimi has a `ToolCallPart` of its own (`arguments_part`); ours is told by `arguments_delta`.
 _SIDECAR_NAMES = tuple(name for name in _SIDECAR_TYPES if name != "ToolCallPart")
 
@@ -82,7 +82,7 @@ def migrate_wire(path: Path) -> bool:
     lines = [_migrated(line) for line in originals]
     if all(line.data is original for line, original in zip(lines, originals, strict=True)):
         return False
-    sidecar = ev.sidecar_path(path)
+    sidecar = records.sidecar_path(path)
     note = {"size": len(data), "sha256": hashlib.sha256(data).hexdigest()}
     new_wire = b"".join(line.data for line in lines)
     if _note_of(sidecar) != note:  # else a crash came after the sidecar was put in place
@@ -96,7 +96,7 @@ def half_migrated(path: Path) -> bytes | None:
     """What the wire.jsonl at `path` becomes when a migration's crash left its new sidecar in
     place but not the new wire.jsonl (for `read_wire()`, which then reads this); else None.
     Costs a line of the sidecar and a stat when there is nothing to do."""
-    note = _note_of(ev.sidecar_path(path))
+    note = _note_of(records.sidecar_path(path))
     if not isinstance(note, dict):
         return None
     try:
@@ -121,7 +121,7 @@ def _migrated(line: bytes) -> _Line:
         return _Line(line)
     try:
         raw = json.loads(line)
-        record = ev.from_record(raw)
+        record = records.from_record(raw)
     except (ValueError, RecursionError):
         return _Line(line)  # not a record: read_wire skips it, as before
     payload = raw["message"].get("payload")
@@ -135,7 +135,7 @@ def _migrated(line: bytes) -> _Line:
     if record.event is None:
         return _Line(b"", moved=raw)  # neither side has a shape for it: kept where Kimi won't look
     # The writer's shape today; it holds every field of ours the old record had.
-    new = ev.to_record(record.event, record.timestamp)
+    new = records.to_record(record.event, record.timestamp)
     return _Line((json.dumps(new, ensure_ascii=False) + "\n").encode())
 
 

@@ -35,19 +35,9 @@ from kode_tui.humanize import format_size
 from kode_tui.masking import mask_bytes, mask_head
 from kode_tui.message import TextPart, ThinkPart
 from kode_tui.wire.bus import Subscription, WireBus
-from kode_tui.wire.events import (
-    METADATA,
-    ContentPart,
-    Event,
-    ToolCall,
-    ToolCallPart,
-    TurnEnd,
-    WireRecord,
-    from_record,
-    sidecar_path,
-    to_record,
-)
+from kode_tui.wire.events import ContentPart, Event, ToolCall, ToolCallPart, TurnEnd
 from kode_tui.wire.migrate import half_migrated, migrate_wire
+from kode_tui.wire.records import METADATA, WireRecord, from_record, sidecar_path, to_record
 
 log = logging.getLogger(__name__)
 

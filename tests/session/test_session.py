@@ -20,7 +20,7 @@ from kode_tui.session.catalog import SessionCatalog
 from kode_tui.session.metadata import load_metadata
 from kode_tui.session.session import TITLE_WIDTH, Session
 from kode_tui.session.state import Pin
-from kode_tui.wire.events import sidecar_path
+from kode_tui.wire.records import sidecar_path
 from tests.conftest import KIMI_FIXTURE
 
 USER_MESSAGE = {"role": "user", "content": "List the files"}

@@ -15,7 +15,7 @@ from kode_tui.config import Config, ConfigError, HookConfig, ModelChoice, load_c
 from kode_tui.soul.facade import AgentSession, CompactionBlocked
 from kode_tui.soul.llm.scripted import ScriptedProvider
 from kode_tui.wire import events as ev
-from kode_tui.wire.events import sidecar_path
+from kode_tui.wire.records import sidecar_path
 from tests.soul_helpers import print_turn
 
 SCRIPTED = ModelChoice(name="scripted", model="scripted", source="flag")

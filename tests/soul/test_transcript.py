@@ -8,10 +8,11 @@ from pathlib import Path
 from kode_tui.message import FunctionBody, Message, TextPart
 from kode_tui.soul.transcript import PastResults, stored_result
 from kode_tui.wire import events as ev
+from kode_tui.wire import records
 
 
 def write_wire(path: Path, *events: ev.Event) -> Path:
-    lines = [json.dumps(ev.METADATA), *(json.dumps(ev.to_record(e, 1.0)) for e in events)]
+    lines = [json.dumps(records.METADATA), *(json.dumps(records.to_record(e, 1.0)) for e in events)]
     path.write_text("\n".join(lines) + "\n", encoding="utf-8")
     return path
 

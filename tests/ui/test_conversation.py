@@ -38,6 +38,7 @@ from kode_tui.ui.widgets.rows import Rows
 from kode_tui.ui.widgets.tool_block import ToolBlock
 from kode_tui.wire import WireBus
 from kode_tui.wire import events as ev
+from kode_tui.wire import records as wire_records
 from tests.conftest import KIMI_FIXTURE
 from tests.ui_helpers import Host, Posted, wait_for
 
@@ -500,9 +501,9 @@ async def test_restored_tool_blocks_take_their_brief_from_the_wire(tmp_path: Pat
         ),
     ]
     wire.write_text(
-        json.dumps(ev.METADATA)
+        json.dumps(wire_records.METADATA)
         + "\n"
-        + "".join(json.dumps(ev.to_record(r, 1.0)) + "\n" for r in records)
+        + "".join(json.dumps(wire_records.to_record(r, 1.0)) + "\n" for r in records)
     )
     shell = ToolCall(id="c1", function=FunctionBody(name="Shell", arguments=arguments))
     messages = [

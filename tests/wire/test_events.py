@@ -11,7 +11,6 @@ import pytest
 from kode_tui.message import FunctionBody, ImageURL, ImageURLPart, TextPart, ThinkPart
 from kode_tui.wire import events, read_wire
 from kode_tui.wire.events import (
-    EVENT_TYPES,
     ApprovalRequest,
     ApprovalResolved,
     BriefBlock,
@@ -22,9 +21,8 @@ from kode_tui.wire.events import (
     TodoItem,
     TokenUsage,
     UnknownBlock,
-    from_record,
-    to_record,
 )
+from kode_tui.wire.records import EVENT_TYPES, METADATA, from_record, to_record
 from tests.conftest import KIMI_FIXTURE
 
 
@@ -286,7 +284,7 @@ def test_read_wire_skips_bad_lines_with_a_warning(
     path = tmp_path / "wire.jsonl"
     good = json.dumps(to_record(events.TurnBegin(user_input="hi"), 1.0))
     path.write_text(
-        json.dumps(events.METADATA) + "\n" + good + "\n" + "[1, 2]\n\n" + good + "\n" + '{"times'
+        json.dumps(METADATA) + "\n" + good + "\n" + "[1, 2]\n\n" + good + "\n" + '{"times'
     )
 
     with caplog.at_level(logging.WARNING, logger="kode_tui.wire.events"):

@@ -14,8 +14,8 @@ from kode_tui import fsutil
 from kode_tui.soul.transcript import PastResults
 from kode_tui.wire import WireBus, WireRecorder, migrate, read_wire
 from kode_tui.wire import events as ev
-from kode_tui.wire.events import sidecar_path
 from kode_tui.wire.migrate import migrate_wire
+from kode_tui.wire.records import sidecar_path
 from tests.conftest import KIMI_FIXTURES
 from tests.test_kimi_compat import kimi
 from tests.test_kimi_wire import KIMI_READ_EVERY_LINE, kimi_shape_problems, lines_of, needs_kimi
