@@ -27,6 +27,7 @@ from kode_tui.session.state import SessionState
 from kode_tui.wire.events import BriefBlock, DisplayBlock, ToolResult
 
 if TYPE_CHECKING:
+    from kode_tui.tools.background import BackgroundTasks
     from kode_tui.tools.sandbox import Confinement
     from kode_tui.wire.bus import WireBus
 
@@ -124,6 +125,9 @@ class ToolEnv:
     or outside (None: the user's `!cmd`, an approved run outside, no sandbox here)."""
     bus: WireBus | None = None
     """The session's wire, where `AskUserQuestion` asks its questions; None: no one to ask."""
+    tasks: BackgroundTasks | None = None
+    """The session's background tasks (`Shell(run_in_background)`, TaskList, TaskOutput,
+    TaskStop); None: none can run here."""
 
     def resolve(self, raw: str) -> Path:
         """`raw` as an absolute, normalised path (relative ones are taken from the work dir).
