@@ -15,6 +15,7 @@ from kode_tui import masking
 from kode_tui.config import Config
 from kode_tui.session import Session
 from kode_tui.soul.agent import Agent, open_agent
+from kode_tui.soul.llm.scripted import ScriptedProvider
 from kode_tui.tools.background import BackgroundTasks
 from kode_tui.tools.base import ToolEnv
 from kode_tui.tools.files import ReadFile, ReadFileParams
@@ -22,8 +23,9 @@ from kode_tui.tools.sandbox import Confinement, Sandbox, support
 from kode_tui.tools.shell import Shell, ShellParams
 from kode_tui.tools.tasks import TaskList, TaskListParams, TaskStop
 from kode_tui.wire import events as ev
+from kode_tui.wire.readings import is_task_notification, read_system_note
 from tests.llm_server import LLMServer, loopback_choice
-from tests.soul_helpers import call, make_rig, record_events
+from tests.soul_helpers import call, make_rig, print_turn, record_events
 
 SECRET_VAR = "KODE_TEST_TASK_SECRET"
 WAIT_FOR_GO = "while [ ! -e go ]; do sleep 0.05; done"
@@ -110,6 +112,11 @@ async def test_a_background_command_is_read_by_task_output_and_the_model_told_wh
         assert "Status: completed" in str(told[0]) and "Output tail:" in str(told[0])
         assert "key [masked: KODE_TEST_TASK_SECRET]" in str(told[0])
         assert secret not in json.dumps(server.requests[3])
+        # Stored as Kimi stores it; read back as the system's note, not the user's words.
+        stored = [m.text for m in agent.context.history if is_task_notification(m.text)]
+        assert len(stored) == 1
+        note = read_system_note(stored[0])
+        assert note is not None and note.title == "Background task completed: greet"
         statuses = [e.status for e in events if isinstance(e, ev.BackgroundTaskUpdate)]
         assert statuses == ["running", "completed"]
         # The log is where TaskOutput says, read without asking (the session's own file).
@@ -255,3 +262,9 @@ async def test_a_foreground_command_beside_a_sandboxed_background_one_keeps_prot
     finally:
         await tasks.close()
         await sandbox.close()
+
+
+async def test_tasks_lists_in_print_mode(project: Path) -> None:
+    printed = await print_turn(project, ScriptedProvider([]), "/tasks")
+    assert printed.status == 0
+    assert "No background tasks in this session." in printed.out
