@@ -110,8 +110,10 @@ class TaskLog:
 
     def write(self, data: bytes | str) -> None:
         chunk = data.encode("utf-8", errors="replace") if isinstance(data, str) else data
-        self._file.write(chunk)
-        self.size += len(chunk)
+        # A full disk loses output, never the job (this runs in the output pipe's callback).
+        with contextlib.suppress(OSError):
+            self._file.write(chunk)
+            self.size += len(chunk)
 
     def close(self) -> None:
         self._file.close()
@@ -200,20 +202,17 @@ class BackgroundTasks:
         try:
             end = await job(output)
         except asyncio.CancelledError:
-            view = self._views[task_id]
-            reason = view.failure_reason or "Stopped"
-            self._finish(task_id, status="killed", interrupted=True, failure_reason=reason)
+            reason = self._views[task_id].failure_reason or "Stopped"
+            self._finish(task_id, "killed", failure_reason=reason, interrupted=True)
             raise
         except Exception as error:  # a job's bug fails its task, never the session
             log.exception("background task %s failed", task_id)
-            self._finish(
-                task_id, status="failed", failure_reason=f"{type(error).__name__}: {error}"
-            )
+            self._finish(task_id, "failed", failure_reason=f"{type(error).__name__}: {error}")
         else:
             failed = end.timed_out or bool(end.failure_reason) or end.exit_code not in (0, None)
             self._finish(
                 task_id,
-                status="failed" if failed else "completed",
+                "failed" if failed else "completed",
                 exit_code=end.exit_code,
                 failure_reason=end.failure_reason,
                 timed_out=end.timed_out,
@@ -222,8 +221,25 @@ class BackgroundTasks:
             output.close()
             self._running.pop(task_id, None)
 
-    def _finish(self, task_id: str, **changes: object) -> None:
-        view = dataclasses.replace(self._views[task_id], finished_at=time.time(), **changes)  # type: ignore[arg-type]
+    def _finish(
+        self,
+        task_id: str,
+        status: TaskStatus,
+        *,
+        exit_code: int | None = None,
+        failure_reason: str = "",
+        interrupted: bool = False,
+        timed_out: bool = False,
+    ) -> None:
+        view = dataclasses.replace(
+            self._views[task_id],
+            status=status,
+            finished_at=time.time(),
+            exit_code=exit_code,
+            failure_reason=failure_reason,
+            interrupted=interrupted,
+            timed_out=timed_out,
+        )
         self._set(view)
         self._untold.append(task_id)
 
@@ -270,8 +286,9 @@ class BackgroundTasks:
         """The task once it ended, or as it is after `timeout` seconds."""
         runner = self._running.get(task_id)
         if runner is not None:
-            with contextlib.suppress(TimeoutError, asyncio.CancelledError):
-                await asyncio.wait_for(asyncio.shield(runner), timeout)
+            # wait(), not wait_for(): the task is left running, and only the waiter's own
+            # cancellation (Esc) is raised here, not the task's being stopped.
+            await asyncio.wait({runner}, timeout=timeout)
         return self._views[task_id]
 
     def read_tail(self, task_id: str, max_bytes: int) -> tuple[str, int, int]:
@@ -316,8 +333,7 @@ class BackgroundTasks:
             return self._views[task_id]
         self._views[task_id] = dataclasses.replace(self._views[task_id], failure_reason=reason)
         runner.cancel()
-        with contextlib.suppress(asyncio.CancelledError):
-            await runner
+        await asyncio.wait({runner})
         return self._views[task_id]
 
     def take_ended(self) -> list[TaskView]:

@@ -313,10 +313,9 @@ class Sandbox:
             )
             if profile == "workspace" and self._tmp is None:
                 self._tmp = await asyncio.to_thread(tempfile.mkdtemp, prefix="kode-tui-sandbox-")
-            self._running += 1
-        return Sandboxed(
-            self._command(profile, argv, cwd), self._environment(profile, env), home_seen
-        )
+            command = self._command(profile, argv, cwd)
+            self._running += 1  # last: `finish()` is owed from here on
+        return Sandboxed(command, self._environment(profile, env), home_seen)
 
     async def finish(self, command: Sandboxed) -> Outcome:
         """Take away every protected path created while `command` ran (it has ended: its PID

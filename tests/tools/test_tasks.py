@@ -21,7 +21,7 @@ from kode_tui.tools.base import ToolEnv
 from kode_tui.tools.files import ReadFile, ReadFileParams
 from kode_tui.tools.sandbox import Confinement, Sandbox, support
 from kode_tui.tools.shell import Shell, ShellParams
-from kode_tui.tools.tasks import TaskList, TaskListParams, TaskStop
+from kode_tui.tools.tasks import TaskList, TaskListParams, TaskOutput, TaskStop
 from kode_tui.wire import events as ev
 from kode_tui.wire.readings import is_task_notification, read_system_note
 from tests.llm_server import LLMServer, loopback_choice
@@ -268,3 +268,29 @@ async def test_tasks_lists_in_print_mode(project: Path) -> None:
     printed = await print_turn(project, ScriptedProvider([]), "/tasks")
     assert printed.status == 0
     assert "No background tasks in this session." in printed.out
+
+
+async def test_esc_while_task_output_waits_ends_the_turn_and_leaves_the_task_running(
+    tmp_path: Path,
+) -> None:
+    start = call("Shell", command=WAIT_FOR_GO, run_in_background=True, description="wait")
+    rig = await make_rig(
+        tmp_path,
+        [{"tool_calls": [start]}, {"text": "started"}],
+        tools=[Shell(), TaskOutput()],
+        tasks=True,
+    )
+    await rig.soul.run("start")
+    tasks = rig.soul.env.tasks
+    assert tasks is not None
+    (view,) = tasks.list_tasks()
+    rig.provider.script.append({"tool_calls": [call("TaskOutput", task_id=view.id, block=True)]})
+    turn = asyncio.ensure_future(rig.soul.run("wait"))
+    await _until(lambda: bool(rig.of(ev.ToolStarted)) and len(rig.of(ev.ToolStarted)) == 2)
+    turn.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await turn
+    current = tasks.get(view.id)
+    assert current is not None and current.status == "running"
+    (rig.work_dir / "go").touch()
+    assert (await tasks.wait(view.id, 30)).status == "completed"
