@@ -59,7 +59,16 @@ SUMMARY_CHARS = 60
 
 _PATHS = {"ReadFile", "WriteFile", "StrReplaceFile", "ReadMediaFile"}
 """Tools about one file: the path is what they are about."""
-KEY_ARGUMENTS = ("path", "file_path", "command", "pattern", "url", "query", "description")
+KEY_ARGUMENTS = (
+    "path",
+    "file_path",
+    "command",
+    "pattern",
+    "url",
+    "query",
+    "description",
+    "task_id",
+)
 """What another tool's call is most likely about (MCP tools, Kimi's other tools), in order."""
 
 _TIMES = "\N{MULTIPLICATION SIGN}"
@@ -117,7 +126,9 @@ def _about(name: str, arguments: dict[str, Any]) -> str | None:
     if name in TODO_LISTS:  # a todo list is no title, what the call did to it is
         return "read todo list" if arguments.get("todos") is None else "updated todo list"
     if name == SHELL:
-        return _text(arguments.get("command"))
+        command = _text(arguments.get("command"))
+        background = arguments.get("run_in_background") is True and command is not None
+        return f"{command} (background)" if background else command
     if name in _PATHS:
         path = _text(arguments.get("path"))
         if path is None:

@@ -23,7 +23,7 @@ from kode_tui.tools.sandbox import Confinement, Sandbox, support
 from kode_tui.tools.shell import Shell, ShellParams
 from kode_tui.tools.tasks import TaskList, TaskListParams, TaskOutput, TaskStop
 from kode_tui.wire import events as ev
-from kode_tui.wire.readings import is_task_notification, read_system_note
+from kode_tui.wire.readings import is_task_notification, read_call, read_system_note
 from tests.llm_server import LLMServer, loopback_choice
 from tests.soul_helpers import call, make_rig, print_turn, record_events
 
@@ -294,3 +294,11 @@ async def test_esc_while_task_output_waits_ends_the_turn_and_leaves_the_task_run
     assert current is not None and current.status == "running"
     (rig.work_dir / "go").touch()
     assert (await tasks.wait(view.id, 30)).status == "completed"
+
+
+def test_task_calls_read_by_their_command_or_task_id() -> None:
+    start = {"command": "make serve", "run_in_background": True, "description": "server"}
+    assert read_call("Shell", json.dumps(start)).title == "Shell: make serve (background)"
+    assert (
+        read_call("TaskOutput", '{"task_id": "bash-1a2b3c4d"}').title == "TaskOutput bash-1a2b3c4d"
+    )
