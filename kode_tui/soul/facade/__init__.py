@@ -27,7 +27,7 @@ from kode_tui.soul.facade.config_watch import watch_config
 from kode_tui.soul.facade.custom import CommandPrompt
 from kode_tui.soul.facade.lineage import LineageNote
 from kode_tui.soul.facade.session import AgentSession
-from kode_tui.soul.facade.tasks import TaskView, task_line
+from kode_tui.soul.facade.tasks import TaskView
 from kode_tui.soul.facade.travel import (
     ContextSize,
     RestorePlan,
@@ -102,7 +102,6 @@ __all__ = [
     "read_earlier",
     "read_record",
     "stored_result",
-    "task_line",
     "typed_text",
     "watch_config",
 ]
