@@ -19,6 +19,7 @@ from kode_tui.soul.approval import Approval
 from kode_tui.soul.llm import ChatProvider
 from kode_tui.soul.llm.scripted import ScriptedProvider
 from kode_tui.soul.soul import KodeSoul, LoopSettings
+from kode_tui.tools.background import BackgroundTasks
 from kode_tui.tools.base import Permission, Tool, ToolEnv, ToolOutput
 from kode_tui.tools.dmail import DenwaRenji, SendDMail
 from kode_tui.tools.todo import SetTodoList
@@ -135,6 +136,7 @@ async def make_rig(
     settings: LoopSettings | None = None,
     max_context_size: int = 100_000,
     answer: Callable[[ev.ApprovalRequest], ApprovalResponse] | None = None,
+    tasks: bool = False,
 ) -> Rig:
     work_dir = tmp_path / "work"
     work_dir.mkdir(exist_ok=True)
@@ -153,6 +155,8 @@ async def make_rig(
     if denwa_renji is not None:
         all_tools.append(SendDMail(denwa_renji))
     env = ToolEnv(work_dir=work_dir, journal=FileJournal(context), state=state, bus=bus)
+    if tasks:
+        env.tasks = BackgroundTasks(tmp_path / "session" / "tasks", bus=bus)
     soul = KodeSoul(
         context=context,
         provider=provider,

@@ -34,6 +34,7 @@ from kode_tui.soul.subagents.definitions import list_agents
 from kode_tui.soul.subagents.store import SubagentStore
 from kode_tui.soul.subagents.tool import AgentTool
 from kode_tui.tools.ask_user import AskUserQuestion
+from kode_tui.tools.background import BackgroundTasks
 from kode_tui.tools.base import Tool, ToolEnv
 from kode_tui.tools.dmail import DenwaRenji, SendDMail
 from kode_tui.tools.files import ReadFile, StrReplaceFile, WriteFile
@@ -45,6 +46,7 @@ from kode_tui.tools.sandbox import Sandbox
 from kode_tui.tools.sandbox import Settings as SandboxSettings
 from kode_tui.tools.sandbox import support as sandbox_support
 from kode_tui.tools.shell import Shell
+from kode_tui.tools.tasks import TaskList, TaskOutput, TaskStop
 from kode_tui.tools.todo import SetTodoList
 from kode_tui.tools.toolset import Toolset
 from kode_tui.wire import WireBus
@@ -115,9 +117,9 @@ def loop_settings(loop: LoopControl) -> LoopSettings:
 def make_toolset(
     denwa_renji: DenwaRenji | None, *, sandboxed: bool = False, subagents: AgentTool | None = None
 ) -> Toolset:
-    """Kimi's tool set: files, search, shell, todos, questions to the user, plan mode, `Agent`
-    (`subagents`, when given), and SendDMail when D-Mail is on. `sandboxed`: the model's
-    commands run in the sandbox (its description says so)."""
+    """Kimi's tool set: files, search, shell and its background tasks, todos, questions to the
+    user, plan mode, `Agent` (`subagents`, when given), and SendDMail when D-Mail is on.
+    `sandboxed`: the model's commands run in the sandbox (its description says so)."""
     tools: list[Tool[Any]] = [
         ReadFile(),
         WriteFile(),
@@ -125,6 +127,9 @@ def make_toolset(
         Glob(),
         Grep(),
         Shell(sandboxed=sandboxed),
+        TaskList(),
+        TaskOutput(),
+        TaskStop(),
         SetTodoList(),
         AskUserQuestion(),
         EnterPlanMode(),
@@ -153,6 +158,8 @@ class Agent:
         await self.soul.hooks.close()
         if self.mcp is not None and isinstance(self.mcp.on_change, _McpWatch):
             self.mcp.on_change.cancel()
+        if self.soul.env.tasks is not None:
+            await self.soul.env.tasks.close()  # first: its commands end as "killed"
         await self.soul.toolset.close()
         if self.soul.sandbox is not None:
             await self.soul.sandbox.close()
@@ -236,6 +243,7 @@ async def open_agent(
         save_state=save_state,
         snapshots=snapshots,
         bus=bus,
+        tasks=BackgroundTasks(session.dir / "tasks", bus=bus, session_id=session.id),
     )
     provider = provider or make_provider(choice, config.loop_control)
     compaction = load_strategy(

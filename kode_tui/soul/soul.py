@@ -64,6 +64,7 @@ from kode_tui.soul.timetravel import (
 )
 from kode_tui.soul.transcript import turn_text
 from kode_tui.tools import plan, snapshots
+from kode_tui.tools.background import notification_text
 from kode_tui.tools.base import Permission, ToolEnv, ToolOutput
 from kode_tui.tools.dmail import DenwaRenji
 from kode_tui.tools.sandbox import Confinement, Sandbox
@@ -461,6 +462,7 @@ class KodeSoul:
 
     async def _step(self, step: int) -> StopReason | None:
         """One LLM call and its tool calls; the stop reason when the turn is over."""
+        await self._tell_ended_tasks()
         streamed = await self._call_llm(step)
         if streamed.usage is not None:
             await self.context.update_token_count(streamed.usage.input)
@@ -503,6 +505,23 @@ class KodeSoul:
         message = partial.interrupted_message() if partial is not None else None
         if message is not None:
             await asyncio.shield(self.context.append_records([message]))
+
+    async def _tell_ended_tasks(self) -> None:
+        """Tell the model of each background task that ended since its last step, as Kimi
+        does: a `<notification>` user message in the context, with the output's tail."""
+        tasks = self.env.tasks
+        ended = tasks.take_ended() if tasks is not None else []
+        if tasks is None or not ended:
+            return
+        await self.context.append_records(
+            [
+                Message(
+                    role="user",
+                    content=[TextPart(text=notification_text(view, tasks.tail(view.id)))],
+                )
+                for view in ended
+            ]
+        )
 
     async def _call_llm(self, step: int) -> Streamed:
         """Stream one response, sending it on the wire, retried as DESIGN.md §7 says."""

@@ -27,6 +27,7 @@ from kode_tui.session.state import SessionState
 from kode_tui.wire.events import BriefBlock, DisplayBlock, PlanAsk, PlanVerdict, ToolResult
 
 if TYPE_CHECKING:
+    from kode_tui.tools.background import BackgroundTasks
     from kode_tui.tools.sandbox import Confinement
     from kode_tui.wire.bus import WireBus
 
@@ -128,6 +129,9 @@ class ToolEnv:
     """The session's wire, where `AskUserQuestion` asks its questions; None: no one to ask."""
     verdict: PlanVerdict | None = None
     """The user's answer to ExitPlanMode's request, which the tool carries out."""
+    tasks: BackgroundTasks | None = None
+    """The session's background tasks (`Shell(run_in_background)`, TaskList, TaskOutput,
+    TaskStop); None: none can run here."""
 
     def resolve(self, raw: str) -> Path:
         """`raw` as an absolute, normalised path (relative ones are taken from the work dir).

@@ -125,6 +125,8 @@ class ReadFile(Tool[ReadFileParams]):
 
     async def permission(self, params: ReadFileParams, env: ToolEnv) -> Permission | None:
         path = env.resolve(params.path)
+        if env.tasks is not None and env.tasks.owns_output(path):
+            return None  # the session's own task output, as TaskOutput says to read it
         return read_outside_permission(env, path, f"ReadFile {env.display_path(path)}")
 
     async def run(self, params: ReadFileParams, env: ToolEnv, tool_call_id: str) -> ToolOutput:

@@ -214,6 +214,17 @@ class Refused:
     moved_to: Path
 
 
+@dataclass(frozen=True, slots=True)
+class Sandboxed:
+    """One command as `Sandbox.prepare()` made it: what to run, and what `finish()` needs."""
+
+    argv: list[str]
+    env: dict[str, str]
+    home_seen: frozenset[Path] | None = None
+    """The home's protected start-up files when it started (`open`): those it created are
+    taken away."""
+
+
 @dataclass(slots=True)
 class Outcome:
     """What the sandbox did to one command."""
@@ -223,7 +234,12 @@ class Outcome:
 
 class Sandbox:
     """The sandbox of one session's Shell calls: its private /tmp and its watch on the work
-    dir's protected paths. `prepare()` before each command, `finish()` after it."""
+    dir's protected paths. `prepare()` before each command, `finish()` after it.
+
+    Commands may run at once (a background task beside foreground calls): while any runs, a
+    protected path created in the work dir is taken away, never taken as the user's, at the
+    next `prepare()` or `finish()`, and reported by the next command to finish (all of them ran
+    in the same work dir; which one created it cannot be told)."""
 
     def __init__(
         self,
@@ -244,7 +260,8 @@ class Sandbox:
         self._homes = [Path(os.path.realpath(home)) for home in private_homes]
         self._tree = ProtectedTree(self.work_dir)
         self._tmp: str | None = None
-        self._home_seen: set[Path] | None = None
+        self._running = 0
+        self._pending: list[Refused] = []  # taken away at a prepare(), not reported yet
         self._lock = asyncio.Lock()
         self._started: asyncio.Task[object] | None = None
 
@@ -278,25 +295,36 @@ class Sandbox:
 
     async def prepare(
         self, profile: Profile, argv: Sequence[str], cwd: Path, env: dict[str, str]
-    ) -> tuple[list[str], dict[str, str]]:
-        """The command line and environment that run `argv` in the sandbox. What changed in
-        the work dir since the last command (the user's doing) is taken as it is."""
+    ) -> Sandboxed:
+        """The command line and environment that run `argv` in the sandbox; `finish()` takes
+        it back when the command has ended. What changed in the work dir since the last
+        command (the user's doing) is taken as it is, unless commands still run (then it may
+        be theirs, and is taken away)."""
         await self._ready()
         async with self._lock:
-            await asyncio.to_thread(self._tree.refresh)
+            if self._running:
+                taken = await asyncio.to_thread(self._take_away, None)
+                self._pending += taken.refused
+            else:
+                await asyncio.to_thread(self._tree.refresh)
             # Writable in `open`: what a command creates among the home's start-up files.
-            self._home_seen = (
-                await asyncio.to_thread(_home_protected) if profile == "open" else None
+            home_seen = (
+                frozenset(await asyncio.to_thread(_home_protected)) if profile == "open" else None
             )
-        if profile == "workspace" and self._tmp is None:
-            self._tmp = await asyncio.to_thread(tempfile.mkdtemp, prefix="kode-tui-sandbox-")
-        return self._command(profile, argv, cwd), self._environment(profile, env)
+            if profile == "workspace" and self._tmp is None:
+                self._tmp = await asyncio.to_thread(tempfile.mkdtemp, prefix="kode-tui-sandbox-")
+            command = self._command(profile, argv, cwd)
+            self._running += 1  # last: `finish()` is owed from here on
+        return Sandboxed(command, self._environment(profile, env), home_seen)
 
-    async def finish(self) -> Outcome:
-        """Take away every protected path the command created (it has ended: its PID namespace
-        is gone, so nothing of it runs any more)."""
+    async def finish(self, command: Sandboxed) -> Outcome:
+        """Take away every protected path created while `command` ran (it has ended: its PID
+        namespace is gone, so nothing of it runs any more)."""
         async with self._lock:
-            return await asyncio.to_thread(self._take_away)
+            self._running -= 1
+            outcome = await asyncio.to_thread(self._take_away, command.home_seen)
+            outcome.refused[:0], self._pending = self._pending, []
+            return outcome
 
     async def _ready(self) -> None:
         if self._started is None:
@@ -305,16 +333,15 @@ class Sandbox:
         with contextlib.suppress(Exception):
             await asyncio.shield(self._started)
 
-    def _take_away(self) -> Outcome:
+    def _take_away(self, home_seen: frozenset[Path] | None) -> Outcome:
         outcome = Outcome()
         created = [(self.work_dir, relative) for relative in self._tree.refresh().created]
-        if self._home_seen is not None:
+        if home_seen is not None:
             home = Path.home()
             created += [
                 (home, str(path.relative_to(home)))
-                for path in sorted(_home_protected() - self._home_seen)
+                for path in sorted(_home_protected() - home_seen)
             ]
-            self._home_seen = None
         if not created:
             return outcome
         batch = self._refused_dir / time.strftime("%Y%m%d-%H%M%S")

@@ -15,13 +15,15 @@ import os
 import secrets
 import signal
 import subprocess
-from collections.abc import Awaitable
-from typing import Any
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from typing import Any, Self
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, model_validator
 
 from kode_tui.gitcmd import find_program
 from kode_tui.humanize import plural
+from kode_tui.tools.background import JobEnd, TaskLog, format_task
 from kode_tui.tools.base import (
     MAX_OUTPUT_CHARS,
     Permission,
@@ -32,11 +34,14 @@ from kode_tui.tools.base import (
     count_lines,
 )
 from kode_tui.tools.command_scope import scope_of
-from kode_tui.tools.sandbox import Confinement, Outcome
+from kode_tui.tools.sandbox import Confinement, Outcome, Sandboxed
 from kode_tui.wire.events import ShellBlock
 
 MAX_TIMEOUT = 300
 """The longest a command may run, in seconds."""
+
+MAX_BACKGROUND_TIMEOUT = 24 * 60 * 60
+"""The longest a background command may run, in seconds (Kimi's)."""
 
 KILL_GRACE = 2.0
 """Seconds between SIGTERM and SIGKILL when a process group is stopped."""
@@ -129,14 +134,15 @@ class OutputBuffer:
 
 
 class _Collector(asyncio.Protocol):
-    """Reads the command's output pipe into a buffer; `closed` is set once no one writes."""
+    """Hands the command's output to `sink` (a buffer, a task's log); `closed` is set once no
+    one writes."""
 
-    def __init__(self, buffer: OutputBuffer, loop: asyncio.AbstractEventLoop) -> None:
-        self.buffer = buffer
+    def __init__(self, sink: Callable[[bytes], None], loop: asyncio.AbstractEventLoop) -> None:
+        self.sink = sink
         self.closed: asyncio.Future[None] = loop.create_future()
 
     def data_received(self, data: bytes) -> None:
-        self.buffer.add(data)
+        self.sink(data)
 
     def connection_lost(self, exc: Exception | None) -> None:
         if not self.closed.done():
@@ -253,12 +259,33 @@ class ShellParams(BaseModel):
     timeout: int = Field(
         default=60,
         ge=1,
-        le=MAX_TIMEOUT,
+        le=MAX_BACKGROUND_TIMEOUT,
         description=(
-            f"Seconds the command may run before it is killed; at most {MAX_TIMEOUT}. "
-            "Defaults to 60."
+            f"Seconds the command may run before it is killed; at most {MAX_TIMEOUT} "
+            f"({MAX_BACKGROUND_TIMEOUT} in the background). Defaults to 60."
         ),
     )
+    run_in_background: bool = Field(
+        default=False, description="Whether to run the command as a background task."
+    )
+    description: str = Field(
+        default="",
+        description=(
+            "A short description for the background task. Required when run_in_background=true."
+        ),
+    )
+
+    @model_validator(mode="after")
+    def _background_fields(self) -> Self:
+        # Kimi CLI 1.52's checks and words.
+        if self.run_in_background and not self.description.strip():
+            raise ValueError("description is required when run_in_background is true")
+        if not self.run_in_background and self.timeout > MAX_TIMEOUT:
+            raise ValueError(
+                f"timeout must be <= {MAX_TIMEOUT}s for foreground commands; "
+                f"use run_in_background=true for longer timeouts (up to {MAX_BACKGROUND_TIMEOUT}s)"
+            )
+        return self
 
 
 class Shell(Tool[ShellParams]):
@@ -277,7 +304,11 @@ class Shell(Tool[ShellParams]):
         "non-zero exit code is reported as an error with the output. Prefer ReadFile, Glob, "
         "Grep, WriteFile and StrReplaceFile over cat, find, grep, echo > and sed. Avoid "
         "commands that need superuser rights or change files outside the working directory "
-        "unless asked to."
+        "unless asked to. For a long-running command (a server, a watcher, a long build) set "
+        "`run_in_background` with a short `description`: it starts as a background task and "
+        "returns its task_id at once (timeout up to "
+        f"{MAX_BACKGROUND_TIMEOUT}s); you are notified when it ends, TaskOutput reads its "
+        "output and TaskStop stops it."
     )
     params = ShellParams
 
@@ -318,7 +349,8 @@ class Shell(Tool[ShellParams]):
         scope = await asyncio.to_thread(scope_of, params.command, env.work_dir)
         return Permission(
             kind="shell",
-            action="run command",
+            # Kimi's action; the scope is the command's, as it does the same in the background.
+            action="run background command" if params.run_in_background else "run command",
             description=params.command,
             scope=scope.key,
             scope_label=scope.label,
@@ -330,18 +362,80 @@ class Shell(Tool[ShellParams]):
     async def run(self, params: ShellParams, env: ToolEnv, tool_call_id: str) -> ToolOutput:
         if not params.command.strip():
             raise ToolError("Command cannot be empty.", brief="Empty command")
+        if params.run_in_background:
+            return self._start_background(params, env, tool_call_id)
+        buffer = OutputBuffer()
+        ran = await self._execute(params.command, params.timeout, env, buffer.add)
+        result = _result(params, ran.returncode, buffer, ran.timed_out, ran.stopped_leftovers)
+        if env.sandbox is None or ran.outcome is None:
+            return result
+        return _sandboxed(result, env.sandbox, ran.outcome)
+
+    def _start_background(self, params: ShellParams, env: ToolEnv, tool_call_id: str) -> ToolOutput:
+        """Start the command as a background task (Kimi's result, `_background_ok`)."""
+        if env.tasks is None:
+            raise ToolError(
+                "Background tasks are not available here.", brief="Background task unavailable"
+            )
+
+        async def job(log: TaskLog) -> JobEnd:
+            ran = await self._execute(params.command, params.timeout, env, log.write)
+            notes = _background_notes(ran, params.timeout)
+            if notes:
+                log.write(f"\n[{notes}]\n")
+            if ran.timed_out:
+                return JobEnd(
+                    exit_code=ran.returncode,
+                    failure_reason=f"Command killed by timeout ({params.timeout}s)",
+                    timed_out=True,
+                )
+            return JobEnd(exit_code=ran.returncode)
+
+        try:
+            view = env.tasks.start(
+                "bash",
+                params.description.strip(),
+                job,
+                command=params.command,
+                tool_call_id=tool_call_id,
+                timeout_s=params.timeout,
+            )
+        except (RuntimeError, OSError) as error:
+            raise ToolError(
+                f"Failed to start background task: {error}", brief="Start failed"
+            ) from error
+        lines = [
+            format_task(view, include_command=True),
+            "automatic_notification: true",
+            "next_step: You will be automatically notified when it completes.",
+            "next_step: Use TaskOutput with this task_id for a non-blocking status/output "
+            "snapshot. Only set block=true when you intentionally want to wait.",
+            "next_step: Use TaskStop only if the task must be cancelled.",
+            "human_shell_hint: For users in the interactive shell, the task-management slash "
+            "command is /tasks.",
+        ]
+        return ToolOutput(
+            output="\n".join(lines), message="Background task started", brief=f"Started {view.id}"
+        )
+
+    async def _execute(
+        self, command: str, timeout: int, env: ToolEnv, sink: Callable[[bytes], None]
+    ) -> _Ran:
+        """Run `command` (in the sandbox when `env` says so), its output to `sink`."""
         confinement = env.sandbox
-        argv = [shell_program(), "-c", params.command]
+        argv = [shell_program(), "-c", command]
         # The output pipe is ours, not asyncio's: Process.wait() then returns when the shell
         # exits, even while a background job holds the pipe, and closing it is up to us.
         read_fd, write_fd = os.pipe()
         escapees = Escapees(os.fstat(read_fd).st_ino, self._prefix)
         environment = _environment(escapees.marker)
+        sandboxed: Sandboxed | None = None
         try:
             if confinement is not None:
-                argv, environment = await confinement.sandbox.prepare(
+                sandboxed = await confinement.sandbox.prepare(
                     confinement.profile, argv, env.work_dir, environment
                 )
+                argv, environment = sandboxed.argv, sandboxed.env
             process = await asyncio.create_subprocess_exec(
                 *argv,
                 cwd=env.work_dir,
@@ -353,24 +447,28 @@ class Shell(Tool[ShellParams]):
             )
         except OSError as error:
             os.close(read_fd)
+            if sandboxed is not None and confinement is not None:
+                await confinement.sandbox.finish(sandboxed)
             raise ToolError(
                 f"Could not start the shell: {error.strerror or error}.", brief="Not started"
             ) from error
         except BaseException:
             os.close(read_fd)
+            if sandboxed is not None and confinement is not None:
+                await asyncio.shield(confinement.sandbox.finish(sandboxed))
             raise
         finally:
             os.close(write_fd)
         loop = asyncio.get_running_loop()
-        buffer = OutputBuffer()
-        collector = _Collector(buffer, loop)
+        collector = _Collector(sink, loop)
         transport: asyncio.BaseTransport | None = None
+        outcome: Outcome | None = None
         try:
             transport, _ = await loop.connect_read_pipe(
                 lambda: collector, os.fdopen(read_fd, "rb", buffering=0)
             )
             timed_out, stopped_leftovers = await self._wait(
-                process, collector.closed, params.timeout, escapees
+                process, collector.closed, timeout, escapees
             )
         except asyncio.CancelledError:
             await _stop_command(process, collector.closed, escapees)
@@ -380,15 +478,9 @@ class Shell(Tool[ShellParams]):
             if transport is not None:
                 transport.close()
             # Also when interrupted: what the command created must not stay behind.
-            outcome = (
-                await asyncio.shield(confinement.sandbox.finish())
-                if confinement is not None
-                else None
-            )
-        result = _result(params, process.returncode, buffer, timed_out, stopped_leftovers)
-        if confinement is None or outcome is None:
-            return result
-        return _sandboxed(result, confinement, outcome)
+            if sandboxed is not None and confinement is not None:
+                outcome = await asyncio.shield(confinement.sandbox.finish(sandboxed))
+        return _Ran(process.returncode, timed_out, stopped_leftovers, outcome)
 
     @staticmethod
     async def _wait(
@@ -414,6 +506,34 @@ class Shell(Tool[ShellParams]):
             await _stop_command(process, closed, escapees)
             return False, True
         return False, False
+
+
+@dataclass(frozen=True, slots=True)
+class _Ran:
+    """How one command ended."""
+
+    returncode: int | None
+    timed_out: bool
+    stopped_leftovers: bool
+    outcome: Outcome | None
+    """What the sandbox did (None: not run in it)."""
+
+
+def _background_notes(ran: _Ran, timeout: int) -> str:
+    """What a background command's log ends with besides its output: how it was stopped and
+    what the sandbox took away (a foreground command's result says it in its message)."""
+    notes: list[str] = []
+    if ran.timed_out:
+        notes.append(f"Command killed by timeout ({timeout}s).")
+    if ran.stopped_leftovers:
+        notes.append(
+            "Processes the command left in the background were stopped because they kept its "
+            "output open."
+        )
+    if ran.outcome is not None and ran.outcome.refused:
+        names = ", ".join(refused.path for refused in ran.outcome.refused)
+        notes.append(f"The sandbox took away what the command created at protected paths: {names}.")
+    return " ".join(notes)
 
 
 def _sandboxed(result: ToolOutput, confinement: Confinement, outcome: Outcome) -> ToolOutput:

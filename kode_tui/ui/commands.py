@@ -313,6 +313,12 @@ async def _pins_view(host: CommandHost, argument: str, done: CommandReport) -> b
     return await _session_screen(host, PinsScreen)
 
 
+async def _tasks_view(host: CommandHost, argument: str, done: CommandReport) -> bool:
+    from kode_tui.ui.screens.tasks import TasksScreen
+
+    return await _session_screen(host, TasksScreen)
+
+
 async def _fork_view(host: CommandHost, argument: str, done: CommandReport) -> bool:
     from kode_tui.soul.facade import Session
 
@@ -348,6 +354,7 @@ VIEWS: dict[str, View] = {
     "/mcp": _mcp_view,
     "/permissions": _permissions_view,
     "/pins": _pins_view,
+    "/tasks": _tasks_view,
     "/fork": _fork_view,
     "/revert": _revert_view,
     "/undo": _revert_view,

@@ -612,12 +612,11 @@ class Error(Event):
     message: str
 
 
-# --- questions to the user (issue 29) -------------------------------------------------------------
+# --- questions to the user and background tasks (issue 29) ---------------------------------------
 
 
 class QuestionUnsupported(Exception):
-    """The front end cannot ask the user anything (print mode, ACP): the question's tool tells the
-    model to ask in its text instead."""
+    """The front end asks no one (print mode, ACP): the model is told to ask in its text."""
 
 
 class QuestionOption(BaseModel):
@@ -633,15 +632,13 @@ class QuestionItem(BaseModel):
     model_config = ConfigDict(frozen=True, defer_build=True)
 
     question: str
-    header: str = ""
-    """A short tag, e.g. `Auth`."""
+    header: str = ""  # a short tag, e.g. `Auth`
     options: list[QuestionOption]
     multi_select: bool = False
 
 
 class QuestionRequest(Event):
-    """`AskUserQuestion` waiting for the user's answers, answered like an `ApprovalRequest`: the
-    tool awaits `wait()`, the front end calls `resolve()` (or `unsupported()`). Kimi's record."""
+    """`AskUserQuestion` awaiting `wait()`; a front end calls `resolve()` or `unsupported()`."""
 
     id: str
     tool_call_id: str
@@ -650,8 +647,8 @@ class QuestionRequest(Event):
     _future: asyncio.Future[dict[str, str]] | None = PrivateAttr(default=None)
 
     def resolve(self, answers: Mapping[str, str]) -> None:
-        """Answer with each question's text mapped to its answer (several labels joined by
-        `, `); none at all means the user dismissed the questions. Later answers are ignored."""
+        """Answer: each question's text mapped to its answer (labels joined by `, `); none at
+        all: the user dismissed them. Later answers are ignored."""
         future = self._ensure_future()
         if not future.done():
             future.set_result(dict(answers))
@@ -670,3 +667,14 @@ class QuestionRequest(Event):
         if self._future is None:
             self._future = asyncio.get_running_loop().create_future()
         return self._future
+
+
+class BackgroundTaskUpdate(Event):
+    """A background task started or changed status (a final one: it ended), between turns too."""
+
+    kimi: ClassVar[bool] = False
+    task_id: str
+    kind: str
+    status: str
+    description: str
+    exit_code: int | None = None

@@ -59,7 +59,16 @@ SUMMARY_CHARS = 60
 
 _PATHS = {"ReadFile", "WriteFile", "StrReplaceFile", "ReadMediaFile"}
 """Tools about one file: the path is what they are about."""
-KEY_ARGUMENTS = ("path", "file_path", "command", "pattern", "url", "query", "description")
+KEY_ARGUMENTS = (
+    "path",
+    "file_path",
+    "command",
+    "pattern",
+    "url",
+    "query",
+    "description",
+    "task_id",
+)
 """What another tool's call is most likely about (MCP tools, Kimi's other tools), in order."""
 
 _TIMES = "\N{MULTIPLICATION SIGN}"
@@ -117,7 +126,9 @@ def _about(name: str, arguments: dict[str, Any]) -> str | None:
     if name in TODO_LISTS:  # a todo list is no title, what the call did to it is
         return "read todo list" if arguments.get("todos") is None else "updated todo list"
     if name == SHELL:
-        return _text(arguments.get("command"))
+        command = _text(arguments.get("command"))
+        background = arguments.get("run_in_background") is True and command is not None
+        return f"{command} (background)" if background else command
     if name in _PATHS:
         path = _text(arguments.get("path"))
         if path is None:
@@ -366,20 +377,31 @@ _DMAIL_CONTENT = "D-Mail content:"
 
 @dataclass(frozen=True, slots=True)
 class SystemNote:
-    """A user message that is the system speaking: a compaction's summary, or a D-Mail."""
+    """A user message that is the system speaking: a compaction's summary, a D-Mail, or the
+    note that a background task ended (Kimi's `<notification>`)."""
 
-    kind: Literal["compaction", "dmail"]
+    kind: Literal["compaction", "dmail", "task"]
     title: str
-    """`compacted: summary`, `D-Mail from the future`."""
+    """`compacted: summary`, `D-Mail from the future`, `Background task completed: tests`."""
     text: str
-    """The summary, or the mail."""
+    """The summary, the mail, or the task's note."""
+
+
+def is_task_notification(text: str) -> bool:
+    """Whether a user message's text tells the model that a background task ended."""
+    return text.startswith("<notification ") and 'source_kind="background_task"' in text
 
 
 def read_system_note(text: str) -> SystemNote | None:
-    """The compaction summary or D-Mail a stored user message's `text` is, if it is one."""
+    """The compaction summary, D-Mail or task notification a stored user message's `text` is,
+    if it is one."""
     if is_system_note(text, COMPACTION_OUTPUT_PREFIX):
         return SystemNote("compaction", "compacted: summary", split_system_note(text)[1].strip())
     if is_dmail_note(text):
         mail = unwrap_system(text).partition(_DMAIL_CONTENT)[2].strip()
         return SystemNote("dmail", "D-Mail from the future", mail)
+    if is_task_notification(text):
+        lines = text.strip().splitlines()[1:-1]  # inside <notification ...> ... </notification>
+        title = next((line[7:] for line in lines if line.startswith("Title: ")), "background task")
+        return SystemNote("task", title, "\n".join(lines))
     return None

@@ -16,6 +16,7 @@ from kode_tui.wire.events import (
     KIMI_NAMES,
     ApprovalRequest,
     ApprovalResolved,
+    BackgroundTaskUpdate,
     CheckpointCreated,
     CommandSent,
     CompactionBegin,
@@ -78,6 +79,7 @@ EVENT_TYPES: Mapping[str, type[Event]] = {
         Warning,
         Error,
         QuestionRequest,
+        BackgroundTaskUpdate,
     )
 }
 """Every event class by its name on disk."""

@@ -200,7 +200,7 @@ async def test_secrets_and_kode_tuis_home_are_hidden(repo: Path, tmp_path: Path)
             env,
             "call",
         )
-        argv, _ = await sandbox.prepare("workspace", ["true"], repo, {})
+        argv = (await sandbox.prepare("workspace", ["true"], repo, {})).argv
     finally:
         await sandbox.close()
 

@@ -28,6 +28,7 @@ from kode_tui.wire.events import (
     QuestionRequest,
     RejectWithFeedback,
     ShellBlock,
+    TurnEnd,
 )
 from tests.ui_helpers import Host, wait_for
 
@@ -414,3 +415,18 @@ async def test_the_models_questions_are_answered_by_option_typed_answer_or_esc()
         await pilot.press("escape")
         assert await asyncio.wait_for(dismissed.wait(), 30) == {}
         assert app.interrupts == 0, "Esc dismissed the questions, it did not interrupt the turn"
+
+        # A number key picks its option at once.
+        picked = QuestionRequest(id="q3", tool_call_id="call-q3", questions=asked.questions[:1])
+        bus.send(picked)
+        await wait_for(pilot, lambda: isinstance(app.screen, QuestionScreen))
+        await pilot.press("2")
+        assert await asyncio.wait_for(picked.wait(), 30) == {"Which database?": "Postgres"}
+        await wait_for(pilot, lambda: not isinstance(app.screen, QuestionScreen))
+
+        # The turn ended (interrupted) while the dialog was up: it closes.
+        stale = QuestionRequest(id="q4", tool_call_id="call-q4", questions=asked.questions[:1])
+        bus.send(stale)
+        await wait_for(pilot, lambda: isinstance(app.screen, QuestionScreen))
+        bus.send(TurnEnd())
+        await wait_for(pilot, lambda: not isinstance(app.screen, QuestionScreen))

@@ -156,6 +156,9 @@ SAMPLES: list[events.Event] = [
             )
         ],
     ),
+    events.BackgroundTaskUpdate(
+        task_id="bash-a1b2c3d4", kind="bash", status="completed", description="tests", exit_code=0
+    ),
 ]
 
 
@@ -173,6 +176,7 @@ def test_every_event_of_the_design_has_a_model_and_a_sample() -> None:
         "ToolStarted",  # issue 27: ACP shows a call in progress from its start
         "QuestionRequest",  # issue 29: AskUserQuestion asks the user
         "PlanDisplay",  # issue 29: the plan ExitPlanMode asks to approve (Kimi's own type)
+        "BackgroundTaskUpdate",  # issue 29: a background task started or ended
     }  # fmt: skip
     assert set(EVENT_TYPES) == designed
     assert {type(sample).__name__ for sample in SAMPLES} == designed

@@ -27,6 +27,7 @@ from kode_tui.soul.facade.config_watch import watch_config
 from kode_tui.soul.facade.custom import CommandPrompt
 from kode_tui.soul.facade.lineage import LineageNote
 from kode_tui.soul.facade.session import AgentSession
+from kode_tui.soul.facade.tasks import TaskView
 from kode_tui.soul.facade.travel import (
     ContextSize,
     RestorePlan,
@@ -95,6 +96,7 @@ __all__ = [
     "SessionRow",
     "StreamJson",
     "Subscription",
+    "TaskView",
     "TurnResult",
     "WireBus",
     "read_earlier",

@@ -27,6 +27,7 @@ from kode_tui.soul.facade.commands import (
 )
 from kode_tui.soul.facade.lineage import LineageNote
 from kode_tui.soul.facade.session import AgentSession
+from kode_tui.soul.facade.tasks import task_line
 from kode_tui.soul.hooks import CompactionBlocked
 from kode_tui.soul.llm import LLMError
 
@@ -528,6 +529,15 @@ async def _mcp(opened: AgentSession, argument: str, asker: Asker | None) -> Comm
         line = f"- {server.name} ({state}): {plural(offered, 'tool')}, {server.tokens:,} tokens"
         lines.append(line + (f"; {server.error}" if server.error else ""))
     return report("\n".join(["MCP servers:", *lines]), data=servers)
+
+
+@COMMANDS.command("/tasks", "", "Background tasks: their status and output; stop one")
+async def _tasks(opened: AgentSession, argument: str, asker: Asker | None) -> CommandReport:
+    views = opened.tasks.views()
+    if not views:
+        return report("No background tasks in this session.", data=views)
+    lines = ["Background tasks:", *(f"- {task_line(view)}" for view in views)]
+    return report("\n".join(lines), data=views)
 
 
 # --- helpers -------------------------------------------------------------------------------------

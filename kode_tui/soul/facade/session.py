@@ -50,6 +50,7 @@ from kode_tui.soul.facade.live import Live, ReadOnly
 from kode_tui.soul.facade.mcp import Mcp
 from kode_tui.soul.facade.permissions import Permissions
 from kode_tui.soul.facade.pins import Pins
+from kode_tui.soul.facade.tasks import Tasks
 from kode_tui.soul.facade.thinking import Thinking
 from kode_tui.soul.facade.travel import WATCH_DEBOUNCE_MS, TimeTravel
 from kode_tui.soul.llm import ChatProvider
@@ -106,6 +107,8 @@ class AgentSession:
         """The thinking effort."""
         self.permissions = Permissions(live)
         """The session's approvals and the sandbox."""
+        self.tasks = Tasks(live)
+        """The background tasks (`/tasks`)."""
         self.custom = Custom(live, self.run)
         """The custom slash commands (the built-in ones: `kode_tui.soul.facade.commands`)."""
 

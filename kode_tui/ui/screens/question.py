@@ -30,6 +30,8 @@ class QuestionScreen(ModalScreen[None]):
     DEFAULT_CLASSES = "kode-dialog"
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("escape", "dismiss_questions", "Dismiss", id="question.dismiss"),
+        # 1-4 choose an option at once, as in Kimi's panel (the answer input takes digits).
+        *(Binding(str(n), f"pick({n})", show=False) for n in range(1, 5)),
     ]
 
     def __init__(self, request: QuestionRequest) -> None:
@@ -119,6 +121,15 @@ class QuestionScreen(ModalScreen[None]):
             return
         self.request.resolve(self._answers)
         self.dismiss()
+
+    def action_pick(self, number: int) -> None:
+        """Choose option `number` (as Enter on its row does)."""
+        typing = self.query_one("#question-other", Input).has_focus
+        if typing or number > len(self.question.options):
+            return
+        options = self.query_one("#question-options", OptionList)
+        options.highlighted = number - 1
+        options.action_select()
 
     def action_dismiss_questions(self) -> None:
         """Esc: the user would rather not answer; the model is told they dismissed it."""

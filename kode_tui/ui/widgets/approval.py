@@ -30,10 +30,12 @@ from kode_tui.wire.events import (
     ApprovalResolved,
     ApprovalResponse,
     DiffBlock,
+    Event,
     PlanVerdict,
     QuestionRequest,
     RejectWithFeedback,
     ShellBlock,
+    TurnEnd,
 )
 
 TITLE_CHARS = 60
@@ -155,7 +157,7 @@ A tool call waits for your answer.
         self._early_keys: list[events.Key] = []
         """Keys typed after the request was sent and before it showed, for it."""
         self._claim_subscription: Subscription[ApprovalRequest] | None = None
-        self._questions: Subscription[QuestionRequest] | None = None
+        self._questions: Subscription[Event] | None = None
         self._full_view: ApprovalView | PlanReview | None = None
         """The full view of the request on show, while it is open."""
 
@@ -192,8 +194,9 @@ A tool call waits for your answer.
         # The conversation may say "waiting for approval" before this panel's turn to show the
         # request comes: the keys are taken as the request is sent, and kept until it shows.
         self._claim_subscription = self.bus.subscribe(ApprovalRequest, callback=self._claim)
-        # AskUserQuestion's questions come on the same bus: they show as a dialog of their own.
-        self._questions = self.bus.subscribe(QuestionRequest, callback=self._ask)
+        # AskUserQuestion's questions come on the same bus: they show as a dialog of their own,
+        # closed when their turn ends (interrupted, say): answering it then would reach no one.
+        self._questions = self.bus.subscribe(QuestionRequest, TurnEnd, callback=self._ask)
 
     def on_unmount(self) -> None:
         if self._claim_subscription is not None:
@@ -201,8 +204,13 @@ A tool call waits for your answer.
         if self._questions is not None:
             self._questions.close()
 
-    def _ask(self, request: QuestionRequest) -> None:
-        self.app.push_screen(QuestionScreen(request))
+    def _ask(self, event: Event) -> None:
+        if isinstance(event, QuestionRequest):
+            self.app.push_screen(QuestionScreen(event))
+            return
+        for screen in self.app.screen_stack:
+            if isinstance(screen, QuestionScreen):
+                screen.dismiss()
 
     def _claim(self, _request: ApprovalRequest | None = None) -> None:
         """Take the focus (the keys) for a request about to show, unless it has it already."""

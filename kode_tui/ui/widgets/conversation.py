@@ -26,7 +26,7 @@ import re
 import time
 from collections.abc import Awaitable, Callable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from textual import work
 from textual.content import Content
@@ -201,6 +201,7 @@ again.
             ev.Warning: self._warning,
             ev.Error: self._error,
             ev.StatusUpdate: self._status_update,
+            ev.BackgroundTaskUpdate: self._task_update,
         }
 
     # -- lifecycle
@@ -585,6 +586,16 @@ again.
 
     async def _error(self, event: ev.Error) -> None:
         await self._add(NoticeBlock(f"✘ {event.message}", kind="error"))
+
+    async def _task_update(self, event: ev.BackgroundTaskUpdate) -> None:
+        # A line when a task ends, between turns too (no turn starts: Kimi's way); the model is
+        # told at its next step.
+        if event.status not in ("completed", "failed", "killed", "lost"):
+            return
+        code = f", exit code {event.exit_code}" if event.exit_code is not None else ""
+        line = f"● background task {event.task_id} {event.status}{code}: {event.description}"
+        kind: Literal["note", "warning"] = "note" if event.status == "completed" else "warning"
+        await self._add(NoticeBlock(f"{line} (/tasks shows its output)", kind=kind))
 
 
 if __name__ == "__main__":

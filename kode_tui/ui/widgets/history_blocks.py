@@ -31,7 +31,7 @@ from kode_tui.ui.widgets.tool_block import ToolBlock
 from kode_tui.ui.widgets.tool_state import ToolState
 from kode_tui.ui.widgets.tool_views import TodoBoard, todo_items
 from kode_tui.wire import events as ev
-from kode_tui.wire.readings import TODO_LISTS, read_system_note
+from kode_tui.wire.readings import TODO_LISTS, is_task_notification, read_system_note
 
 
 def user_text(content: str | Sequence[ContentPart]) -> str:
@@ -93,7 +93,9 @@ def _turn_of(message: Message) -> str | None:
     if message.role != "user" or read_record(message) is not None:
         return None
     text = message.text
-    return None if is_checkpoint_note(text) or is_system_note(text) else text
+    if is_checkpoint_note(text) or is_system_note(text) or is_task_notification(text):
+        return None
+    return text
 
 
 def _ended(messages: Sequence[Message], index: int, past: PastResults) -> list[ev.HookRan]:
