@@ -159,6 +159,10 @@ class Tool(ABC, Generic[P]):
     """Whether `[masked: NAME]` in the arguments becomes the key again when the file named by
     the `path` parameter already holds that key (file writers: rewriting a `.env` read masked
     keeps its key). Tools that send their arguments anywhere must leave it False."""
+    concurrent: ClassVar[bool] = False
+    """Whether the step runs a call of it at the same time as the neighbouring calls of tools
+    that say so too (the `Agent` tool: each subagent is a loop of its own, whose approvals queue
+    in the shared panel). Every other call runs alone, in the order the model gave."""
 
     def schema(self) -> dict[str, Any]:
         """The tool in the OpenAI function-calling format litellm takes."""

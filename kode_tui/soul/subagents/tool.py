@@ -112,6 +112,7 @@ class AgentTool(Tool[AgentParams]):
     description = describe(BUILT_IN)
     """The built-ins only; `schema()` offers the work dir's types too."""
     params = AgentParams
+    concurrent = True  # several Agent calls of one step run at once, as in Kimi
 
     def __init__(self, store: SubagentStore, listing: Callable[[], AgentListing]) -> None:
         self._store = store
