@@ -13,21 +13,26 @@ are re-sent on the parent's bus wrapped in `SubagentEvent`s marked with the `Age
 from __future__ import annotations
 
 import asyncio
+import time
 import uuid
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, Field
 
+from kode_tui.humanize import format_tokens, format_usd
 from kode_tui.message import TextPart
 from kode_tui.session import Context
 from kode_tui.soul.approval import ApprovalSource, approval_source
+from kode_tui.soul.llm.pricing import price_of, usage_cost
 from kode_tui.soul.subagents.definitions import BUILT_IN, AgentDefinition, AgentListing
 from kode_tui.soul.subagents.store import InstanceRecord, SubagentStore
 from kode_tui.tools.base import Tool, ToolEnv, ToolError, ToolOutput
 from kode_tui.tools.toolset import Toolset
 from kode_tui.wire import WireBus, WireRecorder
 from kode_tui.wire import events as ev
+from kode_tui.wire.readings import seconds
 
 if TYPE_CHECKING:
     from kode_tui.soul.soul import KodeSoul
@@ -105,6 +110,32 @@ def describe(agents: Sequence[AgentDefinition]) -> str:
     )
 
 
+@dataclass(slots=True)
+class _Spending:
+    """What one run took: its model calls' tokens and dollars, from its StatusUpdates."""
+
+    model: str
+    started: float = field(default_factory=time.monotonic)
+    tokens: int = 0
+    usd: float = 0.0
+    priced: bool = True
+
+    def add(self, usage: ev.TokenUsage) -> None:
+        self.tokens += usage.input + usage.output
+        price = price_of(self.model)
+        if price is None:
+            self.priced = False
+        else:
+            self.usd += usage_cost(usage, price)
+
+    def line(self) -> str:
+        """`12.3k tokens · 8 s · $0.012`: the result's brief, the line its call folds to."""
+        parts = [f"{format_tokens(self.tokens)} tokens", seconds(time.monotonic() - self.started)]
+        if self.priced and self.tokens:
+            parts.append(format_usd(self.usd))
+        return " · ".join(parts)
+
+
 class AgentTool(Tool[AgentParams]):
     """Starts (or resumes) a subagent and returns its summary."""
 
@@ -157,9 +188,10 @@ class AgentTool(Tool[AgentParams]):
         )
         self._store.output(agent_id, "[stage] runner_started")
         source = ApprovalSource(agent_id, definition.name, record.description)
+        spending = _Spending(parent.provider.model_name)
         token = approval_source.set(source)  # its approval requests say whose they are
         try:
-            run = self._run(parent, definition, record, params.prompt, tool_call_id)
+            run = self._run(parent, definition, record, params.prompt, tool_call_id, spending)
             summary = await asyncio.wait_for(run, timeout=params.timeout)
         except TimeoutError:
             self._store.update(record, status="killed")
@@ -187,7 +219,7 @@ class AgentTool(Tool[AgentParams]):
             "[summary]",
             summary,
         ]
-        return ToolOutput(output="\n".join(lines), brief=params.description.strip())
+        return ToolOutput(output="\n".join(lines), brief=spending.line())
 
     async def _run(
         self,
@@ -196,6 +228,7 @@ class AgentTool(Tool[AgentParams]):
         record: InstanceRecord,
         prompt: str,
         tool_call_id: str,
+        spending: _Spending,
     ) -> str:
         from kode_tui.soul.soul import KodeSoul  # the loop that runs the tool runs this one too
 
@@ -217,7 +250,7 @@ class AgentTool(Tool[AgentParams]):
         bus = WireBus()
         recorder = WireRecorder(bus, self._store.instance_dir(agent_id) / "wire.jsonl")
         recorder.start()
-        bus.subscribe(callback=self._forwarder(parent, record, tool_call_id), direct=True)
+        bus.subscribe(callback=self._forwarder(parent, record, tool_call_id, spending), direct=True)
         child = KodeSoul(
             context=context,
             provider=parent.provider,
@@ -246,11 +279,11 @@ class AgentTool(Tool[AgentParams]):
         return summary
 
     def _forwarder(
-        self, parent: KodeSoul, record: InstanceRecord, tool_call_id: str
+        self, parent: KodeSoul, record: InstanceRecord, tool_call_id: str, spending: _Spending
     ) -> Callable[[ev.Event], None]:
         """What the subagent's bus calls with each event: re-send it on the parent's bus,
-        marked with the `Agent` call, and note its calls and results in `output` (Kimi's
-        `SubagentOutputWriter`)."""
+        marked with the `Agent` call, note its calls and results in `output` (Kimi's
+        `SubagentOutputWriter`) and count its model calls in `spending`."""
 
         said: list[str] = []
         """The text of the answer being streamed: one `output` line once it ends."""
@@ -265,6 +298,8 @@ class AgentTool(Tool[AgentParams]):
                 said.clear()
                 if text:
                     self._store.output(record.agent_id, text)
+            if isinstance(event, ev.StatusUpdate) and event.usage is not None:
+                spending.add(event.usage)
             if isinstance(event, ev.ToolCall):
                 self._store.output(record.agent_id, f"[tool] {event.function.name}")
             elif isinstance(event, ev.ToolResult):
