@@ -17,8 +17,10 @@ from tests.soul_helpers import record_events
 SUMMARY = "Looked through the project and found the greeter. " * 5  # over Kimi's 200 characters
 
 
-def agent_call(call_id: str, description: str) -> tuple[str, str, str]:
-    arguments = {"description": description, "prompt": description, "subagent_type": "explore"}
+def agent_call(
+    call_id: str, description: str, subagent_type: str = "explore"
+) -> tuple[str, str, str]:
+    arguments = {"description": description, "prompt": description, "subagent_type": subagent_type}
     return (call_id, "Agent", json.dumps(arguments))
 
 
@@ -52,3 +54,38 @@ async def test_two_agent_calls_of_one_step_run_at_once(project: Path, server: LL
     assert [m["tool_call_id"] for m in last] == ["call_a", "call_b"]
     ids = {m["content"].split("agent_id: ", 1)[1][:9] for m in last}
     assert len(ids) == 2
+
+
+async def test_reverting_before_an_agent_call_undoes_its_subagents_edits(
+    project: Path, server: LLMServer
+) -> None:
+    (project / "notes.txt").write_text("before\n")
+    server.reply_text("Nothing to do yet.")  # a first turn: checkpoint 1 comes before the call
+    server.reply_tool_calls([agent_call("call_a", "Edit things", subagent_type="coder")])
+    new_file = json.dumps({"path": "new.txt", "content": "made by the subagent\n"})
+    command = json.dumps({"command": "echo after > notes.txt"})
+    server.reply_tool_calls([("w1", "WriteFile", new_file), ("s1", "Shell", command)])
+    server.reply_text(SUMMARY)
+    server.reply_text("Edited.")
+    session = await Session.create(project)
+    agent = await open_agent(
+        session, Config(), loopback_choice(server, KEY_ENV), approval_override="yolo"
+    )
+    try:
+        assert (await agent.soul.run("Hello.")).stop_reason == "done"
+        before_call = agent.soul.context.checkpoints[-1].id
+        assert (await agent.soul.run("Edit things.")).stop_reason == "done"
+        assert (project / "new.txt").is_file()
+        assert (project / "notes.txt").read_text() == "after\n"
+        # The subagent's edits are in the parent's records, under its own calls' ids.
+        edits = {(e.record.tool_call_id, e.record.path) for e in agent.soul.context.file_edits}
+        assert {("w1", "new.txt"), ("s1", "notes.txt")} <= edits
+        # Revert to the checkpoint of the turn that made the Agent call: its subagent's edits,
+        # a WriteFile and a Shell command's, are undone with the parent's own.
+        outcome = await agent.soul.travel.revert(before_call, files=True)
+        assert sorted(outcome.files_restored) == ["new.txt", "notes.txt"]
+        assert not outcome.conflicts
+        assert not (project / "new.txt").exists()
+        assert (project / "notes.txt").read_text() == "before\n"
+    finally:
+        await agent.close()
