@@ -1,5 +1,6 @@
 """A subagent in the TUI: its steps inside its `Agent` call's block while it runs, folded to one
-line with its spending when done, and its approval labelled with whose it is."""
+line with its spending when done, its approval labelled with whose it is, and its context
+listed in History and opened read-only."""
 
 from __future__ import annotations
 
@@ -9,8 +10,10 @@ from pathlib import Path
 from textual.content import Content
 
 from kode_tui.soul.llm.scripted import ScriptedProvider
+from kode_tui.ui.screens.timetravel import PreviewScreen
 from kode_tui.ui.widgets.approval import ApprovalPanel
 from kode_tui.ui.widgets.conversation import Conversation
+from kode_tui.ui.widgets.history import HistoryPane
 from kode_tui.ui.widgets.tool_block import ToolBlock
 from tests.soul_helpers import call
 from tests.ui_helpers import make_app, ready, screen_text, send, turn_running, wait_for
@@ -18,7 +21,9 @@ from tests.ui_helpers import make_app, ready, screen_text, send, turn_running, w
 SUMMARY = "Wrote a.txt with the greeting. " * 8  # over Kimi's 200-character minimum
 
 
-async def test_a_subagents_steps_show_live_in_its_call_and_fold_when_done(project: Path) -> None:
+async def test_a_subagent_shows_live_in_its_call_folds_when_done_and_opens_from_history(
+    project: Path,
+) -> None:
     (project / ".claude/agents").mkdir(parents=True)
     (project / ".claude/agents/writer.md").write_text(
         "---\nname: writer\ndescription: Writes greetings\ntools: Write\n---\nYou write files.\n"
@@ -58,4 +63,16 @@ async def test_a_subagents_steps_show_live_in_its_call_and_fold_when_done(projec
         assert isinstance(folded, Content)
         assert re.fullmatch(r"▸ Agent Write a greeting  ✔ 1\.7k tokens · [0-9.]+ s", folded.plain)
         assert "→ WriteFile a.txt" not in screen_text(app)
+        # History lists its context; Enter there opens it read-only (no restore).
+        history = app.screen.query_one(HistoryPane)
+        name = f"subagents/{request.agent_id}"
+        await wait_for(pilot, lambda: name in [o.id for o in history.options])
+        history.focus()
+        history.highlighted = [o.id for o in history.options].index(name)
+        await pilot.press("enter")
+        await wait_for(pilot, lambda: isinstance(app.screen, PreviewScreen))
+        preview = app.screen
+        assert isinstance(preview, PreviewScreen)
+        assert preview.name_shown == f"subagent {request.agent_id}"
+        assert not preview.check_action("restore", ())
     assert (project / "a.txt").read_text() == "hello"

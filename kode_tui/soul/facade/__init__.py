@@ -33,6 +33,7 @@ from kode_tui.soul.facade.travel import (
     RevertPlan,
     RotationEntry,
     RotationPreview,
+    SubagentEntry,
 )
 from kode_tui.soul.hooks import CompactionBlocked
 from kode_tui.soul.llm import ChatProvider
@@ -94,6 +95,7 @@ __all__ = [
     "SessionPermission",
     "SessionRow",
     "StreamJson",
+    "SubagentEntry",
     "Subscription",
     "TurnResult",
     "WireBus",
