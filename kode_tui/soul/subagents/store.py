@@ -105,9 +105,13 @@ class SubagentStore:
         self._write(record)
         return record
 
-    def update(self, record: InstanceRecord, *, status: Status) -> InstanceRecord:
-        """`record` with `status`, written (its `updated_at` now)."""
-        record = replace(record, status=status, updated_at=time.time())
+    def update(
+        self, record: InstanceRecord, *, status: Status, description: str | None = None
+    ) -> InstanceRecord:
+        """`record` with `status` (and `description`, a resumed run's), written (its
+        `updated_at` now)."""
+        described = record.description if description is None else description
+        record = replace(record, status=status, description=described, updated_at=time.time())
         self._write(record)
         return record
 
