@@ -159,9 +159,13 @@ HookEvent = Literal[
     "PreCompact",
     "PostCompact",
     "SessionStart",
+    "SubagentStart",
+    "SubagentStop",
 ]
 TOOL_HOOK_EVENTS = ("PreToolUse", "PostToolUse")
-"""The hook events that concern one tool call: the only ones a `matcher` applies to."""
+"""The hook events that concern one tool call."""
+MATCHED_HOOK_EVENTS = (*TOOL_HOOK_EVENTS, "SubagentStart", "SubagentStop")
+"""The hook events a `matcher` applies to: a tool's name, or a subagent's type (Kimi's)."""
 
 
 class HookConfig(_Table):
@@ -169,8 +173,9 @@ class HookConfig(_Table):
 
     event: HookEvent
     matcher: str | None = None
-    """A regular expression the whole tool name must match (`Shell`, `Write.*|StrReplace.*`);
-    unset or `*`: every tool. Tool events only."""
+    """A regular expression the whole tool name must match (`Shell`, `Write.*|StrReplace.*`),
+    or for SubagentStart/SubagentStop the subagent's type (`explore`); unset or `*`: every
+    one. Those events only."""
     command: str = Field(min_length=1)
     """Run by bash (else /bin/sh) in the work dir, the event as JSON on its stdin."""
     timeout: float = Field(default=60, gt=0, le=3600)
@@ -181,8 +186,11 @@ class HookConfig(_Table):
     def _tool_regex(cls, value: str | None, info: ValidationInfo) -> str | None:
         if value is None:
             return None
-        if "event" in info.data and info.data["event"] not in TOOL_HOOK_EVENTS:
-            raise ValueError("a matcher applies only to PreToolUse and PostToolUse hooks")
+        if "event" in info.data and info.data["event"] not in MATCHED_HOOK_EVENTS:
+            raise ValueError(
+                "a matcher applies only to PreToolUse, PostToolUse, SubagentStart and "
+                "SubagentStop hooks"
+            )
         if value != "*":
             try:
                 re.compile(value)

@@ -48,13 +48,24 @@ class Match:
 
     @property
     def file(self) -> str:
+        """The file's name; a subagent's context is named by its folder (`subagents/<id>`)."""
+        if self.path.parent.parent.name == SUBAGENTS and self.path.parent.parent.parent == (
+            self.session.dir
+        ):
+            return f"{SUBAGENTS}/{self.path.parent.name}"
         return self.path.name
 
 
+SUBAGENTS = "subagents"
+"""The folder of a session's subagents, each with a context of its own (Kimi 1.52's layout)."""
+
+
 def context_files(session: Session) -> list[Path]:
-    """A session's context files, oldest rotation first and the live one last."""
+    """A session's context files, oldest rotation first and the live one, then its subagents'
+    (`subagents/<agent_id>/context.jsonl`)."""
     live = session.context_file
-    return [path for _, path in rotation_numbers(live)] + [live]
+    subagents = sorted((session.dir / SUBAGENTS).glob("*/context.jsonl"))
+    return [path for _, path in rotation_numbers(live)] + [live] + subagents
 
 
 def search_sessions(sessions: Iterable[Session], query: str) -> Iterator[Match]:

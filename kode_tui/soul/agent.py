@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from kode_tui import masking
-from kode_tui.config import Config, LoopControl, ModelChoice
+from kode_tui.config import Config, LoopControl, ModelChoice, resolve_model
 from kode_tui.message import is_checkpoint_note
 from kode_tui.paths import canonical
 from kode_tui.paths import home as kode_home
@@ -209,7 +209,14 @@ async def open_agent(
     sandbox = await open_sandbox(session, config, work_dir)
     # The subagent types are read now: their problems are told at open, with the other notices.
     agents = await asyncio.to_thread(list_agents, work_dir)
-    subagents = AgentTool(SubagentStore(session.dir), lambda: list_agents(work_dir))
+
+    def model_of(alias: str) -> ChatProvider | None:
+        """A subagent's model: only an alias of the config's models (as Kimi's `model`)."""
+        if alias not in config.models:
+            return None
+        return make_provider(resolve_model(config, alias), config.loop_control)
+
+    subagents = AgentTool(SubagentStore(session.dir), lambda: list_agents(work_dir), model_of)
     toolset = (
         Toolset(tools)
         if tools is not None

@@ -13,7 +13,11 @@ stdin, with these fields (Claude Code's names):
 - `UserPromptSubmit`: `prompt`;  `Stop`: `stop_reason` (`done`, `rejected`, `max_steps`, `error`);
 - `PreCompact`: `trigger` (`auto`, `manual`), `strategy`, `custom_instructions`, `tokens_before`;
 - `PostCompact`: `trigger`, `strategy`, `tokens_before`, `tokens_after`, `rotated_file`, `edited`;
-- `SessionStart`: `source` (`startup`, `resume`, `clear`).
+- `SessionStart`: `source` (`startup`, `resume`, `clear`);
+- `SubagentStart`: `agent_name` (its type, what a matcher matches), `prompt` (500 characters);
+  `SubagentStop`: `agent_name`, `response` (its summary, 500 characters) (Kimi 1.52's).
+
+A subagent runs the tool hooks for its calls; the turn and session hooks are the parent's.
 
 Its environment is kode-tui's, with `KODE_TUI_PROJECT_DIR` set to the work dir. A command the
 user runs with `!` is the user's own, not a tool call of the model's: no hook runs for it.
@@ -43,7 +47,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
-from kode_tui.config import TOOL_HOOK_EVENTS, HookConfig, HookEvent
+from kode_tui.config import MATCHED_HOOK_EVENTS, TOOL_HOOK_EVENTS, HookConfig, HookEvent
 from kode_tui.humanize import one_line
 from kode_tui.message import ToolCall
 from kode_tui.soul.reminders import Reminder
@@ -64,6 +68,8 @@ CAN_BLOCK: frozenset[str] = frozenset({"PreToolUse", "UserPromptSubmit", "PreCom
 ADDS_CONTEXT: frozenset[str] = frozenset({"UserPromptSubmit", "SessionStart"})
 
 SessionSource = Literal["startup", "resume", "clear"]
+SUBAGENT_TEXT_CHARS = 500
+"""How much of a subagent's prompt and answer its hooks get (Kimi's cut)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -116,14 +122,27 @@ class Hooks:
         """The hooks' context of the running turn: it goes with each of its requests."""
         self._starting: asyncio.Task[None] | None = None
 
+    def for_subagent(self, bus: WireBus, transcript: Path) -> Hooks:
+        """The hooks of a subagent's calls: the tool hooks only (its turns are the parent's
+        `Agent` call, whose turn hooks ran), their runs sent on the subagent's `bus`."""
+        tool_hooks = [hook for hook in self._hooks if hook.event in TOOL_HOOK_EVENTS]
+        return Hooks(
+            tool_hooks,
+            bus=bus,
+            work_dir=self._work_dir,
+            session_id=self._base["session_id"],
+            transcript=transcript,
+        )
+
     def matching(self, event: HookEvent, tool_name: str = "") -> list[HookConfig]:
-        """The hooks to run for `event` (of the tool `tool_name`), in the config's order."""
+        """The hooks to run for `event` (of the tool or subagent type `tool_name`), in the
+        config's order."""
         return [
             hook
             for hook in self._hooks
             if hook.event == event
             and (
-                event not in TOOL_HOOK_EVENTS
+                event not in MATCHED_HOOK_EVENTS
                 or hook.matcher in (None, "*")
                 or re.fullmatch(hook.matcher, tool_name) is not None
             )
@@ -240,6 +259,16 @@ class Hooks:
             "tool_response": response,
         }
         await self.run("PostToolUse", fields, tool_name=call.function.name, tool_call_id=call.id)
+
+    async def subagent_start(self, agent_type: str, prompt: str) -> None:
+        """The SubagentStart hooks of a subagent of `agent_type` about to work on `prompt`."""
+        fields = {"agent_name": agent_type, "prompt": prompt[:SUBAGENT_TEXT_CHARS]}
+        await self.run("SubagentStart", fields, tool_name=agent_type)
+
+    async def subagent_stop(self, agent_type: str, response: str) -> None:
+        """The SubagentStop hooks of a subagent of `agent_type` that answered `response`."""
+        fields = {"agent_name": agent_type, "response": response[:SUBAGENT_TEXT_CHARS]}
+        await self.run("SubagentStop", fields, tool_name=agent_type)
 
     async def close(self) -> None:
         """Stop SessionStart hooks still running (their process groups are killed)."""

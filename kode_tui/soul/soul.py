@@ -28,6 +28,7 @@ from kode_tui.message import (
     Message,
     TextPart,
     ThinkPart,
+    ToolCall,
     UsageRecord,
     estimate_tool_tokens,
     is_checkpoint_note,
@@ -54,6 +55,7 @@ from kode_tui.soul.llm import (
 from kode_tui.soul.reminders import Reminder, Reminders, inject
 from kode_tui.soul.retrying import RetryPolicy
 from kode_tui.soul.shell_escape import ShellEscape
+from kode_tui.soul.steps import batches, run_all
 from kode_tui.soul.stream import Streamed, encodable_item, masked
 from kode_tui.soul.timetravel import (
     RestoreOutcome,
@@ -476,16 +478,7 @@ class KodeSoul:
             self.bus.send(self.status(streamed.usage))
             return "done"
         message = streamed.message()
-        results: list[tuple[str, ToolOutput]] = []
-        any_rejected = False
-        for call in message.tool_calls or ():
-            if any_rejected:
-                result = SKIPPED
-            else:
-                result, was_rejected = await self._run_tool(self.toolset.prepare(call))
-                any_rejected = any_rejected or was_rejected
-            results.append((call.id, result))
-            self.bus.send(result.event(call.id))
+        results, any_rejected = await self._run_calls(message.tool_calls or ())
         await asyncio.shield(self._grow_context(message, streamed.usage, results))
         self._partial = None
         self.bus.send(self.status(streamed.usage))
@@ -498,6 +491,32 @@ class KodeSoul:
                 dmail.checkpoint_id, [Message(role="user", content=[system(text)])]
             )
         return None if message.tool_calls else "done"
+
+    async def _run_calls(
+        self, calls: Sequence[ToolCall]
+    ) -> tuple[list[tuple[str, ToolOutput]], bool]:
+        """Each call's result in the model's order, and whether the user rejected one outright
+        (the calls after it are skipped). Calls run one after the other, except a run of
+        neighbouring calls of `concurrent` tools (several `Agent` calls), which run at once."""
+        results: list[tuple[str, ToolOutput]] = []
+        any_rejected = False
+        for batch in batches([self.toolset.prepare(call) for call in calls]):
+            if any_rejected:
+                for prepared in batch:
+                    results.append((prepared.call.id, SKIPPED))
+                    self.bus.send(SKIPPED.event(prepared.call.id))
+                continue
+            outcomes = await run_all(self._run_and_tell(prepared) for prepared in batch)
+            for prepared, (result, was_rejected) in zip(batch, outcomes, strict=True):
+                results.append((prepared.call.id, result))
+                any_rejected = any_rejected or was_rejected
+        return results, any_rejected
+
+    async def _run_and_tell(self, prepared: PreparedCall) -> tuple[ToolOutput, bool]:
+        """`_run_tool`, its result sent on the bus as soon as it is there."""
+        result, was_rejected = await self._run_tool(prepared)
+        self.bus.send(result.event(prepared.call.id))
+        return result, was_rejected
 
     async def _keep_interrupted(self) -> None:
         """Keep what the user saw of an answer they interrupted, marked (as Claude Code does)."""

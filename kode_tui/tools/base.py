@@ -174,6 +174,10 @@ class Tool(ABC, Generic[P]):
     aliases: ClassVar[tuple[str, ...]] = ()
     """Other names a call may use (a stored session's older name): the tool answers to them,
     but is offered to the model under `name` only."""
+    concurrent: ClassVar[bool] = False
+    """Whether the step runs a call of it at the same time as the neighbouring calls of tools
+    that say so too (the `Agent` tool: each subagent is a loop of its own, whose approvals queue
+    in the shared panel). Every other call runs alone, in the order the model gave."""
 
     def schema(self) -> dict[str, Any]:
         """The tool in the OpenAI function-calling format litellm takes."""

@@ -41,8 +41,8 @@ class LineageActions(App[None]):
         opened = self.agent_session
         if opened is None or match.session.dir != opened.session.dir:
             await self.new_session(match.session)
-        if match.path.name != "context.jsonl":
-            self.preview(match.path.name, match)
+        if match.path != match.session.context_file:  # a rotation's, or a subagent's
+            self.preview(match.file, match)
             return
         where = f" at checkpoint {match.checkpoint}" if match.checkpoint is not None else ""
         self.notify(f"In the live conversation{where}.", timeout=5)

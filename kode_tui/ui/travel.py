@@ -78,8 +78,27 @@ class TimeTravelActions(App[None]):
 
     def preview(self, name: str, match: Match | None = None) -> None:
         """Show a rotated context read-only (at a search `match` when given, else at its
-        end); restore it when the user says so (`/restore`)."""
+        end); restore it when the user says so (`/restore`). A subagent's context
+        (`subagents/<agent_id>`) shows read-only only: it never takes the parent's place."""
+        if name.startswith("subagents/"):
+            self.run_worker(self._preview_subagent(name, match), exit_on_error=False)
+            return
         self.run_command("/restore", name, match=match)
+
+    async def _preview_subagent(self, name: str, match: Match | None) -> None:
+        from kode_tui.ui.screens.timetravel import PreviewScreen
+
+        opened = self.agent_session
+        if opened is None:
+            return
+        try:
+            preview = await opened.travel.preview(name)
+        except (OSError, ValueError) as error:
+            reason = error.strerror if isinstance(error, OSError) else None
+            self.notify(f"Cannot read {name}: {reason or error}", severity="error")
+            return
+        at = None if match is None else opened.travel.match_index(preview.snapshot.messages, match)
+        await self.push_screen(PreviewScreen.from_preview(preview, at))
 
     # --- the conversation, read again ----------------------------------------------------------
 

@@ -321,7 +321,8 @@ async def test_hook_runs_go_to_the_sidecar_and_show_where_they_ran_when_read_bac
         ),
         (
             'event = "Stop"\nmatcher = "Shell"\ncommand = "true"',
-            "5: hooks[0].matcher: a matcher applies only to PreToolUse and PostToolUse hooks",
+            "5: hooks[0].matcher: a matcher applies only to PreToolUse, PostToolUse, SubagentStart "
+            "and SubagentStop hooks",
         ),
         (
             'event = "Stop"\ncommand = "true"\ntimout = 5',

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -12,6 +13,7 @@ from kode_tui.soul.subagents.definitions import list_agents
 from kode_tui.soul.subagents.store import SubagentStore
 from kode_tui.soul.subagents.tool import AgentTool
 from kode_tui.wire import events as ev
+from kode_tui.wire.readings import result_brief
 from tests.soul_helpers import call, make_rig
 
 SUMMARY = "Touched a.txt as asked. " * 10  # over Kimi's 200-character minimum
@@ -120,6 +122,9 @@ async def test_a_subagents_calls_add_to_the_parents_turn_and_session_cost(tmp_pa
     assert turn.usd == pytest.approx(3 * (0.15 + 0.06))
     status = rig.soul.cost.status()
     assert status is not None and status.turn_usd == pytest.approx(status.session_usd)
+    # The Agent call's result reports the subagent's own spending, its folded line in the TUI.
+    [agent_result] = rig.of(ev.ToolResult)
+    assert re.fullmatch(r"1\.1M tokens · [0-9.]+ s · \$0\.210", result_brief(agent_result))
 
 
 async def test_a_subagents_events_reach_the_parents_wire_marked_and_its_own_wire_jsonl(

@@ -34,6 +34,7 @@ from kode_tui.soul.facade.travel import (
     RevertPlan,
     RotationEntry,
     RotationPreview,
+    SubagentEntry,
 )
 from kode_tui.soul.hooks import CompactionBlocked
 from kode_tui.soul.llm import ChatProvider
@@ -95,6 +96,7 @@ __all__ = [
     "SessionPermission",
     "SessionRow",
     "StreamJson",
+    "SubagentEntry",
     "Subscription",
     "TaskView",
     "TurnResult",

@@ -32,6 +32,7 @@ from kode_tui.session.timetravel import (
     read_snapshot,
 )
 from kode_tui.soul.facade.live import Live
+from kode_tui.soul.subagents.store import SubagentStore, valid_agent_id
 from kode_tui.soul.timetravel import (
     RestoreOutcome,
     RestorePreview,
@@ -130,6 +131,25 @@ class RotationPreview:
     """What the tool calls of its conversation showed (briefs, diffs), from wire.jsonl."""
     plan: RestorePlan | None = None
     """What restoring it would do (None in a read-only view: nothing can be restored)."""
+    subagent: bool = False
+    """A subagent's context: it can be read, never restored in the parent's place."""
+
+
+SUBAGENT_PREFIX = "subagents/"
+"""How History names a subagent's context: `subagents/<agent_id>` (its folder)."""
+
+
+@dataclass(frozen=True, slots=True)
+class SubagentEntry:
+    """A subagent's context, as the History pane lists it (read-only: never restored)."""
+
+    name: str
+    """`subagents/<agent_id>`, what `preview` takes."""
+    agent_id: str
+    subagent_type: str
+    description: str
+    status: str
+    updated_at: float
 
 
 class TimeTravel:
@@ -187,6 +207,29 @@ class TimeTravel:
                 )
             )
         return entries
+
+    def subagents(self) -> list[SubagentEntry]:
+        """The session's subagent contexts (Kimi's or ours), latest first (blocking)."""
+        return [
+            SubagentEntry(
+                f"{SUBAGENT_PREFIX}{record.agent_id}",
+                record.agent_id,
+                record.subagent_type,
+                record.description,
+                record.status,
+                record.updated_at,
+            )
+            for record in SubagentStore(self._live.session.dir).list_instances()
+        ]
+
+    def subagent_context(self, name: str) -> Path | None:
+        """The context file of the subagent History names `name` (`subagents/<agent_id>`,
+        a trailing `/context.jsonl` allowed, as a search match gives it), if there is one."""
+        agent_id = name.removeprefix(SUBAGENT_PREFIX).removesuffix("/context.jsonl")
+        if not name.startswith(SUBAGENT_PREFIX) or not valid_agent_id(agent_id):
+            return None  # checked before it becomes a path: `../x` never reaches the disk
+        path = SubagentStore(self._live.session.dir).context_path(agent_id)
+        return path if path.is_file() else None
 
     async def rotation_changes(self, stop: asyncio.Event) -> AsyncIterator[None]:
         """Yields each time rotated contexts appear or change, until `stop` is set."""
@@ -284,7 +327,11 @@ class TimeTravel:
         return name if self._live.context.path.with_name(name).is_file() else None
 
     async def preview(self, name: str) -> RotationPreview:
-        """A rotated context, compared with the live one; OSError when it cannot be read."""
+        """A rotated context, compared with the live one, or a subagent's context
+        (`subagent_context`: read-only, nothing to restore); OSError when it cannot be read."""
+        subagent = self.subagent_context(name) if name.startswith(SUBAGENT_PREFIX) else None
+        if subagent is not None:
+            return await self._subagent_preview(subagent)
         path = self._rotated_path(name)
         snapshot = await asyncio.to_thread(read_snapshot, path)
         rotations = await asyncio.to_thread(self._known_rotations)
@@ -305,6 +352,13 @@ class TimeTravel:
             kept_in = await asyncio.to_thread(_next_rotation, self._live.context.path)
             plan = RestorePlan(restore, diffs, kept_in)
         return RotationPreview(snapshot, rotation, tokens, estimated, comparison, results, plan)
+
+    async def _subagent_preview(self, path: Path) -> RotationPreview:
+        snapshot = await asyncio.to_thread(read_snapshot, path)
+        # Compared with itself: none of its messages would come back to the parent's context.
+        comparison = await asyncio.to_thread(compare, snapshot.messages, snapshot.messages)
+        results = await asyncio.to_thread(PastResults.read, path.with_name("wire.jsonl"))
+        return RotationPreview(snapshot, None, None, False, comparison, results, None, True)
 
     async def restore(
         self, name: str, *, files: bool = False, anyway: bool = False

@@ -10,6 +10,7 @@ Kimi resume our subagents and our reader list Kimi's.
 from __future__ import annotations
 
 import logging
+import re
 import time
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
@@ -51,6 +52,15 @@ class InstanceRecord:
     updated_at: float
     last_task_id: str | None
     launch_spec: LaunchSpec
+
+
+_AGENT_ID = re.compile(r"[A-Za-z0-9_-]{1,64}")
+
+
+def valid_agent_id(agent_id: str) -> bool:
+    """Whether `agent_id` can name an instance folder (a model's `resume` value, a name the
+    History pane gives: never a path)."""
+    return _AGENT_ID.fullmatch(agent_id) is not None
 
 
 class SubagentStore:
@@ -95,9 +105,13 @@ class SubagentStore:
         self._write(record)
         return record
 
-    def update(self, record: InstanceRecord, *, status: Status) -> InstanceRecord:
-        """`record` with `status`, written (its `updated_at` now)."""
-        record = replace(record, status=status, updated_at=time.time())
+    def update(
+        self, record: InstanceRecord, *, status: Status, description: str | None = None
+    ) -> InstanceRecord:
+        """`record` with `status` (and `description`, a resumed run's), written (its
+        `updated_at` now)."""
+        described = record.description if description is None else description
+        record = replace(record, status=status, description=described, updated_at=time.time())
         self._write(record)
         return record
 

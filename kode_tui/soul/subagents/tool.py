@@ -13,23 +13,29 @@ are re-sent on the parent's bus wrapped in `SubagentEvent`s marked with the `Age
 from __future__ import annotations
 
 import asyncio
+import time
 import uuid
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, Field
 
+from kode_tui.humanize import format_tokens, format_usd
 from kode_tui.message import TextPart
 from kode_tui.session import Context
 from kode_tui.soul.approval import ApprovalSource, approval_source
+from kode_tui.soul.llm.pricing import price_of, usage_cost
 from kode_tui.soul.subagents.definitions import BUILT_IN, AgentDefinition, AgentListing
-from kode_tui.soul.subagents.store import InstanceRecord, SubagentStore
+from kode_tui.soul.subagents.store import InstanceRecord, SubagentStore, valid_agent_id
 from kode_tui.tools.base import Tool, ToolEnv, ToolError, ToolOutput
 from kode_tui.tools.toolset import Toolset
 from kode_tui.wire import WireBus, WireRecorder
 from kode_tui.wire import events as ev
+from kode_tui.wire.readings import seconds
 
 if TYPE_CHECKING:
+    from kode_tui.soul.llm import ChatProvider
     from kode_tui.soul.soul import KodeSoul
 
 __all__ = ["AgentParams", "AgentTool"]
@@ -105,6 +111,32 @@ def describe(agents: Sequence[AgentDefinition]) -> str:
     )
 
 
+@dataclass(slots=True)
+class _Spending:
+    """What one run took: its model calls' tokens and dollars, from its StatusUpdates."""
+
+    model: str
+    started: float = field(default_factory=time.monotonic)
+    tokens: int = 0
+    usd: float = 0.0
+    priced: bool = True
+
+    def add(self, usage: ev.TokenUsage) -> None:
+        self.tokens += usage.input + usage.output
+        price = price_of(self.model)
+        if price is None:
+            self.priced = False
+        else:
+            self.usd += usage_cost(usage, price)
+
+    def line(self) -> str:
+        """`12.3k tokens · 8 s · $0.012`: the result's brief, the line its call folds to."""
+        parts = [f"{format_tokens(self.tokens)} tokens", seconds(time.monotonic() - self.started)]
+        if self.priced and self.tokens:
+            parts.append(format_usd(self.usd))
+        return " · ".join(parts)
+
+
 class AgentTool(Tool[AgentParams]):
     """Starts (or resumes) a subagent and returns its summary."""
 
@@ -112,10 +144,18 @@ class AgentTool(Tool[AgentParams]):
     description = describe(BUILT_IN)
     """The built-ins only; `schema()` offers the work dir's types too."""
     params = AgentParams
+    concurrent = True  # several Agent calls of one step run at once, as in Kimi
 
-    def __init__(self, store: SubagentStore, listing: Callable[[], AgentListing]) -> None:
+    def __init__(
+        self,
+        store: SubagentStore,
+        listing: Callable[[], AgentListing],
+        models: Callable[[str], ChatProvider | None] = lambda alias: None,
+    ) -> None:
+        """`models`: the provider of a config model alias, None for a name that is none."""
         self._store = store
         self._listing = listing
+        self._models = models
         self._parent: KodeSoul | None = None
         self._offered: str | None = None
 
@@ -138,27 +178,36 @@ class AgentTool(Tool[AgentParams]):
         if parent is None:
             raise ToolError("Subagents cannot launch other subagents.", brief="Agent unavailable")
         if params.run_in_background:
-            raise ToolError("Background agents are not supported yet.", brief="Not supported")
-        if params.model is not None:
-            raise ToolError(f"Unknown model alias: {params.model}", brief="Invalid model alias")
-        definition = self._listing().get(params.subagent_type or "coder")
-        if definition is None:
+            # Where a background run plugs in: the session's task registry (issue 29, item 4)
+            # would start `_run` as a task of kind "agent" and answer with Kimi's task lines.
             raise ToolError(
-                f"Builtin subagent type not found: {params.subagent_type}",
-                brief="Invalid subagent type",
+                "Background agents are not supported yet: run it in the foreground "
+                "(run_in_background=false).",
+                brief="Background not supported",
             )
-        agent_id = f"a{uuid.uuid4().hex[:8]}"
-        record = self._store.create(
-            agent_id=agent_id,
-            subagent_type=definition.name,
-            description=params.description.strip(),
-            model=None,
+        provider = parent.provider
+        if params.model is not None:
+            provider = self._model(params.model)
+        if params.resume is not None:
+            record, definition = self._resumable(params.resume)
+            if params.model is None and record.launch_spec.effective_model is not None:
+                provider = self._model(record.launch_spec.effective_model)
+        else:
+            record, definition = self._new(params)
+            typed = None if params.model or not definition.model else self._models(definition.model)
+            # A type's model that is no alias of the config (Claude Code's `sonnet`): inherited.
+            provider = typed or provider
+        # Taken before the first await: a second call resuming it at once is refused.
+        record = self._store.update(
+            record, status="running_foreground", description=params.description.strip()
         )
+        agent_id = record.agent_id
         self._store.output(agent_id, "[stage] runner_started")
         source = ApprovalSource(agent_id, definition.name, record.description)
+        spending = _Spending(provider.model_name)
         token = approval_source.set(source)  # its approval requests say whose they are
         try:
-            run = self._run(parent, definition, record, params.prompt, tool_call_id)
+            run = self._run(parent, provider, definition, record, params, tool_call_id, spending)
             summary = await asyncio.wait_for(run, timeout=params.timeout)
         except TimeoutError:
             self._store.update(record, status="killed")
@@ -170,42 +219,89 @@ class AgentTool(Tool[AgentParams]):
             self._store.update(record, status="killed")
             self._store.output(agent_id, "[stage] cancelled")
             raise
-        except ToolError:
+        except BaseException:
             self._store.update(record, status="failed")
             raise
         finally:
             approval_source.reset(token)
         self._store.update(record, status="idle")
         self._store.output(agent_id, f"\n[summary]\n{summary}")
-        lines = [
-            f"agent_id: {agent_id}",
-            "resumed: false",
+        lines = [f"agent_id: {agent_id}", f"resumed: {'true' if params.resume else 'false'}"]
+        if params.resume and params.subagent_type and params.subagent_type != definition.name:
+            lines.append(f"requested_subagent_type: {params.subagent_type}")
+        lines += [
             f"actual_subagent_type: {definition.name}",
             "status: completed",
             "",
             "[summary]",
             summary,
         ]
-        return ToolOutput(output="\n".join(lines), brief=params.description.strip())
+        return ToolOutput(output="\n".join(lines), brief=spending.line())
+
+    def _model(self, alias: str) -> ChatProvider:
+        """The provider of the config's model `alias` (Kimi takes only aliases)."""
+        provider = self._models(alias)
+        if provider is None:
+            raise ToolError(f"Unknown model alias: {alias}", brief="Invalid model alias")
+        return provider
+
+    def _type(self, name: str) -> AgentDefinition:
+        definition = self._listing().get(name)
+        if definition is None:
+            raise ToolError(
+                f"Builtin subagent type not found: {name}", brief="Invalid subagent type"
+            )
+        return definition
+
+    def _new(self, params: AgentParams) -> tuple[InstanceRecord, AgentDefinition]:
+        definition = self._type(params.subagent_type or "coder")
+        record = self._store.create(
+            agent_id=f"a{uuid.uuid4().hex[:8]}",
+            subagent_type=definition.name,
+            description=params.description.strip(),
+            model=params.model,
+        )
+        return record, definition
+
+    def _resumable(self, agent_id: str) -> tuple[InstanceRecord, AgentDefinition]:
+        """The instance `agent_id` and its type, as Kimi refuses them: one that does not
+        exist, or that is running (a second run would write its context twice)."""
+        record = self._store.get(agent_id) if valid_agent_id(agent_id) else None
+        if record is None:
+            raise ToolError(
+                f"Failed to run agent: Subagent instance not found: {agent_id}",
+                brief="Agent failed",
+            )
+        if record.status in ("running_foreground", "running_background"):
+            raise ToolError(
+                f"Failed to run agent: Agent instance {record.agent_id} is still "
+                f"{record.status} and cannot be resumed concurrently.",
+                brief="Agent failed",
+            )
+        return record, self._type(record.subagent_type)
 
     async def _run(
         self,
         parent: KodeSoul,
+        provider: ChatProvider,
         definition: AgentDefinition,
         record: InstanceRecord,
-        prompt: str,
+        params: AgentParams,
         tool_call_id: str,
+        spending: _Spending,
     ) -> str:
         from kode_tui.soul.soul import KodeSoul  # the loop that runs the tool runs this one too
 
         agent_id = record.agent_id
         context = Context(self._store.context_path(agent_id))
         await context.restore()
-        if definition.system_prompt is not None:
-            system_prompt = definition.system_prompt
+        if context.system_prompt is not None:  # resumed: its own prompt, as Kimi keeps it
+            self._store.output(agent_id, "[stage] context_restored")
+        elif definition.system_prompt is not None:
+            await context.write_system_prompt(definition.system_prompt)
         else:
-            system_prompt = "\n\n".join(p for p in (parent.system_prompt, definition.role) if p)
-        await context.write_system_prompt(system_prompt)
+            roles = (parent.system_prompt, definition.role)
+            await context.write_system_prompt("\n\n".join(p for p in roles if p))
         self._store.output(agent_id, "[stage] context_ready")
         allowed = [
             tool
@@ -216,40 +312,41 @@ class AgentTool(Tool[AgentParams]):
         bus = WireBus()
         recorder = WireRecorder(bus, self._store.instance_dir(agent_id) / "wire.jsonl")
         recorder.start()
-        bus.subscribe(callback=self._forwarder(parent, record, tool_call_id), direct=True)
+        bus.subscribe(callback=self._forwarder(parent, record, tool_call_id, spending), direct=True)
         child = KodeSoul(
             context=context,
-            provider=parent.provider,
+            provider=provider,
             bus=bus,
             toolset=Toolset(allowed),
             env=parent.env,
             approval=parent.approval,
             settings=parent.settings,
-            hooks=parent.hooks,
+            hooks=parent.hooks.for_subagent(bus, context.path),
             sandbox=parent.sandbox,
             retry_sleep=parent.retry_sleep,
             cost=parent.cost,  # its calls add to the session's, in the parent's turn
         )
-        self._store.write_prompt(agent_id, prompt)
-        self._store.update(record, status="running_foreground")
+        self._store.write_prompt(agent_id, params.prompt)
+        await parent.hooks.subagent_start(definition.name, params.prompt)
         self._store.output(agent_id, "[stage] run_soul_start")
         try:
-            summary = await self._turn(child, prompt)
+            summary = await self._turn(child, params.prompt)
             if len(summary) < SUMMARY_MIN_LENGTH:
                 summary = await self._turn(child, SUMMARY_CONTINUATION_PROMPT)
         finally:
             await recorder.close()
             await bus.close()
+            await context.close()
         self._store.output(agent_id, "[stage] run_soul_finished")
-        await context.close()
+        await parent.hooks.subagent_stop(definition.name, summary)
         return summary
 
     def _forwarder(
-        self, parent: KodeSoul, record: InstanceRecord, tool_call_id: str
+        self, parent: KodeSoul, record: InstanceRecord, tool_call_id: str, spending: _Spending
     ) -> Callable[[ev.Event], None]:
         """What the subagent's bus calls with each event: re-send it on the parent's bus,
-        marked with the `Agent` call, and note its calls and results in `output` (Kimi's
-        `SubagentOutputWriter`)."""
+        marked with the `Agent` call, note its calls and results in `output` (Kimi's
+        `SubagentOutputWriter`) and count its model calls in `spending`."""
 
         said: list[str] = []
         """The text of the answer being streamed: one `output` line once it ends."""
@@ -264,6 +361,8 @@ class AgentTool(Tool[AgentParams]):
                 said.clear()
                 if text:
                     self._store.output(record.agent_id, text)
+            if isinstance(event, ev.StatusUpdate) and event.usage is not None:
+                spending.add(event.usage)
             if isinstance(event, ev.ToolCall):
                 self._store.output(record.agent_id, f"[tool] {event.function.name}")
             elif isinstance(event, ev.ToolResult):

@@ -438,6 +438,7 @@ what only each of them holds.
         at: int | None = None,
         tokens: int | None = None,
         tokens_estimated: bool = False,
+        subagent: bool = False,
     ) -> None:
         """`comparison`: the live context against `snapshot` (the facade's preview has it);
         `at`: the message to open at (a search match), else the end; `tokens`: its size as
@@ -452,6 +453,8 @@ what only each of them holds.
         self._results = results
         self.plan = plan
         self._at = at
+        self.subagent = subagent
+        """A subagent's context: read only, never restored or compared with the live one."""
 
     @classmethod
     def from_preview(cls, preview: RotationPreview, at: int | None = None) -> PreviewScreen:
@@ -464,12 +467,15 @@ what only each of them holds.
             at=at,
             tokens=preview.tokens,
             tokens_estimated=preview.tokens_estimated,
+            subagent=preview.subagent,
         )
 
     @property
     def name_shown(self) -> str:
-        """The file's name, as the screen calls it."""
-        return visible(self.snapshot.path.name, multiline=False)
+        """The file's name, as the screen calls it (a subagent's: its folder's)."""
+        path = self.snapshot.path
+        name = f"subagent {path.parent.name}" if self.subagent else path.name
+        return visible(name, multiline=False)
 
     def compose(self) -> ComposeResult:
         with Vertical(id="preview-top"):
@@ -556,6 +562,8 @@ what only each of them holds.
         self.set_class(confirming, "-confirming")
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        if self.subagent and action in ("restore", "confirm", "to_prompt", "diff"):
+            return False
         if action == "restore":
             return not self.confirming
         if action in ("confirm", "cancel_restore"):

@@ -384,6 +384,11 @@ A tool call waits for your answer.
         if request is None:
             return
         title = Content.assemble(("Approve ", "bold"), (f"{_subject(request)}?", "bold"))
+        if request.subagent_type:  # whose request it is, as Kimi's panel says its task
+            asker = f"  subagent {request.subagent_type} {request.agent_id or ''}".rstrip()
+            if request.source_description:
+                asker += f": {request.source_description}"
+            title = Content.assemble(title, (visible(asker, multiline=False), "$accent"))
         if len(self._queue) > 1:
             title = Content.assemble(title, (f"  (+{len(self._queue) - 1} more)", "$text-muted"))
         self.query_one("#approval-title", Static).update(title)

@@ -189,6 +189,7 @@ again.
             ev.ApprovalRequest: self._approval_request,
             ev.ApprovalResolved: self._approval_resolved,
             ev.ToolResult: self._tool_result,
+            ev.SubagentEvent: self._subagent_event,
             ev.CompactionBegin: self._compaction_begin,
             ev.CompactionEnd: self._compaction_end,
             ev.ContextReverted: self._context_reverted,
@@ -528,6 +529,10 @@ again.
     async def _tool_result(self, event: ev.ToolResult) -> None:
         if block := self._tools.get(event.tool_call_id):
             block.set_result(event)
+
+    async def _subagent_event(self, event: ev.SubagentEvent) -> None:
+        if block := self._tools.get(event.parent_tool_call_id):
+            block.add_subagent_event(event)
 
     async def _compaction_begin(self, event: ev.CompactionBegin) -> None:
         self._compaction_strategy = event.strategy

@@ -24,7 +24,14 @@ from textual.widgets.option_list import Option
 
 from kode_tui.humanize import format_age, format_size, format_tokens
 from kode_tui.safetext import visible
-from kode_tui.soul.facade import AgentSession, LineageNote, Rotation, RotationEntry, WireBus
+from kode_tui.soul.facade import (
+    AgentSession,
+    LineageNote,
+    Rotation,
+    RotationEntry,
+    SubagentEntry,
+    WireBus,
+)
 from kode_tui.ui.wire_messages import WireListener, WireMessage
 from kode_tui.wire import events as ev
 
@@ -53,6 +60,8 @@ clear or a restore keeps the context it replaced as `context_N.jsonl`: nothing i
 - **Enter** or a click opens a read-only preview, from which it can be restored.
 - **F** forks it: a new session whose context is this file's, opened in its place (the
   session picker and this pane of the new session say where it came from).
+- Below them, each subagent's own context (`subagents/<agent_id>`), latest first: its type,
+  the task it was given and its status; **Enter** opens it read-only.
 """
 
     BORDER_TITLE: ClassVar[str] = "History"
@@ -98,6 +107,7 @@ clear or a restore keeps the context it replaced as `context_N.jsonl`: nothing i
         self._session = session
         self._stop_watching = asyncio.Event()
         self._entries: list[RotationEntry] = []
+        self._subagents: list[SubagentEntry] = []
         self._follow = True
         """Whether the highlight stays on the newest rotation (until the user moves it)."""
 
@@ -110,6 +120,7 @@ clear or a restore keeps the context it replaced as `context_N.jsonl`: nothing i
             ev.ContextCleared,
             ev.ContextReloaded,
             ev.CompactionEnd,
+            ev.TurnEnd,  # a turn's Agent calls made subagent contexts
         )
         self._show_rows()
         self.refresh_rotations()
@@ -130,7 +141,9 @@ clear or a restore keeps the context it replaced as `context_N.jsonl`: nothing i
     @work(exclusive=True, group="history-refresh", exit_on_error=False)
     async def refresh_rotations(self) -> None:
         """Read the session folder again and show what it holds."""
-        self._entries = await asyncio.to_thread(self._session.travel.rotations)
+        travel = self._session.travel
+        self._entries = await asyncio.to_thread(travel.rotations)
+        self._subagents = await asyncio.to_thread(travel.subagents)
         self._show_rows()
 
     @work(exclusive=True, group="history-watch", exit_on_error=False)
@@ -140,22 +153,24 @@ clear or a restore keeps the context it replaced as `context_N.jsonl`: nothing i
 
     def _show_rows(self) -> None:
         entries = self._entries
+        now = time.time()
+        subagents = [Option(_subagent_row(s, now), id=s.name) for s in self._subagents]
         if not entries:
             empty = Content.styled("no rotated contexts yet", ".history-pane--muted")
-            self.set_options([Option(empty, disabled=True), *self._lineage()])
+            self.set_options([Option(empty, disabled=True), *subagents, *self._lineage()])
             self._follow = True
             return
         highlighted = self.highlighted_option
         previous = highlighted.id if highlighted is not None else None
         follow = self._follow
         scroll_y = self.scroll_y
-        now = time.time()
         self.set_options(
             [
                 *(
                     Option(_row_content(entry, now), id=entry.rotation.path.name)
                     for entry in entries
                 ),
+                *subagents,
                 *self._lineage(),
             ]
         )
@@ -180,7 +195,9 @@ clear or a restore keeps the context it replaced as `context_N.jsonl`: nothing i
         super().watch_highlighted(highlighted)
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
-        if action in ("select", "fork"):
+        if action == "select":
+            return bool(self._entries or self._subagents)
+        if action == "fork":
             return bool(self._entries)
         return True
 
@@ -196,9 +213,8 @@ clear or a restore keeps the context it replaced as `context_N.jsonl`: nothing i
     @on(OptionList.OptionSelected)
     def _request_preview(self, event: OptionList.OptionSelected) -> None:
         event.stop()
-        if 0 <= event.option_index < len(self._entries):
-            name = self._entries[event.option_index].rotation.path.name
-            self.post_message(self.PreviewRequested(name, self))
+        if event.option.id is not None:  # a rotated context's or a subagent's
+            self.post_message(self.PreviewRequested(event.option.id, self))
 
 
 # --- rows -----------------------------------------------------------------------------------------
@@ -225,6 +241,23 @@ def reason_text(rotation: Rotation) -> str:
     if reason == "edit" and isinstance(info.get("dropped"), int):
         return f"edit: dropped {info['dropped']}"  # `/drop`
     return reason or "—"
+
+
+def _subagent_row(entry: SubagentEntry, now: float) -> Content:
+    """`⤷ explore a1b2c3d4e  idle  3m ago` and the task it was given."""
+    return Content.assemble(
+        ("⤷ ", ".history-pane--muted"),
+        (
+            visible(f"{entry.subagent_type} {entry.agent_id}", multiline=False),
+            ".history-pane--name",
+        ),
+        "  ",
+        (visible(entry.status, multiline=False), ".history-pane--reason"),
+        "  ",
+        (format_age(entry.updated_at, now), ".history-pane--age"),
+        "\n  ",
+        (visible(entry.description or "subagent", multiline=False), ".history-pane--muted"),
+    )
 
 
 def _row_content(entry: RotationEntry, now: float) -> Content:

@@ -74,6 +74,20 @@ def _failure(state: ToolState) -> str:
     return ""
 
 
+def _live(state: ToolState) -> bool:
+    """Whether the block is an `Agent` call whose subagent is at work: it shows its steps."""
+    return state.subagent is not None and state.status in ("running", "waiting")
+
+
+def _subagent_rows(state: ToolState, limit: int | None = OUTPUT_LINES) -> list[Row]:
+    rows: list[Row] = []
+    for subagent in state.display:
+        if isinstance(subagent, ev.SubagentBlock):
+            rows.append(Content.styled(_subagent_title(subagent), _NAME))
+            rows += text_lines("\n".join(subagent.steps), MUTED, limit, FULL_HINT)
+    return rows
+
+
 def _body(state: ToolState) -> list[Row]:
     """What the open block shows below its title."""
     rows: list[Row] = []
@@ -92,11 +106,7 @@ def _body(state: ToolState) -> list[Row]:
         rows += _diff(block, heading=len(diffs) > 1)
     if items is not None:
         rows += checklist_rows(items)
-    for subagent in state.display:
-        if isinstance(subagent, ev.SubagentBlock):
-            rows.append(Content.styled(_subagent_title(subagent), _NAME))
-            rows += text_lines("\n".join(subagent.steps), MUTED, OUTPUT_LINES, FULL_HINT)
-    return rows
+    return rows + _subagent_rows(state)
 
 
 def _subagent_title(block: ev.SubagentBlock) -> str:
@@ -220,6 +230,12 @@ newest todo list shows as a checklist (☐ to do, ◐ in progress, ☑ done); ol
         self.state.status = status
         self._changed()
 
+    def add_subagent_event(self, event: ev.SubagentEvent) -> None:
+        """Show a step of the subagent this `Agent` call runs (its block shows them while it
+        runs, then folds to its title: the result's tokens, time and cost)."""
+        if self.state.apply_subagent(event):
+            self._changed()
+
     def set_result(self, result: ev.ToolResult) -> None:
         had_diff = self.state.has_diff and self.state.status != "waiting"
         self.state.apply_result(result)
@@ -247,7 +263,7 @@ newest todo list shows as a checklist (☐ to do, ◐ in progress, ☑ done); ol
             return failed or (bool(state.output) and not state.output.isspace())
         if state.name in TODO_LISTS and not state.superseded and todo_items(state) is not None:
             return True
-        return self.expanded
+        return self.expanded or _live(state)
 
     def render(self) -> Content | Rows:
         state = self.state
@@ -267,6 +283,11 @@ newest todo list shows as a checklist (☐ to do, ◐ in progress, ☑ done); ol
         if not self._open():
             return Content.assemble(*head)
         if self._body is None:
-            body = _shell_body(state) if state.name == SHELL else _body(state)
+            if state.name == SHELL:
+                body = _shell_body(state)
+            elif _live(state) and not self.expanded:
+                body = _subagent_rows(state)  # its steps, not the prompt it was given
+            else:
+                body = _body(state)
             self._body = Rows([Content.assemble(*head), *body])
         return self._body
