@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
-import errno
 import logging
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
@@ -35,9 +34,7 @@ from kode_tui.message import (
     paired,
     system,
 )
-from kode_tui.pathnames import scrub_text
 from kode_tui.session import Context
-from kode_tui.session.context import ContextWriteError
 from kode_tui.soul import context_report, prompts
 from kode_tui.soul.approval import Approval
 from kode_tui.soul.compacting import Compactor, RetryingProvider
@@ -56,6 +53,7 @@ from kode_tui.soul.reminders import Reminder, Reminders, inject
 from kode_tui.soul.retrying import RetryPolicy
 from kode_tui.soul.shell_escape import ShellEscape
 from kode_tui.soul.steps import batches, run_all
+from kode_tui.soul.storage_notes import damaged_notice, encodable_input, storage_message
 from kode_tui.soul.stream import Streamed, encodable_item, masked
 from kode_tui.soul.timetravel import (
     RestoreOutcome,
@@ -66,7 +64,7 @@ from kode_tui.soul.timetravel import (
 )
 from kode_tui.soul.transcript import turn_text
 from kode_tui.tools import plan, snapshots
-from kode_tui.tools.background import notification_text
+from kode_tui.tools.background import notifications
 from kode_tui.tools.base import Permission, ToolEnv, ToolOutput
 from kode_tui.tools.dmail import DenwaRenji
 from kode_tui.tools.sandbox import Confinement, Sandbox
@@ -86,7 +84,6 @@ __all__ = [
     "RevertOutcome",
     "RevertPreview",
     "TurnResult",
-    "damaged_notice",
 ]
 
 log = logging.getLogger(__name__)
@@ -327,7 +324,7 @@ class KodeSoul:
         """One turn for the user's message. Cancelling it (Esc) raises CancelledError after
         StepInterrupted and TurnEnd were sent; the context then holds only whole steps."""
         masking.refresh()  # a key set since the last turn is masked in what this turn writes
-        user_input = _encodable_input(user_input)
+        user_input = encodable_input(user_input)
         self._turn_text = turn_text(user_input)
         hooked = await self.hooks.begin_turn(self._turn_text)
         if hooked.blocked:  # nothing is sent or written: the front end keeps the prompt
@@ -375,7 +372,7 @@ class KodeSoul:
 
         The context cut the failed write back and kept its memory as it was, so the next turn
         (once there is room again) goes on from the last whole step."""
-        message = _storage_message(error)
+        message = storage_message(error)
         log.warning("step %d: %s", step, error)
         if step:
             self.bus.send(ev.StepInterrupted(reason=message))
@@ -528,19 +525,8 @@ class KodeSoul:
     async def _tell_ended_tasks(self) -> None:
         """Tell the model of each background task that ended since its last step, as Kimi
         does: a `<notification>` user message in the context, with the output's tail."""
-        tasks = self.env.tasks
-        ended = tasks.take_ended() if tasks is not None else []
-        if tasks is None or not ended:
-            return
-        await self.context.append_records(
-            [
-                Message(
-                    role="user",
-                    content=[TextPart(text=notification_text(view, tasks.tail(view.id)))],
-                )
-                for view in ended
-            ]
-        )
+        if self.env.tasks is not None and (told := notifications(self.env.tasks)):
+            await self.context.append_records(told)
 
     async def _call_llm(self, step: int) -> Streamed:
         """Stream one response, sending it on the wire, retried as DESIGN.md §7 says."""
@@ -710,35 +696,3 @@ class KodeSoul:
     def _compaction_llm(self, step: int) -> ChatProvider:
         """The model as a compaction strategy of `step` sees it (`RetryingProvider`)."""
         return RetryingProvider(self.provider, partial(self.retry, step), self.cost)
-
-
-def _encodable_input(user_input: str | list[ContentPart]) -> str | list[ContentPart]:
-    """The user's message with bytes that are not UTF-8 (an argv or a pipe in another encoding)
-    shown as `\\xHH`: a lone surrogate would fail every write and request of the session."""
-    if isinstance(user_input, str):
-        return scrub_text(user_input)
-    return [
-        p.model_copy(update={"text": scrub_text(p.text)}) if isinstance(p, TextPart) else p
-        for p in user_input
-    ]
-
-
-def damaged_notice(context: Context) -> list[str]:
-    """The one line telling the user that opening the context skipped damaged lines."""
-    count = len(context.warnings)
-    if not count:
-        return []
-    lines = "1 damaged line was" if count == 1 else f"{count} damaged lines were"
-    return [f"{context.path.name}: {lines} skipped (kept on disk; details in the log)"]
-
-
-def _storage_message(error: OSError) -> str:
-    if isinstance(error, ContextWriteError):
-        return str(error)
-    if error.errno in (errno.ENOSPC, errno.EDQUOT):
-        return (
-            "disk full: the session could not be saved, so the last change was not saved and "
-            "the session is as it was before it (nothing was lost); free some space and try again"
-        )
-    where = f": {error.filename}" if error.filename else ""
-    return f"could not write the session: {error.strerror or error}{where}"

@@ -40,6 +40,7 @@ from typing import Literal
 
 from kode_tui import masking
 from kode_tui.fsutil import atomic_write_json, make_private_dir
+from kode_tui.message import Message, TextPart
 from kode_tui.wire.bus import WireBus
 from kode_tui.wire.events import BackgroundTaskUpdate
 
@@ -374,6 +375,14 @@ def format_task_list(views: list[TaskView], *, active_only: bool = True) -> str:
     for index, view in enumerate(views, start=1):
         lines.extend([f"[{index}]", format_task(view, include_command=True), ""])
     return "\n".join(lines).rstrip()
+
+
+def notifications(tasks: BackgroundTasks) -> list[Message]:
+    """The user messages telling the model of each task that ended since it was last told."""
+    return [
+        Message(role="user", content=[TextPart(text=notification_text(view, tasks.tail(view.id)))])
+        for view in tasks.take_ended()
+    ]
 
 
 def notification_text(view: TaskView, tail: str) -> str:

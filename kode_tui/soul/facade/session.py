@@ -55,7 +55,8 @@ from kode_tui.soul.facade.thinking import Thinking
 from kode_tui.soul.facade.travel import WATCH_DEBOUNCE_MS, TimeTravel
 from kode_tui.soul.llm import ChatProvider
 from kode_tui.soul.llm.model_map import ModelOption
-from kode_tui.soul.soul import TurnResult, damaged_notice
+from kode_tui.soul.soul import TurnResult
+from kode_tui.soul.storage_notes import damaged_notice
 from kode_tui.soul.transcript import PastResults
 from kode_tui.wire import events as ev
 from kode_tui.wire.bus import WireBus
