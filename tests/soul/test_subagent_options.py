@@ -85,7 +85,7 @@ async def test_resume_refuses_a_running_or_unknown_instance_and_bad_options(
     assert "Failed to run agent: Subagent instance not found: ../../etc" in results[2]
     assert "Unknown model alias: nope" in results[3]
     assert "timeout: Input should be greater than or equal to 30" in results[4]
-    assert "Background agents are not supported yet" in results[5]
+    assert "Background tasks are not available here." in results[5]  # no task registry
     # Nothing was run or made: the running one is untouched, no other instance exists.
     assert [(r.agent_id, r.status) for r in store.list_instances()] == [
         ("a00000001", "running_foreground")

@@ -27,7 +27,8 @@ from kode_tui.session import Context
 from kode_tui.soul.approval import ApprovalSource, approval_source
 from kode_tui.soul.llm.pricing import price_of, usage_cost
 from kode_tui.soul.subagents.definitions import BUILT_IN, AgentDefinition, AgentListing
-from kode_tui.soul.subagents.store import InstanceRecord, SubagentStore, valid_agent_id
+from kode_tui.soul.subagents.store import InstanceRecord, Status, SubagentStore, valid_agent_id
+from kode_tui.tools.background import BackgroundTasks, JobEnd, TaskLog
 from kode_tui.tools.base import Tool, ToolEnv, ToolError, ToolOutput
 from kode_tui.tools.toolset import Toolset
 from kode_tui.wire import WireBus, WireRecorder
@@ -39,6 +40,10 @@ if TYPE_CHECKING:
     from kode_tui.soul.soul import KodeSoul
 
 __all__ = ["AgentParams", "AgentTool"]
+
+BACKGROUND_TIMEOUT_S = 900
+"""How long a background run may take when the call names no `timeout` (Kimi's
+`background.agent_task_timeout_s` default)."""
 
 SUMMARY_MIN_LENGTH = 200
 SUMMARY_CONTINUATION_PROMPT = """\
@@ -177,13 +182,9 @@ class AgentTool(Tool[AgentParams]):
         parent = self._parent
         if parent is None:
             raise ToolError("Subagents cannot launch other subagents.", brief="Agent unavailable")
-        if params.run_in_background:
-            # Where a background run plugs in: the session's task registry (issue 29, item 4)
-            # would start `_run` as a task of kind "agent" and answer with Kimi's task lines.
+        if params.run_in_background and env.tasks is None:
             raise ToolError(
-                "Background agents are not supported yet: run it in the foreground "
-                "(run_in_background=false).",
-                brief="Background not supported",
+                "Background tasks are not available here.", brief="Background start failed"
             )
         provider = parent.provider
         if params.model is not None:
@@ -198,9 +199,13 @@ class AgentTool(Tool[AgentParams]):
             # A type's model that is no alias of the config (Claude Code's `sonnet`): inherited.
             provider = typed or provider
         # Taken before the first await: a second call resuming it at once is refused.
-        record = self._store.update(
-            record, status="running_foreground", description=params.description.strip()
-        )
+        running: Status = "running_background" if params.run_in_background else "running_foreground"
+        record = self._store.update(record, status=running, description=params.description.strip())
+        if params.run_in_background:
+            assert env.tasks is not None
+            return self._start_background(
+                parent, provider, definition, record, params, tool_call_id, env.tasks
+            )
         agent_id = record.agent_id
         self._store.output(agent_id, "[stage] runner_started")
         source = ApprovalSource(agent_id, definition.name, record.description)
@@ -237,6 +242,83 @@ class AgentTool(Tool[AgentParams]):
             summary,
         ]
         return ToolOutput(output="\n".join(lines), brief=spending.line())
+
+    def _start_background(
+        self,
+        parent: KodeSoul,
+        provider: ChatProvider,
+        definition: AgentDefinition,
+        record: InstanceRecord,
+        params: AgentParams,
+        tool_call_id: str,
+        tasks: BackgroundTasks,
+    ) -> ToolOutput:
+        """Start the run as a background task of kind `agent` and answer at once (Kimi's
+        lines). As in Kimi, its steps go to its own files and the task's `output.log`, not to
+        the parent's wire; its approvals still come to the panel, marked `background_agent`;
+        the model is told when it ends, with the summary in the output's tail."""
+        agent_id = record.agent_id
+        timeout = params.timeout or BACKGROUND_TIMEOUT_S
+        source = ApprovalSource(agent_id, definition.name, record.description, "background_agent")
+
+        async def job(log: TaskLog) -> JobEnd:
+            token = approval_source.set(source)
+            spending = _Spending(provider.model_name)
+            self._output(agent_id, "[stage] runner_started", log)
+            try:
+                run = self._run(
+                    parent, provider, definition, record, params, tool_call_id, spending, log
+                )
+                summary = await asyncio.wait_for(run, timeout=timeout)
+            except TimeoutError:
+                self._store.update(record, status="killed")
+                return JobEnd(failure_reason=f"Agent task timed out after {timeout}s.")
+            except asyncio.CancelledError:
+                self._store.update(record, status="killed")
+                self._output(agent_id, "[stage] cancelled", log)
+                raise
+            except ToolError as error:
+                self._store.update(record, status="failed")
+                return JobEnd(failure_reason=error.message)
+            except BaseException:
+                self._store.update(record, status="failed")
+                raise
+            finally:
+                approval_source.reset(token)
+            self._store.update(record, status="idle")
+            self._output(agent_id, f"\n[summary]\n{summary}", log)
+            return JobEnd(exit_code=0)
+
+        try:
+            view = tasks.start(
+                "agent", record.description, job, tool_call_id=tool_call_id, timeout_s=timeout
+            )
+        except RuntimeError as error:
+            self._store.update(record, status="idle")
+            raise ToolError(str(error), brief="Background start failed") from None
+        lines = [
+            f"task_id: {view.id}",
+            f"kind: {view.kind}",
+            f"status: {view.status}",
+            f"description: {view.description}",
+            f"agent_id: {agent_id}",
+            f"actual_subagent_type: {definition.name}",
+            "automatic_notification: true",
+            "next_step: You will be automatically notified when it completes.",
+            "next_step: Use TaskOutput with this task_id for a non-blocking status/output "
+            "snapshot. Only set block=true when you intentionally want to wait.",
+            f'resume_hint: Use Agent(resume="{agent_id}", prompt="...") to continue this '
+            "instance later.",
+        ]
+        return ToolOutput(
+            output="\n".join(lines), message="Background task started.", brief=f"Started {view.id}"
+        )
+
+    def _output(self, agent_id: str, text: str, log: TaskLog | None) -> None:
+        """A line of the instance's `output` (and of its background task's log)."""
+        self._store.output(agent_id, text)
+        if log is not None:
+            log.write(text.removesuffix("\n") + "\n")
 
     def _model(self, alias: str) -> ChatProvider:
         """The provider of the config's model `alias` (Kimi takes only aliases)."""
@@ -289,20 +371,23 @@ class AgentTool(Tool[AgentParams]):
         params: AgentParams,
         tool_call_id: str,
         spending: _Spending,
+        log: TaskLog | None = None,
     ) -> str:
+        """The run's summary. `log`: a background run's task log, which gets its `output`
+        lines; its events then stay off the parent's wire (the call answered long ago)."""
         from kode_tui.soul.soul import KodeSoul  # the loop that runs the tool runs this one too
 
         agent_id = record.agent_id
         context = Context(self._store.context_path(agent_id))
         await context.restore()
         if context.system_prompt is not None:  # resumed: its own prompt, as Kimi keeps it
-            self._store.output(agent_id, "[stage] context_restored")
+            self._output(agent_id, "[stage] context_restored", log)
         elif definition.system_prompt is not None:
             await context.write_system_prompt(definition.system_prompt)
         else:
             roles = (parent.system_prompt, definition.role)
             await context.write_system_prompt("\n\n".join(p for p in roles if p))
-        self._store.output(agent_id, "[stage] context_ready")
+        self._output(agent_id, "[stage] context_ready", log)
         allowed = [
             tool
             for tool in parent.toolset.tools()
@@ -312,7 +397,8 @@ class AgentTool(Tool[AgentParams]):
         bus = WireBus()
         recorder = WireRecorder(bus, self._store.instance_dir(agent_id) / "wire.jsonl")
         recorder.start()
-        bus.subscribe(callback=self._forwarder(parent, record, tool_call_id, spending), direct=True)
+        forward = self._forwarder(parent, record, tool_call_id, spending, log)
+        bus.subscribe(callback=forward, direct=True)
         child = KodeSoul(
             context=context,
             provider=provider,
@@ -328,7 +414,7 @@ class AgentTool(Tool[AgentParams]):
         )
         self._store.write_prompt(agent_id, params.prompt)
         await parent.hooks.subagent_start(definition.name, params.prompt)
-        self._store.output(agent_id, "[stage] run_soul_start")
+        self._output(agent_id, "[stage] run_soul_start", log)
         try:
             summary = await self._turn(child, params.prompt)
             if len(summary) < SUMMARY_MIN_LENGTH:
@@ -337,12 +423,17 @@ class AgentTool(Tool[AgentParams]):
             await recorder.close()
             await bus.close()
             await context.close()
-        self._store.output(agent_id, "[stage] run_soul_finished")
+        self._output(agent_id, "[stage] run_soul_finished", log)
         await parent.hooks.subagent_stop(definition.name, summary)
         return summary
 
     def _forwarder(
-        self, parent: KodeSoul, record: InstanceRecord, tool_call_id: str, spending: _Spending
+        self,
+        parent: KodeSoul,
+        record: InstanceRecord,
+        tool_call_id: str,
+        spending: _Spending,
+        log: TaskLog | None,
     ) -> Callable[[ev.Event], None]:
         """What the subagent's bus calls with each event: re-send it on the parent's bus,
         marked with the `Agent` call, note its calls and results in `output` (Kimi's
@@ -360,15 +451,17 @@ class AgentTool(Tool[AgentParams]):
                 text = "".join(said).strip()
                 said.clear()
                 if text:
-                    self._store.output(record.agent_id, text)
+                    self._output(record.agent_id, text, log)
             if isinstance(event, ev.StatusUpdate) and event.usage is not None:
                 spending.add(event.usage)
             if isinstance(event, ev.ToolCall):
-                self._store.output(record.agent_id, f"[tool] {event.function.name}")
+                self._output(record.agent_id, f"[tool] {event.function.name}", log)
             elif isinstance(event, ev.ToolResult):
                 status = "error" if event.is_error else "success"
                 brief = f": {event.message}" if event.is_error and event.message else ""
-                self._store.output(record.agent_id, f"[tool_result] {status}{brief}")
+                self._output(record.agent_id, f"[tool_result] {status}{brief}", log)
+            if log is not None:
+                return  # a background run: its wire.jsonl and output have it (as Kimi's)
             parent.bus.send(
                 ev.SubagentEvent(
                     parent_tool_call_id=tool_call_id,
