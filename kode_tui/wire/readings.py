@@ -42,6 +42,7 @@ from kode_tui.safetext import visible
 from kode_tui.wire import events as ev
 
 SHELL = "Shell"
+ASK = "AskUserQuestion"
 TODO = "SetTodoList"
 """The todo tool, by Kimi CLI's name (the one offered to the model)."""
 TODO_LISTS = frozenset({TODO, "TodoWrite"})
@@ -109,7 +110,7 @@ def read_call(name: str, arguments: str) -> CallReading:
     about = _about(name, parsed)
     if about is None:
         about = _compact(arguments) if parsed else ""
-    return CallReading(shown, about, ": " if name == SHELL else " ")
+    return CallReading(shown, about, ": " if name in (SHELL, ASK) else " ")
 
 
 def _tool_name(name: str) -> str:
@@ -142,6 +143,13 @@ def _about(name: str, arguments: dict[str, Any]) -> str | None:
             return None
         where = _text(arguments.get("path" if name == "Grep" else "directory"))
         return f'"{pattern}"' + (f" in {where}" if where and where != "." else "")
+    if name == ASK:  # the first question, and how many follow
+        questions = arguments.get("questions")
+        questions = questions if isinstance(questions, list) else []
+        first = questions[0] if questions else None
+        asked = _text(first.get("question")) if isinstance(first, dict) else None
+        more = f" (+{len(questions) - 1} more)" if len(questions) > 1 else ""
+        return asked + more if asked else None
     if name == "SendDMail" and isinstance(arguments.get("checkpoint_id"), int):
         return f"to checkpoint {arguments['checkpoint_id']}"
     for key in KEY_ARGUMENTS:

@@ -42,6 +42,10 @@ from kode_tui.wire.readings import (
         ("TodoWrite", '{"todos": [{"title": "x"}]}', "TodoWrite updated todo list"),
         ("TodoWrite", "{}", "TodoWrite read todo list"),
         ("SetTodoList", '{"todos": []}', "SetTodoList updated todo list"),
+        # A question to the user: the first one, not the JSON of them all.
+        ("AskUserQuestion", '{"questions": [{"question": "Which?"}]}', "AskUserQuestion: Which?"),
+        ("AskUserQuestion", '{"questions": [{"question": "A?"}, {"question": "B"}]}',
+         "AskUserQuestion: A? (+1 more)"),
         ("Other", "{}", "Other"),
         ("Other", '{"a": "' + "x" * 100 + '"}', 'Other {"a": "' + "x" * 52 + "…"),
         ("Other", "[1, 2]", "Other [1, 2]"),
