@@ -407,7 +407,13 @@ async def test_highlighting_a_checkpoint_shows_its_details(context: Context) -> 
         assert "Files edited after it: hello.py" in details
         assert "Create hello.py\nwith a main" in details  # the whole user text
 
-        await pilot.press("down", "down", "down")
+        await pilot.press("down")
+        await settle(pilot)
+        assert "1 message before it" in str(
+            posted.of(CheckpointTimeline.Highlighted)[-1].details_text
+        )
+
+        await pilot.press("down", "down")
         await settle(pilot)
         shown = "\n".join(lines(app.query_one(CheckpointDetails)))
         assert "Checkpoint 3" in shown

@@ -142,8 +142,10 @@ clear or a restore keeps the context it replaced as `context_N.jsonl`: nothing i
     async def refresh_rotations(self) -> None:
         """Read the session folder again and show what it holds."""
         travel = self._session.travel
-        self._entries = await asyncio.to_thread(travel.rotations)
-        self._subagents = await asyncio.to_thread(travel.subagents)
+        entries = await asyncio.to_thread(travel.rotations)
+        subagents = await asyncio.to_thread(travel.subagents)
+        # Both at once with the rows: `paths` says what is shown, never what is about to be.
+        self._entries, self._subagents = entries, subagents
         self._show_rows()
 
     @work(exclusive=True, group="history-watch", exit_on_error=False)

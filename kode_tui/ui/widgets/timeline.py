@@ -396,14 +396,14 @@ a tool changed files.
         checkpoint = row.checkpoint
         edits = self._session.travel.timeline().file_edits[checkpoint.file_edit_index :]
         paths = list(dict.fromkeys(visible(edit.record.path, multiline=False) for edit in edits))
+        messages = self._messages_before(checkpoint.message_index)
+        noun = "message" if messages == 1 else "messages"
         lines = [
             Content.assemble(
                 (f"Checkpoint {checkpoint.id}", "bold"),
                 (f" · {_size_text(self._session.travel.checkpoint_size(checkpoint))}", "dim"),
             ),
-            Content.styled(
-                f"{self._messages_before(checkpoint.message_index):,} messages before it", "dim"
-            ),
+            Content.styled(f"{messages:,} {noun} before it", "dim"),
             Content.assemble(("Files edited after it: ", "dim"), ", ".join(paths))
             if paths
             else Content.styled("No files edited after it", "dim"),
