@@ -394,5 +394,9 @@ async def test_stream_json_marks_a_subagents_objects_with_the_agent_call(project
         if v["type"] == "tool_result" and v["tool_call_id"] == agent_call["id"]
     ]
     assert values.index(sub[-1]) < agent_result
-    # The parent's own answer is not the subagent's.
+    # The parent's own answer is not the subagent's; its usage counts the subagent's model
+    # calls too, as its cost does (four calls: two of each).
     assert values[-1]["result"] == "It greets."
+    reported = [v["usage"]["input"] for v in values if v["type"] == "status_update" and v["usage"]]
+    assert len(reported) == 4
+    assert values[-1]["usage"]["input"] == sum(reported)

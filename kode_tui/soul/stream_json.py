@@ -24,7 +24,8 @@ objects to write, each with a snake_case `type`:
 A subagent's events (`SubagentEvent`) come out as the same objects, merged the same way by a
 `StreamJson` of their own, each marked with `parent_tool_call_id` (the id of the `Agent` call
 that runs it, as Claude Code marks its subagents' messages), `agent_id` and `subagent_type`;
-they count in the subagent's tally, not the turn's.
+their text is not the turn's result, but their model calls count in the turn's `usage`, as
+their cost does in `cost_usd`.
 
 What a model call says comes out once the call has ended (at the next event of another kind):
 when the call fails and is tried again, what the failed attempt said is dropped, and only the
@@ -117,6 +118,8 @@ class StreamJson:
                 return [{**_object(event), "text": retry_text(event)}]
             case ev.SubagentEvent():
                 stream = self._subagents.setdefault(event.parent_tool_call_id, StreamJson())
+                if isinstance(event.event, ev.StatusUpdate):
+                    self._count_usage(event.event)  # its spending is the turn's (as `/cost`)
                 return _marked(event, stream.feed(event.event))
         out = self.end()
         self._count(event)
@@ -161,16 +164,21 @@ class StreamJson:
         match event:
             case ev.StepBegin():
                 tally.step_texts = []
-            case ev.StatusUpdate(usage=ev.TokenUsage() as usage):
-                tally.calls += 1
-                tally.input += usage.input
-                tally.output += usage.output
-                tally.cache_read += usage.cache_read
-                tally.cache_creation += usage.cache_creation
+            case ev.StatusUpdate():
+                self._count_usage(event)
             case ev.CompactionEnd(rotated_file=str()) | ev.ContextReverted() | ev.ContextCleared():
                 tally.rotated = True
             case _:
                 pass
+
+    def _count_usage(self, event: ev.StatusUpdate) -> None:
+        usage, tally = event.usage, self.tally
+        if usage is not None:
+            tally.calls += 1
+            tally.input += usage.input
+            tally.output += usage.output
+            tally.cache_read += usage.cache_read
+            tally.cache_creation += usage.cache_creation
 
 
 _CAMEL = re.compile(r"(?<!^)(?=[A-Z])")
