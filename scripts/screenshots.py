@@ -71,7 +71,9 @@ async def tour(pilot: Any) -> None:
     await until(pilot, lambda: not app._turn.is_running)
 
 
-def app_for(project: Path, script: list[dict[str, Any]] | None, **options: Any) -> Any:
+def app_for(
+    project: Path, script: list[dict[str, Any]] | None, config: Any = None, **options: Any
+) -> Any:
     from kode_tui.config import Config, ModelChoice
     from kode_tui.soul.llm.demo import DemoProvider
     from kode_tui.soul.llm.scripted import ScriptedProvider
@@ -85,7 +87,7 @@ def app_for(project: Path, script: list[dict[str, Any]] | None, **options: Any) 
             script, model_name="claude-sonnet-4-5", max_context_size=200_000
         )
         choice = ModelChoice(name="sonnet", model="anthropic/claude-sonnet-4-5", source="config")
-    return KodeApp(project, Config(), choice, provider=provider, **options)
+    return KodeApp(project, config or Config(), choice, provider=provider, **options)
 
 
 TOUR = [
@@ -259,6 +261,69 @@ async def pins(project: Path) -> None:
         app.save_screenshot("pins.svg", str(OUT))
 
 
+PLAN = """# Plan: greet(name)
+
+1. Add `greet(name)` to `hello.py`, returning `Hello, {name}!`
+2. Make `main()` print `greet('world')`
+3. Add `tests/test_hello.py` checking `greet('Ada')`
+
+Risks: none; `python3 hello.py` still prints one line.
+"""
+
+
+async def plan(project: Path) -> None:
+    from kode_tui.config import Config
+    from kode_tui.ui.screens.plan import PlanReview
+
+    script: list[dict[str, Any]] = []
+    app = app_for(project, script, Config(approval_mode="plan"))
+    async with app.run_test(size=SIZE) as pilot:
+        await ready(pilot)
+        slug = app.agent_session.session.state.plan_slug
+        plan_file = Path(os.environ["KODE_TUI_HOME"]) / "plans" / f"{slug}.md"
+        script += [
+            {
+                "text": "I read `hello.py`; here is the plan.",
+                "tool_calls": [
+                    {"name": "WriteFile", "arguments": {"path": str(plan_file), "content": PLAN}}
+                ],
+            },
+            {"tool_calls": [{"name": "ExitPlanMode", "arguments": {}}]},
+        ]
+        await send(pilot, "Plan a greet(name) function with a test")
+        await until(pilot, lambda: isinstance(app.screen, PlanReview))
+        await pilot.pause(0.5)
+        app.save_screenshot("plan.svg", str(OUT))
+
+
+async def subagent(project: Path) -> None:
+    script = [
+        {
+            "text": "I'll have an explorer survey the project while I wait.",
+            "tool_calls": [
+                {
+                    "name": "Agent",
+                    "arguments": {
+                        "description": "Survey the project",
+                        "prompt": "List the files and say what each is for.",
+                        "subagent_type": "explore",
+                    },
+                }
+            ],
+        },
+        {"tool_calls": [{"name": "Glob", "arguments": {"pattern": "*"}}]},
+        {"tool_calls": [{"name": "ReadFile", "arguments": {"path": "hello.py"}}]},
+        {"text": "Reading the README next", "hang": True},
+    ]
+    app = app_for(project, script, yolo=True)
+    async with app.run_test(size=SIZE) as pilot:
+        await ready(pilot)
+        await send(pilot, "What is in this project?")
+        await until(pilot, lambda: len(app._provider.requests) >= 4)
+        await pilot.pause(0.5)
+        app.save_screenshot("subagent.svg", str(OUT))
+
+
 SCENES: dict[str, Scene] = {
     "main": main_screen,
     "approval": approval,
@@ -269,6 +334,8 @@ SCENES: dict[str, Scene] = {
     "preview": preview,
     "compaction": compaction,
     "pins": pins,
+    "plan": plan,
+    "subagent": subagent,
 }
 
 
