@@ -419,9 +419,7 @@ async def test_a_background_task_stopped_as_the_run_ends_leaves_the_result_last(
         ]
     )
 
-    printed = await print_turn(
-        project, provider, "Sleep", output_format="stream-json", yolo=True
-    )
+    printed = await print_turn(project, provider, "Sleep", output_format="stream-json", yolo=True)
 
     assert printed.status == 0, printed.err
     values = lines_of(printed.out)
