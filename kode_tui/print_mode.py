@@ -428,6 +428,7 @@ class JsonView:
                         continue
                     status = max(status, await self._message(shown, text))
         finally:
+            self._closing = self._between  # a task ending now would follow the last result
             await shown.join()
             for value in self._events.end():
                 self._write(value)
