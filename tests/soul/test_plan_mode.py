@@ -276,3 +276,25 @@ async def test_slash_mode_plan_through_the_facade_names_the_plan_file_and_refuse
     assert f"Plan file: {home / 'plans' / slug}.md" in said
     assert left.text == "Approval mode: ask"
     assert now == "ask" and opened.session.state.plan_slug is None
+
+
+async def test_plan_mode_entered_under_a_mode_for_this_run_only_returns_to_the_sessions_own(
+    tmp_path: Path, home: Path
+) -> None:
+    """`--yolo` holds for its run only: the model entering plan mode then must not make yolo
+    the mode a later approval of the plan returns to (and the session saves)."""
+    project = tmp_path / "project"
+    project.mkdir()
+    session = await Session.create(project)
+    provider = ScriptedProvider([call("EnterPlanMode"), {"text": "Planning."}])
+    config = Config()
+    agent = await open_agent(
+        session, config, resolve_model(config), provider=provider, approval_override="yolo"
+    )
+    await agent.soul.run("Plan it")
+    assert agent.soul.approval.mode == "plan"
+    assert await agent.soul.approval.leave_plan() == "ask"
+    await agent.close()
+
+    saved = load_state(session.dir)
+    assert saved.approval_mode == "ask"
