@@ -13,6 +13,7 @@ from kode_tui.soul.agent import Agent, open_agent
 from kode_tui.soul.facade import COMMANDS, AgentSession
 from kode_tui.soul.llm.scripted import ScriptedProvider
 from kode_tui.wire import events as ev
+from tests.soul_helpers import record_events
 
 
 def call(name: str, **arguments: object) -> dict[str, object]:
@@ -298,3 +299,19 @@ async def test_plan_mode_entered_under_a_mode_for_this_run_only_returns_to_the_s
 
     saved = load_state(session.dir)
     assert saved.approval_mode == "ask"
+
+
+async def test_enter_plan_mode_in_plan_mode_is_kimis_error_without_asking(tmp_path: Path) -> None:
+    """As in Kimi CLI: the model is told it is in plan mode already; no one is asked to
+    approve a switch that would change nothing (print mode's refusal ended the turn)."""
+    script = [call("EnterPlanMode"), {"text": "Planning on."}]
+    agent, _ = await open_scripted(tmp_path, script, Config(approval_mode="plan"))
+    seen = record_events(agent.bus, "reject")
+    turn = await agent.soul.run("Plan more")
+    await agent.close()
+
+    assert turn.stop_reason == "done"
+    assert not [e for e in seen if isinstance(e, ev.ApprovalRequest)]
+    [result] = [e for e in seen if isinstance(e, ev.ToolResult)]
+    assert result.is_error
+    assert result.message == "Already in plan mode. Use ExitPlanMode when your plan is ready."
