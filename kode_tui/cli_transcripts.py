@@ -13,7 +13,7 @@ from pathlib import Path
 
 from kode_tui.errors import UserError
 from kode_tui.fsutil import atomic_write_bytes
-from kode_tui.safetext import visible
+from kode_tui.safetext import visible, visible_json
 from kode_tui.session.catalog import list_sessions
 from kode_tui.session.export import export_jsonl, export_markdown
 from kode_tui.session.search import Match, search_sessions
@@ -60,6 +60,12 @@ async def run_export(session: Session, form: str, output: str | None) -> int:
         return "".join(export_markdown(session)).encode()
 
     data = await asyncio.to_thread(render)
+    if output is None and form == "jsonl":
+        # The records as they are, but for a terminal: what they hold raw inside their strings
+        # (a model's bidi overrides, C1 controls) becomes escapes; a file (-o) gets the bytes.
+        data = visible_json(data.decode("utf-8", "surrogateescape")).encode(
+            "utf-8", "surrogateescape"
+        )
     if output is None:
         sys.stdout.flush()
         sys.stdout.buffer.write(data)

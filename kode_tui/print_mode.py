@@ -379,6 +379,9 @@ class JsonView:
         self._between = False
         """A result was written and no message began since: a status update then (the session
         settling after a turn) would come after the result, which must end each message."""
+        self._closing = False
+        """The last result is written and the session closes: what closing reports (background
+        tasks it kills) stays in the session's records, so the result is stdout's last line."""
 
     def __call__(self, event: ev.Event) -> None:
         if isinstance(event, ev.PlanDisplay):
@@ -389,7 +392,7 @@ class JsonView:
             event.resolve("reject")  # print mode asks no one; `approval_resolved` follows
         elif isinstance(event, ev.QuestionRequest):
             event.unsupported()
-        if self._between and isinstance(event, ev.StatusUpdate):
+        if self._closing or (self._between and isinstance(event, ev.StatusUpdate)):
             return
         for value in self._events.feed(event):
             self._write(value)
@@ -425,9 +428,11 @@ class JsonView:
                         continue
                     status = max(status, await self._message(shown, text))
         finally:
+            self._closing = self._between  # a task ending now would follow the last result
             await shown.join()
             for value in self._events.end():
                 self._write(value)
+            self._closing = True
             await self._opened.close()
         return status
 

@@ -106,7 +106,13 @@ def json_line(value: Any) -> str:
     """`value` as one line of JSON (no line feed) whose text shows on a terminal as it is:
     non-ASCII letters stay, and every character `visible()` replaces is a `\\u` escape, which
     any JSON reader turns back into the character."""
-    return _HIDDEN.sub(_json_escape, json.dumps(value, ensure_ascii=False))
+    return visible_json(json.dumps(value, ensure_ascii=False))
+
+
+def visible_json(text: str) -> str:
+    """JSON `text` with every character `visible()` replaces spelt as a `\\u` escape: the same
+    JSON to any reader, nothing a terminal acts on (a record written as it is, say)."""
+    return _HIDDEN.sub(_json_escape, text)
 
 
 def _json_escape(match: re.Match[str]) -> str:

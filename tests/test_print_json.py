@@ -400,3 +400,37 @@ async def test_stream_json_marks_a_subagents_objects_with_the_agent_call(project
     reported = [v["usage"]["input"] for v in values if v["type"] == "status_update" and v["usage"]]
     assert len(reported) == 4
     assert values[-1]["usage"]["input"] == sum(reported)
+
+
+async def test_a_background_task_stopped_as_the_run_ends_leaves_the_result_last(
+    project: Path, home: Path
+) -> None:
+    provider = ScriptedProvider(
+        [
+            {
+                "tool_calls": [
+                    {
+                        "name": "Shell",
+                        "arguments": {
+                            "command": "sleep 60",
+                            "run_in_background": True,
+                            "description": "a long sleep",
+                        },
+                    }
+                ]
+            },
+            {"text": "Started it."},
+        ]
+    )
+
+    printed = await print_turn(project, provider, "Sleep", output_format="stream-json", yolo=True)
+
+    assert printed.status == 0, printed.err
+    values = lines_of(printed.out)
+    started = next(v for v in values if v["type"] == "background_task_update")
+    assert started["status"] == "running"
+    # The task is killed when the session closes, after the result: a script reading the
+    # last line as the result still finds it there (the session's records keep the kill).
+    assert values[-1]["type"] == "result" and values[-1]["result"] == "Started it."
+    [runtime] = home.glob(f"sessions/*/*/tasks/{started['task_id']}/runtime.json")
+    assert json.loads(runtime.read_text())["status"] == "killed"

@@ -209,3 +209,26 @@ async def test_each_match_finds_its_own_message_again_a_tool_results_its_calls(
 
     matches = list(search_file(session, session.context_file, "ZEBRA"))
     assert [message_index(messages, match) for match in matches] == [0, 1, 3]
+
+
+async def test_export_jsonl_to_the_terminal_spells_hidden_characters_as_escapes(
+    tmp_path: Path, kode: Kode
+) -> None:
+    """Records keep a model's bidi overrides and C1 controls raw (valid JSON): written to
+    stdout they are `\\u` escapes, the same JSON to a reader, nothing a terminal acts on."""
+    project = tmp_path / "project"
+    project.mkdir()
+    session = await Session.create(project)
+    hostile = "abc \u202eevil\u202c \x9b31m red \x7f"
+    async with Context(session.context_file) as context:
+        await context.append_message(user(hostile))
+    assert "\u202e" in session.context_file.read_text(encoding="utf-8")
+
+    result = await asyncio.to_thread(
+        kode, "--export", session.id, "--format", "jsonl", str(project)
+    )
+
+    assert result.returncode == 0, result.stderr
+    assert not {"\u202e", "\u202c", "\x9b", "\x7f"} & set(result.stdout)
+    records = [json.loads(line) for line in result.stdout.splitlines()]
+    assert [r["content"] for r in records if r.get("role") == "user"] == [hostile]

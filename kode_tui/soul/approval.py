@@ -144,7 +144,11 @@ class Approval:
         if mode not in self.modes:
             raise ValueError(f"the {mode} mode needs the Shell sandbox, which is off here")
         if mode == "plan" and self.mode != "plan":
-            self._state.mode_before_plan = self.mode
+            # A mode for this run only (`--yolo`, `--permission-mode`) is not the session's:
+            # leaving plan mode returns to the session's own, never saves the run's.
+            self._state.mode_before_plan = (
+                self._state.approval_mode if self._override is not None else self.mode
+            )
             plan.name_plan(self._state)
         elif mode != "plan" and self.mode == "plan":
             self._state.mode_before_plan = None

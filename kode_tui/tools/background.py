@@ -29,6 +29,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import dataclasses
+import json
 import logging
 import os
 import secrets
@@ -36,7 +37,7 @@ import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Literal
+from typing import Literal, cast, get_args
 
 from kode_tui import masking
 from kode_tui.fsutil import atomic_write_json, make_private_dir
@@ -52,6 +53,7 @@ TaskStatus = Literal[
 ]
 TERMINAL: frozenset[str] = frozenset({"completed", "failed", "killed", "lost"})
 """Statuses of a task that has ended (Kimi's)."""
+_STATUSES: frozenset[str] = frozenset(get_args(TaskStatus))
 
 MAX_RUNNING = 4
 """How many tasks may run at once (Kimi's `background.max_running_tasks` default)."""
@@ -144,6 +146,21 @@ class BackgroundTasks:
         self._running: dict[str, asyncio.Task[None]] = {}
         self._untold: list[str] = []
         self._closed = False
+        self._recover()
+
+    def _recover(self) -> None:
+        """Take in the tasks an earlier run of the session left (ours or Kimi CLI's), as Kimi's
+        own recover() does when a session goes on, so TaskList, TaskOutput and `/tasks` still
+        see them. One that was running then is `lost`: no job outlives the process that ran it
+        (Kimi marks its dead workers so too). Its files are left as they are."""
+        try:
+            folders = sorted(self.directory.iterdir())
+        except OSError:  # no task yet
+            return
+        for folder in folders:
+            view = _stored_view(folder)
+            if view is not None:
+                self._views[view.id] = view
 
     # --- starting --------------------------------------------------------------------------------
 
@@ -347,6 +364,55 @@ class BackgroundTasks:
         self._closed = True
         for task_id in list(self._running):
             await self.stop(task_id, "Stopped because the session closed")
+
+
+def _stored_view(folder: Path) -> TaskView | None:
+    """The task kept in `folder` (its `spec.json` and `runtime.json`), or None when it holds
+    none we can read: a task's files are the session's, which may come from anywhere."""
+    if folder.is_symlink() or not folder.is_dir():
+        return None
+    try:
+        spec = json.loads((folder / "spec.json").read_text(encoding="utf-8"))
+        runtime = json.loads((folder / "runtime.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    if not isinstance(spec, dict) or not isinstance(runtime, dict):
+        return None
+    kind, status = spec.get("kind"), runtime.get("status")
+    if kind not in ("bash", "agent") or status not in _STATUSES:
+        return None
+    failure = _text(runtime.get("failure_reason"))
+    if status not in TERMINAL:
+        status, failure = "lost", "The session that ran it ended before it did"
+    exit_code = runtime.get("exit_code")
+    if isinstance(exit_code, bool) or not isinstance(exit_code, int):
+        exit_code = None
+    return TaskView(
+        id=folder.name,
+        kind=cast(TaskKind, kind),
+        description=_text(spec.get("description")),
+        output_path=folder / "output.log",
+        command=_text(spec.get("command")),
+        tool_call_id=_text(spec.get("tool_call_id")),
+        status=cast(TaskStatus, status),
+        created_at=_seconds(spec.get("created_at")) or 0.0,
+        started_at=_seconds(runtime.get("started_at")),
+        finished_at=_seconds(runtime.get("finished_at")),
+        exit_code=exit_code,
+        failure_reason=failure,
+        interrupted=runtime.get("interrupted") is True,
+        timed_out=runtime.get("timed_out") is True,
+    )
+
+
+def _text(value: object) -> str:
+    return value if isinstance(value, str) else ""
+
+
+def _seconds(value: object) -> float | None:
+    if isinstance(value, int | float) and not isinstance(value, bool):
+        return float(value)
+    return None
 
 
 def format_task(view: TaskView, *, include_command: bool = False) -> str:

@@ -171,6 +171,8 @@ class EnterPlanMode(_Bound, Tool[EnterParams]):
     params = EnterParams
 
     async def permission(self, params: EnterParams, env: ToolEnv) -> Permission | None:
+        if self._switch is not None and self._switch.mode == "plan":
+            return None  # nothing to approve: run() tells the model, as Kimi does
         return Permission(
             kind="other",
             action="enter plan mode",

@@ -13,6 +13,7 @@ from kode_tui.soul.agent import Agent, open_agent
 from kode_tui.soul.facade import COMMANDS, AgentSession
 from kode_tui.soul.llm.scripted import ScriptedProvider
 from kode_tui.wire import events as ev
+from tests.soul_helpers import record_events
 
 
 def call(name: str, **arguments: object) -> dict[str, object]:
@@ -276,3 +277,41 @@ async def test_slash_mode_plan_through_the_facade_names_the_plan_file_and_refuse
     assert f"Plan file: {home / 'plans' / slug}.md" in said
     assert left.text == "Approval mode: ask"
     assert now == "ask" and opened.session.state.plan_slug is None
+
+
+async def test_plan_mode_entered_under_a_mode_for_this_run_only_returns_to_the_sessions_own(
+    tmp_path: Path, home: Path
+) -> None:
+    """`--yolo` holds for its run only: the model entering plan mode then must not make yolo
+    the mode a later approval of the plan returns to (and the session saves)."""
+    project = tmp_path / "project"
+    project.mkdir()
+    session = await Session.create(project)
+    provider = ScriptedProvider([call("EnterPlanMode"), {"text": "Planning."}])
+    config = Config()
+    agent = await open_agent(
+        session, config, resolve_model(config), provider=provider, approval_override="yolo"
+    )
+    await agent.soul.run("Plan it")
+    assert agent.soul.approval.mode == "plan"
+    assert await agent.soul.approval.leave_plan() == "ask"
+    await agent.close()
+
+    saved = load_state(session.dir)
+    assert saved.approval_mode == "ask"
+
+
+async def test_enter_plan_mode_in_plan_mode_is_kimis_error_without_asking(tmp_path: Path) -> None:
+    """As in Kimi CLI: the model is told it is in plan mode already; no one is asked to
+    approve a switch that would change nothing (print mode's refusal ended the turn)."""
+    script = [call("EnterPlanMode"), {"text": "Planning on."}]
+    agent, _ = await open_scripted(tmp_path, script, Config(approval_mode="plan"))
+    seen = record_events(agent.bus, "reject")
+    turn = await agent.soul.run("Plan more")
+    await agent.close()
+
+    assert turn.stop_reason == "done"
+    assert not [e for e in seen if isinstance(e, ev.ApprovalRequest)]
+    [result] = [e for e in seen if isinstance(e, ev.ToolResult)]
+    assert result.is_error
+    assert result.message == "Already in plan mode. Use ExitPlanMode when your plan is ready."

@@ -302,3 +302,58 @@ def test_task_calls_read_by_their_command_or_task_id() -> None:
     assert (
         read_call("TaskOutput", '{"task_id": "bash-1a2b3c4d"}').title == "TaskOutput bash-1a2b3c4d"
     )
+
+
+def _stored_task(tasks: Path, task_id: str, status: str, output: str) -> None:
+    """A task folder as Kimi CLI 1.52 leaves it (its spec.json and runtime.json keys)."""
+    folder = tasks / task_id
+    folder.mkdir(parents=True)
+    spec = {
+        "version": 1, "id": task_id, "kind": "bash", "session_id": "s",
+        "description": f"{task_id} job", "tool_call_id": "c", "owner_role": "root",
+        "created_at": 1000.0 + len(status), "command": f"echo {task_id}", "shell_name": "bash",
+        "timeout_s": 60, "kind_payload": None,
+    }  # fmt: skip
+    runtime = {"status": status, "worker_pid": 1, "started_at": 1000.0, "exit_code": None}
+    (folder / "spec.json").write_text(json.dumps(spec))
+    (folder / "runtime.json").write_text(json.dumps(runtime))
+    (folder / "output.log").write_text(output)
+
+
+async def test_tasks_an_earlier_run_left_are_listed_and_read_when_the_session_goes_on(
+    tmp_path: Path,
+) -> None:
+    """A continued session (Kimi CLI's or ours) keeps its tasks: TaskList and TaskOutput see
+    them; one that was running when its process ended is `lost` (no job outlives it); a
+    folder that is no task is skipped."""
+    tasks = tmp_path / "session" / "tasks"
+    _stored_task(tasks, "bash-done0001", "killed", "started\n")
+    _stored_task(tasks, "bash-left0002", "running", "half of it\n")
+    (tasks / "bash-broken03").mkdir()
+    (tasks / "bash-broken03" / "spec.json").write_text("{not json")
+    rig = await make_rig(
+        tmp_path,
+        [
+            {
+                "tool_calls": [
+                    call("TaskList", active_only=False),
+                    call("TaskOutput", task_id="bash-left0002"),
+                    call("TaskStop", task_id="bash-done0001"),
+                ]
+            },
+            {"text": "ok"},
+        ],
+        tools=[TaskList(), TaskOutput(), TaskStop()],
+        tasks=True,
+    )
+    await rig.soul.run("go on")
+
+    listed, output, stopped = rig.of(ev.ToolResult)
+    assert listed.output.startswith("background_tasks: 2\n")
+    assert "task_id: bash-left0002" in listed.output and "status: lost" in listed.output
+    assert "task_id: bash-done0001" in listed.output and "bash-broken03" not in listed.output
+    assert not output.is_error and "half of it" in output.output
+    assert "status: lost" in output.output
+    assert not stopped.is_error, stopped.message
+    assert rig.soul.env.tasks is not None
+    assert rig.soul.env.tasks.list_tasks() == []  # nothing of theirs runs now
