@@ -59,7 +59,8 @@ class TasksScreen(WireListener, ModalScreen[None]):
         color: $text-muted;
     }
     TasksScreen #tasks-output-box {
-        height: 16;
+        height: 1fr;
+        min-height: 3;
         background: $surface;
     }
     """
