@@ -8,7 +8,7 @@ from typing import ClassVar
 from textual import on
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
-from textual.containers import Vertical
+from textual.containers import Vertical, VerticalScroll
 from textual.content import Content
 from textual.screen import ModalScreen
 from textual.widgets import Input, OptionList, Static
@@ -28,6 +28,9 @@ class QuestionScreen(ModalScreen[None]):
     each question's text (several choices joined by `, `); Esc dismisses them all (`{}`)."""
 
     DEFAULT_CLASSES = "kode-dialog"
+    DEFAULT_CSS: ClassVar[str] = """
+    QuestionScreen #question-head { height: auto; max-height: 40vh; }
+    """
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("escape", "dismiss_questions", "Dismiss", id="question.dismiss"),
         # 1-4 choose an option at once, as in Kimi's panel (the answer input takes digits).
@@ -49,12 +52,31 @@ class QuestionScreen(ModalScreen[None]):
 
     def compose(self) -> ComposeResult:
         with Vertical():
-            yield Static(id="question-title", classes="dialog-title")
+            # A long question scrolls (up to 40% of the screen) rather than push the rest out.
+            with VerticalScroll(id="question-head", can_focus=False):
+                yield Static(id="question-title", classes="dialog-title")
             yield OptionList(id="question-options")
             yield Input(placeholder="Your answer (Enter sends)", id="question-other")
 
     def on_mount(self) -> None:
         self._show()
+
+    def on_resize(self) -> None:
+        self.call_after_refresh(self._fit)
+
+    def _fit(self) -> None:
+        """Cap the options' height so that the frame holds them, the question and the answer's
+        input (room kept for it, shown or not) at any terminal height: the options scroll."""
+        frame = self.query_one(Vertical)
+        head = self.query_one("#question-head")
+        other = self.query_one("#question-other", Input)
+        room = (
+            int(self.size.height * 0.9)  # the dialogs' max-height (app.tcss)
+            - frame.styles.gutter.height
+            - head.outer_size.height
+            - ((other.styles.height.cells if other.styles.height else None) or 3)
+        )
+        self.query_one(OptionList).styles.max_height = max(room, 3)
 
     def _show(self) -> None:
         question = self.question
@@ -82,6 +104,7 @@ class QuestionScreen(ModalScreen[None]):
         other.value = ""
         options.highlighted = 0
         options.focus()
+        self.call_after_refresh(self._fit)
 
     @on(OptionList.OptionSelected, "#question-options")
     def _chose(self, event: OptionList.OptionSelected) -> None:

@@ -1,0 +1,45 @@
+"""AskUserQuestion's dialog at 80x24: a long question with long options still shows every
+choice and the typed answer's input inside its frame (kode_tui/ui/screens/question.py)."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+
+from textual.containers import Vertical
+from textual.widgets import Input, OptionList
+
+from kode_tui.ui.screens.question import QuestionScreen
+from kode_tui.wire.events import QuestionItem, QuestionOption, QuestionRequest
+from tests.ui_helpers import Host, wait_for
+
+APP_CSS = Path(__file__).parents[2] / "kode_tui" / "ui" / "app.tcss"
+LONG = "Which of these approaches should I take for the storage layer's refactoring? " * 3
+WHY = "a fairly long description of what this option does and why one would take it " * 2
+
+
+async def test_a_long_question_keeps_every_choice_and_the_answer_input_on_screen() -> None:
+    options = [QuestionOption(label=f"Option {n}", description=WHY) for n in range(1, 5)]
+    asked = QuestionRequest(
+        id="q1", tool_call_id="call-q1", questions=[QuestionItem(question=LONG, options=options)]
+    )
+    app = Host(screen=QuestionScreen(asked), css_path=APP_CSS)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await wait_for(pilot, lambda: isinstance(app.screen, QuestionScreen))
+        screen = app.screen
+        listing = screen.query_one(OptionList)
+        frame = screen.query_one(Vertical).content_region
+        await pilot.pause()
+        assert frame.contains_region(listing.region), "the options fit in the frame (scrolling)"
+        await pilot.press("down", "down", "down", "down")  # to "Other: type an answer"
+        await pilot.pause()
+        assert listing.highlighted == listing.get_option_index("other")
+        await pilot.press("enter")
+        answer = screen.query_one(Input)
+        await wait_for(pilot, lambda: answer.has_focus)
+        await pilot.pause()
+        frame = screen.query_one(Vertical).content_region
+        assert answer.region.height > 0 and frame.contains_region(answer.region)
+        assert frame.contains_region(listing.region)
+        await pilot.press(*"tox", "enter")
+        assert await asyncio.wait_for(asked.wait(), 30) == {LONG: "tox"}
