@@ -1,5 +1,6 @@
 """AskUserQuestion's dialog at 80x24: a long question with long options still shows every
-choice and the typed answer's input inside its frame (kode_tui/ui/screens/question.py)."""
+choice, the typed answer's input and the keys line inside its frame
+(kode_tui/ui/screens/question.py)."""
 
 from __future__ import annotations
 
@@ -7,7 +8,8 @@ import asyncio
 from pathlib import Path
 
 from textual.containers import Vertical
-from textual.widgets import Input, OptionList
+from textual.geometry import Region
+from textual.widgets import Input, OptionList, Static
 
 from kode_tui.ui.screens.question import QuestionScreen
 from kode_tui.wire.events import QuestionItem, QuestionOption, QuestionRequest
@@ -20,26 +22,36 @@ WHY = "a fairly long description of what this option does and why one would take
 
 async def test_a_long_question_keeps_every_choice_and_the_answer_input_on_screen() -> None:
     options = [QuestionOption(label=f"Option {n}", description=WHY) for n in range(1, 5)]
+    short = QuestionItem(question="Go?", options=[QuestionOption(label="yes")])
     asked = QuestionRequest(
-        id="q1", tool_call_id="call-q1", questions=[QuestionItem(question=LONG, options=options)]
+        id="q1",
+        tool_call_id="call-q1",
+        questions=[short, QuestionItem(question=LONG, options=options)],
     )
     app = Host(screen=QuestionScreen(asked), css_path=APP_CSS)
     async with app.run_test(size=(80, 24)) as pilot:
         await wait_for(pilot, lambda: isinstance(app.screen, QuestionScreen))
         screen = app.screen
         listing = screen.query_one(OptionList)
-        frame = screen.query_one(Vertical).content_region
-        await pilot.pause()
-        assert frame.contains_region(listing.region), "the options fit in the frame (scrolling)"
+        keys = screen.query_one(".dialog-keys", Static)
+        await pilot.press("1")  # the short question first: the long one then fits as well
+        await wait_for(
+            pilot, lambda: LONG.strip() in str(screen.query_one("#question-title", Static).render())
+        )
+
+        def fits(*regions: Region) -> bool:
+            frame = screen.query_one(Vertical).content_region
+            return all(region.height > 0 and frame.contains_region(region) for region in regions)
+
+        await wait_for(pilot, lambda: fits(listing.region, keys.region))  # the options scroll
+        assert "Esc dismiss" in str(keys.render())
         await pilot.press("down", "down", "down", "down")  # to "Other: type an answer"
         await pilot.pause()
         assert listing.highlighted == listing.get_option_index("other")
         await pilot.press("enter")
         answer = screen.query_one(Input)
         await wait_for(pilot, lambda: answer.has_focus)
-        await pilot.pause()
-        frame = screen.query_one(Vertical).content_region
-        assert answer.region.height > 0 and frame.contains_region(answer.region)
-        assert frame.contains_region(listing.region)
+        # The options make room for the input.
+        await wait_for(pilot, lambda: fits(answer.region, listing.region, keys.region))
         await pilot.press(*"tox", "enter")
-        assert await asyncio.wait_for(asked.wait(), 30) == {LONG: "tox"}
+        assert await asyncio.wait_for(asked.wait(), 30) == {"Go?": "yes", LONG: "tox"}

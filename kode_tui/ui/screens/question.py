@@ -23,6 +23,15 @@ DONE = "done"
 """The row that ends a question of several choices."""
 
 
+def keys_line(question: QuestionItem) -> str:
+    """The dialog's keys for `question` (digits for its first four options)."""
+    count = min(len(question.options), 4)
+    digits = "1" if count == 1 else f"1-{count}"
+    if question.multi_select:
+        return f"{digits} or ↑↓ Enter tick · Done sends them · Esc dismiss"
+    return f"{digits} or ↑↓ Enter choose · Esc dismiss"
+
+
 class QuestionScreen(ModalScreen[None]):
     """Asks a `QuestionRequest`'s questions in turn and resolves it with the answers, keyed by
     each question's text (several choices joined by `, `); Esc dismisses them all (`{}`)."""
@@ -57,6 +66,7 @@ class QuestionScreen(ModalScreen[None]):
                 yield Static(id="question-title", classes="dialog-title")
             yield OptionList(id="question-options")
             yield Input(placeholder="Your answer (Enter sends)", id="question-other")
+            yield Static(id="question-keys", classes="dialog-keys")
 
     def on_mount(self) -> None:
         self._show()
@@ -65,18 +75,26 @@ class QuestionScreen(ModalScreen[None]):
         self.call_after_refresh(self._fit)
 
     def _fit(self) -> None:
-        """Cap the options' height so that the frame holds them, the question and the answer's
-        input (room kept for it, shown or not) at any terminal height: the options scroll."""
+        """Cap the options' height so that the frame holds them, the question, the answer's
+        input (when shown) and the keys at any terminal height: the options scroll."""
         frame = self.query_one(Vertical)
         head = self.query_one("#question-head")
         other = self.query_one("#question-other", Input)
+        keys = self.query_one("#question-keys", Static)
+        answer_rows = 0
+        if other.display:  # its CSS height: just shown, it has no size yet
+            answer_rows = (other.styles.height.cells if other.styles.height else None) or 3
         room = (
             int(self.size.height * 0.9)  # the dialogs' max-height (app.tcss)
             - frame.styles.gutter.height
             - head.outer_size.height
-            - ((other.styles.height.cells if other.styles.height else None) or 3)
+            - answer_rows
+            - keys.outer_size.height
+            - keys.styles.margin.height
         )
-        self.query_one(OptionList).styles.max_height = max(room, 3)
+        options = self.query_one(OptionList)
+        options.styles.max_height = max(room, 3)
+        self.call_after_refresh(options.scroll_to_highlight)
 
     def _show(self) -> None:
         question = self.question
@@ -102,6 +120,7 @@ class QuestionScreen(ModalScreen[None]):
         other = self.query_one("#question-other", Input)
         other.display = False
         other.value = ""
+        self.query_one("#question-keys", Static).update(keys_line(question))
         options.highlighted = 0
         options.focus()
         self.call_after_refresh(self._fit)
@@ -114,6 +133,7 @@ class QuestionScreen(ModalScreen[None]):
             other = self.query_one("#question-other", Input)
             other.display = True
             other.focus()
+            self.call_after_refresh(self._fit)
         elif chosen == DONE:
             self._answer(", ".join(self._chosen))
         elif chosen is not None:
