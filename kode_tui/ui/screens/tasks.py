@@ -49,9 +49,10 @@ class TasksScreen(WireListener, ModalScreen[None]):
 
     DEFAULT_CLASSES = "kode-dialog"
     DEFAULT_CSS: ClassVar[str] = """
+    /* Heights in screen parts, so that at 80x24 too the frame holds them and the keys. */
     TasksScreen #tasks-list {
         height: auto;
-        max-height: 8;
+        max-height: 20vh;
         border: none;
         background: $surface;
     }
@@ -59,8 +60,8 @@ class TasksScreen(WireListener, ModalScreen[None]):
         color: $text-muted;
     }
     TasksScreen #tasks-output-box {
-        height: 1fr;
-        min-height: 3;
+        height: auto;
+        max-height: 30vh;
         background: $surface;
     }
     """
