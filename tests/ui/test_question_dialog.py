@@ -53,5 +53,12 @@ async def test_a_long_question_keeps_every_choice_and_the_answer_input_on_screen
         await wait_for(pilot, lambda: answer.has_focus)
         # The options make room for the input.
         await wait_for(pilot, lambda: fits(answer.region, listing.region, keys.region))
+        # Esc while typing goes back to the options; the questions are still asked.
+        assert "Esc back to the options" in str(keys.render())
+        await pilot.press("escape")
+        await wait_for(pilot, lambda: listing.has_focus and not answer.display)
+        assert app.screen is screen and app.results == []
+        await pilot.press("enter")
+        await wait_for(pilot, lambda: answer.has_focus)
         await pilot.press(*"tox", "enter")
         assert await asyncio.wait_for(asked.wait(), 30) == {"Go?": "yes", LONG: "tox"}

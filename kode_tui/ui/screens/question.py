@@ -21,6 +21,7 @@ OTHER = "other"
 """The row that opens the input for an answer of one's own."""
 DONE = "done"
 """The row that ends a question of several choices."""
+TYPING_KEYS = "Enter sends your answer · Esc back to the options"
 
 
 def keys_line(question: QuestionItem) -> str:
@@ -133,6 +134,7 @@ class QuestionScreen(ModalScreen[None]):
             other = self.query_one("#question-other", Input)
             other.display = True
             other.focus()
+            self.query_one("#question-keys", Static).update(TYPING_KEYS)
             self.call_after_refresh(self._fit)
         elif chosen == DONE:
             self._answer(", ".join(self._chosen))
@@ -175,6 +177,14 @@ class QuestionScreen(ModalScreen[None]):
         options.action_select()
 
     def action_dismiss_questions(self) -> None:
-        """Esc: the user would rather not answer; the model is told they dismissed it."""
+        """Esc: the user would rather not answer; the model is told they dismissed it. While
+        an answer is typed, Esc goes back to the options instead (the answers so far stay)."""
+        other = self.query_one("#question-other", Input)
+        if other.display:
+            other.display = False
+            self.query_one(OptionList).focus()
+            self.query_one("#question-keys", Static).update(keys_line(self.question))
+            self.call_after_refresh(self._fit)
+            return
         self.request.resolve({})
         self.dismiss()
