@@ -80,6 +80,7 @@ async def test_a_subagent_shows_live_in_its_call_folds_when_done_and_opens_from_
         assert isinstance(preview, PreviewScreen)
         assert preview.name_shown == f"subagent {request.agent_id}"
         assert not preview.check_action("restore", ())
+        assert not preview.query("#preview-compare"), "no comparison with the live context"
     assert (project / "a.txt").read_text() == "hello"
 
 
