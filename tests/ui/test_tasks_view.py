@@ -22,7 +22,9 @@ async def test_the_tasks_view_shows_masked_output_and_stops_a_task_with_s(projec
     """At 80x24 the whole view fits: the output pane and the keys line inside the frame."""
     secret = "sk-view-" + "z9" * 12
     (project / "secret.txt").write_text(f"key {secret}\n")
-    command = "cat secret.txt; echo '[bold]loud[/bold]'; while true; do sleep 0.05; done"
+    # A long command (a no-op of 80 words first) and output still leave the keys in sight.
+    long = ": " + " ".join(f"word{n}" for n in range(80)) + "; seq 1 40; "
+    command = long + "cat secret.txt; echo '[bold]loud[/bold]'; while true; do sleep 0.05; done"
     provider = ScriptedProvider(
         [
             {

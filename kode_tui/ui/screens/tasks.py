@@ -58,6 +58,8 @@ class TasksScreen(WireListener, ModalScreen[None]):
     }
     TasksScreen #tasks-command {
         color: $text-muted;
+        text-wrap: nowrap;  /* one line: a long command would push the keys out */
+        text-overflow: ellipsis;
     }
     TasksScreen #tasks-output-box {
         height: auto;
