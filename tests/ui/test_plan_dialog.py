@@ -117,3 +117,24 @@ def test_the_plan_dialog(snap_compare: Any) -> None:
         await pilot.pause()
 
     assert snap_compare(app, run_before=run_before, terminal_size=(80, 24))
+
+
+async def test_esc_while_editing_the_plan_goes_back_to_reading_it_with_the_edit_kept() -> None:
+    """Esc in the editor ends the editing, as in the compaction review: it does not close the
+    dialog (the edit would be lost, `d` opens the plan as the model wrote it)."""
+    ask = PlanAsk(file_path="/tmp/plan.md", modes=["ask", "auto-edit"], mode="ask")
+    app = Host(screen=PlanReview(PLAN, ask), css_path=APP_CSS)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await wait_for(pilot, lambda: isinstance(app.screen, PlanReview))
+        dialog = app.screen
+        assert isinstance(dialog, PlanReview)
+        await pilot.press("ctrl+e")
+        editor = dialog.query_one(TextArea)
+        await wait_for(pilot, lambda: editor.has_focus)
+        editor.text = "# Plan\n\n1. Only the safe way\n"
+        await pilot.press("escape")
+        await wait_for(pilot, lambda: not dialog.editing)
+        assert app.screen is dialog and app.results == []
+        assert dialog.verdict("approve").plan == "# Plan\n\n1. Only the safe way\n"
+        await pilot.press("escape")  # reading: Esc goes back to the panel
+        await wait_for(pilot, lambda: app.results == [None])

@@ -5,8 +5,9 @@ compaction review's summary is edited, and back. `ctrl+s` or Approve approves it
 picked (the one plan mode was entered from first) and, when the plan offers approaches, the one
 picked; Send back returns it with the feedback typed (the model revises it in the same turn);
 Reject keeps plan mode, Reject and exit leaves it (both end the turn). An edited plan goes with
-the answer: the tool writes it to the plan file, and it is the plan the model receives. Esc goes
-back to the approval panel, where the request still waits (its `d` opens this again).
+the answer: the tool writes it to the plan file, and it is the plan the model receives. Esc in
+the editor goes back to reading (the edit kept); else back to the approval panel, where the
+request still waits (its `d` opens this again).
 """
 
 from __future__ import annotations
@@ -162,6 +163,10 @@ class PlanReview(ModalScreen[PlanVerdict | None]):
         self.dismiss(self.verdict("approve"))
 
     def action_back(self) -> None:
+        """Esc: from the editor, back to reading (the edit kept); else back to the panel."""
+        if self.editing:
+            self.action_edit()
+            return
         self.dismiss(None)
 
     @on(Input.Submitted, "#plan-feedback")
