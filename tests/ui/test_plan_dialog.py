@@ -3,6 +3,7 @@ or send back with feedback (kode_tui/ui/screens/plan.py, opened by the approval 
 
 from __future__ import annotations
 
+import asyncio
 from pathlib import Path
 from typing import Any
 
@@ -13,7 +14,8 @@ from kode_tui.config import Config
 from kode_tui.soul.llm.scripted import ScriptedProvider
 from kode_tui.ui.screens.plan import PlanReview
 from kode_tui.ui.widgets.approval import ApprovalPanel
-from kode_tui.wire.events import PlanApproach, PlanAsk
+from kode_tui.wire import WireBus
+from kode_tui.wire.events import ApprovalRequest, PlanApproach, PlanAsk, PlanVerdict
 from tests.ui_helpers import Host, make_app, ready, send, turn_running, wait_for
 
 PLAN = "# Plan\n\n1. **Fast**: patch it\n2. [b]Safe[/b]: rewrite it\n"
@@ -138,3 +140,37 @@ async def test_esc_while_editing_the_plan_goes_back_to_reading_it_with_the_edit_
         assert dialog.verdict("approve").plan == "# Plan\n\n1. Only the safe way\n"
         await pilot.press("escape")  # reading: Esc goes back to the panel
         await wait_for(pilot, lambda: app.results == [None])
+
+
+async def test_a_plan_edited_then_left_with_esc_opens_again_with_the_edit() -> None:
+    """Esc from the dialog back to the panel keeps the edit: `d` opens the plan as edited,
+    and approving it sends the edit."""
+    from tests.ui.test_approval import ApprovalHost
+
+    bus = WireBus()
+    app = ApprovalHost(bus)
+    ask = PlanAsk(file_path="/tmp/plan.md", modes=["ask", "auto-edit"], mode="ask")
+    request = ApprovalRequest(
+        id="p1",
+        tool_call_id="call-p1",
+        action="exit plan mode",
+        description=PLAN,
+        tool_name="ExitPlanMode",
+        plan=ask,
+    )
+    edit = "# Plan\n\n1. Only the safe way\n"
+    async with app.run_test(size=(80, 24)) as pilot:
+        bus.send(request)
+        await wait_for(pilot, lambda: isinstance(app.screen, PlanReview))
+        await pilot.press("ctrl+e")
+        app.screen.query_one(TextArea).text = edit
+        await pilot.press("escape", "escape")  # to reading, then back to the panel
+        panel = app.query_one(ApprovalPanel)
+        await wait_for(pilot, lambda: not isinstance(app.screen, PlanReview))
+        assert panel.current is request
+        await pilot.press("d")
+        await wait_for(pilot, lambda: isinstance(app.screen, PlanReview))
+        assert app.screen.query_one(TextArea).text == edit
+        await pilot.press("ctrl+s")
+        verdict = await asyncio.wait_for(request.wait(), 30)
+        assert isinstance(verdict, PlanVerdict) and verdict.plan == edit

@@ -73,12 +73,15 @@ class PlanReview(ModalScreen[PlanVerdict | None]):
         Binding("escape", "back", "Back to the panel", id="plan_back"),
     ]
 
-    def __init__(self, text: str, ask: PlanAsk) -> None:
+    def __init__(self, text: str, ask: PlanAsk, draft: str | None = None) -> None:
         super().__init__()
         self.ask = ask
         self._shown = visible(text)
         """The plan as shown (control characters as stand-ins): the editor starts from it, so
         only what the user changed counts as an edit."""
+        self.draft = draft
+        """The user's edit, from an earlier opening of the dialog for this plan, then the one
+        it closed with (Esc: the panel opens the dialog again with it)."""
 
     def compose(self) -> ComposeResult:
         ask = self.ask
@@ -86,8 +89,8 @@ class PlanReview(ModalScreen[PlanVerdict | None]):
             yield Static("Approve the plan?", classes="dialog-title")
             yield Static(Content(visible(ask.file_path, multiline=False)), id="plan-file")
             with VerticalScroll(id="plan-document"):
-                yield AnswerBlock(self._shown)
-            yield TextArea(self._shown, id="plan-editor", soft_wrap=True)
+                yield AnswerBlock(self.draft or self._shown)
+            yield TextArea(self.draft or self._shown, id="plan-editor", soft_wrap=True)
             with Horizontal(id="plan-choices"):
                 yield Static("Continue in", classes="plan-label")
                 modes = ask.modes or [ask.mode]
@@ -143,10 +146,15 @@ class PlanReview(ModalScreen[PlanVerdict | None]):
             editor.focus()
         self.query_one("#plan-edit", Button).label = "Read" if self.editing else "Edit"
 
+    @property
+    def edited(self) -> str | None:
+        """The plan's text as the user edited it; None when unchanged."""
+        text = self.query_one(TextArea).text
+        return text if text != self._shown and text.strip() else None
+
     def verdict(self, choice: PlanChoice) -> PlanVerdict:
         """The answer `choice` makes of what the dialog shows now."""
-        text = self.query_one(TextArea).text
-        edited = text if text != self._shown and text.strip() else None
+        edited = self.edited
         picked = self.query_one("#plan-mode", Select).value
         mode = next((mode for mode in self.ask.modes if mode == picked), None)
         options = self.query("#plan-option").results(Select)
@@ -167,6 +175,7 @@ class PlanReview(ModalScreen[PlanVerdict | None]):
         if self.editing:
             self.action_edit()
             return
+        self.draft = self.edited
         self.dismiss(None)
 
     @on(Input.Submitted, "#plan-feedback")

@@ -167,6 +167,8 @@ A tool call waits for your answer.
         self._questions: Subscription[Event] | None = None
         self._full_view: ApprovalView | PlanReview | None = None
         """The full view of the request on show, while it is open."""
+        self._plan_drafts: dict[str, str] = {}
+        """A plan's edit by its request's id, while its dialog is closed (Esc)."""
 
     @property
     def current(self) -> ApprovalRequest | None:
@@ -513,7 +515,8 @@ A tool call waits for your answer.
         if request is None:
             return
         if request.plan is not None:
-            self._full_view = PlanReview(request.description, request.plan)
+            draft = self._plan_drafts.get(request.id)
+            self._full_view = PlanReview(request.description, request.plan, draft)
             self.app.push_screen(self._full_view, lambda got: self._plan_answered(request, got))
             return
         self._full_view = ApprovalView(
@@ -532,7 +535,11 @@ A tool call waits for your answer.
 
     def _plan_answered(self, request: ApprovalRequest, verdict: PlanVerdict | None) -> None:
         """The plan dialog closed: with a verdict, the answer (if `request` still waits)."""
-        self._full_view = None
+        dialog, self._full_view = self._full_view, None
+        if isinstance(dialog, PlanReview) and verdict is None and dialog.draft:
+            self._plan_drafts[request.id] = dialog.draft  # Esc: `d` opens it with the edit
+        else:
+            self._plan_drafts.pop(request.id, None)
         if verdict is not None and self.current is request:
             self.answer(verdict)
 
