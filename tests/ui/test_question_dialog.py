@@ -62,3 +62,20 @@ async def test_a_long_question_keeps_every_choice_and_the_answer_input_on_screen
         await wait_for(pilot, lambda: answer.has_focus)
         await pilot.press(*"tox", "enter")
         assert await asyncio.wait_for(asked.wait(), 30) == {"Go?": "yes", LONG: "tox"}
+
+
+async def test_done_with_nothing_ticked_sends_nothing_as_in_kimi() -> None:
+    """A question of several choices is not answered with none of them (Kimi's panel does not
+    submit it either): Done waits for a tick."""
+    options = [QuestionOption(label=label) for label in ("lint", "types")]
+    many = QuestionItem(question="Which checks?", options=options, multi_select=True)
+    asked = QuestionRequest(id="q2", tool_call_id="call-q2", questions=[many])
+    app = Host(screen=QuestionScreen(asked), css_path=APP_CSS)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await wait_for(pilot, lambda: isinstance(app.screen, QuestionScreen))
+        listing = app.screen.query_one(OptionList)
+        await pilot.press("end", "enter")  # Done, nothing ticked
+        await pilot.pause()
+        assert app.results == [] and listing.highlighted == listing.get_option_index("done")
+        await pilot.press("2", "end", "enter")
+        assert await asyncio.wait_for(asked.wait(), 30) == {"Which checks?": "types"}

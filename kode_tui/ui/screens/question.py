@@ -137,7 +137,10 @@ class QuestionScreen(ModalScreen[None]):
             self.query_one("#question-keys", Static).update(TYPING_KEYS)
             self.call_after_refresh(self._fit)
         elif chosen == DONE:
-            self._answer(", ".join(self._chosen))
+            if self._chosen:  # none ticked is no answer (Kimi's panel does not send it either)
+                self._answer(", ".join(self._chosen))
+            else:
+                self.app.bell()
         elif chosen is not None:
             label = question.options[int(chosen)].label
             if not question.multi_select:
