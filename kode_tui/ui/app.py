@@ -622,9 +622,10 @@ class KodeApp(
 
     def get_system_commands(self, screen: Screen[object]):  # type: ignore[no-untyped-def]
         yield from super().get_system_commands(screen)
-        yield SystemCommand(
-            "Approval mode", "Cycle ask / auto-edit / sandbox / yolo", self.action_cycle_mode
-        )
+        # The modes this session offers (plan; sandbox only where it works), not a fixed list.
+        modes = self.agent_session.modes if self.agent_session is not None else ()
+        said = f"Cycle {' / '.join(modes)}" if modes else "Cycle the approval mode"
+        yield SystemCommand("Approval mode", said, self.action_cycle_mode)
 
     def _save_theme(self, theme: object) -> None:
         from kode_tui.config_save import save_setting

@@ -203,6 +203,10 @@ async def test_f1_shows_the_focused_panes_keys_first_and_folds_textuals_generic_
     app = make_app(project, DemoProvider(delay=0))
     async with app.run_test(size=(140, 40)) as pilot:
         await ready(pilot)
+        # The palette's mode entry names the modes Ctrl+T / Shift+Tab go through, plan too.
+        assert app.agent_session is not None and "plan" in app.agent_session.modes
+        palette = {c.title: c.help for c in app.get_system_commands(app.screen)}
+        assert all(mode in palette["Approval mode"] for mode in app.agent_session.modes)
         await pilot.press("f1")
         await wait_for(pilot, lambda: isinstance(app.screen, HelpScreen))
         assert "Approval mode" in screen_text(app)

@@ -335,6 +335,26 @@ async def test_a_word_typed_on_as_the_panel_shows_goes_on_into_the_prompt() -> N
         assert await answer_of(request) == "reject"
 
 
+async def test_a_key_that_answers_nothing_sends_the_word_being_typed_on_into_the_prompt() -> None:
+    """A request shown while nothing was typed (a background agent's, between turns): the
+    user starts a message ("/tasks") not having seen it; its "a" must not approve for the
+    session. The first key that answers nothing sends it and the next ones to the prompt."""
+    bus = WireBus()
+    app = ApprovalHost(bus)
+    request = edit_request()
+    async with app.run_test() as pilot:
+        panel = app.query_one(ApprovalPanel)
+        panel.key_delay_s = 60
+        bus.send(request)
+        await wait_for(pilot, lambda: panel.current is request)
+        await pilot.press("slash", "t", "a", "s")
+        await pilot.pause()
+        assert panel.current is request, "nothing was answered"
+        assert app.query_one("#prompt", Input).value == "/tas"
+        assert await pilot.click("#approval-reject")
+        assert await answer_of(request) == "reject"
+
+
 async def test_a_key_pressed_the_instant_a_request_is_sent_answers_it() -> None:
     bus = WireBus()
     app = ApprovalHost(bus)

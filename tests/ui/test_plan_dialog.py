@@ -3,6 +3,7 @@ or send back with feedback (kode_tui/ui/screens/plan.py, opened by the approval 
 
 from __future__ import annotations
 
+import asyncio
 from pathlib import Path
 from typing import Any
 
@@ -13,7 +14,8 @@ from kode_tui.config import Config
 from kode_tui.soul.llm.scripted import ScriptedProvider
 from kode_tui.ui.screens.plan import PlanReview
 from kode_tui.ui.widgets.approval import ApprovalPanel
-from kode_tui.wire.events import PlanApproach, PlanAsk
+from kode_tui.wire import WireBus
+from kode_tui.wire.events import ApprovalRequest, PlanApproach, PlanAsk, PlanVerdict
 from tests.ui_helpers import Host, make_app, ready, send, turn_running, wait_for
 
 PLAN = "# Plan\n\n1. **Fast**: patch it\n2. [b]Safe[/b]: rewrite it\n"
@@ -117,3 +119,58 @@ def test_the_plan_dialog(snap_compare: Any) -> None:
         await pilot.pause()
 
     assert snap_compare(app, run_before=run_before, terminal_size=(80, 24))
+
+
+async def test_esc_while_editing_the_plan_goes_back_to_reading_it_with_the_edit_kept() -> None:
+    """Esc in the editor ends the editing, as in the compaction review: it does not close the
+    dialog (the edit would be lost, `d` opens the plan as the model wrote it)."""
+    ask = PlanAsk(file_path="/tmp/plan.md", modes=["ask", "auto-edit"], mode="ask")
+    app = Host(screen=PlanReview(PLAN, ask), css_path=APP_CSS)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await wait_for(pilot, lambda: isinstance(app.screen, PlanReview))
+        dialog = app.screen
+        assert isinstance(dialog, PlanReview)
+        await pilot.press("ctrl+e")
+        editor = dialog.query_one(TextArea)
+        await wait_for(pilot, lambda: editor.has_focus)
+        editor.text = "# Plan\n\n1. Only the safe way\n"
+        await pilot.press("escape")
+        await wait_for(pilot, lambda: not dialog.editing)
+        assert app.screen is dialog and app.results == []
+        assert dialog.verdict("approve").plan == "# Plan\n\n1. Only the safe way\n"
+        await pilot.press("escape")  # reading: Esc goes back to the panel
+        await wait_for(pilot, lambda: app.results == [None])
+
+
+async def test_a_plan_edited_then_left_with_esc_opens_again_with_the_edit() -> None:
+    """Esc from the dialog back to the panel keeps the edit: `d` opens the plan as edited,
+    and approving it sends the edit."""
+    from tests.ui.test_approval import ApprovalHost
+
+    bus = WireBus()
+    app = ApprovalHost(bus)
+    ask = PlanAsk(file_path="/tmp/plan.md", modes=["ask", "auto-edit"], mode="ask")
+    request = ApprovalRequest(
+        id="p1",
+        tool_call_id="call-p1",
+        action="exit plan mode",
+        description=PLAN,
+        tool_name="ExitPlanMode",
+        plan=ask,
+    )
+    edit = "# Plan\n\n1. Only the safe way\n"
+    async with app.run_test(size=(80, 24)) as pilot:
+        bus.send(request)
+        await wait_for(pilot, lambda: isinstance(app.screen, PlanReview))
+        await pilot.press("ctrl+e")
+        app.screen.query_one(TextArea).text = edit
+        await pilot.press("escape", "escape")  # to reading, then back to the panel
+        panel = app.query_one(ApprovalPanel)
+        await wait_for(pilot, lambda: not isinstance(app.screen, PlanReview))
+        assert panel.current is request
+        await pilot.press("d")
+        await wait_for(pilot, lambda: isinstance(app.screen, PlanReview))
+        assert app.screen.query_one(TextArea).text == edit
+        await pilot.press("ctrl+s")
+        verdict = await asyncio.wait_for(request.wait(), 30)
+        assert isinstance(verdict, PlanVerdict) and verdict.plan == edit

@@ -15,8 +15,13 @@ from kode_tui.ui.widgets.approval import ApprovalPanel
 from kode_tui.ui.widgets.conversation import Conversation
 from kode_tui.ui.widgets.history import HistoryPane
 from kode_tui.ui.widgets.tool_block import ToolBlock
+from kode_tui.wire import WireBus
+from kode_tui.wire import events as ev
 from tests.soul_helpers import call
-from tests.ui_helpers import make_app, ready, screen_text, send, turn_running, wait_for
+from tests.ui.test_conversation import host, settle
+from tests.ui.test_tool_output import call as wire_call
+from tests.ui.test_tool_output import lines_of
+from tests.ui_helpers import Posted, make_app, ready, screen_text, send, turn_running, wait_for
 
 SUMMARY = "Wrote a.txt with the greeting. " * 8  # over Kimi's 200-character minimum
 
@@ -75,4 +80,37 @@ async def test_a_subagent_shows_live_in_its_call_folds_when_done_and_opens_from_
         assert isinstance(preview, PreviewScreen)
         assert preview.name_shown == f"subagent {request.agent_id}"
         assert not preview.check_action("restore", ())
+        assert not preview.query("#preview-compare"), "no comparison with the live context"
     assert (project / "a.txt").read_text() == "hello"
+
+
+async def test_a_busy_subagents_block_shows_its_latest_steps_the_one_at_work_last() -> None:
+    """Past a few steps the live block folds the earlier ones into a line: the step the
+    subagent is at (waiting for an approval, say) stays in sight."""
+    bus, posted = WireBus(), Posted()
+
+    def step(event: ev.Event) -> ev.SubagentEvent:
+        return ev.SubagentEvent(
+            parent_tool_call_id="a1", agent_id="a1b2", subagent_type="explore", event=event
+        )
+
+    reads = []
+    for n in range(24):
+        reads += [
+            step(wire_call(f"r{n}", "ReadFile", {"path": f"f{n}.py"})),
+            step(ev.ToolResult(tool_call_id=f"r{n}", output="x")),
+        ]
+    async with host(bus).run_test(size=(100, 40), message_hook=posted) as pilot:
+        conversation = await settle(
+            pilot,
+            posted,
+            bus,
+            wire_call("a1", "Agent", {"description": "Read", "prompt": "Go"}),
+            *reads,
+            step(wire_call("s1", "Shell", {"command": "echo now"})),
+        )
+        [block] = conversation.query(ToolBlock)
+        shown = lines_of(block)
+        assert shown[-1] == "→ Shell: echo now", shown
+        assert any(line.startswith("… 19 earlier steps") for line in shown)
+        assert "ReadFile f23.py" in "\n".join(shown) and "ReadFile f0.py" not in "\n".join(shown)

@@ -5,8 +5,9 @@ compaction review's summary is edited, and back. `ctrl+s` or Approve approves it
 picked (the one plan mode was entered from first) and, when the plan offers approaches, the one
 picked; Send back returns it with the feedback typed (the model revises it in the same turn);
 Reject keeps plan mode, Reject and exit leaves it (both end the turn). An edited plan goes with
-the answer: the tool writes it to the plan file, and it is the plan the model receives. Esc goes
-back to the approval panel, where the request still waits (its `d` opens this again).
+the answer: the tool writes it to the plan file, and it is the plan the model receives. Esc in
+the editor goes back to reading (the edit kept); else back to the approval panel, where the
+request still waits (its `d` opens this again).
 """
 
 from __future__ import annotations
@@ -72,12 +73,15 @@ class PlanReview(ModalScreen[PlanVerdict | None]):
         Binding("escape", "back", "Back to the panel", id="plan_back"),
     ]
 
-    def __init__(self, text: str, ask: PlanAsk) -> None:
+    def __init__(self, text: str, ask: PlanAsk, draft: str | None = None) -> None:
         super().__init__()
         self.ask = ask
         self._shown = visible(text)
         """The plan as shown (control characters as stand-ins): the editor starts from it, so
         only what the user changed counts as an edit."""
+        self.draft = draft
+        """The user's edit, from an earlier opening of the dialog for this plan, then the one
+        it closed with (Esc: the panel opens the dialog again with it)."""
 
     def compose(self) -> ComposeResult:
         ask = self.ask
@@ -85,8 +89,8 @@ class PlanReview(ModalScreen[PlanVerdict | None]):
             yield Static("Approve the plan?", classes="dialog-title")
             yield Static(Content(visible(ask.file_path, multiline=False)), id="plan-file")
             with VerticalScroll(id="plan-document"):
-                yield AnswerBlock(self._shown)
-            yield TextArea(self._shown, id="plan-editor", soft_wrap=True)
+                yield AnswerBlock(self.draft or self._shown)
+            yield TextArea(self.draft or self._shown, id="plan-editor", soft_wrap=True)
             with Horizontal(id="plan-choices"):
                 yield Static("Continue in", classes="plan-label")
                 modes = ask.modes or [ask.mode]
@@ -142,10 +146,15 @@ class PlanReview(ModalScreen[PlanVerdict | None]):
             editor.focus()
         self.query_one("#plan-edit", Button).label = "Read" if self.editing else "Edit"
 
+    @property
+    def edited(self) -> str | None:
+        """The plan's text as the user edited it; None when unchanged."""
+        text = self.query_one(TextArea).text
+        return text if text != self._shown and text.strip() else None
+
     def verdict(self, choice: PlanChoice) -> PlanVerdict:
         """The answer `choice` makes of what the dialog shows now."""
-        text = self.query_one(TextArea).text
-        edited = text if text != self._shown and text.strip() else None
+        edited = self.edited
         picked = self.query_one("#plan-mode", Select).value
         mode = next((mode for mode in self.ask.modes if mode == picked), None)
         options = self.query("#plan-option").results(Select)
@@ -162,6 +171,11 @@ class PlanReview(ModalScreen[PlanVerdict | None]):
         self.dismiss(self.verdict("approve"))
 
     def action_back(self) -> None:
+        """Esc: from the editor, back to reading (the edit kept); else back to the panel."""
+        if self.editing:
+            self.action_edit()
+            return
+        self.draft = self.edited
         self.dismiss(None)
 
     @on(Input.Submitted, "#plan-feedback")

@@ -8,7 +8,7 @@ from typing import ClassVar
 from textual import on
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
-from textual.containers import Vertical
+from textual.containers import Vertical, VerticalScroll
 from textual.content import Content
 from textual.screen import ModalScreen
 from textual.widgets import Input, OptionList, Static
@@ -21,6 +21,16 @@ OTHER = "other"
 """The row that opens the input for an answer of one's own."""
 DONE = "done"
 """The row that ends a question of several choices."""
+TYPING_KEYS = "Enter sends your answer · Esc back to the options"
+
+
+def keys_line(question: QuestionItem) -> str:
+    """The dialog's keys for `question` (digits for its first four options)."""
+    count = min(len(question.options), 4)
+    digits = "1" if count == 1 else f"1-{count}"
+    if question.multi_select:
+        return f"{digits} or ↑↓ Enter tick · Done sends them · Esc dismiss"
+    return f"{digits} or ↑↓ Enter choose · Esc dismiss"
 
 
 class QuestionScreen(ModalScreen[None]):
@@ -28,6 +38,9 @@ class QuestionScreen(ModalScreen[None]):
     each question's text (several choices joined by `, `); Esc dismisses them all (`{}`)."""
 
     DEFAULT_CLASSES = "kode-dialog"
+    DEFAULT_CSS: ClassVar[str] = """
+    QuestionScreen #question-head { height: auto; max-height: 40vh; }
+    """
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("escape", "dismiss_questions", "Dismiss", id="question.dismiss"),
         # 1-4 choose an option at once, as in Kimi's panel (the answer input takes digits).
@@ -49,12 +62,40 @@ class QuestionScreen(ModalScreen[None]):
 
     def compose(self) -> ComposeResult:
         with Vertical():
-            yield Static(id="question-title", classes="dialog-title")
+            # A long question scrolls (up to 40% of the screen) rather than push the rest out.
+            with VerticalScroll(id="question-head", can_focus=False):
+                yield Static(id="question-title", classes="dialog-title")
             yield OptionList(id="question-options")
             yield Input(placeholder="Your answer (Enter sends)", id="question-other")
+            yield Static(id="question-keys", classes="dialog-keys")
 
     def on_mount(self) -> None:
         self._show()
+
+    def on_resize(self) -> None:
+        self.call_after_refresh(self._fit)
+
+    def _fit(self) -> None:
+        """Cap the options' height so that the frame holds them, the question, the answer's
+        input (when shown) and the keys at any terminal height: the options scroll."""
+        frame = self.query_one(Vertical)
+        head = self.query_one("#question-head")
+        other = self.query_one("#question-other", Input)
+        keys = self.query_one("#question-keys", Static)
+        answer_rows = 0
+        if other.display:  # its CSS height: just shown, it has no size yet
+            answer_rows = (other.styles.height.cells if other.styles.height else None) or 3
+        room = (
+            int(self.size.height * 0.9)  # the dialogs' max-height (app.tcss)
+            - frame.styles.gutter.height
+            - head.outer_size.height
+            - answer_rows
+            - keys.outer_size.height
+            - keys.styles.margin.height
+        )
+        options = self.query_one(OptionList)
+        options.styles.max_height = max(room, 3)
+        self.call_after_refresh(options.scroll_to_highlight)
 
     def _show(self) -> None:
         question = self.question
@@ -80,8 +121,10 @@ class QuestionScreen(ModalScreen[None]):
         other = self.query_one("#question-other", Input)
         other.display = False
         other.value = ""
+        self.query_one("#question-keys", Static).update(keys_line(question))
         options.highlighted = 0
         options.focus()
+        self.call_after_refresh(self._fit)
 
     @on(OptionList.OptionSelected, "#question-options")
     def _chose(self, event: OptionList.OptionSelected) -> None:
@@ -91,8 +134,13 @@ class QuestionScreen(ModalScreen[None]):
             other = self.query_one("#question-other", Input)
             other.display = True
             other.focus()
+            self.query_one("#question-keys", Static).update(TYPING_KEYS)
+            self.call_after_refresh(self._fit)
         elif chosen == DONE:
-            self._answer(", ".join(self._chosen))
+            if self._chosen:  # none ticked is no answer (Kimi's panel does not send it either)
+                self._answer(", ".join(self._chosen))
+            else:
+                self.app.bell()
         elif chosen is not None:
             label = question.options[int(chosen)].label
             if not question.multi_select:
@@ -132,6 +180,14 @@ class QuestionScreen(ModalScreen[None]):
         options.action_select()
 
     def action_dismiss_questions(self) -> None:
-        """Esc: the user would rather not answer; the model is told they dismissed it."""
+        """Esc: the user would rather not answer; the model is told they dismissed it. While
+        an answer is typed, Esc goes back to the options instead (the answers so far stay)."""
+        other = self.query_one("#question-other", Input)
+        if other.display:
+            other.display = False
+            self.query_one(OptionList).focus()
+            self.query_one("#question-keys", Static).update(keys_line(self.question))
+            self.call_after_refresh(self._fit)
+            return
         self.request.resolve({})
         self.dismiss()

@@ -49,17 +49,21 @@ class TasksScreen(WireListener, ModalScreen[None]):
 
     DEFAULT_CLASSES = "kode-dialog"
     DEFAULT_CSS: ClassVar[str] = """
+    /* Heights in screen parts, so that at 80x24 too the frame holds them and the keys. */
     TasksScreen #tasks-list {
         height: auto;
-        max-height: 8;
+        max-height: 20vh;
         border: none;
         background: $surface;
     }
     TasksScreen #tasks-command {
         color: $text-muted;
+        text-wrap: nowrap;  /* one line: a long command would push the keys out */
+        text-overflow: ellipsis;
     }
     TasksScreen #tasks-output-box {
-        height: 16;
+        height: auto;
+        max-height: 30vh;
         background: $surface;
     }
     """

@@ -484,9 +484,10 @@ what only each of them holds.
                 yield Static(Content(compacted), id="preview-compaction")
         with Horizontal(id="preview-body"):
             yield Conversation(WireBus(), id="preview-conversation")
-            with VerticalScroll(id="preview-compare") as panel:
-                panel.border_title = "Compared with the live context"
-                yield Static(self._comparison_text(), id="preview-comparison")
+            if not self.subagent:  # its own context: it would only be compared with itself
+                with VerticalScroll(id="preview-compare") as panel:
+                    panel.border_title = "Compared with the live context"
+                    yield Static(self._comparison_text(), id="preview-comparison")
         yield Static(
             Content.assemble(
                 f"Restore {self.name_shown}? The live context is kept as a new rotated file.  ",

@@ -65,9 +65,10 @@ _RESPONSES: dict[str, ApprovalResponse] = {
 KEY_DELAY_S = 0.5
 """The guard against keys meant for somewhere else. The panel takes focus from the prompt, and a
 word being typed there must not answer it ("any" would approve for the session): when the
-prompt holds text as the panel shows, keys typed this soon after go on into the prompt. A key
-typed with nothing being typed is an answer at once, even one pressed before the panel showed
-(the conversation says "waiting for approval" first). The next request of a queue ignores keys
+prompt holds text as the panel shows, keys typed this soon after go on into the prompt; so do
+a key that answers nothing and those typed this soon after it. A key typed with nothing being
+typed is an answer at once, even one pressed before the panel showed (the conversation says
+"waiting for approval" first). The next request of a queue ignores keys
 this soon after it shows: a key pressed twice must not answer two requests."""
 
 
@@ -121,6 +122,12 @@ A tool call waits for your answer.
             group=_GROUP,
         ),
     ]
+    ANSWER_KEYS: ClassVar[frozenset[str]] = frozenset(
+        binding.key
+        for binding in BINDINGS
+        if isinstance(binding, Binding) and len(binding.key) == 1
+    )
+    """The one-key answers: any other printable key is typing."""
 
     feedback_open: reactive[bool] = reactive(False, toggle_class="-feedback")
     """The feedback input is showing instead of the choices."""
@@ -160,6 +167,8 @@ A tool call waits for your answer.
         self._questions: Subscription[Event] | None = None
         self._full_view: ApprovalView | PlanReview | None = None
         """The full view of the request on show, while it is open."""
+        self._plan_drafts: dict[str, str] = {}
+        """A plan's edit by its request's id, while its dialog is closed (Esc)."""
 
     @property
     def current(self) -> ApprovalRequest | None:
@@ -457,16 +466,21 @@ A tool call waits for your answer.
     def on_key(self, event: events.Key) -> None:
         if not event.is_printable or self.feedback_open:
             return
-        if event.time >= self._typing_until:
+        # A key that answers nothing ("/" or "t" of "/tasks"): a message is being typed by
+        # someone who has not seen the panel (a background agent's request, between turns).
+        stray = self.current is not None and event.key not in self.ANSWER_KEYS
+        if event.time >= self._typing_until and not stray:
             if self.current is None and not self.has_class("-active"):
                 # Claimed, not shown yet: kept until the request shows.
                 event.stop()
                 event.prevent_default()
                 self._early_keys.append(events.Key(event.key, event.character))
             return
-        # Typed on from the prompt: the key goes on into it, and answers nothing.
+        # Typed on from the prompt: the key goes on into it, and answers nothing; so do the
+        # keys typed this soon after it (the "a" of "/tasks" must not approve for the session).
         event.stop()
         event.prevent_default()
+        self._typing_until = max(self._typing_until, event.time + self.key_delay_s)
         previous = self._previous_focus
         if previous is not None and previous.is_attached:
             previous.post_message(events.Key(event.key, event.character))
@@ -501,7 +515,8 @@ A tool call waits for your answer.
         if request is None:
             return
         if request.plan is not None:
-            self._full_view = PlanReview(request.description, request.plan)
+            draft = self._plan_drafts.get(request.id)
+            self._full_view = PlanReview(request.description, request.plan, draft)
             self.app.push_screen(self._full_view, lambda got: self._plan_answered(request, got))
             return
         self._full_view = ApprovalView(
@@ -520,7 +535,11 @@ A tool call waits for your answer.
 
     def _plan_answered(self, request: ApprovalRequest, verdict: PlanVerdict | None) -> None:
         """The plan dialog closed: with a verdict, the answer (if `request` still waits)."""
-        self._full_view = None
+        dialog, self._full_view = self._full_view, None
+        if isinstance(dialog, PlanReview) and verdict is None and dialog.draft:
+            self._plan_drafts[request.id] = dialog.draft  # Esc: `d` opens it with the edit
+        else:
+            self._plan_drafts.pop(request.id, None)
         if verdict is not None and self.current is request:
             self.answer(verdict)
 

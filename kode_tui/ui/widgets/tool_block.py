@@ -43,6 +43,8 @@ SHELL_LINES = 5
 SHELL_HINT = "Enter/click for full output"
 FULL_HINT = "o for full output"
 DIFF_LINES = 200
+LIVE_STEPS = 6
+"""A subagent's latest steps its block shows while it works (the one it is at, last)."""
 
 # Text styles inside a block, in theme variables. They are not component classes because
 # Textual restyles every component class of every block whenever the pane's styles change,
@@ -77,6 +79,21 @@ def _failure(state: ToolState) -> str:
 def _live(state: ToolState) -> bool:
     """Whether the block is an `Agent` call whose subagent is at work: it shows its steps."""
     return state.subagent is not None and state.status in ("running", "waiting")
+
+
+def _live_rows(state: ToolState) -> list[Row]:
+    """A working subagent's latest steps, the earlier ones folded into a line: the step it
+    is at (a call waiting for approval, say) stays in sight however long it has been at it."""
+    rows: list[Row] = []
+    for subagent in state.display:
+        if isinstance(subagent, ev.SubagentBlock):
+            rows.append(Content.styled(_subagent_title(subagent), _NAME))
+            steps, earlier = subagent.steps, len(subagent.steps) - LIVE_STEPS
+            if earlier > 1:
+                rows.append(Content.styled(f"… {earlier} earlier steps · {FULL_HINT}", MORE))
+                steps = steps[earlier:]
+            rows += text_lines("\n".join(steps), MUTED, None)
+    return rows
 
 
 def _subagent_rows(state: ToolState, limit: int | None = OUTPUT_LINES) -> list[Row]:
@@ -286,7 +303,7 @@ newest todo list shows as a checklist (☐ to do, ◐ in progress, ☑ done); ol
             if state.name == SHELL:
                 body = _shell_body(state)
             elif _live(state) and not self.expanded:
-                body = _subagent_rows(state)  # its steps, not the prompt it was given
+                body = _live_rows(state)  # its steps, not the prompt it was given
             else:
                 body = _body(state)
             self._body = Rows([Content.assemble(*head), *body])
