@@ -144,7 +144,7 @@ async def test_esc_while_editing_the_plan_goes_back_to_reading_it_with_the_edit_
 
 async def test_a_plan_edited_then_left_with_esc_opens_again_with_the_edit() -> None:
     """Esc from the dialog back to the panel keeps the edit: `d` opens the plan as edited,
-    and approving it sends the edit."""
+    and approving it from the panel (`y`) sends the edit, not the model's plan."""
     from tests.ui.test_approval import ApprovalHost
 
     bus = WireBus()
@@ -171,6 +171,9 @@ async def test_a_plan_edited_then_left_with_esc_opens_again_with_the_edit() -> N
         await pilot.press("d")
         await wait_for(pilot, lambda: isinstance(app.screen, PlanReview))
         assert app.screen.query_one(TextArea).text == edit
-        await pilot.press("ctrl+s")
+        await pilot.press("escape")
+        await wait_for(pilot, lambda: not isinstance(app.screen, PlanReview))
+        await pilot.press("y")
         verdict = await asyncio.wait_for(request.wait(), 30)
         assert isinstance(verdict, PlanVerdict) and verdict.plan == edit
+        assert verdict.choice == "approve"

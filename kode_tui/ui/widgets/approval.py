@@ -490,7 +490,10 @@ A tool call waits for your answer.
             self._choose(action)
 
     def _choose(self, action: str) -> None:
-        if action in _RESPONSES:
+        draft = self._draft()
+        if draft is not None and action == "approve":  # the plan as the user left it
+            self.answer(PlanVerdict(choice="approve", plan=draft))
+        elif action in _RESPONSES:
             self.answer(_RESPONSES[action])
         elif action == "feedback":
             self._open_feedback()
@@ -533,6 +536,11 @@ A tool call waits for your answer.
         if self.current is request:
             self._choose(choice)
 
+    def _draft(self) -> str | None:
+        """The edit of the plan on show, kept when its dialog was left with Esc."""
+        request = self.current
+        return None if request is None else self._plan_drafts.get(request.id)
+
     def _plan_answered(self, request: ApprovalRequest, verdict: PlanVerdict | None) -> None:
         """The plan dialog closed: with a verdict, the answer (if `request` still waits)."""
         dialog, self._full_view = self._full_view, None
@@ -547,7 +555,10 @@ A tool call waits for your answer.
     def _feedback_sent(self, event: Input.Submitted) -> None:
         event.stop()
         text = event.value.strip()
-        if text:
+        draft = self._draft()
+        if text and draft is not None:
+            self.answer(PlanVerdict(choice="revise", feedback=text, plan=draft))
+        elif text:
             self.answer(RejectWithFeedback(feedback=text))
 
     @on(Button.Pressed)
