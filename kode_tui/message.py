@@ -18,7 +18,7 @@ import itertools
 import json
 import re
 from collections.abc import Callable, Collection, Iterable, Sequence
-from typing import Annotated, Any, ClassVar, Literal
+from typing import Annotated, Any, ClassVar, Literal, Protocol, runtime_checkable
 
 from pydantic import (
     BaseModel,
@@ -212,10 +212,29 @@ def is_checkpoint_note(text: str) -> bool:
     return _CHECKPOINT_NOTE.fullmatch(text) is not None
 
 
+def is_shown(message: Message) -> bool:
+    """Whether a person would call `message` part of the conversation (not a checkpoint note
+    for the model)."""
+    return not (message.role == "user" and is_checkpoint_note(message.text))
+
+
 def shown_messages(messages: Sequence[Message]) -> list[Message]:
     """The messages a person would call the conversation: checkpoint notes for the model left
     out. What every count of messages a user reads counts."""
-    return [m for m in messages if not (m.role == "user" and is_checkpoint_note(m.text))]
+    return [m for m in messages if is_shown(m)]
+
+
+@runtime_checkable
+class _CountsShown(Protocol):
+    def count_shown(self, stop: int) -> int: ...
+
+
+def shown_count(messages: Sequence[Message], stop: int) -> int:
+    """`len(shown_messages(messages[:stop]))`; a stored context's history counts it without
+    parsing (and keeping) every message (`kode_tui.session.history.History.count_shown`)."""
+    if isinstance(messages, _CountsShown):
+        return messages.count_shown(stop)
+    return len(shown_messages(messages[:stop]))
 
 
 def is_system_note(text: str, starting: str = "") -> bool:

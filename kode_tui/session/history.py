@@ -20,7 +20,15 @@ from typing import Any, overload
 
 from pydantic import TypeAdapter, ValidationError
 
-from kode_tui.message import MESSAGE_ROLES, ContentPart, Message, TextPart, ToolCall, UnknownPart
+from kode_tui.message import (
+    MESSAGE_ROLES,
+    ContentPart,
+    Message,
+    TextPart,
+    ToolCall,
+    UnknownPart,
+    is_shown,
+)
 from kode_tui.session.scan import paused_gc
 
 log = logging.getLogger(__name__)
@@ -89,6 +97,35 @@ class History(Sequence[Message]):
     def __repr__(self) -> str:
         return f"<History of {len(self._items)} messages, {self._items.count(None)} not parsed yet>"
 
+    def count_shown(self, stop: int) -> int:
+        """`len(shown_messages(self[:stop]))`, parsing only the lines that may hold a
+        checkpoint note and keeping none of them parsed: the checkpoint details of a long
+        session would otherwise hold every message before the last checkpoint in memory."""
+        stop = min(stop, len(self._items))
+        items, starts, ends, reader = self._items, self._starts, self._ends, self._reader
+        shown = 0
+        index = 0
+        while index < stop:
+            if items[index] is not None or reader is None or index >= len(starts):
+                shown += is_shown(self._get(index))
+                index += 1
+                continue
+            # A run of unparsed lines, read in blocks of up to 1 MB.
+            first, last = index, index
+            while last + 1 < stop and items[last + 1] is None and last + 1 < len(starts):
+                if ends[last + 1] - starts[first] > _MAX_READ:
+                    break
+                last += 1
+            block = reader.read(starts[first], ends[last])
+            for i in range(first, last + 1):
+                raw = block[starts[i] - starts[first] : ends[i] - starts[first]]
+                if _NOTE_MARK not in raw:
+                    shown += 1  # no checkpoint note can be in it
+                else:
+                    shown += is_shown(_parse(raw, self._flags.get(i, 0), reader))
+            index = last + 1
+        return shown
+
     def append(self, message: Message) -> None:
         self._items.append(message)
 
@@ -131,6 +168,8 @@ class History(Sequence[Message]):
 
 
 _MAX_READ = 1 << 20
+_NOTE_MARK = b"CHECKPOINT"
+"""In the line of every checkpoint note (`kode_tui.message.checkpoint_note`)."""
 
 
 def _parse(raw: bytes, flags: int, reader: SpanReader) -> Message:

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from kode_tui.message import FileEditRecord, UnknownPart
+from kode_tui.message import FileEditRecord, UnknownPart, shown_count, shown_messages
 from kode_tui.session import rotation
 from kode_tui.session.context import Context
 from kode_tui.session.lock import SessionLocked
@@ -666,3 +666,24 @@ async def test_a_line_nested_a_thousand_deep_is_skipped_as_damaged_and_kept(
     assert [m.text for m in restored.history] == ["one", "two"]
     assert len(restored.warnings) == 1 and "nested too deeply" in restored.warnings[0]
     assert path.read_bytes() == content
+
+
+async def test_shown_messages_are_counted_without_parsing_every_message(path: Path) -> None:
+    """The checkpoint details' count of a long session: the lines that cannot hold a checkpoint
+    note are counted unread, and none read to tell is kept parsed (a 10k-message session held
+    every message parsed, +40 MiB, from its first frame)."""
+    async with Context(path) as context:
+        await write_turns(context, 20)
+        await context.append_message(user("<system>CHECKPOINT 7</system>"))
+        await context.append_message(user("the CHECKPOINT word alone is no note"))
+        await write_turns(context, 5, start=20)
+        await context.append_message(user("<system>CHECKPOINT 9</system>"))
+    restored = await reopened(path)
+    history = restored.history
+    unparsed = repr(history)
+    counts = [history.count_shown(stop) for stop in (0, 10, 81, 82, 83, len(history))]
+    assert repr(history) == unparsed  # nothing was kept parsed
+    every = list(history)
+    assert counts == [len(shown_messages(every[:stop])) for stop in (0, 10, 81, 82, 83, len(every))]
+    assert counts[-1] == len(every) - 2
+    assert shown_count(every, len(every)) == counts[-1]  # a plain list counts the same

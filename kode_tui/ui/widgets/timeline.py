@@ -26,7 +26,7 @@ from textual.widgets import OptionList, Static
 from textual.widgets.option_list import Option
 
 from kode_tui.message import Message as ChatMessage
-from kode_tui.message import is_checkpoint_note, is_dmail_note, is_system_note, shown_messages
+from kode_tui.message import is_checkpoint_note, is_dmail_note, is_system_note, shown_count
 from kode_tui.safetext import visible
 from kode_tui.soul.facade import (
     COMPACTION_OUTPUT_PREFIX,
@@ -388,7 +388,7 @@ a tool changed files.
         # Counted once per index: a long history's details follow the arrow keys.
         count = self._shown_before.get(index)
         if count is None:
-            count = len(shown_messages((self._history or ())[:index]))
+            count = shown_count(self._history or (), index)
             self._shown_before[index] = count
         return count
 
