@@ -11,7 +11,7 @@ from textual.app import App
 from textual.binding import Binding, BindingType
 from textual.geometry import Region
 from textual.message import Message
-from textual.widgets import Button, Input, Static
+from textual.widgets import Button, Input, OptionList, Static
 
 from kode_tui.ui.screens.diff import DiffScreen
 from kode_tui.ui.screens.question import QuestionScreen
@@ -384,12 +384,25 @@ async def test_a_toast_leaves_a_dialogs_key_line_in_sight() -> None:
     )
     async with app.run_test(size=(80, 24), notifications=True) as pilot:
         app.notify("Queued: it is sent when this turn ends (Esc interrupts). " * 3)
-        await wait_for(pilot, lambda: bool(app.screen.query("Toast")))
+        # Laid out, not only mounted (under load the first frame after mounting can be late).
+        await wait_for(
+            pilot,
+            lambda: bool(app.screen.query("Toast")) and app.screen.query_one("Toast").size.height,
+        )
         toast = app.screen.query_one("Toast").region
         frame = app.screen.query_one(".dialog-frame").region
         # The frame's lower edge, where its keys are, is not under the toast.
         assert toast.height > 0
         assert not toast.overlaps(Region(frame.x, frame.bottom - 1, frame.width, 1))
+
+
+def asking(app: App[object]) -> bool:
+    """A question dialog is up and ready for keys (its options shown and focused)."""
+    screen = app.screen
+    if not isinstance(screen, QuestionScreen):
+        return False
+    options = screen.query_one(OptionList)
+    return options.option_count > 0 and options.has_focus
 
 
 async def test_the_models_questions_are_answered_by_option_typed_answer_or_esc() -> None:
@@ -414,7 +427,7 @@ async def test_the_models_questions_are_answered_by_option_typed_answer_or_esc()
     app = ApprovalHost(bus)
     async with app.run_test(size=(100, 30)) as pilot:
         bus.send(asked)
-        await wait_for(pilot, lambda: isinstance(app.screen, QuestionScreen))
+        await wait_for(pilot, lambda: asking(app))
         title = str(app.screen.query_one("#question-title", Static).render())
         assert title == "[[b]DB] Which database? (1/2)", "the model's text, not markup"
         await pilot.press("down", "enter")  # Postgres
@@ -431,7 +444,7 @@ async def test_the_models_questions_are_answered_by_option_typed_answer_or_esc()
         await wait_for(pilot, lambda: not isinstance(app.screen, QuestionScreen))
 
         bus.send(dismissed)
-        await wait_for(pilot, lambda: isinstance(app.screen, QuestionScreen))
+        await wait_for(pilot, lambda: asking(app))
         await pilot.press("escape")
         assert await asyncio.wait_for(dismissed.wait(), 30) == {}
         assert app.interrupts == 0, "Esc dismissed the questions, it did not interrupt the turn"
@@ -439,7 +452,7 @@ async def test_the_models_questions_are_answered_by_option_typed_answer_or_esc()
         # A number key picks its option at once.
         picked = QuestionRequest(id="q3", tool_call_id="call-q3", questions=asked.questions[:1])
         bus.send(picked)
-        await wait_for(pilot, lambda: isinstance(app.screen, QuestionScreen))
+        await wait_for(pilot, lambda: asking(app))
         await pilot.press("2")
         assert await asyncio.wait_for(picked.wait(), 30) == {"Which database?": "Postgres"}
         await wait_for(pilot, lambda: not isinstance(app.screen, QuestionScreen))
@@ -447,6 +460,6 @@ async def test_the_models_questions_are_answered_by_option_typed_answer_or_esc()
         # The turn ended (interrupted) while the dialog was up: it closes.
         stale = QuestionRequest(id="q4", tool_call_id="call-q4", questions=asked.questions[:1])
         bus.send(stale)
-        await wait_for(pilot, lambda: isinstance(app.screen, QuestionScreen))
+        await wait_for(pilot, lambda: asking(app))
         bus.send(TurnEnd())
         await wait_for(pilot, lambda: not isinstance(app.screen, QuestionScreen))

@@ -13,6 +13,7 @@ from textual.widgets import Input, OptionList, Static
 
 from kode_tui.ui.screens.question import QuestionScreen
 from kode_tui.wire.events import QuestionItem, QuestionOption, QuestionRequest
+from tests.ui.test_approval import asking
 from tests.ui_helpers import Host, wait_for
 
 APP_CSS = Path(__file__).parents[2] / "kode_tui" / "ui" / "app.tcss"
@@ -30,7 +31,7 @@ async def test_a_long_question_keeps_every_choice_and_the_answer_input_on_screen
     )
     app = Host(screen=QuestionScreen(asked), css_path=APP_CSS)
     async with app.run_test(size=(80, 24)) as pilot:
-        await wait_for(pilot, lambda: isinstance(app.screen, QuestionScreen))
+        await wait_for(pilot, lambda: asking(app))
         screen = app.screen
         listing = screen.query_one(OptionList)
         keys = screen.query_one(".dialog-keys", Static)
@@ -72,7 +73,7 @@ async def test_done_with_nothing_ticked_sends_nothing_as_in_kimi() -> None:
     asked = QuestionRequest(id="q2", tool_call_id="call-q2", questions=[many])
     app = Host(screen=QuestionScreen(asked), css_path=APP_CSS)
     async with app.run_test(size=(80, 24)) as pilot:
-        await wait_for(pilot, lambda: isinstance(app.screen, QuestionScreen))
+        await wait_for(pilot, lambda: asking(app))
         listing = app.screen.query_one(OptionList)
         await pilot.press("end", "enter")  # Done, nothing ticked
         await pilot.pause()

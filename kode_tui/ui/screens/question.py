@@ -10,6 +10,7 @@ from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Vertical, VerticalScroll
 from textual.content import Content
+from textual.message import Message
 from textual.screen import ModalScreen
 from textual.widgets import Input, OptionList, Static
 from textual.widgets.option_list import Option
@@ -31,6 +32,24 @@ def keys_line(question: QuestionItem) -> str:
     if question.multi_select:
         return f"{digits} or ↑↓ Enter tick · Done sends them · Esc dismiss"
     return f"{digits} or ↑↓ Enter choose · Esc dismiss"
+
+
+class _Resized(Message):
+    """The question or the keys line changed height: the options' room is measured again."""
+
+
+class _Head(VerticalScroll):
+    """The question (scrolled when long): says when its height changed."""
+
+    def on_resize(self) -> None:
+        self.post_message(_Resized())
+
+
+class _Keys(Static):
+    """The keys line: says when its height changed."""
+
+    def on_resize(self) -> None:
+        self.post_message(_Resized())
 
 
 class QuestionScreen(ModalScreen[None]):
@@ -63,16 +82,23 @@ class QuestionScreen(ModalScreen[None]):
     def compose(self) -> ComposeResult:
         with Vertical():
             # A long question scrolls (up to 40% of the screen) rather than push the rest out.
-            with VerticalScroll(id="question-head", can_focus=False):
+            with _Head(id="question-head", can_focus=False):
                 yield Static(id="question-title", classes="dialog-title")
             yield OptionList(id="question-options")
             yield Input(placeholder="Your answer (Enter sends)", id="question-other")
-            yield Static(id="question-keys", classes="dialog-keys")
+            yield _Keys(id="question-keys", classes="dialog-keys")
 
     def on_mount(self) -> None:
         self._show()
 
     def on_resize(self) -> None:
+        self.call_after_refresh(self._fit)
+
+    @on(_Resized)
+    def _part_resized(self, event: _Resized) -> None:
+        # A new question's height is known only after the layout that follows its update:
+        # measured before, the options kept a stale room and pushed the rest out.
+        event.stop()
         self.call_after_refresh(self._fit)
 
     def _fit(self) -> None:
