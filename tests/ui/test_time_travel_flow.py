@@ -181,15 +181,20 @@ async def test_p_in_a_preview_copies_its_messages_and_r_restores_from_the_histor
         await pilot.press("y")
         await wait_for(pilot, lambda: not isinstance(app.screen, PreviewScreen))
         await wait_for(pilot, lambda: len(history.paths) == 2)
-        assert "Wrote b." in screen_text(app)
-        # The live context continues context_1 again; context_2 is the branch left behind.
-        assert "● context_1" in screen_text(app) and "○ context_2" in screen_text(app)
+        # The live context continues context_1 again; context_2 is the branch left behind
+        # (on screen once the rows are drawn).
+        await wait_for(
+            pilot,
+            lambda: all(s in screen_text(app) for s in ("Wrote b.", "● context_1", "○ context_2")),
+        )
         # A later rotation continues context_1's line, not context_2's: the pane says so.
         opened = app.agent_session
         assert opened is not None
         await opened.travel.revert(opened.travel.timeline().checkpoints[-1].id)
         await wait_for(pilot, lambda: len(history.paths) == 3)
-        assert "from context_1" in screen_text(app) and "● context_3" in screen_text(app)
+        await wait_for(
+            pilot, lambda: all(s in screen_text(app) for s in ("from context_1", "● context_3"))
+        )
     assert app.session is not None
     assert '"write b"' in app.session.context_file.read_text()
 
