@@ -210,11 +210,12 @@ class Skills:
     ) -> list[tuple[Path, tuple[int, int]]]:
         """(path, (mtime, size)) of the `SKILL.md` of each subfolder of `folder`."""
         try:
-            names = sorted(
-                entry.name
-                for entry in os.scandir(folder.path)
-                if entry.is_dir() and not entry.name.startswith(".")
-            )
+            with os.scandir(folder.path) as entries:
+                names = sorted(
+                    entry.name
+                    for entry in entries
+                    if entry.is_dir() and not entry.name.startswith(".")
+                )
         except OSError:
             return []  # no such folder (the usual case), or one that cannot be listed
         if len(names) > MAX_FOLDERS:
