@@ -195,7 +195,7 @@ async def test_requests_carry_skill_names_and_descriptions_and_readfile_reads_a_
     assert rows["skills (2)"] > 0
 
 
-async def test_readfile_asks_for_a_link_in_a_skill_folder_that_leads_out_of_it(
+def test_readfile_asks_for_a_link_in_a_skill_folder_that_leads_out_of_it(
     project: Path, home: Path, tmp_path: Path
 ) -> None:
     skill = make_skill(home / "skills", "tricky", front("tricky", "Has a link."))
