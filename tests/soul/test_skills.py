@@ -16,7 +16,6 @@ from kode_tui.paths import tilde
 from kode_tui.session import Session
 from kode_tui.soul.agent import open_agent
 from kode_tui.soul.facade import COMMANDS, AgentSession
-from kode_tui.soul.llm.scripted import ScriptedProvider
 from kode_tui.soul.skills import Skills
 from kode_tui.wire import events as ev
 from tests.llm_server import LLMServer, loopback_choice
@@ -241,14 +240,3 @@ async def test_the_skills_command_says_where_each_comes_from_and_what_it_costs(
     assert lines[-2] == "Not read:"
     assert lines[-1].startswith("- skill .kode/skills/broken/SKILL.md has front matter that")
     assert not empty.ok
-
-
-async def test_without_skills_the_prompt_has_no_skills_block(project: Path) -> None:
-    opened = await AgentSession.open(project)
-    provider = ScriptedProvider([{"text": "Hi."}])
-    await opened.start(Config(), SCRIPTED, provider=provider)
-    try:
-        await opened.run("hello")
-    finally:
-        await opened.close()
-    assert '<context name="skills">' not in (provider.requests[0].system_prompt or "")
