@@ -29,6 +29,7 @@ from kode_tui.soul.llm import ChatProvider
 from kode_tui.soul.llm.demo import DemoProvider
 from kode_tui.soul.project import ProjectContextSource
 from kode_tui.soul.reminders import Reminders
+from kode_tui.soul.skills import Skills
 from kode_tui.soul.soul import KodeSoul, LoopSettings
 from kode_tui.soul.subagents.definitions import list_agents
 from kode_tui.soul.subagents.store import SubagentStore
@@ -252,11 +253,15 @@ async def open_agent(
         bus=bus,
         tasks=BackgroundTasks(session.dir / "tasks", bus=bus, session_id=session.id),
     )
+    skills = Skills(work_dir)
+    env.skill_file = skills.covers  # ReadFile reads what the prompt lists without asking
     provider = provider or make_provider(choice, config.loop_control)
     compaction = load_strategy(
         config.compaction.strategy, {ChatProvider: provider, Config: config, Path: work_dir}
     )
-    project = ProjectContextSource(work_dir, custom=config.context.custom, watch=watch_project)
+    project = ProjectContextSource(
+        work_dir, custom=config.context.custom, watch=watch_project, skills=skills
+    )
     project.start()
     soul = KodeSoul(
         context=context,
@@ -293,6 +298,10 @@ async def open_agent(
     subagents.attach(soul)
     for problem in agents.problems:
         soul.add_notice(problem.message)
+    # Read now so the skills' problems are told at open with the other notices; each request
+    # reads them again (an edited SKILL.md counts from the next one).
+    for skill_problem in (await asyncio.to_thread(skills.listing)).problems:
+        soul.add_notice(skill_problem.message)
     if session.ignored_grants:
         soul.add_notice(
             f"{session.dir} is not in your session stores, so what it saved as approvals "

@@ -132,6 +132,9 @@ class ToolEnv:
     tasks: BackgroundTasks | None = None
     """The session's background tasks (`Shell(run_in_background)`, TaskList, TaskOutput,
     TaskStop); None: none can run here."""
+    skill_file: Callable[[Path], bool] | None = None
+    """Whether a path lies in the folder of a skill the system prompt lists (ReadFile reads it
+    without asking, wherever the folder is); None: no skills here."""
 
     def resolve(self, raw: str) -> Path:
         """`raw` as an absolute, normalised path (relative ones are taken from the work dir).

@@ -127,6 +127,8 @@ class ReadFile(Tool[ReadFileParams]):
         path = env.resolve(params.path)
         if env.tasks is not None and env.tasks.owns_output(path):
             return None  # the session's own task output, as TaskOutput says to read it
+        if env.skill_file is not None and env.skill_file(path):
+            return None  # a listed skill's own files, as the system prompt says to read them
         return read_outside_permission(env, path, f"ReadFile {env.display_path(path)}")
 
     async def run(self, params: ReadFileParams, env: ToolEnv, tool_call_id: str) -> ToolOutput:

@@ -27,14 +27,13 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal
+from typing import Literal
 
-from kode_tui.fsutil import read_regular
-from kode_tui.pathnames import is_within
 from kode_tui.paths import home as kode_home
 from kode_tui.paths import tilde
 from kode_tui.safetext import visible
-from kode_tui.soul.project_files import DataError, parse_yaml, scalar_text
+from kode_tui.soul.markdown_files import NotRead, front_matter, one_line, read_confined, text_field
+from kode_tui.soul.project_files import scalar_text
 
 __all__ = [
     "BUILT_IN",
@@ -55,7 +54,6 @@ LABEL_CHARS = 200
 """A description is one line of the `Agent` tool's description."""
 
 _NAME = re.compile(r"[a-z0-9][a-z0-9_-]{0,63}")
-_FRONT_MATTER = re.compile(r"\A---[ \t]*\r?\n(.*?)^---[ \t]*(?:\r?\n|\Z)", re.DOTALL | re.MULTILINE)
 
 CLAUDE_TOOLS = {
     "Read": "ReadFile",
@@ -273,24 +271,14 @@ def _load(folder: _Folder, path: Path, shown: str) -> AgentDefinition | AgentPro
     def problem(why: str) -> AgentProblem:
         return AgentProblem(f"agent {shown} {why}")
 
-    if not is_within(path, folder.confine):
-        return problem(f"leads outside {folder.confine_shown}: not read.")
-    data = read_regular(path, MAX_BYTES + 1)
-    if data is None:
-        return problem("is not a readable regular file: not read.")
-    if len(data) > MAX_BYTES:
-        return problem(f"is over {MAX_BYTES // 1024} KiB: not read.")
     try:
-        text = data.decode("utf-8-sig")
-    except UnicodeDecodeError:
-        return problem("is not UTF-8 text: not read.")
-    try:
-        fields, body = _front_matter(text)
-        name = _text(fields, "name") or path.stem.lower()
+        text = read_confined(path, folder.confine, folder.confine_shown, MAX_BYTES)
+        fields, body = front_matter(text)
+        name = text_field(fields, "name") or path.stem.lower()
         tools = _tools(fields.get("tools"))
-        model = _text(fields, "model")
-        description = _text(fields, "description")
-    except ValueError as error:
+        model = text_field(fields, "model")
+        description = text_field(fields, "description")
+    except NotRead as error:
         return problem(f"{error}: not read.")
     if not _NAME.fullmatch(name):
         return problem("has a name that is not lower-case letters, digits, - and _: not read.")
@@ -300,39 +288,13 @@ def _load(folder: _Folder, path: Path, shown: str) -> AgentDefinition | AgentPro
     first_line = next(line.strip() for line in body.splitlines() if line.strip())
     return AgentDefinition(
         name=name,
-        description=_label(description or first_line.lstrip("# ")),
+        description=one_line(description or first_line.lstrip("# "), LABEL_CHARS),
         tools=tools,
         model=None if model in (None, "", "inherit") else model,
         system_prompt=body,
         source=folder.source,
         shown_path=shown,
     )
-
-
-def _front_matter(text: str) -> tuple[dict[str, Any], str]:
-    """The front matter's data and the body after it; ValueError saying what is wrong."""
-    match = _FRONT_MATTER.match(text)
-    if match is None:
-        return {}, text
-    try:
-        loaded: Any = parse_yaml(match.group(1), first_line=2)
-    except DataError as error:
-        raise ValueError(f"has front matter that {error}") from None
-    if loaded is None:
-        loaded = {}
-    if not isinstance(loaded, dict):
-        raise ValueError("has front matter that is not `key: value` lines")
-    return loaded, text[match.end() :]
-
-
-def _text(fields: dict[str, Any], key: str) -> str | None:
-    value = fields.get(key)
-    if value is None:
-        return None
-    text = scalar_text(value)  # not str(): YAML makes small files into big structures
-    if text is None:
-        raise ValueError(f"has a `{key}:` that is not text")
-    return text.strip()
 
 
 def _tools(value: object) -> tuple[str, ...] | None:
@@ -342,12 +304,12 @@ def _tools(value: object) -> tuple[str, ...] | None:
     if isinstance(value, list):
         words = [scalar_text(item) for item in value]
         if any(word is None for word in words):
-            raise ValueError("has a `tools:` list that is not names")
+            raise NotRead("has a `tools:` list that is not names")
         raw = [word for word in words if word]
     else:
         text = scalar_text(value)
         if text is None:
-            raise ValueError("has a `tools:` that is not names")
+            raise NotRead("has a `tools:` that is not names")
         raw = text.split(",")
     names: list[str] = []
     for word in raw:
@@ -355,10 +317,3 @@ def _tools(value: object) -> tuple[str, ...] | None:
         if name and name not in names:
             names.append(name)
     return tuple(names)
-
-
-def _label(text: str) -> str:
-    text = " ".join(text.split())
-    if len(text) > LABEL_CHARS:
-        text = text[: LABEL_CHARS - 1] + "…"
-    return visible(text, multiline=False)

@@ -1,0 +1,242 @@
+"""Skills: `SKILL.md` folders from the work dir's and the user's skills folders, listed in the
+system prompt by name and description only; the model reads a skill with ReadFile, which reads
+a listed skill's folder without asking and nothing beside it."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from kode_tui.config import Config, ModelChoice
+from kode_tui.paths import tilde
+from kode_tui.session import Session
+from kode_tui.soul.agent import open_agent
+from kode_tui.soul.facade import COMMANDS, AgentSession
+from kode_tui.soul.skills import Skills
+from kode_tui.wire import events as ev
+from tests.llm_server import LLMServer, loopback_choice
+from tests.soul_helpers import record_events
+
+KEY_ENV = "KODE_TEST_LLM_KEY"
+SCRIPTED = ModelChoice(name="scripted", model="scripted", source="flag")
+BODY = "Run scripts/extract.py on the file, then summarise the tables. BODY-MARKER-7731"
+
+# Claude Code's format: front matter `name` and `description`, the body, files beside it.
+PDF_SKILL = f"""---
+name: pdf-processing
+description: Extract text and tables from PDF files. Use when the user mentions PDFs.
+allowed-tools: Read, Bash
+---
+
+# PDF processing
+
+{BODY}
+See reference.md for the table formats.
+"""
+
+
+def make_skill(root: Path, folder: str, text: str) -> Path:
+    """A skill folder `root/folder` with `text` as its SKILL.md, a reference and a script."""
+    skill = root / folder
+    (skill / "scripts").mkdir(parents=True)
+    (skill / "SKILL.md").write_text(text)
+    (skill / "reference.md").write_text("Tables are pipe-separated. REFERENCE-MARKER-4410\n")
+    (skill / "scripts" / "extract.py").write_text("print('tables')\n")
+    return skill
+
+
+def front(name: str, description: str, body: str = "Do the thing.") -> str:
+    return f"---\nname: {name}\ndescription: {description}\n---\n\n{body}\n"
+
+
+def test_claude_code_skill_folders_are_found_in_every_skills_folder_first_one_winning(
+    project: Path, home: Path, tmp_path: Path
+) -> None:
+    make_skill(project / ".claude/skills", "pdf-processing", PDF_SKILL)
+    make_skill(project / ".kode/skills", "release", front("release", "Cut a release."))
+    make_skill(project / ".agents/skills", "lint", front("lint", "Lint the code."))
+    make_skill(project / ".kimi/skills", "kimi-one", front("kimi-one", "From Kimi's folder."))
+    make_skill(home / "skills", "mine", front("mine", "The user's own skill."))
+    make_skill(tmp_path / "user-home/.kimi/skills", "kimi-user", "# Kimi user skill\n\nBody.\n")
+    # The same name (case ignored) in a later folder is shadowed, not listed twice.
+    make_skill(home / "skills", "pdf", front("PDF-Processing", "The user's older copy."))
+
+    listing = Skills(project).listing()
+
+    assert [(s.name, s.source, s.shown_path) for s in listing.skills] == [
+        ("kimi-one", "kimi", ".kimi/skills/kimi-one/SKILL.md"),
+        ("kimi-user", "kimi-user", "~/.kimi/skills/kimi-user/SKILL.md"),
+        ("lint", "agents", ".agents/skills/lint/SKILL.md"),
+        ("mine", "user", tilde(home / "skills/mine/SKILL.md")),
+        ("pdf-processing", "claude", ".claude/skills/pdf-processing/SKILL.md"),
+        ("release", "project", ".kode/skills/release/SKILL.md"),
+    ]
+    pdf = listing.skills[4]
+    assert pdf.description == (
+        "Extract text and tables from PDF files. Use when the user mentions PDFs."
+    )
+    assert pdf.body_tokens == len(PDF_SKILL) // 4
+    # No front matter: the folder's name and the body's first line, as Kimi reads it.
+    assert listing.skills[1].description == "Kimi user skill"
+    assert [(s.name, s.description) for s in listing.shadowed] == [
+        ("PDF-Processing", "The user's older copy.")
+    ]
+    assert listing.problems == ()
+
+
+def test_a_bad_skill_file_is_one_line_naming_it_and_the_others_are_listed(
+    project: Path, home: Path, tmp_path: Path
+) -> None:
+    skills = project / ".claude/skills"
+    make_skill(skills, "good", front("good", "Works."))
+    make_skill(skills, "broken", "---\nname: [unclosed\n---\nBody.\n")
+    make_skill(skills, "bad-name", front("no spaces allowed", "Bad name."))
+    make_skill(skills, "binary", "placeholder")
+    (skills / "binary/SKILL.md").write_bytes(b"---\nname: x\n---\n\xff\xfe")
+    outside = make_skill(tmp_path / "elsewhere", "stolen", front("stolen", "Outside."))
+    (skills / "linked").symlink_to(outside)  # a cloned repo's link out of the work dir
+    (skills / "no-skill-here").mkdir()  # a folder without SKILL.md is no skill, and no problem
+
+    listing = Skills(project).listing()
+
+    assert [s.name for s in listing.skills] == ["good"]
+    assert sorted(p.message for p in listing.problems) == [
+        "skill .claude/skills/bad-name/SKILL.md has a name that is not letters, digits, ., - "
+        "and _ (at most 64): not read.",
+        "skill .claude/skills/binary/SKILL.md is not UTF-8 text: not read.",
+        "skill .claude/skills/broken/SKILL.md has front matter that is not valid YAML (line 3): "
+        "not read.",
+        "skill .claude/skills/linked/SKILL.md leads outside the work dir: not read.",
+    ]
+
+
+def test_an_edited_skill_counts_from_the_next_listing(project: Path) -> None:
+    skill = make_skill(project / ".kode/skills", "fmt", front("fmt", "Format the code."))
+    skills = Skills(project)
+    assert skills.listing().skills[0].description == "Format the code."
+    (skill / "SKILL.md").write_text(front("fmt", "Format the code with black, then ruff."))
+    assert skills.listing().skills[0].description == "Format the code with black, then ruff."
+
+
+@pytest.fixture
+def server(monkeypatch: pytest.MonkeyPatch) -> Iterator[LLMServer]:
+    monkeypatch.setenv(KEY_ENV, "sk-test-not-a-secret")
+    with LLMServer() as server:
+        yield server
+
+
+def system_text(request: dict[str, Any]) -> str:
+    first = request["messages"][0]
+    assert first["role"] == "system"
+    content = first["content"]
+    return content if isinstance(content, str) else "".join(part["text"] for part in content)
+
+
+def tool_results(request: dict[str, Any]) -> dict[str, str]:
+    results = {}
+    for message in request["messages"]:
+        if message["role"] == "tool":
+            content = message["content"]
+            text = content if isinstance(content, str) else "".join(p["text"] for p in content)
+            results[message["tool_call_id"]] = text
+    return results
+
+
+async def test_requests_carry_skill_names_and_descriptions_and_readfile_reads_a_skill_on_use(
+    project: Path, home: Path, server: LLMServer
+) -> None:
+    """Progressive disclosure: the prompt lists each skill (name, path, description), never its
+    body; the model reads SKILL.md and the files beside it with ReadFile, without an approval
+    even in the user's folder outside the work dir; a file beside the skills folder still asks."""
+    skill = make_skill(home / "skills", "pdf-processing", PDF_SKILL)
+    make_skill(project / ".claude/skills", "lint", front("lint", "Lint the code.", "LINT-BODY"))
+    secret = home / "skills" / "secret.txt"  # in the skills folder, but in no skill's folder
+    secret.write_text("SECRET-MARKER-9902\n")
+    reads = [
+        ("call_1", "ReadFile", json.dumps({"path": str(skill / "SKILL.md")})),
+        ("call_2", "ReadFile", json.dumps({"path": str(skill / "reference.md")})),
+        ("call_3", "ReadFile", json.dumps({"path": str(secret)})),
+    ]
+    server.reply_tool_calls(reads)
+    server.reply_text("Done.")
+    session = await Session.create(project)
+    agent = await open_agent(session, Config(), loopback_choice(server, KEY_ENV))
+    events = record_events(agent.bus)
+
+    result = await agent.soul.run("Summarise the tables of report.pdf")
+    report = await agent.soul.context_report()
+    await agent.close()
+
+    assert result.stop_reason == "done", result.error
+    first, second = server.requests
+    prompt = system_text(first)
+    assert "### Project\n- lint\n" in prompt and "  - Description: Lint the code." in prompt
+    assert "### User\n- pdf-processing\n" in prompt
+    assert f"  - Path: {skill / 'SKILL.md'}\n" in prompt
+    assert "  - Description: Extract text and tables from PDF files." in prompt
+    assert "BODY-MARKER" not in prompt and "LINT-BODY" not in prompt
+    assert "REFERENCE-MARKER" not in prompt
+    tools = {tool["function"]["name"] for tool in first["tools"]}
+    assert "ReadFile" in tools and not {"Skill", "LoadSkill"} & tools
+    results = tool_results(second)
+    assert "BODY-MARKER-7731" in results["call_1"]
+    assert "REFERENCE-MARKER-4410" in results["call_2"]
+    # Only the file that is in no skill's folder asked (and was approved).
+    asked = [e for e in events if isinstance(e, ev.ApprovalRequest)]
+    assert [e.description for e in asked] == [f"ReadFile {secret}"]
+    assert "SECRET-MARKER-9902" in results["call_3"]
+    # `/context` has a row for the skills block, counted in the gauge like the other blocks.
+    rows = {row.name: row.tokens for row in report.rows}
+    assert rows["skills (2)"] > 0
+
+
+def test_readfile_asks_for_a_link_in_a_skill_folder_that_leads_out_of_it(
+    project: Path, home: Path, tmp_path: Path
+) -> None:
+    skill = make_skill(home / "skills", "tricky", front("tricky", "Has a link."))
+    private = tmp_path / "private.txt"
+    private.write_text("not the skill's\n")
+    (skill / "notes.md").symlink_to(private)
+    skills = Skills(project)
+    assert not skills.covers(skill / "SKILL.md")  # nothing listed yet: the model saw nothing
+    skills.listing()
+    assert skills.covers(skill / "SKILL.md") and skills.covers(skill / "scripts/extract.py")
+    assert not skills.covers(skill / "notes.md")
+    assert not skills.covers(home / "skills")
+
+
+async def test_the_skills_command_says_where_each_comes_from_and_what_it_costs(
+    project: Path, home: Path
+) -> None:
+    make_skill(project / ".claude/skills", "pdf-processing", PDF_SKILL)
+    make_skill(home / "skills", "pdf-processing", front("pdf-processing", "Older."))
+    make_skill(project / ".kode/skills", "broken", "---\nname: [x\n---\n")
+    opened = await AgentSession.open(project)
+    command = COMMANDS.get("/skills")
+    assert command is not None
+    try:
+        done = await COMMANDS.run(opened, command, "")
+        empty = await COMMANDS.run(opened, command, "now")
+    finally:
+        await opened.close()
+
+    listed = Skills(project).listing().skills[0]
+    assert done.ok
+    lines = done.text.splitlines()
+    assert lines[1] == (
+        f"- pdf-processing (.claude/skills/pdf-processing/SKILL.md): {listed.prompt_tokens} "
+        f"tokens in every request, {len(PDF_SKILL) // 4} when read"
+    )
+    assert lines[2] == "  Extract text and tables from PDF files. Use when the user mentions PDFs."
+    shadowed = lines.index("Shadowed (a skill of the same name above is used):")
+    assert (
+        lines[shadowed + 1]
+        == f"- pdf-processing ({tilde(home / 'skills/pdf-processing/SKILL.md')})"
+    )
+    assert lines[-2] == "Not read:"
+    assert lines[-1].startswith("- skill .kode/skills/broken/SKILL.md has front matter that")
+    assert not empty.ok
