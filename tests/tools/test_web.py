@@ -15,9 +15,10 @@ from typing import Any
 import pytest
 
 from kode_tui import masking
-from kode_tui.config import ConfigError, WebConfig, load_config
+from kode_tui.config import Config, ConfigError, WebConfig, load_config
 from kode_tui.humanize import format_size
 from kode_tui.soul.agent import make_toolset
+from kode_tui.soul.facade.config_watch import what_changed
 from kode_tui.tools.base import ToolEnv
 from kode_tui.tools.web import FetchParams, FetchURL
 from kode_tui.tools.web_address import why_private
@@ -409,3 +410,8 @@ def test_the_web_table_is_read_and_checked(tmp_path: Path) -> None:
     path.write_text('[web]\nsearch = "altavista"\n')
     with pytest.raises(ConfigError, match="search"):
         load_config(path)
+
+
+def test_a_changed_web_table_applies_from_the_next_session() -> None:
+    changed = Config(web=WebConfig(allow=["docs.python.org"]))
+    assert what_changed(Config(), changed) == ["web: from the next session"]
