@@ -223,7 +223,8 @@ async def _get(
                     f"({error})",
                     brief="Bad redirect",
                 ) from None
-        body, cut = await _read(response, cap)
+        # An error page is not read: the model is told the status alone (as Kimi does).
+        body, cut = (b"", False) if response.status_code >= 400 else await _read(response, cap)
         kind = response.headers.get("content-type", "").split(";")[0].strip().lower()
         return _Page(url, response.status_code, kind, response.charset_encoding, body, cut), None
     finally:

@@ -19,7 +19,7 @@ from kode_tui.config import Config, ConfigError, WebConfig, load_config
 from kode_tui.humanize import format_size
 from kode_tui.soul.agent import make_toolset
 from kode_tui.soul.facade.config_watch import what_changed
-from kode_tui.tools.base import ToolEnv
+from kode_tui.tools.base import ToolEnv, ToolError
 from kode_tui.tools.web import FetchParams, FetchURL
 from kode_tui.tools.web_address import why_private
 from kode_tui.wire import events as ev
@@ -280,7 +280,7 @@ async def test_a_redirect_with_no_one_to_ask_stops(tmp_path: Path, web: WebServe
     env = ToolEnv(work_dir=tmp_path)
     params = FetchParams(url=web.url("/start"))
     assert await tool.permission(params, env) is not None
-    with pytest.raises(Exception, match="did not allow"):
+    with pytest.raises(ToolError, match="did not allow"):
         await tool.run(params, env, "call-1")
     assert web.paths == ["/start"]
 
