@@ -15,6 +15,7 @@ goes to the address that was checked.
 from __future__ import annotations
 
 import asyncio
+import ssl
 from dataclasses import dataclass
 
 import httpx
@@ -61,8 +62,12 @@ class FetchURL(Tool[FetchParams]):
     description = "Fetch a web page from a URL and extract main text content from it."
     params = FetchParams
 
-    def __init__(self, settings: WebConfig | None = None) -> None:
+    def __init__(
+        self, settings: WebConfig | None = None, *, verify: ssl.SSLContext | None = None
+    ) -> None:
+        """`verify`: whom https pages must be certified by (default: httpx's, certifi's CAs)."""
         self._settings = settings or WebConfig()
+        self._verify: ssl.SSLContext | bool = verify if verify is not None else True
 
     async def permission(self, params: FetchParams, env: ToolEnv) -> Permission | None:
         try:
@@ -126,6 +131,7 @@ class FetchURL(Tool[FetchParams]):
             follow_redirects=False,
             timeout=None,  # the call's own cap (`asyncio.timeout`) covers every hop
             headers={"User-Agent": USER_AGENT},
+            verify=self._verify,
         ) as client:
             for _ in range(MAX_REDIRECTS + 1):
                 resolved = await resolve(url)

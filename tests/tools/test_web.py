@@ -6,6 +6,7 @@ from __future__ import annotations
 import contextlib
 import ipaddress
 import json
+import ssl
 import threading
 from collections.abc import Callable, Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -25,6 +26,9 @@ from kode_tui.tools.web_address import why_private
 from kode_tui.wire import events as ev
 from tests.soul_helpers import call, make_rig
 
+LOCALHOST_CERTIFICATE = Path(__file__).parents[1] / "fixtures" / "web" / "localhost.pem"
+"""A self-signed certificate (and its key) for the DNS name `localhost` alone, valid to 2126."""
+
 Handler = Callable[[BaseHTTPRequestHandler], None]
 
 PAGE = b"""<!doctype html><html><head><title>Release notes</title>
@@ -38,7 +42,7 @@ PAGE = b"""<!doctype html><html><head><title>Release notes</title>
 class WebServer:
     """A loopback server whose paths answer with the test's handlers, each request recorded."""
 
-    def __init__(self) -> None:
+    def __init__(self, certificate: Path | None = None) -> None:
         self.routes: dict[str, Handler] = {}
         self.paths: list[str] = []
         self.release = threading.Event()
@@ -62,13 +66,19 @@ class WebServer:
                 pass
 
         self._http = ThreadingHTTPServer(("127.0.0.1", 0), _Handler)
+        self.scheme = "http"
+        if certificate is not None:
+            context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+            context.load_cert_chain(certificate)
+            self._http.socket = context.wrap_socket(self._http.socket, server_side=True)
+            self.scheme = "https"
         self._http.daemon_threads = True
         self.port = self._http.server_address[1]
         self._thread = threading.Thread(target=self._http.serve_forever, args=(0.05,), daemon=True)
         self._thread.start()
 
     def url(self, path: str, host: str = "127.0.0.1") -> str:
-        return f"http://{host}:{self.port}{path}"
+        return f"{self.scheme}://{host}:{self.port}{path}"
 
     def page(self, path: str, body: bytes, content_type: str = "text/html; charset=utf-8") -> None:
         def answer(request: BaseHTTPRequestHandler) -> None:
@@ -149,6 +159,28 @@ async def test_an_html_page_comes_back_as_markdown_without_its_scripts_and_style
     # The model reads it in Kimi's form, as any tool's result.
     (tool_message,) = [line for line in rig.lines() if line.get("role") == "tool"]
     assert "# Release 2.0" in json.dumps(tool_message["content"])
+
+
+async def test_an_https_page_is_fetched_at_the_checked_address_with_its_name_certified(
+    tmp_path: Path,
+) -> None:
+    # The certificate names `localhost` only: the connection goes to the address checked
+    # (127.0.0.1), and TLS must still present and verify the name, or the handshake fails.
+    certificate = LOCALHOST_CERTIFICATE
+    server = WebServer(certificate)
+    try:
+        server.page("/secure", PAGE)
+        trust = ssl.create_default_context(cafile=str(certificate))
+        script = [{"tool_calls": [fetch(server.url("/secure", host="localhost"))]}, {"text": "ok"}]
+        rig = await make_rig(tmp_path, script, tools=[FetchURL(verify=trust)])
+        rig.state.approval_mode = "yolo"
+        await rig.soul.run("read it")
+        await rig.settle()
+    finally:
+        server.close()
+    (result,) = results(rig)
+    assert not result.is_error, result.message
+    assert "# Release 2.0" in result.output
 
 
 async def test_a_text_page_comes_back_whole_and_a_binary_one_is_refused(
