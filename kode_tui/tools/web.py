@@ -107,8 +107,8 @@ class FetchURL(Tool[FetchParams]):
         except AddressError as error:
             raise ToolError(_network_error(str(error)), brief="Network error") from None
         try:
-            async with asyncio.timeout(self._settings.timeout):
-                page = await self._fetch(url, params._checked, env)
+            async with asyncio.timeout(self._settings.timeout) as deadline:
+                page = await self._fetch(url, params._checked, env, deadline)
         except TimeoutError:
             raise ToolError(
                 "Failed to fetch URL: request timed out. The server may be slow or unreachable.",
@@ -119,7 +119,9 @@ class FetchURL(Tool[FetchParams]):
             raise ToolError(_network_error(why), brief="Network error") from None
         return await self._result(page)
 
-    async def _fetch(self, url: httpx.URL, checked: Resolved | None, env: ToolEnv) -> _Page:
+    async def _fetch(
+        self, url: httpx.URL, checked: Resolved | None, env: ToolEnv, deadline: asyncio.Timeout
+    ) -> _Page:
         """The page at `url`, redirects followed hop by hop, each checked before it is sent."""
         # The hosts this call may reach, and whether at a private address too.
         granted: dict[str, bool] = {}
@@ -135,7 +137,12 @@ class FetchURL(Tool[FetchParams]):
         ) as client:
             for _ in range(MAX_REDIRECTS + 1):
                 resolved = await resolve(url)
+                asked = asyncio.get_running_loop().time()
                 await self._allow_hop(url, resolved, granted, env)
+                # The time cap is the page's: the user's time to answer does not count.
+                waited = asyncio.get_running_loop().time() - asked
+                if (when := deadline.when()) is not None:
+                    deadline.reschedule(when + waited)
                 page, location = await _get(client, url, resolved, self._settings.max_bytes)
                 if location is None:
                     return page
