@@ -140,6 +140,34 @@ class SandboxConfig(_Table):
     """More paths commands may write, besides the work dir and their /tmp."""
 
 
+SearchProvider = Literal["kimi"]
+"""The search services SearchWeb can call (`[web] search`)."""
+
+SEARCH_KEY_ENV: Mapping[str, str] = MappingProxyType({"kimi": "KIMI_API_KEY"})
+"""Where each search provider's API key is read from unless `[web] search_key_env` says."""
+
+SEARCH_URL: Mapping[str, str] = MappingProxyType({"kimi": "https://api.kimi.com/coding/v1/search"})
+"""Each provider's endpoint unless `[web] search_url` says (Kimi Code's search service)."""
+
+
+class WebConfig(_Table):
+    """`[web]`: what FetchURL may read without asking, its caps, and SearchWeb's provider."""
+
+    allow: list[Annotated[str, Field(min_length=1)]] = Field(default_factory=list)
+    """Hosts FetchURL reads without asking: `docs.python.org`, or `*.python.org` for every
+    subdomain. A private or loopback address still asks (every mode but yolo)."""
+    max_bytes: int = Field(default=5_000_000, gt=0)
+    """The most of a page FetchURL reads; a longer one is cut here, with a note saying so."""
+    timeout: float = Field(default=30, gt=0)
+    """Seconds one FetchURL call may take, redirects and the whole body included."""
+    search: SearchProvider | None = None
+    """The search service SearchWeb calls; without one SearchWeb is not offered."""
+    search_key_env: str | None = Field(default=None, min_length=1)
+    """The environment variable holding the provider's API key (default: `SEARCH_KEY_ENV`)."""
+    search_url: str | None = Field(default=None, min_length=1)
+    """The provider's endpoint, when not its usual one (a proxy, a regional service)."""
+
+
 class NotificationsConfig(_Table):
     """`[notifications]`: tell the user a long turn ended or an approval waits."""
 
@@ -276,6 +304,7 @@ class Config(_Table):
     notifications: NotificationsConfig = Field(default_factory=NotificationsConfig)
     hooks: list[HookConfig] = Field(default_factory=list)
     mcp: McpConfig = Field(default_factory=McpConfig)
+    web: WebConfig = Field(default_factory=WebConfig)
 
 
 def load_config(path: Path | None = None) -> Config:

@@ -6,13 +6,14 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Sequence
+import os
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from kode_tui import masking
-from kode_tui.config import Config, LoopControl, ModelChoice, resolve_model
+from kode_tui.config import Config, LoopControl, ModelChoice, WebConfig, resolve_model
 from kode_tui.message import is_checkpoint_note
 from kode_tui.paths import canonical
 from kode_tui.paths import home as kode_home
@@ -50,6 +51,8 @@ from kode_tui.tools.shell import Shell
 from kode_tui.tools.tasks import TaskList, TaskOutput, TaskStop
 from kode_tui.tools.todo import SetTodoList
 from kode_tui.tools.toolset import Toolset
+from kode_tui.tools.web import FetchURL
+from kode_tui.tools.web_search import search_tool
 from kode_tui.wire import WireBus
 from kode_tui.wire import events as ev
 from kode_tui.wire.recorder import WireRecorder
@@ -116,10 +119,16 @@ def loop_settings(loop: LoopControl) -> LoopSettings:
 
 
 def make_toolset(
-    denwa_renji: DenwaRenji | None, *, sandboxed: bool = False, subagents: AgentTool | None = None
+    denwa_renji: DenwaRenji | None,
+    *,
+    sandboxed: bool = False,
+    subagents: AgentTool | None = None,
+    web: WebConfig | None = None,
+    environ: Mapping[str, str] | None = None,
 ) -> Toolset:
     """Kimi's tool set: files, search, shell and its background tasks, todos, questions to the
-    user, plan mode, `Agent` (`subagents`, when given), and SendDMail when D-Mail is on.
+    user, plan mode, FetchURL, `Agent` (`subagents`, when given), SendDMail when D-Mail is on,
+    and SearchWeb when `web` names a search provider whose key is in `environ`.
     `sandboxed`: the model's commands run in the sandbox (its description says so)."""
     tools: list[Tool[Any]] = [
         ReadFile(),
@@ -135,7 +144,11 @@ def make_toolset(
         AskUserQuestion(),
         EnterPlanMode(),
         ExitPlanMode(),
+        FetchURL(web),
     ]
+    search = search_tool(web or WebConfig(), os.environ if environ is None else environ)
+    if search is not None:
+        tools.append(search)
     if subagents is not None:
         tools.append(subagents)
     if denwa_renji is not None:
@@ -221,7 +234,9 @@ async def open_agent(
     toolset = (
         Toolset(tools)
         if tools is not None
-        else make_toolset(denwa_renji, sandboxed=sandbox is not None, subagents=subagents)
+        else make_toolset(
+            denwa_renji, sandboxed=sandbox is not None, subagents=subagents, web=config.web
+        )
     )
     mcp = (
         McpServers(config.mcp, work_dir=work_dir, log_dir=session.dir)

@@ -104,11 +104,16 @@ class Permission:
     offered, e.g. `writes here can make tools run code`; empty for an ordinary call."""
     plan: PlanAsk | None = None
     """ExitPlanMode's: the choices its request offers (`ApprovalRequest.plan`)."""
+    private_address: str = ""
+    """Why the call reaches an address off the public internet (FetchURL of `localhost`,
+    which `resolves to 127.0.0.1, a loopback address`): like a call outside the work dir, it
+    asks every time in every mode but yolo, with no session approval offered."""
 
     @property
     def asks_every_time(self) -> bool:
-        """Whether no session approval may cover the call (outside the work dir, or protected)."""
-        return self.outside_work_dir or bool(self.always_ask)
+        """Whether no session approval may cover the call (outside the work dir, a private
+        address, or protected)."""
+        return self.outside_work_dir or bool(self.private_address) or bool(self.always_ask)
 
 
 @dataclass(slots=True)
@@ -135,6 +140,10 @@ class ToolEnv:
     skill_file: Callable[[Path], bool] | None = None
     """Whether a path lies in the folder of a skill the system prompt lists (ReadFile reads it
     without asking, wherever the folder is); None: no skills here."""
+    ask: Callable[[Permission], Awaitable[bool]] | None = None
+    """Asks the session's approval, while the call runs, for more than its permission covered
+    (a FetchURL redirect to another host): True when allowed. None: no one can be asked, so the
+    tool stops there instead."""
 
     def resolve(self, raw: str) -> Path:
         """`raw` as an absolute, normalised path (relative ones are taken from the work dir).

@@ -23,7 +23,7 @@ __all__ = ["NEXT_SESSION", "read_again", "watch_config", "what_changed"]
 DEBOUNCE_MS = 300
 """Changes this close together are one: an editor's save is often a write and a rename."""
 
-NEXT_SESSION = ("approval_mode", "hooks", "mcp", "sandbox", "tools", "context")
+NEXT_SESSION = ("approval_mode", "hooks", "mcp", "sandbox", "tools", "web", "context")
 """What the agent is built from: a config read again changes them for the next session (hooks
 and MCP servers run commands: none starts or changes mid-session unseen)."""
 
