@@ -41,6 +41,7 @@ from kode_tui.tools.files import ReadFile, StrReplaceFile, WriteFile
 from kode_tui.tools.glob import Glob
 from kode_tui.tools.grep import Grep
 from kode_tui.tools.mcp_client import McpServer, McpServers, mcp_variables
+from kode_tui.tools.media import ReadMediaFile
 from kode_tui.tools.plan import EnterPlanMode, ExitPlanMode
 from kode_tui.tools.sandbox import Sandbox
 from kode_tui.tools.sandbox import Settings as SandboxSettings
@@ -117,11 +118,12 @@ def loop_settings(loop: LoopControl) -> LoopSettings:
 def make_toolset(
     denwa_renji: DenwaRenji | None, *, sandboxed: bool = False, subagents: AgentTool | None = None
 ) -> Toolset:
-    """Kimi's tool set: files, search, shell and its background tasks, todos, questions to the
-    user, plan mode, `Agent` (`subagents`, when given), and SendDMail when D-Mail is on.
-    `sandboxed`: the model's commands run in the sandbox (its description says so)."""
+    """Kimi's tool set: files (images too), search, shell and its background tasks, todos,
+    questions to the user, plan mode, `Agent` (`subagents`, when given), and SendDMail when
+    D-Mail is on. `sandboxed`: the model's commands run in the sandbox (its description says so)."""
     tools: list[Tool[Any]] = [
         ReadFile(),
+        ReadMediaFile(),
         WriteFile(),
         StrReplaceFile(),
         Glob(),
