@@ -21,7 +21,7 @@ from kode_tui.session.journal import FileJournal
 from kode_tui.session.metadata import kimi_share_dir
 from kode_tui.session.snapshot import WorkSnapshot
 from kode_tui.session.state import ApprovalMode
-from kode_tui.soul import prompts
+from kode_tui.soul import prompts, vision
 from kode_tui.soul.approval import Approval
 from kode_tui.soul.compaction import load_strategy
 from kode_tui.soul.hooks import Hooks
@@ -100,6 +100,7 @@ def make_provider(choice: ModelChoice, loop: LoopControl | None = None) -> ChatP
         max_context_size=choice.max_context_size,
         timeout=(loop or LoopControl()).request_timeout,
         first_token_timeout=(loop or LoopControl()).first_token_timeout,
+        images=vision.supports_images(choice),
     )
 
 
@@ -292,6 +293,7 @@ async def open_agent(
         )
         if config.sandbox.enabled:
             soul.add_notice(soul.sandbox_off)
+    env.takes_images = lambda: vision.takes_images(soul.provider)  # follows /model
     subagents.attach(soul)
     for problem in agents.problems:
         soul.add_notice(problem.message)

@@ -134,6 +134,9 @@ class ToolEnv:
     tasks: BackgroundTasks | None = None
     """The session's background tasks (`Shell(run_in_background)`, TaskList, TaskOutput,
     TaskStop); None: none can run here."""
+    takes_images: Callable[[], bool] | None = None
+    """Whether the model in use now takes images (ReadMediaFile loads none for one that does
+    not); None: it does."""
 
     def resolve(self, raw: str) -> Path:
         """`raw` as an absolute, normalised path (relative ones are taken from the work dir).

@@ -68,6 +68,12 @@ class ReadMediaFile(Tool[ReadMediaFileParams]):
         path = env.resolve(params.path)
         shown = env.display_path(path)
         check_readable(path, shown)
+        if env.takes_images is not None and not env.takes_images():
+            raise ToolError(
+                "The current model does not support image input. "
+                "Tell the user to use a model with image input capability.",
+                brief="The model takes no images",
+            )
         try:
             image = await asyncio.to_thread(prepare_image, path, shown)
         except OSError as error:

@@ -1,0 +1,26 @@
+"""Whether a model takes images: the alias's `vision = true|false` in config.toml when set, else
+litellm's map (`supports_vision`); a model the map does not know takes none until its alias says
+so. A model that takes none is sent a note in each image's place (`IMAGE_NOT_SENT`), and
+ReadMediaFile tells the model (and so the user) that it cannot look at one.
+"""
+
+from __future__ import annotations
+
+from kode_tui.config import ModelChoice
+from kode_tui.soul.llm import ChatProvider
+from kode_tui.soul.llm.litellm_provider import LiteLLMProvider
+from kode_tui.soul.llm.model_map import map_entry
+
+
+def supports_images(choice: ModelChoice) -> bool:
+    """Whether `choice` takes images (never the demo)."""
+    if choice.is_demo:
+        return False
+    if choice.vision is not None:
+        return choice.vision
+    return (map_entry(choice.model) or {}).get("supports_vision") is True
+
+
+def takes_images(provider: ChatProvider) -> bool:
+    """Whether the model `provider` calls is sent images (the demo and scripted ones are not)."""
+    return isinstance(provider, LiteLLMProvider) and provider.images
