@@ -1,6 +1,7 @@
 """Whether a model takes images: the alias's `vision = true|false` in config.toml when set, else
-litellm's map (`supports_vision`); a model the map does not know takes none until its alias says
-so. A model that takes none is sent a note in each image's place (`IMAGE_NOT_SENT`), and
+litellm's map (`supports_vision`). A model the map does not know (a local server's, most often)
+is sent images: only its server can tell, and its refusal is one clear error, where not sending
+would silently drop them; `vision = false` on its alias stops it. A model that takes none is sent a note in each image's place (`IMAGE_NOT_SENT`), and
 ReadMediaFile tells the model (and so the user) that it cannot look at one.
 """
 
@@ -18,7 +19,8 @@ def supports_images(choice: ModelChoice) -> bool:
         return False
     if choice.vision is not None:
         return choice.vision
-    return (map_entry(choice.model) or {}).get("supports_vision") is True
+    entry = map_entry(choice.model)
+    return entry is None or entry.get("supports_vision") is True
 
 
 def takes_images(provider: ChatProvider) -> bool:

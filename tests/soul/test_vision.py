@@ -118,7 +118,9 @@ def test_an_alias_says_whether_its_model_takes_images_else_litellms_map_does() -
         }
     )
     taken = {name: supports_images(resolve_model(config, name)) for name in config.models}
-    assert taken == {"local": True, "blind": False, "mapped": True, "unknown": False}
+    assert taken == {"local": True, "blind": False, "mapped": True, "unknown": True}
+    known_without = resolve_model(Config(), "deepseek/deepseek-chat")  # in the map, no vision
+    assert not supports_images(known_without)
     assert not supports_images(resolve_model(config, "demo"))
     assert not takes_images(DemoProvider())
     assert takes_images(LiteLLMProvider("openai/gpt-4o"))
