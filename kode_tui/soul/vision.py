@@ -1,8 +1,9 @@
 """Whether a model takes images: the alias's `vision = true|false` in config.toml when set, else
 litellm's map (`supports_vision`). A model the map does not know (a local server's, most often)
 is sent images: only its server can tell, and its refusal is one clear error, where not sending
-would silently drop them; `vision = false` on its alias stops it. A model that takes none is sent a note in each image's place (`IMAGE_NOT_SENT`), and
-ReadMediaFile tells the model (and so the user) that it cannot look at one.
+would silently drop them; `vision = false` on its alias stops it. A model that takes none is
+sent a note in each image's place (`IMAGE_NOT_SENT`), ReadMediaFile tells the model it cannot
+look at one, and a prompt with images is refused with one line.
 """
 
 from __future__ import annotations

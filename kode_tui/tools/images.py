@@ -9,6 +9,7 @@ as the JPEG it is, and a text file named `.png` is refused.
 from __future__ import annotations
 
 import base64
+import html
 import io
 import warnings
 from dataclasses import dataclass
@@ -16,7 +17,7 @@ from pathlib import Path
 
 from PIL import Image, UnidentifiedImageError
 
-from kode_tui.message import ImageURL, ImageURLPart
+from kode_tui.message import ContentPart, ImageURL, ImageURLPart, TextPart
 
 MAX_FILE_BYTES = 100 << 20
 """The largest image file read (Kimi CLI's ReadMediaFile cap, 100 MB)."""
@@ -71,6 +72,12 @@ class PreparedImage:
         """The image as Kimi CLI stores and sends it: an `image_url` part with a `data:` URL."""
         encoded = base64.b64encode(self.data).decode("ascii")
         return ImageURLPart(image_url=ImageURL(url=f"data:{self.mime_type};base64,{encoded}"))
+
+    def wrapped(self, path: str) -> list[ContentPart]:
+        """The image as Kimi CLI puts it in a message: `<image path="…">`, the part, `</image>`
+        (its `wrap_media_part`), so the model can tell which file each image is."""
+        opening = f'<image path="{html.escape(path, quote=True)}">'
+        return [TextPart(text=opening), self.part(), TextPart(text="</image>")]
 
     def size_note(self) -> str:
         """`original size 4000x3000px, sent scaled down to 2048x1536px` (or without the second

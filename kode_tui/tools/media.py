@@ -11,11 +11,9 @@ Kimi uploads to its own platform, are not read.
 from __future__ import annotations
 
 import asyncio
-import html
 
 from pydantic import BaseModel, Field
 
-from kode_tui.message import TextPart
 from kode_tui.tools.base import Permission, Tool, ToolEnv, ToolError, ToolOutput
 from kode_tui.tools.files import read_outside_permission
 from kode_tui.tools.images import (
@@ -104,9 +102,8 @@ def _loaded(image: PreparedImage, path: str) -> ToolOutput:
         f"Loaded image file `{path}` ({image.file_mime_type}, {image.file_size} bytes, "
         f"{image.size_note()}).{_COORDINATES_NOTE}"
     )
-    opening = f'<image path="{html.escape(path, quote=True)}">'
     return ToolOutput(
         message=message,
         brief=f"{image.width}x{image.height}" + (" (scaled down)" if image.scaled else ""),
-        parts=(TextPart(text=opening), image.part(), TextPart(text="</image>")),
+        parts=image.wrapped(path),
     )
