@@ -8,9 +8,12 @@ The user's own files: no approval, wherever they are (the user named them).
 from __future__ import annotations
 
 import asyncio
+import os
+import shlex
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from urllib.parse import unquote, urlparse
 
 from kode_tui.humanize import format_size
 from kode_tui.message import ContentPart, TextPart
@@ -39,6 +42,36 @@ async def attach_image(path: Path) -> ImageAttachment:
     not one, OSError when it cannot be read."""
     image = await asyncio.to_thread(prepare_image, path, str(path))
     return ImageAttachment(path, image)
+
+
+MAX_PASTED_PATHS = 20
+"""A paste naming more files than this is text, not a drop of files (nothing is looked up)."""
+
+
+def pasted_paths(text: str, work_dir: Path) -> list[Path] | None:
+    """The files a paste names when it is nothing but paths of existing files, as a terminal
+    pastes files dropped on it (shell-quoted, or `file://` URIs); None for any other text.
+
+    Blocking (it looks the files up): run it in a thread. Which are images `attach_image` says.
+    """
+    if len(text) > MAX_PASTED_PATHS * 4096:  # longer than that many paths can be: text
+        return None
+    try:
+        words = shlex.split(text.strip())
+    except ValueError:  # an unclosed quote: text
+        return None
+    if not words or len(words) > MAX_PASTED_PATHS:
+        return None
+    paths: list[Path] = []
+    for word in words:
+        if word.startswith("file://"):
+            word = unquote(urlparse(word).path)
+        path = Path(os.path.expanduser(word))
+        path = path if path.is_absolute() else work_dir / path
+        if not path.is_file():
+            return None
+        paths.append(path)
+    return paths
 
 
 def prompt_content(text: str, images: Sequence[ImageAttachment]) -> str | list[ContentPart]:

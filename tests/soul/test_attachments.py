@@ -4,6 +4,7 @@ nothing sent for one that does not."""
 
 from __future__ import annotations
 
+import shlex
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -14,7 +15,7 @@ from PIL import Image
 from kode_tui.config import Config
 from kode_tui.humanize import format_size
 from kode_tui.message import ImageURLPart, Message, TextPart, parse_record
-from kode_tui.soul.attachments import attach_image, prompt_content
+from kode_tui.soul.attachments import attach_image, pasted_paths, prompt_content
 from kode_tui.soul.facade import AgentSession
 from kode_tui.soul.llm.litellm_provider import LiteLLMProvider, load_litellm
 from kode_tui.tools.images import ImageError
@@ -113,3 +114,19 @@ async def test_a_prompts_image_for_a_model_that_takes_none_is_refused_in_one_lin
     assert result.error is not None and "does not take images" in result.error
     assert "\n" not in result.error
     assert server.requests == []
+
+
+def test_a_paste_of_dropped_files_is_their_paths_and_anything_else_is_text(
+    tmp_path: Path,
+) -> None:
+    spaced = tmp_path / "my shot.png"
+    plain = tmp_path / "b.jpg"
+    for path in (spaced, plain):
+        path.write_bytes(b"x")
+    quoted = shlex.quote(str(spaced))
+    assert pasted_paths(f"{quoted} {plain}\n", tmp_path) == [spaced, plain]
+    assert pasted_paths(str(spaced).replace(" ", "\\ "), tmp_path) == [spaced]
+    assert pasted_paths(f"file://{str(spaced).replace(' ', '%20')}", tmp_path) == [spaced]
+    assert pasted_paths("b.jpg", tmp_path) == [plain]
+    for text in ("fix b.jpg please", f"{plain} missing.png", "'unclosed", "", "   "):
+        assert pasted_paths(text, tmp_path) is None, text
