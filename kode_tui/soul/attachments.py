@@ -8,6 +8,7 @@ The user's own files: no approval, wherever they are (the user named them).
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import os
 import shlex
 from collections.abc import Sequence
@@ -15,8 +16,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import unquote, urlparse
 
+from kode_tui.fsutil import atomic_write_bytes, make_private_dir
 from kode_tui.humanize import format_size
 from kode_tui.message import ContentPart, TextPart
+from kode_tui.paths import home
 from kode_tui.tools.images import PreparedImage, prepare_image
 
 
@@ -35,6 +38,24 @@ class ImageAttachment:
         if image.scaled:
             fields.append(f"sent at {image.sent_width}x{image.sent_height}")
         return f"[{' · '.join(fields)}]"
+
+
+def attachments_dir() -> Path:
+    """Where images that come without a file (the clipboard's, an ACP client's) are kept, so
+    the `<image path=…>` a prompt stores names a file that exists (Kimi CLI keeps pasted
+    images in its share dir's `prompt-cache` likewise)."""
+    return home() / "attachments"
+
+
+def save_attachment(data: bytes, suffix: str) -> Path:
+    """`data` kept as a file in `attachments_dir`, named by its content (the same image twice
+    is one file). Blocking: run it in a thread."""
+    folder = attachments_dir()
+    make_private_dir(folder)
+    path = folder / f"{hashlib.sha256(data).hexdigest()[:16]}{suffix}"
+    if not path.exists():
+        atomic_write_bytes(path, data)
+    return path
 
 
 async def attach_image(path: Path) -> ImageAttachment:

@@ -1,14 +1,12 @@
 """The clipboard's image, for Ctrl+V in the prompt: read with the desktop's own tool (`wl-paste`
 on Wayland, `xclip` on X11, `osascript` on macOS, where `pbpaste` gives text only) and kept as a
-file under `$KODE_TUI_HOME/attachments/`, so the `<image path=…>` a prompt stores names a file
-that exists (Kimi CLI keeps pasted images in its share dir's `prompt-cache` likewise).
+file in `soul.attachments.attachments_dir()`.
 
 Blocking (it runs the tools): call it in a thread. No Textual here.
 """
 
 from __future__ import annotations
 
-import hashlib
 import os
 import shutil
 import subprocess
@@ -16,8 +14,7 @@ import sys
 from collections.abc import Mapping
 from pathlib import Path
 
-from kode_tui.fsutil import atomic_write_bytes, make_private_dir
-from kode_tui.paths import home
+from kode_tui.soul.facade import save_attachment
 
 TIMEOUT = 5
 """Seconds a clipboard tool gets (one that hangs, an X server that does not answer)."""
@@ -29,21 +26,10 @@ class ClipboardError(Exception):
     """Why there is no image to paste, in one line for the user."""
 
 
-def attachments_dir() -> Path:
-    """Where images pasted from the clipboard are kept."""
-    return home() / "attachments"
-
-
 def paste_image(env: Mapping[str, str] | None = None) -> Path:
     """The clipboard's image saved as a file (named by its content, so pasting it twice keeps
     one); ClipboardError when there is no tool to read it or it holds no image."""
-    data = _clipboard_image(os.environ if env is None else env)
-    folder = attachments_dir()
-    make_private_dir(folder)
-    path = folder / f"{hashlib.sha256(data).hexdigest()[:16]}.png"
-    if not path.exists():
-        atomic_write_bytes(path, data)
-    return path
+    return save_attachment(_clipboard_image(os.environ if env is None else env), ".png")
 
 
 def _clipboard_image(env: Mapping[str, str]) -> bytes:

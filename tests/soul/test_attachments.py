@@ -19,7 +19,9 @@ from kode_tui.soul.attachments import attach_image, pasted_paths, prompt_content
 from kode_tui.soul.facade import AgentSession
 from kode_tui.soul.llm.litellm_provider import LiteLLMProvider, load_litellm
 from kode_tui.tools.images import ImageError
+from kode_tui.wire import events as ev
 from tests.llm_server import LLMServer, loopback_choice
+from tests.soul_helpers import record_events
 
 KEY_ENV = "KODE_TEST_LLM_KEY"
 
@@ -106,6 +108,7 @@ async def test_a_prompts_image_for_a_model_that_takes_none_is_refused_in_one_lin
     shot = tmp_path / "shot.png"
     Image.new("RGB", (16, 16), "red").save(shot)
     opened = await started(tmp_path, server, images=False)
+    events = record_events(opened.bus)
     try:
         result = await opened.run("What is this?", [await attach_image(shot)])
     finally:
@@ -113,6 +116,7 @@ async def test_a_prompts_image_for_a_model_that_takes_none_is_refused_in_one_lin
     assert result.stop_reason == "blocked"
     assert result.error is not None and "does not take images" in result.error
     assert "\n" not in result.error
+    assert [e.message for e in events if isinstance(e, ev.Warning)] == [result.error]
     assert server.requests == []
 
 

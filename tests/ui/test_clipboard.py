@@ -11,7 +11,8 @@ from pathlib import Path
 import pytest
 from PIL import Image
 
-from kode_tui.ui.clipboard import ClipboardError, attachments_dir, paste_image
+from kode_tui.soul.facade import attachments_dir
+from kode_tui.ui.clipboard import ClipboardError, paste_image
 
 # A clipboard tool: `TYPES` lists what it holds; asked for `image/png` it prints `PNG`.
 STUB = """#!/bin/sh

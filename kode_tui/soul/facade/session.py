@@ -367,14 +367,15 @@ class AgentSession:
     async def run(self, text: str, images: Sequence[ImageAttachment] = ()) -> TurnResult:
         """One turn for the user's message and the images attached to it. `interrupt()` (or
         cancelling the caller) stops it with CancelledError after the soul sent
-        StepInterrupted and TurnEnd. Images for a model that takes none: nothing is sent, and
-        the result (`blocked`) says why in one line; the front end keeps the prompt."""
+        StepInterrupted and TurnEnd. Images for a model that takes none: nothing is sent, a
+        Warning says why in one line, and the result is `blocked` (the prompt is kept)."""
         soul = self._live.soul()
         if images and not vision.takes_images(soul.provider):
             why = (
                 f"{soul.provider.model_name} does not take images: remove them, or switch with "
                 "/model to one that does (`vision = true` on a model's alias says it does)."
             )
+            self.bus.send(ev.Warning(message=why))  # every front end says it, as a hook's block
             return TurnResult("blocked", 0, why)
         try:
             return await self._live.as_turn(soul.run(prompt_content(text, images)))
