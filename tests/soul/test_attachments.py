@@ -15,8 +15,8 @@ from PIL import Image
 from kode_tui.config import Config
 from kode_tui.humanize import format_size
 from kode_tui.message import ImageURLPart, Message, TextPart, parse_record
-from kode_tui.soul.attachments import attach_image, pasted_paths, prompt_content
-from kode_tui.soul.facade import AgentSession
+from kode_tui.soul.attachments import attach_image, prompt_content
+from kode_tui.soul.facade import AgentSession, pasted_paths
 from kode_tui.soul.llm.litellm_provider import LiteLLMProvider, load_litellm
 from kode_tui.tools.images import ImageError
 from kode_tui.wire import events as ev
