@@ -72,6 +72,8 @@ class ModelConfig(_Table):
     """The environment variable holding the key; keys never live in the file."""
     reasoning: bool | None = None
     """Whether the model takes a thinking effort (`/think`); unset: as litellm's map says."""
+    vision: bool | None = None
+    """Whether the model takes images; unset: as litellm's map says (`supports_vision`)."""
 
 
 class LoopControl(_Table):
@@ -505,6 +507,8 @@ class ModelChoice:
     max_context_size: int | None = None
     reasoning: bool | None = None
     """The alias's `reasoning`: whether `/think` applies; None lets litellm's map decide."""
+    vision: bool | None = None
+    """The alias's `vision`: whether images are sent; None lets litellm's map decide."""
 
     @property
     def is_demo(self) -> bool:
@@ -561,6 +565,7 @@ def _named(config: Config, name: str, source: str, given_by: str) -> ModelChoice
             api_key_env=entry.api_key_env,
             max_context_size=entry.max_context_size,
             reasoning=entry.reasoning,
+            vision=entry.vision,
         )
     if name != DEMO_MODEL and "/" not in name:
         close = difflib.get_close_matches(name, [*config.models, DEMO_MODEL], n=1, cutoff=0.7)

@@ -32,6 +32,11 @@ from pydantic import (
 
 from kode_tui.humanize import format_size
 
+IMAGE_TOKENS = 2_000
+"""What an image (or other media part) is counted as: Kimi CLI 1.52's `MEDIA_TOKEN_ESTIMATE`.
+Providers charge by pixels (an image of at most 2048 px costs ~1.5k tokens at Anthropic, up to
+~1.1k at OpenAI); the data URL's length would count it a hundred times over."""
+
 Role = Literal["system", "user", "assistant", "tool"]
 MESSAGE_ROLES: frozenset[str] = frozenset(("system", "user", "assistant", "tool"))
 
@@ -168,6 +173,8 @@ class Message(_Model):
                 chars += len(part.text)
             elif isinstance(part, ThinkPart):
                 chars += len(part.think)
+            else:
+                chars += IMAGE_TOKENS * 4
         for call in self.tool_calls or ():
             chars += len(call.function.name) + len(call.function.arguments or "")
         return chars // 4

@@ -22,7 +22,7 @@ from kode_tui.session.journal import FileJournal
 from kode_tui.session.metadata import kimi_share_dir
 from kode_tui.session.snapshot import WorkSnapshot
 from kode_tui.session.state import ApprovalMode
-from kode_tui.soul import prompts
+from kode_tui.soul import prompts, vision
 from kode_tui.soul.approval import Approval
 from kode_tui.soul.compaction import load_strategy
 from kode_tui.soul.hooks import Hooks
@@ -43,6 +43,7 @@ from kode_tui.tools.files import ReadFile, StrReplaceFile, WriteFile
 from kode_tui.tools.glob import Glob
 from kode_tui.tools.grep import Grep
 from kode_tui.tools.mcp_client import McpServer, McpServers, mcp_variables
+from kode_tui.tools.media import ReadMediaFile
 from kode_tui.tools.plan import EnterPlanMode, ExitPlanMode
 from kode_tui.tools.sandbox import Sandbox
 from kode_tui.tools.sandbox import Settings as SandboxSettings
@@ -103,6 +104,7 @@ def make_provider(choice: ModelChoice, loop: LoopControl | None = None) -> ChatP
         max_context_size=choice.max_context_size,
         timeout=(loop or LoopControl()).request_timeout,
         first_token_timeout=(loop or LoopControl()).first_token_timeout,
+        images=vision.supports_images(choice),
     )
 
 
@@ -126,12 +128,13 @@ def make_toolset(
     web: WebConfig | None = None,
     environ: Mapping[str, str] | None = None,
 ) -> Toolset:
-    """Kimi's tool set: files, search, shell and its background tasks, todos, questions to the
+    """Kimi's tool set: files (images too), search, shell and its background tasks, todos, questions to the
     user, plan mode, FetchURL, `Agent` (`subagents`, when given), SendDMail when D-Mail is on,
     and SearchWeb when `web` names a search provider whose key is in `environ`.
     `sandboxed`: the model's commands run in the sandbox (its description says so)."""
     tools: list[Tool[Any]] = [
         ReadFile(),
+        ReadMediaFile(),
         WriteFile(),
         StrReplaceFile(),
         Glob(),
@@ -310,6 +313,7 @@ async def open_agent(
         )
         if config.sandbox.enabled:
             soul.add_notice(soul.sandbox_off)
+    env.takes_images = lambda: vision.takes_images(soul.provider)  # follows /model
     subagents.attach(soul)
     for problem in agents.problems:
         soul.add_notice(problem.message)

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, Generic, Literal, TypeVar
 
 from pydantic import BaseModel
 
-from kode_tui.message import ContentPart
+from kode_tui.message import ContentPart, TextPart
 from kode_tui.pathnames import is_within, unescape_name
 from kode_tui.session.journal import FileJournal
 from kode_tui.session.snapshot import WorkSnapshot
@@ -59,7 +59,9 @@ class ToolOutput:
     is_error: bool = False
     display: Sequence[DisplayBlock] = ()
     parts: Sequence[ContentPart] = ()
-    """Images (and other media) the model is given after `output` (an MCP tool's)."""
+    """Images (and other media) the model is given after `output` (an MCP tool's), with the
+    text parts around them when the tool gives Kimi's form (ReadMediaFile's `<image path=…>`
+    and `</image>`): the context keeps them in order, the wire joins their text into `output`."""
     blocked: str = ""
     """Why a Shell command failed (or was undone) because of the sandbox, e.g. `it needs the
     network (off in the sandbox)`; the soul then offers to run it outside."""
@@ -74,10 +76,10 @@ class ToolOutput:
         return ToolResult(
             tool_call_id=tool_call_id,
             is_error=self.is_error,
-            output=self.output,
+            output=self.output + "".join(p.text for p in self.parts if isinstance(p, TextPart)),
             message=self.message,
             display=self.blocks(),
-            parts=list(self.parts),
+            parts=[part for part in self.parts if not isinstance(part, TextPart)],
         )
 
 
@@ -144,6 +146,9 @@ class ToolEnv:
     """Asks the session's approval, while the call runs, for more than its permission covered
     (a FetchURL redirect to another host): True when allowed. None: no one can be asked, so the
     tool stops there instead."""
+    takes_images: Callable[[], bool] | None = None
+    """Whether the model in use now takes images (ReadMediaFile loads none for one that does
+    not); None: it does."""
 
     def resolve(self, raw: str) -> Path:
         """`raw` as an absolute, normalised path (relative ones are taken from the work dir).

@@ -17,6 +17,13 @@ from kode_tui.session.earlier import EarlierContexts, read_earlier
 from kode_tui.session.search import Match
 from kode_tui.session.timetravel import Comparison, ContextSnapshot, FileAction, FilePlan
 from kode_tui.soul.approval import SessionPermission
+from kode_tui.soul.attachments import (
+    ImageAttachment,
+    attach_image,
+    attachments_dir,
+    pasted_paths,
+    save_attachment,
+)
 from kode_tui.soul.compacting import CompactionPlan
 from kode_tui.soul.context_report import ContextReport
 from kode_tui.soul.cost import CostReport
@@ -75,6 +82,7 @@ __all__ = [
     "FileChange",
     "FilePlan",
     "Found",
+    "ImageAttachment",
     "LineageNote",
     "Match",
     "McpServerInfo",
@@ -101,8 +109,12 @@ __all__ = [
     "TaskView",
     "TurnResult",
     "WireBus",
+    "attach_image",
+    "attachments_dir",
+    "pasted_paths",
     "read_earlier",
     "read_record",
+    "save_attachment",
     "stored_result",
     "typed_text",
     "watch_config",
