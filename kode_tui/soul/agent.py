@@ -128,9 +128,10 @@ def make_toolset(
     web: WebConfig | None = None,
     environ: Mapping[str, str] | None = None,
 ) -> Toolset:
-    """Kimi's tool set: files (images too), search, shell and its background tasks, todos, questions to the
-    user, plan mode, FetchURL, `Agent` (`subagents`, when given), SendDMail when D-Mail is on,
-    and SearchWeb when `web` names a search provider whose key is in `environ`.
+    """Kimi's tool set: files (images too), search, shell and its background tasks, todos,
+    questions to the user, plan mode, FetchURL, `Agent` (`subagents`, when given), SendDMail
+    when D-Mail is on, and SearchWeb when `web` names a search provider whose key is in
+    `environ`.
     `sandboxed`: the model's commands run in the sandbox (its description says so)."""
     tools: list[Tool[Any]] = [
         ReadFile(),
