@@ -8,6 +8,7 @@ from __future__ import annotations
 import fcntl
 import os
 from pathlib import Path
+from time import monotonic, sleep
 
 from kode_tui.fsutil import FILE_MODE, write_all
 
@@ -25,6 +26,12 @@ class SessionLocked(RuntimeError):
         )
 
 
+_OWN_PID_WAIT = 1.0
+"""How long a lock whose file names this process is tried again: a child process forked by
+another thread (a git or shell run) shares our lock's open file until it execs; a real second
+holder in this process is reported after this wait."""
+
+
 class SessionLock:
     def __init__(self, path: Path) -> None:
         self.path = path
@@ -35,15 +42,24 @@ class SessionLock:
         return self._fd is not None
 
     def acquire(self) -> None:
+        """Take the lock, or raise SessionLocked naming its holder. Blocking: when the pid in
+        the file is this process's own, the holder may be a child being spawned by another
+        thread, which holds our descriptors until it runs its program (`_OWN_PID_WAIT`)."""
         if self._fd is not None:
             return
         fd = os.open(self.path, os.O_RDWR | os.O_CREAT, FILE_MODE)
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            pid = _read_pid(fd)
-            os.close(fd)
-            raise SessionLocked(self.path, pid) from None
+        deadline = monotonic() + _OWN_PID_WAIT
+        while True:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                break
+            except BlockingIOError:
+                pid = _read_pid(fd)
+                if pid == os.getpid() and monotonic() < deadline:
+                    sleep(0.01)
+                    continue
+                os.close(fd)
+                raise SessionLocked(self.path, pid) from None
         try:
             os.ftruncate(fd, 0)
             write_all(fd, f"{os.getpid()}\n".encode())

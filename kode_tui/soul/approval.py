@@ -61,6 +61,10 @@ than the gap between two presses of a key held or tapped, short enough to feel i
 _ids = itertools.count(1)
 
 
+ApprovalSourceKind = Literal["foreground_turn", "background_agent"]
+"""Kimi 1.52's kinds of subagent asking: one its parent's turn waits for, or a background task."""
+
+
 @dataclass(frozen=True, slots=True)
 class ApprovalSource:
     """A subagent whose calls are asking (Kimi 1.52's `ApprovalSource`)."""
@@ -68,7 +72,7 @@ class ApprovalSource:
     agent_id: str
     subagent_type: str
     description: str
-    kind: Literal["foreground_turn", "background_agent"] = "foreground_turn"
+    kind: ApprovalSourceKind = "foreground_turn"
 
 
 approval_source: contextvars.ContextVar[ApprovalSource | None] = contextvars.ContextVar(

@@ -14,9 +14,10 @@ from pathlib import Path
 import pytest
 
 from kode_tui.message import FileEditRecord, UnknownPart, shown_count, shown_messages
+from kode_tui.session import lock as lock_module
 from kode_tui.session import rotation
 from kode_tui.session.context import Context
-from kode_tui.session.lock import SessionLocked
+from kode_tui.session.lock import SessionLock, SessionLocked
 from tests.conftest import KIMI_FIXTURE
 from tests.session_helpers import dumps, user, write_turns
 
@@ -687,3 +688,62 @@ async def test_shown_messages_are_counted_without_parsing_every_message(path: Pa
     assert counts == [len(shown_messages(every[:stop])) for stop in (0, 10, 81, 82, 83, len(every))]
     assert counts[-1] == len(every) - 2
     assert shown_count(every, len(every)) == counts[-1]  # a plain list counts the same
+
+
+def test_a_lock_shared_for_a_moment_with_a_child_of_ours_is_waited_for(
+    path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A child process spawned by another thread holds our descriptors until it execs (or, as
+    here, while it runs with the lock's passed to it): the lock names our own pid then, and
+    taking it waits for the child instead of calling our own session locked."""
+    path.parent.mkdir(parents=True)
+    held = SessionLock(path.with_name("lock"))
+    held.acquire()
+    assert held._fd is not None
+    child = subprocess.Popen(
+        [sys.executable, "-c", "import sys; sys.stdin.read()"],
+        stdin=subprocess.PIPE,
+        pass_fds=(held._fd,),
+    )
+    held.release()  # the child alone holds it now, as a forked child would
+    waits: list[float] = []
+
+    def child_lets_go(seconds: float) -> None:
+        waits.append(seconds)
+        if child.poll() is None:
+            assert child.stdin is not None
+            child.stdin.close()
+            child.wait(timeout=30)
+
+    monkeypatch.setattr(lock_module, "sleep", child_lets_go)
+    second = SessionLock(path.with_name("lock"))
+    second.acquire()
+    assert second.held and waits
+    second.release()
+
+
+def test_a_lock_another_process_holds_is_refused_without_waiting(
+    path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path.parent.mkdir(parents=True)
+    (path.with_name("lock")).write_text("1\n")  # the holder's pid, not ours
+    held = SessionLock(path.with_name("lock"))
+    child = subprocess.Popen(
+        [
+            sys.executable,
+            "-c",
+            "import fcntl, os, sys; fd = os.open(sys.argv[1], os.O_RDWR); "
+            "fcntl.flock(fd, fcntl.LOCK_EX); print('ready', flush=True); sys.stdin.read()",
+            str(held.path),
+        ],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert child.stdout is not None and child.stdout.readline().strip() == "ready"
+        monkeypatch.setattr(lock_module, "sleep", lambda _s: pytest.fail("waited"))
+        with pytest.raises(SessionLocked, match="process 1"):
+            held.acquire()
+    finally:
+        child.communicate("", timeout=30)

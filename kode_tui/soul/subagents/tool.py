@@ -24,7 +24,7 @@ from pydantic import BaseModel, Field
 from kode_tui.humanize import format_tokens, format_usd
 from kode_tui.message import TextPart
 from kode_tui.session import Context
-from kode_tui.soul.approval import ApprovalSource, approval_source
+from kode_tui.soul.approval import ApprovalSource, ApprovalSourceKind, approval_source
 from kode_tui.soul.llm.pricing import price_of, usage_cost
 from kode_tui.soul.subagents.definitions import BUILT_IN, AgentDefinition, AgentListing
 from kode_tui.soul.subagents.store import InstanceRecord, Status, SubagentStore, valid_agent_id
@@ -142,6 +142,18 @@ class _Spending:
         return " · ".join(parts)
 
 
+@dataclass(frozen=True, slots=True)
+class _Launch:
+    """One run of a subagent: whose, on what model and type, which instance, for which call."""
+
+    parent: KodeSoul
+    provider: ChatProvider
+    definition: AgentDefinition
+    record: InstanceRecord
+    params: AgentParams
+    tool_call_id: str
+
+
 class AgentTool(Tool[AgentParams]):
     """Starts (or resumes) a subagent and returns its summary."""
 
@@ -201,36 +213,19 @@ class AgentTool(Tool[AgentParams]):
         # Taken before the first await: a second call resuming it at once is refused.
         running: Status = "running_background" if params.run_in_background else "running_foreground"
         record = self._store.update(record, status=running, description=params.description.strip())
+        launch = _Launch(parent, provider, definition, record, params, tool_call_id)
         if params.run_in_background:
             assert env.tasks is not None
-            return self._start_background(
-                parent, provider, definition, record, params, tool_call_id, env.tasks
-            )
+            return self._start_background(launch, env.tasks)
         agent_id = record.agent_id
-        self._store.output(agent_id, "[stage] runner_started")
-        source = ApprovalSource(agent_id, definition.name, record.description)
         spending = _Spending(provider.model_name)
-        token = approval_source.set(source)  # its approval requests say whose they are
         try:
-            run = self._run(parent, provider, definition, record, params, tool_call_id, spending)
-            summary = await asyncio.wait_for(run, timeout=params.timeout)
+            summary = await self._supervised(launch, spending, params.timeout)
         except TimeoutError:
-            self._store.update(record, status="killed")
             raise ToolError(
                 f"Agent timed out after {params.timeout}s.",
                 brief=f"Agent timed out ({params.timeout}s)",
             ) from None
-        except asyncio.CancelledError:
-            self._store.update(record, status="killed")
-            self._store.output(agent_id, "[stage] cancelled")
-            raise
-        except BaseException:
-            self._store.update(record, status="failed")
-            raise
-        finally:
-            approval_source.reset(token)
-        self._store.update(record, status="idle")
-        self._store.output(agent_id, f"\n[summary]\n{summary}")
         lines = [f"agent_id: {agent_id}", f"resumed: {'true' if params.resume else 'false'}"]
         if params.resume and params.subagent_type and params.subagent_type != definition.name:
             lines.append(f"requested_subagent_type: {params.subagent_type}")
@@ -243,55 +238,32 @@ class AgentTool(Tool[AgentParams]):
         ]
         return ToolOutput(output="\n".join(lines), brief=spending.line())
 
-    def _start_background(
-        self,
-        parent: KodeSoul,
-        provider: ChatProvider,
-        definition: AgentDefinition,
-        record: InstanceRecord,
-        params: AgentParams,
-        tool_call_id: str,
-        tasks: BackgroundTasks,
-    ) -> ToolOutput:
+    def _start_background(self, launch: _Launch, tasks: BackgroundTasks) -> ToolOutput:
         """Start the run as a background task of kind `agent` and answer at once (Kimi's
         lines). As in Kimi, its steps go to its own files and the task's `output.log`, not to
         the parent's wire; its approvals still come to the panel, marked `background_agent`;
         the model is told when it ends, with the summary in the output's tail."""
+        record, definition = launch.record, launch.definition
         agent_id = record.agent_id
-        timeout = params.timeout or BACKGROUND_TIMEOUT_S
-        source = ApprovalSource(agent_id, definition.name, record.description, "background_agent")
+        timeout = launch.params.timeout or BACKGROUND_TIMEOUT_S
 
         async def job(log: TaskLog) -> JobEnd:
-            token = approval_source.set(source)
-            spending = _Spending(provider.model_name)
-            self._output(agent_id, "[stage] runner_started", log)
+            spending = _Spending(launch.provider.model_name)
             try:
-                run = self._run(
-                    parent, provider, definition, record, params, tool_call_id, spending, log
-                )
-                summary = await asyncio.wait_for(run, timeout=timeout)
+                await self._supervised(launch, spending, timeout, log)
             except TimeoutError:
-                self._store.update(record, status="killed")
                 return JobEnd(failure_reason=f"Agent task timed out after {timeout}s.")
-            except asyncio.CancelledError:
-                self._store.update(record, status="killed")
-                self._output(agent_id, "[stage] cancelled", log)
-                raise
             except ToolError as error:
-                self._store.update(record, status="failed")
                 return JobEnd(failure_reason=error.message)
-            except BaseException:
-                self._store.update(record, status="failed")
-                raise
-            finally:
-                approval_source.reset(token)
-            self._store.update(record, status="idle")
-            self._output(agent_id, f"\n[summary]\n{summary}", log)
             return JobEnd(exit_code=0)
 
         try:
             view = tasks.start(
-                "agent", record.description, job, tool_call_id=tool_call_id, timeout_s=timeout
+                "agent",
+                record.description,
+                job,
+                tool_call_id=launch.tool_call_id,
+                timeout_s=timeout,
             )
         except RuntimeError as error:
             self._store.update(record, status="idle")
@@ -313,6 +285,40 @@ class AgentTool(Tool[AgentParams]):
         return ToolOutput(
             output="\n".join(lines), message="Background task started.", brief=f"Started {view.id}"
         )
+
+    async def _supervised(
+        self,
+        launch: _Launch,
+        spending: _Spending,
+        timeout: float | None,
+        log: TaskLog | None = None,
+    ) -> str:
+        """The run's summary, its instance's status kept as Kimi keeps it: idle when it ended,
+        killed when it timed out (TimeoutError) or was cancelled, failed otherwise. Its approval
+        requests say whose they are (`approval_source`). `log`: a background run's task log."""
+        record, definition = launch.record, launch.definition
+        agent_id = record.agent_id
+        kind: ApprovalSourceKind = "foreground_turn" if log is None else "background_agent"
+        source = ApprovalSource(agent_id, definition.name, record.description, kind)
+        self._output(agent_id, "[stage] runner_started", log)
+        token = approval_source.set(source)
+        try:
+            summary = await asyncio.wait_for(self._run(launch, spending, log), timeout=timeout)
+        except TimeoutError:
+            self._store.update(record, status="killed")
+            raise
+        except asyncio.CancelledError:
+            self._store.update(record, status="killed")
+            self._output(agent_id, "[stage] cancelled", log)
+            raise
+        except BaseException:
+            self._store.update(record, status="failed")
+            raise
+        finally:
+            approval_source.reset(token)
+        self._store.update(record, status="idle")
+        self._output(agent_id, f"\n[summary]\n{summary}", log)
+        return summary
 
     def _output(self, agent_id: str, text: str, log: TaskLog | None) -> None:
         """A line of the instance's `output` (and of its background task's log)."""
@@ -362,21 +368,13 @@ class AgentTool(Tool[AgentParams]):
             )
         return record, self._type(record.subagent_type)
 
-    async def _run(
-        self,
-        parent: KodeSoul,
-        provider: ChatProvider,
-        definition: AgentDefinition,
-        record: InstanceRecord,
-        params: AgentParams,
-        tool_call_id: str,
-        spending: _Spending,
-        log: TaskLog | None = None,
-    ) -> str:
+    async def _run(self, launch: _Launch, spending: _Spending, log: TaskLog | None) -> str:
         """The run's summary. `log`: a background run's task log, which gets its `output`
         lines; its events then stay off the parent's wire (the call answered long ago)."""
         from kode_tui.soul.soul import KodeSoul  # the loop that runs the tool runs this one too
 
+        parent, provider, definition = launch.parent, launch.provider, launch.definition
+        record, params = launch.record, launch.params
         agent_id = record.agent_id
         context = Context(self._store.context_path(agent_id))
         await context.restore()
@@ -397,7 +395,7 @@ class AgentTool(Tool[AgentParams]):
         bus = WireBus()
         recorder = WireRecorder(bus, self._store.instance_dir(agent_id) / "wire.jsonl")
         recorder.start()
-        forward = self._forwarder(parent, record, tool_call_id, spending, log)
+        forward = self._forwarder(parent, record, launch.tool_call_id, spending, log)
         bus.subscribe(callback=forward, direct=True)
         child = KodeSoul(
             context=context,
