@@ -9,28 +9,38 @@ shadowed:
 3. `.claude/skills/` in the work dir (Claude Code's, so a team's skills work unchanged);
 4. `.agents/skills/` in the work dir (the folder every agent reads);
 5. `$KODE_TUI_HOME/skills/` (the user's, for every work dir);
-6. `~/.kimi/skills/` (Kimi CLI's user folder).
+6. `~/.kimi/skills/` (Kimi CLI's user folder);
+7. `~/.claude/skills/` (Claude Code's user folder: a Claude Code user's skills come along);
+8. `~/.agents/skills/` (the user folder Codex and other agents read).
 
 `SKILL.md` has YAML front matter `name` (else the folder's name) and `description` (else the
 body's first line, as Kimi does). Progressive disclosure, as Kimi 1.52 does it: only each
 skill's name, the path of its `SKILL.md` and its description go into the system prompt (the
 `skills` block, `prompt_block`); the model reads the body, and the files beside it, with
 ReadFile when a task calls for the skill. There is no `Skill` tool: Kimi has none and its models
-are told to read `SKILL.md`, and a tool's schema would cost tokens on every request. ReadFile reads
-a listed skill's folder without asking even outside the work dir (`Skills.covers`), and only
-that folder: a symlink in it that leads elsewhere asks as any outside read does. A script a skill
+are told to read `SKILL.md`, and a tool's schema would cost tokens on every request. ReadFile
+(and ReadMediaFile, Glob, Grep: Kimi lets Glob list skill folders) reads a listed skill's
+folder without asking even outside the work dir (`Skills.covers`), and only that folder: a
+symlink in it that leads elsewhere asks as any outside read does. `/skill:NAME` sends a skill's
+`SKILL.md` as the user's message (`facade/custom.py`), as Kimi's command does. A script a skill
 ships runs through Shell like any command (the sandbox, the approvals: nothing special).
 
 Nothing in a folder is trusted (a cloned repo brings it): a `SKILL.md` whose real path lies
-outside its folder's root, that is not a regular file, over `MAX_BYTES`, not UTF-8, with front
-matter that is not plain data or a bad name gives one `SkillProblem` line naming it, and the
-other skills are listed as usual (as custom commands and agent definitions do).
+outside its folder's root (a skill folder in the work dir that is a symlink out of it, say),
+that is not a regular file, over `MAX_BYTES`, not UTF-8, with front matter that is not plain
+data or a bad name gives one `SkillProblem` line naming it, and the other skills are listed as
+usual (as custom commands and agent definitions do). One exception, for the user's folders
+alone (5 to 8): dotfiles often symlink skill folders into `~/.claude/skills`, so a skill folder
+there may be a symlink to a folder elsewhere when that folder is the user's own and not
+world-writable (nobody else could put a skill in it); the skill is then confined to that
+folder, and `/skills` says where it points.
 """
 
 from __future__ import annotations
 
 import os
 import re
+import stat
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
@@ -51,7 +61,9 @@ __all__ = [
     "with_skills",
 ]
 
-Source = Literal["project", "kimi", "claude", "agents", "user", "kimi-user"]
+Source = Literal[
+    "project", "kimi", "claude", "agents", "user", "kimi-user", "claude-user", "agents-user"
+]
 
 SKILLS_BLOCK = "skills"
 """The block's name in the system prompt and in `/context`."""
@@ -81,6 +93,8 @@ class Skill:
     source: Source
     body_tokens: int
     """What reading its `SKILL.md` costs (characters / 4)."""
+    link: str = ""
+    """Where its folder points, for people, when it is a symlink in a user folder; else ""."""
 
     @property
     def project(self) -> bool:
@@ -155,7 +169,6 @@ class Skills:
     def __init__(self, work_dir: Path, home: Path | None = None) -> None:
         """`home` is kode-tui's (`$KODE_TUI_HOME`, by default)."""
         user = (home if home is not None else kode_home()) / "skills"
-        kimi_user = Path.home() / ".kimi" / "skills"  # Kimi's `~/.kimi/skills`, not its share dir
         self._work_dir = work_dir
         project: tuple[tuple[str, Source], ...] = (
             (".kode", "project"),
@@ -163,13 +176,20 @@ class Skills:
             (".claude", "claude"),
             (".agents", "agents"),
         )
+        users: tuple[tuple[Path, Source], ...] = (
+            (user, "user"),
+            # Kimi's `~/.kimi/skills` (not its share dir), then Claude Code's and the generic
+            # one, as Kimi reads them.
+            (Path.home() / ".kimi" / "skills", "kimi-user"),
+            (Path.home() / ".claude" / "skills", "claude-user"),
+            (Path.home() / ".agents" / "skills", "agents-user"),
+        )
         self._folders = (
             *(
                 _Folder(work_dir / brand / "skills", source, work_dir, "the work dir")
                 for brand, source in project
             ),
-            _Folder(user, "user", user, tilde(user)),
-            _Folder(kimi_user, "kimi-user", kimi_user, tilde(kimi_user)),
+            *(_Folder(path, source, path, tilde(path)) for path, source in users),
         )
         self._read: dict[Path, tuple[tuple[int, int], Skill | SkillProblem]] = {}
         self.last = SkillListing()
@@ -201,7 +221,7 @@ class Skills:
 
     def covers(self, path: Path) -> bool:
         """Whether `path` (symlinks resolved) lies in the folder of a skill the last listing
-        found: ReadFile reads it without asking, as the prompt told the model to."""
+        found: the read tools read it without asking, as the prompt told the model to."""
         real = Path(os.path.realpath(path))
         return any(real.is_relative_to(skill.folder) for skill in self.last.skills)
 
@@ -245,8 +265,16 @@ class Skills:
 
     def _load(self, folder: _Folder, path: Path) -> Skill | SkillProblem:
         shown = self._shown(folder, path)
+        confine, confine_shown, link = folder.confine, folder.confine_shown, ""
+        if folder.confine != self._work_dir and path.parent.is_symlink():
+            target = Path(os.path.realpath(path.parent))
+            link = visible(tilde(target), multiline=False)
+            refused = _not_own_folder(target)
+            if refused:
+                return SkillProblem(f"skill {shown} is a link to {link}, {refused}: not read.")
+            confine, confine_shown = target, link
         try:
-            text = read_confined(path, folder.confine, folder.confine_shown, MAX_BYTES)
+            text = read_confined(path, confine, confine_shown, MAX_BYTES)
             fields, body = front_matter(text)
             name = text_field(fields, "name") or path.parent.name
             description = text_field(fields, "description")
@@ -269,4 +297,21 @@ class Skills:
             shown_path=shown,
             source=folder.source,
             body_tokens=len(text) // 4,
+            link=link,
         )
+
+
+def _not_own_folder(target: Path) -> str:
+    """Why a user skill folder's link target may not hold a skill ("" when it may): it must be a
+    folder of the user's that nobody else can write to."""
+    try:
+        info = target.stat()
+    except OSError:
+        return "which cannot be read"
+    if not stat.S_ISDIR(info.st_mode):
+        return "which is not a folder"
+    if info.st_uid != os.getuid():
+        return "a folder that is not yours"
+    if info.st_mode & stat.S_IWOTH:
+        return "a folder anyone can write to"
+    return ""

@@ -140,8 +140,9 @@ class ToolEnv:
     """The session's background tasks (`Shell(run_in_background)`, TaskList, TaskOutput,
     TaskStop); None: none can run here."""
     skill_file: Callable[[Path], bool] | None = None
-    """Whether a path lies in the folder of a skill the system prompt lists (ReadFile reads it
-    without asking, wherever the folder is); None: no skills here."""
+    """Whether a path lies in the folder of a skill the system prompt lists (ReadFile,
+    ReadMediaFile, Glob and Grep read there without asking, wherever the folder is); None: no
+    skills here."""
     ask: Callable[[Permission], Awaitable[bool]] | None = None
     """Asks the session's approval, while the call runs, for more than its permission covered
     (a FetchURL redirect to another host): True when allowed. None: no one can be asked, so the

@@ -47,12 +47,16 @@ MAX_LINES = 1000
 
 
 def read_outside_permission(env: ToolEnv, path: Path, description: str) -> Permission | None:
-    """The approval a read of `path` needs: none inside the work dir, else one per directory.
+    """The approval a read of `path` needs: none inside the work dir nor in the folder of a
+    skill the system prompt lists (read, listed and searched as it tells the model to), else
+    one per directory.
 
     The scope is the directory that is really read (symlinks followed), so approving reads in
     one place never covers a link that leads somewhere else.
     """
     if env.is_inside(path):
+        return None
+    if env.skill_file is not None and env.skill_file(path):
         return None
     # realpath, not resolve(): a symlink loop must ask like any other outside path, not
     # raise out of the approval (which crashed the turn).
@@ -127,8 +131,6 @@ class ReadFile(Tool[ReadFileParams]):
         path = env.resolve(params.path)
         if env.tasks is not None and env.tasks.owns_output(path):
             return None  # the session's own task output, as TaskOutput says to read it
-        if env.skill_file is not None and env.skill_file(path):
-            return None  # a listed skill's own files, as the system prompt says to read them
         return read_outside_permission(env, path, f"ReadFile {env.display_path(path)}")
 
     async def run(self, params: ReadFileParams, env: ToolEnv, tool_call_id: str) -> ToolOutput:

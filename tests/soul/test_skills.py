@@ -17,6 +17,10 @@ from kode_tui.session import Session
 from kode_tui.soul.agent import open_agent
 from kode_tui.soul.facade import COMMANDS, AgentSession
 from kode_tui.soul.skills import Skills
+from kode_tui.tools.base import ToolEnv
+from kode_tui.tools.glob import Glob, GlobParams
+from kode_tui.tools.grep import Grep
+from kode_tui.tools.grep_params import GrepParams
 from kode_tui.wire import events as ev
 from tests.llm_server import LLMServer, loopback_choice
 from tests.soul_helpers import record_events
@@ -240,3 +244,74 @@ async def test_the_skills_command_says_where_each_comes_from_and_what_it_costs(
     assert lines[-2] == "Not read:"
     assert lines[-1].startswith("- skill .kode/skills/broken/SKILL.md has front matter that")
     assert not empty.ok
+
+
+async def test_claude_code_and_agents_user_folders_are_read_and_a_symlinked_user_skill_is_kept(
+    project: Path, home: Path, tmp_path: Path
+) -> None:
+    """A Claude Code or Codex user's skills come along (`~/.claude/skills`, `~/.agents/skills`,
+    after kode-tui's and Kimi's user folders); a skill folder symlinked into a user folder from
+    the user's dotfiles is read and `/skills` says where it points; the same link in the work
+    dir (a cloned repo's) is still refused, and so is a user link to a folder anyone can write."""
+    user_home = tmp_path / "user-home"
+    make_skill(user_home / ".claude/skills", "review", front("review", "Claude's review."))
+    make_skill(user_home / ".agents/skills", "deploy", front("deploy", "Deploy it."))
+    make_skill(user_home / ".agents/skills", "review-2", front("Review", "Shadowed one."))
+    dotfiles = make_skill(tmp_path / "dotfiles", "notes", front("notes", "From dotfiles."))
+    (user_home / ".claude/skills/notes").symlink_to(dotfiles)
+    (project / ".claude/skills").mkdir(parents=True)
+    (project / ".claude/skills/repo-notes").symlink_to(dotfiles)
+    shared = make_skill(tmp_path / "shared", "open", front("open", "Anyone may write."))
+    shared.chmod(0o777)
+    (user_home / ".agents/skills/open").symlink_to(shared)
+
+    listing = Skills(project).listing()
+
+    assert [(s.name, s.source, s.shown_path, s.link) for s in listing.skills] == [
+        ("deploy", "agents-user", "~/.agents/skills/deploy/SKILL.md", ""),
+        ("notes", "claude-user", "~/.claude/skills/notes/SKILL.md", tilde(dotfiles)),
+        ("review", "claude-user", "~/.claude/skills/review/SKILL.md", ""),
+    ]
+    assert [s.shown_path for s in listing.shadowed] == ["~/.agents/skills/review-2/SKILL.md"]
+    assert sorted(p.message for p in listing.problems) == [
+        "skill .claude/skills/repo-notes/SKILL.md leads outside the work dir: not read.",
+        f"skill ~/.agents/skills/open/SKILL.md is a link to {tilde(shared)}, a folder anyone "
+        "can write to: not read.",
+    ]
+    # ReadFile reads the linked folder's files, where the link points.
+    skills = Skills(project)
+    skills.listing()
+    assert skills.covers(user_home / ".claude/skills/notes/reference.md")
+    assert skills.covers(dotfiles / "scripts/extract.py")
+
+    opened = await AgentSession.open(project)
+    command = COMMANDS.get("/skills")
+    assert command is not None
+    try:
+        done = await COMMANDS.run(opened, command, "")
+    finally:
+        await opened.close()
+    assert f"- notes (~/.claude/skills/notes/SKILL.md -> {tilde(dotfiles)}): " in done.text
+
+
+async def test_glob_and_grep_in_a_listed_skill_folder_do_not_ask(project: Path, home: Path) -> None:
+    """As ReadFile: the model lists and searches a listed skill's folder outside the work dir
+    without an approval (Kimi lets Glob do it); the skills folder around it still asks."""
+    skill = make_skill(home / "skills", "pdf-processing", PDF_SKILL)
+    skills = Skills(project)
+    skills.listing()
+    env = ToolEnv(work_dir=project, skill_file=skills.covers)
+
+    assert await Glob().permission(GlobParams(pattern="**/*", directory=str(skill)), env) is None
+    grep = GrepParams(pattern="tables", path=str(skill / "scripts"))
+    assert await Grep().permission(grep, env) is None
+    found = await Glob().run(GlobParams(pattern="**/*.py", directory=str(skill)), env, "call")
+    assert str(skill / "scripts/extract.py") in found.output
+    matches = await Grep(use_rg=False).run(
+        GrepParams(pattern="REFERENCE", path=str(skill)), env, "c"
+    )
+    assert str(skill / "reference.md") in matches.output
+
+    around = await Glob().permission(GlobParams(pattern="*", directory=str(home / "skills")), env)
+    assert around is not None and around.scope == f"read:{(home / 'skills').resolve()}"
+    assert await Grep().permission(GrepParams(pattern="x", path=str(home)), env) is not None

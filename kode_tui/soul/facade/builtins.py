@@ -570,12 +570,14 @@ def _skills_text(listing: SkillListing) -> str:
         lines.append(
             "No skills: a skill is a folder with a SKILL.md in .kode/skills/, .kimi/skills/, "
             ".claude/skills/ or .agents/skills/ of the work dir, or in "
-            f"{tilde(home() / 'skills')}/ or ~/.kimi/skills/."
+            f"{tilde(home() / 'skills')}/, ~/.kimi/skills/, ~/.claude/skills/ or "
+            "~/.agents/skills/."
         )
     for skill in listing.skills:
+        link = f" -> {skill.link}" if skill.link else ""
         lines.append(
-            f"- {skill.name} ({skill.shown_path}): {skill.prompt_tokens:,} tokens in every "
-            f"request, {skill.body_tokens:,} when read"
+            f"- {skill.name} ({skill.shown_path}{link}): {skill.prompt_tokens:,} tokens in "
+            f"every request, {skill.body_tokens:,} when read"
         )
         lines.append(f"  {one_line(skill.description, _DESCRIPTION_CHARS)}")
     if listing.shadowed:
