@@ -36,6 +36,11 @@ class ProjectContextSource:
         """A watched file changed while the context was being collected."""
 
     @property
+    def skills(self) -> Skills | None:
+        """The skills listed after the project context (None: none are read here)."""
+        return self._skills
+
+    @property
     def current(self) -> ProjectContext | None:
         """The context as last collected (None before the first collection finished)."""
         return self._current

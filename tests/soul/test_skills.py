@@ -315,3 +315,28 @@ async def test_glob_and_grep_in_a_listed_skill_folder_do_not_ask(project: Path, 
     around = await Glob().permission(GlobParams(pattern="*", directory=str(home / "skills")), env)
     assert around is not None and around.scope == f"read:{(home / 'skills').resolve()}"
     assert await Grep().permission(GrepParams(pattern="x", path=str(home)), env) is not None
+
+
+async def test_a_subagent_is_told_of_the_skills_as_its_parent_is(
+    project: Path, home: Path, server: LLMServer
+) -> None:
+    """Kimi renders its subagents' system prompt with the same skills block: a subagent that
+    needs a skill finds it, and reads it as its parent would."""
+    make_skill(home / "skills", "pdf-processing", PDF_SKILL)
+    arguments = {"description": "Read PDFs", "prompt": "Find the PDFs.", "subagent_type": "explore"}
+    server.reply_tool_calls([("call_a", "Agent", json.dumps(arguments))])
+    server.reply_text("Found the PDFs and the skill for them. " * 8)  # the subagent's summary
+    server.reply_text("Done.")
+    session = await Session.create(project)
+    agent = await open_agent(session, Config(), loopback_choice(server, KEY_ENV))
+    try:
+        result = await agent.soul.run("Look at the PDFs.")
+    finally:
+        await agent.close()
+
+    assert result.stop_reason == "done", result.error
+    parent, child = (system_text(request) for request in server.requests[:2])
+    assert child != parent  # the subagent's own prompt (its role), with the same skills
+    entry = "### User\n- pdf-processing\n  - Path: "
+    assert entry in parent and entry in child
+    assert "BODY-MARKER" not in child
