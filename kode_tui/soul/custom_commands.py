@@ -53,7 +53,8 @@ __all__ = [
     "split_arguments",
 ]
 
-Source = Literal["project", "claude", "user"]
+Source = Literal["project", "claude", "user", "skill"]
+"""Which folder a command comes from; `skill`: a skill's `/skill:NAME` (`kode_tui.soul.skills`)."""
 
 MAX_BYTES = 256 * 1024
 """A prompt, not a data file: a larger one is refused."""
@@ -79,7 +80,8 @@ class CustomCommand:
     name: str
     """With its slash, lower-cased: `/review`, `/frontend:test`."""
     body: str
-    """The prompt before its placeholders are replaced."""
+    """The prompt before its placeholders are replaced (empty for a skill's `/skill:NAME`,
+    whose `SKILL.md` is read when it runs)."""
     description: str
     """One line, safe to show: the front matter's, else the body's first line."""
     argument_hint: str

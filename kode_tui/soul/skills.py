@@ -53,10 +53,12 @@ from kode_tui.soul.markdown_files import NotRead, front_matter, one_line, read_c
 
 __all__ = [
     "SKILLS_BLOCK",
+    "SKILL_COMMAND",
     "Skill",
     "SkillListing",
     "SkillProblem",
     "Skills",
+    "command_text",
     "prompt_block",
     "with_skills",
 ]
@@ -65,6 +67,8 @@ Source = Literal[
     "project", "kimi", "claude", "agents", "user", "kimi-user", "claude-user", "agents-user"
 ]
 
+SKILL_COMMAND = "/skill:"
+"""`/skill:NAME [request]` sends the skill `NAME` as the user's message (Kimi's command)."""
 SKILLS_BLOCK = "skills"
 """The block's name in the system prompt and in `/context`."""
 MAX_BYTES = 256 * 1024
@@ -140,6 +144,14 @@ def prompt_block(listing: SkillListing) -> str:
     if not text:
         return ""
     return f'\n\n<context name="{SKILLS_BLOCK}">{prompts.render("skills", skills=text)}</context>'
+
+
+def command_text(skill: Skill, request: str) -> str:
+    """What `/skill:NAME request` sends, as Kimi 1.52 sends it: the whole `SKILL.md` (read now,
+    still confined to the skill's folder), then the user's request; NotRead why not."""
+    text = read_confined(skill.path, skill.folder, "its skill folder", MAX_BYTES).strip()
+    request = request.strip()
+    return f"{text}\n\nUser request:\n{request}" if request else text
 
 
 def with_skills(

@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 from collections.abc import Iterator
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 import pytest
@@ -15,15 +16,17 @@ from kode_tui.config import Config, ModelChoice
 from kode_tui.paths import tilde
 from kode_tui.session import Session
 from kode_tui.soul.agent import open_agent
-from kode_tui.soul.facade import COMMANDS, AgentSession
+from kode_tui.soul.facade import COMMANDS, AgentSession, CommandPrompt
+from kode_tui.soul.llm.scripted import ScriptedProvider
 from kode_tui.soul.skills import Skills
 from kode_tui.tools.base import ToolEnv
 from kode_tui.tools.glob import Glob, GlobParams
 from kode_tui.tools.grep import Grep
 from kode_tui.tools.grep_params import GrepParams
+from kode_tui.ui.commands import completions
 from kode_tui.wire import events as ev
 from tests.llm_server import LLMServer, loopback_choice
-from tests.soul_helpers import record_events
+from tests.soul_helpers import print_turn, record_events
 
 KEY_ENV = "KODE_TEST_LLM_KEY"
 SCRIPTED = ModelChoice(name="scripted", model="scripted", source="flag")
@@ -340,3 +343,49 @@ async def test_a_subagent_is_told_of_the_skills_as_its_parent_is(
     entry = "### User\n- pdf-processing\n  - Path: "
     assert entry in parent and entry in child
     assert "BODY-MARKER" not in child
+
+
+async def test_skill_name_sends_the_skill_as_kimi_does_and_every_list_offers_it(
+    project: Path, home: Path
+) -> None:
+    """`/skill:NAME request` (Kimi 1.52's command) sends the whole SKILL.md, then the request;
+    the command lists (the TUI's `/` completion, ACP, print mode) offer one per skill, and it
+    hides a custom command of its name."""
+    make_skill(project / ".claude/skills", "pdf-processing", PDF_SKILL)
+    (project / ".kode/commands/skill").mkdir(parents=True)
+    (project / ".kode/commands/skill/pdf-processing.md").write_text("The repo's command.")
+    provider = ScriptedProvider([{"text": "Summarised."}])
+
+    printed = await print_turn(project, provider, "/skill:PDF-processing summarise report.pdf")
+
+    assert printed.status == 0, printed.err
+    [message] = [
+        m for m in provider.requests[0].history if m.role == "user" and "<system" not in m.text
+    ]
+    assert message.text == PDF_SKILL.strip() + "\n\nUser request:\nsummarise report.pdf"
+
+    opened = await AgentSession.open(project)
+    events = record_events(opened.bus)
+    await opened.start(Config(), SCRIPTED, provider=ScriptedProvider([{"text": "Ok."}]))
+    try:
+        bare = COMMANDS.find(opened, "/skill:pdf-processing", "")
+        assert isinstance(bare, CommandPrompt) and bare.text == PDF_SKILL.strip()
+        await opened.custom.run(bare)
+        assert COMMANDS.find(opened, "/skill:nope", "") is None
+        entries = [e for e in COMMANDS.entries(opened) if e.name.startswith("/skill:")]
+        host = SimpleNamespace(agent_session=opened)  # what the TUI's completion reads
+        assert dict(completions(host))["/skill:pdf-processing"].startswith("[request]  Extract")
+        assert [(e.name, e.hint, e.description) for e in entries] == [
+            (
+                "/skill:pdf-processing",
+                "[request]",
+                "Extract text and tables from PDF files. Use when the user mentions PDFs.",
+            )
+        ]
+    finally:
+        await opened.close()
+    [sent] = [e for e in events if isinstance(e, ev.CommandSent)]
+    assert (sent.command, sent.file) == (
+        "/skill:pdf-processing",
+        ".claude/skills/pdf-processing/SKILL.md",
+    )
