@@ -289,7 +289,12 @@ async def open_agent(
         toolset=toolset,
         env=env,
         approval=Approval(
-            bus, session.state, save_state, override=approval_override, sandbox=sandbox is not None
+            bus,
+            session.state,
+            save_state,
+            override=approval_override,
+            sandbox=sandbox is not None,
+            sandbox_network=sandbox is not None and sandbox.settings.network,
         ),
         denwa_renji=denwa_renji,
         settings=loop_settings(config.loop_control),

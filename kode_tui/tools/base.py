@@ -110,6 +110,10 @@ class Permission:
     """Why the call reaches an address off the public internet (FetchURL of `localhost`,
     which `resolves to 127.0.0.1, a loopback address`): like a call outside the work dir, it
     asks every time in every mode but yolo, with no session approval offered."""
+    network: bool = False
+    """The call reaches a public host on the network itself (FetchURL): in the sandbox mode it
+    runs without asking when the sandbox's commands reach the network (`[sandbox] network =
+    true`), as a networked Shell command does there."""
 
     @property
     def asks_every_time(self) -> bool:

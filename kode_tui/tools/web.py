@@ -99,6 +99,7 @@ class FetchURL(Tool[FetchParams]):
             description=shown,
             scope=f"web:{resolved.host}",
             scope_label=f"pages from {resolved.host}",
+            network=True,
         )
 
     async def run(self, params: FetchParams, env: ToolEnv, tool_call_id: str) -> ToolOutput:

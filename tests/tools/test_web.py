@@ -18,11 +18,15 @@ import pytest
 from kode_tui import masking
 from kode_tui.config import Config, ConfigError, WebConfig, load_config
 from kode_tui.humanize import format_size
+from kode_tui.session.state import SessionState
 from kode_tui.soul.agent import make_toolset
+from kode_tui.soul.approval import Approval
 from kode_tui.soul.facade.config_watch import what_changed
 from kode_tui.tools.base import ToolEnv, ToolError
+from kode_tui.tools.shell import Shell, ShellParams
 from kode_tui.tools.web import FetchParams, FetchURL
 from kode_tui.tools.web_address import why_private
+from kode_tui.wire import WireBus
 from kode_tui.wire import events as ev
 from tests.soul_helpers import call, make_rig
 
@@ -332,6 +336,30 @@ async def test_a_public_host_asks_once_per_host_for_the_session_unless_the_confi
     assert not permission.asks_every_time
     allowed = FetchURL(WebConfig(allow=["93.184.215.*"]))
     assert await allowed.permission(params, env) is None
+
+
+async def test_in_the_sandbox_mode_a_public_page_is_fetched_unasked_when_the_sandbox_is_networked(
+    tmp_path: Path,
+) -> None:
+    """FetchURL's approval in the sandbox mode follows a networked Shell command's there: with
+    `[sandbox] network = true` neither asks; without it the command cannot reach the network
+    (the sandbox stops it, then it asks) and FetchURL asks. A private address asks either way,
+    and in the other modes nothing changes."""
+    env = ToolEnv(work_dir=tmp_path)
+    public = await FetchURL().permission(FetchParams(url="https://93.184.215.14/docs"), env)
+    private = await FetchURL().permission(FetchParams(url="http://127.0.0.1:9/"), env)
+    curl = await Shell().permission(ShellParams(command="curl -s https://example.com"), env)
+    assert public is not None and private is not None and curl is not None
+
+    def allowed(mode: str, network: bool) -> tuple[bool, bool, bool]:
+        state = SessionState(approval_mode=mode)  # type: ignore[arg-type]
+        approval = Approval(WireBus(), state, sandbox=True, sandbox_network=network)
+        return approval.allows(curl), approval.allows(public), approval.allows(private)
+
+    assert allowed("sandbox", network=True) == (True, True, False)
+    assert allowed("sandbox", network=False) == (True, False, False)
+    assert allowed("auto-edit", network=True) == (False, False, False)
+    assert allowed("yolo", network=False) == (True, True, True)
 
 
 @pytest.mark.parametrize(
