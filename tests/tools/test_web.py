@@ -6,6 +6,7 @@ from __future__ import annotations
 import contextlib
 import ipaddress
 import json
+import socket
 import ssl
 import threading
 from collections.abc import Callable, Iterator
@@ -46,7 +47,7 @@ PAGE = b"""<!doctype html><html><head><title>Release notes</title>
 class WebServer:
     """A loopback server whose paths answer with the test's handlers, each request recorded."""
 
-    def __init__(self, certificate: Path | None = None) -> None:
+    def __init__(self, certificate: Path | None = None, address: str = "127.0.0.1") -> None:
         self.routes: dict[str, Handler] = {}
         self.paths: list[str] = []
         self.release = threading.Event()
@@ -69,7 +70,8 @@ class WebServer:
             def log_message(self, format: str, *args: Any) -> None:
                 pass
 
-        self._http = ThreadingHTTPServer(("127.0.0.1", 0), _Handler)
+        self._http = _Server6((address, 0), _Handler) if ":" in address else None
+        self._http = self._http or ThreadingHTTPServer((address, 0), _Handler)
         self.scheme = "http"
         if certificate is not None:
             context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
@@ -82,6 +84,7 @@ class WebServer:
         self._thread.start()
 
     def url(self, path: str, host: str = "127.0.0.1") -> str:
+        host = f"[{host}]" if ":" in host else host
         return f"{self.scheme}://{host}:{self.port}{path}"
 
     def page(self, path: str, body: bytes, content_type: str = "text/html; charset=utf-8") -> None:
@@ -107,6 +110,20 @@ class WebServer:
         self.release.set()
         self._http.shutdown()
         self._http.server_close()
+
+
+class _Server6(ThreadingHTTPServer):
+    address_family = socket.AF_INET6
+
+
+def ipv6_loopback() -> bool:
+    """Whether this machine can serve on `::1` (a container may have no IPv6)."""
+    try:
+        with socket.socket(socket.AF_INET6) as probe:
+            probe.bind(("::1", 0))
+    except OSError:
+        return False
+    return True
 
 
 @pytest.fixture
@@ -268,6 +285,36 @@ async def test_a_loopback_address_asks_every_time_even_when_allowed_by_config(
     assert second.tool_call_id != first.tool_call_id
     assert rig.state.session_approvals == []
     assert web.paths == ["/a"]  # the rejected second call never reached the server
+
+
+@pytest.mark.skipif(not ipv6_loopback(), reason="no IPv6 loopback (::1) on this machine")
+@pytest.mark.parametrize(("mode", "answer"), [("ask", "reject"), ("auto-edit", "approve")])
+async def test_the_ipv6_loopback_asks_as_a_private_address_and_yolo_fetches_it(
+    tmp_path: Path, mode: str, answer: ev.ApprovalResponse
+) -> None:
+    web = WebServer(address="::1")
+    try:
+        web.page("/a", PAGE)
+        url = web.url("/a", host="::1")
+        rig = await run_fetches(tmp_path, [url], mode=mode, answers=[answer])
+        (tmp_path / "yolo").mkdir()
+        yolo = await run_fetches(tmp_path / "yolo", [url], mode="yolo")
+    finally:
+        web.close()
+    (asked,) = rig.of(ev.ApprovalRequest)
+    assert asked.action == "fetch a page at a private address"
+    assert "::1 is a loopback address" in asked.description
+    assert asked.scope_label == ""  # every time: no session approval offered
+    (result,) = results(rig)
+    if answer == "reject":
+        assert result.is_error
+    else:
+        assert "# Release 2.0" in result.output
+    assert yolo.of(ev.ApprovalRequest) == []
+    (fetched,) = results(yolo)
+    assert "# Release 2.0" in fetched.output
+    # Only the approved call and yolo's reached the server.
+    assert web.paths == (["/a"] if answer == "reject" else ["/a", "/a"])
 
 
 async def test_yolo_fetches_a_loopback_page_and_its_redirects_without_asking(
