@@ -15,7 +15,9 @@ import pytest
 from kode_tui.config import Config, ModelChoice
 from kode_tui.paths import tilde
 from kode_tui.session import Session
+from kode_tui.session.state import SessionState
 from kode_tui.soul.agent import open_agent
+from kode_tui.soul.approval import Approval
 from kode_tui.soul.facade import COMMANDS, AgentSession, CommandPrompt
 from kode_tui.soul.llm.scripted import ScriptedProvider
 from kode_tui.soul.skills import Skills
@@ -23,7 +25,9 @@ from kode_tui.tools.base import ToolEnv
 from kode_tui.tools.glob import Glob, GlobParams
 from kode_tui.tools.grep import Grep
 from kode_tui.tools.grep_params import GrepParams
+from kode_tui.tools.shell import Shell, ShellParams
 from kode_tui.ui.commands import completions
+from kode_tui.wire import WireBus
 from kode_tui.wire import events as ev
 from tests.llm_server import LLMServer, loopback_choice
 from tests.soul_helpers import print_turn, record_events
@@ -389,3 +393,32 @@ async def test_skill_name_sends_the_skill_as_kimi_does_and_every_list_offers_it(
         "/skill:pdf-processing",
         ".claude/skills/pdf-processing/SKILL.md",
     )
+
+
+@pytest.mark.parametrize("mode", ["ask", "auto-edit", "plan", "sandbox", "yolo"])
+async def test_a_script_a_skill_ships_runs_only_through_shells_rules(
+    project: Path, home: Path, tmp_path: Path, mode: str
+) -> None:
+    """No skill exemption for Shell: running a listed skill's script is approved (and, in the
+    sandbox mode, sandboxed) exactly as the same script anywhere else outside the work dir."""
+    skill = make_skill(home / "skills", "pdf-processing", PDF_SKILL)
+    other = make_skill(tmp_path / "elsewhere", "pdf-processing", PDF_SKILL)
+    skills = Skills(project)
+    skills.listing()
+    env = ToolEnv(work_dir=project, skill_file=skills.covers)
+    assert skills.covers(skill / "scripts/extract.py")  # ReadFile would read it unasked
+
+    def ask(folder: Path) -> Any:
+        return Shell().permission(ShellParams(command=f"python3 {folder}/scripts/extract.py"), env)
+
+    in_skill, elsewhere = await ask(skill), await ask(other)
+    assert in_skill is not None and elsewhere is not None
+    assert in_skill.scope.replace(str(skill), "X") == elsewhere.scope.replace(str(other), "X")
+    assert (in_skill.kind, in_skill.outside_work_dir, in_skill.always_ask) == (
+        elsewhere.kind,
+        elsewhere.outside_work_dir,
+        elsewhere.always_ask,
+    )
+    approval = Approval(WireBus(), SessionState(approval_mode=mode), sandbox=True)  # type: ignore[arg-type]
+    assert approval.allows(in_skill) == approval.allows(elsewhere)
+    assert approval.allows(in_skill) == (mode == "yolo")  # outside the work dir: it asks
