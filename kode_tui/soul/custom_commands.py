@@ -42,6 +42,7 @@ from kode_tui.pathnames import is_within
 from kode_tui.paths import home as kode_home
 from kode_tui.paths import tilde
 from kode_tui.safetext import visible
+from kode_tui.soul.markdown_files import one_line
 from kode_tui.soul.project_files import DataError, parse_yaml, scalar_text
 
 __all__ = [
@@ -292,8 +293,8 @@ class CustomCommands:
         return CustomCommand(
             name=name,
             body=body,
-            description=_label(description),
-            argument_hint=_label(fields.get("argument-hint", "")),
+            description=one_line(description, LABEL_CHARS),
+            argument_hint=one_line(fields.get("argument-hint", ""), LABEL_CHARS),
             model=fields.get("model") or None,
             path=path,
             shown_path=shown,
@@ -370,10 +371,3 @@ def _key_values(raw: str) -> dict[str, str] | None:
             return None
         fields[match.group(1)] = match.group(2).strip()
     return fields
-
-
-def _label(text: str) -> str:
-    text = " ".join(text.split())
-    if len(text) > LABEL_CHARS:
-        text = text[: LABEL_CHARS - 1] + "…"
-    return visible(text, multiline=False)
