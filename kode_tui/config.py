@@ -142,14 +142,19 @@ class SandboxConfig(_Table):
     """More paths commands may write, besides the work dir and their /tmp."""
 
 
-SearchProvider = Literal["kimi"]
+SearchProvider = Literal["kimi", "tavily"]
 """The search services SearchWeb can call (`[web] search`)."""
 
-SEARCH_KEY_ENV: Mapping[str, str] = MappingProxyType({"kimi": "KIMI_API_KEY"})
+SEARCH_KEY_ENV: Mapping[str, str] = MappingProxyType(
+    {"kimi": "KIMI_API_KEY", "tavily": "TAVILY_API_KEY"}
+)
 """Where each search provider's API key is read from unless `[web] search_key_env` says."""
 
-SEARCH_URL: Mapping[str, str] = MappingProxyType({"kimi": "https://api.kimi.com/coding/v1/search"})
-"""Each provider's endpoint unless `[web] search_url` says (Kimi Code's search service)."""
+SEARCH_URL: Mapping[str, str] = MappingProxyType(
+    {"kimi": "https://api.kimi.com/coding/v1/search", "tavily": "https://api.tavily.com/search"}
+)
+"""Each provider's endpoint unless `[web] search_url` says (Kimi Code's search service, Tavily's
+Search API)."""
 
 
 class WebConfig(_Table):

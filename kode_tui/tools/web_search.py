@@ -4,18 +4,23 @@ Offered only when a provider is configured and its API key is in the environment
 (`search_tool`); otherwise the model is not told of it at all. The provider is the user's choice,
 not the model's, so its endpoint is not checked as FetchURL's pages are.
 
-Providers: `kimi`, Kimi Code's search service (what Kimi CLI uses after `/login`), with Kimi's
-request and result form.
+Providers (`_request` and `_results` hold each one's form; the model sees the same tool and
+result text whichever answers):
+- `kimi`: Kimi Code's search service (what Kimi CLI uses after `/login`), with Kimi's request
+  and result form;
+- `tavily`: Tavily's Search API (`POST /search`, a bearer key, `query` and `max_results`; its
+  `content` is the snippet, `raw_content` the page when `include_content` asks for it).
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
+from typing import Any
 
 import httpx
 from pydantic import BaseModel, Field, ValidationError
 
-from kode_tui.config import SEARCH_KEY_ENV, SEARCH_URL, WebConfig
+from kode_tui.config import SEARCH_KEY_ENV, SEARCH_URL, SearchProvider, WebConfig
 from kode_tui.tools.base import Tool, ToolEnv, ToolError, ToolOutput, truncate
 
 USER_AGENT = "kode-tui"
@@ -61,8 +66,58 @@ class _Answer(BaseModel):
     search_results: list[SearchResult]
 
 
+class _TavilyResult(BaseModel):
+    title: str
+    url: str
+    content: str = ""
+    raw_content: str | None = None
+    published_date: str | None = None
+
+
+class _TavilyAnswer(BaseModel):
+    results: list[_TavilyResult]
+
+
+def _request(
+    provider: SearchProvider, params: SearchParams, key: str, tool_call_id: str
+) -> tuple[dict[str, str], dict[str, Any]]:
+    """The headers and JSON body of `provider`'s search request."""
+    headers = {"User-Agent": USER_AGENT, "Authorization": f"Bearer {key}"}
+    if provider == "tavily":
+        body: dict[str, Any] = {
+            "query": params.query,
+            "max_results": params.limit,
+            "include_raw_content": params.include_content,
+        }
+        return headers, body
+    headers["X-Msh-Tool-Call-Id"] = tool_call_id
+    body = {
+        "text_query": params.query,
+        "limit": params.limit,
+        "enable_page_crawling": params.include_content,
+        "timeout_seconds": 30,
+    }
+    return headers, body
+
+
+def _results(provider: SearchProvider, content: bytes) -> list[SearchResult]:
+    """`provider`'s answer as Kimi's results; ValidationError when it is not one."""
+    if provider == "tavily":
+        return [
+            SearchResult(
+                title=r.title,
+                url=r.url,
+                snippet=r.content,
+                content=r.raw_content or "",
+                date=r.published_date or "",
+            )
+            for r in _TavilyAnswer.model_validate_json(content).results
+        ]
+    return _Answer.model_validate_json(content).search_results
+
+
 class SearchWeb(Tool[SearchParams]):
-    """Kimi's SearchWeb, through the Kimi Code search service."""
+    """Kimi's SearchWeb, through the search service the user configured."""
 
     name = "SearchWeb"
     description = (
@@ -71,22 +126,13 @@ class SearchWeb(Tool[SearchParams]):
     )
     params = SearchParams
 
-    def __init__(self, url: str, key: str) -> None:
+    def __init__(self, url: str, key: str, provider: SearchProvider = "kimi") -> None:
         self._url = url
         self._key = key
+        self._provider: SearchProvider = provider
 
     async def run(self, params: SearchParams, env: ToolEnv, tool_call_id: str) -> ToolOutput:
-        headers = {
-            "User-Agent": USER_AGENT,
-            "Authorization": f"Bearer {self._key}",
-            "X-Msh-Tool-Call-Id": tool_call_id,
-        }
-        body = {
-            "text_query": params.query,
-            "limit": params.limit,
-            "enable_page_crawling": params.include_content,
-            "timeout_seconds": 30,
-        }
+        headers, body = _request(self._provider, params, self._key, tool_call_id)
         try:
             async with httpx.AsyncClient(timeout=_TIMEOUT) as client:
                 response = await client.post(self._url, headers=headers, json=body)
@@ -107,7 +153,7 @@ class SearchWeb(Tool[SearchParams]):
                 brief="Failed to search",
             )
         try:
-            results = _Answer.model_validate_json(response.content).search_results
+            results = _results(self._provider, response.content)
         except ValidationError as error:
             raise ToolError(
                 f"Failed to parse search results. Error: {error}. "
@@ -134,4 +180,4 @@ def search_tool(settings: WebConfig, environ: Mapping[str, str]) -> SearchWeb | 
     key = environ.get(settings.search_key_env or SEARCH_KEY_ENV[settings.search], "")
     if not key:
         return None
-    return SearchWeb(settings.search_url or SEARCH_URL[settings.search], key)
+    return SearchWeb(settings.search_url or SEARCH_URL[settings.search], key, settings.search)

@@ -508,6 +508,59 @@ async def test_search_web_calls_kimis_search_service_and_answers_in_kimis_form(
     )
 
 
+async def test_search_web_through_tavily_sends_tavilys_request_and_answers_in_kimis_form(
+    tmp_path: Path, web: WebServer
+) -> None:
+    """`[web] search = "tavily"`: the request Tavily's Search API documents (a bearer key,
+    `query`, `max_results`, `include_raw_content`), offered with TAVILY_API_KEY alone; its
+    results come back to the model in Kimi's form, the raw page as the content."""
+    seen: list[tuple[dict[str, str], dict[str, Any]]] = []
+    answer = {
+        "query": "python news",
+        "results": [
+            {
+                "title": "What's new",
+                "url": "https://docs.python.org/3/whatsnew/",
+                "content": "New features",
+                "raw_content": "# What's new\n\nEverything.",
+                "score": 0.9,
+                "published_date": "2026-01-01",
+            },
+            {"title": "PEP 1", "url": "https://peps/1", "content": "s", "score": 0.5},
+        ],
+        "response_time": 1.2,
+    }
+
+    def search(request: BaseHTTPRequestHandler) -> None:
+        length = int(request.headers["Content-Length"])
+        seen.append((dict(request.headers), json.loads(request.rfile.read(length))))
+        body = json.dumps(answer).encode()
+        request.send_response(200)
+        request.send_header("Content-Type", "application/json")
+        request.send_header("Content-Length", str(len(body)))
+        request.end_headers()
+        request.wfile.write(body)
+
+    web.routes["/search"] = search
+    settings = WebConfig(search="tavily", search_url=web.url("/search"))
+    assert "SearchWeb" not in make_toolset(None, web=settings, environ={"KIMI_API_KEY": "k"}).names
+    toolset = make_toolset(None, web=settings, environ={"TAVILY_API_KEY": "tvly-key"})
+    (tool,) = [t for t in toolset.tools() if t.name == "SearchWeb"]
+    query = call("SearchWeb", query="python news", limit=2, include_content=True)
+    rig = await make_rig(tmp_path, [{"tool_calls": [query]}, {"text": "ok"}], tools=[tool])
+    await rig.soul.run("search")
+    await rig.settle()
+    headers, body = seen[0]
+    assert headers["Authorization"] == "Bearer tvly-key"
+    assert body == {"query": "python news", "max_results": 2, "include_raw_content": True}
+    (result,) = results(rig)
+    assert result.output == (
+        "Title: What's new\nDate: 2026-01-01\nURL: https://docs.python.org/3/whatsnew/\n"
+        "Summary: New features\n\n# What's new\n\nEverything.\n\n---\n\n"
+        "Title: PEP 1\nDate: \nURL: https://peps/1\nSummary: s\n\n"
+    )
+
+
 def test_the_web_table_is_read_and_checked(tmp_path: Path) -> None:
     path = tmp_path / "config.toml"
     path.write_text('[web]\nallow = ["docs.python.org"]\nmax_bytes = 1000\nsearch = "kimi"\n')
