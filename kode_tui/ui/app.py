@@ -593,8 +593,9 @@ class KodeApp(
             self.action_interrupt()
             return
         prompt = self.focused if isinstance(self.focused, PromptInput) else None
-        if prompt is not None and prompt.text:
+        if prompt is not None and (prompt.text or prompt.image_chips.images):
             prompt.clear()
+            prompt.image_chips.take()
             return
         now = time.monotonic()
         if now - self._ctrl_c_at < CTRL_C_WINDOW_S:
