@@ -31,7 +31,7 @@ import io
 import json
 import sys
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal, TextIO
 
@@ -49,6 +49,7 @@ from kode_tui.soul.facade import (
     CommandReport,
     DemoProvider,
     DomainCommand,
+    ImageAttachment,
     StreamJson,
     Subscription,
 )
@@ -202,11 +203,14 @@ async def run_print(
     provider: ChatProvider | None = None,
     output_format: OutputFormat = "text",
     messages: TextIO | None = None,
+    images: Sequence[ImageAttachment] = (),
 ) -> int:
-    """Run one turn of the `opened` session for `prompt`; the exit status. `provider` answers
-    instead of the model `choice` names (a scripted one, say). With `output_format` `json` or
-    `stream-json`, stdout gets JSON (`JsonView`); there, `messages` (stdin, for
-    `--input-format stream-json`) gives one turn per JSON line instead of `prompt`. `mode`
+    """Run one turn of the `opened` session for `prompt` and the `images` attached to it (the
+    work dir's images its `@` mentions name, as the TUI attaches them); the exit status.
+    `provider` answers instead of the model `choice` names (a scripted one, say). With
+    `output_format` `json` or `stream-json`, stdout gets JSON (`JsonView`); there, `messages`
+    (stdin, for `--input-format stream-json`) gives one turn per JSON line instead of
+    `prompt`. `mode`
     (`--permission-mode`) is the approval mode of this run; in `plan` a turn that ends asking
     to approve its plan ends with the plan as its result (`PLAN_STOP`), exit status 0."""
     out = out or sys.stdout
@@ -222,7 +226,7 @@ async def run_print(
             _check_mode(opened, mode)
 
         json_view = JsonView(opened, out, err, stream=output_format == "stream-json")
-        return await json_view.run(start, prompt, messages)
+        return await json_view.run(start, prompt, messages, images)
     view = PrintView(out, err)
     shown = opened.bus.subscribe(callback=view)
     try:
@@ -239,13 +243,13 @@ async def run_print(
                 note(err, outcome.error)
             return outcome.status
         else:
-            result = await opened.run(prompt)
+            result = await opened.run(prompt, images)
     finally:
         await shown.join()
         view.finish()
         await opened.close()
     if result.stop_reason == "blocked":
-        return 1  # nothing was sent or saved; the hook's line said why
+        return 1  # nothing was sent or saved; the hook's line (or no vision's) said why
     if result.stop_reason == "rejected" and view.plan is not None:
         note(err, "the plan above waits for approval (print mode asks no one).")
         note(err, f"resume this session with: {opened.resume_command()}")
@@ -404,7 +408,11 @@ class JsonView:
             self._out.flush()
 
     async def run(
-        self, start: Callable[[], Awaitable[None]], prompt: str, messages: TextIO | None
+        self,
+        start: Callable[[], Awaitable[None]],
+        prompt: str,
+        messages: TextIO | None,
+        images: Sequence[ImageAttachment] = (),
     ) -> int:
         """Start the agent, run `prompt` (or each message of `messages`); the exit status, the
         worst of its messages' (a bad line of `messages` is 2)."""
@@ -413,7 +421,7 @@ class JsonView:
         try:
             await start()
             if messages is None:
-                status = await self._message(shown, prompt)
+                status = await self._message(shown, prompt, images)
             else:
                 number = 0
                 while line := await asyncio.to_thread(messages.readline):
@@ -436,7 +444,12 @@ class JsonView:
             await self._opened.close()
         return status
 
-    async def _message(self, shown: Subscription[ev.Event], text: str) -> int:
+    async def _message(
+        self,
+        shown: Subscription[ev.Event],
+        text: str,
+        images: Sequence[ImageAttachment] = (),
+    ) -> int:
         """Run one message (a turn or a command) and write its result; its exit status."""
         opened = self._opened
         began = time.monotonic()
@@ -449,13 +462,13 @@ class JsonView:
             if isinstance(found, CommandPrompt):
                 turn = await opened.custom.run(found)
             else:
-                turn = await opened.run(text)
+                turn = await opened.run(text, images)
             steps = turn.steps
             outcome = Outcome(0 if turn.stop_reason == "done" else 1, turn.stop_reason)
             if turn.stop_reason == "rejected" and self._plan is not None:
                 outcome = Outcome(0, PLAN_STOP, self._plan)
             elif turn.stop_reason == "blocked":
-                outcome.error, outcome.told = "a hook blocked the prompt", True
+                outcome.error, outcome.told = turn.error or "a hook blocked the prompt", True
             elif turn.stop_reason == "rejected":
                 outcome.error = "the turn stopped at a rejected tool call."
             elif turn.stop_reason != "done":
