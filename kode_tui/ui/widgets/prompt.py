@@ -134,7 +134,7 @@ class PromptInput(TextArea):
             group=_PROMPT_GROUP,
             show=False,
         ),
-        # Before TextArea's own Backspace, which this declaration would otherwise replace.
+        # Before TextArea's Backspace, declared again below: a key declared here replaces its.
         Binding(
             "backspace",
             "remove_image",
@@ -143,7 +143,7 @@ class PromptInput(TextArea):
             group=_PROMPT_GROUP,
             show=False,
         ),
-        Binding("backspace", "delete_left", "Delete character left", show=False),
+        Binding("backspace", "delete_left", show=False),
         Binding("tab", "accept_completion", "Complete", id="prompt.complete", group=_PROMPT_GROUP),
         Binding("shift+tab", "app.cycle_mode", "Mode", id="prompt.mode", show=False),  # as Ctrl+T
         Binding(

@@ -119,6 +119,8 @@ class ImageChips(VerticalScroll, can_focus=False):
 
     def watch_images(self, images: Images) -> None:
         self.set_class(bool(images), "-shown")
+        # Past four chips the row scrolls: the one just attached stays in sight.
+        self.call_after_refresh(self.scroll_end, animate=False)
 
     @property
     def chips(self) -> list[str]:
