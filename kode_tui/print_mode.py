@@ -27,8 +27,11 @@ session.
 from __future__ import annotations
 
 import asyncio
+import base64
+import binascii
 import io
 import json
+import mimetypes
 import sys
 import time
 from collections.abc import Awaitable, Callable, Sequence
@@ -52,6 +55,8 @@ from kode_tui.soul.facade import (
     ImageAttachment,
     StreamJson,
     Subscription,
+    attach_image,
+    save_attachment,
 )
 from kode_tui.wire import events as ev
 from kode_tui.wire.readings import StreamedCall, hook_note, read_result, retry_text
@@ -429,12 +434,13 @@ class JsonView:
                     if not line.strip():
                         continue
                     try:
-                        text = read_message(line)
-                    except ValueError as error:
+                        text, blocks = read_message(line)
+                        attached = [await _attach_block(*block) for block in blocks]
+                    except (ValueError, OSError) as error:  # ImageError is a ValueError
                         await self._bad_line(shown, f"line {number} of stdin: {error}")
                         status = 2
                         continue
-                    status = max(status, await self._message(shown, text))
+                    status = max(status, await self._message(shown, text, attached))
         finally:
             self._closing = self._between  # a task ending now would follow the last result
             await shown.join()
@@ -532,11 +538,16 @@ class JsonView:
         return turns[-1].usd
 
 
-def read_message(line: str) -> str:
-    """The text of a user message line of `--input-format stream-json`: Claude Code's
-    `{"type": "user", "message": {"role": "user", "content": ...}}` or the plain
-    `{"type": "user", "content": ...}`, the content a string or a list of text blocks.
-    ValueError, with the reason, for anything else."""
+ImageBlock = tuple[str, str]
+"""An image block of a stream-json message: its media type and its base64 data."""
+
+
+def read_message(line: str) -> tuple[str, list[ImageBlock]]:
+    """The text and the image blocks of a user message line of `--input-format stream-json`:
+    Claude Code's `{"type": "user", "message": {"role": "user", "content": ...}}` or the plain
+    `{"type": "user", "content": ...}`, the content a string or a list of text blocks and
+    image blocks (`{"type": "image", "source": {"type": "base64", "media_type", "data"}}`, as
+    Claude Code's SDK sends them). ValueError, with the reason, for anything else."""
     try:
         value = json.loads(line)
     except (ValueError, RecursionError):
@@ -545,13 +556,38 @@ def read_message(line: str) -> str:
         raise ValueError('not a user message ({"type": "user", ...})')
     message = value.get("message", value)
     content = message.get("content") if isinstance(message, dict) else None
+    images: list[ImageBlock] = []
     if isinstance(content, list):
         texts = [b.get("text") for b in content if isinstance(b, dict) and b.get("type") == "text"]
-        if len(texts) != len(content) or not all(isinstance(t, str) for t in texts):
-            raise ValueError("only text blocks are taken in a message's content")
+        images = [
+            _image_block(b) for b in content if isinstance(b, dict) and b.get("type") == "image"
+        ]
+        if len(texts) + len(images) != len(content) or not all(isinstance(t, str) for t in texts):
+            raise ValueError("only text and image blocks are taken in a message's content")
         content = "\n\n".join(str(t) for t in texts)
     if not isinstance(content, str):
         raise ValueError("the message has no content")
-    if not content.strip():
+    if not content.strip() and not images:
         raise ValueError("the message is empty")
-    return content
+    return content, images
+
+
+def _image_block(block: dict[str, Any]) -> ImageBlock:
+    source = block.get("source")
+    if not isinstance(source, dict) or source.get("type") != "base64":
+        raise ValueError('an image block needs a base64 "source" (no URLs)')
+    kind, data = source.get("media_type"), source.get("data")
+    if not isinstance(kind, str) or not isinstance(data, str):
+        raise ValueError('an image block\'s source needs "media_type" and "data"')
+    return kind, data
+
+
+async def _attach_block(media_type: str, data: str) -> ImageAttachment:
+    """An image block kept as a file (the context names it, as an ACP client's image is kept)
+    and read; ValueError (ImageError) or OSError when it is no image that can be read."""
+    try:
+        decoded = base64.b64decode(data, validate=True)
+    except binascii.Error:
+        raise ValueError("an image block's data is not base64") from None
+    suffix = mimetypes.guess_extension(media_type) or ".img"
+    return await attach_image(await asyncio.to_thread(save_attachment, decoded, suffix))
