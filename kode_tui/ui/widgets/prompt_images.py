@@ -108,6 +108,11 @@ class ImageChips(VerticalScroll, can_focus=False):
     images: reactive[Images] = reactive((), recompose=True)
     """The images attached, in order."""
 
+    def __init__(self) -> None:
+        super().__init__()
+        self._in_order = asyncio.Lock()
+        """Held while images are attached: two drops in a row keep their order."""
+
     def compose(self) -> ComposeResult:
         for index, image in enumerate(self.images):
             with Horizontal():
@@ -147,6 +152,10 @@ class ImageChips(VerticalScroll, can_focus=False):
 
     async def attach_files(self, paths: Sequence[Path]) -> str | None:
         """Attach the images at `paths` (all or none); why not, in one line, or None."""
+        async with self._in_order:
+            return await self._attach_now(paths)
+
+    async def _attach_now(self, paths: Sequence[Path]) -> str | None:
         from kode_tui.soul.facade import ImageError, attach_image
 
         attached = []
@@ -172,20 +181,22 @@ class ImageChips(VerticalScroll, can_focus=False):
         terminal pastes files dropped on it); False, attaching nothing, for anything else."""
         from kode_tui.soul.facade import pasted_paths
 
-        paths = await asyncio.to_thread(pasted_paths, text, work_dir)
-        return bool(paths) and await self.attach_files(paths or []) is None
+        async with self._in_order:
+            paths = await asyncio.to_thread(pasted_paths, text, work_dir)
+            return bool(paths) and await self._attach_now(paths or []) is None
 
     async def paste_clipboard(self) -> str | None:
         """Attach the clipboard's image; why there is none, in one line, or None."""
         from kode_tui.ui.clipboard import ClipboardError, paste_image
 
-        try:
-            path = await asyncio.to_thread(paste_image)
-        except ClipboardError as error:
-            return str(error)
-        except OSError as error:  # the attachments folder could not be written
-            return f"The clipboard's image could not be kept: {error.strerror or error}."
-        return await self.attach_files([path])
+        async with self._in_order:
+            try:
+                path = await asyncio.to_thread(paste_image)
+            except ClipboardError as error:
+                return str(error)
+            except OSError as error:  # the attachments folder could not be written
+                return f"The clipboard's image could not be kept: {error.strerror or error}."
+            return await self._attach_now([path])
 
     async def attach_mentions(self, text: str, work_dir: Path, images: Images) -> str | None:
         """Attach `images` again, then the work dir's image files that `@` mentions in `text`
@@ -194,15 +205,16 @@ class ImageChips(VerticalScroll, can_focus=False):
         asks before it reads elsewhere (a dropped or pasted file is attached from anywhere)."""
         from kode_tui.soul.facade import mentioned_images
 
-        self.put_back(images)
-        mentions = await asyncio.to_thread(mentioned_images, text, work_dir)
-        if mentions.outside:
-            shown = visible(mentions.outside[0], multiline=False)
-            return (
-                f"@{shown} is outside the work dir: not attached (paste or drop the file to "
-                "attach it, or take the @ off)."
-            )
-        return await self.attach_files(mentions.inside)
+        async with self._in_order:
+            self.put_back(images)
+            mentions = await asyncio.to_thread(mentioned_images, text, work_dir)
+            if mentions.outside:
+                shown = visible(mentions.outside[0], multiline=False)
+                return (
+                    f"@{shown} is outside the work dir: not attached (paste or drop the file "
+                    "to attach it, or take the @ off)."
+                )
+            return await self._attach_now(mentions.inside)
 
 
 def _once(images: Sequence[ImageAttachment]) -> Images:
