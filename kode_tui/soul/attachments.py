@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import os
+import re
 import shlex
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -19,6 +20,7 @@ from urllib.parse import unquote, urlparse
 from kode_tui.fsutil import atomic_write_bytes, make_private_dir
 from kode_tui.humanize import format_size
 from kode_tui.message import ContentPart, TextPart
+from kode_tui.pathnames import is_within, unescape_name
 from kode_tui.paths import home
 from kode_tui.tools.images import PreparedImage, prepare_image
 
@@ -93,6 +95,44 @@ def pasted_paths(text: str, work_dir: Path) -> list[Path] | None:
             return None
         paths.append(path)
     return paths
+
+
+IMAGE_SUFFIXES = frozenset({".png", ".jpg", ".jpeg", ".gif", ".webp", ".bmp", ".tif", ".tiff"})
+"""The names an `@` mention is taken as an image by (the file must be one, as Pillow reads it)."""
+
+_MENTION = re.compile(r"(?:^|(?<=\s))@(\S+)")
+_TRAILING = ",;:!?)]}\"'."
+"""Punctuation after a mention (`look at @shot.png.`) that is not part of the name."""
+
+
+@dataclass(frozen=True, slots=True)
+class Mentions:
+    """The image files a prompt's `@name` mentions name."""
+
+    inside: list[Path]
+    """In the work dir: attached to the prompt (its text keeps the mention)."""
+    outside: list[str]
+    """Mentions (as typed) of image files outside the work dir: a prompt attaches none of them
+    (a work dir's `@` names only its own files; ReadMediaFile asks before it reads outside)."""
+
+
+def mentioned_images(text: str, work_dir: Path) -> Mentions:
+    """The existing image files (by name: `IMAGE_SUFFIXES`) that `@` mentions in `text` name,
+    each once. Blocking (it looks the files up): run it in a thread."""
+    found = Mentions([], [])
+    for match in _MENTION.finditer(text):
+        typed = match.group(1).rstrip(_TRAILING)
+        if Path(typed).suffix.lower() not in IMAGE_SUFFIXES:
+            continue
+        path = Path(os.path.expanduser(unescape_name(typed)))
+        path = Path(os.path.normpath(path if path.is_absolute() else work_dir / path))
+        if not path.is_file():
+            continue  # a name in the text, not a file: it stays text
+        if not is_within(path, work_dir):
+            found.outside.append(typed)
+        elif path not in found.inside:
+            found.inside.append(path)
+    return found
 
 
 def prompt_content(text: str, images: Sequence[ImageAttachment]) -> str | list[ContentPart]:

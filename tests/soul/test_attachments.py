@@ -16,7 +16,7 @@ from kode_tui.config import Config
 from kode_tui.humanize import format_size
 from kode_tui.message import ImageURLPart, Message, TextPart, parse_record
 from kode_tui.soul.attachments import attach_image, prompt_content
-from kode_tui.soul.facade import AgentSession, pasted_paths
+from kode_tui.soul.facade import AgentSession, mentioned_images, pasted_paths
 from kode_tui.soul.llm.litellm_provider import LiteLLMProvider, load_litellm
 from kode_tui.tools.images import ImageError
 from kode_tui.wire import events as ev
@@ -134,3 +134,21 @@ def test_a_paste_of_dropped_files_is_their_paths_and_anything_else_is_text(
     assert pasted_paths("b.jpg", tmp_path) == [plain]
     for text in ("fix b.jpg please", f"{plain} missing.png", "'unclosed", "", "   "):
         assert pasted_paths(text, tmp_path) is None, text
+
+
+def test_at_mentions_name_the_work_dirs_image_files_and_tell_those_outside_apart(
+    tmp_path: Path,
+) -> None:
+    work = tmp_path / "work"
+    (work / "docs").mkdir(parents=True)
+    for path in (work / "shot.png", work / "docs" / "b.JPG", tmp_path / "out.png"):
+        Image.new("RGB", (4, 4)).save(path, format="PNG")
+    (work / "notes.txt").write_text("text")
+    found = mentioned_images(
+        "see @shot.png, @docs/b.JPG and @shot.png again; not @notes.txt, @gone.png, "
+        "a@shot.png nor @../out.png.",
+        work,
+    )
+    assert found.inside == [work / "shot.png", work / "docs" / "b.JPG"]
+    assert found.outside == ["../out.png"]
+    assert mentioned_images(f"@{tmp_path / 'out.png'}", work).outside == [str(tmp_path / "out.png")]

@@ -18,9 +18,11 @@ from kode_tui.session.search import Match
 from kode_tui.session.timetravel import Comparison, ContextSnapshot, FileAction, FilePlan
 from kode_tui.soul.approval import SessionPermission
 from kode_tui.soul.attachments import (
+    IMAGE_SUFFIXES,
     ImageAttachment,
     attach_image,
     attachments_dir,
+    mentioned_images,
     pasted_paths,
     save_attachment,
 )
@@ -52,12 +54,14 @@ from kode_tui.soul.soul import TurnResult
 from kode_tui.soul.stream_json import StreamJson
 from kode_tui.soul.timetravel import RevertOutcome, RewindPoint
 from kode_tui.soul.transcript import PastResults, stored_result
+from kode_tui.tools.images import ImageError
 from kode_tui.tools.mcp_client import McpServerInfo, McpToolInfo
 from kode_tui.wire.bus import Subscription, WireBus
 
 __all__ = [
     "COMMANDS",
     "COMPACTION_OUTPUT_PREFIX",
+    "IMAGE_SUFFIXES",
     "AgentSession",
     "ChatProvider",
     "Checkpoint",
@@ -83,6 +87,7 @@ __all__ = [
     "FilePlan",
     "Found",
     "ImageAttachment",
+    "ImageError",
     "LineageNote",
     "Match",
     "McpServerInfo",
@@ -111,6 +116,7 @@ __all__ = [
     "WireBus",
     "attach_image",
     "attachments_dir",
+    "mentioned_images",
     "pasted_paths",
     "read_earlier",
     "read_record",
