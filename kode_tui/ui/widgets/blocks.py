@@ -7,6 +7,8 @@ Tool calls have a module of their own (`tool_block.py`); `Conversation` stacks t
 
 from __future__ import annotations
 
+import asyncio
+import os
 import re
 import time
 from collections.abc import Callable, Sequence
@@ -16,7 +18,7 @@ from typing import TYPE_CHECKING, Literal
 from markdown_it import MarkdownIt
 from markdown_it.rules_core import StateCore
 from rich.markdown import Markdown as RichMarkdown
-from textual import events
+from textual import events, work
 from textual.content import Content
 from textual.message import Message as TextualMessage
 from textual.reactive import reactive
@@ -24,6 +26,17 @@ from textual.widget import Widget
 from textual.widgets import Markdown, Static
 
 from kode_tui.safetext import visible
+from kode_tui.ui.pictures import (
+    PICTURE_COLUMNS,
+    Drawing,
+    PictureError,
+    PictureHost,
+    cell_size,
+    choose_protocol,
+    picture_cells,
+    picture_widget,
+    thumbnail,
+)
 from kode_tui.wire.events import HookRan
 
 if TYPE_CHECKING:
@@ -371,6 +384,44 @@ class NoticeBlock(Static):
         return partial(NoticeBlock, self.text, kind=self.kind)
 
 
+class PictureBlock(Widget):
+    """The picture of an image in the message or tool result above it (which shows its chip):
+    decoded in a thread once mounted, drawn as the terminal can (`kode_tui.ui.pictures`); an
+    image that cannot be drawn is one line saying why. Nothing when pictures are off."""
+
+    HELP = 'A picture of the image above (`pictures = "off"` in the config hides them).'
+
+    def __init__(self, url: str) -> None:
+        super().__init__(classes="block picture")
+        self.url = url
+
+    def factory(self) -> BlockFactory:
+        """Makes a fresh block showing the same; it holds the data, not this widget."""
+        return partial(PictureBlock, self.url)
+
+    def on_mount(self) -> None:
+        setting = self.app.pictures if isinstance(self.app, PictureHost) else "auto"
+        drawing = choose_protocol(setting, os.environ)
+        if drawing is None:
+            self.display = False
+            return
+        # Graphics escapes would land in a headless run's output: half blocks are only cells.
+        self._draw("halfblocks" if self.app.is_headless else drawing)
+
+    @work(group="picture", exit_on_error=False)
+    async def _draw(self, drawing: Drawing) -> None:
+        try:
+            made = await asyncio.to_thread(thumbnail, self.url)
+            width = min(PICTURE_COLUMNS, self.content_size.width or PICTURE_COLUMNS)
+            columns, rows = picture_cells(made.width, made.height, width, cell_size())
+            picture = picture_widget(drawing, made, columns, rows)
+        except (PictureError, ImportError) as error:
+            note = f"picture not shown: {error}"
+            await self.mount(Static(Content.styled(note, "$text-muted"), classes="picture-note"))
+            return
+        await self.mount(picture)
+
+
 class PruneMarker(Static):
     """The top line once old blocks were removed: `… N earlier messages not shown`."""
 
@@ -385,7 +436,15 @@ class PruneMarker(Static):
         self.update(Content(f"… {count} earlier messages not shown"))
 
 
-Block = UserBlock | AssistantBlock | AnswerBlock | FoldingBlock | MarkerBlock | NoticeBlock
+Block = (
+    UserBlock
+    | AssistantBlock
+    | AnswerBlock
+    | FoldingBlock
+    | MarkerBlock
+    | NoticeBlock
+    | PictureBlock
+)
 """What the pane shows, one widget each; `factory()` makes a fresh one to mount again later."""
 
 

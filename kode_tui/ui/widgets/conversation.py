@@ -57,7 +57,7 @@ from kode_tui.ui.widgets.blocks import (
     divider,
     hook_block,
 )
-from kode_tui.ui.widgets.history_blocks import user_text
+from kode_tui.ui.widgets.history_blocks import pictures, user_text
 from kode_tui.ui.widgets.tool_block import ToolBlock
 from kode_tui.ui.widgets.tool_state import ToolState
 from kode_tui.ui.wire_messages import WireListener, WireMessage
@@ -442,6 +442,9 @@ again.
             await self.action_last()
         command, self._command = self._command, None
         await self._add(UserBlock(user_text(event.user_input), command_label(command)))
+        if not isinstance(event.user_input, str):
+            for picture in pictures(event.user_input):
+                await self._add(picture())
 
     async def _command_sent(self, event: ev.CommandSent) -> None:
         self._command = event
@@ -529,6 +532,8 @@ again.
     async def _tool_result(self, event: ev.ToolResult) -> None:
         if block := self._tools.get(event.tool_call_id):
             block.set_result(event)
+        for picture in pictures(event.parts):
+            await self._add(picture(), streamed=True)
 
     async def _subagent_event(self, event: ev.SubagentEvent) -> None:
         if block := self._tools.get(event.parent_tool_call_id):
