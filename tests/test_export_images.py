@@ -83,7 +83,7 @@ async def test_markdown_export_writes_each_image_beside_it_and_links_it(
             (255, 0, 0),
         )
     with Image.open(out.parent / links["photo.jpg"]) as photo:
-        red, green, blue = photo.convert("RGB").getpixel((3, 3))
+        red, _, blue = photo.convert("RGB").getpixel((3, 3))
         assert photo.format == "JPEG" and blue > 200 and red < 40
     assert "*[image broken.png: not a readable image]*" in text
     assert text.index("what is on it?") < text.index("![shot.png]")
