@@ -12,7 +12,6 @@ picture is drawn.
 
 from __future__ import annotations
 
-import hashlib
 import importlib
 import importlib.util
 import io
@@ -104,24 +103,37 @@ def picture_cells(width: int, height: int, columns: int, cell: tuple[int, int]) 
 
 # --- decoding, off the event loop ---------------------------------------------------------------
 
-_thumbnails: OrderedDict[str, Thumbnail] = OrderedDict()
+_thumbnails: OrderedDict[str, Thumbnail | PictureError] = OrderedDict()
+"""By URL: a block's factory keeps its URL string, so looking it up again hashes nothing."""
 _thumbnails_lock = Lock()
 
 
+def cached_thumbnail(url: str) -> Thumbnail | PictureError | None:
+    """What `thumbnail` made of `url` before (its picture or why there is none); None when it
+    was not decoded yet, or not lately."""
+    with _thumbnails_lock:
+        found = _thumbnails.get(url)
+        if found is not None:
+            _thumbnails.move_to_end(url)
+        return found
+
+
 def thumbnail(url: str) -> Thumbnail:
-    """The picture of a `data:` URL, decoded and scaled down once (the newest _CACHED are kept:
-    a block scrolled back into view draws again without decoding). Blocking: run it in a
-    thread. PictureError says why an image cannot be drawn."""
-    key = hashlib.sha256(url.encode()).hexdigest()
-    with _thumbnails_lock:
-        if (found := _thumbnails.get(key)) is not None:
-            _thumbnails.move_to_end(key)
-            return found
-    made = _decode(url)
-    with _thumbnails_lock:
-        _thumbnails[key] = made
-        while len(_thumbnails) > _CACHED:
-            _thumbnails.popitem(last=False)
+    """The picture of a `data:` URL, decoded and scaled down once (the newest _CACHED are kept,
+    broken ones too: a block scrolled back into view draws again without decoding). Blocking:
+    run it in a thread. PictureError says why an image cannot be drawn."""
+    made = cached_thumbnail(url)
+    if made is None:
+        try:
+            made = _decode(url)
+        except PictureError as error:
+            made = error
+        with _thumbnails_lock:
+            _thumbnails[url] = made
+            while len(_thumbnails) > _CACHED:
+                _thumbnails.popitem(last=False)
+    if isinstance(made, PictureError):
+        raise PictureError(str(made))  # a fresh one: a raise adds to the traceback it holds
     return made
 
 

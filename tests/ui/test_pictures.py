@@ -97,8 +97,14 @@ async def test_images_draw_below_their_chips_broken_ones_say_so_and_off_draws_no
         await conversation.load_history(messages)
         await pilot.pause()
         hidden = [
-            (block.display, len(block.children)) for block in conversation.query(PictureBlock)
+            (block.has_class("-off"), len(block.children), block.outer_size.height)
+            for block in conversation.query(PictureBlock)
         ]
+
+        # Drawn before, a picture is drawn at once when its block comes back (no decoding).
+        app.pictures = "auto"
+        await conversation.load_history(messages)
+        again = [len(block.children) for block in conversation.query(PictureBlock)]
 
     assert order[:2] == ["UserBlock", "PictureBlock"]
     assert order.index("ToolBlock") + 1 == order.index("PictureBlock", 2)
@@ -108,7 +114,8 @@ async def test_images_draw_below_their_chips_broken_ones_say_so_and_off_draws_no
     assert len(row) == 20
     assert row[:9] == [ColorTriplet(*RED)] * 9 and row[11:] == [ColorTriplet(*BLUE)] * 9
     assert note == "picture not shown: not a readable image"
-    assert hidden == [(False, 0)] * 3
+    assert hidden == [(True, 0, 0)] * 3
+    assert again == [1, 1, 1]
 
 
 async def test_history_preview_draws_the_image_kimi_read_with_read_media_file() -> None:

@@ -19,6 +19,7 @@ from markdown_it import MarkdownIt
 from markdown_it.rules_core import StateCore
 from rich.markdown import Markdown as RichMarkdown
 from textual import events, work
+from textual.app import ComposeResult
 from textual.content import Content
 from textual.message import Message as TextualMessage
 from textual.reactive import reactive
@@ -31,6 +32,8 @@ from kode_tui.ui.pictures import (
     Drawing,
     PictureError,
     PictureHost,
+    Thumbnail,
+    cached_thumbnail,
     cell_size,
     choose_protocol,
     picture_cells,
@@ -385,9 +388,13 @@ class NoticeBlock(Static):
 
 
 class PictureBlock(Widget):
-    """The picture of an image in the message or tool result above it (which shows its chip):
-    decoded in a thread once mounted, drawn as the terminal can (`kode_tui.ui.pictures`); an
-    image that cannot be drawn is one line saying why. Nothing when pictures are off."""
+    """The picture of an image in the message or tool result above it (which shows its chip),
+    drawn as the terminal can (`kode_tui.ui.pictures`); an image that cannot be drawn is one
+    line saying why. Nothing when pictures are off.
+
+    An image decoded before (the block scrolled out and back) is drawn at once, so the pane's
+    layout does not move under the reader; a new one is decoded in a thread and appears then.
+    """
 
     HELP = 'A picture of the image above (`pictures = "off"` in the config hides them).'
 
@@ -399,27 +406,43 @@ class PictureBlock(Widget):
         """Makes a fresh block showing the same; it holds the data, not this widget."""
         return partial(PictureBlock, self.url)
 
-    def on_mount(self) -> None:
+    def compose(self) -> ComposeResult:
         setting = self.app.pictures if isinstance(self.app, PictureHost) else "auto"
         drawing = choose_protocol(setting, os.environ)
         if drawing is None:
-            self.display = False
+            self.add_class("-off")
             return
-        # Graphics escapes would land in a headless run's output: half blocks are only cells.
-        self._draw("halfblocks" if self.app.is_headless else drawing)
+        if self.app.is_headless:  # its graphics escapes would land in the output: cells only
+            drawing = "halfblocks"
+        made = cached_thumbnail(self.url)
+        if made is None:
+            self._draw(drawing)
+        else:
+            yield self._picture(drawing, made)
 
     @work(group="picture", exit_on_error=False)
     async def _draw(self, drawing: Drawing) -> None:
         try:
-            made = await asyncio.to_thread(thumbnail, self.url)
-            width = min(PICTURE_COLUMNS, self.content_size.width or PICTURE_COLUMNS)
-            columns, rows = picture_cells(made.width, made.height, width, cell_size())
-            picture = picture_widget(drawing, made, columns, rows)
-        except (PictureError, ImportError) as error:
-            note = f"picture not shown: {error}"
-            await self.mount(Static(Content.styled(note, "$text-muted"), classes="picture-note"))
-            return
-        await self.mount(picture)
+            made: Thumbnail | PictureError = await asyncio.to_thread(thumbnail, self.url)
+        except PictureError as error:
+            made = error
+        await self.mount(self._picture(drawing, made))
+
+    def _picture(self, drawing: Drawing, made: Thumbnail | PictureError) -> Widget:
+        if isinstance(made, PictureError):
+            return _picture_note(made)
+        try:
+            pane = self.parent.content_size.width if isinstance(self.parent, Widget) else 0
+            columns = min(PICTURE_COLUMNS, pane - 2) if pane > 2 else PICTURE_COLUMNS
+            columns, rows = picture_cells(made.width, made.height, columns, cell_size())
+            return picture_widget(drawing, made, columns, rows)
+        except ImportError as error:
+            return _picture_note(error)
+
+
+def _picture_note(error: Exception) -> Static:
+    note = f"picture not shown: {error}"
+    return Static(Content.styled(note, "$text-muted"), classes="picture-note")
 
 
 class PruneMarker(Static):
