@@ -7,23 +7,32 @@ from __future__ import annotations
 import base64
 import io
 import json
+import sys
 from typing import Any
 
 from PIL import Image
 from rich.color_triplet import ColorTriplet
+from textual.css.scalar import Scalar
 from textual.pilot import Pilot
 from textual.widget import Widget
 
 from kode_tui.config import PictureSetting
 from kode_tui.message import FunctionBody, ImageURL, ImageURLPart, Message, TextPart, ToolCall
 from kode_tui.session.timetravel import compare, read_snapshot
-from kode_tui.ui.pictures import PICTURE_ROWS, choose_protocol, picture_cells
+from kode_tui.ui.pictures import (
+    PICTURE_ROWS,
+    choose_protocol,
+    picture_cells,
+    picture_widget,
+    thumbnail,
+)
 from kode_tui.ui.screens.timetravel import PreviewScreen
 from kode_tui.ui.widgets.blocks import PictureBlock, UserBlock
 from kode_tui.ui.widgets.conversation import Conversation
 from kode_tui.wire import WireBus
+from kode_tui.wire import events as ev
 from tests.conftest import KIMI_DEFAULT_FIXTURE
-from tests.ui_helpers import Host, wait_for
+from tests.ui_helpers import Host, Posted, wait_for
 
 RED, BLUE = (255, 0, 0), (0, 0, 255)
 
@@ -78,8 +87,9 @@ async def test_images_draw_below_their_chips_broken_ones_say_so_and_off_draws_no
         ),
         Message(role="user", content=[*wrapped("bad.png", "data:image/png;base64,AAAA")]),
     ]
-    app = PictureHost(Conversation(WireBus(), id="conversation"))
-    async with app.run_test(size=(100, 50)) as pilot:
+    bus, posted = WireBus(), Posted()
+    app = PictureHost(Conversation(bus, id="conversation"))
+    async with app.run_test(size=(100, 50), message_hook=posted) as pilot:
         conversation = app.query_one(Conversation)
         await conversation.load_history(messages)
         blocks = list(conversation.query(PictureBlock))
@@ -106,6 +116,20 @@ async def test_images_draw_below_their_chips_broken_ones_say_so_and_off_draws_no
         await conversation.load_history(messages)
         again = [len(block.children) for block in conversation.query(PictureBlock)]
 
+        # Live: the prompt's image below the prompt, a tool result's below its call.
+        await conversation.clear()
+        await posted.deliver(
+            pilot,
+            bus,
+            ev.TurnBegin(user_input=[TextPart(text="and this?"), *wrapped("l.png", halves_png())]),
+            ev.ToolCall(id="call_2", function=FunctionBody(name="ReadMediaFile", arguments="{}")),
+            ev.ToolResult(
+                tool_call_id="call_2", output="Loaded.", parts=[wrapped("", halves_png())[1]]
+            ),
+        )
+        live = [type(block).__name__ for block in conversation.blocks]
+        await drawn(pilot, list(conversation.query(PictureBlock)))
+
     assert order[:2] == ["UserBlock", "PictureBlock"]
     assert order.index("ToolBlock") + 1 == order.index("PictureBlock", 2)
     assert user_text == "what is it? [image · s.png · " + user_text.split(" · ")[-1]
@@ -116,6 +140,7 @@ async def test_images_draw_below_their_chips_broken_ones_say_so_and_off_draws_no
     assert note == "picture not shown: not a readable image"
     assert hidden == [(True, 0, 0)] * 3
     assert again == [1, 1, 1]
+    assert live == ["UserBlock", "PictureBlock", "ToolBlock", "PictureBlock"]
 
 
 async def test_history_preview_draws_the_image_kimi_read_with_read_media_file() -> None:
@@ -153,3 +178,16 @@ def test_a_picture_keeps_its_shape_and_fits_the_rows_and_columns_it_is_given() -
     columns, rows = picture_cells(1000, 4000, 60, (10, 20))
     assert rows == PICTURE_ROWS and columns == 6
     assert picture_cells(1, 1, 60, (10, 20)) == (1, 1)
+
+
+def test_every_drawing_loads_without_textual_images_terminal_queries() -> None:
+    # textual-image's `renderable` package picks its `Image` by querying the terminal when it
+    # is imported: the drawings load past it, so it stays a bare package without one.
+    made = thumbnail(halves_png())
+    drawn = {name: picture_widget(name, made, 4, 2) for name in ("kitty", "sixel", "halfblocks")}
+
+    assert {name: (w.styles.width, w.styles.height) for name, w in drawn.items()} == {
+        name: (Scalar.parse("4"), Scalar.parse("2")) for name in drawn
+    }
+    assert type(drawn["kitty"])._Renderable.__module__ == "textual_image.renderable.tgp"
+    assert not hasattr(sys.modules["textual_image.renderable"], "Image")
