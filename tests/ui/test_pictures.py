@@ -191,3 +191,15 @@ def test_every_drawing_loads_without_textual_images_terminal_queries() -> None:
     }
     assert type(drawn["kitty"])._Renderable.__module__ == "textual_image.renderable.tgp"
     assert not hasattr(sys.modules["textual_image.renderable"], "Image")
+
+
+def test_a_checkpoint_is_named_by_the_words_of_a_prompt_not_its_images_wrapper() -> None:
+    from kode_tui.ui.widgets.timeline import _label  # the Checkpoints pane's row label
+
+    with_words = Message(role="user", content=[TextPart(text="what is it?"), *wrapped("s.png", "")])
+    image_only = Message(role="user", content=wrapped("/tmp/s.png", "data:image/png;base64,"))
+
+    assert (_label([with_words], 0, 1).text, _label([image_only], 0, 1).text) == (
+        "what is it?",
+        "(image)",
+    )
