@@ -68,7 +68,10 @@ def colours(picture: Widget, row: int) -> list[ColorTriplet | None]:
 
 
 async def drawn(pilot: Pilot[Any], blocks: list[PictureBlock]) -> None:
-    await wait_for(pilot, lambda: all(block.children for block in blocks))
+    """Wait until each block's picture (or note) is mounted and laid out."""
+    await wait_for(
+        pilot, lambda: all(block.children and block.children[0].size.height for block in blocks)
+    )
 
 
 async def test_images_draw_below_their_chips_broken_ones_say_so_and_off_draws_none() -> None:
