@@ -119,16 +119,18 @@ async def test_images_draw_below_their_chips_broken_ones_say_so_and_off_draws_no
         await conversation.load_history(messages)
         again = [len(block.children) for block in conversation.query(PictureBlock)]
 
-        # Live: the prompt's image below the prompt, a tool result's below its call.
+        # Live: the prompt's image below the prompt, each result's below its call, also when
+        # two calls were made together.
         await conversation.clear()
+        image = wrapped("", halves_png())[1]
         await posted.deliver(
             pilot,
             bus,
             ev.TurnBegin(user_input=[TextPart(text="and this?"), *wrapped("l.png", halves_png())]),
             ev.ToolCall(id="call_2", function=FunctionBody(name="ReadMediaFile", arguments="{}")),
-            ev.ToolResult(
-                tool_call_id="call_2", output="Loaded.", parts=[wrapped("", halves_png())[1]]
-            ),
+            ev.ToolCall(id="call_3", function=FunctionBody(name="ReadMediaFile", arguments="{}")),
+            ev.ToolResult(tool_call_id="call_2", output="Loaded.", parts=[image]),
+            ev.ToolResult(tool_call_id="call_3", output="Loaded.", parts=[image]),
         )
         live = [type(block).__name__ for block in conversation.blocks]
         await drawn(pilot, list(conversation.query(PictureBlock)))
@@ -143,7 +145,7 @@ async def test_images_draw_below_their_chips_broken_ones_say_so_and_off_draws_no
     assert note == "picture not shown: not a readable image"
     assert hidden == [(True, 0, 0)] * 3
     assert again == [1, 1, 1]
-    assert live == ["UserBlock", "PictureBlock", "ToolBlock", "PictureBlock"]
+    assert live == ["UserBlock", "PictureBlock", *["ToolBlock", "PictureBlock"] * 2]
 
 
 async def test_history_preview_draws_the_image_kimi_read_with_read_media_file() -> None:
