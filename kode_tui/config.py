@@ -44,6 +44,8 @@ from kode_tui.paths import Paths
 
 # The same literal as kode_tui.session.state.ApprovalMode; config may not import session.
 ApprovalMode = Literal["ask", "auto-edit", "plan", "sandbox", "yolo"]
+PictureSetting = Literal["auto", "kitty", "sixel", "halfblocks", "off"]
+"""How the conversation draws images (`kode_tui.ui.pictures`), or `off`: their chips only."""
 
 DEMO_MODEL = "demo"
 DEFAULT_STRATEGY = "kode_tui.soul.compaction:LLMSummaryCompaction"
@@ -301,6 +303,7 @@ class Config(_Table):
     default_model: str | None = Field(default=None, min_length=1)
     """An alias from `models`, `demo`, or a raw litellm model string."""
     theme: str = "kode-dark"
+    pictures: PictureSetting = "auto"
     approval_mode: ApprovalMode = "ask"
     models: dict[str, ModelConfig] = Field(default_factory=dict)
     loop_control: LoopControl = Field(default_factory=LoopControl)

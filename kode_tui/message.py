@@ -13,6 +13,8 @@ what Kimi CLI (kosong) reads and writes, so either tool opens the other's sessio
 
 from __future__ import annotations
 
+import base64
+import binascii
 import html
 import itertools
 import json
@@ -533,3 +535,18 @@ def _data_size(value: object) -> int | None:
         return None
     data = url.partition(";base64,")[2].strip()
     return len(data) * 3 // 4 - data[-2:].count("=")
+
+
+def data_url_bytes(url: str) -> bytes | None:
+    """The bytes a `data:…;base64,` URL holds; None for any other URL or broken base64."""
+    if not url.startswith("data:") or ";base64," not in url:
+        return None
+    try:
+        return base64.b64decode(url.partition(";base64,")[2].strip(), validate=True)
+    except (binascii.Error, ValueError):
+        return None
+
+
+def image_urls(parts: Iterable[ContentPart]) -> list[str]:
+    """The URLs of the image parts among `parts`, in order."""
+    return [part.image_url.url for part in parts if isinstance(part, ImageURLPart)]

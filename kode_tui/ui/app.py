@@ -49,7 +49,7 @@ from kode_tui.ui.widgets.prompt_images import Images, queued_line
 if TYPE_CHECKING:
     # The config, the facade (the session engine, the agent: tools, compaction, project
     # context), the wire and the panes load after the first frame.
-    from kode_tui.config import Config, ModelChoice
+    from kode_tui.config import Config, ModelChoice, PictureSetting
     from kode_tui.soul.facade import (
         AgentSession,
         ChatProvider,
@@ -153,6 +153,11 @@ class KodeApp(
     def config(self) -> Config:
         assert self._config is not None, "the config is read after the first frame"
         return self._config
+
+    @property
+    def pictures(self) -> PictureSetting:
+        """How the conversation draws images (the config's `pictures`; `auto` before it is read)."""
+        return self._config.pictures if self._config is not None else "auto"
 
     @property
     def choice(self) -> ModelChoice:

@@ -45,7 +45,7 @@ def what_changed(old: Config, new: Config) -> list[str]:
     """What differs between two configs, in a few words each: `model two added`, `loop_control
     changed`, `hooks: from the next session`, `default_model: at the next start`."""
     said = [*_models_changed(old.models, new.models)]
-    now = ("loop_control", "notifications")
+    now = ("loop_control", "notifications", "pictures")
     said += [f"{name} changed" for name in now if getattr(old, name) != getattr(new, name)]
     if old.compaction.review != new.compaction.review:
         said.append("compaction.review changed")
