@@ -41,8 +41,7 @@ from typing import Any, Literal
 from kode_tui.pathnames import is_within
 from kode_tui.paths import home as kode_home
 from kode_tui.paths import tilde
-from kode_tui.safetext import visible
-from kode_tui.soul.markdown_files import one_line
+from kode_tui.soul.markdown_files import SourceFolder, one_line
 from kode_tui.soul.project_files import DataError, parse_yaml, scalar_text
 
 __all__ = [
@@ -55,6 +54,7 @@ __all__ = [
 ]
 
 Source = Literal["project", "claude", "user", "skill"]
+_Folder = SourceFolder[Source]
 """Which folder a command comes from; `skill`: a skill's `/skill:NAME` (`kode_tui.soul.skills`)."""
 
 MAX_BYTES = 256 * 1024
@@ -162,15 +162,6 @@ def expand(command: CustomCommand, arguments: str) -> str:
 # --- reading the folders --------------------------------------------------------------------------
 
 
-@dataclass(frozen=True, slots=True)
-class _Folder:
-    path: Path
-    source: Source
-    confine: Path
-    """The real path of a command file must lie in this."""
-    confine_shown: str
-
-
 class CustomCommands:
     """The custom commands of one work dir, read again whenever a file changes."""
 
@@ -239,8 +230,8 @@ class CustomCommands:
                     problems.append(
                         CommandProblem(
                             None,
-                            f"{self._shown(folder, folder.path)} holds more than {MAX_FILES} "
-                            "command files: the rest are not read.",
+                            f"{folder.shown(folder.path, self._work_dir)} holds more than "
+                            f"{MAX_FILES} command files: the rest are not read.",
                         )
                     )
                     return
@@ -249,8 +240,8 @@ class CustomCommands:
                     problems.append(
                         CommandProblem(
                             None,
-                            f"{self._shown(folder, path)} is not read: a command name is letters, "
-                            "digits, - and _.",
+                            f"{folder.shown(path, self._work_dir)} is not read: a command "
+                            "name is letters, digits, - and _.",
                         )
                     )
                     continue
@@ -261,13 +252,8 @@ class CustomCommands:
                     version = (-1, -1)  # a dangling symlink: _load says why
                 yield "/" + ":".join(parts).lower(), path, version
 
-    def _shown(self, folder: _Folder, path: Path) -> str:
-        if folder.source == "user":
-            return visible(tilde(path), multiline=False)
-        return visible(str(path.relative_to(self._work_dir)), multiline=False)
-
     def _load(self, folder: _Folder, name: str, path: Path) -> CustomCommand | CommandProblem:
-        shown = self._shown(folder, path)
+        shown = folder.shown(path, self._work_dir)
 
         def problem(why: str) -> CommandProblem:
             return CommandProblem(name, f"{name}: {shown} {why}")

@@ -1,5 +1,6 @@
 """Markdown files with YAML front matter that a repo or the user supplies: agent definitions
-(`subagents/definitions.py`) and skills (`skills.py`) read them the same way.
+(`subagents/definitions.py`), skills (`skills.py`) and custom commands (`custom_commands.py`)
+search their folders (`SourceFolder`) and read them the same way.
 
 Nothing in such a file is trusted: `read_confined` refuses one whose real path (symlinks
 resolved) lies outside the folder it belongs to, that is not a regular file, is over its size
@@ -11,17 +12,47 @@ file, so a listing reports one line per bad file and lists the others as usual.
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Generic, TypeVar
 
 from kode_tui.fsutil import read_regular
 from kode_tui.pathnames import is_within
+from kode_tui.paths import tilde
 from kode_tui.safetext import visible
 from kode_tui.soul.project_files import DataError, parse_yaml, scalar_text
 
-__all__ = ["NotRead", "front_matter", "one_line", "read_confined", "text_field"]
+__all__ = [
+    "NotRead",
+    "SourceFolder",
+    "front_matter",
+    "one_line",
+    "read_confined",
+    "text_field",
+]
 
 _FRONT_MATTER = re.compile(r"\A---[ \t]*\r?\n(.*?)^---[ \t]*(?:\r?\n|\Z)", re.DOTALL | re.MULTILINE)
+
+
+S = TypeVar("S", bound=str)
+
+
+@dataclass(frozen=True)  # no slots: a frozen slotted generic dataclass cannot be made by alias
+class SourceFolder(Generic[S]):
+    """A folder files of one source are searched in, and what their real paths must lie in."""
+
+    path: Path
+    source: S
+    confine: Path
+    """The real path of a file found here must lie in this."""
+    confine_shown: str
+
+    def shown(self, path: Path, work_dir: Path) -> str:
+        """`path` as a listing names it: from the work dir when it lies in it (a repo's
+        folders), else from the home folder (the user's)."""
+        if self.confine == work_dir:
+            return visible(str(path.relative_to(work_dir)), multiline=False)
+        return visible(tilde(path), multiline=False)
 
 
 class NotRead(ValueError):

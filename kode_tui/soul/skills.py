@@ -49,7 +49,14 @@ from kode_tui.paths import home as kode_home
 from kode_tui.paths import tilde
 from kode_tui.safetext import visible
 from kode_tui.soul import prompts
-from kode_tui.soul.markdown_files import NotRead, front_matter, one_line, read_confined, text_field
+from kode_tui.soul.markdown_files import (
+    NotRead,
+    SourceFolder,
+    front_matter,
+    one_line,
+    read_confined,
+    text_field,
+)
 
 __all__ = [
     "SKILLS_BLOCK",
@@ -66,6 +73,7 @@ __all__ = [
 Source = Literal[
     "project", "kimi", "claude", "agents", "user", "kimi-user", "claude-user", "agents-user"
 ]
+_Folder = SourceFolder[Source]
 
 SKILL_COMMAND = "/skill:"
 """`/skill:NAME [request]` sends the skill `NAME` as the user's message (Kimi's command)."""
@@ -166,15 +174,6 @@ def with_skills(
     return system_prompt + block, [*blocks, (row, len(block) // 4)]
 
 
-@dataclass(frozen=True, slots=True)
-class _Folder:
-    path: Path
-    source: Source
-    confine: Path
-    """The real path of a `SKILL.md` must lie in this."""
-    confine_shown: str
-
-
 class Skills:
     """The skills of one work dir, read again when a `SKILL.md` changes."""
 
@@ -253,8 +252,8 @@ class Skills:
         if len(names) > MAX_FOLDERS:
             problems.append(
                 SkillProblem(
-                    f"{self._shown(folder, folder.path)} holds more than {MAX_FOLDERS} skill "
-                    "folders: the rest are not read."
+                    f"{folder.shown(folder.path, self._work_dir)} holds more than "
+                    f"{MAX_FOLDERS} skill folders: the rest are not read."
                 )
             )
         found = []
@@ -270,13 +269,8 @@ class Skills:
             found.append((path, (info.st_mtime_ns, info.st_size)))
         return found
 
-    def _shown(self, folder: _Folder, path: Path) -> str:
-        if folder.confine == self._work_dir:
-            return visible(str(path.relative_to(self._work_dir)), multiline=False)
-        return visible(tilde(path), multiline=False)
-
     def _load(self, folder: _Folder, path: Path) -> Skill | SkillProblem:
-        shown = self._shown(folder, path)
+        shown = folder.shown(path, self._work_dir)
         confine, confine_shown, link = folder.confine, folder.confine_shown, ""
         if folder.confine != self._work_dir and path.parent.is_symlink():
             target = Path(os.path.realpath(path.parent))

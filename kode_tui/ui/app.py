@@ -627,13 +627,7 @@ class KodeApp(
             self.run_command("/think", opened.thinking.following())
 
     def action_help(self) -> None:
-        from kode_tui.ui.screens.help import HelpScreen, collect_bindings, focused_help
-
-        # The app's own keys first; a text area's or a list's keys are every one's, folded.
-        rows = collect_bindings(self, generic=False)
-        rows.sort(key=lambda row: row[2] != "App")
-        generic = collect_bindings(self, generic=True)
-        self.push_screen(HelpScreen(rows, focused_help(self), commands.help_rows(self), generic))
+        self.push_screen(commands.help_screen(self))
 
     def get_system_commands(self, screen: Screen[object]):  # type: ignore[no-untyped-def]
         yield from super().get_system_commands(screen)

@@ -5,9 +5,7 @@ nothing sent for one that does not."""
 from __future__ import annotations
 
 import shlex
-from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 import pytest
 from PIL import Image
@@ -17,26 +15,12 @@ from kode_tui.humanize import format_size
 from kode_tui.message import ImageURLPart, Message, TextPart, parse_record
 from kode_tui.soul.attachments import attach_image, prompt_content
 from kode_tui.soul.facade import AgentSession, mentioned_images, pasted_paths
-from kode_tui.soul.llm.litellm_provider import LiteLLMProvider, load_litellm
+from kode_tui.soul.llm.litellm_provider import LiteLLMProvider
 from kode_tui.tools.images import ImageError
 from kode_tui.wire import events as ev
 from tests.llm_server import LLMServer, loopback_choice
+from tests.soul.conftest import KEY_ENV
 from tests.soul_helpers import record_events
-
-KEY_ENV = "KODE_TEST_LLM_KEY"
-
-
-@pytest.fixture(scope="module")
-def litellm() -> Any:
-    return load_litellm()
-
-
-@pytest.fixture
-def server(litellm: Any, monkeypatch: pytest.MonkeyPatch) -> Iterator[LLMServer]:
-    monkeypatch.setenv(KEY_ENV, "sk-test")
-    with LLMServer() as server:
-        yield server
-    assert server.errors == []
 
 
 async def test_an_attached_image_has_a_chip_and_goes_after_the_text_in_kimis_wrapper(

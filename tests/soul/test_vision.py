@@ -5,7 +5,6 @@ the loopback server, with a real PNG read by ReadMediaFile."""
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -15,7 +14,7 @@ from PIL import Image
 from kode_tui.config import Config, resolve_model
 from kode_tui.message import FunctionBody, ImageURLPart, Message, TextPart, ToolCall
 from kode_tui.soul.llm.demo import DemoProvider
-from kode_tui.soul.llm.litellm_provider import LiteLLMProvider, load_litellm
+from kode_tui.soul.llm.litellm_provider import LiteLLMProvider
 from kode_tui.soul.llm.messages import IMAGE_NOT_SENT, TOOL_IMAGES_NOTE
 from kode_tui.soul.llm.openai_route import OpenAIProvider
 from kode_tui.soul.vision import supports_images, takes_images
@@ -23,21 +22,7 @@ from kode_tui.tools.base import ToolEnv, ToolError
 from kode_tui.tools.media import ReadMediaFile, ReadMediaFileParams
 from kode_tui.tools.toolset import tool_message
 from tests.llm_server import LLMServer
-
-KEY_ENV = "KODE_TEST_LLM_KEY"
-
-
-@pytest.fixture(scope="module")
-def litellm() -> Any:
-    return load_litellm()
-
-
-@pytest.fixture
-def server(litellm: Any, monkeypatch: pytest.MonkeyPatch) -> Iterator[LLMServer]:
-    monkeypatch.setenv(KEY_ENV, "sk-test")
-    with LLMServer() as server:
-        yield server
-    assert server.errors == []
+from tests.soul.conftest import KEY_ENV
 
 
 async def history_with_images(work: Path) -> list[Message]:

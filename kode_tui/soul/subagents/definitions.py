@@ -31,8 +31,14 @@ from typing import Literal
 
 from kode_tui.paths import home as kode_home
 from kode_tui.paths import tilde
-from kode_tui.safetext import visible
-from kode_tui.soul.markdown_files import NotRead, front_matter, one_line, read_confined, text_field
+from kode_tui.soul.markdown_files import (
+    NotRead,
+    SourceFolder,
+    front_matter,
+    one_line,
+    read_confined,
+    text_field,
+)
 from kode_tui.soul.project_files import scalar_text
 
 __all__ = [
@@ -45,6 +51,7 @@ __all__ = [
 ]
 
 Source = Literal["built-in", "project", "claude", "user"]
+_Folder = SourceFolder[Source]
 
 MAX_BYTES = 256 * 1024
 """A system prompt, not a data file: a larger one is refused."""
@@ -207,14 +214,6 @@ BUILT_IN: tuple[AgentDefinition, ...] = (
 # --- reading the folders --------------------------------------------------------------------------
 
 
-@dataclass(frozen=True, slots=True)
-class _Folder:
-    path: Path
-    source: Source
-    confine: Path
-    confine_shown: str
-
-
 def list_agents(work_dir: Path, home: Path | None = None) -> AgentListing:
     """The built-ins and the agent files of `work_dir` and of `home` (`$KODE_TUI_HOME` by
     default), read now (they are few and small; the `Agent` tool reads them once per turn)."""
@@ -230,7 +229,7 @@ def list_agents(work_dir: Path, home: Path | None = None) -> AgentListing:
     problems: list[AgentProblem] = []
     for folder in folders:
         for path in _scan(folder, work_dir, problems):
-            item = _load(folder, path, _shown(folder, path, work_dir))
+            item = _load(folder, path, folder.shown(path, work_dir))
             if isinstance(item, AgentProblem):
                 problems.append(item)
             elif item.name in agents or item.name in files:
@@ -239,12 +238,6 @@ def list_agents(work_dir: Path, home: Path | None = None) -> AgentListing:
                 files[item.name] = item
     ordered = (*BUILT_IN, *sorted(files.values(), key=lambda a: a.name))
     return AgentListing(ordered, tuple(shadowed), tuple(problems))
-
-
-def _shown(folder: _Folder, path: Path, work_dir: Path) -> str:
-    if folder.source == "user":
-        return visible(tilde(path), multiline=False)
-    return visible(str(path.relative_to(work_dir)), multiline=False)
 
 
 def _scan(folder: _Folder, work_dir: Path, problems: list[AgentProblem]) -> list[Path]:
@@ -260,7 +253,7 @@ def _scan(folder: _Folder, work_dir: Path, problems: list[AgentProblem]) -> list
     except OSError:
         return []
     if len(names) > MAX_FILES:
-        shown = _shown(folder, folder.path, work_dir)
+        shown = folder.shown(folder.path, work_dir)
         problems.append(
             AgentProblem(f"{shown} holds more than {MAX_FILES} agent files: the rest are not read.")
         )
