@@ -93,7 +93,7 @@ async def test_a_pasted_image_path_quoted_escaped_or_a_file_uri_becomes_a_chip_e
             "two  spaces.png",
         ]
         assert prompt.text == ""  # no path went in as text
-        assert "[image 2 · photo.jpeg · 300x200" in screen_text(app)
+        await wait_for(pilot, lambda: "[image 2 · photo.jpeg · 300x200" in screen_text(app))
 
         # An image beside a text file, and a path in a sentence: text, as before.
         prompt.post_message(events.Paste(f"{work_dir / 'shot.png'} {work_dir / 'notes.txt'}"))
@@ -264,7 +264,7 @@ async def test_images_go_with_the_message_also_when_queued_and_show_in_the_conve
         await wait_for(pilot, lambda: len(server.requests) == 2 and not turn_running(app))
         await wait_for(pilot, lambda: "A navy rectangle." in screen_text(app))
         # The message shows its image as a chip, as a message loaded from the context does.
-        assert f"What is this? [image · {shot}" in screen_text(app)
+        await wait_for(pilot, lambda: f"What is this? [image · {shot}" in screen_text(app))
     assert image_parts(server.requests[0]) == []
     (sent,) = image_parts(server.requests[1])
     assert sent["image_url"]["url"].startswith("data:image/png;base64,")
@@ -283,5 +283,5 @@ async def test_a_model_without_vision_keeps_the_prompt_and_its_chips(project: Pa
         await pilot.press("end", "enter")
         await wait_for(pilot, lambda: prompt.text == "What is this?" and not turn_running(app))
         assert len(chips_of(app)) == 1 and chips_of(app)[0].startswith("[image 1 · shot.png")
-        assert "does not take images: remove them" in screen_text(app)
+        await wait_for(pilot, lambda: "does not take images: remove them" in screen_text(app))
         assert provider.requests == []
