@@ -285,3 +285,38 @@ async def test_a_model_without_vision_keeps_the_prompt_and_its_chips(project: Pa
         assert len(chips_of(app)) == 1 and chips_of(app)[0].startswith("[image 1 · shot.png")
         await wait_for(pilot, lambda: "does not take images: remove them" in screen_text(app))
         assert provider.requests == []
+
+
+async def test_enter_right_after_a_drop_waits_for_its_image_and_sends_it(
+    work_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The paste is still being read when Enter comes: the message waits and takes it along,
+    with text and without (a drop, then Enter at once)."""
+    import threading
+
+    from kode_tui.soul import facade
+
+    reading, go_on = threading.Event(), threading.Event()
+    real = facade.pasted_paths
+
+    def slow_pasted_paths(text: str, work: Path) -> list[Path] | None:
+        reading.set()
+        go_on.wait(timeout=30)
+        return real(text, work)
+
+    monkeypatch.setattr(facade, "pasted_paths", slow_pasted_paths)
+    dropped = picture(tmp_path / "Desktop" / "dropped.png", (40, 30))
+    app = ImagesHost(work_dir)
+    async with app.run_test() as pilot:
+        prompt = app.query_one(PromptInput)
+        for sent, typed in enumerate(("what is this?", ""), start=1):
+            reading.clear()
+            go_on.clear()
+            prompt.text = typed
+            prompt.post_message(events.Paste(str(dropped)))
+            await wait_for(pilot, reading.is_set)
+            await pilot.press("end", "enter")
+            go_on.set()
+            await wait_for(pilot, lambda n=sent: len(app.submitted) == n)
+            assert app.submitted[-1] == (typed, ["dropped.png"])
+            assert prompt.text == "" and chips_of(app) == []

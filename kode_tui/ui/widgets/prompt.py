@@ -389,13 +389,12 @@ class PromptInput(TextArea):
         self.post_message(self.Escaped(self))
 
     def action_submit(self) -> None:
-        """Send the text and the images attached, unless there are none of either. The images
-        that `@` mentions in the text name are attached first (off the UI thread)."""
-        text = self.full_text.strip()
-        if not text and not self.image_chips.images:
+        """Send the text and the images (those being read or `@` named are waited for)."""
+        text, chips = self.full_text.strip(), self.image_chips
+        if not text and not chips.images and not chips.attaching:
             return
-        images = self.image_chips.take()
-        if may_mention_images(text):
+        images = chips.take()
+        if may_mention_images(text) or chips.attaching:  # a drop just before Enter goes too
             self._submit_with_mentions(text, images)
         else:
             self.post_message(self.Submitted(self, text, images))
@@ -409,7 +408,8 @@ class PromptInput(TextArea):
     async def _submit_with_mentions(self, text: str, images: Images) -> None:
         refused = await self.image_chips.attach_mentions(text, self.work_dir, images)
         if refused is None:
-            self.post_message(self.Submitted(self, text, self.image_chips.take()))
+            if text or self.image_chips.images:  # a paste that was no image went in as text
+                self.post_message(self.Submitted(self, text, self.image_chips.take()))
             return
         self.notify(refused, severity="warning")
         if not self.text:

@@ -145,6 +145,11 @@ class ImageChips(VerticalScroll, can_focus=False):
         if 0 <= index < len(self.images):
             self.images = self.images[:index] + self.images[index + 1 :]
 
+    @property
+    def attaching(self) -> bool:
+        """Whether an image is being read (a drop, Ctrl+V): a send waits for it."""
+        return self._in_order.locked()
+
     def take(self) -> Images:
         """The images attached, the row left empty (they are being sent)."""
         images, self.images = self.images, ()
