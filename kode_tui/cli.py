@@ -27,7 +27,7 @@ if TYPE_CHECKING:
     # The session engine loads only when a command needs it (the TUI opens a new session
     # itself, after its first frame).
     from kode_tui.config import Config
-    from kode_tui.soul.facade import AgentSession, Session, SessionLocked
+    from kode_tui.soul.facade import AgentSession, ImageAttachment, Session, SessionLocked
 
 log = logging.getLogger("kode_tui")
 
@@ -322,6 +322,7 @@ async def _run_print(args: argparse.Namespace, work_dir: Path, config: Config, p
         # Said before a session is made: a run that cannot send its message leaves none to
         # list (a command such as /context needs no model).
         raise UserError(f"no API key for {choice.name}: set {missing}")
+    images = [] if prompt.startswith("/") else await _mentioned_images(prompt, work_dir)
     opened = (await _open(args, work_dir)).session
     if opened is not None and opened.read_only is not None:
         await opened.close()
@@ -334,8 +335,31 @@ async def _run_print(args: argparse.Namespace, work_dir: Path, config: Config, p
     messages = sys.stdin if args.input_format == "stream-json" else None
     return await run_print(
         opened, config, choice, prompt, yolo=args.yolo, mode=args.permission_mode,
-        output_format=args.output_format, messages=messages,
+        output_format=args.output_format, messages=messages, images=images,
     )  # fmt: skip
+
+
+async def _mentioned_images(prompt: str, work_dir: Path) -> list[ImageAttachment]:
+    """The work dir's image files that `@` mentions in a print-mode prompt name, attached as
+    the TUI attaches them on send; UserError for a mention outside the work dir or an image
+    that cannot be read (said before a session is made)."""
+    from kode_tui.soul.facade import ImageError, attach_image, mentioned_images
+
+    mentions = await asyncio.to_thread(mentioned_images, prompt, work_dir)
+    if mentions.outside:
+        raise UserError(
+            f"@{mentions.outside[0]} is outside the work dir: a prompt attaches only the work "
+            "dir's images."
+        )
+    attached = []
+    for path in mentions.inside:
+        try:
+            attached.append(await attach_image(path))
+        except ImageError as error:
+            raise UserError(str(error)) from None
+        except OSError as error:
+            raise UserError(f"{path} could not be read: {error.strerror or error}.") from None
+    return attached
 
 
 def _work_dir(raw: str) -> Path:

@@ -15,7 +15,7 @@ from kode_tui.errors import UserError
 from kode_tui.fsutil import atomic_write_bytes
 from kode_tui.safetext import visible, visible_json
 from kode_tui.session.catalog import list_sessions
-from kode_tui.session.export import export_jsonl, export_markdown
+from kode_tui.session.export import ExportImages, export_jsonl, export_markdown
 from kode_tui.session.search import Match, search_sessions
 from kode_tui.session.session import Session
 
@@ -52,12 +52,17 @@ def match_line(match: Match, *, with_work_dir: bool = False) -> str:
 
 
 async def run_export(session: Session, form: str, output: str | None) -> int:
-    """Write `session`'s transcript as `form` (md or jsonl) to `output`, or to stdout."""
+    """Write `session`'s transcript as `form` (md or jsonl) to `output`, or to stdout; a
+    Markdown file gets its images beside it, in `<name>_images/`."""
+    target = None if output is None else Path(output).expanduser()
+    if target is not None and target.is_dir():
+        raise UserError(f"{output} is a folder; -o needs a file name.")
+    images = None if target is None else ExportImages(f"{target.stem}_images")
 
     def render() -> bytes:
         if form == "jsonl":
             return b"".join(export_jsonl(session))
-        return "".join(export_markdown(session)).encode()
+        return "".join(export_markdown(session, images)).encode()
 
     data = await asyncio.to_thread(render)
     if output is None and form == "jsonl":
@@ -66,13 +71,19 @@ async def run_export(session: Session, form: str, output: str | None) -> int:
         data = visible_json(data.decode("utf-8", "surrogateescape")).encode(
             "utf-8", "surrogateescape"
         )
-    if output is None:
+    if target is None:
         sys.stdout.flush()
         sys.stdout.buffer.write(data)
         sys.stdout.buffer.flush()
         return 0
-    target = Path(output).expanduser()
-    if target.is_dir():
-        raise UserError(f"{output} is a folder; -o needs a file name.")
-    await asyncio.to_thread(atomic_write_bytes, target, data)
+    await asyncio.to_thread(_write_export, target, data, images)
     return 0
+
+
+def _write_export(target: Path, data: bytes, images: ExportImages | None) -> None:
+    """The images first, so that the Markdown never links a file not written yet."""
+    for name, image in (images.files if images is not None else {}).items():
+        path = target.parent / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        atomic_write_bytes(path, image)
+    atomic_write_bytes(target, data)

@@ -44,6 +44,8 @@ from kode_tui.paths import Paths
 
 # The same literal as kode_tui.session.state.ApprovalMode; config may not import session.
 ApprovalMode = Literal["ask", "auto-edit", "plan", "sandbox", "yolo"]
+PictureSetting = Literal["auto", "kitty", "sixel", "halfblocks", "off"]
+"""How the conversation draws images (`kode_tui.ui.pictures`), or `off`: their chips only."""
 
 DEMO_MODEL = "demo"
 DEFAULT_STRATEGY = "kode_tui.soul.compaction:LLMSummaryCompaction"
@@ -72,6 +74,8 @@ class ModelConfig(_Table):
     """The environment variable holding the key; keys never live in the file."""
     reasoning: bool | None = None
     """Whether the model takes a thinking effort (`/think`); unset: as litellm's map says."""
+    vision: bool | None = None
+    """Whether the model takes images; unset: as litellm's map says (`supports_vision`)."""
 
 
 class LoopControl(_Table):
@@ -138,6 +142,39 @@ class SandboxConfig(_Table):
     """More paths to hide from commands, besides `~/.ssh`, `~/.aws` and the others."""
     writable: list[str] = Field(default_factory=list)
     """More paths commands may write, besides the work dir and their /tmp."""
+
+
+SearchProvider = Literal["kimi", "tavily"]
+"""The search services SearchWeb can call (`[web] search`)."""
+
+SEARCH_KEY_ENV: Mapping[str, str] = MappingProxyType(
+    {"kimi": "KIMI_API_KEY", "tavily": "TAVILY_API_KEY"}
+)
+"""Where each search provider's API key is read from unless `[web] search_key_env` says."""
+
+SEARCH_URL: Mapping[str, str] = MappingProxyType(
+    {"kimi": "https://api.kimi.com/coding/v1/search", "tavily": "https://api.tavily.com/search"}
+)
+"""Each provider's endpoint unless `[web] search_url` says (Kimi Code's search service, Tavily's
+Search API)."""
+
+
+class WebConfig(_Table):
+    """`[web]`: what FetchURL may read without asking, its caps, and SearchWeb's provider."""
+
+    allow: list[Annotated[str, Field(min_length=1)]] = Field(default_factory=list)
+    """Hosts FetchURL reads without asking: `docs.python.org`, or `*.python.org` for every
+    subdomain. A private or loopback address still asks (every mode but yolo)."""
+    max_bytes: int = Field(default=5_000_000, gt=0)
+    """The most of a page FetchURL reads; a longer one is cut here, with a note saying so."""
+    timeout: float = Field(default=30, gt=0)
+    """Seconds one FetchURL call may take, redirects and the whole body included."""
+    search: SearchProvider | None = None
+    """The search service SearchWeb calls; without one SearchWeb is not offered."""
+    search_key_env: str | None = Field(default=None, min_length=1)
+    """The environment variable holding the provider's API key (default: `SEARCH_KEY_ENV`)."""
+    search_url: str | None = Field(default=None, min_length=1)
+    """The provider's endpoint, when not its usual one (a proxy, a regional service)."""
 
 
 class NotificationsConfig(_Table):
@@ -266,6 +303,7 @@ class Config(_Table):
     default_model: str | None = Field(default=None, min_length=1)
     """An alias from `models`, `demo`, or a raw litellm model string."""
     theme: str = "kode-dark"
+    pictures: PictureSetting = "auto"
     approval_mode: ApprovalMode = "ask"
     models: dict[str, ModelConfig] = Field(default_factory=dict)
     loop_control: LoopControl = Field(default_factory=LoopControl)
@@ -276,6 +314,7 @@ class Config(_Table):
     notifications: NotificationsConfig = Field(default_factory=NotificationsConfig)
     hooks: list[HookConfig] = Field(default_factory=list)
     mcp: McpConfig = Field(default_factory=McpConfig)
+    web: WebConfig = Field(default_factory=WebConfig)
 
 
 def load_config(path: Path | None = None) -> Config:
@@ -476,6 +515,8 @@ class ModelChoice:
     max_context_size: int | None = None
     reasoning: bool | None = None
     """The alias's `reasoning`: whether `/think` applies; None lets litellm's map decide."""
+    vision: bool | None = None
+    """The alias's `vision`: whether images are sent; None lets litellm's map decide."""
 
     @property
     def is_demo(self) -> bool:
@@ -532,6 +573,7 @@ def _named(config: Config, name: str, source: str, given_by: str) -> ModelChoice
             api_key_env=entry.api_key_env,
             max_context_size=entry.max_context_size,
             reasoning=entry.reasoning,
+            vision=entry.vision,
         )
     if name != DEMO_MODEL and "/" not in name:
         close = difflib.get_close_matches(name, [*config.models, DEMO_MODEL], n=1, cutoff=0.7)

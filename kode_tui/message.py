@@ -13,6 +13,8 @@ what Kimi CLI (kosong) reads and writes, so either tool opens the other's sessio
 
 from __future__ import annotations
 
+import base64
+import binascii
 import html
 import itertools
 import json
@@ -31,6 +33,11 @@ from pydantic import (
 )
 
 from kode_tui.humanize import format_size
+
+IMAGE_TOKENS = 2_000
+"""What an image (or other media part) is counted as: Kimi CLI 1.52's `MEDIA_TOKEN_ESTIMATE`.
+Providers charge by pixels (an image of at most 2048 px costs ~1.5k tokens at Anthropic, up to
+~1.1k at OpenAI); the data URL's length would count it a hundred times over."""
 
 Role = Literal["system", "user", "assistant", "tool"]
 MESSAGE_ROLES: frozenset[str] = frozenset(("system", "user", "assistant", "tool"))
@@ -168,6 +175,8 @@ class Message(_Model):
                 chars += len(part.text)
             elif isinstance(part, ThinkPart):
                 chars += len(part.think)
+            else:
+                chars += IMAGE_TOKENS * 4
         for call in self.tool_calls or ():
             chars += len(call.function.name) + len(call.function.arguments or "")
         return chars // 4
@@ -526,3 +535,18 @@ def _data_size(value: object) -> int | None:
         return None
     data = url.partition(";base64,")[2].strip()
     return len(data) * 3 // 4 - data[-2:].count("=")
+
+
+def data_url_bytes(url: str) -> bytes | None:
+    """The bytes a `data:…;base64,` URL holds; None for any other URL or broken base64."""
+    if not url.startswith("data:") or ";base64," not in url:
+        return None
+    try:
+        return base64.b64decode(url.partition(";base64,")[2].strip(), validate=True)
+    except (binascii.Error, ValueError):
+        return None
+
+
+def image_urls(parts: Iterable[ContentPart]) -> list[str]:
+    """The URLs of the image parts among `parts`, in order."""
+    return [part.image_url.url for part in parts if isinstance(part, ImageURLPart)]

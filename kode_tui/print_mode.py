@@ -27,11 +27,14 @@ session.
 from __future__ import annotations
 
 import asyncio
+import base64
+import binascii
 import io
 import json
+import mimetypes
 import sys
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal, TextIO
 
@@ -49,8 +52,11 @@ from kode_tui.soul.facade import (
     CommandReport,
     DemoProvider,
     DomainCommand,
+    ImageAttachment,
     StreamJson,
     Subscription,
+    attach_image,
+    save_attachment,
 )
 from kode_tui.wire import events as ev
 from kode_tui.wire.readings import StreamedCall, hook_note, read_result, retry_text
@@ -202,11 +208,14 @@ async def run_print(
     provider: ChatProvider | None = None,
     output_format: OutputFormat = "text",
     messages: TextIO | None = None,
+    images: Sequence[ImageAttachment] = (),
 ) -> int:
-    """Run one turn of the `opened` session for `prompt`; the exit status. `provider` answers
-    instead of the model `choice` names (a scripted one, say). With `output_format` `json` or
-    `stream-json`, stdout gets JSON (`JsonView`); there, `messages` (stdin, for
-    `--input-format stream-json`) gives one turn per JSON line instead of `prompt`. `mode`
+    """Run one turn of the `opened` session for `prompt` and the `images` attached to it (the
+    work dir's images its `@` mentions name, as the TUI attaches them); the exit status.
+    `provider` answers instead of the model `choice` names (a scripted one, say). With
+    `output_format` `json` or `stream-json`, stdout gets JSON (`JsonView`); there, `messages`
+    (stdin, for `--input-format stream-json`) gives one turn per JSON line instead of
+    `prompt`. `mode`
     (`--permission-mode`) is the approval mode of this run; in `plan` a turn that ends asking
     to approve its plan ends with the plan as its result (`PLAN_STOP`), exit status 0."""
     out = out or sys.stdout
@@ -222,7 +231,7 @@ async def run_print(
             _check_mode(opened, mode)
 
         json_view = JsonView(opened, out, err, stream=output_format == "stream-json")
-        return await json_view.run(start, prompt, messages)
+        return await json_view.run(start, prompt, messages, images)
     view = PrintView(out, err)
     shown = opened.bus.subscribe(callback=view)
     try:
@@ -239,13 +248,13 @@ async def run_print(
                 note(err, outcome.error)
             return outcome.status
         else:
-            result = await opened.run(prompt)
+            result = await opened.run(prompt, images)
     finally:
         await shown.join()
         view.finish()
         await opened.close()
     if result.stop_reason == "blocked":
-        return 1  # nothing was sent or saved; the hook's line said why
+        return 1  # nothing was sent or saved; the hook's line (or no vision's) said why
     if result.stop_reason == "rejected" and view.plan is not None:
         note(err, "the plan above waits for approval (print mode asks no one).")
         note(err, f"resume this session with: {opened.resume_command()}")
@@ -404,7 +413,11 @@ class JsonView:
             self._out.flush()
 
     async def run(
-        self, start: Callable[[], Awaitable[None]], prompt: str, messages: TextIO | None
+        self,
+        start: Callable[[], Awaitable[None]],
+        prompt: str,
+        messages: TextIO | None,
+        images: Sequence[ImageAttachment] = (),
     ) -> int:
         """Start the agent, run `prompt` (or each message of `messages`); the exit status, the
         worst of its messages' (a bad line of `messages` is 2)."""
@@ -413,7 +426,7 @@ class JsonView:
         try:
             await start()
             if messages is None:
-                status = await self._message(shown, prompt)
+                status = await self._message(shown, prompt, images)
             else:
                 number = 0
                 while line := await asyncio.to_thread(messages.readline):
@@ -421,12 +434,13 @@ class JsonView:
                     if not line.strip():
                         continue
                     try:
-                        text = read_message(line)
-                    except ValueError as error:
+                        text, blocks = read_message(line)
+                        attached = [await _attach_block(*block) for block in blocks]
+                    except (ValueError, OSError) as error:  # ImageError is a ValueError
                         await self._bad_line(shown, f"line {number} of stdin: {error}")
                         status = 2
                         continue
-                    status = max(status, await self._message(shown, text))
+                    status = max(status, await self._message(shown, text, attached))
         finally:
             self._closing = self._between  # a task ending now would follow the last result
             await shown.join()
@@ -436,7 +450,12 @@ class JsonView:
             await self._opened.close()
         return status
 
-    async def _message(self, shown: Subscription[ev.Event], text: str) -> int:
+    async def _message(
+        self,
+        shown: Subscription[ev.Event],
+        text: str,
+        images: Sequence[ImageAttachment] = (),
+    ) -> int:
         """Run one message (a turn or a command) and write its result; its exit status."""
         opened = self._opened
         began = time.monotonic()
@@ -449,13 +468,13 @@ class JsonView:
             if isinstance(found, CommandPrompt):
                 turn = await opened.custom.run(found)
             else:
-                turn = await opened.run(text)
+                turn = await opened.run(text, images)
             steps = turn.steps
             outcome = Outcome(0 if turn.stop_reason == "done" else 1, turn.stop_reason)
             if turn.stop_reason == "rejected" and self._plan is not None:
                 outcome = Outcome(0, PLAN_STOP, self._plan)
             elif turn.stop_reason == "blocked":
-                outcome.error, outcome.told = "a hook blocked the prompt", True
+                outcome.error, outcome.told = turn.error or "a hook blocked the prompt", True
             elif turn.stop_reason == "rejected":
                 outcome.error = "the turn stopped at a rejected tool call."
             elif turn.stop_reason != "done":
@@ -519,11 +538,16 @@ class JsonView:
         return turns[-1].usd
 
 
-def read_message(line: str) -> str:
-    """The text of a user message line of `--input-format stream-json`: Claude Code's
-    `{"type": "user", "message": {"role": "user", "content": ...}}` or the plain
-    `{"type": "user", "content": ...}`, the content a string or a list of text blocks.
-    ValueError, with the reason, for anything else."""
+ImageBlock = tuple[str, str]
+"""An image block of a stream-json message: its media type and its base64 data."""
+
+
+def read_message(line: str) -> tuple[str, list[ImageBlock]]:
+    """The text and the image blocks of a user message line of `--input-format stream-json`:
+    Claude Code's `{"type": "user", "message": {"role": "user", "content": ...}}` or the plain
+    `{"type": "user", "content": ...}`, the content a string or a list of text blocks and
+    image blocks (`{"type": "image", "source": {"type": "base64", "media_type", "data"}}`, as
+    Claude Code's SDK sends them). ValueError, with the reason, for anything else."""
     try:
         value = json.loads(line)
     except (ValueError, RecursionError):
@@ -532,13 +556,38 @@ def read_message(line: str) -> str:
         raise ValueError('not a user message ({"type": "user", ...})')
     message = value.get("message", value)
     content = message.get("content") if isinstance(message, dict) else None
+    images: list[ImageBlock] = []
     if isinstance(content, list):
         texts = [b.get("text") for b in content if isinstance(b, dict) and b.get("type") == "text"]
-        if len(texts) != len(content) or not all(isinstance(t, str) for t in texts):
-            raise ValueError("only text blocks are taken in a message's content")
+        images = [
+            _image_block(b) for b in content if isinstance(b, dict) and b.get("type") == "image"
+        ]
+        if len(texts) + len(images) != len(content) or not all(isinstance(t, str) for t in texts):
+            raise ValueError("only text and image blocks are taken in a message's content")
         content = "\n\n".join(str(t) for t in texts)
     if not isinstance(content, str):
         raise ValueError("the message has no content")
-    if not content.strip():
+    if not content.strip() and not images:
         raise ValueError("the message is empty")
-    return content
+    return content, images
+
+
+def _image_block(block: dict[str, Any]) -> ImageBlock:
+    source = block.get("source")
+    if not isinstance(source, dict) or source.get("type") != "base64":
+        raise ValueError('an image block needs a base64 "source" (no URLs)')
+    kind, data = source.get("media_type"), source.get("data")
+    if not isinstance(kind, str) or not isinstance(data, str):
+        raise ValueError('an image block\'s source needs "media_type" and "data"')
+    return kind, data
+
+
+async def _attach_block(media_type: str, data: str) -> ImageAttachment:
+    """An image block kept as a file (the context names it, as an ACP client's image is kept)
+    and read; ValueError (ImageError) or OSError when it is no image that can be read."""
+    try:
+        decoded = base64.b64decode(data, validate=True)
+    except binascii.Error:
+        raise ValueError("an image block's data is not base64") from None
+    suffix = mimetypes.guess_extension(media_type) or ".img"
+    return await attach_image(await asyncio.to_thread(save_attachment, decoded, suffix))

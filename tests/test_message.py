@@ -7,6 +7,7 @@ import json
 import pytest
 
 from kode_tui.message import (
+    IMAGE_TOKENS,
     CheckpointRecord,
     FileEditRecord,
     FunctionBody,
@@ -172,3 +173,10 @@ def test_kimis_system_markers_are_read_back_as_they_were_built() -> None:
     assert reminder == "<system-reminder>\nYour todo list is empty.\n</system-reminder>"
     assert is_from_system(reminder) and is_from_system(note)
     assert not is_system_note(reminder) and not is_from_system("hello <system>")
+
+
+def test_an_image_counts_as_kimis_media_estimate_not_as_its_data_url() -> None:
+    url = "data:image/png;base64," + "A" * 400_000
+    image = ImageURLPart(image_url=ImageURL(url=url))
+    message = Message(role="tool", content=[TextPart(text="x" * 40), image], tool_call_id="c")
+    assert message.estimated_tokens() == 10 + IMAGE_TOKENS

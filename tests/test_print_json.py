@@ -434,3 +434,66 @@ async def test_a_background_task_stopped_as_the_run_ends_leaves_the_result_last(
     assert values[-1]["type"] == "result" and values[-1]["result"] == "Started it."
     [runtime] = home.glob(f"sessions/*/*/tasks/{started['task_id']}/runtime.json")
     assert json.loads(runtime.read_text())["status"] == "killed"
+
+
+def test_stream_json_input_takes_claude_codes_image_blocks(
+    project: Path,
+    server: LLMServer,
+    home: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import base64
+
+    from PIL import Image
+
+    write_loopback_config(home, server, KEY_ENV)
+    server.reply_text("A navy rectangle.")
+    png = io.BytesIO()
+    Image.new("RGB", (32, 16), "navy").save(png, format="PNG")
+    image = {
+        "type": "image",
+        "source": {
+            "type": "base64",
+            "media_type": "image/png",
+            "data": base64.b64encode(png.getvalue()).decode(),
+        },
+    }
+    lines = [
+        {
+            "type": "user",
+            "message": {
+                "role": "user",
+                "content": [image, {"type": "text", "text": "What is it?"}],
+            },
+        },
+        {
+            "type": "user",
+            "content": [{**image, "source": {**image["source"], "data": "bm90IGFuIGltYWdl"}}],
+        },
+        {
+            "type": "user",
+            "content": [{"type": "image", "source": {"type": "url", "url": "https://x"}}],
+        },
+    ]
+    monkeypatch.setattr(
+        sys, "stdin", io.StringIO("".join(json.dumps(line) + "\n" for line in lines))
+    )
+    status = main(
+        [
+            *("--print", str(project)),
+            *("--input-format", "stream-json", "--output-format", "stream-json"),
+        ]
+    )
+    out, err = capsys.readouterr()
+    assert status == 2, err
+    results = [line for line in lines_of(out) if line["type"] == "result"]
+    assert [r["is_error"] for r in results] == [False, True, True]
+    assert results[0]["result"] == "A navy rectangle."
+    assert "line 2 of stdin: " in results[1]["error"] and "image" in results[1]["error"]
+    assert (
+        results[2]["error"] == 'line 3 of stdin: an image block needs a base64 "source" (no URLs)'
+    )
+    assert len(server.requests) == 1
+    (sent,) = [m for m in server.requests[0]["messages"] if "What is it?" in str(m["content"])]
+    assert [part["type"] for part in sent["content"]] == ["text", "text", "image_url", "text"]

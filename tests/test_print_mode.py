@@ -28,6 +28,7 @@ from kode_tui.soul.stream_json import StreamJson
 from kode_tui.wire import events as ev
 from kode_tui.wire.recorder import read_wire
 from tests.cli_helpers import Kode, in_process
+from tests.llm_server import KEY_ENV, LLMServer, write_loopback_config
 from tests.soul_helpers import make_rig, print_turn
 
 
@@ -433,3 +434,28 @@ async def test_compact_prints_one_after_figure_the_one_the_context_holds(project
     assert "compacted" not in printed.err.lower()
     last = json.loads(session.context_file.read_text().splitlines()[-1])
     assert last == {"role": "_usage", "token_count": after}
+
+
+def test_print_mode_attaches_the_work_dirs_images_its_at_mentions_name(
+    project: Path, server: LLMServer, home: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from PIL import Image
+
+    write_loopback_config(home, server, KEY_ENV)
+    Image.new("RGB", (32, 16), "navy").save(project / "shot.png")
+    Image.new("RGB", (8, 8), "red").save(project.parent / "outside.png")
+    server.reply_text("A navy rectangle.")
+
+    assert main(["-p", "What is @shot.png?", "--print", str(project)]) == 0
+    assert capsys.readouterr().out.startswith("A navy rectangle.")
+    (user,) = [m for m in server.requests[0]["messages"] if "@shot.png" in str(m["content"])]
+    assert user["content"][0] == {"type": "text", "text": "What is @shot.png?"}
+    assert [part["type"] for part in user["content"]].count("image_url") == 1
+
+    # Outside the work dir: one line, exit 2, nothing sent.
+    assert main(["-p", "And @../outside.png?", "--print", str(project)]) == 2
+    assert capsys.readouterr().err == (
+        "kode-tui: @../outside.png is outside the work dir: a prompt attaches only the work "
+        "dir's images.\n"
+    )
+    assert len(server.requests) == 1

@@ -17,6 +17,8 @@ here is an ordinary kode-tui session (the TUI opens it afterwards).
   `/context`...), then the custom commands no built-in has the name of. A command that changed
   the conversation (a revert, a restore, a drop) replays it, as a load does; its reply is a
   message of its own.
+  Its image blocks are kept as files (`attachments_dir`) and sent as the TUI's attached
+  images are (Kimi's `<image path=…>` form); a model that takes none is told in one line.
 - approvals become `session/request_permission` with the TUI's answers: once, for the session
   (when the call has a session scope), reject; ExitPlanMode's carries the plan's Markdown as
   its content.
@@ -30,8 +32,11 @@ here is an ordinary kode-tui session (the TUI opens it afterwards).
 from __future__ import annotations
 
 import asyncio
+import base64
+import binascii
 import contextlib
 import logging
+import mimetypes
 import sys
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -56,6 +61,7 @@ from acp.schema import (
     AgentCapabilities,
     AllowedOutcome,
     EmbeddedResourceContentBlock,
+    ImageContentBlock,
     Implementation,
     PermissionOption,
     PromptCapabilities,
@@ -91,8 +97,11 @@ from kode_tui.soul.facade import (
     ChatProvider,
     CommandPrompt,
     CommandReport,
+    ImageAttachment,
     SessionLocked,
     TurnResult,
+    attach_image,
+    save_attachment,
 )
 from kode_tui.wire import events as ev
 
@@ -179,7 +188,7 @@ class KodeAcpAgent:
             protocol_version=PROTOCOL_VERSION,
             agent_capabilities=AgentCapabilities(
                 load_session=True,
-                prompt_capabilities=PromptCapabilities(embedded_context=True),
+                prompt_capabilities=PromptCapabilities(embedded_context=True, image=True),
             ),
             auth_methods=[],
             agent_info=Implementation(name="kode-tui", title="kode-tui", version=__version__),
@@ -240,8 +249,9 @@ class KodeAcpAgent:
         if live.opened.turn_running:
             raise _error("a turn of this session is running; cancel it or wait for it.")
         text = _prompt_text(prompt)
+        images = await _prompt_images(prompt)
         live.cancelled.clear()
-        task = asyncio.ensure_future(self._turn(live, text))
+        task = asyncio.ensure_future(self._turn(live, text, images))
         try:
             result = await task
         except asyncio.CancelledError:
@@ -350,7 +360,9 @@ class KodeAcpAgent:
 
     # --- a turn --------------------------------------------------------------------------------
 
-    async def _turn(self, live: _Live, text: str) -> TurnResult | None:
+    async def _turn(
+        self, live: _Live, text: str, images: Sequence[ImageAttachment] = ()
+    ) -> TurnResult | None:
         opened = live.opened
         if text.startswith("/"):
             name, _, argument = text.strip().partition(" ")
@@ -368,7 +380,7 @@ class KodeAcpAgent:
                     await self._replay(live)
                 await self._say(live, message(done))
                 return TurnResult("done" if done.ok else "error", 0, None if done.ok else done.text)
-        return await opened.run(text)
+        return await opened.run(text, images)
 
     async def _on_event(self, live: _Live, event: ev.Event) -> None:
         if isinstance(event, ev.ApprovalRequest):
@@ -504,6 +516,23 @@ def _prompt_text(prompt: Sequence[Any]) -> str:
         elif isinstance(block, ResourceContentBlock):
             pieces.append(block.uri)
     return "".join(pieces)
+
+
+async def _prompt_images(prompt: Sequence[Any]) -> list[ImageAttachment]:
+    """The prompt's images, each kept as a file (`save_attachment`) so the context names it;
+    a block that is not an image the client said it is: a JSON-RPC error in one line."""
+    images: list[ImageAttachment] = []
+    for block in prompt:
+        if not isinstance(block, ImageContentBlock):
+            continue
+        try:
+            data = base64.b64decode(block.data, validate=True)
+            suffix = mimetypes.guess_extension(block.mime_type) or ".img"
+            path = await asyncio.to_thread(save_attachment, data, suffix)
+            images.append(await attach_image(path))
+        except (binascii.Error, ValueError, OSError) as error:  # ImageError is a ValueError
+            raise _error(f"an image of the prompt cannot be read: {error}") from None
+    return images
 
 
 async def serve(

@@ -9,24 +9,37 @@ file after a `{"role": "_export_file", ...}` line naming it: readers of context 
 records whose role starts with `_` that they do not know.
 
 Everything written is masked (API keys); Markdown also shows control characters as stand-ins.
+
+Markdown links each image to a file written beside it (`ExportImages`: `<name>_images/`, each
+file named by its content); written to stdout, an image is a line saying so. JSON lines keep
+images as the records hold them (data: URLs).
 """
 
 from __future__ import annotations
 
+import hashlib
+import html
+import io
 import json
-from collections.abc import Iterator
+import re
+from collections.abc import Iterator, Sequence
 from pathlib import Path
+from urllib.parse import quote
 
 from kode_tui.masking import mask, mask_bytes
 from kode_tui.message import (
     COMPACTION_OUTPUT_PREFIX,
+    ContentPart,
+    ImageURLPart,
     Message,
     TextPart,
     ThinkPart,
+    data_url_bytes,
     is_checkpoint_note,
     is_dmail_note,
     is_from_system,
     is_system_note,
+    media_chips,
     split_tool_result,
     unwrap_system,
 )
@@ -39,6 +52,38 @@ from kode_tui.session.session import Session
 
 FORMATS = ("md", "jsonl")
 _SUMMARY_WIDTH = 80
+_IMAGE_TAG = re.compile(r"\s*(?:<image\b([^>]*)>|</image>)\s*")
+"""A text part that is only Kimi CLI's wrapper around an image part (`<image path="…">`)."""
+_PATH_ATTRIBUTE = re.compile(r'\bpath="([^"]*)"')
+_EXTENSIONS = {"JPEG": "jpg", "PNG": "png", "GIF": "gif", "WEBP": "webp"}
+
+
+class ExportImages:
+    """The images of a Markdown export, kept to be written beside it: `files` maps a path
+    relative to the Markdown file to the bytes of an image."""
+
+    def __init__(self, folder: str) -> None:
+        self.folder = folder
+        """The folder for the images, relative to the Markdown file (`notes_images`)."""
+        self.files: dict[str, bytes] = {}
+
+    def link(self, url: str, name: str) -> str:
+        """The Markdown showing the image of `url` (a `data:` URL): a link to its file, or a
+        line saying why it has none."""
+        from PIL import Image, UnidentifiedImageError
+
+        data = data_url_bytes(url)
+        if data is None:
+            return _image_note(name, "not held in the session")
+        try:
+            with Image.open(io.BytesIO(data)) as image:
+                extension = _EXTENSIONS.get(image.format or "", (image.format or "img").lower())
+        except (UnidentifiedImageError, OSError, ValueError, Image.DecompressionBombError):
+            return _image_note(name, "not a readable image")
+        path = f"{self.folder}/{hashlib.sha256(data).hexdigest()[:16]}.{extension}"
+        self.files[path] = data
+        alt = re.sub(r"[\[\]\\]", "", _inline(name))
+        return f"![{alt}]({quote(path)})\n\n"
 
 
 def generations(session: Session) -> list[tuple[Path, Rotation | None]]:
@@ -61,8 +106,9 @@ def export_jsonl(session: Session) -> Iterator[bytes]:
                 yield mask_bytes(line) + b"\n"
 
 
-def export_markdown(session: Session) -> Iterator[str]:
-    """The transcript, in pieces of Markdown."""
+def export_markdown(session: Session, images: ExportImages | None = None) -> Iterator[str]:
+    """The transcript, in pieces of Markdown; its images go to `images` (without, each is a
+    line saying it was not written)."""
     yield f"# {_inline(session.title)}\n\n"
     yield f"Session `{_inline(session.id)}`"
     if session.work_dir is not None:
@@ -76,28 +122,33 @@ def export_markdown(session: Session) -> Iterator[str]:
         if previous is not None and generation is not None:
             skip = common_prefix(previous.messages, generation.messages)
         previous = generation
-        yield from _messages(path, skip)
+        yield from _messages(path, skip, images)
         if rotation is not None:
             yield _marker(rotation)
 
 
-def _messages(path: Path, skip: int) -> Iterator[str]:
+def _messages(path: Path, skip: int, images: ExportImages | None) -> Iterator[str]:
     data = path.read_bytes()
     found = scan(data, path.name)
     history = History(SpanReader(path), found.message_starts, found.message_ends,
                       found.message_flags)  # fmt: skip
     for index in range(skip, len(history)):
-        yield from _message(history[index])
+        yield from _message(history[index], images)
 
 
-def _message(message: Message) -> Iterator[str]:
+def _message(message: Message, images: ExportImages | None) -> Iterator[str]:
     if message.role == "tool":
-        yield from _tool_result(message)
+        yield from _tool_result(message, images)
         return
-    texts = [part.text for part in message.parts if isinstance(part, TextPart)]
+    pictures = _pictures(message.parts, images)
+    texts = [
+        part.text
+        for part in message.parts
+        if isinstance(part, TextPart) and not (pictures and _IMAGE_TAG.fullmatch(part.text))
+    ]
     texts = [text for text in texts if not is_checkpoint_note(text)]
     thinking = [part.think for part in message.parts if isinstance(part, ThinkPart)]
-    if not (texts or thinking or message.tool_calls):
+    if not (texts or thinking or message.tool_calls or pictures):
         return
     if message.role == "user" and texts and is_dmail_note(texts[0]):
         yield f"> **D-Mail**\n>\n{_quote(unwrap_system(texts[0]))}\n\n"
@@ -115,17 +166,46 @@ def _message(message: Message) -> Iterator[str]:
         yield _details("Thinking", think)
     for text in texts:
         yield _text(text) + "\n\n"
+    yield from pictures
     for call in message.tool_calls or ():
         arguments = call.function.arguments or ""
         summary = f"Tool call: {call.function.name} {_shorten(arguments)}"
         yield _details(summary, _pretty(arguments), "json")
 
 
-def _tool_result(message: Message) -> Iterator[str]:
+def _tool_result(message: Message, images: ExportImages | None) -> Iterator[str]:
     is_error, status, output = split_tool_result(message.text)
     label = "Error" if is_error else "Result"
     summary = f"{label}: {status}" if status else label
+    media = [part for part in message.parts if not isinstance(part, TextPart | ThinkPart)]
+    output, _ = media_chips(output, media)
     yield _details(summary, output)
+    yield from _pictures(message.parts, images)
+
+
+def _pictures(parts: Sequence[ContentPart], images: ExportImages | None) -> list[str]:
+    """A paragraph for each image among `parts`, named by the path in the `<image path=…>`
+    text before it (Kimi CLI's wrapper), else `image N`."""
+    shown: list[str] = []
+    name = ""
+    for part in parts:
+        if isinstance(part, TextPart) and (tag := _IMAGE_TAG.fullmatch(part.text)):
+            path = _PATH_ATTRIBUTE.search(tag.group(1) or "")
+            name = html.unescape(path.group(1)) if path else name
+        elif isinstance(part, ImageURLPart):
+            label = Path(name).name if name else f"image {len(shown) + 1}"
+            url = part.image_url.url
+            if images is None:
+                shown.append(_image_note(label, "written beside the file with -o FILE only"))
+            else:
+                shown.append(images.link(url, label))
+            name = ""
+    return shown
+
+
+def _image_note(name: str, why: str) -> str:
+    """A paragraph saying why an image is not linked."""
+    return f"*[image {_inline(name)}: {why}]*\n\n"
 
 
 def _marker(rotation: Rotation) -> str:

@@ -11,6 +11,7 @@ import contextlib
 import json
 import logging
 import os
+import re
 import shlex
 import shutil
 import uuid
@@ -474,11 +475,16 @@ def _turn_begin_input(line: bytes) -> str | list[Any] | None:
     return user_input if isinstance(user_input, str | list) else None
 
 
+_MEDIA_WRAPPER = re.compile(r"</?(?:image|audio|video)\b[^>]*>")
+"""A text part Kimi CLI wraps an attached image (audio, video) in: not part of a title."""
+
+
 def _input_text(user_input: str | list[Any]) -> str:
     if isinstance(user_input, str):
         return user_input
     parts = (part for part in user_input if isinstance(part, dict) and part.get("type") == "text")
-    return " ".join(part["text"] for part in parts if isinstance(part.get("text"), str))
+    texts = (part["text"] for part in parts if isinstance(part.get("text"), str))
+    return " ".join(text for text in texts if not _MEDIA_WRAPPER.fullmatch(text))
 
 
 def _shorten(text: str, width: int) -> str:

@@ -6,13 +6,14 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Sequence
+import os
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from kode_tui import masking
-from kode_tui.config import Config, LoopControl, ModelChoice, resolve_model
+from kode_tui.config import Config, LoopControl, ModelChoice, WebConfig, resolve_model
 from kode_tui.message import is_checkpoint_note
 from kode_tui.paths import canonical
 from kode_tui.paths import home as kode_home
@@ -21,7 +22,7 @@ from kode_tui.session.journal import FileJournal
 from kode_tui.session.metadata import kimi_share_dir
 from kode_tui.session.snapshot import WorkSnapshot
 from kode_tui.session.state import ApprovalMode
-from kode_tui.soul import prompts
+from kode_tui.soul import prompts, vision
 from kode_tui.soul.approval import Approval
 from kode_tui.soul.compaction import load_strategy
 from kode_tui.soul.hooks import Hooks
@@ -29,6 +30,7 @@ from kode_tui.soul.llm import ChatProvider
 from kode_tui.soul.llm.demo import DemoProvider
 from kode_tui.soul.project import ProjectContextSource
 from kode_tui.soul.reminders import Reminders
+from kode_tui.soul.skills import Skills
 from kode_tui.soul.soul import KodeSoul, LoopSettings
 from kode_tui.soul.subagents.definitions import list_agents
 from kode_tui.soul.subagents.store import SubagentStore
@@ -41,6 +43,7 @@ from kode_tui.tools.files import ReadFile, StrReplaceFile, WriteFile
 from kode_tui.tools.glob import Glob
 from kode_tui.tools.grep import Grep
 from kode_tui.tools.mcp_client import McpServer, McpServers, mcp_variables
+from kode_tui.tools.media import ReadMediaFile
 from kode_tui.tools.plan import EnterPlanMode, ExitPlanMode
 from kode_tui.tools.sandbox import Sandbox
 from kode_tui.tools.sandbox import Settings as SandboxSettings
@@ -49,6 +52,8 @@ from kode_tui.tools.shell import Shell
 from kode_tui.tools.tasks import TaskList, TaskOutput, TaskStop
 from kode_tui.tools.todo import SetTodoList
 from kode_tui.tools.toolset import Toolset
+from kode_tui.tools.web import FetchURL
+from kode_tui.tools.web_search import search_tool
 from kode_tui.wire import WireBus
 from kode_tui.wire import events as ev
 from kode_tui.wire.recorder import WireRecorder
@@ -99,6 +104,7 @@ def make_provider(choice: ModelChoice, loop: LoopControl | None = None) -> ChatP
         max_context_size=choice.max_context_size,
         timeout=(loop or LoopControl()).request_timeout,
         first_token_timeout=(loop or LoopControl()).first_token_timeout,
+        images=vision.supports_images(choice),
     )
 
 
@@ -115,13 +121,21 @@ def loop_settings(loop: LoopControl) -> LoopSettings:
 
 
 def make_toolset(
-    denwa_renji: DenwaRenji | None, *, sandboxed: bool = False, subagents: AgentTool | None = None
+    denwa_renji: DenwaRenji | None,
+    *,
+    sandboxed: bool = False,
+    subagents: AgentTool | None = None,
+    web: WebConfig | None = None,
+    environ: Mapping[str, str] | None = None,
 ) -> Toolset:
-    """Kimi's tool set: files, search, shell and its background tasks, todos, questions to the
-    user, plan mode, `Agent` (`subagents`, when given), and SendDMail when D-Mail is on.
+    """Kimi's tool set: files (images too), search, shell and its background tasks, todos,
+    questions to the user, plan mode, FetchURL, `Agent` (`subagents`, when given), SendDMail
+    when D-Mail is on, and SearchWeb when `web` names a search provider whose key is in
+    `environ`.
     `sandboxed`: the model's commands run in the sandbox (its description says so)."""
     tools: list[Tool[Any]] = [
         ReadFile(),
+        ReadMediaFile(),
         WriteFile(),
         StrReplaceFile(),
         Glob(),
@@ -134,7 +148,11 @@ def make_toolset(
         AskUserQuestion(),
         EnterPlanMode(),
         ExitPlanMode(),
+        FetchURL(web),
     ]
+    search = search_tool(web or WebConfig(), os.environ if environ is None else environ)
+    if search is not None:
+        tools.append(search)
     if subagents is not None:
         tools.append(subagents)
     if denwa_renji is not None:
@@ -220,7 +238,9 @@ async def open_agent(
     toolset = (
         Toolset(tools)
         if tools is not None
-        else make_toolset(denwa_renji, sandboxed=sandbox is not None, subagents=subagents)
+        else make_toolset(
+            denwa_renji, sandboxed=sandbox is not None, subagents=subagents, web=config.web
+        )
     )
     mcp = (
         McpServers(config.mcp, work_dir=work_dir, log_dir=session.dir)
@@ -252,11 +272,15 @@ async def open_agent(
         bus=bus,
         tasks=BackgroundTasks(session.dir / "tasks", bus=bus, session_id=session.id),
     )
+    skills = Skills(work_dir)
+    env.skill_file = skills.covers  # ReadFile reads what the prompt lists without asking
     provider = provider or make_provider(choice, config.loop_control)
     compaction = load_strategy(
         config.compaction.strategy, {ChatProvider: provider, Config: config, Path: work_dir}
     )
-    project = ProjectContextSource(work_dir, custom=config.context.custom, watch=watch_project)
+    project = ProjectContextSource(
+        work_dir, custom=config.context.custom, watch=watch_project, skills=skills
+    )
     project.start()
     soul = KodeSoul(
         context=context,
@@ -265,7 +289,12 @@ async def open_agent(
         toolset=toolset,
         env=env,
         approval=Approval(
-            bus, session.state, save_state, override=approval_override, sandbox=sandbox is not None
+            bus,
+            session.state,
+            save_state,
+            override=approval_override,
+            sandbox=sandbox is not None,
+            sandbox_network=sandbox is not None and sandbox.settings.network,
         ),
         denwa_renji=denwa_renji,
         settings=loop_settings(config.loop_control),
@@ -290,9 +319,14 @@ async def open_agent(
         )
         if config.sandbox.enabled:
             soul.add_notice(soul.sandbox_off)
+    env.takes_images = lambda: vision.takes_images(soul.provider)  # follows /model
     subagents.attach(soul)
     for problem in agents.problems:
         soul.add_notice(problem.message)
+    # Read now so the skills' problems are told at open with the other notices; each request
+    # reads them again (an edited SKILL.md counts from the next one).
+    for skill_problem in (await asyncio.to_thread(skills.listing)).problems:
+        soul.add_notice(skill_problem.message)
     if session.ignored_grants:
         soul.add_notice(
             f"{session.dir} is not in your session stores, so what it saved as approvals "

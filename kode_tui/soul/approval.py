@@ -3,11 +3,13 @@
 The user is asked with an `ApprovalRequest` on the wire; whoever shows it (the UI, or print mode)
 calls `resolve()`. Modes: `ask` asks for every edit and command; `auto-edit` lets edits in the work
 dir through; `sandbox` lets edits in the work dir and Shell commands through, the commands
-running in the sandbox (`kode_tui.tools.sandbox`; offered only where it works); `yolo` lets
-everything through. A call outside the work dir asks every time unless in yolo, and "approve for
-session" does not cover it. A call whose permission says `always_ask` (a write that can make
-tools run code, see `kode_tui.tools.protected`) asks every time in every mode, yolo included, and
-is never remembered for the session.
+running in the sandbox (`kode_tui.tools.sandbox`; offered only where it works), and a FetchURL
+of a public host when the sandbox's commands reach the network too (`[sandbox] network = true`:
+the user let the agent reach the network unasked there); `yolo` lets
+everything through. A call outside the work dir, or a FetchURL of a private address, asks every
+time unless in yolo, and "approve for session" does not cover it. A call whose permission says
+`always_ask` (a write that can make tools run code, see `kode_tui.tools.protected`) asks every
+time in every mode, yolo included, and is never remembered for the session.
 
 Where the sandbox works, the model's Shell commands run in it in every mode: with the profile
 `open` in yolo (writable and networked, protected paths read-only), `workspace` otherwise.
@@ -105,15 +107,17 @@ class Approval:
         *,
         override: ApprovalMode | None = None,
         sandbox: bool = False,
+        sandbox_network: bool = False,
     ) -> None:
         """`override` (`--yolo`, `--permission-mode`) holds for this run only and is not saved
         to state.json. `sandbox`: whether Shell commands run in the sandbox here (the `sandbox`
-        mode is offered only then)."""
+        mode is offered only then); `sandbox_network`: whether they reach the network there."""
         self._bus = bus
         self._state = state
         self._save_state = save_state
         self._override = override
         self.sandbox = sandbox
+        self.sandbox_network = sandbox and sandbox_network
         if override == "plan" and state.approval_mode != "plan":
             state.mode_before_plan = state.approval_mode  # `--permission-mode plan`, this run
         if (override or state.approval_mode) == "plan":
@@ -256,12 +260,14 @@ class Approval:
             return permission.scope in self._state.session_approvals and permission.kind == "read"
         if self.mode == "yolo":
             return True
-        if permission.outside_work_dir:
+        if permission.outside_work_dir or permission.private_address:
             return False
         if self.mode in ("auto-edit", "sandbox") and permission.kind == "edit":
             return True
         if self.mode == "sandbox" and permission.kind == "shell":
             return True  # in the sandbox
+        if self.mode == "sandbox" and permission.network and self.sandbox_network:
+            return True  # as a networked command in the sandbox would
         return permission.scope in self._state.session_approvals
 
     async def request(
@@ -308,6 +314,16 @@ class Approval:
             )
             await self._save()
         return response
+
+    def asker(self, tool_name: str, tool_call_id: str) -> Callable[[Permission], Awaitable[bool]]:
+        """How a running call asks for more than its own permission covered (a FetchURL
+        redirect to another host, `ToolEnv.ask`): as a call of its own would; True if allowed."""
+
+        async def ask(permission: Permission) -> bool:
+            response = await self.request(tool_name, tool_call_id, permission)
+            return response in ("approve", "approve_for_session")
+
+        return ask
 
     async def _save(self) -> None:
         """Save the state (mode and scopes), and tell the views of it."""

@@ -41,7 +41,7 @@ from typing import Any, Literal
 from kode_tui.pathnames import is_within
 from kode_tui.paths import home as kode_home
 from kode_tui.paths import tilde
-from kode_tui.safetext import visible
+from kode_tui.soul.markdown_files import SourceFolder, one_line
 from kode_tui.soul.project_files import DataError, parse_yaml, scalar_text
 
 __all__ = [
@@ -53,7 +53,9 @@ __all__ = [
     "split_arguments",
 ]
 
-Source = Literal["project", "claude", "user"]
+Source = Literal["project", "claude", "user", "skill"]
+_Folder = SourceFolder[Source]
+"""Which folder a command comes from; `skill`: a skill's `/skill:NAME` (`kode_tui.soul.skills`)."""
 
 MAX_BYTES = 256 * 1024
 """A prompt, not a data file: a larger one is refused."""
@@ -79,7 +81,8 @@ class CustomCommand:
     name: str
     """With its slash, lower-cased: `/review`, `/frontend:test`."""
     body: str
-    """The prompt before its placeholders are replaced."""
+    """The prompt before its placeholders are replaced (empty for a skill's `/skill:NAME`,
+    whose `SKILL.md` is read when it runs)."""
     description: str
     """One line, safe to show: the front matter's, else the body's first line."""
     argument_hint: str
@@ -159,15 +162,6 @@ def expand(command: CustomCommand, arguments: str) -> str:
 # --- reading the folders --------------------------------------------------------------------------
 
 
-@dataclass(frozen=True, slots=True)
-class _Folder:
-    path: Path
-    source: Source
-    confine: Path
-    """The real path of a command file must lie in this."""
-    confine_shown: str
-
-
 class CustomCommands:
     """The custom commands of one work dir, read again whenever a file changes."""
 
@@ -236,8 +230,8 @@ class CustomCommands:
                     problems.append(
                         CommandProblem(
                             None,
-                            f"{self._shown(folder, folder.path)} holds more than {MAX_FILES} "
-                            "command files: the rest are not read.",
+                            f"{folder.shown(folder.path, self._work_dir)} holds more than "
+                            f"{MAX_FILES} command files: the rest are not read.",
                         )
                     )
                     return
@@ -246,8 +240,8 @@ class CustomCommands:
                     problems.append(
                         CommandProblem(
                             None,
-                            f"{self._shown(folder, path)} is not read: a command name is letters, "
-                            "digits, - and _.",
+                            f"{folder.shown(path, self._work_dir)} is not read: a command "
+                            "name is letters, digits, - and _.",
                         )
                     )
                     continue
@@ -258,13 +252,8 @@ class CustomCommands:
                     version = (-1, -1)  # a dangling symlink: _load says why
                 yield "/" + ":".join(parts).lower(), path, version
 
-    def _shown(self, folder: _Folder, path: Path) -> str:
-        if folder.source == "user":
-            return visible(tilde(path), multiline=False)
-        return visible(str(path.relative_to(self._work_dir)), multiline=False)
-
     def _load(self, folder: _Folder, name: str, path: Path) -> CustomCommand | CommandProblem:
-        shown = self._shown(folder, path)
+        shown = folder.shown(path, self._work_dir)
 
         def problem(why: str) -> CommandProblem:
             return CommandProblem(name, f"{name}: {shown} {why}")
@@ -290,8 +279,8 @@ class CustomCommands:
         return CustomCommand(
             name=name,
             body=body,
-            description=_label(description),
-            argument_hint=_label(fields.get("argument-hint", "")),
+            description=one_line(description, LABEL_CHARS),
+            argument_hint=one_line(fields.get("argument-hint", ""), LABEL_CHARS),
             model=fields.get("model") or None,
             path=path,
             shown_path=shown,
@@ -368,10 +357,3 @@ def _key_values(raw: str) -> dict[str, str] | None:
             return None
         fields[match.group(1)] = match.group(2).strip()
     return fields
-
-
-def _label(text: str) -> str:
-    text = " ".join(text.split())
-    if len(text) > LABEL_CHARS:
-        text = text[: LABEL_CHARS - 1] + "…"
-    return visible(text, multiline=False)

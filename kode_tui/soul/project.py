@@ -1,5 +1,6 @@
 """The project context of one session: collected once, off the event loop, and again when a
-watched file (AGENTS.md, README, style configs, the git branch) changed or the user asks."""
+watched file (AGENTS.md, README, style configs, the git branch) changed or the user asks; then
+the skills' names and descriptions, read for each request (`kode_tui.soul.skills`)."""
 
 from __future__ import annotations
 
@@ -15,13 +16,17 @@ from kode_tui.soul.project_context import (
     collect,
     format_system_prompt,
 )
+from kode_tui.soul.skills import Skills, with_skills
 
 log = logging.getLogger(__name__)
 
 
 class ProjectContextSource:
-    def __init__(self, work_dir: Path, *, custom: str = "", watch: bool = True) -> None:
+    def __init__(
+        self, work_dir: Path, *, custom: str = "", watch: bool = True, skills: Skills | None = None
+    ) -> None:
         self._work_dir = work_dir
+        self._skills = skills
         self._custom = custom
         self._watch = watch
         self._current: ProjectContext | None = None
@@ -29,6 +34,11 @@ class ProjectContextSource:
         self._watcher: ProjectContextWatcher | None = None
         self._missed = False
         """A watched file changed while the context was being collected."""
+
+    @property
+    def skills(self) -> Skills | None:
+        """The skills listed after the project context (None: none are read here)."""
+        return self._skills
 
     @property
     def current(self) -> ProjectContext | None:
@@ -55,7 +65,10 @@ class ProjectContextSource:
         """The system prompt of the next request (`base` with the project context), and its
         parts with their estimated tokens."""
         context = await self.get()
-        return format_system_prompt(base, context), block_sizes(base, context)
+        prompt, blocks = format_system_prompt(base, context), block_sizes(base, context)
+        if self._skills is None:
+            return prompt, blocks
+        return with_skills(prompt, blocks, await asyncio.to_thread(self._skills.listing))
 
     async def refresh(self) -> ProjectContext:
         """Collect again now (`/context refresh`)."""

@@ -600,6 +600,8 @@ class KodeSoul:
         env = self._env_of(prepared)
         if prepared.error is None:
             assert prepared.tool is not None
+            asker = self.approval.asker(prepared.tool.name, prepared.call.id)
+            env = dataclasses.replace(env, ask=asker)  # a FetchURL redirect asks with it
             blocked = await self.hooks.before_tool(prepared.call)
             if blocked is not None:  # as a rejection with feedback: the turn goes on
                 return blocked, False

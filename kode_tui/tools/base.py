@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, Generic, Literal, TypeVar
 
 from pydantic import BaseModel
 
-from kode_tui.message import ContentPart
+from kode_tui.message import ContentPart, TextPart
 from kode_tui.pathnames import is_within, unescape_name
 from kode_tui.session.journal import FileJournal
 from kode_tui.session.snapshot import WorkSnapshot
@@ -59,7 +59,9 @@ class ToolOutput:
     is_error: bool = False
     display: Sequence[DisplayBlock] = ()
     parts: Sequence[ContentPart] = ()
-    """Images (and other media) the model is given after `output` (an MCP tool's)."""
+    """Images (and other media) the model is given after `output` (an MCP tool's), with the
+    text parts around them when the tool gives Kimi's form (ReadMediaFile's `<image path=…>`
+    and `</image>`): the context keeps them in order, the wire joins their text into `output`."""
     blocked: str = ""
     """Why a Shell command failed (or was undone) because of the sandbox, e.g. `it needs the
     network (off in the sandbox)`; the soul then offers to run it outside."""
@@ -74,10 +76,10 @@ class ToolOutput:
         return ToolResult(
             tool_call_id=tool_call_id,
             is_error=self.is_error,
-            output=self.output,
+            output=self.output + "".join(p.text for p in self.parts if isinstance(p, TextPart)),
             message=self.message,
             display=self.blocks(),
-            parts=list(self.parts),
+            parts=[part for part in self.parts if not isinstance(part, TextPart)],
         )
 
 
@@ -104,11 +106,20 @@ class Permission:
     offered, e.g. `writes here can make tools run code`; empty for an ordinary call."""
     plan: PlanAsk | None = None
     """ExitPlanMode's: the choices its request offers (`ApprovalRequest.plan`)."""
+    private_address: str = ""
+    """Why the call reaches an address off the public internet (FetchURL of `localhost`,
+    which `resolves to 127.0.0.1, a loopback address`): like a call outside the work dir, it
+    asks every time in every mode but yolo, with no session approval offered."""
+    network: bool = False
+    """The call reaches a public host on the network itself (FetchURL): in the sandbox mode it
+    runs without asking when the sandbox's commands reach the network (`[sandbox] network =
+    true`), as a networked Shell command does there."""
 
     @property
     def asks_every_time(self) -> bool:
-        """Whether no session approval may cover the call (outside the work dir, or protected)."""
-        return self.outside_work_dir or bool(self.always_ask)
+        """Whether no session approval may cover the call (outside the work dir, a private
+        address, or protected)."""
+        return self.outside_work_dir or bool(self.private_address) or bool(self.always_ask)
 
 
 @dataclass(slots=True)
@@ -132,6 +143,17 @@ class ToolEnv:
     tasks: BackgroundTasks | None = None
     """The session's background tasks (`Shell(run_in_background)`, TaskList, TaskOutput,
     TaskStop); None: none can run here."""
+    skill_file: Callable[[Path], bool] | None = None
+    """Whether a path lies in the folder of a skill the system prompt lists (ReadFile,
+    ReadMediaFile, Glob and Grep read there without asking, wherever the folder is); None: no
+    skills here."""
+    ask: Callable[[Permission], Awaitable[bool]] | None = None
+    """Asks the session's approval, while the call runs, for more than its permission covered
+    (a FetchURL redirect to another host): True when allowed. None: no one can be asked, so the
+    tool stops there instead."""
+    takes_images: Callable[[], bool] | None = None
+    """Whether the model in use now takes images (ReadMediaFile loads none for one that does
+    not); None: it does."""
 
     def resolve(self, raw: str) -> Path:
         """`raw` as an absolute, normalised path (relative ones are taken from the work dir).

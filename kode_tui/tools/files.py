@@ -47,12 +47,16 @@ MAX_LINES = 1000
 
 
 def read_outside_permission(env: ToolEnv, path: Path, description: str) -> Permission | None:
-    """The approval a read of `path` needs: none inside the work dir, else one per directory.
+    """The approval a read of `path` needs: none inside the work dir nor in the folder of a
+    skill the system prompt lists (read, listed and searched as it tells the model to), else
+    one per directory.
 
     The scope is the directory that is really read (symlinks followed), so approving reads in
     one place never covers a link that leads somewhere else.
     """
     if env.is_inside(path):
+        return None
+    if env.skill_file is not None and env.skill_file(path):
         return None
     # realpath, not resolve(): a symlink loop must ask like any other outside path, not
     # raise out of the approval (which crashed the turn).

@@ -44,11 +44,12 @@ from kode_tui.ui.themes import configured_theme, register_themes, watch_user_the
 from kode_tui.ui.travel import TimeTravelActions
 from kode_tui.ui.widgets.prompt import PromptInput
 from kode_tui.ui.widgets.prompt_habits import shell_command
+from kode_tui.ui.widgets.prompt_images import Images, queued_line
 
 if TYPE_CHECKING:
     # The config, the facade (the session engine, the agent: tools, compaction, project
     # context), the wire and the panes load after the first frame.
-    from kode_tui.config import Config, ModelChoice
+    from kode_tui.config import Config, ModelChoice, PictureSetting
     from kode_tui.soul.facade import (
         AgentSession,
         ChatProvider,
@@ -137,7 +138,7 @@ class KodeApp(
         self._config_file = config_file
         self._pick_session = pick_session
         self._turn: Worker[None] | None = None
-        self._queue: list[str | CommandPrompt] = []
+        self._queue: list[tuple[str | CommandPrompt, Images]] = []  # each with its images
         self._ctrl_c_at = -CTRL_C_WINDOW_S
         self._agent_starting = False
         """Between the session being on screen and its agent being ready (or failing)."""
@@ -152,6 +153,11 @@ class KodeApp(
     def config(self) -> Config:
         assert self._config is not None, "the config is read after the first frame"
         return self._config
+
+    @property
+    def pictures(self) -> PictureSetting:
+        """How the conversation draws images (the config's `pictures`; `auto` before it is read)."""
+        return self._config.pictures if self._config is not None else "auto"
 
     @property
     def choice(self) -> ModelChoice:
@@ -336,7 +342,7 @@ class KodeApp(
         # again and again while answers stream (its pauses were the longest stalls).
         gc.freeze()
         if self._queue:  # typed while the agent was starting
-            self.send(self._queue.pop(0))
+            self.send(*self._queue.pop(0))
             self._queue_changed()
 
     @work(exclusive=True, group="follow", exit_on_error=False)
@@ -472,10 +478,13 @@ class KodeApp(
 
     @on(PromptInput.Submitted)
     def _submitted(self, event: PromptInput.Submitted) -> None:
-        text = event.text
-        self._history.append(text)
-        prompt_history.append(self._history_file, text)
+        text, images = event.text, event.images
+        if text:
+            self._history.append(text)
+            prompt_history.append(self._history_file, text)
         command = shell_command(text)
+        if (command is not None or commands.parse(text) or self.read_only) and images:
+            event.prompt.image_chips.put_back(images)  # only a message to the model takes them
         if command is not None:
             self.run_shell(command, event.prompt)
             return
@@ -488,44 +497,48 @@ class KodeApp(
             event.prompt.text = text
             self.notify("This session is read-only: /new starts one you can write.")
             return
-        self.send(text)
+        self.send(text, images)
 
-    def send(self, text: str | CommandPrompt) -> None:
-        """Send a message (or a custom command's) to the agent: now, or when the turn ends."""
+    def send(self, text: str | CommandPrompt, images: Images = ()) -> None:
+        """Send a message (or a custom command's) to the agent, with the images attached to it:
+        now, or when the turn ends."""
         opened = self.agent_session
         if opened is not None and opened.read_only is not None:
             self.notify("This session is read-only.", severity="warning")
             return
         if opened is None or not opened.started:
-            self._queue.append(text)
+            self._queue.append((text, images))
             self._queue_changed()
             self.notify("The agent is starting: your message goes as soon as it is ready.")
             return
         if self._turn is not None and self._turn.is_running:
             # Shown under the prompt until it goes (↑ takes it back, Ctrl+X drops it).
-            self._queue.append(text)
+            self._queue.append((text, images))
             self._queue_changed()
             return
         self._turn = self.run_worker(
-            self._run_turn(opened, text), group="turn", exit_on_error=False
+            self._run_turn(opened, text, images), group="turn", exit_on_error=False
         )
         self.refresh_bindings()
 
-    async def _run_turn(self, opened: AgentSession, text: str | CommandPrompt) -> None:
+    async def _run_turn(
+        self, opened: AgentSession, text: str | CommandPrompt, images: Images
+    ) -> None:
         prompt = self.screen.query_one(PromptInput) if self._attached() else None
         if prompt is not None:
             prompt.busy = True
         try:
             with self._notifier().turn(opened.bus) as turn:
                 if isinstance(text, str):
-                    result = await opened.run(text)
+                    result = await opened.run(text, images)
                 else:
                     result = await opened.custom.run(text)
                 turn.failed = result.stop_reason == "error"
-            unsent = turn.failed or result.stop_reason == "blocked"  # blocked by a hook
+            unsent = turn.failed or result.stop_reason == "blocked"  # a hook's, or no vision
             if unsent and result.steps <= 1 and prompt is not None and not prompt.text:
                 # The model never answered it: ready to send again, as it was typed.
                 prompt.text = text if isinstance(text, str) else text.typed
+                prompt.image_chips.put_back(images)
                 self.notify("Your message is back in the prompt: fix that, then Enter.")
         finally:
             if prompt is not None:
@@ -549,12 +562,12 @@ class KodeApp(
                 return  # the app is closing: its turn was cancelled after the last screen went
             self.refresh_bindings()
             if self._queue:
-                self.send(self._queue.pop(0))
+                self.send(*self._queue.pop(0))
                 self._queue_changed()
 
     def _queue_changed(self) -> None:
         """Show the queue as it is now under the prompt."""
-        shown = [text if isinstance(text, str) else text.typed for text in self._queue]
+        shown = [queued_line(text, images) for text, images in self._queue]
         for screen in self.screen_stack:
             if isinstance(screen, MainScreen):
                 screen.show_queue(shown)
@@ -563,11 +576,12 @@ class KodeApp(
     def _take_queued(self, event: MainScreen.QueuedTaken) -> None:
         if not self._queue:
             return
-        text = self._queue.pop()
+        text, images = self._queue.pop()
         self._queue_changed()
         if event.edit:
             prompt = self.screen.query_one(PromptInput)
             prompt.text = text if isinstance(text, str) else text.typed
+            prompt.image_chips.put_back(images)
             prompt.move_cursor(prompt.document.end)
         else:
             self.notify("Not sent: dropped from the queue (↑ history still has it).", timeout=3)
@@ -584,8 +598,9 @@ class KodeApp(
             self.action_interrupt()
             return
         prompt = self.focused if isinstance(self.focused, PromptInput) else None
-        if prompt is not None and prompt.text:
+        if prompt is not None and (prompt.text or prompt.image_chips.images):
             prompt.clear()
+            prompt.image_chips.take()
             return
         now = time.monotonic()
         if now - self._ctrl_c_at < CTRL_C_WINDOW_S:
@@ -612,13 +627,7 @@ class KodeApp(
             self.run_command("/think", opened.thinking.following())
 
     def action_help(self) -> None:
-        from kode_tui.ui.screens.help import HelpScreen, collect_bindings, focused_help
-
-        # The app's own keys first; a text area's or a list's keys are every one's, folded.
-        rows = collect_bindings(self, generic=False)
-        rows.sort(key=lambda row: row[2] != "App")
-        generic = collect_bindings(self, generic=True)
-        self.push_screen(HelpScreen(rows, focused_help(self), commands.help_rows(self), generic))
+        self.push_screen(commands.help_screen(self))
 
     def get_system_commands(self, screen: Screen[object]):  # type: ignore[no-untyped-def]
         yield from super().get_system_commands(screen)

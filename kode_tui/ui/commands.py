@@ -27,6 +27,7 @@ from textual.markup import escape
 from textual.notifications import SeverityLevel
 
 if TYPE_CHECKING:
+    from textual.app import App
     from textual.screen import Screen
     from textual.theme import Theme
 
@@ -437,6 +438,17 @@ def completions(host: CommandHost | None = None) -> list[tuple[str, str]]:
     rows = [(c.name, _help_text(c.usage, c.help)) for c in SCREEN_COMMANDS.values()]
     rows += [(c.name, _help_text(c.hint, c.description)) for c in COMMANDS]
     return rows + [(custom.name, _custom_help(custom)) for custom in _custom(host)]
+
+
+def help_screen(app: App[Any]) -> Screen[None]:
+    """F1: the app's own keys first (a text area's or a list's keys are every one's, folded),
+    then the commands (`help_rows`)."""
+    from kode_tui.ui.screens.help import HelpScreen, collect_bindings, focused_help
+
+    rows = collect_bindings(app, generic=False)
+    rows.sort(key=lambda row: row[2] != "App")
+    generic = collect_bindings(app, generic=True)
+    return HelpScreen(rows, focused_help(app), help_rows(cast("CommandHost", app)), generic)
 
 
 def help_rows(host: CommandHost) -> list[tuple[str, str]]:

@@ -428,6 +428,22 @@ async def test_title_joins_the_text_parts_of_a_part_list(work_dir: Path) -> None
     assert session.title == "Look at this screenshot"
 
 
+async def test_title_leaves_out_the_tags_kimi_wraps_an_attached_image_in(work_dir: Path) -> None:
+    session = await session_with_wire(
+        work_dir,
+        turn_begin(
+            [
+                {"type": "text", "text": "What is this?"},
+                {"type": "text", "text": '<image path="/home/me/shot.png">'},
+                {"type": "image_url", "image_url": {"url": "data:image/png;base64,AAAA"}},
+                {"type": "text", "text": "</image>"},
+            ]
+        ),
+    )
+
+    assert session.title == "What is this?"
+
+
 async def test_a_long_title_keeps_its_words_up_to_200_chars_for_views_to_cut(
     work_dir: Path,
 ) -> None:

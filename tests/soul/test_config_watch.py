@@ -23,6 +23,7 @@ def test_a_change_is_said_in_a_few_words_with_what_waits() -> None:
         loop_control=LoopControl(max_retries_per_step=4),
         hooks=[HookConfig(event="Stop", command="true")],
         default_model="two",
+        pictures="off",
     )
 
     assert what_changed(old, new) == [
@@ -30,6 +31,7 @@ def test_a_change_is_said_in_a_few_words_with_what_waits() -> None:
         "model one changed",
         "model gone removed",
         "loop_control changed",
+        "pictures changed",
         "hooks: from the next session",
         "default_model: at the next start",
     ]

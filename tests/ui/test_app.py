@@ -97,7 +97,7 @@ async def test_escape_interrupts_and_a_queued_message_is_sent_after(project: Pat
         await send(pilot, "first")
         await wait_for(pilot, lambda: "Thinking about it" in screen_text(app))
         await send(pilot, "second")  # typed while the turn runs: queued
-        assert app._queue == ["second"]
+        assert app._queue == [("second", ())]  # with no images
         await pilot.press("escape")
         await wait_for(pilot, lambda: len(provider.requests) == 2 and not turn_running(app))
         assert "Second answer." in screen_text(app)

@@ -29,6 +29,7 @@ from kode_tui.ui.widgets.blocks import (
     DetailBlock,
     MarkerBlock,
     NoticeBlock,
+    PictureBlock,
     PruneMarker,
     ThinkingBlock,
     UserBlock,
@@ -80,6 +81,8 @@ def describe(conversation: Conversation) -> list[str]:
             lines.append(f"{block.kind}: {block.text}")
         elif isinstance(block, MarkerBlock):
             lines.append(f"marker: {block.text}")
+        elif isinstance(block, PictureBlock):
+            lines.append("picture")
         else:
             lines.append(f"? {type(block).__name__}")
     return lines
@@ -473,6 +476,7 @@ async def test_restored_markers_d_mail_errors_and_rejections() -> None:
         await pilot.pause()
         assert describe(conversation) == [
             "user: Look at this [image · 3 B]",
+            "picture",
             "thinking: Try both.",
             "assistant: Trying.",
             "tool: ▸ WriteFile a  ⊘ Rejected",

@@ -17,6 +17,15 @@ from kode_tui.session.earlier import EarlierContexts, read_earlier
 from kode_tui.session.search import Match
 from kode_tui.session.timetravel import Comparison, ContextSnapshot, FileAction, FilePlan
 from kode_tui.soul.approval import SessionPermission
+from kode_tui.soul.attachments import (
+    IMAGE_SUFFIXES,
+    ImageAttachment,
+    attach_image,
+    attachments_dir,
+    mentioned_images,
+    pasted_paths,
+    save_attachment,
+)
 from kode_tui.soul.compacting import CompactionPlan
 from kode_tui.soul.context_report import ContextReport
 from kode_tui.soul.cost import CostReport
@@ -45,12 +54,14 @@ from kode_tui.soul.soul import TurnResult
 from kode_tui.soul.stream_json import StreamJson
 from kode_tui.soul.timetravel import RevertOutcome, RewindPoint
 from kode_tui.soul.transcript import PastResults, stored_result
+from kode_tui.tools.images import ImageError
 from kode_tui.tools.mcp_client import McpServerInfo, McpToolInfo
 from kode_tui.wire.bus import Subscription, WireBus
 
 __all__ = [
     "COMMANDS",
     "COMPACTION_OUTPUT_PREFIX",
+    "IMAGE_SUFFIXES",
     "AgentSession",
     "ChatProvider",
     "Checkpoint",
@@ -75,6 +86,8 @@ __all__ = [
     "FileChange",
     "FilePlan",
     "Found",
+    "ImageAttachment",
+    "ImageError",
     "LineageNote",
     "Match",
     "McpServerInfo",
@@ -101,8 +114,13 @@ __all__ = [
     "TaskView",
     "TurnResult",
     "WireBus",
+    "attach_image",
+    "attachments_dir",
+    "mentioned_images",
+    "pasted_paths",
     "read_earlier",
     "read_record",
+    "save_attachment",
     "stored_result",
     "typed_text",
     "watch_config",

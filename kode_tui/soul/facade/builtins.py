@@ -8,12 +8,14 @@ session's parts, and returns a `CommandReport` whose text reads the same everywh
 
 from __future__ import annotations
 
+import asyncio
 import re
 from dataclasses import dataclass
 
 from kode_tui.errors import ConfigError
 from kode_tui.humanize import plural
 from kode_tui.message import is_checkpoint_note
+from kode_tui.paths import home, tilde
 from kode_tui.session.compare import CheckpointDiff
 from kode_tui.session.search import Match
 from kode_tui.soul.context_report import ContextReport
@@ -30,6 +32,8 @@ from kode_tui.soul.facade.session import AgentSession
 from kode_tui.soul.facade.tasks import task_line
 from kode_tui.soul.hooks import CompactionBlocked
 from kode_tui.soul.llm import LLMError
+from kode_tui.soul.markdown_files import one_line
+from kode_tui.soul.skills import SkillListing, Skills
 
 __all__ = ["COMMANDS", "Compared", "Found", "checkpoint_list", "context_text"]
 
@@ -540,7 +544,52 @@ async def _tasks(opened: AgentSession, argument: str, asker: Asker | None) -> Co
     return report("\n".join(lines), data=views)
 
 
+@COMMANDS.command(
+    "/skills", "", "Skills: where each comes from and its tokens in the prompt", needs_agent=False
+)
+async def _skills(opened: AgentSession, argument: str, asker: Asker | None) -> CommandReport:
+    if argument:
+        return refused("/skills takes no argument.")
+    listing = await asyncio.to_thread(Skills(opened.work_dir).listing)
+    return report(_skills_text(listing), data=listing)
+
+
 # --- helpers -------------------------------------------------------------------------------------
+
+
+def _skills_text(listing: SkillListing) -> str:
+    """`/skills` as text: each skill with where it comes from and what it costs, then the
+    shadowed ones and the files not read."""
+    lines = []
+    if listing.skills:
+        lines.append(
+            "Skills (the system prompt lists their names and descriptions; the model reads a "
+            "skill's SKILL.md when it uses it):"
+        )
+    else:
+        lines.append(
+            "No skills: a skill is a folder with a SKILL.md in .kode/skills/, .kimi/skills/, "
+            ".claude/skills/ or .agents/skills/ of the work dir, or in "
+            f"{tilde(home() / 'skills')}/, ~/.kimi/skills/, ~/.claude/skills/ or "
+            "~/.agents/skills/."
+        )
+    for skill in listing.skills:
+        link = f" -> {skill.link}" if skill.link else ""
+        lines.append(
+            f"- {skill.name} ({skill.shown_path}{link}): {skill.prompt_tokens:,} tokens in "
+            f"every request, {skill.body_tokens:,} when read"
+        )
+        lines.append(f"  {one_line(skill.description, _DESCRIPTION_CHARS)}")
+    if listing.shadowed:
+        lines.append("Shadowed (a skill of the same name above is used):")
+        lines += [f"- {skill.name} ({skill.shown_path})" for skill in listing.shadowed]
+    if listing.problems:
+        lines.append("Not read:")
+        lines += [f"- {problem.message}" for problem in listing.problems]
+    return "\n".join(lines)
+
+
+_DESCRIPTION_CHARS = 160
 
 
 def context_text(got: ContextReport) -> str:

@@ -10,9 +10,9 @@ A front end that can ask the user (the TUI) passes an `Asker`: a command then sh
 would do first (the revert dialog, the compaction's review...). Without one (print mode, ACP)
 a command does what its words say.
 
-`CommandRegistry.find` is the one order of lookup: the built-in commands, then the custom ones
-of the work dir (`AgentSession.custom`) that no built-in (nor a front end's own command,
-`reserved`) has the name of (`CommandListing.usable`).
+`CommandRegistry.find` is the one order of lookup: the built-in commands, then the skills'
+`/skill:NAME` and the custom ones of the work dir (`AgentSession.custom`) that no built-in (nor a
+front end's own command, `reserved`) has the name of (`CommandListing.usable`).
 """
 
 from __future__ import annotations
@@ -203,7 +203,9 @@ class CommandRegistry:
         the custom ones that no built-in nor a front end's own command (`reserved`) hides."""
         entries = [CommandEntry(c.name, c.hint, c.description) for c in self]
         hidden = self.names | set(reserved)
-        for custom in opened.custom.listing().usable(hidden):
+        skills = [skill for skill in opened.custom.skill_commands() if skill.name not in hidden]
+        hidden |= {skill.name for skill in skills}
+        for custom in [*skills, *opened.custom.listing().usable(hidden)]:
             entries.append(
                 CommandEntry(custom.name, custom.argument_hint, custom.description, custom)
             )

@@ -23,7 +23,7 @@ __all__ = ["NEXT_SESSION", "read_again", "watch_config", "what_changed"]
 DEBOUNCE_MS = 300
 """Changes this close together are one: an editor's save is often a write and a rename."""
 
-NEXT_SESSION = ("approval_mode", "hooks", "mcp", "sandbox", "tools", "context")
+NEXT_SESSION = ("approval_mode", "hooks", "mcp", "sandbox", "tools", "web", "context")
 """What the agent is built from: a config read again changes them for the next session (hooks
 and MCP servers run commands: none starts or changes mid-session unseen)."""
 
@@ -45,7 +45,7 @@ def what_changed(old: Config, new: Config) -> list[str]:
     """What differs between two configs, in a few words each: `model two added`, `loop_control
     changed`, `hooks: from the next session`, `default_model: at the next start`."""
     said = [*_models_changed(old.models, new.models)]
-    now = ("loop_control", "notifications")
+    now = ("loop_control", "notifications", "pictures")
     said += [f"{name} changed" for name in now if getattr(old, name) != getattr(new, name)]
     if old.compaction.review != new.compaction.review:
         said.append("compaction.review changed")

@@ -1,5 +1,6 @@
 """The facade's custom slash commands (`AgentSession.custom`): listed, expanded (`/NAME ARGS`)
-and run as a turn.
+and run as a turn; with them the skills' `/skill:NAME [request]`, which sends the skill's
+`SKILL.md` and the request as Kimi 1.52 does (`kode_tui.soul.skills.command_text`).
 
 The files are read by `kode_tui.soul.custom_commands`. Every front end (the TUI, print mode,
 ACP) finds them through the command registry (`kode_tui.soul.facade.commands`), after the
@@ -28,6 +29,8 @@ from kode_tui.soul.custom_commands import (
     expand,
 )
 from kode_tui.soul.facade.live import Live
+from kode_tui.soul.markdown_files import NotRead
+from kode_tui.soul.skills import SKILL_COMMAND, Skill, Skills, command_text
 from kode_tui.soul.soul import TurnResult
 from kode_tui.wire import events as ev
 
@@ -57,6 +60,7 @@ class Custom:
         self._live = live
         self._run = run
         self._custom_commands: CustomCommands | None = None
+        self._skills: Skills | None = None
 
     def listing(self) -> CommandListing:
         """The custom commands now (files changed since the last listing are read again)."""
@@ -64,9 +68,24 @@ class Custom:
             self._custom_commands = CustomCommands(self._live.work_dir)
         return self._custom_commands.listing()
 
+    def skill_commands(self) -> list[CustomCommand]:
+        """A `/skill:NAME` command for each skill listed now, as a list shows it."""
+        return [_skill_command(skill) for skill in self._skill_listing()]
+
     def prompt(self, name: str, arguments: str) -> CommandPrompt | CommandProblem | None:
-        """The message `/name arguments` sends; the problem when its file was refused; None when
-        no custom command has that name."""
+        """The message `/name arguments` sends (a skill's `/skill:NAME` first, as it hides a
+        custom command of its name); the problem when its file was refused; None when no
+        command has that name."""
+        if name.lower().startswith(SKILL_COMMAND):
+            wanted = name[len(SKILL_COMMAND) :].casefold()
+            skill = next((s for s in self._skill_listing() if s.name.casefold() == wanted), None)
+            if skill is not None:
+                invoked = _skill_command(skill)
+                try:
+                    text = command_text(skill, arguments)
+                except NotRead as error:
+                    return CommandProblem(invoked.name, f"skill {skill.shown_path} {error}.")
+                return CommandPrompt(invoked, arguments.strip(), text)
         listing = self.listing()
         command = listing.get(name)
         if command is None:
@@ -102,6 +121,11 @@ class Custom:
             soul.provider = session_provider
             live.bus.send(soul.status())
 
+    def _skill_listing(self) -> tuple[Skill, ...]:
+        if self._skills is None:
+            self._skills = Skills(self._live.work_dir)
+        return self._skills.listing().skills
+
     def _command_model(self, command: CustomCommand) -> ModelChoice | None:
         """The model `command` asks for when it may switch to it (None: the session's)."""
         name = command.model
@@ -128,3 +152,17 @@ class Custom:
             )
         )
         return None
+
+
+def _skill_command(skill: Skill) -> CustomCommand:
+    """The skill's `/skill:NAME`, as lists show it (its `SKILL.md` is read when it runs)."""
+    return CustomCommand(
+        name=f"{SKILL_COMMAND}{skill.name.lower()}",
+        body="",
+        description=skill.description,
+        argument_hint="[request]",
+        model=None,
+        path=skill.path,
+        shown_path=skill.shown_path,
+        source="skill",
+    )

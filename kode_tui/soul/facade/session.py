@@ -39,6 +39,8 @@ from kode_tui.session.earlier import EarlierContexts, compacted_from
 from kode_tui.session.generations import infer_rotations
 from kode_tui.session.rotation import ROTATIONS_LOG
 from kode_tui.session.session import CONTEXT_FILE_NAME
+from kode_tui.soul import vision
+from kode_tui.soul.attachments import ImageAttachment, prompt_content
 from kode_tui.soul.context_report import ContextReport
 from kode_tui.soul.cost import CostLedger, CostReport
 from kode_tui.soul.facade.compaction import Compaction
@@ -362,12 +364,21 @@ class AgentSession:
 
     # --- a turn ----------------------------------------------------------------------------------
 
-    async def run(self, text: str) -> TurnResult:
-        """One turn for the user's message. `interrupt()` (or cancelling the caller) stops it
-        with CancelledError after the soul sent StepInterrupted and TurnEnd."""
+    async def run(self, text: str, images: Sequence[ImageAttachment] = ()) -> TurnResult:
+        """One turn for the user's message and the images attached to it. `interrupt()` (or
+        cancelling the caller) stops it with CancelledError after the soul sent
+        StepInterrupted and TurnEnd. Images for a model that takes none: nothing is sent, a
+        Warning says why in one line, and the result is `blocked` (the prompt is kept)."""
         soul = self._live.soul()
+        if images and not vision.takes_images(soul.provider):
+            why = (
+                f"{soul.provider.model_name} does not take images: remove them, or switch with "
+                "/model to one that does (`vision = true` on a model's alias says it does)."
+            )
+            self.bus.send(ev.Warning(message=why))  # every front end says it, as a hook's block
+            return TurnResult("blocked", 0, why)
         try:
-            return await self._live.as_turn(soul.run(text))
+            return await self._live.as_turn(soul.run(prompt_content(text, images)))
         except asyncio.CancelledError:
             raise
         except Exception as error:  # a bug must not take the front end down with it

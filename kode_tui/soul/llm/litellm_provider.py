@@ -13,7 +13,6 @@ import asyncio
 import importlib
 import json
 import logging
-import operator
 import os
 import re
 import threading
@@ -23,8 +22,7 @@ from collections.abc import AsyncIterator, Iterator, Sequence
 from typing import Any
 
 from kode_tui.config import key_variable, missing_key
-from kode_tui.message import ImageURLPart, Message, TextPart, ThinkPart
-from kode_tui.pathnames import scrub_text
+from kode_tui.message import Message, TextPart, ThinkPart
 from kode_tui.soul.llm import (
     DEFAULT_MAX_CONTEXT_SIZE,
     LLMConnectionError,
@@ -35,6 +33,7 @@ from kode_tui.soul.llm import (
     ToolCallDelta,
     ToolCallStart,
 )
+from kode_tui.soul.llm.messages import to_openai_messages
 from kode_tui.soul.llm.retry_after import retry_after
 from kode_tui.wire.events import TokenUsage
 
@@ -45,8 +44,6 @@ __all__ = [
     "preload",
     "to_openai_messages",
 ]
-
-CACHE_CONTROL: dict[str, str] = {"type": "ephemeral"}
 
 # What litellm 1.106 imports lazily inside the first `acompletion` (about 0.4 s) and the first
 # one with tools (the MCP handler, about 0.4 s more): imported with litellm, in the thread, so
@@ -139,6 +136,7 @@ class LiteLLMProvider:
         timeout: float = 120,
         first_token_timeout: float | None = None,
         extra: dict[str, Any] | None = None,
+        images: bool = True,
     ) -> None:
         self._model = model
         self._api_base = api_base
@@ -147,6 +145,8 @@ class LiteLLMProvider:
         self._timeout = timeout
         self._first_token_timeout = first_token_timeout or timeout
         self._extra = dict(extra or {})
+        self.images = images
+        """Whether the model takes images: without, each image is sent as a note saying so."""
 
     @property
     def model_name(self) -> str:
@@ -185,7 +185,7 @@ class LiteLLMProvider:
         one. Every failure is an `LLMError` whose message is one sentence without the key."""
         api_key = self._api_key()
         messages = to_openai_messages(
-            system_prompt, history, anthropic=is_anthropic_family(self._model)
+            system_prompt, history, anthropic=is_anthropic_family(self._model), images=self.images
         )
         request: dict[str, Any] = {
             **self._extra,
@@ -453,132 +453,6 @@ def _model_context_size(litellm: Any, model: str) -> int | None:
         return None  # litellm raises for models it does not know
     size = info.get("max_input_tokens") if isinstance(info, dict) else None
     return size if isinstance(size, int) and size > 0 else None
-
-
-# --- history -> OpenAI chat messages -----------------------------------------------------------
-
-
-def to_openai_messages(
-    system_prompt: str | None, history: Sequence[Message], *, anthropic: bool = False
-) -> list[dict[str, Any]]:
-    """The chat messages litellm expects for a kode_tui history.
-
-    Think parts are not sent back as text; with `anthropic`, signed ones travel as litellm's
-    `thinking_blocks`, and the system prompt and the last user (or tool) message carry
-    `cache_control` marks, so each step reads the previous steps from Anthropic's prompt cache.
-    """
-    messages: list[dict[str, Any]] = []
-    if system_prompt:
-        messages.append({"role": "system", "content": system_prompt})
-    for message in history:
-        converted = _convert(message, anthropic)
-        if converted is not None:
-            messages.append(converted)
-    if anthropic:
-        _mark_cache_breakpoints(messages)
-    return [_without_surrogates(message) for message in messages]
-
-
-def _without_surrogates(value: Any) -> Any:
-    """`value` with every string made encodable: a lone surrogate (a file name that is not
-    UTF-8, say, that escaped every other guard) is shown as `\\xHH` instead of failing the
-    request, now and on every later turn."""
-    # Walked for every message of every request: a container with nothing to change is kept,
-    # not copied (`_convert` has just built it; a second copy made long requests twice as slow).
-    if isinstance(value, str):
-        return scrub_text(value)
-    if isinstance(value, dict):
-        changed: dict[str, Any] | None = None
-        for key, item in value.items():
-            clean = _without_surrogates(item)
-            if clean is not item:
-                changed = changed if changed is not None else dict(value)
-                changed[key] = clean
-        return value if changed is None else changed
-    if isinstance(value, list):
-        items = [_without_surrogates(item) for item in value]
-        return value if all(map(operator.is_, items, value)) else items
-    return value
-
-
-def _convert(message: Message, anthropic: bool) -> dict[str, Any] | None:
-    out: dict[str, Any] = {"role": message.role}
-    if message.name:
-        out["name"] = message.name
-    if message.role == "tool":
-        # Some providers reject a list here, and Kimi writes tool results as lists of text parts.
-        out["content"] = message.text
-        out["tool_call_id"] = message.tool_call_id or ""
-        return out
-    if message.role == "assistant":
-        out["content"] = message.text or (None if message.tool_calls else "")
-        if message.tool_calls:
-            out["tool_calls"] = [
-                {
-                    "id": call.id,
-                    "type": "function",
-                    "function": {
-                        "name": call.function.name,
-                        "arguments": call.function.arguments or "{}",
-                    },
-                }
-                for call in message.tool_calls
-            ]
-        if anthropic:
-            blocks = [
-                {"type": "thinking", "thinking": part.think, "signature": part.encrypted}
-                for part in message.parts
-                if isinstance(part, ThinkPart) and part.encrypted
-            ]
-            if blocks:
-                out["thinking_blocks"] = blocks
-        return out
-    out["content"] = _content(message)
-    return out
-
-
-def _content(message: Message) -> str | list[dict[str, Any]]:
-    if isinstance(message.content, str):
-        return message.content
-    parts: list[dict[str, Any]] = []
-    for part in message.parts:
-        if isinstance(part, TextPart):
-            parts.append({"type": "text", "text": part.text})
-        elif isinstance(part, ImageURLPart):
-            parts.append({"type": "image_url", "image_url": {"url": part.image_url.url}})
-    if not parts:
-        return ""
-    if len(parts) == 1 and parts[0]["type"] == "text":
-        return str(parts[0]["text"])
-    return parts
-
-
-def _mark_cache_breakpoints(messages: list[dict[str, Any]]) -> None:
-    """Mark the system prompt and the newest user-side message as Anthropic cache breakpoints.
-
-    Anthropic sends tool results as user messages, so in a tool loop the newest user-side
-    message is the last tool result: marking it lets each step reuse the previous step's cache
-    (Claude Code does the same). Two marks stay well under Anthropic's limit of four.
-    """
-    if messages and messages[0]["role"] == "system" and isinstance(messages[0]["content"], str):
-        messages[0]["content"] = [
-            {"type": "text", "text": messages[0]["content"], "cache_control": CACHE_CONTROL}
-        ]
-    for message in reversed(messages):
-        if message["role"] == "tool":
-            message["cache_control"] = CACHE_CONTROL  # litellm puts it on the tool_result block
-            return
-        if message["role"] != "user":
-            continue
-        content = message["content"]
-        if isinstance(content, str):
-            message["content"] = [{"type": "text", "text": content, "cache_control": CACHE_CONTROL}]
-            return
-        for block in reversed(content):
-            if block.get("type") == "text":
-                block["cache_control"] = CACHE_CONTROL
-                return
-        return
 
 
 # --- errors ------------------------------------------------------------------------------------

@@ -317,6 +317,7 @@ class ProcessProvider(LiteLLMProvider):
             "timeout": self._timeout,
             "first_token_timeout": self._first_token_timeout,
             "extra": self._extra,
+            "images": self.images,
             # The child sees the environment as it is now (a key set after launch, too).
             "env": dict(os.environ),
             "system_prompt": system_prompt,

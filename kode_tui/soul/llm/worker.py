@@ -261,6 +261,7 @@ class _Server:
             timeout=request.get("timeout") or 120,
             first_token_timeout=request.get("first_token_timeout"),
             extra=request.get("extra"),
+            images=request.get("images", True),
         )
         try:
             history = _history_adapter().validate_python(request["history"])

@@ -27,14 +27,19 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal
+from typing import Literal
 
-from kode_tui.fsutil import read_regular
-from kode_tui.pathnames import is_within
 from kode_tui.paths import home as kode_home
 from kode_tui.paths import tilde
-from kode_tui.safetext import visible
-from kode_tui.soul.project_files import DataError, parse_yaml, scalar_text
+from kode_tui.soul.markdown_files import (
+    NotRead,
+    SourceFolder,
+    front_matter,
+    one_line,
+    read_confined,
+    text_field,
+)
+from kode_tui.soul.project_files import scalar_text
 
 __all__ = [
     "BUILT_IN",
@@ -46,6 +51,7 @@ __all__ = [
 ]
 
 Source = Literal["built-in", "project", "claude", "user"]
+_Folder = SourceFolder[Source]
 
 MAX_BYTES = 256 * 1024
 """A system prompt, not a data file: a larger one is refused."""
@@ -55,7 +61,6 @@ LABEL_CHARS = 200
 """A description is one line of the `Agent` tool's description."""
 
 _NAME = re.compile(r"[a-z0-9][a-z0-9_-]{0,63}")
-_FRONT_MATTER = re.compile(r"\A---[ \t]*\r?\n(.*?)^---[ \t]*(?:\r?\n|\Z)", re.DOTALL | re.MULTILINE)
 
 CLAUDE_TOOLS = {
     "Read": "ReadFile",
@@ -209,14 +214,6 @@ BUILT_IN: tuple[AgentDefinition, ...] = (
 # --- reading the folders --------------------------------------------------------------------------
 
 
-@dataclass(frozen=True, slots=True)
-class _Folder:
-    path: Path
-    source: Source
-    confine: Path
-    confine_shown: str
-
-
 def list_agents(work_dir: Path, home: Path | None = None) -> AgentListing:
     """The built-ins and the agent files of `work_dir` and of `home` (`$KODE_TUI_HOME` by
     default), read now (they are few and small; the `Agent` tool reads them once per turn)."""
@@ -232,7 +229,7 @@ def list_agents(work_dir: Path, home: Path | None = None) -> AgentListing:
     problems: list[AgentProblem] = []
     for folder in folders:
         for path in _scan(folder, work_dir, problems):
-            item = _load(folder, path, _shown(folder, path, work_dir))
+            item = _load(folder, path, folder.shown(path, work_dir))
             if isinstance(item, AgentProblem):
                 problems.append(item)
             elif item.name in agents or item.name in files:
@@ -241,12 +238,6 @@ def list_agents(work_dir: Path, home: Path | None = None) -> AgentListing:
                 files[item.name] = item
     ordered = (*BUILT_IN, *sorted(files.values(), key=lambda a: a.name))
     return AgentListing(ordered, tuple(shadowed), tuple(problems))
-
-
-def _shown(folder: _Folder, path: Path, work_dir: Path) -> str:
-    if folder.source == "user":
-        return visible(tilde(path), multiline=False)
-    return visible(str(path.relative_to(work_dir)), multiline=False)
 
 
 def _scan(folder: _Folder, work_dir: Path, problems: list[AgentProblem]) -> list[Path]:
@@ -262,7 +253,7 @@ def _scan(folder: _Folder, work_dir: Path, problems: list[AgentProblem]) -> list
     except OSError:
         return []
     if len(names) > MAX_FILES:
-        shown = _shown(folder, folder.path, work_dir)
+        shown = folder.shown(folder.path, work_dir)
         problems.append(
             AgentProblem(f"{shown} holds more than {MAX_FILES} agent files: the rest are not read.")
         )
@@ -273,24 +264,14 @@ def _load(folder: _Folder, path: Path, shown: str) -> AgentDefinition | AgentPro
     def problem(why: str) -> AgentProblem:
         return AgentProblem(f"agent {shown} {why}")
 
-    if not is_within(path, folder.confine):
-        return problem(f"leads outside {folder.confine_shown}: not read.")
-    data = read_regular(path, MAX_BYTES + 1)
-    if data is None:
-        return problem("is not a readable regular file: not read.")
-    if len(data) > MAX_BYTES:
-        return problem(f"is over {MAX_BYTES // 1024} KiB: not read.")
     try:
-        text = data.decode("utf-8-sig")
-    except UnicodeDecodeError:
-        return problem("is not UTF-8 text: not read.")
-    try:
-        fields, body = _front_matter(text)
-        name = _text(fields, "name") or path.stem.lower()
+        text = read_confined(path, folder.confine, folder.confine_shown, MAX_BYTES)
+        fields, body = front_matter(text)
+        name = text_field(fields, "name") or path.stem.lower()
         tools = _tools(fields.get("tools"))
-        model = _text(fields, "model")
-        description = _text(fields, "description")
-    except ValueError as error:
+        model = text_field(fields, "model")
+        description = text_field(fields, "description")
+    except NotRead as error:
         return problem(f"{error}: not read.")
     if not _NAME.fullmatch(name):
         return problem("has a name that is not lower-case letters, digits, - and _: not read.")
@@ -300,39 +281,13 @@ def _load(folder: _Folder, path: Path, shown: str) -> AgentDefinition | AgentPro
     first_line = next(line.strip() for line in body.splitlines() if line.strip())
     return AgentDefinition(
         name=name,
-        description=_label(description or first_line.lstrip("# ")),
+        description=one_line(description or first_line.lstrip("# "), LABEL_CHARS),
         tools=tools,
         model=None if model in (None, "", "inherit") else model,
         system_prompt=body,
         source=folder.source,
         shown_path=shown,
     )
-
-
-def _front_matter(text: str) -> tuple[dict[str, Any], str]:
-    """The front matter's data and the body after it; ValueError saying what is wrong."""
-    match = _FRONT_MATTER.match(text)
-    if match is None:
-        return {}, text
-    try:
-        loaded: Any = parse_yaml(match.group(1), first_line=2)
-    except DataError as error:
-        raise ValueError(f"has front matter that {error}") from None
-    if loaded is None:
-        loaded = {}
-    if not isinstance(loaded, dict):
-        raise ValueError("has front matter that is not `key: value` lines")
-    return loaded, text[match.end() :]
-
-
-def _text(fields: dict[str, Any], key: str) -> str | None:
-    value = fields.get(key)
-    if value is None:
-        return None
-    text = scalar_text(value)  # not str(): YAML makes small files into big structures
-    if text is None:
-        raise ValueError(f"has a `{key}:` that is not text")
-    return text.strip()
 
 
 def _tools(value: object) -> tuple[str, ...] | None:
@@ -342,12 +297,12 @@ def _tools(value: object) -> tuple[str, ...] | None:
     if isinstance(value, list):
         words = [scalar_text(item) for item in value]
         if any(word is None for word in words):
-            raise ValueError("has a `tools:` list that is not names")
+            raise NotRead("has a `tools:` list that is not names")
         raw = [word for word in words if word]
     else:
         text = scalar_text(value)
         if text is None:
-            raise ValueError("has a `tools:` that is not names")
+            raise NotRead("has a `tools:` that is not names")
         raw = text.split(",")
     names: list[str] = []
     for word in raw:
@@ -355,10 +310,3 @@ def _tools(value: object) -> tuple[str, ...] | None:
         if name and name not in names:
             names.append(name)
     return tuple(names)
-
-
-def _label(text: str) -> str:
-    text = " ".join(text.split())
-    if len(text) > LABEL_CHARS:
-        text = text[: LABEL_CHARS - 1] + "…"
-    return visible(text, multiline=False)

@@ -26,6 +26,7 @@ from kode_tui.message import TextPart
 from kode_tui.session import Context
 from kode_tui.soul.approval import ApprovalSource, ApprovalSourceKind, approval_source
 from kode_tui.soul.llm.pricing import price_of, usage_cost
+from kode_tui.soul.skills import prompt_block
 from kode_tui.soul.subagents.definitions import BUILT_IN, AgentDefinition, AgentListing
 from kode_tui.soul.subagents.store import InstanceRecord, Status, SubagentStore, valid_agent_id
 from kode_tui.tools.background import BackgroundTasks, JobEnd, TaskLog
@@ -380,11 +381,18 @@ class AgentTool(Tool[AgentParams]):
         await context.restore()
         if context.system_prompt is not None:  # resumed: its own prompt, as Kimi keeps it
             self._output(agent_id, "[stage] context_restored", log)
-        elif definition.system_prompt is not None:
-            await context.write_system_prompt(definition.system_prompt)
         else:
-            roles = (parent.system_prompt, definition.role)
-            await context.write_system_prompt("\n\n".join(p for p in roles if p))
+            if definition.system_prompt is not None:
+                prompt = definition.system_prompt
+            else:
+                roles = (parent.system_prompt, definition.role)
+                prompt = "\n\n".join(p for p in roles if p)
+            # The skills as the parent's prompt lists them (Kimi's subagents render the same
+            # block): the shared ToolEnv reads their folders without asking for it too.
+            skills = parent.project.skills if parent.project is not None else None
+            if skills is not None:
+                prompt += prompt_block(await asyncio.to_thread(skills.listing))
+            await context.write_system_prompt(prompt)
         self._output(agent_id, "[stage] context_ready", log)
         allowed = [
             tool

@@ -164,7 +164,7 @@ class MainScreen(Screen[None]):
             ]
         )
         prompt = self.query_one(PromptInput)
-        await self.mount(ApprovalPanel(bus, id="approval"), before=prompt)
+        await self.mount(ApprovalPanel(bus, id="approval"), before=prompt.image_chips)
         self._fit_approval(self.size)
         await self.mount(ModeBadge(bus, id="mode-badge"), after=prompt)
         if opened.read_only is not None:

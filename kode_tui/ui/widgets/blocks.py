@@ -7,6 +7,8 @@ Tool calls have a module of their own (`tool_block.py`); `Conversation` stacks t
 
 from __future__ import annotations
 
+import asyncio
+import os
 import re
 import time
 from collections.abc import Callable, Sequence
@@ -16,7 +18,8 @@ from typing import TYPE_CHECKING, Literal
 from markdown_it import MarkdownIt
 from markdown_it.rules_core import StateCore
 from rich.markdown import Markdown as RichMarkdown
-from textual import events
+from textual import events, work
+from textual.app import ComposeResult
 from textual.content import Content
 from textual.message import Message as TextualMessage
 from textual.reactive import reactive
@@ -24,6 +27,19 @@ from textual.widget import Widget
 from textual.widgets import Markdown, Static
 
 from kode_tui.safetext import visible
+from kode_tui.ui.pictures import (
+    PICTURE_COLUMNS,
+    Drawing,
+    PictureError,
+    PictureHost,
+    Thumbnail,
+    cached_thumbnail,
+    cell_size,
+    choose_protocol,
+    picture_cells,
+    picture_widget,
+    thumbnail,
+)
 from kode_tui.wire.events import HookRan
 
 if TYPE_CHECKING:
@@ -371,6 +387,64 @@ class NoticeBlock(Static):
         return partial(NoticeBlock, self.text, kind=self.kind)
 
 
+class PictureBlock(Widget):
+    """The picture of an image in the message or tool result above it (which shows its chip),
+    drawn as the terminal can (`kode_tui.ui.pictures`); an image that cannot be drawn is one
+    line saying why. Nothing when pictures are off.
+
+    An image decoded before (the block scrolled out and back) is drawn at once, so the pane's
+    layout does not move under the reader; a new one is decoded in a thread and appears then.
+    """
+
+    HELP = 'A picture of the image above (`pictures = "off"` in the config hides them).'
+
+    def __init__(self, url: str) -> None:
+        super().__init__(classes="block picture")
+        self.url = url
+
+    def factory(self) -> BlockFactory:
+        """Makes a fresh block showing the same; it holds the data, not this widget."""
+        return partial(PictureBlock, self.url)
+
+    def compose(self) -> ComposeResult:
+        setting = self.app.pictures if isinstance(self.app, PictureHost) else "auto"
+        drawing = choose_protocol(setting, os.environ)
+        if drawing is None:
+            self.add_class("-off")
+            return
+        if self.app.is_headless:  # its graphics escapes would land in the output: cells only
+            drawing = "halfblocks"
+        made = cached_thumbnail(self.url)
+        if made is None:
+            self._draw(drawing)
+        else:
+            yield self._picture(drawing, made)
+
+    @work(group="picture", exit_on_error=False)
+    async def _draw(self, drawing: Drawing) -> None:
+        try:
+            made: Thumbnail | PictureError = await asyncio.to_thread(thumbnail, self.url)
+        except PictureError as error:
+            made = error
+        await self.mount(self._picture(drawing, made))
+
+    def _picture(self, drawing: Drawing, made: Thumbnail | PictureError) -> Widget:
+        if isinstance(made, PictureError):
+            return _picture_note(made)
+        try:
+            pane = self.parent.content_size.width if isinstance(self.parent, Widget) else 0
+            columns = min(PICTURE_COLUMNS, pane - 2) if pane > 2 else PICTURE_COLUMNS
+            columns, rows = picture_cells(made.width, made.height, columns, cell_size())
+            return picture_widget(drawing, made, columns, rows)
+        except ImportError as error:
+            return _picture_note(error)
+
+
+def _picture_note(error: Exception) -> Static:
+    note = f"picture not shown: {error}"
+    return Static(Content.styled(note, "$text-muted"), classes="picture-note")
+
+
 class PruneMarker(Static):
     """The top line once old blocks were removed: `… N earlier messages not shown`."""
 
@@ -385,7 +459,15 @@ class PruneMarker(Static):
         self.update(Content(f"… {count} earlier messages not shown"))
 
 
-Block = UserBlock | AssistantBlock | AnswerBlock | FoldingBlock | MarkerBlock | NoticeBlock
+Block = (
+    UserBlock
+    | AssistantBlock
+    | AnswerBlock
+    | FoldingBlock
+    | MarkerBlock
+    | NoticeBlock
+    | PictureBlock
+)
 """What the pane shows, one widget each; `factory()` makes a fresh one to mount again later."""
 
 

@@ -1,17 +1,28 @@
-"""Matching for the prompt's completions: the work dir's paths for `@`, slash commands for `/`."""
+"""The prompt's completions: the work dir's paths for `@`, slash commands for `/`, matched here
+and offered in a dropdown (`CompletionList`) over the prompt."""
 
 from __future__ import annotations
 
 import heapq
 import re
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Literal
 
+from textual import on
+from textual.content import Content
 from textual.fuzzy import Matcher
+from textual.geometry import Offset, Region
+from textual.widgets import OptionList
+from textual.widgets.option_list import Option
+from textual.widgets.text_area import Location
 
 from kode_tui import workfiles
 from kode_tui.pathnames import escape_name
+from kode_tui.safetext import has_hidden, visible
+from kode_tui.ui.widgets.prompt_images import names_image
 
 MAX_COMPLETIONS = 20
 """Rows a completion list may hold; more would only be noise."""
@@ -85,3 +96,119 @@ def match_commands(
         if command not in prefix and inner and inner in command[0].lower()
     ]
     return [*prefix, *contains][:limit]
+
+
+VISIBLE_COMPLETIONS = 10
+"""Rows shown at once; the rest scroll."""
+
+
+@dataclass(frozen=True)
+class Token:
+    """The token under the prompt's cursor that a completion would replace."""
+
+    kind: Literal["command", "path"]
+    start: Location
+    end: Location
+    query: str
+
+
+@dataclass(frozen=True)
+class Candidate:
+    """One row of the list."""
+
+    insert: str
+    """Replaces the whole token."""
+    label: Content
+    image: str | None = None
+    """The path of an image file (as listed): taken, it is attached, not inserted."""
+
+
+def find_token(line: str, cursor: Location) -> Token | None:
+    """The `/command` or `@path` token the cursor is in on its `line`, if any."""
+    row, column = cursor
+    before, after = line[:column], line[column:]
+    tail = re.match(r"\S*", after)
+    token_end = (row, column + (tail.end() if tail else 0))
+    if row == 0 and re.fullmatch(r"/\S*", before):
+        return Token("command", (0, 0), token_end, before)
+    mention = re.search(r"(?:^|\s)@(\S*)$", before)
+    if mention:
+        return Token("path", (row, mention.start(1) - 1), token_end, mention.group(1))
+    return None
+
+
+def command_candidates(commands: Sequence[tuple[str, str]], query: str) -> list[Candidate]:
+    """The rows for `/query`: each command with its help, names aligned."""
+    width = max((len(name) for name, _ in commands), default=0)
+    return [
+        Candidate(
+            f"{name} ", Content.assemble((name.ljust(width), "bold"), "  ", (help_, "$text-muted"))
+        )
+        for name, help_ in match_commands(commands, query)
+    ]
+
+
+def path_candidates(paths: Sequence[str], query: str) -> list[Candidate]:
+    """The rows for `@query`: a folder goes on to its files, a file ends the token, an image
+    file is attached when taken."""
+    return [
+        Candidate(
+            f"@{path}" if path.endswith("/") else f"@{path} ",
+            Content(path),
+            path if names_image(path) else None,
+        )
+        for path in match_paths(paths, query)
+    ]
+
+
+def _visible_label(label: Content) -> Content:
+    """A candidate's label with no control character left raw (file names may hold any)."""
+    if not has_hidden(label.plain) and "\n" not in label.plain and "\t" not in label.plain:
+        return label
+    return Content(visible(label.plain, multiline=False))
+
+
+class CompletionList(OptionList, can_focus=False):
+    """The completion dropdown of a `PromptInput`; it floats over the screen above the prompt.
+
+    It never takes focus, so typing goes on in the prompt while it is open.
+    """
+
+    DEFAULT_CSS = """
+    CompletionList {
+        overlay: screen;
+        display: none;
+        &.-open { display: block; }
+    }
+    """
+
+    def __init__(self, picked: Callable[[int], None]) -> None:
+        """`picked` is called with the index of a row the user clicked."""
+        super().__init__()
+        self._picked = picked
+        self._widest = 0
+
+    def offer(self, candidates: Sequence[Candidate]) -> None:
+        """Show `candidates`, the first highlighted."""
+        self.set_options(Option(_visible_label(c.label)) for c in candidates)
+        self._widest = max(candidate.label.cell_length for candidate in candidates)
+        self.highlighted = 0
+
+    def open_over(self, anchor: Region, screen_width: int) -> None:
+        """Open just above `anchor` (the prompt), or below it when there is no room above."""
+        rows = min(self.option_count, VISIBLE_COMPLETIONS)
+        # Border and padding of the list, from prompt.tcss.
+        height = rows + 2
+        width = max(min(self._widest + 4, screen_width - anchor.x), 10)
+        y = anchor.y - height
+        if y < 0:
+            y = anchor.bottom
+        self.styles.height = height
+        self.styles.width = width
+        self.absolute_offset = Offset(anchor.x, y)
+        self.add_class("-open")
+
+    @on(OptionList.OptionSelected)
+    def _clicked(self, event: OptionList.OptionSelected) -> None:
+        event.stop()
+        self._picked(event.option_index)

@@ -57,7 +57,7 @@ from kode_tui.ui.widgets.blocks import (
     divider,
     hook_block,
 )
-from kode_tui.ui.widgets.history_blocks import user_text
+from kode_tui.ui.widgets.history_blocks import pictures, user_text
 from kode_tui.ui.widgets.tool_block import ToolBlock
 from kode_tui.ui.widgets.tool_state import ToolState
 from kode_tui.ui.wire_messages import WireListener, WireMessage
@@ -442,6 +442,9 @@ again.
             await self.action_last()
         command, self._command = self._command, None
         await self._add(UserBlock(user_text(event.user_input), command_label(command)))
+        if not isinstance(event.user_input, str):
+            for picture in pictures(event.user_input):
+                await self._add(picture())
 
     async def _command_sent(self, event: ev.CommandSent) -> None:
         self._command = event
@@ -527,8 +530,26 @@ again.
             block.set_status("running")
 
     async def _tool_result(self, event: ev.ToolResult) -> None:
-        if block := self._tools.get(event.tool_call_id):
+        block = self._tools.get(event.tool_call_id)
+        if block is not None:
             block.set_result(event)
+        below: Widget | None = block
+        for make in pictures(event.parts):
+            below = await self._add_below(below, make())
+
+    async def _add_below(self, block: Widget | None, picture: Widget) -> Widget:
+        """A result's picture goes right below its call while the call is mounted (calls made
+        together end one by one, after all of them were shown); else at the end."""
+        if block is None or block.parent is not self:
+            await self._add(picture, streamed=True)
+            return picture
+        self._streamed.append(picture)
+        if block in self._tail:  # hidden at the end while the view is elsewhere: so is it
+            picture.display = False
+            self._tail.insert(self._tail.index(block) + 1, picture)
+        await self.mount(picture, after=block)
+        self._note_output()
+        return picture
 
     async def _subagent_event(self, event: ev.SubagentEvent) -> None:
         if block := self._tools.get(event.parent_tool_call_id):

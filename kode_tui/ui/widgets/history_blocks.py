@@ -12,6 +12,7 @@ from kode_tui.message import (
     Message,
     TextPart,
     ThinkPart,
+    image_urls,
     is_checkpoint_note,
     is_system_note,
     media_chips,
@@ -22,6 +23,7 @@ from kode_tui.ui.widgets.blocks import (
     AnswerBlock,
     BlockFactory,
     DetailBlock,
+    PictureBlock,
     ThinkingBlock,
     UserBlock,
     divider,
@@ -145,6 +147,7 @@ def _message_blocks(
         if state.name in TODO_LISTS and todo_items(state) is not None:
             todos[0].add_stored(state, todos[1], position)
         blocks.append(partial(ToolBlock, state))
+        blocks += pictures(stored.parts if stored is not None else ())
         blocks += [hook_block(run) for run in past.hooks_of_call(call.id)]
     return blocks
 
@@ -161,4 +164,9 @@ def _user_blocks(message: Message) -> list[BlockFactory]:
     note = read_system_note(text)
     if note is not None:
         return [partial(DetailBlock, divider(note.title), note.text, kind=note.kind)]
-    return [partial(UserBlock, text)]
+    return [partial(UserBlock, text), *pictures(message.parts)]
+
+
+def pictures(parts: Sequence[ContentPart]) -> list[BlockFactory]:
+    """A picture block for each image among `parts`, below the block showing their chips."""
+    return [partial(PictureBlock, url) for url in image_urls(parts)]

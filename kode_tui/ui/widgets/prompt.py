@@ -4,24 +4,29 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import ClassVar, Literal
+from typing import ClassVar
 
 from textual import events, on, work
 from textual.binding import Binding, BindingType
-from textual.content import Content
-from textual.geometry import Offset
 from textual.message import Message
 from textual.reactive import reactive
-from textual.widgets import OptionList, TextArea
-from textual.widgets.option_list import Option
-from textual.widgets.text_area import Edit, EditResult, Location
+from textual.widgets import TextArea
+from textual.widgets.text_area import Edit, EditResult
 
+from kode_tui.pathnames import unescape_name
 from kode_tui.safetext import has_hidden, visible
-from kode_tui.ui.widgets.completion import PathIndex, match_commands, match_paths
+from kode_tui.ui.widgets.completion import (
+    Candidate,
+    CompletionList,
+    PathIndex,
+    Token,
+    command_candidates,
+    find_token,
+    path_candidates,
+)
 from kode_tui.ui.widgets.prompt_habits import (
     PASTE_COLLAPSE_LINES,
     SHELL_TITLE,
@@ -29,6 +34,12 @@ from kode_tui.ui.widgets.prompt_habits import (
     PastedChips,
     edit_in_editor,
     shell_command,
+)
+from kode_tui.ui.widgets.prompt_images import (
+    ImageChips,
+    Images,
+    may_mention_images,
+    may_name_images,
 )
 
 log = logging.getLogger(__name__)
@@ -39,9 +50,6 @@ CommandRows = Sequence[tuple[str, str]] | Callable[[], Sequence[tuple[str, str]]
 PLACEHOLDER = "Ask anything · / commands · @ files · Enter send · Ctrl+J newline"
 BUSY_HINT = "(queued after this turn)"
 
-VISIBLE_COMPLETIONS = 10
-"""Rows shown at once; the rest scroll."""
-
 _PROMPT_GROUP = Binding.Group("Prompt")
 NEWLINE_KEYS = ("ctrl+j", "shift+enter", "alt+enter")
 IN_ORDER_KEYS = {
@@ -51,55 +59,6 @@ IN_ORDER_KEYS = {
     "ctrl+o": "expand_pastes",
 }
 """Keys the prompt acts on as they reach it (see `_on_key`); their bindings name them."""
-
-
-@dataclass(frozen=True)
-class _Completion:
-    """The token under the cursor that a completion would replace."""
-
-    kind: Literal["command", "path"]
-    start: Location
-    end: Location
-    query: str
-
-
-@dataclass(frozen=True)
-class _Candidate:
-    insert: str
-    """Replaces the whole token."""
-    label: Content
-
-
-def _visible_label(label: Content) -> Content:
-    """A candidate's label with no control character left raw (file names may hold any)."""
-    if not has_hidden(label.plain) and "\n" not in label.plain and "\t" not in label.plain:
-        return label
-    return Content(visible(label.plain, multiline=False))
-
-
-class CompletionList(OptionList, can_focus=False):
-    """The completion dropdown of a `PromptInput`; it floats over the screen above the prompt.
-
-    It never takes focus, so typing goes on in the prompt while it is open.
-    """
-
-    DEFAULT_CSS = """
-    CompletionList {
-        overlay: screen;
-        display: none;
-        &.-open { display: block; }
-    }
-    """
-
-    def __init__(self, prompt: PromptInput) -> None:
-        super().__init__()
-        self._prompt = prompt
-
-    @on(OptionList.OptionSelected)
-    def _clicked(self, event: OptionList.OptionSelected) -> None:
-        event.stop()
-        self._prompt.accept_completion(event.option_index)
-        self._prompt.focus()
 
 
 class PromptInput(TextArea):
@@ -118,6 +77,8 @@ class PromptInput(TextArea):
 - **!** first runs a shell command, its output added to the context
 - **/** completes commands · **@** files · a paste over {PASTE_COLLAPSE_LINES} lines is a chip
   (**Ctrl+O** expands)
+- Images: **Ctrl+V** pastes the clipboard's, a pasted (dropped) image path or an `@` image
+  attaches it; chips show above, **Backspace** at the start removes the last (or click its ✕)
 - While the list is open: **↑ / ↓** choose, **Tab** or **Enter** take it, **Esc** closes it
 - **Esc Esc** on the empty prompt between turns: rewind (take back one of your messages)
 """
@@ -165,6 +126,24 @@ class PromptInput(TextArea):
             group=_PROMPT_GROUP,
             show=False,
         ),
+        Binding(
+            "ctrl+v",
+            "paste_image",
+            "Paste an image",
+            id="prompt.paste_image",
+            group=_PROMPT_GROUP,
+            show=False,
+        ),
+        # Before TextArea's Backspace, declared again below: a key declared here replaces its.
+        Binding(
+            "backspace",
+            "remove_image",
+            "Remove the last image",
+            id="prompt.remove_image",
+            group=_PROMPT_GROUP,
+            show=False,
+        ),
+        Binding("backspace", "delete_left", show=False),
         Binding("tab", "accept_completion", "Complete", id="prompt.complete", group=_PROMPT_GROUP),
         Binding("shift+tab", "app.cycle_mode", "Mode", id="prompt.mode", show=False),  # as Ctrl+T
         Binding(
@@ -195,10 +174,11 @@ class PromptInput(TextArea):
 
     @dataclass
     class Submitted(Message):
-        """The user sent `text` (stripped, never empty)."""
+        """The user sent `text` (stripped) and `images`; never both empty."""
 
         prompt: PromptInput
         text: str
+        images: Images = ()
 
         @property
         def control(self) -> PromptInput:
@@ -239,14 +219,15 @@ class PromptInput(TextArea):
             self.add_history(text)
         self._paths = PathIndex(work_dir)
         self._loading_paths = False
-        self._completions = CompletionList(self)
-        self._completion: _Completion | None = None
-        self._candidates: list[_Candidate] = []
-        self._dismissed: _Completion | None = None
+        self._completions = CompletionList(self._picked)
+        self._completion: Token | None = None
+        self._candidates: list[Candidate] = []
+        self._dismissed: Token | None = None
         """The token Esc closed the list for; it stays closed until the token changes."""
         self._search: HistorySearch | None = None
         """The Ctrl+R search under way, if any."""
         self._chips = PastedChips()
+        self.image_chips = ImageChips()  # the images attached, shown above the prompt
 
     # Text comes in pasted, completed, restored from a revert or copied from a preview, and may
     # hold control characters: they go in as `visible()` shows them, never drawn raw. (The
@@ -299,21 +280,31 @@ class PromptInput(TextArea):
         if index is None:
             index = self._completions.highlighted or 0
         candidate = self._candidates[index]
+        insert = "" if candidate.image else candidate.insert  # an image is attached, not named
         result = self.replace(
-            candidate.insert, completion.start, completion.end, maintain_selection_offset=False
+            insert, completion.start, completion.end, maintain_selection_offset=False
         )
         self.move_cursor(result.end_location)
         self._close_completions()
+        if candidate.image:
+            self.image_chips.attach_later([self.work_dir / unescape_name(candidate.image)])
+
+    def _picked(self, index: int) -> None:
+        self.accept_completion(index)
+        self.focus()
 
     # --- lifecycle -------------------------------------------------------------------------------
 
     def on_mount(self) -> None:
-        # On the screen, not inside the TextArea: it must float over the conversation above.
+        # On the screen, not inside the TextArea: the list floats over the conversation above,
+        # the chips take the rows just above the prompt (a child of the screen).
         self.screen.mount(self._completions)
+        self.screen.mount(self.image_chips, before=self)
 
     def on_unmount(self) -> None:
-        if self._completions.is_attached:
-            self._completions.remove()
+        for owned in (self._completions, self.image_chips):
+            if owned.is_attached:
+                owned.remove()
 
     def watch_busy(self, busy: bool) -> None:
         self.border_subtitle = BUSY_HINT if busy else ""
@@ -390,22 +381,56 @@ class PromptInput(TextArea):
             return self.completions_open
         if action == "escape":
             return not (self.text or self.busy or self.read_only_reason or self.completions_open)
+        if action == "remove_image":
+            return bool(self.image_chips.images) and self.selection == ((0, 0), (0, 0))
         return super().check_action(action, parameters)
 
     def action_escape(self) -> None:
         self.post_message(self.Escaped(self))
 
     def action_submit(self) -> None:
-        """Send the text, unless it is blank."""
-        text = self.full_text.strip()
-        if not text:
+        """Send the text and the images (those being read or `@` named are waited for)."""
+        text, chips = self.full_text.strip(), self.image_chips
+        if not text and not chips.images and not chips.attaching:
             return
-        self.post_message(self.Submitted(self, text))
+        images = chips.take()
+        if may_mention_images(text) or chips.attaching:  # a drop just before Enter goes too
+            self._submit_with_mentions(text, images)
+        else:
+            self.post_message(self.Submitted(self, text, images))
         self.add_history(text)
         self._draft = ""
         self.clear()
         self._chips.clear()
         self._close_completions()
+
+    @work(group="prompt-images", exit_on_error=False)
+    async def _submit_with_mentions(self, text: str, images: Images) -> None:
+        refused = await self.image_chips.attach_mentions(text, self.work_dir, images)
+        if refused is None:
+            if text or self.image_chips.images:  # a paste that was no image went in as text
+                self.post_message(self.Submitted(self, text, self.image_chips.take()))
+            return
+        self.notify(refused, severity="warning")
+        if not self.text:
+            self._show_history_text(text)  # nothing typed is lost
+
+    def action_paste_image(self) -> None:
+        """Ctrl+V: the clipboard's image as a chip; without one, the app's own clipboard
+        text (what Ctrl+V pastes in any text area), else one line says why."""
+        self._paste_image()
+
+    @work(group="prompt-images", exit_on_error=False)
+    async def _paste_image(self) -> None:
+        failure = await self.image_chips.paste_clipboard()
+        if failure is not None and self.app.clipboard:
+            self.action_paste()
+        elif failure is not None:
+            self.notify(failure, severity="warning")
+
+    def action_remove_image(self) -> None:
+        """Backspace at the start of the prompt: take the last image off."""
+        self.image_chips.remove_image(len(self.image_chips.images) - 1)
 
     def action_newline(self) -> None:
         """Insert a line break at the cursor."""
@@ -553,14 +578,26 @@ class PromptInput(TextArea):
         return self._chips.expand(self.text) if self._chips else self.text
 
     async def _on_paste(self, event: events.Paste) -> None:
-        chip = None if self.read_only else self._chips.chip_for(event.text)
-        if chip is None:
-            return  # TextArea's own handler inserts it
+        if self.read_only:
+            return
         event.stop()
         event.prevent_default()
-        result = self.replace(chip, *self.selection, maintain_selection_offset=False)
-        self.move_cursor(result.end_location)
+        if may_name_images(event.text):  # a dropped file comes as its path
+            self._paste_paths(event.text)
+        else:
+            self._insert_paste(event.text)
         self.focus()
+
+    @work(group="prompt-images", exit_on_error=False)
+    async def _paste_paths(self, text: str) -> None:
+        if not await self.image_chips.attach_pasted(text, self.work_dir):
+            self._insert_paste(text)
+
+    def _insert_paste(self, text: str) -> None:
+        result = self.replace(
+            self._chips.chip_for(text) or text, *self.selection, maintain_selection_offset=False
+        )
+        self.move_cursor(result.end_location)
 
     def action_expand_pastes(self) -> None:
         """Ctrl+O: show the pasted text in place of its chips."""
@@ -591,22 +628,12 @@ class PromptInput(TextArea):
         self.shell_mode = shell_command(self.text) is not None
         self._refresh_completions()
 
-    def _find_completion(self) -> _Completion | None:
+    def _find_completion(self) -> Token | None:
         """The `/command` or `@path` token the cursor is in, if any."""
         start, end = self.selection
         if start != end:
             return None
-        row, column = end
-        line = self.document[row]
-        before, after = line[:column], line[column:]
-        tail = re.match(r"\S*", after)
-        token_end = (row, column + (tail.end() if tail else 0))
-        if row == 0 and re.fullmatch(r"/\S*", before):
-            return _Completion("command", (0, 0), token_end, before)
-        mention = re.search(r"(?:^|\s)@(\S*)$", before)
-        if mention:
-            return _Completion("path", (row, mention.start(1) - 1), token_end, mention.group(1))
-        return None
+        return find_token(self.document[end[0]], end)
 
     def _refresh_completions(self, *, reload: bool = True) -> None:
         completion = self._find_completion()
@@ -617,24 +644,12 @@ class PromptInput(TextArea):
         self._dismissed = None
         self._completion = completion
         if completion.kind == "command":
-            commands = self.commands
-            width = max((len(name) for name, _ in commands), default=0)
-            candidates = [
-                _Candidate(
-                    f"{name} ",
-                    Content.assemble((name.ljust(width), "bold"), "  ", (help_, "$text-muted")),
-                )
-                for name, help_ in match_commands(commands, completion.query)
-            ]
-        else:
-            if reload and self._paths.stale and not self._loading_paths:
-                self._loading_paths = True
-                self._load_paths()
-            candidates = [
-                _Candidate(f"@{path}" if path.endswith("/") else f"@{path} ", Content(path))
-                for path in match_paths(self._paths.paths, completion.query)
-            ]
-        self._show_completions(candidates)
+            self._show_completions(command_candidates(self.commands, completion.query))
+            return
+        if reload and self._paths.stale and not self._loading_paths:
+            self._loading_paths = True
+            self._load_paths()
+        self._show_completions(path_candidates(self._paths.paths, completion.query))
 
     @work(exclusive=True, group="prompt-paths", exit_on_error=False)
     async def _load_paths(self) -> None:
@@ -645,29 +660,14 @@ class PromptInput(TextArea):
         if self._completion is not None and self._completion.kind == "path":
             self._refresh_completions(reload=False)
 
-    def _show_completions(self, candidates: list[_Candidate]) -> None:
-        dropdown = self._completions
+    def _show_completions(self, candidates: list[Candidate]) -> None:
         if not candidates:
             self._close_completions()
             return
         if [c.insert for c in candidates] != [c.insert for c in self._candidates]:
             self._candidates = candidates
-            dropdown.set_options(Option(_visible_label(c.label)) for c in candidates)
-            dropdown.highlighted = 0
-        rows = min(len(candidates), VISIBLE_COMPLETIONS)
-        # Border and padding of the list, from prompt.tcss.
-        height = rows + 2
-        width = max(candidate.label.cell_length for candidate in candidates) + 4
-        region = self.region
-        screen_width = self.screen.size.width
-        width = max(min(width, screen_width - region.x), 10)
-        y = region.y - height
-        if y < 0:
-            y = region.bottom
-        dropdown.styles.height = height
-        dropdown.styles.width = width
-        dropdown.absolute_offset = Offset(region.x, y)
-        dropdown.add_class("-open")
+            self._completions.offer(candidates)
+        self._completions.open_over(self.region, self.screen.size.width)
 
     def _close_completions(self) -> None:
         self._candidates = []

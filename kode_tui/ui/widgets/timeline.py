@@ -25,8 +25,15 @@ from textual.visual import RenderOptions, Visual
 from textual.widgets import OptionList, Static
 from textual.widgets.option_list import Option
 
+from kode_tui.message import (
+    ImageURLPart,
+    is_checkpoint_note,
+    is_dmail_note,
+    is_system_note,
+    media_chips,
+    shown_count,
+)
 from kode_tui.message import Message as ChatMessage
-from kode_tui.message import is_checkpoint_note, is_dmail_note, is_system_note, shown_count
 from kode_tui.safetext import visible
 from kode_tui.soul.facade import (
     COMPACTION_OUTPUT_PREFIX,
@@ -444,7 +451,10 @@ def _label(history: Sequence[ChatMessage], start: int, end: int) -> _Label:
     for index in range(start, min(end, start + _LOOKAHEAD)):
         message = history[index]
         if message.role == "user":
-            text = typed_text(message).strip()  # a `!` command: the line typed
+            text = typed_text(message)  # a `!` command: the line typed
+            # An attached image's `<image path=…></image>` wrapper is no words of the user's.
+            images = [part for part in message.parts if isinstance(part, ImageURLPart)]
+            text = media_chips(text, images)[0].strip()
             if is_checkpoint_note(text):
                 continue
             if is_system_note(text, COMPACTION_OUTPUT_PREFIX):
