@@ -63,16 +63,27 @@ KEYS = (FIRST_FRAME, READY, PANES, FIRST, ENTER, ECHO_P90, ECHO_MAX, FULL, CPU, 
 KEYS += (TMUX_CPU,)
 
 
-def shown_more(text: str, before: int) -> Callable[[str], bool]:
-    """A screen test: `text` shows more often than the `before` times it showed."""
-    return lambda screen: screen.count(text) > before
+# What may frame a prompt line around the typed text: borders, bars, a drawn cursor.
+PROMPT_FRAME = " \u2502\u2503\u258a\u258c\u258e\u258f\u2588"
+
+
+def prompt_lines(screen: str, text: str) -> int:
+    """How many lines end with `text` (a prompt holding it), frames and cursor stripped."""
+    return sum(line.strip(PROMPT_FRAME).endswith(text) for line in screen.splitlines())
+
+
+def shown_more(text: str, before: str) -> Callable[[str], bool]:
+    """A screen test: `text` shows more often than on the `before` screen, anywhere or at the
+    end of a line (typing "hi" can hide a placeholder "Ask anything" that held it)."""
+    count, lines = before.count(text), prompt_lines(before, text)
+    return lambda screen: screen.count(text) > count or prompt_lines(screen, text) > lines
 
 
 def turn(pane: TmuxPane, server: FieldServer, text: str) -> tuple[float, float]:
     """Type `text`, Enter once it is on screen: (when Enter was sent, when the request came)."""
     count = len(server.arrived)
     if text:
-        before = pane.screen().count(text)
+        before = pane.screen()
         pane.send(text)
         pane.wait_shown(shown_more(text, before), timeout=10)
     enter = pane.send("Enter", literal=False)
@@ -140,7 +151,7 @@ def one_run(who: field.Contestant, server: FieldServer, log: Path, work: Path, r
             if len(server.finished) > done:
                 break
             typed = ECHO_KEYS[:k]
-            before = pane.screen().count(typed)
+            before = pane.screen()
             sent = pane.send(ECHO_KEYS[k - 1])
             try:
                 echoes.append(

@@ -198,7 +198,14 @@ def opencode(home: Path, work: Path, server: FieldServer, peers: Path) -> Contes
         },
     }
     _write(home / ".config" / "opencode" / "opencode.json", json.dumps(config))
-    env = base_env(home, OPENCODE_DISABLE_MODELS_FETCH="1", OPENCODE_DISABLE_AUTOUPDATE="1")
+    # Its first start in a new HOME installs the provider's npm package (seconds): the cache is
+    # kept beside the peers, as a user's is after their first run.
+    env = base_env(
+        home,
+        OPENCODE_DISABLE_MODELS_FETCH="1",
+        OPENCODE_DISABLE_AUTOUPDATE="1",
+        XDG_CACHE_HOME=str(peers / "cache"),
+    )
     return Contestant(
         "OpenCode",
         [str(program)],
