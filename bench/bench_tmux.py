@@ -59,8 +59,8 @@ FIRST, ENTER = "first_request_s", "enter_request_s"
 ECHO_P90, ECHO_MAX, FULL = "echo_p90_s", "echo_max_s", "full_speed_s"
 CPU, BYTES, SYNC, RSS = "stream_cpu", "bytes_per_s", "sync_per_s", "idle_rss_mib"
 TMUX_CPU = "tmux_cpu"  # the tmux server's CPU over the same stream: what parsing our bytes costs
-KEYS = (FIRST_FRAME, READY, PANES, FIRST, ENTER, ECHO_P90, ECHO_MAX, FULL, CPU, BYTES, SYNC, RSS)
-KEYS += (TMUX_CPU,)
+KEYS = (FIRST_FRAME, READY, PANES, FIRST, ENTER, ECHO_P90, ECHO_MAX, FULL, CPU, BYTES, SYNC)
+KEYS += (TMUX_CPU, RSS)
 
 
 # What may frame a prompt line around the typed text: borders, bars, a drawn cursor.
@@ -95,6 +95,12 @@ def turn(pane: TmuxPane, server: FieldServer, text: str) -> tuple[float, float]:
     return enter, server.arrived[count]
 
 
+def own_cpu_s(pid: int) -> float:
+    """User + system CPU time of the process itself (not its children: the program measured)."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return sum(int(f) for f in fields[11:13]) / os.sysconf("SC_CLK_TCK")
+
+
 def finished(server: FieldServer, count: int, timeout: float = 120) -> float:
     """When the answer after `count` finished ones was fully written."""
     deadline = time.perf_counter() + timeout
@@ -105,8 +111,10 @@ def finished(server: FieldServer, count: int, timeout: float = 120) -> float:
     return server.finished[count]
 
 
-def one_run(who: field.Contestant, server: FieldServer, log: Path, work: Path, rate: float,
-            tokens: int) -> dict[str, Any]:  # fmt: skip
+def one_run(
+    who: field.Contestant, server: FieldServer, log: Path, work: Path, rate: float, tokens: int
+) -> dict[str, Any]:
+    """One session of `who`: every row's numbers (see the module's docstring)."""
     numbers: dict[str, Any] = {}
     server.drop_pending()
     pane = TmuxPane(who.argv, who.env, log=log, cwd=str(work))
@@ -130,13 +138,15 @@ def one_run(who: field.Contestant, server: FieldServer, log: Path, work: Path, r
         server.reply(answer(paced, "BENCHCPUEND"), delay=delay, expect="benchcpu")
         done = len(server.finished)
         _, arrived = turn(pane, server, "benchcpu")
-        cpu, written = tree_cpu_s(pane.pid), len(pane.written())
-        tmux_cpu = tree_cpu_s(pane.server_pid) - tree_cpu_s(pane.pid)
+        cpu, tmux_cpu, written = (
+            tree_cpu_s(pane.pid),
+            own_cpu_s(pane.server_pid),
+            len(pane.written()),
+        )
         end = finished(server, done)
         wall = end - arrived
         numbers[CPU] = (tree_cpu_s(pane.pid) - cpu) / wall
-        tmux_after = tree_cpu_s(pane.server_pid) - tree_cpu_s(pane.pid)
-        numbers[TMUX_CPU] = (tmux_after - tmux_cpu) / wall
+        numbers[TMUX_CPU] = (own_cpu_s(pane.server_pid) - tmux_cpu) / wall
         stream = pane.written()[written:]
         numbers[BYTES], numbers[SYNC] = len(stream) / wall, stream.count(SYNC_START) / wall
         numbers["sync_sequences"] = pane.written().count(SYNC_START)
@@ -183,8 +193,10 @@ def one_run(who: field.Contestant, server: FieldServer, log: Path, work: Path, r
                 os.kill(pid, signal.SIGKILL)
 
 
-def contestants(args: argparse.Namespace, home: Path, work: Path, server: FieldServer
-                ) -> list[field.Contestant]:  # fmt: skip
+def contestants(
+    args: argparse.Namespace, home: Path, work: Path, server: FieldServer
+) -> list[field.Contestant]:
+    """kode-tui, the bare Textual app, kimi-cli and the peers (those `--only` names)."""
     peers = field.peers_dir(args.peers)
     found = [field.kode(home / "kode-tui", work, server)]
     found.append(field.bare_textual(home / "bare", work, server))

@@ -397,7 +397,12 @@ def field_rows(rate: float, tokens: int) -> list[FieldRow]:
         ),
         FieldRow(
             f"{tokens:,} tokens at full speed: sent -> end on screen",
-            lambda m: fmt_s(m["full_speed_s"]) if m.get("full_speed_s") else "never drawn",
+            # A contestant that streamed (it has an echo) but has no time never drew the end.
+            lambda m: (
+                fmt_s(m["full_speed_s"])
+                if m.get("full_speed_s")
+                else ("never drawn" if m.get("echo_p90_s") is not None else None)
+            ),
             "<= 500 ms",
             _at_most("full_speed_s", 0.5),
         ),
