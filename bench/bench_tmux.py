@@ -256,10 +256,18 @@ def main() -> None:
         "raw": raw,
     }
     names = list(raw)
-    print(f"{'':18}" + "".join(f"{name:>13}" for name in names) + f"   ({args.runs} runs)")
+    widths = [max(12, len(name)) + 2 for name in names]
+    header = "".join(f"{name:>{w}}" for name, w in zip(names, widths, strict=True))
+    print(f"{'':18}{header}   ({args.runs} runs)")
     for key in KEYS:
         cells = [result["median"][name][key] for name in names]
-        print(f"{key:18}" + "".join(f"{c:13.3f}" if c is not None else f"{'—':>13}" for c in cells))
+        print(
+            f"{key:18}"
+            + "".join(
+                f"{c:{w}.3f}" if c is not None else f"{'—':>{w}}"
+                for c, w in zip(cells, widths, strict=True)
+            )
+        )
     for name, why in skipped.items():
         print(f"skipped {name}: {why}")
     if args.json:
