@@ -253,6 +253,7 @@ def streaming(app: App, rate: float, tokens: int) -> dict[str, Any]:
         # Echo: a key about every ECHO_EVERY_S while the answer streams, until it is shown.
         server.reply_text(answer(paced, "BENCH-ECHO-END"), delay=delay)
         done = len(server.finished)
+        process.screen()  # the emulator catches up on the session so far before keys are timed
         mark, _ = submit(process, server, b"again")
         time.sleep(0.3)  # well into the stream
         echoes = []
