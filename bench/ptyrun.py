@@ -4,6 +4,12 @@
 draws (so it never blocks on a full terminal) and notes when each chunk arrived, so
 `wait_for(text)` returns the moment the text was written, not when it was looked for. Like a
 real terminal it answers cursor-position requests.
+
+`wait_shown(test)` judges the screen a terminal would show rather than the byte stream: the output
+is fed, chunk by chunk, to a VT100 emulator (pyte), and the arrival time of the first chunk after
+which `test(screen text)` holds is returned. A renderer that moves the cursor and writes only the
+changed cell (prompt_toolkit echoes a key as `ESC[3C` + `x`) never writes the typed text as one
+run of bytes: `wait_for` would see it only at the next full redraw, a terminal at once.
 """
 
 from __future__ import annotations
@@ -18,6 +24,9 @@ import struct
 import termios
 import threading
 import time
+from collections.abc import Callable
+
+import pyte
 
 CPR_REQUEST = b"\x1b[6n"
 CPR_REPLY = b"\x1b[1;1R"
@@ -47,6 +56,9 @@ class PtyProcess:
                 os.execvpe(argv[0], argv, env)
             finally:
                 os._exit(127)
+        self._screen = pyte.Screen(cols, rows)
+        self._terminal = pyte.ByteStream(self._screen)
+        self._fed = 0  # how many chunks the emulator has been fed
         self._output = bytearray()
         self._chunks: list[tuple[int, float]] = []  # (end offset, arrival time) of each read
         self._changed = threading.Condition()
@@ -104,6 +116,46 @@ class PtyProcess:
                     raise TimeoutError(
                         f"{self.argv[0]} did not draw {marker!r} in {timeout} s; tail: {tail!r}"
                     )
+                self._changed.wait(left)
+
+    def _feed_next(self) -> float | None:
+        """Feed the emulator the next chunk: its arrival time, or None when none is left. The
+        lock is held only to copy the chunk, so the reader keeps draining (and timing) meanwhile."""
+        with self._changed:
+            if self._fed >= len(self._chunks):
+                return None
+            start = self._chunks[self._fed - 1][0] if self._fed else 0
+            end, arrived = self._chunks[self._fed]
+            data = bytes(self._output[start:end])
+        self._terminal.feed(data)
+        self._fed += 1
+        return arrived
+
+    def screen(self) -> str:
+        """The screen as a terminal shows it after everything drawn so far, one line per row."""
+        while self._feed_next() is not None:
+            pass
+        return "\n".join(self._screen.display)
+
+    def wait_shown(self, test: Callable[[str], bool], *, timeout: float = 60.0) -> float:
+        """The `time.perf_counter()` of the first chunk not yet on the screen after which
+        `test(screen)` holds (`screen()` as it is then). Only one thread may call it."""
+        deadline = time.perf_counter() + timeout
+        while True:
+            arrived = self._feed_next()
+            if arrived is not None:
+                if test("\n".join(self._screen.display)):
+                    return arrived
+                continue
+            with self._changed:
+                if self._fed < len(self._chunks):
+                    continue
+                if self._eof:
+                    raise RuntimeError(f"{self.argv[0]} exited before showing what was awaited")
+                left = deadline - time.perf_counter()
+                if left <= 0:
+                    shown = "\n".join(self._screen.display)
+                    raise TimeoutError(f"{self.argv[0]}: not shown in {timeout} s; screen: {shown}")
                 self._changed.wait(left)
 
     def close(self) -> None:

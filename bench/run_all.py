@@ -38,11 +38,15 @@ from bench_model import KIMI as MODEL_KIMI  # noqa: E402
 from bench_model import LITELLM_FIRST, LITELLM_MODEL  # noqa: E402
 from bench_model import OURS as MODEL_OURS  # noqa: E402
 from bench_tui import DEMO, LITELLM, MINIMAL, RESUME  # noqa: E402
+from field import PEERS_ENV  # noqa: E402
 
 DEFAULT_KIMI = Path("/tmp/kimi-ref/bin/python")
 KIMI_ENV = "KODE_TUI_KIMI_PYTHON"
-BENCHMARKS = ("context", "tui", "stream", "history", "memory", "model", "snapshot", "sandbox")
-USES_KIMI = ("context", "model")
+BENCHMARKS = (
+    *("context", "tui", "stream", "history", "memory", "model", "snapshot", "sandbox"),
+    "tmux",
+)
+USES_KIMI = ("context", "model", "tmux")
 
 # The targets of the issues that bench_context.py does not already carry.
 FIRST_FRAME_MAX_RATIO = 1.5  # issue 5: first frame <= 1.5x the minimal Textual app
@@ -59,6 +63,9 @@ IDLE_RSS_MAX_RATIO = 1.5  # idle RSS of the process tree <= 1.5x kimi's
 SCROLL_STALL_MAX_S = 0.1  # scrolling a 5,000-turn session: no stall > 100 ms per page
 SNAPSHOT_CALL_MAX_S = 0.15  # issue 17: a Shell call's snapshots on a 10,000-file repo
 SANDBOX_EXTRA_MAX_S = 0.03  # issue 26: the sandbox's cost per Shell call, over no sandbox
+# Issue 31, in tmux next to the field: the goal of each row is the best peer's number.
+TMUX_OURS, TMUX_KIMI, TMUX_BARE = "kode-tui", "kimi-cli", "bare Textual app"
+FIELD_ORDER = (TMUX_OURS, "Vibe", "Claude Code", "Codex", "OpenCode", TMUX_KIMI, TMUX_BARE)
 
 
 @dataclass(slots=True)
@@ -316,6 +323,155 @@ def model_rows(numbers: dict[str, Any]) -> list[Row]:
     ]
 
 
+def fmt_rate(value: float) -> str:
+    return f"{value / 1000:.0f} kB/s"
+
+
+@dataclass(frozen=True, slots=True)
+class FieldRow:
+    """One row of issue 31's table: how to show a contestant's medians, the goal, the check."""
+
+    label: str
+    show: Callable[[dict[str, Any]], str | None]
+    goal: str = "—"
+    passes: Callable[[dict[str, Any], dict[str, Any] | None], bool] | None = None
+
+
+def _get(key: str, fmt: Callable[[float], str]) -> Callable[[dict[str, Any]], str | None]:
+    return lambda m: fmt(m[key]) if m.get(key) is not None else None
+
+
+def _pair(a: str, b: str, fmt: Callable[[float], str]) -> Callable[[dict[str, Any]], str | None]:
+    def show(m: dict[str, Any]) -> str | None:
+        if m.get(a) is None and m.get(b) is None:
+            return None
+        return " / ".join(fmt(m[k]) if m.get(k) is not None else "—" for k in (a, b))
+
+    return show
+
+
+def _at_most(key: str, limit: float) -> Callable[[dict[str, Any], dict[str, Any] | None], bool]:
+    return lambda ours, kimi: ours.get(key) is not None and ours[key] <= limit
+
+
+def field_rows(rate: float, tokens: int) -> list[FieldRow]:
+    def rss_ok(ours: dict[str, Any], kimi: dict[str, Any] | None) -> bool:
+        if not kimi or not kimi.get("idle_rss_mib") or ours.get("idle_rss_mib") is None:
+            return False
+        return bool(ours["idle_rss_mib"] <= 1.1 * kimi["idle_rss_mib"])
+
+    def echo_ok(ours: dict[str, Any], kimi: dict[str, Any] | None) -> bool:
+        p90, worst = ours.get("echo_p90_s"), ours.get("echo_max_s")
+        return p90 is not None and worst is not None and p90 <= 0.04 and worst <= 0.06
+
+    return [
+        FieldRow(
+            "launch -> first frame / prompt ready",
+            _pair("first_frame_s", "ready_s", fmt_s),
+            "<= 350 ms",
+            _at_most("ready_s", 0.35),
+        ),
+        FieldRow(
+            "launch -> every pane drawn (Conversation, Checkpoints, History)",
+            _get("every_pane_s", fmt_s),
+            "<= 350 ms",
+            _at_most("every_pane_s", 0.35),
+        ),
+        FieldRow(
+            "launch -> first request",
+            _get("first_request_s", fmt_s),
+            "<= 800 ms",
+            _at_most("first_request_s", 0.8),
+        ),
+        FieldRow(
+            '"hi" on screen -> Enter -> request',
+            _get("enter_request_s", fmt_s),
+            "<= 200 ms",
+            _at_most("enter_request_s", 0.2),
+        ),
+        FieldRow(
+            f"key echo while streaming {rate:g} tok/s, p90 / max",
+            _pair("echo_p90_s", "echo_max_s", fmt_s),
+            "<= 40 / 60 ms",
+            echo_ok,
+        ),
+        FieldRow(
+            f"{tokens:,} tokens at full speed: sent -> end on screen",
+            # A contestant that streamed (it has an echo) but has no time never drew the end.
+            lambda m: (
+                fmt_s(m["full_speed_s"])
+                if m.get("full_speed_s")
+                else ("never drawn" if m.get("echo_p90_s") is not None else None)
+            ),
+            "<= 500 ms",
+            _at_most("full_speed_s", 0.5),
+        ),
+        FieldRow(
+            f"CPU of the process tree at {rate:g} tok/s",
+            _get("stream_cpu", lambda v: f"{v:.0%}"),
+            "<= 20%",
+            _at_most("stream_cpu", 0.2),
+        ),
+        FieldRow(
+            f"bytes to the terminal at {rate:g} tok/s",
+            _get("bytes_per_s", fmt_rate),
+            "<= 60 kB/s",
+            _at_most("bytes_per_s", 60_000),
+        ),
+        FieldRow(
+            f"synchronized updates (ESC[?2026h) at {rate:g} tok/s",
+            _get("sync_per_s", lambda v: f"{v:.1f}/s"),
+        ),
+        FieldRow(
+            f"tmux server CPU at {rate:g} tok/s (parsing what was written)",
+            _get("tmux_cpu", lambda v: f"{v:.0%}"),
+        ),
+        FieldRow(
+            "idle RSS of the process tree",
+            _get("idle_rss_mib", lambda v: f"{v:.0f} MiB"),
+            "<= 1.1x kimi's",
+            rss_ok,
+        ),
+    ]
+
+
+def tmux_rows(numbers: dict[str, Any]) -> list[Row]:
+    medians = numbers["median"]
+    ours, kimi = medians.get(TMUX_OURS), medians.get(TMUX_KIMI)
+    if ours is None:
+        return [Row("tmux, 120x36: kode-tui did not run", "—")]
+    rows = []
+    for spec in field_rows(numbers["rate_per_s"], numbers["tokens"]):
+        row = Row(f"tmux, 120x36: {spec.label}", spec.show(ours) or "—", target=spec.goal)
+        reference = kimi if kimi is not None else None
+        if spec.label.startswith("launch -> every pane"):
+            bare = medians.get(TMUX_BARE)
+            row.reference = f"{fmt_s(bare['ready_s'])} (bare Textual app)" if bare else "—"
+        elif reference is not None:
+            row.reference = f"{spec.show(reference) or '—'} (kimi-cli)"
+        if spec.passes is not None:
+            row.verdict = verdict(spec.passes(ours, kimi))
+        rows.append(row)
+    return rows
+
+
+def field_table(numbers: dict[str, Any]) -> list[str]:
+    """Issue 31's side-by-side table: every contestant of the same run, the goal, our verdict."""
+    medians = numbers["median"]
+    names = [n for n in FIELD_ORDER if n in medians]
+    head = ["row", *names, "goal: best in the field", "kode-tui"]
+    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    for spec in field_rows(numbers["rate_per_s"], numbers["tokens"]):
+        cells = [spec.show(medians[n]) or "—" for n in names]
+        ok = "—"
+        if spec.passes is not None and TMUX_OURS in medians:
+            ok = verdict(spec.passes(medians[TMUX_OURS], medians.get(TMUX_KIMI)))
+        lines.append("| " + " | ".join([spec.label, *cells, spec.goal, ok]) + " |")
+    for name, why in numbers.get("skipped", {}).items():
+        lines.append(f"\n{name}: skipped, {why}.")
+    return lines
+
+
 def snapshot_rows(numbers: dict[str, Any]) -> list[Row]:
     what = f"Shell call's two snapshots, {numbers['files']:,}-file repo"
     git_s, walk_s = numbers["git_call_s"], numbers["walk_call_s"]
@@ -365,6 +521,7 @@ ROWS: dict[str, Callable[[dict[str, Any]], list[Row]]] = {
     "model": model_rows,
     "snapshot": snapshot_rows,
     "sandbox": sandbox_rows,
+    "tmux": tmux_rows,
 }
 
 
@@ -452,7 +609,10 @@ def commands(args: argparse.Namespace, kimi: Path | None, out: Path) -> dict[str
         "model": ["--runs", str(args.model_runs), *stream],
         "snapshot": ["--runs", str(args.snapshot_runs)],
         "sandbox": ["--runs", str(args.snapshot_runs)],
+        "tmux": ["--runs", str(args.tmux_runs), *stream],
     }
+    if args.peers is not None:
+        options["tmux"] += ["--peers", str(args.peers)]
     if kimi is not None:
         for name in USES_KIMI:
             options[name] += ["--kimi", str(kimi)]
@@ -513,6 +673,7 @@ def report(facts: dict[str, str], kimi_line: str, outcomes: list[Outcome], total
         "",
         *table(rows),
         "",
+        *field_section(outcomes),
         "References: Kimi CLI's `Context` on the same file for the engine rows, "
         "`bench/minimal_app.py` for the first frame, a session holding only the last exchange "
         "for the memory rows, Kimi CLI against the same loopback server for the model rows. "
@@ -521,6 +682,23 @@ def report(facts: dict[str, str], kimi_line: str, outcomes: list[Outcome], total
         f"({', '.join(f'{o.name} {o.seconds:.0f} s' for o in outcomes)}).",
     ]
     return "\n".join(lines)
+
+
+def field_section(outcomes: list[Outcome]) -> list[str]:
+    """The tmux benchmark's side-by-side table, when it ran."""
+    for outcome in outcomes:
+        if outcome.name == "tmux" and outcome.numbers is not None:
+            try:
+                return [
+                    "In tmux (120x36) against one loopback server, medians of "
+                    f"{outcome.numbers['runs']} runs, alternating:",
+                    "",
+                    *field_table(outcome.numbers),
+                    "",
+                ]
+            except (KeyError, TypeError) as error:
+                return [f"tmux: unreadable results ({error!r})", ""]
+    return []
 
 
 def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
@@ -543,6 +721,10 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--memory-runs", type=int, default=3, metavar="N")
     parser.add_argument("--model-runs", type=int, default=3, metavar="N")
     parser.add_argument("--snapshot-runs", type=int, default=15, metavar="N")
+    parser.add_argument("--tmux-runs", type=int, default=3, metavar="N")
+    parser.add_argument(
+        "--peers", type=Path, metavar="DIR", help=f"where the peers are (else ${PEERS_ENV})"
+    )
     parser.add_argument("--tokens", type=int, default=20_000, help="streamed tokens")
     parser.add_argument("--rate", type=float, default=300.0, help="tokens per second")
     args = parser.parse_args(argv)
