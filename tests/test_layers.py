@@ -141,3 +141,22 @@ def test_the_first_frame_does_not_wait_for_pydantic() -> None:
         [sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=60
     )
     assert result.stdout.strip() == "False"
+
+
+def test_the_agent_loads_image_and_web_libraries_only_when_a_tool_uses_them() -> None:
+    """Pillow, httpx, BeautifulSoup, markdownify and textual-image load at the first image,
+    page or picture, not with the tool set: an agent that never uses them starts without them
+    (~130 ms and ~10 MiB)."""
+    import subprocess
+    import sys
+
+    libraries = ("PIL", "httpx", "bs4", "markdownify", "textual_image")
+    code = (
+        "import sys, kode_tui.soul.agent, kode_tui.soul.facade, kode_tui.ui.app\n"
+        "from kode_tui.ui.widgets import blocks, conversation, prompt, prompt_images\n"
+        f"print(sorted(m for m in {libraries!r} if m in sys.modules))"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=60
+    )
+    assert result.stdout.strip() == "[]"

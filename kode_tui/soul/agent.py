@@ -320,6 +320,7 @@ async def open_agent(
         if config.sandbox.enabled:
             soul.add_notice(soul.sandbox_off)
     env.takes_images = lambda: vision.takes_images(soul.provider)  # follows /model
+    toolset.takes_images = env.takes_images
     subagents.attach(soul)
     for problem in agents.problems:
         soul.add_notice(problem.message)

@@ -200,6 +200,9 @@ class Tool(ABC, Generic[P]):
     """Whether the step runs a call of it at the same time as the neighbouring calls of tools
     that say so too (the `Agent` tool: each subagent is a loop of its own, whose approvals queue
     in the shared panel). Every other call runs alone, in the order the model gave."""
+    needs_images: ClassVar[bool] = False
+    """Whether it is offered only while the model takes images (ReadMediaFile, as Kimi CLI
+    offers it); a call made anyway gets the tool's own answer."""
 
     def schema(self) -> dict[str, Any]:
         """The tool in the OpenAI function-calling format litellm takes."""

@@ -14,10 +14,12 @@ import io
 import warnings
 from dataclasses import dataclass
 from pathlib import Path
-
-from PIL import Image, UnidentifiedImageError
+from typing import TYPE_CHECKING
 
 from kode_tui.message import ContentPart, ImageURL, ImageURLPart, TextPart
+
+if TYPE_CHECKING:  # Pillow loads at the first image, not with the tool set
+    from PIL import Image
 
 MAX_FILE_BYTES = 100 << 20
 """The largest image file read (Kimi CLI's ReadMediaFile cap, 100 MB)."""
@@ -61,6 +63,8 @@ class PreparedImage:
     @property
     def file_mime_type(self) -> str:
         """The MIME type of the file itself (the data sent may be another: a BMP goes as PNG)."""
+        from PIL import Image
+
         return Image.MIME.get(self.file_format, self.mime_type)
 
     @property
@@ -102,6 +106,8 @@ def prepare_image(path: Path, shown: str) -> PreparedImage:
             "for media files."
         )
     data = path.read_bytes()
+    from PIL import Image, UnidentifiedImageError
+
     try:
         with warnings.catch_warnings():
             # A decompression bomb (a few KB that decode to gigapixels) is refused, not decoded.
@@ -124,6 +130,8 @@ def _prepared(image: Image.Image, data: bytes) -> PreparedImage:
         return PreparedImage(data, mime, file_format, len(data), width, height, width, height)
     image.load()
     if max(width, height) > MAX_SIDE:
+        from PIL import Image
+
         image.thumbnail((MAX_SIDE, MAX_SIDE), Image.Resampling.LANCZOS)
     sent, mime = _encoded(image, photo=file_format == "JPEG")
     return PreparedImage(sent, mime, file_format, len(data), width, height, *image.size)

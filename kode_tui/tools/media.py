@@ -55,6 +55,7 @@ class ReadMediaFile(Tool[ReadMediaFileParams]):
         "Glob or Shell to list directories. Read several images in parallel when you need them."
     )
     params = ReadMediaFileParams
+    needs_images = True
 
     async def permission(self, params: ReadMediaFileParams, env: ToolEnv) -> Permission | None:
         path = env.resolve(params.path)

@@ -10,7 +10,7 @@ import asyncio
 import dataclasses
 import json
 import logging
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
@@ -74,10 +74,18 @@ class ToolSource(Protocol):
 
 
 class Toolset:
-    def __init__(self, tools: Iterable[Tool[Any]], sources: Sequence[ToolSource] = ()) -> None:
+    def __init__(
+        self,
+        tools: Iterable[Tool[Any]],
+        sources: Sequence[ToolSource] = (),
+        takes_images: Callable[[], bool] | None = None,
+    ) -> None:
         self._static = {tool.name: tool for tool in tools}
         self._aliases = {alias: tool for tool in self._static.values() for alias in tool.aliases}
         self.sources = list(sources)
+        self.takes_images = takes_images
+        """Whether the model takes images now (None: it does); the tools that need them are
+        offered only then (`Tool.needs_images`)."""
 
     @property
     def _tools(self) -> dict[str, Tool[Any]]:
@@ -109,10 +117,11 @@ class Toolset:
 
     def tools(self) -> list[Tool[Any]]:
         """The tools offered now."""
-        return list(self._tools.values())
+        images = self.takes_images is None or self.takes_images()
+        return [tool for tool in self._tools.values() if images or not tool.needs_images]
 
     def schemas(self) -> list[dict[str, Any]]:
-        return [tool.schema() for tool in self._tools.values()]
+        return [tool.schema() for tool in self.tools()]
 
     def prepare(self, call: ToolCall) -> PreparedCall:
         name = call.function.name

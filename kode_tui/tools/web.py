@@ -17,15 +17,17 @@ from __future__ import annotations
 import asyncio
 import ssl
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
-import httpx
 from pydantic import BaseModel, Field, PrivateAttr
 
 from kode_tui.config import WebConfig
 from kode_tui.humanize import format_size
 from kode_tui.tools.base import Permission, Tool, ToolEnv, ToolError, ToolOutput, truncate
 from kode_tui.tools.web_address import AddressError, Resolved, host_allowed, parse_url, resolve
-from kode_tui.tools.web_page import page_markdown
+
+if TYPE_CHECKING:
+    import httpx
 
 MAX_REDIRECTS = 10
 USER_AGENT = (
@@ -103,6 +105,8 @@ class FetchURL(Tool[FetchParams]):
         )
 
     async def run(self, params: FetchParams, env: ToolEnv, tool_call_id: str) -> ToolOutput:
+        import httpx  # at the first fetch: an agent that never fetches never loads it
+
         try:
             url = parse_url(params.url)
         except AddressError as error:
@@ -125,6 +129,8 @@ class FetchURL(Tool[FetchParams]):
     ) -> _Page:
         """The page at `url`, redirects followed hop by hop, each checked before it is sent."""
         # The hosts this call may reach, and whether at a private address too.
+        import httpx
+
         granted: dict[str, bool] = {}
         if checked is not None:
             granted[checked.host] = bool(checked.private)
@@ -183,6 +189,8 @@ class FetchURL(Tool[FetchParams]):
             text = page.body.decode(page.charset or "utf-8", errors="replace")
             message = "The returned content is the full content of the page."
         elif kind.startswith(("text/html", "application/xhtml+xml")) or not kind:
+            from kode_tui.tools.web_page import page_markdown  # bs4 and markdownify: when used
+
             text = await asyncio.to_thread(page_markdown, page.body, page.charset)
             message = "The returned content is the main text content extracted from the page."
         elif kind.startswith(_TEXT_TYPES):

@@ -16,8 +16,10 @@ import ipaddress
 import socket
 from dataclasses import dataclass
 from fnmatch import fnmatchcase
+from typing import TYPE_CHECKING
 
-import httpx
+if TYPE_CHECKING:
+    import httpx
 
 IPAddress = ipaddress.IPv4Address | ipaddress.IPv6Address
 
@@ -46,6 +48,8 @@ class Resolved:
 
 def parse_url(raw: str) -> httpx.URL:
     """`raw` as an http(s) URL with a host; AddressError when it is not one."""
+    import httpx  # at the first fetch, not with the tool set
+
     try:
         url = httpx.URL(raw.strip())
     except (httpx.InvalidURL, TypeError, ValueError) as error:

@@ -17,15 +17,12 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-import httpx
 from pydantic import BaseModel, Field, ValidationError
 
 from kode_tui.config import SEARCH_KEY_ENV, SEARCH_URL, SearchProvider, WebConfig
 from kode_tui.tools.base import Tool, ToolEnv, ToolError, ToolOutput, truncate
 
 USER_AGENT = "kode-tui"
-_TIMEOUT = httpx.Timeout(180, read=90, connect=15)
-"""Kimi's: the service's own limit is 30 s, but crawling the pages can take longer."""
 
 
 class SearchParams(BaseModel):
@@ -132,9 +129,13 @@ class SearchWeb(Tool[SearchParams]):
         self._provider: SearchProvider = provider
 
     async def run(self, params: SearchParams, env: ToolEnv, tool_call_id: str) -> ToolOutput:
+        import httpx  # at the first search, not with the tool set
+
         headers, body = _request(self._provider, params, self._key, tool_call_id)
         try:
-            async with httpx.AsyncClient(timeout=_TIMEOUT) as client:
+            # Kimi's timeouts: the service's own limit is 30 s, but crawling pages takes longer.
+            timeout = httpx.Timeout(180, read=90, connect=15)
+            async with httpx.AsyncClient(timeout=timeout) as client:
                 response = await client.post(self._url, headers=headers, json=body)
         except httpx.TimeoutException:
             raise ToolError(

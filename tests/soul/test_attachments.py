@@ -136,3 +136,21 @@ def test_at_mentions_name_the_work_dirs_image_files_and_tell_those_outside_apart
     assert found.inside == [work / "shot.png", work / "docs" / "b.JPG"]
     assert found.outside == ["../out.png"]
     assert mentioned_images(f"@{tmp_path / 'out.png'}", work).outside == [str(tmp_path / "out.png")]
+
+
+@pytest.mark.parametrize("images", [True, False])
+async def test_readmediafile_is_offered_only_to_a_model_that_takes_images(
+    tmp_path: Path, server: LLMServer, images: bool
+) -> None:
+    """As Kimi CLI offers it: a model that takes no images is not told of ReadMediaFile (the
+    other tools stay)."""
+    opened = await started(tmp_path, server, images=images)
+    server.reply_text("Hello.")
+    try:
+        result = await opened.run("hi")
+    finally:
+        await opened.close()
+    assert result.stop_reason == "done", result.error
+    offered = {tool["function"]["name"] for tool in server.requests[0]["tools"]}
+    assert {"ReadFile", "FetchURL", "Shell"} <= offered
+    assert ("ReadMediaFile" in offered) is images

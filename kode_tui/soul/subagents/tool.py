@@ -409,7 +409,7 @@ class AgentTool(Tool[AgentParams]):
             context=context,
             provider=provider,
             bus=bus,
-            toolset=Toolset(allowed),
+            toolset=Toolset(allowed, takes_images=parent.env.takes_images),
             env=parent.env,
             approval=parent.approval,
             settings=parent.settings,
