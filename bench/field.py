@@ -73,7 +73,14 @@ def kode(home: Path, work: Path, server: FieldServer) -> Contestant:
         f'api_base = "{server.url}"\napi_key_env = "BENCH_MODEL_KEY"\n',
     )
     program = str(Path(sys.executable).parent / "kode-tui")
-    env = base_env(home, KODE_TUI_HOME=str(home), KODE_TUI_OLLAMA_URL="", BENCH_MODEL_KEY=KEY)
+    # The code of this checkout (a worktree's, too), not the one the venv was installed from.
+    env = base_env(
+        home,
+        KODE_TUI_HOME=str(home),
+        KODE_TUI_OLLAMA_URL="",
+        BENCH_MODEL_KEY=KEY,
+        PYTHONPATH=str(Path(__file__).resolve().parent.parent),
+    )
     return Contestant(
         "kode-tui",
         [program, str(work)],

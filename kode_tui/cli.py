@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, NoReturn
 
-from kode_tui import __version__
+from kode_tui import __version__, model_launch
 from kode_tui.errors import ConfigError, UserError
 from kode_tui.fsutil import FILE_MODE, make_private_dir
 from kode_tui.masking import MaskingFormatter, mask
@@ -408,6 +408,9 @@ async def _run_app(args: argparse.Namespace, work_dir: Path) -> int:
         opened = await _open(args, work_dir)
     except _Locked as error:
         opened, locked, waiting = Opened(error.work_dir), error.locked, error.session
+    # Before Textual loads: the model's library imports on the other core meanwhile, so the
+    # first message typed does not wait for it.
+    model_launch.start_early(_config_file(args), args.model)
     from kode_tui.ui.app import KodeApp  # Textual loads only when a screen is wanted
 
     app = KodeApp(

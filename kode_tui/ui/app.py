@@ -25,7 +25,7 @@ from textual.notifications import SeverityLevel
 from textual.screen import Screen
 from textual.worker import Worker, WorkerState
 
-from kode_tui import masking, prompt_history
+from kode_tui import masking, model_launch, prompt_history
 from kode_tui.errors import ConfigError
 from kode_tui.humanize import cut
 from kode_tui.paths import Paths, tilde
@@ -187,6 +187,8 @@ class KodeApp(
                 self._choice = await asyncio.to_thread(
                     resolve_model, self._config, self._model_flag
                 )
+            if self._choice.is_demo:
+                model_launch.stop_early()  # the demo needs no model process
         except ConfigError as error:
             self.config_error = error
             self.exit(return_code=2)
@@ -219,6 +221,11 @@ class KodeApp(
     # --- start and stop ------------------------------------------------------------------------
 
     async def on_mount(self) -> None:
+        if self._provider is None and not (self._choice and self._choice.is_demo):
+            # Before the first frame (the command line, before Textual loaded): the first
+            # message typed must not wait for the model's library to import.
+            chosen = self._choice.model if self._choice else self._model_flag
+            model_launch.start_early(self._config_file, chosen)
         register_themes(self)
         watch_user_themes(self)
         if self._theme_name in self.available_themes:
@@ -337,7 +344,6 @@ class KodeApp(
                 self.screen.query_one(TokenGauge).set_status(status)
         self._update_header()
         self.refresh_bindings()
-        self._preload_model()
         # What start-up made lives as long as the app: keep the collector from walking it
         # again and again while answers stream (its pauses were the longest stalls).
         gc.freeze()
@@ -378,15 +384,6 @@ class KodeApp(
     def _attached(self) -> bool:
         screen = self.screen
         return isinstance(screen, MainScreen) and screen.attached
-
-    def _preload_model(self) -> None:
-        """Import the model's library off the UI thread once the first frame is up."""
-        if self.agent_session is not None:
-            self._preload(self.agent_session)
-
-    @work(group="preload", exit_on_error=False)
-    async def _preload(self, opened: AgentSession) -> None:
-        await opened.preload_model()
 
     async def action_quit(self) -> None:
         await self._close_session()
@@ -687,11 +684,10 @@ class KodeApp(
         self._update_header()
 
     def set_choice(self, choice: ModelChoice) -> None:
-        """The model switched (/model): show it, and load its library ahead of use. A real
+        """The model switched (/model, which started its model process): show it. A real
         model puts the offline-demo notice away (it stays away if `demo` is chosen again,
         which the user does knowingly)."""
         self._choice = choice
-        self._preload_model()
         self._update_header()
         if not choice.is_demo:
             for screen in self.screen_stack:

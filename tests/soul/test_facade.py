@@ -33,7 +33,6 @@ async def test_an_agent_with_a_provider_of_its_own_starts_no_model_process(
     process.stop()
     opened = await started(tmp_path, [])
     try:
-        await opened.preload_model()
         assert process.worker_pid() is None
     finally:
         await opened.close()

@@ -487,21 +487,6 @@ class AgentSession:
 
         return model_options(self._live.config or Config())
 
-    async def preload_model(self) -> None:
-        """Start the model process (it imports the model's library, never this process), so
-        the first request does not wait for it."""
-        choice = self._live.choice
-        if choice is None or choice.is_demo:
-            return
-        from kode_tui.soul.llm.process import ProcessProvider, preload
-
-        soul = self._live.running
-        if soul is not None and not isinstance(soul.provider, ProcessProvider):
-            # The agent answers with a provider of its own (tests): a model process would
-            # import litellm (seconds of CPU, 270 MB) for a model nobody asks.
-            return
-        await preload(choice.model)
-
     @property
     def mode(self) -> ApprovalMode | None:
         """The approval mode, once the agent is up."""

@@ -48,8 +48,10 @@ def load_openai() -> Any:
         if _openai is None:
             import openai
 
-            # The client's modules are imported lazily, on the first request's time otherwise.
+            # The client's modules are imported lazily, on the first request's time otherwise;
+            # so is its transport's HTTP core, at the first client (a throwaway one: ~50 ms).
             importlib.import_module("openai._streaming")
+            openai.DefaultAsyncHttpxClient()
             _openai = openai
     return _openai
 

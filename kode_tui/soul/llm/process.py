@@ -3,8 +3,9 @@
 litellm takes seconds and 150 MB to import, and parsing its chunks holds the GIL; in the UI
 process that froze the first request and hitched typing while answers streamed. So litellm
 (and the OpenAI SDK, which serves `openai/` models) lives in a child process (worker.py),
-started once at launch (`start()`), shared by every `ProcessProvider` of this process, and
-started again by the next request after it died. A request in flight when it dies fails with
+started once as kode-tui starts (`model_launch.start_early()`, adopted here) or by `start()`,
+shared by every `ProcessProvider` of this process, and started again by the next request after
+it died. A request in flight when it dies fails with
 an `LLMConnectionError` (which the soul retries).
 
 The parent never waits on the child: a writer thread encodes and sends requests, a reader
@@ -23,15 +24,13 @@ import logging
 import os
 import queue
 import subprocess
-import sys
 import threading
 from collections.abc import AsyncIterator, Sequence
-from pathlib import Path
 from typing import IO, Any, cast
 
 import msgspec
 
-import kode_tui
+from kode_tui import model_launch
 from kode_tui.message import Message
 from kode_tui.soul.llm import (
     DEFAULT_MAX_CONTEXT_SIZE,
@@ -50,7 +49,7 @@ from kode_tui.soul.llm.worker import (
     route,
 )
 
-__all__ = ["ProcessProvider", "preload", "start", "stop", "worker_pid"]
+__all__ = ["ProcessProvider", "start", "stop", "worker_pid"]
 
 log = logging.getLogger(__name__)
 
@@ -72,22 +71,14 @@ class _Request:
 class _Worker:
     """The model process and the three threads that talk to it."""
 
-    def __init__(self, library: str) -> None:
+    def __init__(self, process: subprocess.Popen[bytes]) -> None:
         self._lock = threading.Lock()
         self._requests: dict[int, _Request] = {}
         self._ids = itertools.count(1)
         self._outbox: queue.SimpleQueue[dict[str, Any] | None] = queue.SimpleQueue()
         self.exit_code: int | None = None
         """Set (under the lock) once the process has ended; no request is taken after."""
-        self._process = subprocess.Popen(
-            [sys.executable, "-P", "-m", "kode_tui.soul.llm.worker", library],
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            env=_child_environment(),
-            # Its own session: a Ctrl+C at the terminal is the parent's to handle.
-            start_new_session=True,
-        )
+        self._process = process
         self.pid = self._process.pid
         for target, name in (
             (self._read, "replies"),
@@ -227,15 +218,6 @@ def _pipe(stream: IO[bytes] | None) -> IO[bytes]:
     return stream
 
 
-def _child_environment() -> dict[str, str]:
-    """This environment, with the directory this kode_tui was imported from first on the
-    path: the child runs the same code as the parent, whatever the working directory holds."""
-    env = dict(os.environ)
-    root = str(Path(kode_tui.__file__).resolve().parent.parent)
-    env["PYTHONPATH"] = os.pathsep.join(p for p in (root, env.get("PYTHONPATH")) if p)
-    return env
-
-
 _worker: _Worker | None = None
 _worker_lock = threading.Lock()
 
@@ -247,7 +229,11 @@ def _current(model: str | None = None) -> _Worker:
     with _worker_lock:
         if _worker is None or _worker.exit_code is not None:
             try:
-                _worker = _Worker(route(model) if model else ROUTE_LITELLM)
+                # The one started as kode-tui started, else a new one.
+                process = model_launch.take_early() or model_launch.spawn(
+                    route(model) if model else ROUTE_LITELLM
+                )
+                _worker = _Worker(process)
             except OSError as error:
                 raise LLMConnectionError(f"could not start the model process: {error}") from error
         return _worker
@@ -263,11 +249,6 @@ def start(model: str | None = None) -> None:
         log.warning("%s", error)
 
 
-async def preload(model: str | None = None) -> None:
-    """`start(model)`, for callers that preload in a task."""
-    start(model)
-
-
 def stop() -> None:
     """End the model process (a later request starts it again)."""
     global _worker
@@ -275,12 +256,15 @@ def stop() -> None:
         worker, _worker = _worker, None
     if worker is not None:
         worker.stop()
+    model_launch.stop_early()
 
 
 def worker_pid() -> int | None:
-    """The running model process's id (for tests and diagnostics)."""
+    """The running model process's id, or the early one's (for tests and diagnostics)."""
     worker = _worker
-    return worker.pid if worker is not None and worker.exit_code is None else None
+    if worker is not None and worker.exit_code is None:
+        return worker.pid
+    return model_launch.early_pid()
 
 
 def _stopped(code: int) -> LLMConnectionError:

@@ -2,7 +2,9 @@
 
 `python -m kode_tui.soul.llm.worker [openai|litellm]` imports the library the first model
 needs (the OpenAI SDK for an `openai/` model, litellm for the others; the other one when a
-request needs it), then serves requests read from stdin, one JSON object a line, and
+request needs it); `... from-config [--config FILE] [--model NAME]` (model_launch.py, started
+before the UI has read the config) reads the config to know which (none for the demo). Then it
+serves requests read from stdin, one JSON object a line, and
 streams each answer back on stdout, one JSON array a line. `ProcessProvider` (process.py) is
 the other end. Every request runs through `LiteLLMProvider` (or `OpenAIProvider`,
 openai_route.py), so what is sent, the stream items and the error mapping are the in-process
@@ -41,12 +43,15 @@ import logging
 import os
 import sys
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
 import msgspec
 from pydantic import TypeAdapter
 
+from kode_tui.errors import ConfigError
 from kode_tui.message import Message, TextPart, ThinkPart
+from kode_tui.model_launch import FROM_CONFIG
 from kode_tui.soul.llm import (
     LLMConnectionError,
     LLMError,
@@ -301,6 +306,22 @@ def _warm(library: str) -> None:
     _history_adapter()
 
 
+def _configured_library(arguments: list[str]) -> str | None:
+    """The library of the model the config (`--config FILE`, else the default) and `--model
+    NAME` choose, as the UI will; None for the demo, or a config the UI will refuse. Ollama is
+    not probed (the UI does): a model found there warms at its first request."""
+    from kode_tui.config import load_config, resolve_model
+
+    options = dict(zip(arguments[::2], arguments[1::2], strict=False))
+    config_file = options.get("--config")
+    try:
+        config = load_config(Path(config_file) if config_file else None)
+        choice = resolve_model(config, options.get("--model"), ollama=lambda: None)
+    except ConfigError:
+        return None
+    return None if choice.is_demo else route(choice.model)
+
+
 _OWN_ENV = frozenset(("LITELLM_LOCAL_MODEL_COST_MAP",))
 """What this process sets for itself (see `load_litellm`), kept whatever the parent has."""
 
@@ -325,7 +346,11 @@ def main() -> None:
     logging.basicConfig(
         stream=sys.stderr, level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s"
     )
-    _warm(sys.argv[1] if len(sys.argv) > 1 else ROUTE_LITELLM)
+    library: str | None = sys.argv[1] if len(sys.argv) > 1 else ROUTE_LITELLM
+    if library == FROM_CONFIG:
+        library = _configured_library(sys.argv[2:])
+    if library is not None:
+        _warm(library)
     try:
         asyncio.run(_Server(out_fd).serve())
     finally:

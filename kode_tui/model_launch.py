@@ -1,0 +1,92 @@
+"""Starting the model process (soul/llm/worker.py), as early as kode-tui starts.
+
+The model process imports the OpenAI SDK or litellm: half a second to seconds of CPU. Started
+when the agent was (after the first frame, the session and the panes), a message typed at the
+first prompt waited for it: Enter -> request took 0.5-0.9 s. `start_early()` spawns it before
+Textual loads, on the other core, so it imports its library while the screen comes up; it reads
+the config itself to know which library (the UI process reads it after its first frame).
+`soul/llm/process.py` adopts it (`take_early()`) for its first request, or spawns one of its own
+when there is none. This module imports nothing heavy: the first frame must not wait for it.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import kode_tui
+
+log = logging.getLogger(__name__)
+
+WORKER = "kode_tui.soul.llm.worker"
+FROM_CONFIG = "from-config"
+"""The worker's first argument when it reads the config to know which library to import; then
+`--config FILE` (else the default file) and `--model NAME` (the `--model` flag) may follow."""
+
+_early: subprocess.Popen[bytes] | None = None
+
+
+def spawn(*arguments: str) -> subprocess.Popen[bytes]:
+    """Start a model process with `arguments` (its library, or `FROM_CONFIG ...`); OSError
+    when it cannot start."""
+    return subprocess.Popen(
+        [sys.executable, "-P", "-m", WORKER, *arguments],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env=_child_environment(),
+        # Its own session: a Ctrl+C at the terminal is the parent's to handle.
+        start_new_session=True,
+    )
+
+
+def start_early(config_file: Path | None, model: str | None) -> None:
+    """Start the model process now, unless one was started early already: it reads the config
+    (`config_file`, else the default) and imports what the model (`model`, else the configured
+    one) needs; nothing for the demo. A failure is logged: the first request tries again."""
+    global _early
+    if _early is not None:
+        return
+    arguments = [FROM_CONFIG]
+    if config_file is not None:
+        arguments += ["--config", str(config_file)]
+    if model is not None:
+        arguments += ["--model", model]
+    try:
+        _early = spawn(*arguments)
+    except OSError as error:
+        log.warning("could not start the model process: %s", error)
+
+
+def take_early() -> subprocess.Popen[bytes] | None:
+    """The process `start_early()` started, if it still runs; it is the caller's from now on."""
+    global _early
+    process, _early = _early, None
+    if process is not None and process.poll() is not None:
+        return None
+    return process
+
+
+def stop_early() -> None:
+    """End the early process nobody took (the model turned out to be the demo): closing its
+    stdin makes it leave."""
+    process = take_early()
+    if process is not None and process.stdin is not None:
+        process.stdin.close()
+
+
+def early_pid() -> int | None:
+    """The early process's id while nobody has taken it (for tests and diagnostics)."""
+    return _early.pid if _early is not None and _early.poll() is None else None
+
+
+def _child_environment() -> dict[str, str]:
+    """This environment, with the directory this kode_tui was imported from first on the
+    path: the child runs the same code as the parent, whatever the working directory holds."""
+    env = dict(os.environ)
+    root = str(Path(kode_tui.__file__).resolve().parent.parent)
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (root, env.get("PYTHONPATH")) if p)
+    return env

@@ -1,0 +1,88 @@
+"""Start-up (issue 31): the first frame waits for nothing of the domain, the model process is up
+when the prompt first takes keys, and a message typed at once goes as soon as it can."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+from textual import events
+from textual.message import Message
+
+from kode_tui.config import Config
+from kode_tui.soul.llm import process
+from kode_tui.ui.app import KodeApp
+from kode_tui.ui.widgets.prompt import PromptInput
+from tests.llm_server import KEY_ENV, LLMServer, loopback_choice
+from tests.ui_helpers import turn_running, wait_for
+
+
+def test_the_main_screen_lays_out_and_resizes_without_loading_the_domain() -> None:
+    """The first frame is the main screen with its prompt; its resize handler once imported
+    the approval panel, and with it the whole facade (0.3 s before the first frame)."""
+    code = """
+import asyncio, sys
+from pathlib import Path
+from textual.app import App
+from kode_tui.ui.screens.main import MainScreen
+
+class First(App[None]):
+    def on_mount(self) -> None:
+        self.push_screen(MainScreen(Path("."), lambda: [], []))
+
+async def main() -> None:
+    async with First().run_test(size=(120, 36)) as pilot:
+        await pilot.pause()
+        await pilot.resize_terminal(80, 24)
+        await pilot.pause()
+    print(sorted(m for m in ("kode_tui.soul.facade", "pydantic") if m in sys.modules))
+
+asyncio.run(main())
+"""
+    result = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=120
+    )
+    assert result.stdout.strip().splitlines()[-1] == "[]"
+
+
+def user_texts(request: dict[str, Any]) -> list[str]:
+    """What the user typed, as a request to the loopback server carries it (without the
+    checkpoint notes and reminders the soul adds), message by message."""
+    texts = []
+    for message in request["messages"]:
+        content = message["content"]
+        if isinstance(content, list):
+            content = "".join(part.get("text", "") for part in content)
+        if message["role"] == "user" and not content.startswith("<system"):
+            texts.append(content)
+    return texts
+
+
+async def test_the_model_process_is_up_when_the_prompt_takes_keys_and_early_messages_go_once(
+    project: Path, server: LLMServer, home: Path
+) -> None:
+    server.reply_text("First answer.")
+    server.reply_text("Second answer.")
+    pid_at_first_focus: list[int | None] = []
+
+    def first_focus(message: Message) -> None:
+        if isinstance(message, events.Focus) and not pid_at_first_focus:
+            pid_at_first_focus.append(process.worker_pid())
+
+    app = KodeApp(project, Config(), loopback_choice(server, KEY_ENV), yolo=True)
+    async with app.run_test(size=(120, 36), message_hook=first_focus) as pilot:
+        prompt = app.screen.query_one(PromptInput)
+        # Typed the moment the prompt shows: the agent and the model process may still start.
+        for text in ("first", "second"):
+            prompt.text = text
+            await pilot.press("enter")
+        await wait_for(pilot, lambda: len(server.requests) == 2 and not turn_running(app))
+        await wait_for(pilot, lambda: not app._queue and not turn_running(app))
+
+    assert pid_at_first_focus and pid_at_first_focus[0] is not None
+    assert [user_texts(request) for request in server.requests] == [
+        ["first"],
+        ["first", "second"],
+    ]
