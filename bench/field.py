@@ -74,6 +74,8 @@ def kode(home: Path, work: Path, server: FieldServer) -> Contestant:
     )
     program = str(Path(sys.executable).parent / "kode-tui")
     env = base_env(home, KODE_TUI_HOME=str(home), KODE_TUI_OLLAMA_URL="", BENCH_MODEL_KEY=KEY)
+    if "PYTHONPATH" in os.environ:  # a worktree measured with the main checkout's venv
+        env["PYTHONPATH"] = os.environ["PYTHONPATH"]
     return Contestant(
         "kode-tui",
         [program, str(work)],
