@@ -18,28 +18,44 @@ A full update (first frame, resize, a screen that covers all) is written whole a
 copy afresh; so does whatever Textual writes that is not a compositor update, and a suspend
 (an editor or a shell ran in the terminal).
 
+Keys first: from a key's arrival until the screen update after the focused widget handled it,
+`keys_waiting` is true, and a streamed answer holds its next frame (`Conversation`), so the
+prompt's echo is not written behind a repaint of the conversation. And the screen on which
+keys are typed (`SteadyUpdates`) updates within a frame (1/60 s) of its last update: Textual's
+update timer, after an update that took longer than a frame (a streamed answer's layout can),
+skips the next slot too and waits up to two frames, with the echo already handled.
+
 What this relies on in Textual 8.2 (not a public API): `App._display(screen, renderable)` is
 where every screen update is written, after `renderable.render_segments(console)`;
 `ChopsUpdate` carries `chops` (per row, {x: Strip | None}), `spans` ((y, x1, x2) to draw) and
 `chop_ends` (per row, the end of each chop), `LayoutUpdate` carries `strips` (per row, the
 chops from the left) and `region`; `App._suspend_signal` runs before the terminal is handed
-over.
+over. For keys first: `App.on_event` forwards a key to the focused widget's queue, and a
+widget's `call_after_refresh` runs after the screen update that follows what is in that queue;
+`Screen._update_timer` (a property) is the paused timer `Screen._on_idle` resumes when
+something is dirty, and `Timer` ticks through `_tick` once `_active` is set.
 """
 
 from __future__ import annotations
 
+import math
+import time
 from typing import Any
 
 from rich.color import ColorSystem
 from rich.console import Console, ConsoleOptions, RenderableType, RenderResult
+from textual import _time, events
 from textual._compositor import ChopsUpdate, CompositorUpdate, LayoutUpdate
 from textual.app import App
-from textual.screen import Screen
+from textual.screen import UPDATE_PERIOD, Screen
 from textual.strip import Strip
+from textual.timer import EventTargetGone, Timer
 
-__all__ = ["ScreenCopy", "TerminalWrites", "lean_update"]
+__all__ = ["ScreenCopy", "SteadyUpdates", "TerminalWrites", "keys_waiting", "lean_update"]
 
 _RESET = "\x1b[0m"
+KEY_HOLD_S = 0.1
+"""The longest a key holds the conversation's frames (should its echo never be painted)."""
 
 
 class ScreenCopy:
@@ -158,9 +174,32 @@ def lean_update(renderable: RenderableType | None, copy: ScreenCopy) -> Renderab
 
 
 class TerminalWrites(App[None]):
-    """Mixed into the app: screen updates write only what changed (see the module)."""
+    """Mixed into the app: screen updates write only what changed, keys first (see the
+    module)."""
 
     _screen_copy: ScreenCopy | None = None
+    _keys = _keys_shown = 0
+    _key_at = 0.0
+
+    @property
+    def keys_waiting(self) -> bool:
+        """A key arrived whose handling is not on screen yet."""
+        return self._keys_shown < self._keys and time.monotonic() - self._key_at < KEY_HOLD_S
+
+    async def on_event(self, event: events.Event) -> None:
+        if not isinstance(event, events.Key) or event.is_forwarded:
+            await super().on_event(event)
+            return
+        self._keys += 1
+        self._key_at = time.monotonic()
+        target = self.focused or self.screen
+        await super().on_event(event)
+        # Queued behind the key on the widget that handles it: runs after the screen update
+        # that shows what the key did.
+        target.call_after_refresh(self._key_shown, self._keys)
+
+    def _key_shown(self, key: int) -> None:
+        self._keys_shown = max(self._keys_shown, key)
 
     def _display(self, screen: Screen[Any], renderable: RenderableType | None) -> None:
         if self._screen_copy is None:
@@ -176,3 +215,49 @@ class TerminalWrites(App[None]):
         if self._screen_copy is not None:
             self._screen_copy.clear()
         super()._suspend_signal()
+
+
+def keys_waiting(app: App[object]) -> bool:
+    """Whether `app` has a key to show before anything else is drawn (see the module)."""
+    return isinstance(app, TerminalWrites) and app.keys_waiting
+
+
+class _SteadyTimer(Timer):
+    """Ticks as soon as it is resumed, unless it ticked less than an interval ago: then one
+    interval after that tick."""
+
+    async def _run(self) -> None:
+        last = -math.inf
+        while True:
+            await self._active.wait()
+            wait = last + self._interval - _time.get_time()
+            if wait > 0:
+                await _time.sleep(wait)
+                await self._active.wait()
+            last = _time.get_time()
+            try:
+                await self._tick(next_timer=last, count=0)
+            except EventTargetGone:
+                break
+
+
+class SteadyUpdates(Screen[Any]):
+    """Mixed into a screen: its updates come at most a frame after the last one (see the
+    module)."""
+
+    _steady_timer: Timer | None = None
+
+    @property
+    def _update_timer(self) -> Timer:
+        if self._steady_timer is None:
+            timer = _SteadyTimer(
+                self,
+                UPDATE_PERIOD,
+                name="screen_update",
+                callback=self._on_timer_update,
+                pause=True,
+            )
+            timer._start()
+            self._timers.add(timer)
+            self._steady_timer = timer
+        return self._steady_timer

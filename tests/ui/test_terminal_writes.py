@@ -3,16 +3,22 @@
 
 from __future__ import annotations
 
+import asyncio
+
 import pyte
+import pytest
 from rich.color import ColorSystem
 from rich.console import Console
 from rich.segment import Segment
 from rich.style import Style
 from textual._compositor import ChopsUpdate, CompositorUpdate, LayoutUpdate
+from textual._context import active_app
+from textual.app import App
 from textual.geometry import Region
 from textual.strip import Strip
 
-from kode_tui.ui.terminal_writes import ScreenCopy, lean_update
+from kode_tui.ui import terminal_writes
+from kode_tui.ui.terminal_writes import ScreenCopy, _SteadyTimer, lean_update
 
 WIDTH, HEIGHT = 30, 4
 BLUE = Style(color="blue", bgcolor="black")
@@ -94,3 +100,41 @@ def test_a_repaint_that_changes_nothing_writes_nothing() -> None:
     # Once the terminal may show something else, everything is written again.
     copy.clear()
     assert "a" in _write(_chops(changed, [0]), copy, console)
+
+
+async def test_a_screen_update_after_a_long_one_comes_at_once(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Textual's update timer, after an update longer than its interval, waits for the slot
+    after the next: a key's echo waited up to two frames behind a streamed answer's layout."""
+    clock, sleeps, ticks, durations = [100.0], list[float](), list[float](), [0.25, 0.02, 0.0]
+
+    async def sleep(seconds: float) -> None:
+        sleeps.append(round(seconds, 6))
+        clock[0] += seconds
+
+    monkeypatch.setattr(terminal_writes._time, "get_time", lambda: clock[0])
+    monkeypatch.setattr(terminal_writes._time, "sleep", sleep)
+    app = App[None]()
+    active_app.set(app)
+
+    def update() -> None:  # as Screen._on_timer_update: pauses, then takes its time
+        timer.pause()
+        ticks.append(clock[0])
+        clock[0] += durations.pop(0)
+
+    async def resumed(count: int) -> None:
+        timer.resume()  # as Screen._on_idle does when something is dirty
+        while len(ticks) < count:
+            await asyncio.sleep(0)
+
+    timer = _SteadyTimer(app, 0.1, callback=update, pause=True)
+    timer._start()
+    try:
+        await resumed(1)
+        await resumed(2)  # the first update took 0.25 s: the next one comes at once
+        assert ticks == [100.0, 100.25] and sleeps == []
+        await resumed(3)  # the second took 0.02 s: the third comes an interval after it began
+        assert ticks[2] == pytest.approx(100.35) and sleeps == [pytest.approx(0.08)]
+    finally:
+        timer.stop()
