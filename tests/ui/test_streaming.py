@@ -6,6 +6,8 @@ from pathlib import Path
 
 import pytest
 from textual import events
+from textual.widgets import Markdown
+from textual.widgets.markdown import MarkdownBlock
 
 from kode_tui.message import TextPart, ThinkPart
 from kode_tui.soul.llm.scripted import ScriptedProvider
@@ -71,6 +73,42 @@ async def test_deltas_within_a_frame_are_drawn_together_and_before_what_follows(
         ]
 
 
+MARKDOWN = """# A heading
+
+Some **bold** text and `code`, then a list:
+
+- one item
+- two items with more words, enough of them to wrap around the pane's width once at least
+- three
+
+```python
+def hello(name: str) -> str:
+    return f"hello {name}"
+```
+
+## Second heading
+
+1. first
+2. second
+
+> a quote that goes on
+
+| a | b |
+|---|---|
+| 1 | 2 |
+
+The end paragraph with words words words words words words words words words words words.
+"""
+
+
+def drawn(markdown: Markdown) -> list[tuple[str, list[str]]]:
+    """Each block of `markdown` and the lines it draws at the size it was laid out at."""
+    return [
+        (type(block).__name__, [strip.text for strip in block.render_lines(block.size.region)])
+        for block in markdown.query(MarkdownBlock)
+    ]
+
+
 async def test_a_burst_of_deltas_is_shown_whole_when_its_frame_comes() -> None:
     deltas = [f"word{n} " for n in range(200)] + ["\n\n- a list\n", "- item\n"]
     bus, posted = WireBus(), Posted()
@@ -79,6 +117,17 @@ async def test_a_burst_of_deltas_is_shown_whole_when_its_frame_comes() -> None:
         await posted.deliver(pilot, bus, ev.StepBegin(n=1), *map(text, deltas))
         # No event follows: the frame's timer draws the rest.
         await wait_for(pilot, lambda: shown_text(conversation) == "".join(deltas))
+
+        # Markdown streamed a few characters at a time ends drawn as it is drawn whole.
+        pieces = [MARKDOWN[i : i + 7] for i in range(0, len(MARKDOWN), 7)]
+        await posted.deliver(pilot, bus, ev.StepBegin(n=2), *map(text, pieces))
+        await wait_for(pilot, lambda: conversation.query(AssistantBlock)[-1].source == MARKDOWN)
+        streamed = conversation.query(AssistantBlock)[-1]
+        whole = AssistantBlock(MARKDOWN)  # below it, in the same pane
+        await conversation.mount(whole)
+        await pilot.pause()
+        assert drawn(streamed) == drawn(whole)
+        assert any("Some bold text" in line for _, lines in drawn(streamed) for line in lines)
 
 
 async def test_keys_typed_while_an_answer_streams_reach_the_prompt_and_the_answer_stays_whole(

@@ -73,7 +73,7 @@ FRAME_INTERVAL = 1 / 30
 the pane, so drawing every token of a fast model would leave no time for keys."""
 FRAME_SLOWEST = 1 / 7
 """The longest: on a machine where drawing is slow, the interval grows up to this."""
-DRAW_BUDGET = 0.2
+DRAW_BUDGET = 0.1
 """The share of a core a streamed answer may use (see `FramePacer`)."""
 KEY_WAIT = 1 / 120
 """How often a frame held for a key's echo looks again whether the echo is painted."""
