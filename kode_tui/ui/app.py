@@ -40,6 +40,7 @@ from kode_tui.ui.pins import PinActions
 from kode_tui.ui.screens.main import MainScreen
 from kode_tui.ui.screenshot import Screenshots
 from kode_tui.ui.shell import ShellActions
+from kode_tui.ui.terminal_writes import TerminalWrites
 from kode_tui.ui.themes import configured_theme, register_themes, watch_user_themes
 from kode_tui.ui.travel import TimeTravelActions
 from kode_tui.ui.widgets.prompt import PromptInput
@@ -47,8 +48,7 @@ from kode_tui.ui.widgets.prompt_habits import shell_command
 from kode_tui.ui.widgets.prompt_images import Images, queued_line
 
 if TYPE_CHECKING:
-    # The config, the facade (the session engine, the agent: tools, compaction, project
-    # context), the wire and the panes load after the first frame.
+    # The config, the facade (session engine, agent), the wire, the panes: after the first frame.
     from kode_tui.config import Config, ModelChoice, PictureSetting
     from kode_tui.soul.facade import (
         AgentSession,
@@ -77,6 +77,7 @@ DEMO_BANNER = (
 
 
 class KodeApp(
+    TerminalWrites,
     Screenshots,
     TimeTravelActions,
     LineageActions,

@@ -6,9 +6,12 @@ from pathlib import Path
 
 import pytest
 from textual import events
+from textual.widgets import Markdown
+from textual.widgets.markdown import MarkdownBlock
 
 from kode_tui.message import TextPart, ThinkPart
 from kode_tui.soul.llm.scripted import ScriptedProvider
+from kode_tui.ui import terminal_writes
 from kode_tui.ui.widgets import conversation as conversation_module
 from kode_tui.ui.widgets.blocks import AssistantBlock, ThinkingBlock
 from kode_tui.ui.widgets.conversation import Conversation
@@ -70,6 +73,42 @@ async def test_deltas_within_a_frame_are_drawn_together_and_before_what_follows(
         ]
 
 
+MARKDOWN = """# A heading
+
+Some **bold** text and `code`, then a list:
+
+- one item
+- two items with more words, enough of them to wrap around the pane's width once at least
+- three
+
+```python
+def hello(name: str) -> str:
+    return f"hello {name}"
+```
+
+## Second heading
+
+1. first
+2. second
+
+> a quote that goes on
+
+| a | b |
+|---|---|
+| 1 | 2 |
+
+The end paragraph with words words words words words words words words words words words.
+"""
+
+
+def drawn(markdown: Markdown) -> list[tuple[str, list[str]]]:
+    """Each block of `markdown` and the lines it draws at the size it was laid out at."""
+    return [
+        (type(block).__name__, [strip.text for strip in block.render_lines(block.size.region)])
+        for block in markdown.query(MarkdownBlock)
+    ]
+
+
 async def test_a_burst_of_deltas_is_shown_whole_when_its_frame_comes() -> None:
     deltas = [f"word{n} " for n in range(200)] + ["\n\n- a list\n", "- item\n"]
     bus, posted = WireBus(), Posted()
@@ -79,13 +118,30 @@ async def test_a_burst_of_deltas_is_shown_whole_when_its_frame_comes() -> None:
         # No event follows: the frame's timer draws the rest.
         await wait_for(pilot, lambda: shown_text(conversation) == "".join(deltas))
 
+        # Markdown streamed a few characters at a time ends drawn as it is drawn whole.
+        pieces = [MARKDOWN[i : i + 7] for i in range(0, len(MARKDOWN), 7)]
+        await posted.deliver(pilot, bus, ev.StepBegin(n=2), *map(text, pieces))
+        await wait_for(pilot, lambda: conversation.query(AssistantBlock)[-1].source == MARKDOWN)
+        streamed = conversation.query(AssistantBlock)[-1]
+        whole = AssistantBlock(MARKDOWN)  # below it, in the same pane
+        await conversation.mount(whole)
+        await pilot.pause()
+        assert drawn(streamed) == drawn(whole)
+        assert any("Some bold text" in line for _, lines in drawn(streamed) for line in lines)
+
 
 async def test_keys_typed_while_an_answer_streams_reach_the_prompt_and_the_answer_stays_whole(
-    tmp_path: Path,
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    answer = " ".join(f"Word {n}, **bold** and `code`." for n in range(120))
+    # Keys first: no frame of the answer is drawn between a key's arrival and the screen
+    # update that shows it (however long that takes here), though every delta would be drawn
+    # at once otherwise.
+    monkeypatch.setattr(terminal_writes, "KEY_HOLD_S", 3600.0)
+    monkeypatch.setattr(conversation_module, "FRAME_INTERVAL", 0.0)
+    monkeypatch.setattr(conversation_module, "DRAW_BUDGET", 1e9)
+    answer = " ".join(f"Word {n}, **bold** and `code`." for n in range(600))
     provider = ScriptedProvider(
-        [{"think": "Let me think. " * 20, "text": answer, "hang": True}], delay=0.02
+        [{"think": "Let me think. " * 20, "text": answer, "hang": True}], delay=0.005
     )
     app, posted = make_app(tmp_path, provider), Posted()
     async with app.run_test(size=(140, 40), message_hook=posted) as pilot:
@@ -93,14 +149,28 @@ async def test_keys_typed_while_an_answer_streams_reach_the_prompt_and_the_answe
         await send(pilot, "Write a long answer")
         conversation = app.screen.query_one(Conversation)
         await wait_for(pilot, lambda: shown_text(conversation))
+        drawn_while_keys_waited: list[str] = []
+        draw = conversation._draw_frame
+
+        async def recorded_draw() -> None:
+            if conversation._pending_text and app.keys_waiting:
+                drawn_while_keys_waited.append("".join(conversation._pending_text))
+            await draw()
+
+        monkeypatch.setattr(conversation, "_draw_frame", recorded_draw)
 
         # Posted as a terminal would send them (`pilot.press` waits for an idle app, and a
         # streaming app is never idle).
-        for key in "hi":
-            app.post_message(events.Key(key, key))
+        typed = "hi there keys first"
         prompt = app.screen.query_one(PromptInput)
-        await wait_for(pilot, lambda: prompt.text == "hi")
+        for n, key in enumerate(typed, 1):
+            app.post_message(events.Key("space" if key == " " else key, key))
+            if n % 2:  # and a burst now and then
+                await wait_for(pilot, lambda n=n: prompt.text == typed[:n])  # type: ignore[misc]
+        await wait_for(pilot, lambda: prompt.text == typed)
+        await wait_for(pilot, lambda: not app.keys_waiting)
         assert len(shown_text(conversation)) < len(answer), "the answer was still streaming"
+        assert drawn_while_keys_waited == []
 
         app.post_message(events.Key("escape", None))
         await wait_for(pilot, lambda: not turn_running(app))
@@ -113,7 +183,7 @@ async def test_keys_typed_while_an_answer_streams_reach_the_prompt_and_the_answe
         assert texts and answer.startswith(texts)
         assert shown_text(conversation) == texts
         assert conversation.query_one(ThinkingBlock).text == thoughts == "Let me think. " * 20
-        assert prompt.text == "hi"
+        assert prompt.text == typed
 
 
 async def test_a_growing_answer_moves_nothing_outside_the_conversation(tmp_path: Path) -> None:

@@ -28,6 +28,7 @@ from textual.screen import Screen
 from textual.widget import Widget
 from textual.widgets import Footer, Header, Static, Tab, Tabs
 
+from kode_tui.ui.terminal_writes import SteadyUpdates
 from kode_tui.ui.widgets.prompt import CommandRows, PromptInput
 from kode_tui.ui.widgets.queued import QueuedMessages
 
@@ -48,7 +49,7 @@ NARROW_CHAIN = ("#conversation", "#timeline", "#history", "#prompt")
 behind the hidden tab are not in Textual's own focus chain)."""
 
 
-class MainScreen(Screen[None]):
+class MainScreen(SteadyUpdates, Screen[None]):
     """One session's screen; the App owns the session and answers the intents posted here."""
 
     BINDINGS: ClassVar[list[BindingType]] = [

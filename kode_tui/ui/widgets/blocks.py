@@ -21,10 +21,12 @@ from rich.markdown import Markdown as RichMarkdown
 from textual import events, work
 from textual.app import ComposeResult
 from textual.content import Content
+from textual.geometry import Size
 from textual.message import Message as TextualMessage
 from textual.reactive import reactive
 from textual.widget import Widget
 from textual.widgets import Markdown, Static
+from textual.widgets.markdown import MarkdownBlock
 
 from kode_tui.safetext import visible
 from kode_tui.ui.pictures import (
@@ -292,10 +294,37 @@ def _visible_tokens(state: StateCore) -> None:
 _WEB_LINK = re.compile(r"https?://", re.IGNORECASE)
 
 
-class AssistantBlock(Markdown):
+class PlacedOnce(Widget):
+    """Mixed into the widgets of a streamed answer: a layout pass that resizes one does not
+    ask for another.
+
+    Textual's layout pass hands each widget its new size (`_size_updated`), which sets the
+    `virtual_size` reactive, a layout reactive: every widget that grew asks for a second
+    layout pass of the screen, and a repaint of its region, a frame later. A streamed
+    answer grows every frame, so each frame was laid out and painted twice. These widgets
+    are not laid out by their virtual size (their region is what the pass that just ran gave
+    them), so the size is taken without the reactive's refresh (`layout=False`, as Textual
+    does for widgets a scroll exposes)."""
+
+    def _size_updated(
+        self, size: Size, virtual_size: Size, container_size: Size, layout: bool = True
+    ) -> bool:
+        return super()._size_updated(size, virtual_size, container_size, layout=False)
+
+
+@cache
+def _placed_once(block: type[MarkdownBlock]) -> type[MarkdownBlock]:
+    """`block` as a `PlacedOnce` (same name: the same CSS rules apply)."""
+    return type(block.__name__, (block, PlacedOnce), {})
+
+
+class AssistantBlock(Markdown, PlacedOnce):
     """The assistant's text of one step, as Markdown (streamed while it arrives)."""
 
     HELP = "The assistant's answer, shown as Markdown while it streams in."
+
+    def get_block_class(self, block_name: str) -> type[MarkdownBlock]:
+        return _placed_once(super().get_block_class(block_name))
 
     def __init__(self, markdown: str | None = None) -> None:
         super().__init__(

@@ -40,6 +40,7 @@ from kode_tui.message import FunctionBody, Message, TextPart, ThinkPart
 from kode_tui.safetext import visible_model
 from kode_tui.soul.facade import EarlierContexts, PastResults, WireBus
 from kode_tui.ui.pacing import FramePacer
+from kode_tui.ui.terminal_writes import keys_waiting
 from kode_tui.ui.widgets.activity import Activity
 from kode_tui.ui.widgets.block_cursor import BlockCursor
 from kode_tui.ui.widgets.block_window import INITIAL_BLOCKS, MAX_BLOCKS
@@ -72,10 +73,12 @@ FRAME_INTERVAL = 1 / 30
 the pane, so drawing every token of a fast model would leave no time for keys."""
 FRAME_SLOWEST = 1 / 7
 """The longest: on a machine where drawing is slow, the interval grows up to this."""
-DRAW_BUDGET = 0.2
+DRAW_BUDGET = 0.1
+"""The share of a core a streamed answer may use (see `FramePacer`)."""
+KEY_WAIT = 1 / 120
+"""How often a frame held for a key's echo looks again whether the echo is painted."""
 NEW_OUTPUT_HINT = "↓ new output · End"
 """On the pane's bottom edge while output arrives that the view, scrolled away, does not show."""
-"""The share of a core a streamed answer may use (see `FramePacer`)."""
 
 # Widgets have no CSS_PATH; loading the file as DEFAULT_CSS keeps the pane self-contained and
 # lets an App's own CSS override it.
@@ -378,14 +381,18 @@ again.
         if self._frame is not None:
             return
         wait = self._pacer.due_in()
-        if wait > 0:
-            self._frame = self.set_timer(wait, self._frame_due)
+        if wait > 0 or keys_waiting(self.app):
+            self._frame = self.set_timer(max(wait, KEY_WAIT), self._frame_due)
         else:
             await self._draw_frame()
 
     def _frame_due(self) -> None:
         # Drawn from the pane's own queue, in order with the wire events (not in the timer's
         # task, which `_draw_frame` may stop).
+        if keys_waiting(self.app):
+            # Keys first: the prompt's echo is painted before the next frame.
+            self._frame = self.set_timer(KEY_WAIT, self._frame_due)
+            return
         self._frame = None
         self.call_later(self._draw_frame)
 
