@@ -210,6 +210,13 @@ class TerminalWrites(App[None]):
             renderable = lean_update(renderable, self._screen_copy)
         super()._display(screen, renderable)
 
+    def redraw(self) -> None:
+        """Write the whole screen again: a terminal cleared behind the app's back (Cmd+K, a
+        `clear` in a shell sharing the tty) shows the unchanged cells again (Ctrl+L)."""
+        if self._screen_copy is not None:
+            self._screen_copy.clear()
+        self.screen.refresh(layout=True)
+
     def _suspend_signal(self) -> None:
         # The terminal is handed to another program: nothing on it can be trusted after.
         if self._screen_copy is not None:

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import asyncio
+from pathlib import Path
 
 import pyte
 import pytest
@@ -138,3 +139,31 @@ async def test_a_screen_update_after_a_long_one_comes_at_once(
         assert ticks[2] == pytest.approx(100.35) and sleeps == [pytest.approx(0.08)]
     finally:
         timer.stop()
+
+
+async def test_ctrl_l_writes_the_whole_screen_again(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """After a terminal cleared behind the app's back, Ctrl+L on the main screen writes every
+    cell again: the copy of what the terminal shows is forgotten, and a full update follows."""
+    from tests.ui_helpers import make_app, ready
+
+    written: list[str] = []
+    real = terminal_writes.lean_update
+
+    def recording(update: object, copy: ScreenCopy) -> object:
+        written.append(type(update).__name__)
+        return real(update, copy)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(terminal_writes, "lean_update", recording)
+    app = make_app(tmp_path)
+    async with app.run_test(size=(100, 30)) as pilot:
+        await ready(pilot)
+        copy = app._screen_copy
+        assert copy is not None
+        copy._rows[0] = {0: (5, "stale")}  # what a cleared terminal no longer shows
+        written.clear()
+        await pilot.press("ctrl+l")
+        await pilot.pause()
+        assert copy._rows.get(0) != {0: (5, "stale")}
+        assert "LayoutUpdate" in written

@@ -28,7 +28,7 @@ from textual.screen import Screen
 from textual.widget import Widget
 from textual.widgets import Footer, Header, Static, Tab, Tabs
 
-from kode_tui.ui.terminal_writes import SteadyUpdates
+from kode_tui.ui.terminal_writes import SteadyUpdates, TerminalWrites
 from kode_tui.ui.widgets.prompt import CommandRows, PromptInput
 from kode_tui.ui.widgets.queued import QueuedMessages
 
@@ -53,7 +53,13 @@ class MainScreen(SteadyUpdates, Screen[None]):
     """One session's screen; the App owns the session and answers the intents posted here."""
 
     BINDINGS: ClassVar[list[BindingType]] = [
-        Binding("ctrl+l", "focus_prompt", "Focus the prompt", id="focus_prompt", show=False),
+        Binding(
+            "ctrl+l",
+            "focus_prompt",
+            "Focus the prompt, draw the screen again",
+            id="focus_prompt",
+            show=False,
+        ),
         # The conversation's own Alt+↑/↓ move its block cursor; from the prompt they go there.
         Binding("alt+up", "block_cursor('previous')", "Previous block", show=False),
         Binding("alt+down", "block_cursor('next')", "Next block", show=False),
@@ -291,4 +297,7 @@ class MainScreen(SteadyUpdates, Screen[None]):
             badge.styles.offset = (2, -1 - queued.rows)
 
     def action_focus_prompt(self) -> None:
+        """Ctrl+L, as in a shell: the prompt, on a screen drawn whole again."""
         self.query_one(PromptInput).focus()
+        if isinstance(self.app, TerminalWrites):
+            self.app.redraw()
