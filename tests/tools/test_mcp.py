@@ -303,6 +303,10 @@ async def test_a_server_that_dies_is_one_warning_the_model_reads_an_error_and_re
         await opened.start(mcp_config({"test": server}), SCRIPTED, provider=provider, yolo=True)
         await opened.run("go")
         await shown.join()
+        # The death is told when the client notices it, which may come after the turn.
+        async with asyncio.timeout(30):
+            while opened.mcp.status()[0].state != "failed" or not warnings:
+                await asyncio.sleep(0.01)
 
         assert len([w for w in warnings if "MCP server test" in w]) == 1
         [server_info] = opened.mcp.status()
