@@ -221,6 +221,9 @@ def main() -> None:
     parser.add_argument("--rate", type=float, default=300.0)
     parser.add_argument("--json", type=Path, metavar="OUT")
     args = parser.parse_args()
+    # Stopped (a timeout, run_all's Ctrl+C): the tmux servers and what runs in them are ended
+    # by the `finally`s below, not left running.
+    signal.signal(signal.SIGTERM, lambda _signum, _frame: sys.exit(143))
 
     raw: dict[str, list[dict[str, Any]]] = {}
     skipped: dict[str, str] = {}
