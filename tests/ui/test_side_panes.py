@@ -22,6 +22,7 @@ from kode_tui.message import FileEditRecord, FunctionBody, TextPart, ToolCall, s
 from kode_tui.message import Message as ChatMessage
 from kode_tui.session import Context, Rotation
 from kode_tui.soul.compaction import COMPACTION_OUTPUT_PREFIX
+from kode_tui.tools.background import TaskView, notification_text
 from kode_tui.ui import widgets as widgets_module
 from kode_tui.ui.widgets.gauge import (
     MARKER,
@@ -304,12 +305,22 @@ async def test_timeline_labels_keep_code_and_dunder_names_and_drop_only_markup(
         ):
             await context.checkpoint()
             await context.append_message(ChatMessage(role="assistant", content=answer))
+        # A background task's end, told to the model as Kimi does: a user message the user
+        # never typed, labelled by its title rather than its `<notification …>` markup.
+        task = TaskView(
+            "bash-1", "bash", "tick five times", tmp_path / "out.log", status="completed"
+        )
+        await context.checkpoint()
+        await context.append_message(
+            ChatMessage(role="user", content=notification_text(task, "tick 5"))
+        )
         app = await timeline_app(WireBus(), context)
         async with app.run_test(size=SIZE) as pilot:
             await settle(pilot)
             drawn = lines(app.query_one(CheckpointTimeline))
             assert drawn[1].startswith("│ 0   Edited __init__.py ")
             assert drawn[2].startswith("│ 1   Done: __main__.py calls run(**opts) ")
+            assert drawn[3].startswith("│ 2   Background task completed: tick five time")
     finally:
         await context.close()
 

@@ -45,7 +45,7 @@ from kode_tui.soul.facade import (
 )
 from kode_tui.ui.wire_messages import WireListener, WireMessage
 from kode_tui.wire import events as ev
-from kode_tui.wire.readings import calls_summary
+from kode_tui.wire.readings import calls_summary, read_system_note
 
 _LOOKAHEAD = 8
 """Messages read to label a row: past a CHECKPOINT note, think-only replies and tool results."""
@@ -62,7 +62,8 @@ _GROUP = Binding.Group("Checkpoints")
 
 class _Label(NamedTuple):
     kind: str
-    """user, tool, text (assistant words), marker (compaction summary, D-Mail) or none."""
+    """user, tool, text (assistant words), marker (compaction summary, D-Mail, task note) or
+    none."""
     text: str
     user_text: str | None = None
     """The whole user message, for the details."""
@@ -461,6 +462,9 @@ def _label(history: Sequence[ChatMessage], start: int, end: int) -> _Label:
                 return _Label("marker", "compacted summary")
             if is_dmail_note(text):
                 return _Label("marker", "D-Mail")
+            note = read_system_note(text)
+            if note is not None and note.kind == "task":  # Kimi's `<notification>`: not typed
+                return _Label("marker", _first_line(note.title))
             return _Label("user", _first_line(text) or "(image)", text)
         if message.role == "assistant":
             if message.tool_calls:
