@@ -24,6 +24,8 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from types import TracebackType
 from typing import Any, cast
 
+from tests.llm_server import serve_in_thread, stop_serving
+
 MAIN_MODEL, SMALL_MODEL = "fake-model", "fake-small"
 SIDE_ANSWER = "ok"
 
@@ -73,10 +75,7 @@ class FieldServer:
         self._httpd = _HTTPServer(("127.0.0.1", 0), _Handler)
         self._httpd.state = self
         self.port = int(self._httpd.server_address[1])
-        self._thread = threading.Thread(
-            target=self._httpd.serve_forever, args=(0.02,), name="field-server", daemon=True
-        )
-        self._thread.start()
+        self._thread = serve_in_thread(self._httpd, "field-server")
         return self
 
     def __exit__(
@@ -85,11 +84,8 @@ class FieldServer:
         exc: BaseException | None,
         tb: TracebackType | None,
     ) -> None:
-        if self._httpd is not None:
-            self._httpd.shutdown()
-            self._httpd.server_close()
-        if self._thread is not None:
-            self._thread.join(timeout=5)
+        if self._httpd is not None and self._thread is not None:
+            stop_serving(self._httpd, self._thread)
 
     def reply(self, pieces: list[str], delay: float = 0.0, expect: str | None = None) -> None:
         """Queue the answer of the next turn (one whose request holds `expect`, if given)."""

@@ -165,11 +165,7 @@ class LLMServer:
         self._httpd = _HTTPServer(("127.0.0.1", 0), _Handler)
         self._httpd.state = self
         self._port = int(self._httpd.server_address[1])
-        # A short poll interval: shutdown() waits up to one interval, and tests close often.
-        self._thread = threading.Thread(
-            target=self._httpd.serve_forever, args=(0.02,), name="llm-server", daemon=True
-        )
-        self._thread.start()
+        self._thread = serve_in_thread(self._httpd, "llm-server")
         return self
 
     def close(self) -> None:
@@ -177,13 +173,9 @@ class LLMServer:
         self._closed.set()
         for hold in self._holds:
             hold.release()
-        if self._httpd is not None:
-            self._httpd.shutdown()
-            self._httpd.server_close()
-            self._httpd = None
-        if self._thread is not None:
-            self._thread.join(timeout=5)
-            self._thread = None
+        if self._httpd is not None and self._thread is not None:
+            stop_serving(self._httpd, self._thread)
+        self._httpd = self._thread = None
 
     def __enter__(self) -> LLMServer:
         return self.start()
@@ -357,6 +349,21 @@ class LLMServer:
             "choices": [{"index": 0, "message": message, "finish_reason": reply.finish_reason}],
             "usage": _usage_object(reply.usage),
         }
+
+
+def serve_in_thread(httpd: ThreadingHTTPServer, name: str) -> threading.Thread:
+    """Serve `httpd` from a daemon thread (the tests' model server and the bench's field server).
+    The poll interval is short: shutdown() waits up to one interval, and tests close often."""
+    thread = threading.Thread(target=httpd.serve_forever, args=(0.02,), name=name, daemon=True)
+    thread.start()
+    return thread
+
+
+def stop_serving(httpd: ThreadingHTTPServer, thread: threading.Thread) -> None:
+    """Stop what `serve_in_thread` serves and close its socket."""
+    httpd.shutdown()
+    httpd.server_close()
+    thread.join(timeout=5)
 
 
 class _HTTPServer(ThreadingHTTPServer):
