@@ -54,7 +54,7 @@ class PlanReview(ModalScreen[PlanVerdict | None]):
     PlanReview .dialog-title { text-style: bold; }
     PlanReview .dialog-keys { color: $text-muted; }
     PlanReview #plan-file { color: $text-muted; }
-    PlanReview #plan-document { height: 1fr; border: tall $panel; }
+    PlanReview #plan-document { height: 1fr; border: tall $panel; padding: 0 1; }
     PlanReview #plan-document:focus { border: tall $primary; }
     PlanReview #plan-editor { height: 1fr; display: none; }
     PlanReview.-editing #plan-editor { display: block; }
