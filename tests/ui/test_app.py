@@ -474,7 +474,7 @@ async def test_a_command_typed_while_the_agent_starts_waits_for_it(
     monkeypatch.setattr(agent_module, "open_agent", slow_open_agent)
     app = make_app(project, ScriptedProvider([]))
     async with app.run_test(size=(140, 40)) as pilot:
-        await wait_for(pilot, lambda: app._attached())
+        await wait_for(pilot, lambda: app.agent_session is not None)  # its agent being built
         assert not started(app)
         await send(pilot, "/mode auto-edit")
         await wait_for(pilot, lambda: started(app))
