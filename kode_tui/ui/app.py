@@ -30,7 +30,7 @@ from kode_tui.errors import ConfigError
 from kode_tui.humanize import cut
 from kode_tui.paths import Paths, tilde
 from kode_tui.safetext import visible
-from kode_tui.ui import commands
+from kode_tui.ui import commands, preload
 from kode_tui.ui.commands import SlashCommandProvider
 from kode_tui.ui.compaction import CompactionActions
 from kode_tui.ui.drop import DropActions
@@ -184,6 +184,7 @@ class KodeApp(
 
     async def _load_settings(self) -> bool:
         """Read the config and choose the model, unless given; False (and exit 2) when wrong."""
+        await asyncio.to_thread(preload.load_after_first_frame)  # keys still show meanwhile
         from kode_tui.config import load_config, resolve_model
 
         try:
@@ -332,8 +333,7 @@ class KodeApp(
             self.notify("Read-only: this session's folder cannot be written.", timeout=6)
 
     async def _build_agent(self, opened: AgentSession) -> None:
-        """Build `opened`'s agent, silent until its panes are up (`_agent_shown`)."""
-        self._agent_starting = True  # messages typed meanwhile wait in the queue
+        self._agent_starting = True  # until its panes are up (`_agent_shown`): messages wait
         # With `[compaction] review = true` an automatic compaction waits for the review screen.
         opened.compaction.set_reviewer(self.review_automatic_compaction)
         try:
