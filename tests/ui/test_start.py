@@ -45,7 +45,7 @@ async def main() -> None:
         await pilot.pause()
         await pilot.resize_terminal(80, 24)
         await pilot.pause()
-    print(sorted(m for m in ("kode_tui.soul.facade", "pydantic") if m in sys.modules))
+    print(sorted(m for m in ("kode_tui.soul.facade", "pydantic", "pathspec") if m in sys.modules))
 
 asyncio.run(main())
 """
