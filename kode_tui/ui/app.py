@@ -321,6 +321,8 @@ class KodeApp(
         await conversation.load_history(*await opened.messages())
         conversation.load_earlier(opened.earlier)  # what came before a compaction, lazily
         self._update_header()
+        gc.freeze()  # start-up's objects live on: not walked again and again while answers stream
+        gc.enable()  # off while the app started (cli._run_app)
         if opened.read_only is None:
             self._agent_shown(opened)
             return
@@ -349,9 +351,6 @@ class KodeApp(
         self._agent_starting = False
         opened.announce()
         self.refresh_bindings()
-        # What start-up made lives as long as the app: keep the collector from walking it
-        # again and again while answers stream (its pauses were the longest stalls).
-        gc.freeze()
         if self._queue:  # typed while the agent was starting
             self.send(*self._queue.pop(0))
             self._queue_changed()

@@ -330,7 +330,7 @@ async def test_a_session_open_elsewhere_can_be_viewed_read_only(tmp_path: Path) 
     app = make_app(tmp_path, ScriptedProvider([]), session=session, locked=locked)
     async with app.run_test(size=(140, 40)) as pilot:
         await wait_for(pilot, lambda: isinstance(app.screen, LockedScreen))
-        assert "process 4242" in screen_text(app)
+        await wait_for(pilot, lambda: "process 4242" in screen_text(app))  # drawn, not only pushed
         await pilot.press("r")
         await ready(pilot)
         assert app.read_only and "read-only" in app.sub_title

@@ -3,6 +3,7 @@ when the prompt first takes keys, and a message typed at once goes as soon as it
 
 from __future__ import annotations
 
+import gc
 import subprocess
 import sys
 from pathlib import Path
@@ -120,11 +121,16 @@ def watch_frames(app: KodeApp) -> list[Frame]:
 
 
 async def test_the_first_frames_show_the_theme_keys_and_every_pane_whole(
-    project: Path, home: Path, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+    project: Path,
+    home: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    tmp_path: Path,
+    request: pytest.FixtureRequest,
 ) -> None:
     """The first frame has the configured theme's colours; keys typed while the domain loads
     show at once; each pane shows its content (the gauge its figures) the first time it is
-    drawn, where it stays (no relayout)."""
+    drawn, where it stays (no relayout); the collector, off while the app starts (as
+    `kode-tui` runs it), is on again once the session is on screen."""
     home.mkdir(exist_ok=True)
     (home / "config.toml").write_text('theme = "kode-high-contrast"\n')
     # A module of the domain that takes as long to load as the test wants.
@@ -136,6 +142,8 @@ async def test_the_first_frames_show_the_theme_keys_and_every_pane_whole(
     monkeypatch.setattr(preload, "AFTER_FIRST_FRAME", (*preload.AFTER_FIRST_FRAME, "slow_domain"))
     app = KodeApp(project, provider=DemoProvider(delay=0))
     frames = watch_frames(app)
+    gc.disable()
+    request.addfinalizer(gc.enable)
     async with app.run_test(size=(120, 36)) as pilot:
         await wait_for(pilot, lambda: "slow_domain" in sys.modules)
         slow = sys.modules["slow_domain"]
@@ -146,6 +154,7 @@ async def test_the_first_frames_show_the_theme_keys_and_every_pane_whole(
         slow.release.set()
         await wait_for(pilot, lambda: app.agent_up and "compacts at" in screen_text(app))
         await pilot.pause()
+        assert gc.isenabled()
 
     theme = app.get_theme("kode-high-contrast")
     assert theme is not None and frames[0].background == Color.parse(theme.background)
