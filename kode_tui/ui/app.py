@@ -184,6 +184,7 @@ class KodeApp(
 
     async def _load_settings(self) -> bool:
         """Read the config and choose the model, unless given; False (and exit 2) when wrong."""
+        gc.enable()  # after the first frame (cli._run_app)
         await asyncio.to_thread(preload.load_after_first_frame)  # keys still show meanwhile
         from kode_tui.config import load_config, resolve_model
 
@@ -322,7 +323,7 @@ class KodeApp(
         conversation.load_earlier(opened.earlier)  # what came before a compaction, lazily
         self._update_header()
         gc.freeze()  # start-up's objects live on: not walked again and again while answers stream
-        gc.enable()  # off while the app started (cli._run_app)
+        gc.set_threshold(*gc.get_threshold()[:2], 10)  # Python's: cli._run_app held full ones off
         if opened.read_only is None:
             self._agent_shown(opened)
             return

@@ -129,8 +129,8 @@ async def test_the_first_frames_show_the_theme_keys_and_every_pane_whole(
 ) -> None:
     """The first frame has the configured theme's colours; keys typed while the domain loads
     show at once; each pane shows its content (the gauge its figures) the first time it is
-    drawn, where it stays (no relayout); the collector, off while the app starts (as
-    `kode-tui` runs it), is on again once the session is on screen."""
+    drawn, where it stays (no relayout); the collector, held off while the app starts (as
+    `kode-tui` runs it), runs again, full collections too, once the session is on screen."""
     home.mkdir(exist_ok=True)
     (home / "config.toml").write_text('theme = "kode-high-contrast"\n')
     # A module of the domain that takes as long to load as the test wants.
@@ -142,8 +142,10 @@ async def test_the_first_frames_show_the_theme_keys_and_every_pane_whole(
     monkeypatch.setattr(preload, "AFTER_FIRST_FRAME", (*preload.AFTER_FIRST_FRAME, "slow_domain"))
     app = KodeApp(project, provider=DemoProvider(delay=0))
     frames = watch_frames(app)
+    young, middle, full = gc.get_threshold()
+    gc.set_threshold(young, middle, 1_000_000)
     gc.disable()
-    request.addfinalizer(gc.enable)
+    request.addfinalizer(lambda: (gc.set_threshold(young, middle, full), gc.enable()))
     async with app.run_test(size=(120, 36)) as pilot:
         await wait_for(pilot, lambda: "slow_domain" in sys.modules)
         slow = sys.modules["slow_domain"]
@@ -154,7 +156,7 @@ async def test_the_first_frames_show_the_theme_keys_and_every_pane_whole(
         slow.release.set()
         await wait_for(pilot, lambda: app.agent_up and "compacts at" in screen_text(app))
         await pilot.pause()
-        assert gc.isenabled()
+        assert gc.isenabled() and gc.get_threshold() == (young, middle, full)
 
     theme = app.get_theme("kode-high-contrast")
     assert theme is not None and frames[0].background == Color.parse(theme.background)
