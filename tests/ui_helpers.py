@@ -144,14 +144,14 @@ async def facade_of(context: Context) -> AgentSession:
 
 
 def started(app: KodeApp) -> bool:
-    """Whether the session on screen has its agent up."""
-    return app.agent_session is not None and app.agent_session.started
+    """Whether the session on screen has its agent up (and its panes showing it)."""
+    return app.agent_up
 
 
 async def ready(pilot: Pilot[Any]) -> None:
     """Wait until the main screen and the agent are up, and make approvals answer at once."""
     app = pilot.app
-    # The prompt is up first; the panes and then the agent follow (see MainScreen).
+    # The prompt is up first; the agent and then the panes follow (see MainScreen).
     await wait_for(pilot, lambda: app._attached() and (started(app) or app.read_only))
     for panel in app.screen.query(ApprovalPanel):
         panel.key_delay_s = 0

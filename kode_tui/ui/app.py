@@ -30,7 +30,7 @@ from kode_tui.errors import ConfigError
 from kode_tui.humanize import cut
 from kode_tui.paths import Paths, tilde
 from kode_tui.safetext import visible
-from kode_tui.ui import commands
+from kode_tui.ui import commands, preload
 from kode_tui.ui.commands import SlashCommandProvider
 from kode_tui.ui.compaction import CompactionActions
 from kode_tui.ui.drop import DropActions
@@ -41,7 +41,7 @@ from kode_tui.ui.screens.main import MainScreen
 from kode_tui.ui.screenshot import Screenshots
 from kode_tui.ui.shell import ShellActions
 from kode_tui.ui.terminal_writes import TerminalWrites
-from kode_tui.ui.themes import configured_theme, register_themes, watch_user_themes
+from kode_tui.ui.themes import configured_theme, start_theme, watch_user_themes
 from kode_tui.ui.travel import TimeTravelActions
 from kode_tui.ui.widgets.prompt import PromptInput
 from kode_tui.ui.widgets.prompt_habits import shell_command
@@ -134,7 +134,7 @@ class KodeApp(
         self._session_to_open = session
         self._locked = locked
         self._provider = provider
-        self._theme_name = theme or (config.theme if config else configured_theme(config_file))
+        start_theme(self, theme or (config.theme if config else configured_theme(config_file)))
         self._yolo = yolo
         self._config_file = config_file
         self._pick_session = pick_session
@@ -173,11 +173,19 @@ class KodeApp(
         return self._last_session
 
     @property
+    def agent_up(self) -> bool:
+        """Whether the session on screen has its agent, and its panes show what it says."""
+        opened = self.agent_session
+        return opened is not None and opened.started and not self._agent_starting
+
+    @property
     def read_only(self) -> bool:
         return self.agent_session is not None and self.agent_session.read_only is not None
 
     async def _load_settings(self) -> bool:
         """Read the config and choose the model, unless given; False (and exit 2) when wrong."""
+        gc.enable()  # after the first frame (cli._run_app)
+        await asyncio.to_thread(preload.load_after_first_frame)  # keys still show meanwhile
         from kode_tui.config import load_config, resolve_model
 
         try:
@@ -227,12 +235,8 @@ class KodeApp(
             # message typed must not wait for the model's library to import.
             chosen = self._choice.model if self._choice else self._model_flag
             model_launch.start_early(self._config_file, chosen)
-        register_themes(self)
         watch_user_themes(self)
-        if self._theme_name in self.available_themes:
-            self.theme = self._theme_name
-        # Subscribed after the start-up theme is set, so only a theme the user picks is saved.
-        self.call_after_refresh(self.theme_changed_signal.subscribe, self, self._save_theme)
+        self.theme_changed_signal.subscribe(self, self._save_theme)  # a theme the user picks
         if self._locked is not None:
             self._ask_locked()
         elif self._pick_session:
@@ -296,8 +300,7 @@ class KodeApp(
         await self._show(opened)
 
     async def _show(self, opened: AgentSession) -> None:
-        """Put `opened` on a main screen (a fresh one if the current has panes), and start
-        its agent, or follow its writer when it is a read-only view."""
+        """Show `opened` on a main screen (a new one if the current has panes), and start it."""
         from kode_tui.ui.widgets.conversation import Conversation
 
         await self._close_session()
@@ -308,6 +311,8 @@ class KodeApp(
             screen = current
         else:
             screen = await self._frame()
+        if opened.read_only is None:  # before the panes: they show its figures when first drawn
+            await self._build_agent(opened)
         banner = None
         if self.choice.is_demo and not self.read_only:
             config_path = self._config_file or Paths.current().config_file
@@ -317,9 +322,10 @@ class KodeApp(
         await conversation.load_history(*await opened.messages())
         conversation.load_earlier(opened.earlier)  # what came before a compaction, lazily
         self._update_header()
+        gc.freeze()  # start-up's objects live on: not walked again and again while answers stream
+        gc.set_threshold(*gc.get_threshold()[:2], 10)  # Python's: cli._run_app held full ones off
         if opened.read_only is None:
-            self._agent_starting = True
-            self._start_agent(opened)
+            self._agent_shown(opened)
             return
         for notice in opened.notices():  # with an agent, the soul says it (send_notices)
             self.notify(notice, severity="warning", timeout=8)
@@ -329,25 +335,23 @@ class KodeApp(
         else:
             self.notify("Read-only: this session's folder cannot be written.", timeout=6)
 
-    @work(exclusive=True, group="agent")
-    async def _start_agent(self, opened: AgentSession) -> None:
+    async def _build_agent(self, opened: AgentSession) -> None:
+        self._agent_starting = True  # until its panes are up (`_agent_shown`): messages wait
         # With `[compaction] review = true` an automatic compaction waits for the review screen.
         opened.compaction.set_reviewer(self.review_automatic_compaction)
         try:
-            await opened.start(self.config, self.choice, provider=self._provider, yolo=self._yolo)
-        finally:
+            await opened.start(
+                self.config, self.choice, provider=self._provider, yolo=self._yolo, announce=False
+            )
+        except BaseException:
             self._agent_starting = False
-        if self._attached():
-            from kode_tui.ui.widgets.gauge import TokenGauge
+            raise
 
-            status = opened.status()
-            if status is not None:
-                self.screen.query_one(TokenGauge).set_status(status)
-        self._update_header()
+    def _agent_shown(self, opened: AgentSession) -> None:
+        """The panes are up: the agent tells them what it is; what was typed meanwhile goes."""
+        self._agent_starting = False
+        opened.announce()
         self.refresh_bindings()
-        # What start-up made lives as long as the app: keep the collector from walking it
-        # again and again while answers stream (its pauses were the longest stalls).
-        gc.freeze()
         if self._queue:  # typed while the agent was starting
             self.send(*self._queue.pop(0))
             self._queue_changed()
@@ -504,7 +508,7 @@ class KodeApp(
         if opened is not None and opened.read_only is not None:
             self.notify("This session is read-only.", severity="warning")
             return
-        if opened is None or not opened.started:
+        if opened is None or not self.agent_up:
             self._queue.append((text, images))
             self._queue_changed()
             self.notify("The agent is starting: your message goes as soon as it is ready.")
@@ -611,11 +615,11 @@ class KodeApp(
         if action == "interrupt":
             return self._turn is not None and self._turn.is_running
         if action == "cycle_mode":
-            return self.agent_session is not None and self.agent_session.started
+            return self.agent_up
         return True
 
     def action_cycle_mode(self) -> None:
-        if self.agent_session is not None and self.agent_session.started:
+        if self.agent_up:
             self.run_command("/mode", "")
 
     def action_cycle_thinking(self) -> None:

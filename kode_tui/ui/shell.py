@@ -33,6 +33,9 @@ class ShellActions(App[None]):
         @property
         def read_only(self) -> bool: ...
 
+        @property
+        def agent_up(self) -> bool: ...
+
         def _attached(self) -> bool: ...
 
         def _update_header(self) -> None: ...
@@ -48,7 +51,7 @@ class ShellActions(App[None]):
             why = "Type a command after `!`, e.g. !git status."
         elif self.read_only or (opened is not None and opened.read_only is not None):
             why = "This session is read-only: `!` commands need one you can write (/new)."
-        elif opened is None or not opened.started:
+        elif opened is None or not self.agent_up:
             why = "The agent is starting: run the command again in a moment."
         elif self._turn is not None and self._turn.is_running:
             why = "A turn is running: `!` commands run between turns (Esc interrupts it)."

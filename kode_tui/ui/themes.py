@@ -85,6 +85,24 @@ def register_themes(app: App[Any]) -> None:
         app.register_theme(theme)
 
 
+def start_theme(app: App[Any], name: str) -> None:
+    """Register the themes on `app` (not running yet) and take theme `name` if it exists,
+    before the stylesheet is first read. Set once mounted, the theme's watcher read the whole
+    stylesheet again and drew the screen anew after the first frame (~40 ms, and that frame
+    in Textual's colours)."""
+    register_themes(app)
+    if name not in app.available_themes:
+        return
+    # What `App._watch_theme` does, less its stylesheet refresh: nothing is styled yet.
+    app.set_reactive(App.theme, name)
+    dark = app.current_theme.dark
+    app.set_class(dark, "-dark-mode", update=False)
+    app.set_class(not dark, "-light-mode", update=False)
+    app.set_class(True, f"-theme-{name}", update=False)
+    app._refresh_truecolor_filter(app.ansi_theme)
+    app.stylesheet.set_variables(app.get_css_variables())
+
+
 def theme_names(app: App[Any]) -> list[str]:
     """The themes `app` can switch to: kode-tui's and the user's first, then Textual's; each
     part sorted."""

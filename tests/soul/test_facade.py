@@ -86,6 +86,26 @@ async def test_a_view_cannot_run_a_turn_and_says_why(tmp_path: Path) -> None:
         await writer.close()
 
 
+async def test_an_agent_built_unannounced_tells_its_views_once_they_ask(tmp_path: Path) -> None:
+    """The TUI builds the agent before its panes subscribe: what the agent says at start (its
+    mode, the prompt's size) waits for `announce()`, and is said once."""
+    opened = await AgentSession.open(tmp_path)
+    try:
+        await opened.start(Config(), SCRIPTED, provider=ScriptedProvider([]), announce=False)
+        seen: list[ev.Event] = []
+        views = opened.bus.subscribe(callback=seen.append, direct=True)
+        statuses = opened.bus.subscribe(ev.StatusUpdate)
+        assert opened.started and seen == []
+        opened.announce()
+        opened.announce()
+        await asyncio.wait_for(anext(aiter(statuses)), 60)  # measured in the background
+        assert [type(event) for event in seen] == [ev.PermissionsChanged, ev.StatusUpdate]
+        views.close()
+        statuses.close()
+    finally:
+        await opened.close()
+
+
 async def test_clear_keeps_the_old_context_and_tells_the_views(tmp_path: Path) -> None:
     opened = await started(tmp_path, [{"text": "hello"}])
     try:

@@ -330,7 +330,7 @@ async def test_a_session_open_elsewhere_can_be_viewed_read_only(tmp_path: Path) 
     app = make_app(tmp_path, ScriptedProvider([]), session=session, locked=locked)
     async with app.run_test(size=(140, 40)) as pilot:
         await wait_for(pilot, lambda: isinstance(app.screen, LockedScreen))
-        assert "process 4242" in screen_text(app)
+        await wait_for(pilot, lambda: "process 4242" in screen_text(app))  # drawn, not only pushed
         await pilot.press("r")
         await ready(pilot)
         assert app.read_only and "read-only" in app.sub_title
@@ -474,7 +474,7 @@ async def test_a_command_typed_while_the_agent_starts_waits_for_it(
     monkeypatch.setattr(agent_module, "open_agent", slow_open_agent)
     app = make_app(project, ScriptedProvider([]))
     async with app.run_test(size=(140, 40)) as pilot:
-        await wait_for(pilot, lambda: app._attached())
+        await wait_for(pilot, lambda: app.agent_session is not None)  # its agent being built
         assert not started(app)
         await send(pilot, "/mode auto-edit")
         await wait_for(pilot, lambda: started(app))

@@ -3,20 +3,29 @@ when the prompt first takes keys, and a message typed at once goes as soon as it
 
 from __future__ import annotations
 
+import gc
 import subprocess
 import sys
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
+import pytest
+from rich.console import RenderableType
 from textual import events
+from textual.color import Color
+from textual.geometry import Region
 from textual.message import Message
+from textual.screen import Screen
 
 from kode_tui.config import Config
 from kode_tui.soul.llm import process
+from kode_tui.soul.llm.demo import DemoProvider
+from kode_tui.ui import preload
 from kode_tui.ui.app import KodeApp
+from kode_tui.ui.screens.main import MainScreen
 from kode_tui.ui.widgets.prompt import PromptInput
 from tests.llm_server import KEY_ENV, LLMServer, loopback_choice
-from tests.ui_helpers import turn_running, wait_for
+from tests.ui_helpers import screen_text, turn_running, wait_for
 
 
 def test_the_main_screen_lays_out_and_resizes_without_loading_the_domain() -> None:
@@ -37,7 +46,7 @@ async def main() -> None:
         await pilot.pause()
         await pilot.resize_terminal(80, 24)
         await pilot.pause()
-    print(sorted(m for m in ("kode_tui.soul.facade", "pydantic") if m in sys.modules))
+    print(sorted(m for m in ("kode_tui.soul.facade", "pydantic", "pathspec") if m in sys.modules))
 
 asyncio.run(main())
 """
@@ -86,3 +95,72 @@ async def test_the_model_process_is_up_when_the_prompt_takes_keys_and_early_mess
         ["first"],
         ["first", "second"],
     ]
+
+
+class Frame(NamedTuple):
+    """What one screen update of the main screen showed."""
+
+    text: str
+    background: Color
+    side: list[tuple[str | None, Region]]
+
+
+def watch_frames(app: KodeApp) -> list[Frame]:
+    """What each update of `app`'s main screen shows, from now on (the test's eyes)."""
+    frames: list[Frame] = []
+    display = app._display
+
+    def noted(screen: Screen[Any], renderable: RenderableType | None) -> None:
+        if renderable is not None and isinstance(screen, MainScreen):
+            side = [(pane.id, pane.region) for pane in screen.query("#side > *")]
+            frames.append(Frame(screen_text(app), screen.styles.background, side))
+        display(screen, renderable)
+
+    app._display = noted  # type: ignore[method-assign]
+    return frames
+
+
+async def test_the_first_frames_show_the_theme_keys_and_every_pane_whole(
+    project: Path,
+    home: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    tmp_path: Path,
+    request: pytest.FixtureRequest,
+) -> None:
+    """The first frame has the configured theme's colours; keys typed while the domain loads
+    show at once; each pane shows its content (the gauge its figures) the first time it is
+    drawn, where it stays (no relayout); the collector, held off while the app starts (as
+    `kode-tui` runs it), runs again, full collections too, once the session is on screen."""
+    home.mkdir(exist_ok=True)
+    (home / "config.toml").write_text('theme = "kode-high-contrast"\n')
+    # A module of the domain that takes as long to load as the test wants.
+    (tmp_path / "slow_domain.py").write_text(
+        "import threading\nloading = threading.Event()\nrelease = threading.Event()\n"
+        "loading.set()\nrelease.wait(60)\n"
+    )
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.setattr(preload, "AFTER_FIRST_FRAME", (*preload.AFTER_FIRST_FRAME, "slow_domain"))
+    app = KodeApp(project, provider=DemoProvider(delay=0))
+    frames = watch_frames(app)
+    young, middle, full = gc.get_threshold()
+    gc.set_threshold(young, middle, 1_000_000)
+    gc.disable()
+    request.addfinalizer(lambda: (gc.set_threshold(young, middle, full), gc.enable()))
+    async with app.run_test(size=(120, 36)) as pilot:
+        await wait_for(pilot, lambda: "slow_domain" in sys.modules)
+        slow = sys.modules["slow_domain"]
+        slow.loading.wait(60)
+        await pilot.press(*"typed early")
+        await wait_for(pilot, lambda: "typed early" in screen_text(app))
+        assert not app.agent_session  # the domain is still loading
+        slow.release.set()
+        await wait_for(pilot, lambda: app.agent_up and "compacts at" in screen_text(app))
+        await pilot.pause()
+        assert gc.isenabled() and gc.get_threshold() == (young, middle, full)
+
+    theme = app.get_theme("kode-high-contrast")
+    assert theme is not None and frames[0].background == Color.parse(theme.background)
+    drawn = next(frame for frame in frames if "Checkpoints" in frame.text)
+    for content in ("Context", "compacts at", "no checkpoints yet", "History", "no rotated"):
+        assert content in drawn.text
+    assert drawn.side == frames[-1].side

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import importlib
 import logging
 import os
 import shutil
@@ -199,6 +200,12 @@ class AgentSession:
         await live.session.refresh()
         live.bus.send(ev.ContextReloaded())
 
+    @staticmethod
+    def load_agent() -> None:
+        """Import what `start()` builds the agent with (~35 ms), ahead of it: a front end may,
+        in a thread, while its screen comes up."""
+        importlib.import_module("kode_tui.soul.agent")
+
     async def start(
         self,
         config: Config,
@@ -207,10 +214,12 @@ class AgentSession:
         provider: ChatProvider | None = None,
         yolo: bool = False,
         mode: ApprovalMode | None = None,
+        announce: bool = True,
     ) -> None:
         """Build the agent: tools, approvals, project context, the model `choice` names
         (`provider` answers instead, in tests). A read-only session gets no agent. `mode`
-        (`--permission-mode`; `yolo` is `mode="yolo"`) holds for this run, unsaved."""
+        (`--permission-mode`; `yolo` is `mode="yolo"`) holds for this run, unsaved. Without
+        `announce`, the caller calls `announce()` once its views are subscribed."""
         live = self._live
         live.config, live.choice = config, choice
         if live.read_only is not None or live.agent is not None:
@@ -229,8 +238,20 @@ class AgentSession:
         )
         self.thinking.apply()
         self.compaction.install(agent.soul)
-        # The views are subscribed by now: what the user should know of the opened session
-        # (damaged lines skipped) shows at once, not with the first answer.
+        if announce:
+            self.announce()
+
+    def announce(self) -> None:
+        """Tell the views subscribed to the wire what the agent is at start: the session's
+        notices, the approval mode, the SessionStart hooks, the prompt's size (measured in the
+        background). Once, after `start()`; a front end that builds the agent before its views
+        subscribe (the TUI, so the first message does not wait for the panes) calls it then."""
+        agent = self._live.agent
+        if agent is None or self._measuring is not None:
+            return
+        live = self._live
+        # What the user should know of the opened session (damaged lines skipped) shows at
+        # once, not with the first answer.
         agent.soul.send_notices()
         agent.soul.approval.announce()
         agent.soul.hooks.start_session("resume" if live.context.history else "startup")

@@ -164,7 +164,7 @@ class MainScreen(SteadyUpdates, Screen[None]):
         await column.mount(Conversation(bus, id="conversation"))
         await self.query_one("#side").mount_all(
             [
-                TokenGauge(bus, id="gauge"),
+                TokenGauge(bus, opened.status(), id="gauge"),
                 CheckpointTimeline(bus, opened, id="timeline"),
                 CheckpointDetails(id="checkpoint-details"),
                 HistoryPane(bus, opened, id="history"),

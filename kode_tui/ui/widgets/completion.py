@@ -19,7 +19,6 @@ from textual.widgets import OptionList
 from textual.widgets.option_list import Option
 from textual.widgets.text_area import Location
 
-from kode_tui import workfiles
 from kode_tui.pathnames import escape_name
 from kode_tui.safetext import has_hidden, visible
 from kode_tui.ui.widgets.prompt_images import names_image
@@ -49,6 +48,9 @@ class PathIndex:
 
     def load(self) -> list[str]:
         """List the paths again, keep them in `paths` and return them."""
+        # Imported when first listing: with pathspec it is ~9 ms the first frame need not wait for.
+        from kode_tui import workfiles
+
         listed = workfiles.listing(self.root, timeout=5).files(limit=self.limit, folders=True)
         self.paths = [escape_name(path) for path in listed]
         self._loaded_at = time.monotonic()

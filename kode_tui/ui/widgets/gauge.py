@@ -71,11 +71,17 @@ How much of the model's context window the conversation uses.
     stale: var[bool] = var(False, toggle_class="-stale")
     """The context was rewritten and the numbers wait for the next StatusUpdate."""
 
-    def __init__(self, bus: WireBus, *, id: str | None = None) -> None:
+    def __init__(
+        self, bus: WireBus, status: ev.StatusUpdate | None = None, *, id: str | None = None
+    ) -> None:
+        """`status`: the agent's numbers when the gauge is made (None: none yet)."""
         super().__init__(id=id)
         self._bus = bus
+        self._first_status = status
 
     def on_mount(self) -> None:
+        if self._first_status is not None:  # drawn with its numbers the first time
+            self.set_status(self._first_status)
         self.listen(
             self._bus,
             ev.StatusUpdate,
@@ -88,7 +94,7 @@ How much of the model's context window the conversation uses.
         )
 
     def set_status(self, event: ev.StatusUpdate) -> None:
-        """Show `event`'s numbers (the App calls this once with the soul's status at start)."""
+        """Show `event`'s numbers."""
         self.status = event
         self.stale = False
 

@@ -1,0 +1,35 @@
+"""What the app loads after its first frame, imported in a thread.
+
+The first frame needs Textual and the prompt alone; then the config, the facade (the session
+engine, the agent) and the panes load: ~0.3 s of imports on a 2-core machine. Imported on the
+event loop, they held it: keys typed at the prompt meanwhile showed only after them, and a
+message typed and sent at once went that much later. In a thread, the loop takes its turns
+between theirs (the interpreter switches threads every few milliseconds), so the prompt shows
+what is typed while they load.
+"""
+
+from __future__ import annotations
+
+import importlib
+
+AFTER_FIRST_FRAME = (
+    "kode_tui.config",
+    "kode_tui.soul.facade",
+    "kode_tui.ui.widgets.conversation",
+    "kode_tui.ui.widgets.approval",
+    "kode_tui.ui.widgets.banner",
+    "kode_tui.ui.widgets.gauge",
+    "kode_tui.ui.widgets.history",
+    "kode_tui.ui.widgets.mode_badge",
+    "kode_tui.ui.widgets.timeline",
+)
+"""In the order the app uses them: the config, the facade, the panes."""
+
+
+def load_after_first_frame() -> None:
+    """Import `AFTER_FIRST_FRAME` and the agent's modules (in a thread: `asyncio.to_thread`)."""
+    for name in AFTER_FIRST_FRAME:
+        importlib.import_module(name)
+    from kode_tui.soul.facade import AgentSession
+
+    AgentSession.load_agent()
