@@ -37,12 +37,13 @@ once, without tearing litellm down.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import functools
 import json
 import logging
 import os
 import sys
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -300,10 +301,29 @@ def _history_adapter() -> TypeAdapter[list[Message]]:
 def _warm(library: str) -> None:
     """Import what a request served by `library` needs now, before a request waits for it."""
     if library == ROUTE_OPENAI:
-        load_openai()
+        # The SDK imports aiohttp when it can (litellm installs it), for an optional client of
+        # its own this route never uses: ~8 MiB and ~0.1 s. litellm, if a request needs it
+        # later, imports aiohttp as usual.
+        with _unimportable("aiohttp"):
+            load_openai()
     else:
         load_litellm()
     _history_adapter()
+
+
+@contextlib.contextmanager
+def _unimportable(module: str) -> Iterator[None]:
+    """`import module` raises ImportError inside, unless it was imported already. Only for
+    this process's start: no other thread imports anything then."""
+    if module in sys.modules:
+        yield
+        return
+    sys.modules[module] = None  # type: ignore[assignment]  # the import system's "not found"
+    try:
+        yield
+    finally:
+        if sys.modules.get(module, sys) is None:
+            del sys.modules[module]
 
 
 def _configured_library(arguments: list[str]) -> str | None:
