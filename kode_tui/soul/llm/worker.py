@@ -255,20 +255,22 @@ class _Server:
 
     async def _paced(self, items: AsyncIterator[StreamItem]) -> AsyncIterator[StreamItem]:
         """`items`, read in bursts while the model sends slower than this process reads: after
-        an item that had to be waited for, the stream is read again only `_READ_AHEAD` before
-        the next write of replies, so what came meanwhile is read in one go and still leaves
-        in that write. Read as it came, a 300 tok/s answer woke this process and its HTTP
-        stack once a token: half of its CPU. A stream that keeps up is never held."""
+        two items in a row that had to be waited for, the stream is read again only
+        `_READ_AHEAD` before the next write of replies, so what came meanwhile is read in one
+        go and still leaves in that write. Read as it came, a 300 tok/s answer woke this
+        process and its HTTP stack once a token: half of its CPU. A stream faster than this
+        process is never held: one wait there is a hiccup of the sender, not its pace."""
         loop = asyncio.get_running_loop()
+        waited = False
         while True:
             asked = loop.time()
             try:
                 item = await anext(items)
             except StopAsyncIteration:
                 return
-            waited = loop.time() - asked > _WAITED
+            waited, waited_before = loop.time() - asked > _WAITED, waited
             yield item
-            if waited:
+            if waited and waited_before:
                 rest = self._flushed + _FLUSH_AFTER - _READ_AHEAD - loop.time()
                 if rest > 0:
                     await asyncio.sleep(rest)
