@@ -129,6 +129,15 @@ async def test_the_model_info_context_size_is_learned_from_the_first_answer(
     assert provider.max_context_size > 128_000
 
 
+def test_an_openai_models_context_size_is_known_before_its_first_answer() -> None:
+    from kode_tui.soul.llm.model_map import context_size
+
+    size = ProcessProvider("openai/gpt-4.1").max_context_size
+
+    assert size == context_size("openai/gpt-4.1")
+    assert size > 128_000
+
+
 async def test_a_model_process_killed_mid_stream_fails_the_request_and_the_next_starts_it(
     server: LLMServer,
 ) -> None:
