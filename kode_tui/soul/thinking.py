@@ -25,7 +25,8 @@ def supports_thinking(choice: ModelChoice) -> bool:
         return False
     if choice.reasoning is not None:
         return choice.reasoning
-    return (map_entry(choice.model) or {}).get("supports_reasoning") is True
+    entry = map_entry(choice.model)
+    return entry is not None and entry.supports_reasoning is True
 
 
 def parse_level(text: str) -> ThinkingLevel | None:

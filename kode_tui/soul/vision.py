@@ -21,7 +21,7 @@ def supports_images(choice: ModelChoice) -> bool:
     if choice.vision is not None:
         return choice.vision
     entry = map_entry(choice.model)
-    return entry is None or entry.get("supports_vision") is True
+    return entry is None or entry.supports_vision is True
 
 
 def takes_images(provider: ChatProvider) -> bool:

@@ -7,6 +7,7 @@ import asyncio
 import os
 import signal
 from collections.abc import Iterator, Sequence
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -21,7 +22,7 @@ from kode_tui.soul.llm import (
     StreamItem,
 )
 from kode_tui.soul.llm.litellm_provider import LiteLLMProvider, load_litellm
-from kode_tui.soul.llm.process import ProcessProvider, start, worker_pid
+from kode_tui.soul.llm.process import ProcessProvider, start, stop, worker_pid
 from kode_tui.wire.events import TokenUsage
 from tests.llm_server import SHELL_TOOL, LLMServer, loopback_choice
 
@@ -128,6 +129,15 @@ async def test_the_model_info_context_size_is_learned_from_the_first_answer(
     assert provider.max_context_size > 128_000
 
 
+def test_an_openai_models_context_size_is_known_before_its_first_answer() -> None:
+    from kode_tui.soul.llm.model_map import context_size
+
+    size = ProcessProvider("openai/gpt-4.1").max_context_size
+
+    assert size == context_size("openai/gpt-4.1")
+    assert size > 128_000
+
+
 async def test_a_model_process_killed_mid_stream_fails_the_request_and_the_next_starts_it(
     server: LLMServer,
 ) -> None:
@@ -205,6 +215,32 @@ async def test_an_openai_model_takes_the_sdk_route_and_any_other_model_litellm(
 
     assert "".join(item.text for item in items if isinstance(item, TextPart)) == "through litellm"
     assert server.requests[-1]["model"] == "test-model"
+
+
+def loaded(pid: int, package: str) -> bool:
+    """Whether process `pid` has loaded `package`'s compiled modules (what /proc maps show)."""
+    return f"/{package}/" in Path(f"/proc/{pid}/maps").read_text()
+
+
+@pytest.mark.skipif(not Path("/proc/self/maps").exists(), reason="reads /proc")
+async def test_an_openai_model_process_leaves_aiohttp_out_until_a_litellm_model_needs_it(
+    server: LLMServer,
+) -> None:
+    stop()
+    start(MODEL)
+    server.reply_text("through the SDK")
+    assert joined(await collect(in_worker(server), tools=()))[0] == TextPart(text="through the SDK")
+    pid = worker_pid()
+    assert pid is not None
+    assert not loaded(pid, "aiohttp")
+
+    # litellm, which needs aiohttp, still loads in the same process.
+    server.reply_text("through litellm")
+    items = await collect(in_worker(server, "hosted_vllm/test-model"), tools=())
+
+    assert joined(items)[0] == TextPart(text="through litellm")
+    assert worker_pid() == pid
+    assert loaded(pid, "aiohttp")
 
 
 async def test_text_streamed_faster_than_a_frame_arrives_in_fewer_bigger_parts(

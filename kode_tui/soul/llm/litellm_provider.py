@@ -216,14 +216,14 @@ class LiteLLMProvider:
             raise self._error(exc, api_key) from exc
         reader = _ChunkReader()
         chunks = aiter(response)
+        silence = _Silence()
         first = True
         try:
             while True:
                 try:
-                    async with asyncio.timeout(
-                        self._first_token_timeout if first else self._timeout
-                    ):
-                        chunk = await anext(chunks)
+                    chunk = await silence.next(
+                        chunks, self._first_token_timeout if first else self._timeout
+                    )
                     first = False
                 except StopAsyncIteration:
                     break
@@ -236,6 +236,7 @@ class LiteLLMProvider:
                 for item in reader.read(chunk):
                     yield item
         finally:
+            silence.stop()
             # Also on cancel or an early stop: give the HTTP connection back.
             close = getattr(response, "aclose", None) or getattr(response, "close", None)
             if close is not None:
@@ -344,6 +345,72 @@ class LiteLLMProvider:
         if status == 400:
             return LLMStatusError(f"{model} rejected the request (HTTP 400): {detail}", 400)
         return LLMStatusError(f"{model} answered HTTP {status}: {detail}", status)
+
+
+class _Silence:
+    """A stream's silence limits: `next()` raises `TimeoutError` when the chunk it waits for
+    does not come within its limit. One timer for the whole stream, moved on only when it
+    fires: an `asyncio.timeout` per chunk (a timer made and cancelled each time) was a sixth of
+    the model process's time per chunk. Cancelling the task is how the wait is cut short, as
+    `asyncio.timeout` does it, and a cancel from elsewhere stays a cancel."""
+
+    def __init__(self) -> None:
+        self._loop = asyncio.get_running_loop()
+        self._task: asyncio.Task[Any] | None = None
+        """The task waiting now (or last)."""
+        self._limit = 0.0
+        self._asked: float | None = None
+        """When the chunk awaited now was asked for; None between waits."""
+        self._timer: asyncio.TimerHandle | None = None
+        self._expired = False
+
+    async def next(self, chunks: AsyncIterator[Any], limit: float) -> Any:
+        """The next chunk of `chunks`, if it comes within `limit` seconds."""
+        self._task = task = asyncio.current_task()
+        assert task is not None  # awaited in a task
+        self._limit, self._asked = limit, self._loop.time()
+        due = self._asked + limit
+        if self._timer is None or self._timer.when() > due:  # none yet, or the limit shrank
+            self._arm(due)
+        cancelling = task.cancelling()
+        try:
+            return await anext(chunks)
+        except asyncio.CancelledError as error:
+            if self._took_back(cancelling):
+                raise TimeoutError from error
+            raise
+        finally:
+            self._asked = None
+            self._took_back(cancelling)
+
+    def _took_back(self, cancelling: int) -> bool:
+        """Whether the wait just ended was cut short by the limit and nothing else; the
+        limit's cancel is taken back from the task (once)."""
+        if not self._expired or self._task is None:
+            return False
+        self._expired = False
+        return self._task.uncancel() <= cancelling
+
+    def stop(self) -> None:
+        """No more waits: the timer goes."""
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
+
+    def _arm(self, when: float) -> None:
+        self.stop()
+        self._timer = self._loop.call_at(when, self._check)
+
+    def _check(self) -> None:
+        self._timer = None
+        if self._asked is None or self._task is None:
+            return  # not waiting: the next wait arms it again
+        due = self._asked + self._limit
+        if self._loop.time() < due:
+            self._arm(due)
+            return
+        self._expired = True
+        self._task.cancel()
 
 
 # An OpenAI-compatible server's words for a request over the model's context (litellm turns

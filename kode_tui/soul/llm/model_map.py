@@ -9,7 +9,6 @@ import os
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 import msgspec
 
@@ -48,41 +47,61 @@ class ModelOption:
     """The variable to set before this model can be used, or None."""
 
 
+class ModelEntry(msgspec.Struct, frozen=True, gc=False):
+    """What kode-tui reads of one entry of litellm's map, as the file has it (checked where it
+    is used). Every other key is skipped as the file is read: the whole map as dicts held
+    ~6 MiB in each process that read it (the UI's and the model process's), this ~1.6 MiB."""
+
+    litellm_provider: object = None
+    max_input_tokens: object = None
+    input_cost_per_token: object = None
+    output_cost_per_token: object = None
+    cache_read_input_token_cost: object = None
+    cache_creation_input_token_cost: object = None
+    supports_reasoning: object = None
+    supports_vision: object = None
+
+
+_MapFile = dict[str, ModelEntry | str | float | bool | list[object] | None]
+"""The file's shape: entries, and whatever else a key may hold (skipped)."""
+
+
 @functools.cache
-def model_map() -> dict[str, Any]:
+def model_map() -> dict[str, ModelEntry]:
     """litellm's model map as its file gives it, or empty when litellm or the file is not there."""
     spec = importlib.util.find_spec("litellm")  # finds the package without importing it
     folders = spec.submodule_search_locations if spec is not None else None
     if not folders:
         return {}
     try:
-        models = msgspec.json.decode((Path(folders[0]) / MODEL_MAP_FILE).read_bytes())
+        found = msgspec.json.decode((Path(folders[0]) / MODEL_MAP_FILE).read_bytes(), type=_MapFile)
     except (OSError, msgspec.DecodeError):
         return {}
-    return models if isinstance(models, dict) else {}
+    return {key: entry for key, entry in found.items() if isinstance(entry, ModelEntry)}
 
 
-def map_entry(model: str) -> dict[str, Any] | None:
+def map_entry(model: str) -> ModelEntry | None:
     """The map's entry for `model`, found by its whole name or without its provider prefix
     (the map spells `anthropic/claude-sonnet-4-5` as `claude-sonnet-4-5`)."""
     models = model_map()
     provider, _, bare = model.partition("/")
     for key in (model, bare) if bare else (model,):
         entry = models.get(key)
-        if isinstance(entry, dict) and (key == model or entry.get("litellm_provider") == provider):
+        if entry is not None and (key == model or entry.litellm_provider == provider):
             return entry
     return None
 
 
 def context_size(model: str) -> int | None:
     """The input size the map gives `model`; None when it does not know it."""
-    size = (map_entry(model) or {}).get("max_input_tokens")
+    entry = map_entry(model)
+    size = entry.max_input_tokens if entry is not None else None
     return size if isinstance(size, int) and size > 0 else None
 
 
 def _option(name: str, model: str, configured: int | None, missing: str | None) -> ModelOption:
-    entry = map_entry(model) or {}
-    prices = [entry.get(k) for k in ("input_cost_per_token", "output_cost_per_token")]
+    entry = map_entry(model) or ModelEntry()
+    prices = (entry.input_cost_per_token, entry.output_cost_per_token)
     per_million = [p * 1_000_000 if isinstance(p, int | float) else None for p in prices]
     return ModelOption(
         name=name,

@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from kode_tui.config import DEMO_MODEL
-from kode_tui.soul.llm.model_map import map_entry
+from kode_tui.soul.llm.model_map import ModelEntry, map_entry
 from kode_tui.wire.events import TokenUsage
 
 
@@ -31,15 +31,15 @@ def price_of(model: str) -> Price | None:
     model behind an OpenAI-compatible server, say) or for the demo, which costs nothing."""
     if model == DEMO_MODEL:
         return None
-    entry = map_entry(model) or {}
+    entry = map_entry(model) or ModelEntry()
     input_price, output_price = (
-        _number(entry, "input_cost_per_token"),
-        _number(entry, "output_cost_per_token"),
+        _number(entry.input_cost_per_token),
+        _number(entry.output_cost_per_token),
     )
     if input_price is None or output_price is None:
         return None
-    cache_read = _number(entry, "cache_read_input_token_cost")
-    cache_creation = _number(entry, "cache_creation_input_token_cost")
+    cache_read = _number(entry.cache_read_input_token_cost)
+    cache_creation = _number(entry.cache_creation_input_token_cost)
     return Price(
         input=input_price,
         output=output_price,
@@ -61,8 +61,7 @@ def usage_cost(usage: TokenUsage, price: Price) -> float:
     )
 
 
-def _number(entry: dict[str, object], key: str) -> float | None:
-    value = entry.get(key)
+def _number(value: object) -> float | None:
     if isinstance(value, bool) or not isinstance(value, int | float) or value < 0:
         return None
     return float(value)

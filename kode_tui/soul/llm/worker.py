@@ -37,14 +37,15 @@ once, without tearing litellm down.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import functools
 import json
 import logging
 import os
 import sys
-from collections.abc import Sequence
+from collections.abc import AsyncGenerator, AsyncIterator, Iterator, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import msgspec
 from pydantic import TypeAdapter
@@ -81,6 +82,13 @@ _FLUSH_SIZE = 1 << 16
 
 _FLUSH_AFTER = 0.05
 """Replies are written together at most this often (see `_Server.send`)."""
+
+_WAITED = 0.002
+"""A stream item that took longer than this to come was waited for: the model sends slower
+than this process reads (see `_Server._paced`)."""
+
+_READ_AHEAD = 0.005
+"""How long before the next write of replies a paced stream is read again."""
 
 _MAX_LINE = 1 << 31
 """A request carries the whole history: its line may be as long as the context file."""
@@ -245,6 +253,28 @@ class _Server:
         for task in self._tasks.values():
             task.cancel()
 
+    async def _paced(self, items: AsyncIterator[StreamItem]) -> AsyncIterator[StreamItem]:
+        """`items`, read in bursts while the model sends slower than this process reads: after
+        two items in a row that had to be waited for, the stream is read again only
+        `_READ_AHEAD` before the next write of replies, so what came meanwhile is read in one
+        go and still leaves in that write. Read as it came, a 300 tok/s answer woke this
+        process and its HTTP stack once a token: half of its CPU. A stream faster than this
+        process is never held: one wait there is a hiccup of the sender, not its pace."""
+        loop = asyncio.get_running_loop()
+        waited = False
+        while True:
+            asked = loop.time()
+            try:
+                item = await anext(items)
+            except StopAsyncIteration:
+                return
+            waited, waited_before = loop.time() - asked > _WAITED, waited
+            yield item
+            if waited and waited_before:
+                rest = self._flushed + _FLUSH_AFTER - _READ_AHEAD - loop.time()
+                if rest > 0:
+                    await asyncio.sleep(rest)
+
     def _handle(self, request: dict[str, Any]) -> None:
         request_id = int(request["id"])
         if request["op"] == "cancel":
@@ -270,10 +300,15 @@ class _Server:
         )
         try:
             history = _history_adapter().validate_python(request["history"])
-            async for item in provider.stream(
-                request.get("system_prompt"), history, request.get("tools") or ()
-            ):
-                self.send(item_reply(request_id, item))
+            # An async generator: closed (its HTTP response with it) also when a cancel lands
+            # while `_paced` waits between its items.
+            stream = cast(
+                AsyncGenerator[StreamItem, None],
+                provider.stream(request.get("system_prompt"), history, request.get("tools") or ()),
+            )
+            async with contextlib.aclosing(stream):
+                async for item in self._paced(stream):
+                    self.send(item_reply(request_id, item))
         except LLMError as error:
             self.send(error_reply(request_id, error), last=True)
             return
@@ -300,10 +335,29 @@ def _history_adapter() -> TypeAdapter[list[Message]]:
 def _warm(library: str) -> None:
     """Import what a request served by `library` needs now, before a request waits for it."""
     if library == ROUTE_OPENAI:
-        load_openai()
+        # The SDK imports aiohttp when it can (litellm installs it), for an optional client of
+        # its own this route never uses: ~8 MiB and ~0.1 s. litellm, if a request needs it
+        # later, imports aiohttp as usual.
+        with _unimportable("aiohttp"):
+            load_openai()
     else:
         load_litellm()
     _history_adapter()
+
+
+@contextlib.contextmanager
+def _unimportable(module: str) -> Iterator[None]:
+    """`import module` raises ImportError inside, unless it was imported already. Only for
+    this process's start: no other thread imports anything then."""
+    if module in sys.modules:
+        yield
+        return
+    sys.modules[module] = None  # type: ignore[assignment]  # the import system's "not found"
+    try:
+        yield
+    finally:
+        if sys.modules.get(module, sys) is None:
+            del sys.modules[module]
 
 
 def _configured_library(arguments: list[str]) -> str | None:
