@@ -183,7 +183,8 @@ async def test_a_long_answer_goes_on_in_new_blocks_at_paragraph_breaks_outside_c
             pilot, posted, bus, ev.StepBegin(n=1), *map(text, fragments), ev.TurnEnd()
         )
         assert conversation.pending_count == 0
-        assert [block.source for block in conversation.query(AssistantBlock)] == [
+        answer = [b for b in conversation.blocks if isinstance(b, AssistantBlock | AnswerBlock)]
+        assert [block.source for block in answer] == [
             f"{paragraph}\n\n{paragraph}\n\n",
             code + "   indented, so it continues\n\n",
             "Last paragraph.\n",

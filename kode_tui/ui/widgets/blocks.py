@@ -17,7 +17,9 @@ from typing import TYPE_CHECKING, Literal
 
 from markdown_it import MarkdownIt
 from markdown_it.rules_core import StateCore
+from rich.console import Console, ConsoleOptions, ConsoleRenderable, RenderResult
 from rich.markdown import Markdown as RichMarkdown
+from rich.segment import Segment as RichSegment
 from textual import events, work
 from textual.app import ComposeResult
 from textual.content import Content
@@ -295,8 +297,8 @@ _WEB_LINK = re.compile(r"https?://", re.IGNORECASE)
 
 
 class PlacedOnce(Widget):
-    """Mixed into the widgets of a streamed answer: a layout pass that resizes one does not
-    ask for another.
+    """Mixed into the widgets of a streamed answer (and the pane they scroll in): a layout
+    pass that resizes one does not ask for another.
 
     Textual's layout pass hands each widget its new size (`_size_updated`), which sets the
     `virtual_size` reactive, a layout reactive: every widget that grew asks for a second
@@ -350,7 +352,23 @@ class AssistantBlock(Markdown, PlacedOnce):
 _LINK_TOKENS = ("link_open", "link_close")
 
 
-class AnswerBlock(Static):
+class _DrawnOnce:
+    """A Rich renderable drawn once per width: Textual draws a widget's renderable to measure
+    its height and again to paint it (and again after each layout that measures it anew),
+    and drawing Markdown costs far more than replaying what it drew."""
+
+    def __init__(self, renderable: ConsoleRenderable) -> None:
+        self._renderable = renderable
+        self._drawn: tuple[int, list[RichSegment]] | None = None
+
+    def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
+        if self._drawn is None or self._drawn[0] != options.max_width:
+            segments = list(console.render(self._renderable, options.reset_height()))
+            self._drawn = (options.max_width, segments)
+        return self._drawn[1]
+
+
+class AnswerBlock(Static, PlacedOnce):
     """A finished answer of the assistant (read from history, or scrolled back into view):
     its Markdown drawn by Rich as one widget. Textual's `Markdown` mounts a widget per
     paragraph, list item and code block, and the pane lays out every mounted widget on each
@@ -369,7 +387,7 @@ class AnswerBlock(Static):
                 token.children = [
                     child for child in token.children if child.type not in _LINK_TOKENS
                 ]
-        super().__init__(text, classes="block answer")
+        super().__init__(_DrawnOnce(text), classes="block answer")
         self.source = markdown
 
     def factory(self) -> BlockFactory:

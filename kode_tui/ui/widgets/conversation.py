@@ -1,7 +1,7 @@
 """The conversation pane: the session as blocks, streamed live from the wire (DESIGN.md §10).
 
 Each top-level child of `Conversation` is one block: the user's message, the assistant's text
-(a `Markdown` fed by a `MarkdownStream`), a step's thinking, a tool call with its result, or a
+(a `Markdown` appended to once a frame), a step's thinking, a tool call with its result, or a
 marked line (compaction, revert, D-Mail, reminders, notes, warnings, errors). The blocks live in
 `blocks.py` and `tool_block.py`; `history_blocks.py` builds those of a stored conversation.
 
@@ -22,6 +22,8 @@ growing content is laid out inside it and the panes beside it keep their cached 
 from __future__ import annotations
 
 import asyncio
+import bisect
+import itertools
 import re
 import time
 from collections.abc import Awaitable, Callable, Sequence
@@ -32,8 +34,6 @@ from textual import work
 from textual.content import Content
 from textual.timer import Timer
 from textual.widget import Widget
-from textual.widgets import Markdown
-from textual.widgets.markdown import MarkdownStream
 
 from kode_tui.humanize import format_tokens
 from kode_tui.message import FunctionBody, Message, TextPart, ThinkPart
@@ -68,6 +68,10 @@ from kode_tui.wire.readings import TODO_LISTS, retry_text
 SPLIT_CHARS = 2000
 """A streamed answer continues in a new block after this many characters (at a paragraph
 break outside code), so that the start of a very long answer can leave the DOM too."""
+_BREAK = re.compile(r"\n\n(?=\S)")
+"""A paragraph break before text that starts a line (indented text goes on with a list item
+or code above it)."""
+_FENCE = re.compile(r"^ {0,3}(?:```|~~~)", re.MULTILINE)
 FRAME_INTERVAL = 1 / 30
 """The shortest time between two draws of a streamed answer: each draw lays out and repaints
 the pane, so drawing every token of a fast model would leave no time for keys."""
@@ -104,6 +108,27 @@ def _revert_text(event: ev.ContextReverted) -> str:
     if event.conflicts:
         lines.append("   changed since, left alone: " + ", ".join(event.conflicts))
     return "\n".join(lines)
+
+
+def split_answer(block: str, new: str, limit: int = SPLIT_CHARS) -> list[str]:
+    """`new`, streamed after `block` (what the answer's current block holds), cut where the
+    answer goes on in a new block: at a paragraph break outside code, once the block holds
+    `limit` characters. The first piece goes on with `block` (it may be empty); each of the
+    others starts a block. A break at the very end of the text is cut only once what follows
+    it is known."""
+    text = block + new
+    fences = [match.start() for match in _FENCE.finditer(text)]
+    cuts: list[int] = []
+    start = 0
+    for match in _BREAK.finditer(text, max(0, len(block) - 2)):
+        cut = match.end()
+        if cut < len(block) or cut - start < limit:
+            continue
+        if bisect.bisect_left(fences, cut) % 2 == 0:  # outside code: every fence closed
+            cuts.append(cut)
+            start = cut
+    bounds = [len(block), *cuts, len(text)]
+    return [text[a:b] for a, b in itertools.pairwise(bounds)]
 
 
 def _thought(event: ev.Event) -> bool:
@@ -149,13 +174,10 @@ again.
         self._bus = bus
         # The step being streamed.
         self._assistant: AssistantBlock | None = None
-        self._stream: MarkdownStream | None = None
-        self._written: list[str] = []
-        """What was streamed into the current assistant block, and its length."""
-        self._written_chars = 0
-        self._split_ready = False
+        self._written = ""
+        """What was streamed into the current assistant block."""
         self._thinking: ThinkingBlock | None = None
-        # Deltas not drawn yet (see FRAME_INTERVAL), for `_stream` and `_thinking`.
+        # Deltas not drawn yet (see FRAME_INTERVAL), for `_assistant` and `_thinking`.
         self._pending_text: list[str] = []
         self._pending_think: list[str] = []
         self._frame: Timer | None = None
@@ -287,10 +309,12 @@ again.
 
     # -- the window (see BlockWindow)
 
-    async def _add(self, block: Widget, *, streamed: bool = False) -> None:
+    async def _add(self, *blocks: Widget, streamed: bool = False) -> None:
+        if not blocks:
+            return
         if streamed:
-            self._streamed.append(block)
-        await self._append(block)
+            self._streamed += blocks
+        await self._append(*blocks)
         self._note_output()
 
     def _note_output(self) -> None:
@@ -332,7 +356,7 @@ again.
     def _busy(self) -> set[object]:
         # What may still change stays; finished parts of a long answer may go.
         return {
-            *(b for b in self._streamed if not isinstance(b, AssistantBlock)),
+            *(b for b in self._streamed if not isinstance(b, AssistantBlock | AnswerBlock)),
             self._assistant,
             self._compaction,
             self._retry_note,
@@ -367,7 +391,6 @@ again.
     def _reset_step(self) -> None:
         # Tool calls, approvals and results all happen within their step.
         self._assistant = None
-        self._stream = None
         self._thinking = None
         self._streamed = []
         self._streamed_away = []
@@ -405,36 +428,46 @@ again.
             return
         self._pacer.drawn()
         think, self._pending_think = "".join(self._pending_think), []
-        if think and self._thinking is not None:
-            self._thinking.append(think)
         text, self._pending_text = "".join(self._pending_text), []
-        if text and self._stream is not None:
-            await self._stream.write(text)
+        # One layout for the whole frame, not one per block mounted or appended to.
+        with self.app.batch_update():
+            if think and self._thinking is not None:
+                self._thinking.append(think)
+            if text and self._assistant is not None:
+                await self._write_text(text)
         self._note_output()
         if time.monotonic() - self._edge_at >= 1:
             self._show_edge()  # in the same repaint as the text
 
+    async def _write_text(self, text: str) -> None:
+        """Stream a frame's text into the answer, in new blocks where it is long
+        (`split_answer`). The blocks the frame both opens and closes are finished before they
+        were ever drawn: each is mounted as one widget drawn once (`AnswerBlock`), not as a
+        widget per paragraph, so a fast model's burst costs a few widgets, not hundreds."""
+        first, *rest = split_answer(self._written, text)
+        if first and self._assistant is not None:
+            self._written += first
+            await self._assistant.append(first)
+        if not rest:
+            return
+        *closed, last = rest
+        await self._add(*map(AnswerBlock, closed), streamed=True)
+        assistant = await self._start_text()
+        self._written = last
+        await assistant.append(last)
+
+    async def _start_text(self) -> AssistantBlock:
+        """A new assistant block to stream into, at the end of the pane."""
+        self._assistant = AssistantBlock()
+        self._written = ""
+        await self._add(self._assistant, streamed=True)
+        return self._assistant
+
     async def _close_text(self) -> None:
         """Finish the assistant block being streamed; text that follows starts a new one."""
         await self._draw_frame()
-        stream, self._stream, self._assistant = self._stream, None, None
-        self._written = []
-        self._written_chars = 0
-        self._split_ready = False
-        if stream is not None:
-            await stream.stop()
-
-    def _at_split_point(self, fragment: str) -> bool:
-        """Whether the streamed block is long and just ended a paragraph outside code: text
-        that follows at the start of a line may then go on in a new block."""
-        self._written.append(fragment)
-        self._written_chars += len(fragment)
-        if not fragment.endswith("\n") or self._written_chars < SPLIT_CHARS:
-            return False
-        written = "".join(self._written)
-        self._written = [written]
-        fences = len(re.findall(r"^ {0,3}(?:```|~~~)", written, re.MULTILINE))
-        return written.endswith("\n\n") and fences % 2 == 0
+        self._assistant = None
+        self._written = ""
 
     async def _end_step(self) -> None:
         await self._close_text()
@@ -496,17 +529,9 @@ again.
     async def _content_part(self, event: ev.ContentPart) -> None:
         part = event.part
         if isinstance(part, TextPart) and part.text:
-            if self._split_ready and part.text.strip():
-                # Indented text after the blank line continues the paragraph or list above.
-                if not part.text[0].isspace():
-                    await self._close_text()
-                self._split_ready = False
-            if self._stream is None:
-                self._assistant = AssistantBlock()
-                await self._add(self._assistant, streamed=True)
-                self._stream = Markdown.get_stream(self._assistant)
+            if self._assistant is None:
+                await self._start_text()
             await self._buffer(self._pending_text, part.text)
-            self._split_ready = self._at_split_point(part.text)
         elif isinstance(part, ThinkPart) and part.think:
             if self._thinking is None:
                 self._thinking = ThinkingBlock.streaming()
