@@ -17,9 +17,8 @@ from typing import TYPE_CHECKING, Literal
 
 from markdown_it import MarkdownIt
 from markdown_it.rules_core import StateCore
-from rich.console import Console, ConsoleOptions, ConsoleRenderable, RenderResult
 from rich.markdown import Markdown as RichMarkdown
-from rich.segment import Segment as RichSegment
+from rich.text import Text
 from textual import events, work
 from textual.app import ComposeResult
 from textual.content import Content
@@ -352,27 +351,12 @@ class AssistantBlock(Markdown, PlacedOnce):
 _LINK_TOKENS = ("link_open", "link_close")
 
 
-class _DrawnOnce:
-    """A Rich renderable drawn once per width: Textual draws a widget's renderable to measure
-    its height and again to paint it (and again after each layout that measures it anew),
-    and drawing Markdown costs far more than replaying what it drew."""
-
-    def __init__(self, renderable: ConsoleRenderable) -> None:
-        self._renderable = renderable
-        self._drawn: tuple[int, list[RichSegment]] | None = None
-
-    def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
-        if self._drawn is None or self._drawn[0] != options.max_width:
-            segments = list(console.render(self._renderable, options.reset_height()))
-            self._drawn = (options.max_width, segments)
-        return self._drawn[1]
-
-
 class AnswerBlock(Static, PlacedOnce):
-    """A finished answer of the assistant (read from history, or scrolled back into view):
-    its Markdown drawn by Rich as one widget. Textual's `Markdown` mounts a widget per
-    paragraph, list item and code block, and the pane lays out every mounted widget on each
-    move of its window, so finished answers take this cheaper form."""
+    """A finished answer of the assistant (read from history, scrolled back into view, or
+    finished before it was ever drawn): its Markdown drawn by Rich as one widget. Textual's
+    `Markdown` mounts a widget per paragraph, list item and code block, and the pane lays out
+    every mounted widget on each move of its window, so finished answers take this cheaper
+    form."""
 
     HELP = "An answer of the assistant."
 
@@ -387,8 +371,32 @@ class AnswerBlock(Static, PlacedOnce):
                 token.children = [
                     child for child in token.children if child.type not in _LINK_TOKENS
                 ]
-        super().__init__(_DrawnOnce(text), classes="block answer")
+        super().__init__(classes="block answer")
         self.source = markdown
+        self._markdown = text
+        self._drawn: tuple[int, Content, int] | None = None
+
+    def _drawn_at(self, width: int) -> tuple[Content, int]:
+        """The answer drawn `width` cells wide, and its height. Drawn once per width: Textual
+        measures a widget and paints it apart (and measures it again after each layout), and
+        drawing Markdown costs far more than showing what was drawn. Rich's lines are kept as
+        `Content`, so that their text can be selected and copied."""
+        if self._drawn is None or self._drawn[0] != width:
+            console = self.app.console
+            options = self.app.console_options.update_width(width).update(highlight=False)
+            lines = console.render_lines(self._markdown, options, pad=False)
+            text = Text("\n").join(
+                Text.assemble(*((s.text, s.style or "") for s in line if not s.control))
+                for line in lines
+            )
+            self._drawn = (width, Content.from_rich_text(text, console), len(lines))
+        return self._drawn[1], self._drawn[2]
+
+    def get_content_height(self, container: Size, viewport: Size, width: int) -> int:
+        return self._drawn_at(width)[1] if width else 0
+
+    def render(self) -> Content:
+        return self._drawn_at(self.content_size.width)[0]
 
     def factory(self) -> BlockFactory:
         """Makes a fresh block showing the same; it holds the data, not this widget."""
