@@ -14,8 +14,8 @@ from kode_tui.soul.llm.scripted import ScriptedProvider
 from kode_tui.ui.app import KodeApp
 from kode_tui.ui.drop import _indexes
 from kode_tui.ui.screens.drop import DropDialog
+from kode_tui.ui.widgets.answer_split import split_answer
 from kode_tui.ui.widgets.blocks import AnswerBlock
-from kode_tui.ui.widgets.conversation import split_answer
 from kode_tui.ui.widgets.history import reason_text
 from kode_tui.ui.widgets.tool_block import ToolBlock
 from tests.ui_helpers import make_app, ready, screen_text, send, turn_running, wait_for

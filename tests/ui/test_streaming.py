@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import asyncio
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -17,8 +19,9 @@ from kode_tui.soul.llm.scripted import ScriptedProvider
 from kode_tui.ui import terminal_writes
 from kode_tui.ui.widgets import block_window
 from kode_tui.ui.widgets import conversation as conversation_module
+from kode_tui.ui.widgets.answer_split import split_answer
 from kode_tui.ui.widgets.blocks import AnswerBlock, AssistantBlock, ThinkingBlock
-from kode_tui.ui.widgets.conversation import Conversation, split_answer
+from kode_tui.ui.widgets.conversation import Conversation
 from kode_tui.ui.widgets.prompt import PromptInput
 from kode_tui.ui.wire_messages import WireMessage
 from kode_tui.wire import WireBus
@@ -140,6 +143,35 @@ async def test_a_burst_of_deltas_is_shown_whole_when_its_frame_comes() -> None:
         await pilot.pause()
         assert drawn(streamed) == drawn(whole)
         assert any("Some bold text" in line for _, lines in drawn(streamed) for line in lines)
+
+
+async def by_itself(condition: Callable[[], bool], timeout: float = 10) -> bool:
+    """Whether `condition()` comes true within `timeout` seconds (a safety net) while the app
+    runs on its own: `Pilot.pause` would run the screen's update itself."""
+    loop = asyncio.get_running_loop()
+    end = loop.time() + timeout
+    while not condition():
+        if loop.time() > end:
+            return False
+        await asyncio.sleep(0.01)
+    return True
+
+
+async def test_each_drawn_frame_is_laid_out_and_shown_without_waiting_for_other_work(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(conversation_module, "FRAME_INTERVAL", 0.0)
+    monkeypatch.setattr(conversation_module, "DRAW_BUDGET", 1e9)
+    bus, posted = WireBus(), Posted()
+    async with host(bus).run_test(size=(100, 30), message_hook=posted) as pilot:
+        conversation = pilot.app.query_one(Conversation)
+        await posted.deliver(pilot, bus, ev.StepBegin(n=1), text("The answer begins."))
+        block = conversation.query_one(AssistantBlock)
+        for n in range(4):
+            height = block.region.height
+            # A paragraph more, drawn at once: nothing but the frame asks for a screen update.
+            bus.send(text(f"\n\nParagraph {n}."))
+            assert await by_itself(lambda height=height: block.region.height > height)
 
 
 def test_a_long_answer_is_cut_at_paragraph_breaks_outside_code() -> None:

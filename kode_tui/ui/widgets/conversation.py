@@ -22,9 +22,6 @@ growing content is laid out inside it and the panes beside it keep their cached 
 from __future__ import annotations
 
 import asyncio
-import bisect
-import itertools
-import re
 import time
 from collections.abc import Awaitable, Callable, Sequence
 from pathlib import Path
@@ -42,6 +39,7 @@ from kode_tui.soul.facade import EarlierContexts, PastResults, WireBus
 from kode_tui.ui.pacing import FramePacer
 from kode_tui.ui.terminal_writes import keys_waiting
 from kode_tui.ui.widgets.activity import Activity
+from kode_tui.ui.widgets.answer_split import split_answer
 from kode_tui.ui.widgets.block_cursor import BlockCursor
 from kode_tui.ui.widgets.block_window import INITIAL_BLOCKS, MAX_BLOCKS
 from kode_tui.ui.widgets.blocks import (
@@ -65,13 +63,6 @@ from kode_tui.ui.wire_messages import WireListener, WireMessage
 from kode_tui.wire import events as ev
 from kode_tui.wire.readings import TODO_LISTS, retry_text
 
-SPLIT_CHARS = 2000
-"""A streamed answer continues in a new block after this many characters (at a paragraph
-break outside code), so that the start of a very long answer can leave the DOM too."""
-_BREAK = re.compile(r"\n\n(?=\S)")
-"""A paragraph break before text that starts a line (indented text goes on with a list item
-or code above it)."""
-_FENCE = re.compile(r"^ {0,3}(?:```|~~~)", re.MULTILINE)
 FRAME_INTERVAL = 1 / 30
 """The shortest time between two draws of a streamed answer: each draw lays out and repaints
 the pane, so drawing every token of a fast model would leave no time for keys."""
@@ -108,27 +99,6 @@ def _revert_text(event: ev.ContextReverted) -> str:
     if event.conflicts:
         lines.append("   changed since, left alone: " + ", ".join(event.conflicts))
     return "\n".join(lines)
-
-
-def split_answer(block: str, new: str, limit: int = SPLIT_CHARS) -> list[str]:
-    """`new`, streamed after `block` (what the answer's current block holds), cut where the
-    answer goes on in a new block: at a paragraph break outside code, once the block holds
-    `limit` characters. The first piece goes on with `block` (it may be empty); each of the
-    others starts a block. A break at the very end of the text is cut only once what follows
-    it is known."""
-    text = block + new
-    fences = [match.start() for match in _FENCE.finditer(text)]
-    cuts: list[int] = []
-    start = 0
-    for match in _BREAK.finditer(text, max(0, len(block) - 2)):
-        cut = match.end()
-        if cut < len(block) or cut - start < limit:
-            continue
-        if bisect.bisect_left(fences, cut) % 2 == 0:  # outside code: every fence closed
-            cuts.append(cut)
-            start = cut
-    bounds = [len(block), *cuts, len(text)]
-    return [text[a:b] for a, b in itertools.pairwise(bounds)]
 
 
 def _thought(event: ev.Event) -> bool:
@@ -435,6 +405,16 @@ again.
                 self._thinking.append(think)
             if text and self._assistant is not None:
                 await self._write_text(text)
+            if self._assistant is not None:
+                # The blocks the frame changed ask for a layout when they are next idle, after
+                # the batch: a second layout pass and repaint. Asked now, within this one.
+                for block in self._assistant.children:
+                    if block._layout_required:
+                        block._check_refresh()
+        # The screen looked for work while the batch held it, and waits for its next idle to
+        # look again (an ending batch wakes only the app): without this, frames stayed off
+        # the screen until something else (a key, the cursor) asked for an update.
+        self.screen.check_idle()
         self._note_output()
         if time.monotonic() - self._edge_at >= 1:
             self._show_edge()  # in the same repaint as the text
