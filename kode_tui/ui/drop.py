@@ -65,7 +65,8 @@ class DropActions(App[None]):
         if opened is None or not blocks:
             return []
         history, _past = await opened.messages()
-        return [index for index in _indexes(history, blocks) if index is not None]
+        found = _indexes(history, blocks)
+        return list(dict.fromkeys(index for index in found if index is not None))
 
     def _marked_blocks(self) -> list[Widget]:
         """The blocks marked for /drop: on screen, and those scrolled out of the pane's window."""
@@ -77,7 +78,8 @@ class DropActions(App[None]):
 
 
 def _indexes(history: Sequence[Message], blocks: Sequence[Widget]) -> list[int | None]:
-    """The message each block shows, searched from the end (each message once)."""
+    """The message each block shows, searched from the end (each message once, but for the
+    parts of a long answer: it shows as several blocks, each a part of the message's text)."""
     from kode_tui.safetext import visible_model
     from kode_tui.ui.widgets.blocks import AnswerBlock, AssistantBlock, UserBlock
     from kode_tui.ui.widgets.history_blocks import user_text
@@ -87,8 +89,9 @@ def _indexes(history: Sequence[Message], blocks: Sequence[Widget]) -> list[int |
     found: list[int | None] = []
     for block in blocks:
         match: int | None = None
+        part = isinstance(block, AssistantBlock | AnswerBlock)
         for index in range(len(history) - 1, -1, -1):
-            if index in taken:
+            if index in taken and not part:
                 continue
             message = history[index]
             if isinstance(block, ToolBlock):
@@ -99,7 +102,9 @@ def _indexes(history: Sequence[Message], blocks: Sequence[Widget]) -> list[int |
                     user_text(visible_model(message).content or "") == block.text
                 )
             elif isinstance(block, AssistantBlock | AnswerBlock):
-                hit = message.role == "assistant" and visible_model(message).text == block.source
+                text = visible_model(message).text
+                whole = text == block.source and index not in taken
+                hit = message.role == "assistant" and (whole or _part_of(block.source, text))
             else:
                 hit = False
             if hit:
@@ -109,3 +114,8 @@ def _indexes(history: Sequence[Message], blocks: Sequence[Widget]) -> list[int |
             taken.add(match)
         found.append(match)
     return found
+
+
+def _part_of(piece: str, text: str) -> bool:
+    """Whether `piece` is one of the blocks a long answer `text` was cut into (not all of it)."""
+    return bool(piece.strip()) and len(piece) < len(text) and piece in text

@@ -183,7 +183,8 @@ async def test_a_long_answer_goes_on_in_new_blocks_at_paragraph_breaks_outside_c
             pilot, posted, bus, ev.StepBegin(n=1), *map(text, fragments), ev.TurnEnd()
         )
         assert conversation.pending_count == 0
-        assert [block.source for block in conversation.query(AssistantBlock)] == [
+        answer = [b for b in conversation.blocks if isinstance(b, AssistantBlock | AnswerBlock)]
+        assert [block.source for block in answer] == [
             f"{paragraph}\n\n{paragraph}\n\n",
             code + "   indented, so it continues\n\n",
             "Last paragraph.\n",
@@ -639,6 +640,24 @@ async def test_blocks_far_above_the_bottom_leave_the_dom_and_come_back_in_order(
             ),
             "user: one more",
         ]
+
+
+async def test_the_text_of_a_finished_answer_can_be_selected_and_copied() -> None:
+    answer = "Some **bold** words.\n\n- an item\n\n```python\nx = 1\n```\n"
+    messages = [Message(role="user", content="hi"), Message(role="assistant", content=answer)]
+    async with host(WireBus()).run_test(size=(80, 30)) as pilot:
+        conversation = pilot.app.query_one(Conversation)
+        await conversation.load_history(messages)
+        await pilot.pause()
+        conversation.query_one(AnswerBlock).text_select_all()
+        await pilot.pause()
+        selected = pilot.app.screen.get_selected_text() or ""
+    # As drawn: the Markdown's text, not its marks.
+    assert [line.strip() for line in selected.splitlines() if line.strip()] == [
+        "Some bold words.",
+        "• an item",
+        "x = 1",
+    ]
 
 
 async def test_clear_removes_every_block() -> None:

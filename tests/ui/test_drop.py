@@ -8,10 +8,14 @@ from typing import Any
 
 from textual.pilot import Pilot
 
+from kode_tui.message import Message
 from kode_tui.session.rotation import list_rotations
 from kode_tui.soul.llm.scripted import ScriptedProvider
 from kode_tui.ui.app import KodeApp
+from kode_tui.ui.drop import _indexes
 from kode_tui.ui.screens.drop import DropDialog
+from kode_tui.ui.widgets.answer_split import split_answer
+from kode_tui.ui.widgets.blocks import AnswerBlock
 from kode_tui.ui.widgets.history import reason_text
 from kode_tui.ui.widgets.tool_block import ToolBlock
 from tests.ui_helpers import make_app, ready, screen_text, send, turn_running, wait_for
@@ -114,3 +118,16 @@ async def test_x_on_two_checkpoints_of_the_pane_drops_the_range(project: Path) -
         assert "checkpoints 0 to 2" in screen_text(app)
         await pilot.press("enter")
         await wait_for(pilot, lambda: "tool" not in roles(app))
+
+
+def test_each_block_of_a_long_answer_is_its_message() -> None:
+    answer = "".join(f"Paragraph {n}: " + "words " * 60 + "\n\n" for n in range(16))
+    first, second, third = split_answer("", answer)
+    history = [
+        Message(role="user", content="write a lot"),
+        Message(role="assistant", content=answer),
+        Message(role="user", content="thanks"),
+        Message(role="assistant", content="OK"),
+    ]
+    blocks = [AnswerBlock(second), AnswerBlock("OK"), AnswerBlock(first), AnswerBlock(third)]
+    assert _indexes(history, blocks) == [1, 3, 1, 1]

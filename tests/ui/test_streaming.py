@@ -2,18 +2,25 @@
 
 from __future__ import annotations
 
+import asyncio
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 from textual import events
+from textual._compositor import Compositor
+from textual.app import App
 from textual.widgets import Markdown
 from textual.widgets.markdown import MarkdownBlock
 
 from kode_tui.message import TextPart, ThinkPart
 from kode_tui.soul.llm.scripted import ScriptedProvider
 from kode_tui.ui import terminal_writes
+from kode_tui.ui.widgets import block_window
 from kode_tui.ui.widgets import conversation as conversation_module
-from kode_tui.ui.widgets.blocks import AssistantBlock, ThinkingBlock
+from kode_tui.ui.widgets.answer_split import split_answer
+from kode_tui.ui.widgets.blocks import AnswerBlock, AssistantBlock, ThinkingBlock
 from kode_tui.ui.widgets.conversation import Conversation
 from kode_tui.ui.widgets.prompt import PromptInput
 from kode_tui.ui.wire_messages import WireMessage
@@ -27,8 +34,16 @@ def think(delta: str) -> ev.ContentPart:
     return ev.ContentPart(part=ThinkPart(think=delta))
 
 
+def compositor(app: App[Any]) -> Compositor:
+    return app.screen._compositor
+
+
+def answer_blocks(conversation: Conversation) -> list[AssistantBlock | AnswerBlock]:
+    return [b for b in conversation.blocks if isinstance(b, AssistantBlock | AnswerBlock)]
+
+
 def shown_text(conversation: Conversation) -> str:
-    return "".join(block.source for block in conversation.query(AssistantBlock))
+    return "".join(block.source for block in answer_blocks(conversation))
 
 
 async def test_deltas_within_a_frame_are_drawn_together_and_before_what_follows(
@@ -130,6 +145,96 @@ async def test_a_burst_of_deltas_is_shown_whole_when_its_frame_comes() -> None:
         assert any("Some bold text" in line for _, lines in drawn(streamed) for line in lines)
 
 
+async def by_itself(condition: Callable[[], bool], timeout: float = 10) -> bool:
+    """Whether `condition()` comes true within `timeout` seconds (a safety net) while the app
+    runs on its own: `Pilot.pause` would run the screen's update itself."""
+    loop = asyncio.get_running_loop()
+    end = loop.time() + timeout
+    while not condition():
+        if loop.time() > end:
+            return False
+        await asyncio.sleep(0.01)
+    return True
+
+
+async def test_each_drawn_frame_is_laid_out_and_shown_without_waiting_for_other_work(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(conversation_module, "FRAME_INTERVAL", 0.0)
+    monkeypatch.setattr(conversation_module, "DRAW_BUDGET", 1e9)
+    bus, posted = WireBus(), Posted()
+    async with host(bus).run_test(size=(100, 30), message_hook=posted) as pilot:
+        conversation = pilot.app.query_one(Conversation)
+        await posted.deliver(pilot, bus, ev.StepBegin(n=1), text("The answer begins."))
+        block = conversation.query_one(AssistantBlock)
+        for n in range(4):
+            height = block.region.height
+            # A paragraph more, drawn at once: nothing but the frame asks for a screen update.
+            bus.send(text(f"\n\nParagraph {n}."))
+            assert await by_itself(lambda height=height: block.region.height > height)
+
+
+def test_a_long_answer_is_cut_at_paragraph_breaks_outside_code() -> None:
+    paragraph = "word " * 9 + "end.\n\n"  # 50 characters
+    fence = "```\ncode\n\nmore code\n```\n\n"
+    # Cut once the block holds 100 characters, where a line starts after a blank one.
+    assert split_answer("", paragraph * 5, 100) == [paragraph * 2, paragraph * 2, paragraph]
+    # The first piece goes on with the block streamed so far; a blank line inside code, or
+    # before indented text, is no place to cut.
+    assert split_answer(paragraph, fence + paragraph, 10) == ["", fence, paragraph]
+    assert split_answer(paragraph * 2, "   indented\n\nnext\n", 100) == [
+        "   indented\n\n",
+        "next\n",
+    ]
+    # A break at the very end: what follows decides, in the next frame.
+    assert split_answer("", paragraph * 2, 100) == [paragraph * 2]
+    assert split_answer(paragraph * 2, "next", 100) == ["", "next"]
+    assert split_answer(paragraph * 2, "  indented", 100) == ["  indented"]
+
+
+async def test_a_burst_is_mounted_as_few_widgets_and_ends_drawn_as_a_slow_stream(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    paragraphs = [f"Paragraph {n}: " + "some words " * 30 + "\n\n" for n in range(80)]
+    answer = "".join(paragraphs) + MARKDOWN
+    # Slowly: a frame for each delta, each shorter than a block (SPLIT_CHARS), so that every
+    # block is drawn before it ends. Then as a burst: every delta but the first in one frame.
+    deltas = [answer[i : i + 900] for i in range(0, len(answer), 900)]
+    screens: list[str] = []
+    widgets: list[int] = []
+    monkeypatch.setattr(block_window, "TRIM_SCREENS", 1000)  # every block stays mounted
+    for frame in (0.0, 3600.0):
+        monkeypatch.setattr(conversation_module, "FRAME_INTERVAL", frame)
+        monkeypatch.setattr(conversation_module, "DRAW_BUDGET", 1e9)
+        bus, posted = WireBus(), Posted()
+        async with host(bus).run_test(size=(100, 50), message_hook=posted) as pilot:
+            conversation = pilot.app.query_one(Conversation)
+            await posted.deliver(pilot, bus, ev.TurnBegin(user_input="Go"), ev.StepBegin(n=1))
+            if frame:
+                await posted.deliver(pilot, bus, *map(text, deltas))
+                assert shown_text(conversation) == deltas[0], "the rest waits for its frame"
+            else:
+                for delta in deltas:
+                    await posted.deliver(pilot, bus, text(delta))
+            await posted.deliver(pilot, bus, ev.TurnEnd())
+            await wait_for(pilot, lambda: not pilot.app.screen._layout_required)
+            await pilot.pause()
+            assert shown_text(conversation) == answer
+            answer_widgets = conversation.query(MarkdownBlock).nodes + answer_blocks(conversation)
+            widgets.append(len(answer_widgets))
+            # The whole answer, a screen at a time from the end.
+            shown: list[str] = []
+            for y in range(conversation.max_scroll_y, -1, -40):
+                conversation.scroll_to(y=y, animate=False, immediate=True)
+                await pilot.pause()
+                shown += (strip.text for strip in compositor(pilot.app).render_strips())
+            screens.append("\n".join(shown))
+    # The burst's blocks that were finished before their first frame are one widget each.
+    assert widgets[1] < widgets[0] / 2
+    assert screens[1] == screens[0]
+    assert "Paragraph 39: some words" in screens[0] and "second" in screens[0]
+
+
 async def test_keys_typed_while_an_answer_streams_reach_the_prompt_and_the_answer_stays_whole(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -206,6 +311,6 @@ async def test_a_growing_answer_moves_nothing_outside_the_conversation(tmp_path:
 
         await wait_for(pilot, lambda: shown_text(conversation) == answer)
         await pilot.pause()
-        assert len(conversation.query(AssistantBlock)) > 1
+        assert len(answer_blocks(conversation)) > 1
         assert conversation.region == region
         assert [widget for widget in outside if widget.region != regions[widget]] == []

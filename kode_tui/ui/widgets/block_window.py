@@ -27,7 +27,7 @@ from textual.binding import Binding, BindingType
 from textual.containers import VerticalScroll
 from textual.widget import Widget
 
-from kode_tui.ui.widgets.blocks import Block, BlockFactory, PruneMarker
+from kode_tui.ui.widgets.blocks import Block, BlockFactory, PlacedOnce, PruneMarker
 from kode_tui.ui.widgets.history_window import HistoryWindow
 
 INITIAL_BLOCKS = 16
@@ -46,7 +46,7 @@ TRIM_DELAY = 0.2
 """Seconds from a new block (or the end of a step) to looking for blocks to unmount."""
 
 
-class BlockWindow(VerticalScroll):
+class BlockWindow(VerticalScroll, PlacedOnce):
     """A pane of blocks, at most `max_blocks` of them mounted (or, when that is less than a few
     screens, what those screens and one batch need); the rest are a scroll away."""
 
@@ -155,20 +155,21 @@ class BlockWindow(VerticalScroll):
         # the bottom again restores it (there is no public accessor).
         return at_end and self.is_anchored and not self._anchor_released
 
-    async def _append(self, block: Widget) -> None:
-        """Add `block` at the end of the session, in view if the view follows the end; a view
+    async def _append(self, *blocks: Widget) -> None:
+        """Add `blocks` at the end of the session, in view if the view follows the end; a view
         the user scrolled elsewhere stays where it is."""
         await self._settle_tail()
         if self._following():
-            await self.mount(block)
+            await self.mount_all(blocks)
             await self._prune()
             self._schedule_trim()
-        elif self._tail or self._window.below or len(self.blocks) >= self.max_blocks:
-            block.display = False
-            self._tail.append(block)
-            await self.mount(block)
+        elif self._tail or self._window.below or len(self.blocks) + len(blocks) > self.max_blocks:
+            for block in blocks:
+                block.display = False
+            self._tail += blocks
+            await self.mount_all(blocks)
         else:
-            await self.mount(block)
+            await self.mount_all(blocks)
 
     def _hide(self, blocks: Sequence[Widget]) -> None:
         """`blocks`, at the end of the session, wait hidden at the start of the tail."""

@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Literal
 from markdown_it import MarkdownIt
 from markdown_it.rules_core import StateCore
 from rich.markdown import Markdown as RichMarkdown
+from rich.text import Text
 from textual import events, work
 from textual.app import ComposeResult
 from textual.content import Content
@@ -295,8 +296,8 @@ _WEB_LINK = re.compile(r"https?://", re.IGNORECASE)
 
 
 class PlacedOnce(Widget):
-    """Mixed into the widgets of a streamed answer: a layout pass that resizes one does not
-    ask for another.
+    """Mixed into the widgets of a streamed answer (and the pane they scroll in): a layout
+    pass that resizes one does not ask for another.
 
     Textual's layout pass hands each widget its new size (`_size_updated`), which sets the
     `virtual_size` reactive, a layout reactive: every widget that grew asks for a second
@@ -350,11 +351,12 @@ class AssistantBlock(Markdown, PlacedOnce):
 _LINK_TOKENS = ("link_open", "link_close")
 
 
-class AnswerBlock(Static):
-    """A finished answer of the assistant (read from history, or scrolled back into view):
-    its Markdown drawn by Rich as one widget. Textual's `Markdown` mounts a widget per
-    paragraph, list item and code block, and the pane lays out every mounted widget on each
-    move of its window, so finished answers take this cheaper form."""
+class AnswerBlock(Static, PlacedOnce):
+    """A finished answer of the assistant (read from history, scrolled back into view, or
+    finished before it was ever drawn): its Markdown drawn by Rich as one widget. Textual's
+    `Markdown` mounts a widget per paragraph, list item and code block, and the pane lays out
+    every mounted widget on each move of its window, so finished answers take this cheaper
+    form."""
 
     HELP = "An answer of the assistant."
 
@@ -369,8 +371,32 @@ class AnswerBlock(Static):
                 token.children = [
                     child for child in token.children if child.type not in _LINK_TOKENS
                 ]
-        super().__init__(text, classes="block answer")
+        super().__init__(classes="block answer")
         self.source = markdown
+        self._markdown = text
+        self._drawn: tuple[int, Content, int] | None = None
+
+    def _drawn_at(self, width: int) -> tuple[Content, int]:
+        """The answer drawn `width` cells wide, and its height. Drawn once per width: Textual
+        measures a widget and paints it apart (and measures it again after each layout), and
+        drawing Markdown costs far more than showing what was drawn. Rich's lines are kept as
+        `Content`, so that their text can be selected and copied."""
+        if self._drawn is None or self._drawn[0] != width:
+            console = self.app.console
+            options = self.app.console_options.update_width(width).update(highlight=False)
+            lines = console.render_lines(self._markdown, options, pad=False)
+            text = Text("\n").join(
+                Text.assemble(*((s.text, s.style or "") for s in line if not s.control))
+                for line in lines
+            )
+            self._drawn = (width, Content.from_rich_text(text, console), len(lines))
+        return self._drawn[1], self._drawn[2]
+
+    def get_content_height(self, container: Size, viewport: Size, width: int) -> int:
+        return self._drawn_at(width)[1] if width else 0
+
+    def render(self) -> Content:
+        return self._drawn_at(self.content_size.width)[0]
 
     def factory(self) -> BlockFactory:
         """Makes a fresh block showing the same; it holds the data, not this widget."""

@@ -1,7 +1,7 @@
 """The conversation pane: the session as blocks, streamed live from the wire (DESIGN.md §10).
 
 Each top-level child of `Conversation` is one block: the user's message, the assistant's text
-(a `Markdown` fed by a `MarkdownStream`), a step's thinking, a tool call with its result, or a
+(a `Markdown` appended to once a frame), a step's thinking, a tool call with its result, or a
 marked line (compaction, revert, D-Mail, reminders, notes, warnings, errors). The blocks live in
 `blocks.py` and `tool_block.py`; `history_blocks.py` builds those of a stored conversation.
 
@@ -22,7 +22,6 @@ growing content is laid out inside it and the panes beside it keep their cached 
 from __future__ import annotations
 
 import asyncio
-import re
 import time
 from collections.abc import Awaitable, Callable, Sequence
 from pathlib import Path
@@ -32,8 +31,6 @@ from textual import work
 from textual.content import Content
 from textual.timer import Timer
 from textual.widget import Widget
-from textual.widgets import Markdown
-from textual.widgets.markdown import MarkdownStream
 
 from kode_tui.humanize import format_tokens
 from kode_tui.message import FunctionBody, Message, TextPart, ThinkPart
@@ -42,6 +39,7 @@ from kode_tui.soul.facade import EarlierContexts, PastResults, WireBus
 from kode_tui.ui.pacing import FramePacer
 from kode_tui.ui.terminal_writes import keys_waiting
 from kode_tui.ui.widgets.activity import Activity
+from kode_tui.ui.widgets.answer_split import split_answer
 from kode_tui.ui.widgets.block_cursor import BlockCursor
 from kode_tui.ui.widgets.block_window import INITIAL_BLOCKS, MAX_BLOCKS
 from kode_tui.ui.widgets.blocks import (
@@ -65,14 +63,13 @@ from kode_tui.ui.wire_messages import WireListener, WireMessage
 from kode_tui.wire import events as ev
 from kode_tui.wire.readings import TODO_LISTS, retry_text
 
-SPLIT_CHARS = 2000
-"""A streamed answer continues in a new block after this many characters (at a paragraph
-break outside code), so that the start of a very long answer can leave the DOM too."""
 FRAME_INTERVAL = 1 / 30
 """The shortest time between two draws of a streamed answer: each draw lays out and repaints
 the pane, so drawing every token of a fast model would leave no time for keys."""
-FRAME_SLOWEST = 1 / 7
-"""The longest: on a machine where drawing is slow, the interval grows up to this."""
+FRAME_SLOWEST = 1 / 5
+"""The longest: on a machine where drawing is slow, the interval grows up to this. (Each
+frame repaints the whole pane, since the view scrolls: at 1/7 s the UI took ~15% of a core
+at 300 tokens a second on the 2-core bench machine, at 1/5 s ~13%.)"""
 DRAW_BUDGET = 0.1
 """The share of a core a streamed answer may use (see `FramePacer`)."""
 KEY_WAIT = 1 / 120
@@ -149,13 +146,10 @@ again.
         self._bus = bus
         # The step being streamed.
         self._assistant: AssistantBlock | None = None
-        self._stream: MarkdownStream | None = None
-        self._written: list[str] = []
-        """What was streamed into the current assistant block, and its length."""
-        self._written_chars = 0
-        self._split_ready = False
+        self._written = ""
+        """What was streamed into the current assistant block."""
         self._thinking: ThinkingBlock | None = None
-        # Deltas not drawn yet (see FRAME_INTERVAL), for `_stream` and `_thinking`.
+        # Deltas not drawn yet (see FRAME_INTERVAL), for `_assistant` and `_thinking`.
         self._pending_text: list[str] = []
         self._pending_think: list[str] = []
         self._frame: Timer | None = None
@@ -287,10 +281,12 @@ again.
 
     # -- the window (see BlockWindow)
 
-    async def _add(self, block: Widget, *, streamed: bool = False) -> None:
+    async def _add(self, *blocks: Widget, streamed: bool = False) -> None:
+        if not blocks:
+            return
         if streamed:
-            self._streamed.append(block)
-        await self._append(block)
+            self._streamed += blocks
+        await self._append(*blocks)
         self._note_output()
 
     def _note_output(self) -> None:
@@ -332,7 +328,7 @@ again.
     def _busy(self) -> set[object]:
         # What may still change stays; finished parts of a long answer may go.
         return {
-            *(b for b in self._streamed if not isinstance(b, AssistantBlock)),
+            *(b for b in self._streamed if not isinstance(b, AssistantBlock | AnswerBlock)),
             self._assistant,
             self._compaction,
             self._retry_note,
@@ -367,7 +363,6 @@ again.
     def _reset_step(self) -> None:
         # Tool calls, approvals and results all happen within their step.
         self._assistant = None
-        self._stream = None
         self._thinking = None
         self._streamed = []
         self._streamed_away = []
@@ -405,36 +400,56 @@ again.
             return
         self._pacer.drawn()
         think, self._pending_think = "".join(self._pending_think), []
-        if think and self._thinking is not None:
-            self._thinking.append(think)
         text, self._pending_text = "".join(self._pending_text), []
-        if text and self._stream is not None:
-            await self._stream.write(text)
+        # One layout for the whole frame, not one per block mounted or appended to.
+        with self.app.batch_update():
+            if think and self._thinking is not None:
+                self._thinking.append(think)
+            if text and self._assistant is not None:
+                await self._write_text(text)
+            if self._assistant is not None:
+                # The blocks the frame changed ask for a layout when they are next idle, after
+                # the batch: a second layout pass and repaint. Asked now, within this one.
+                for block in self._assistant.children:
+                    if block._layout_required:
+                        block._check_refresh()
+        # The screen looked for work while the batch held it, and waits for its next idle to
+        # look again (an ending batch wakes only the app): without this, frames stayed off
+        # the screen until something else (a key, the cursor) asked for an update.
+        self.screen.check_idle()
         self._note_output()
         if time.monotonic() - self._edge_at >= 1:
             self._show_edge()  # in the same repaint as the text
 
+    async def _write_text(self, text: str) -> None:
+        """Stream a frame's text into the answer, in new blocks where it is long
+        (`split_answer`). The blocks the frame both opens and closes are finished before they
+        were ever drawn: each is mounted as one widget drawn once (`AnswerBlock`), not as a
+        widget per paragraph, so a fast model's burst costs a few widgets, not hundreds."""
+        first, *rest = split_answer(self._written, text)
+        if first and self._assistant is not None:
+            self._written += first
+            await self._assistant.append(first)
+        if not rest:
+            return
+        *closed, last = rest
+        await self._add(*map(AnswerBlock, closed), streamed=True)
+        assistant = await self._start_text()
+        self._written = last
+        await assistant.append(last)
+
+    async def _start_text(self) -> AssistantBlock:
+        """A new assistant block to stream into, at the end of the pane."""
+        self._assistant = AssistantBlock()
+        self._written = ""
+        await self._add(self._assistant, streamed=True)
+        return self._assistant
+
     async def _close_text(self) -> None:
         """Finish the assistant block being streamed; text that follows starts a new one."""
         await self._draw_frame()
-        stream, self._stream, self._assistant = self._stream, None, None
-        self._written = []
-        self._written_chars = 0
-        self._split_ready = False
-        if stream is not None:
-            await stream.stop()
-
-    def _at_split_point(self, fragment: str) -> bool:
-        """Whether the streamed block is long and just ended a paragraph outside code: text
-        that follows at the start of a line may then go on in a new block."""
-        self._written.append(fragment)
-        self._written_chars += len(fragment)
-        if not fragment.endswith("\n") or self._written_chars < SPLIT_CHARS:
-            return False
-        written = "".join(self._written)
-        self._written = [written]
-        fences = len(re.findall(r"^ {0,3}(?:```|~~~)", written, re.MULTILINE))
-        return written.endswith("\n\n") and fences % 2 == 0
+        self._assistant = None
+        self._written = ""
 
     async def _end_step(self) -> None:
         await self._close_text()
@@ -496,17 +511,9 @@ again.
     async def _content_part(self, event: ev.ContentPart) -> None:
         part = event.part
         if isinstance(part, TextPart) and part.text:
-            if self._split_ready and part.text.strip():
-                # Indented text after the blank line continues the paragraph or list above.
-                if not part.text[0].isspace():
-                    await self._close_text()
-                self._split_ready = False
-            if self._stream is None:
-                self._assistant = AssistantBlock()
-                await self._add(self._assistant, streamed=True)
-                self._stream = Markdown.get_stream(self._assistant)
+            if self._assistant is None:
+                await self._start_text()
             await self._buffer(self._pending_text, part.text)
-            self._split_ready = self._at_split_point(part.text)
         elif isinstance(part, ThinkPart) and part.think:
             if self._thinking is None:
                 self._thinking = ThinkingBlock.streaming()
