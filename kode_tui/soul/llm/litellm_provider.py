@@ -110,6 +110,8 @@ def _quiet_litellm_warnings() -> None:
     # half-filled models, would land on stderr, under the TUI.
     warnings.filterwarnings("ignore", module=r"litellm(\..*)?$")
     warnings.filterwarnings("ignore", message="Pydantic serializer warnings")
+    # pydantic's note on litellm's TypedDicts, made when a request first builds their schemas.
+    warnings.filterwarnings("ignore", message=r".* using the `ReadOnly` qualifier")
 
 
 def is_anthropic_family(model: str) -> bool:
