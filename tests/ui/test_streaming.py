@@ -51,6 +51,7 @@ async def test_deltas_within_a_frame_are_drawn_together_and_before_what_follows(
 ) -> None:
     # A frame that never comes by itself: only the events that follow draw the buffer.
     monkeypatch.setattr(conversation_module, "FRAME_INTERVAL", 3600.0)
+    monkeypatch.setattr(conversation_module, "QUIET", 3600.0)  # nor when the stream pauses
     bus, posted = WireBus(), Posted()
     async with host(bus).run_test(size=(100, 40), message_hook=posted) as pilot:
         conversation = pilot.app.query_one(Conversation)
@@ -174,6 +175,24 @@ async def test_each_drawn_frame_is_laid_out_and_shown_without_waiting_for_other_
             assert await by_itself(lambda height=height: block.region.height > height)
 
 
+async def test_a_stream_that_pauses_shows_what_came_without_waiting_for_a_slow_frame(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # A machine so slow that the pacer draws a frame every 30 s at best.
+    monkeypatch.setattr(conversation_module, "FRAME_INTERVAL", 30.0)
+    monkeypatch.setattr(conversation_module, "FRAME_SLOWEST", 30.0)
+    bus, posted = WireBus(), Posted()
+    async with host(bus).run_test(size=(100, 30), message_hook=posted) as pilot:
+        conversation = pilot.app.query_one(Conversation)
+        await posted.deliver(pilot, bus, ev.StepBegin(n=1), text("The answer "))
+        await wait_for(pilot, lambda: shown_text(conversation) == "The answer ")
+        # The next frame is 30 s away; the stream stops here (the model is thinking).
+        await posted.deliver(pilot, bus, text("begins, "), text("then waits."))
+        assert await by_itself(
+            lambda: shown_text(conversation) == "The answer begins, then waits.", timeout=10
+        )
+
+
 def test_a_long_answer_is_cut_at_paragraph_breaks_outside_code() -> None:
     paragraph = "word " * 9 + "end.\n\n"  # 50 characters
     fence = "```\ncode\n\nmore code\n```\n\n"
@@ -205,6 +224,7 @@ async def test_a_burst_is_mounted_as_few_widgets_and_ends_drawn_as_a_slow_stream
     monkeypatch.setattr(block_window, "TRIM_SCREENS", 1000)  # every block stays mounted
     for frame in (0.0, 3600.0):
         monkeypatch.setattr(conversation_module, "FRAME_INTERVAL", frame)
+        monkeypatch.setattr(conversation_module, "QUIET", 3600.0)
         monkeypatch.setattr(conversation_module, "DRAW_BUDGET", 1e9)
         bus, posted = WireBus(), Posted()
         async with host(bus).run_test(size=(100, 50), message_hook=posted) as pilot:

@@ -66,12 +66,15 @@ from kode_tui.wire.readings import TODO_LISTS, retry_text
 FRAME_INTERVAL = 1 / 30
 """The shortest time between two draws of a streamed answer: each draw lays out and repaints
 the pane, so drawing every token of a fast model would leave no time for keys."""
-FRAME_SLOWEST = 1 / 5
-"""The longest: on a machine where drawing is slow, the interval grows up to this. (Each
-frame repaints the whole pane, since the view scrolls: at 1/7 s the UI took ~15% of a core
-at 300 tokens a second on the 2-core bench machine, at 1/5 s ~13%.)"""
+FRAME_SLOWEST = 1 / 7
+"""The longest: on a machine where drawing is slow, the interval grows up to this. (1/5 s
+saved ~2% of a core at 300 tokens a second on the 2-core bench machine, but a token then
+waited 90 ms on screen at the median instead of 60.)"""
 DRAW_BUDGET = 0.1
 """The share of a core a streamed answer may use (see `FramePacer`)."""
+QUIET = 0.06
+"""A stream silent this long has paused (the model process writes at least every 50 ms while
+it flows): what came is drawn then, not at the next frame of a slow machine (up to 1/7 s)."""
 KEY_WAIT = 1 / 120
 """How often a frame held for a key's echo looks again whether the echo is painted."""
 NEW_OUTPUT_HINT = "↓ new output · End"
@@ -153,6 +156,8 @@ again.
         self._pending_text: list[str] = []
         self._pending_think: list[str] = []
         self._frame: Timer | None = None
+        self._delta_at = 0.0
+        """When the last streamed delta came (`QUIET`)."""
         self._activity = Activity()
         self._ticker: Timer | None = None
         self._unseen = False
@@ -373,11 +378,12 @@ again.
     async def _buffer(self, pending: list[str], delta: str) -> None:
         """Keep a delta for the next frame: draw now if the last frame is a frame ago."""
         pending.append(delta)
+        self._delta_at = time.monotonic()
         if self._frame is not None:
             return
         wait = self._pacer.due_in()
         if wait > 0 or keys_waiting(self.app):
-            self._frame = self.set_timer(max(wait, KEY_WAIT), self._frame_due)
+            self._frame = self.set_timer(max(min(wait, QUIET), KEY_WAIT), self._frame_due)
         else:
             await self._draw_frame()
 
@@ -387,6 +393,11 @@ again.
         if keys_waiting(self.app):
             # Keys first: the prompt's echo is painted before the next frame.
             self._frame = self.set_timer(KEY_WAIT, self._frame_due)
+            return
+        wait, quiet_in = self._pacer.due_in(), self._delta_at + QUIET - time.monotonic()
+        if wait > 0 and quiet_in > 0:
+            # Not a frame yet, and the stream still flows: whichever comes first.
+            self._frame = self.set_timer(max(min(wait, quiet_in), KEY_WAIT), self._frame_due)
             return
         self._frame = None
         self.call_later(self._draw_frame)
