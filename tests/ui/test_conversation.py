@@ -184,9 +184,10 @@ async def test_a_long_answer_goes_on_in_new_blocks_at_paragraph_breaks_outside_c
         )
         assert conversation.pending_count == 0
         answer = [b for b in conversation.blocks if isinstance(b, AssistantBlock | AnswerBlock)]
+        # Not before the code (a fence has a margin above it), nor inside it, nor before the
+        # indented line: before the next paragraph's words.
         assert [block.source for block in answer] == [
-            f"{paragraph}\n\n{paragraph}\n\n",
-            code + "   indented, so it continues\n\n",
+            f"{paragraph}\n\n{paragraph}\n\n" + code + "   indented, so it continues\n\n",
             "Last paragraph.\n",
         ]
 

@@ -200,11 +200,15 @@ def test_a_long_answer_is_cut_at_paragraph_breaks_outside_code() -> None:
     assert split_answer("", paragraph * 5, 100) == [paragraph * 2, paragraph * 2, paragraph]
     # The first piece goes on with the block streamed so far; a blank line inside code, or
     # before indented text, is no place to cut.
-    assert split_answer(paragraph, fence + paragraph, 10) == ["", fence, paragraph]
+    assert split_answer(paragraph, fence + paragraph, 10) == [fence, paragraph]
     assert split_answer(paragraph * 2, "   indented\n\nnext\n", 100) == [
         "   indented\n\n",
         "next\n",
     ]
+    # Not before a heading, a list, a table, a quote, a fence or a rule (each has a margin
+    # above it): at the next paragraph's words.
+    marked = "## Heading\n\n- item\n\n1. item\n\n| a |\n\n> quote\n\n---\n\n"
+    assert split_answer(paragraph * 2, marked + "Words.\n", 100) == [marked, "Words.\n"]
     # A break at the very end: what follows decides, in the next frame.
     assert split_answer("", paragraph * 2, 100) == [paragraph * 2]
     assert split_answer(paragraph * 2, "next", 100) == ["", "next"]

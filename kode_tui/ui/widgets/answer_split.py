@@ -11,18 +11,20 @@ import re
 SPLIT_CHARS = 2000
 """A streamed answer continues in a new block after this many characters (at a paragraph
 break outside code), so that the start of a very long answer can leave the DOM too."""
-_BREAK = re.compile(r"\n\n(?=\S)")
-"""A paragraph break before text that starts a line (indented text goes on with a list item
-or code above it)."""
+_BREAK = re.compile(r"\n\n(?=[^\W\d_]|[\[(\"'])")
+"""A paragraph break before a paragraph's words. Not before indented text (it goes on with a
+list item or code above it), nor before a heading, list, table, quote, fence or rule: those
+have a margin above them, which would stack on the margin below the block ending there (two
+blank lines where one paragraph follows another in one block)."""
 _FENCE = re.compile(r"^ {0,3}(?:```|~~~)", re.MULTILINE)
 
 
 def split_answer(block: str, new: str, limit: int = SPLIT_CHARS) -> list[str]:
     """`new`, streamed after `block` (what the answer's current block holds), cut where the
-    answer goes on in a new block: at a paragraph break outside code, once the block holds
-    `limit` characters. The first piece goes on with `block` (it may be empty); each of the
-    others starts a block. A break at the very end of the text is cut only once what follows
-    it is known."""
+    answer goes on in a new block: at a paragraph break outside code (`_BREAK`), once the
+    block holds `limit` characters. The first piece goes on with `block` (it may be empty);
+    each of the others starts a block. A break at the very end of the text is cut only once
+    what follows it is known."""
     text = block + new
     fences = [match.start() for match in _FENCE.finditer(text)]
     cuts: list[int] = []
