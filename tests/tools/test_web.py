@@ -88,14 +88,7 @@ class WebServer:
         return f"{self.scheme}://{host}:{self.port}{path}"
 
     def page(self, path: str, body: bytes, content_type: str = "text/html; charset=utf-8") -> None:
-        def answer(request: BaseHTTPRequestHandler) -> None:
-            request.send_response(200)
-            request.send_header("Content-Type", content_type)
-            request.send_header("Content-Length", str(len(body)))
-            request.end_headers()
-            request.wfile.write(body)
-
-        self.routes[path] = answer
+        self.routes[path] = lambda request: send_body(request, body, content_type)
 
     def redirect(self, path: str, location: str) -> None:
         def answer(request: BaseHTTPRequestHandler) -> None:
@@ -114,6 +107,15 @@ class WebServer:
 
 class _Server6(ThreadingHTTPServer):
     address_family = socket.AF_INET6
+
+
+def send_body(request: BaseHTTPRequestHandler, body: bytes, content_type: str) -> None:
+    """Answer `request` with `body`, whole, as `content_type`."""
+    request.send_response(200)
+    request.send_header("Content-Type", content_type)
+    request.send_header("Content-Length", str(len(body)))
+    request.end_headers()
+    request.wfile.write(body)
 
 
 def ipv6_loopback() -> bool:
@@ -478,11 +480,7 @@ async def test_search_web_calls_kimis_search_service_and_answers_in_kimis_form(
                 ]
             }
         ).encode()
-        request.send_response(200)
-        request.send_header("Content-Type", "application/json")
-        request.send_header("Content-Length", str(len(body)))
-        request.end_headers()
-        request.wfile.write(body)
+        send_body(request, body, "application/json")
 
     web.routes["/search"] = search
     settings = WebConfig(search="kimi", search_url=web.url("/search"))
@@ -535,11 +533,7 @@ async def test_search_web_through_tavily_sends_tavilys_request_and_answers_in_ki
         length = int(request.headers["Content-Length"])
         seen.append((dict(request.headers), json.loads(request.rfile.read(length))))
         body = json.dumps(answer).encode()
-        request.send_response(200)
-        request.send_header("Content-Type", "application/json")
-        request.send_header("Content-Length", str(len(body)))
-        request.end_headers()
-        request.wfile.write(body)
+        send_body(request, body, "application/json")
 
     web.routes["/search"] = search
     settings = WebConfig(search="tavily", search_url=web.url("/search"))
