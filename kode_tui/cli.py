@@ -7,7 +7,6 @@ import argparse
 import asyncio
 import contextlib
 import errno
-import gc
 import logging
 import os
 import shutil
@@ -23,6 +22,7 @@ from kode_tui.fsutil import FILE_MODE, make_private_dir
 from kode_tui.masking import MaskingFormatter, mask
 from kode_tui.paths import Paths, canonical, too_wide
 from kode_tui.safetext import visible
+from kode_tui.ui import collector
 
 if TYPE_CHECKING:
     # The session engine loads only when a command needs it (the TUI opens a new session
@@ -403,13 +403,7 @@ async def _list_sessions(work_dir: Path) -> int:
 
 
 async def _run_app(args: argparse.Namespace, work_dir: Path) -> int:
-    # No collection before the first frame, and no full one while the app starts: each walked
-    # the ~100k objects the imports made, ~30 ms apiece. The app turns the collector on after
-    # its first frame (young collections free start-up's garbage) and allows full ones again,
-    # start-up's objects frozen, once the session is on screen.
-    young, middle, _ = gc.get_threshold()
-    gc.set_threshold(young, middle, 1_000_000)
-    gc.disable()
+    collector.hold()  # the app lets it go in steps (ui/collector.py)
     locked: SessionLocked | None = None
     waiting: Session | None = None
     try:

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import gc
 import logging
 import time
 from pathlib import Path
@@ -30,7 +29,7 @@ from kode_tui.errors import ConfigError
 from kode_tui.humanize import cut
 from kode_tui.paths import Paths, tilde
 from kode_tui.safetext import visible
-from kode_tui.ui import commands, preload
+from kode_tui.ui import collector, commands, preload
 from kode_tui.ui.commands import SlashCommandProvider
 from kode_tui.ui.compaction import CompactionActions
 from kode_tui.ui.drop import DropActions
@@ -184,7 +183,7 @@ class KodeApp(
 
     async def _load_settings(self) -> bool:
         """Read the config and choose the model, unless given; False (and exit 2) when wrong."""
-        gc.enable()  # after the first frame (cli._run_app)
+        collector.young_only()  # after the first frame (cli._run_app held it)
         await asyncio.to_thread(preload.load_after_first_frame)  # keys still show meanwhile
         from kode_tui.config import load_config, resolve_model
 
@@ -322,8 +321,7 @@ class KodeApp(
         await conversation.load_history(*await opened.messages())
         conversation.load_earlier(opened.earlier)  # what came before a compaction, lazily
         self._update_header()
-        gc.freeze()  # start-up's objects live on: not walked again and again while answers stream
-        gc.set_threshold(*gc.get_threshold()[:2], 10)  # Python's: cli._run_app held full ones off
+        collector.release()  # start-up's objects frozen, full collections back
         if opened.read_only is None:
             self._agent_shown(opened)
             return

@@ -20,7 +20,7 @@ from textual.screen import Screen
 from kode_tui.config import Config
 from kode_tui.soul.llm import process
 from kode_tui.soul.llm.demo import DemoProvider
-from kode_tui.ui import preload
+from kode_tui.ui import collector, preload
 from kode_tui.ui.app import KodeApp
 from kode_tui.ui.screens.main import MainScreen
 from kode_tui.ui.widgets.prompt import PromptInput
@@ -143,8 +143,7 @@ async def test_the_first_frames_show_the_theme_keys_and_every_pane_whole(
     app = KodeApp(project, provider=DemoProvider(delay=0))
     frames = watch_frames(app)
     young, middle, full = gc.get_threshold()
-    gc.set_threshold(young, middle, 1_000_000)
-    gc.disable()
+    collector.hold()  # as cli._run_app does
     request.addfinalizer(lambda: (gc.set_threshold(young, middle, full), gc.enable()))
     async with app.run_test(size=(120, 36)) as pilot:
         await wait_for(pilot, lambda: "slow_domain" in sys.modules)
