@@ -27,9 +27,17 @@ KIMI_MAIN = (
     "import sys; from kimi_cli.__main__ import run_original_cli; "
     "sys.exit(run_original_cli(sys.argv[1:]))"
 )
-# What a new session's panes show once drawn: the conversation's placeholder line is not there
-# when the agent is still starting, so the Context gauge and History's body stand for "drawn".
-PANES_DRAWN = ("Conversation", "Checkpoints", "compacts at", "no rotated contexts")
+# What a new session's panes show once drawn: each pane's title and the body a new session has
+# (the gauge's numbers come with the agent, drawn in place on the same rows: not waited for).
+PANES_DRAWN = (
+    "Conversation",
+    "Context",
+    "no token count yet",
+    "Checkpoints",
+    "no checkpoints yet",
+    "History",
+    "no rotated contexts",
+)
 CODEX_BIN = "@openai/codex-linux-x64/vendor/x86_64-unknown-linux-musl/bin/codex"
 
 

@@ -241,7 +241,8 @@ class KodeApp(
         elif self._pick_session:
             self._pick_first_session()
         else:
-            await self._frame()
+            new = self.agent_session is None and self._session_to_open is None
+            await self._frame(new=new)  # a new session's side panes in the first frame
             self.call_after_refresh(self._open_after_frame)
 
     @work(exclusive=True, group="open")
@@ -286,8 +287,7 @@ class KodeApp(
             await self._show(await AgentSession.view(session))
 
     async def _open(self, session: Session | None) -> None:
-        """Open `session` (a new one when None) and show it; the screen is up before the
-        agent is, so a new session's first frame waits for nothing."""
+        """Open `session` (a new one when None) and show it (the screen is up before it)."""
         from kode_tui.soul.facade import AgentSession, SessionLocked
 
         try:
@@ -371,9 +371,11 @@ class KodeApp(
             reloads.close()
             await watcher
 
-    async def _frame(self) -> MainScreen:
-        """A fresh main screen, its panes not attached yet (see MainScreen)."""
-        screen = MainScreen(self.work_dir, lambda: commands.completions(self), self._history)
+    async def _frame(self, *, new: bool = False) -> MainScreen:
+        """A fresh main screen (for a new session if `new`), not attached yet (MainScreen)."""
+        screen = MainScreen(
+            self.work_dir, lambda: commands.completions(self), self._history, new_session=new
+        )
         if self._has_main():
             await self.switch_screen(screen)
         else:

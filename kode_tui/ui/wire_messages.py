@@ -13,12 +13,14 @@ between two frames the pane must be free for keys.
 
 from __future__ import annotations
 
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
 from textual.message import Message
 
-from kode_tui.soul.facade import Subscription, WireBus
-from kode_tui.wire.events import Event
+if TYPE_CHECKING:
+    # Names only: the side panes import this module for the first frame, before the domain.
+    from kode_tui.soul.facade import Subscription, WireBus
+    from kode_tui.wire.events import Event
 
 
 class WireMessage(Message, bubble=False, verbose=True):

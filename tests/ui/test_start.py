@@ -29,8 +29,9 @@ from tests.ui_helpers import screen_text, turn_running, wait_for
 
 
 def test_the_main_screen_lays_out_and_resizes_without_loading_the_domain() -> None:
-    """The first frame is the main screen with its prompt; its resize handler once imported
-    the approval panel, and with it the whole facade (0.3 s before the first frame)."""
+    """The first frame is the main screen with its prompt and a new session's side panes; its
+    resize handler once imported the approval panel, and with it the whole facade (0.3 s
+    before the first frame); the panes' modules imported the facade and the events."""
     code = """
 import asyncio, sys
 from pathlib import Path
@@ -39,14 +40,16 @@ from kode_tui.ui.screens.main import MainScreen
 
 class First(App[None]):
     def on_mount(self) -> None:
-        self.push_screen(MainScreen(Path("."), lambda: [], []))
+        self.push_screen(MainScreen(Path("."), lambda: [], [], new_session=True))
 
 async def main() -> None:
     async with First().run_test(size=(120, 36)) as pilot:
         await pilot.pause()
+        assert pilot.app.screen.query("#side > TokenGauge, #side > HistoryPane")
         await pilot.resize_terminal(80, 24)
         await pilot.pause()
-    print(sorted(m for m in ("kode_tui.soul.facade", "pydantic", "pathspec") if m in sys.modules))
+    domain = ("kode_tui.soul.facade", "kode_tui.wire.events", "kode_tui.message", "pydantic")
+    print(sorted(m for m in (*domain, "pathspec") if m in sys.modules))
 
 asyncio.run(main())
 """
@@ -128,9 +131,10 @@ async def test_the_first_frames_show_the_theme_keys_and_every_pane_whole(
     request: pytest.FixtureRequest,
 ) -> None:
     """The first frame has the configured theme's colours; keys typed while the domain loads
-    show at once; each pane shows its content (the gauge its figures) the first time it is
-    drawn, where it stays (no relayout); the collector, held off while the app starts (as
-    `kode-tui` runs it), runs again, full collections too, once the session is on screen."""
+    show at once; so do the side panes, each with a new session's content, where they stay
+    (no relayout) when the agent's figures come into the gauge; the collector, held off while
+    the app starts (as `kode-tui` runs it), runs again, full collections too, once the session
+    is on screen."""
     home.mkdir(exist_ok=True)
     (home / "config.toml").write_text('theme = "kode-high-contrast"\n')
     # A module of the domain that takes as long to load as the test wants.
@@ -152,6 +156,7 @@ async def test_the_first_frames_show_the_theme_keys_and_every_pane_whole(
         await pilot.press(*"typed early")
         await wait_for(pilot, lambda: "typed early" in screen_text(app))
         assert not app.agent_session  # the domain is still loading
+        loading = frames[-1]
         slow.release.set()
         await wait_for(pilot, lambda: app.agent_up and "compacts at" in screen_text(app))
         await pilot.pause()
@@ -159,7 +164,13 @@ async def test_the_first_frames_show_the_theme_keys_and_every_pane_whole(
 
     theme = app.get_theme("kode-high-contrast")
     assert theme is not None and frames[0].background == Color.parse(theme.background)
-    drawn = next(frame for frame in frames if "Checkpoints" in frame.text)
-    for content in ("Context", "compacts at", "no checkpoints yet", "History", "no rotated"):
-        assert content in drawn.text
-    assert drawn.side == frames[-1].side
+    for content in ("Context", "no token count yet", "no checkpoints yet", "History", "no rotated"):
+        assert content in loading.text
+    assert "compacts at" not in loading.text
+    assert [pane for pane, _ in loading.side] == [
+        "gauge",
+        "timeline",
+        "checkpoint-details",
+        "history",
+    ]
+    assert loading.side == frames[-1].side

@@ -5,8 +5,11 @@ Below 100 columns the side panes move behind a tab bar (`Conversation | Context`
 conversation keeps the whole width.
 
 The screen comes up in two moves: its frame and the prompt first (Textual alone, so the first
-frame is quick and the user can start typing), then `attach()` mounts the panes, which need
-the session, the wire and their heavier modules.
+frame is quick and the user can start typing), then `attach()` gives the panes the session.
+A new session's side panes are in the first frame already, drawn as a new session shows them
+(no token count, no checkpoints, no rotated contexts): their modules import nothing of the
+domain until `attach()` binds them, and binding draws their figures in place, on the same
+rows. Any other session's panes are mounted by `attach()`, with what they show.
 """
 
 from __future__ import annotations
@@ -29,14 +32,14 @@ from textual.widget import Widget
 from textual.widgets import Footer, Header, Static, Tab, Tabs
 
 from kode_tui.ui.terminal_writes import SteadyUpdates, TerminalWrites
+from kode_tui.ui.widgets.gauge import TokenGauge
+from kode_tui.ui.widgets.history import HistoryPane
 from kode_tui.ui.widgets.prompt import CommandRows, PromptInput
 from kode_tui.ui.widgets.queued import QueuedMessages
+from kode_tui.ui.widgets.timeline import CheckpointDetails, CheckpointTimeline
 
 if TYPE_CHECKING:
     from kode_tui.soul.facade import AgentSession
-    from kode_tui.ui.widgets.timeline import CheckpointTimeline
-
-    CheckpointTimelineHighlighted = CheckpointTimeline.Highlighted
 
 NARROW_WIDTH = 100
 
@@ -112,10 +115,15 @@ class MainScreen(SteadyUpdates, Screen[None]):
         work_dir: Path,
         commands: CommandRows,
         history: list[str],
+        *,
+        new_session: bool = False,
     ) -> None:
+        """`new_session`: the screen will show a new session, whose side panes are drawn in
+        the first frame (see the module's docstring)."""
         super().__init__()
         self.attached = False
-        """Whether the panes are mounted (see `attach`)."""
+        """Whether the panes have the session (see `attach`)."""
+        self._new_session = new_session
         self._work_dir = work_dir
         self._commands = commands
         self._history = history
@@ -132,7 +140,9 @@ class MainScreen(SteadyUpdates, Screen[None]):
         with Horizontal(id="body"):
             with Vertical(id="main-column"):
                 yield Static(id="conversation-frame", classes="pane-frame")
-            yield Vertical(id="side")
+            with Vertical(id="side"):
+                if self._new_session:
+                    yield from _side_panes()
         prompt = PromptInput(
             self._work_dir, commands=self._commands, history=self._history, id="prompt"
         )
@@ -151,25 +161,20 @@ class MainScreen(SteadyUpdates, Screen[None]):
         from kode_tui.ui.widgets.approval import ApprovalPanel
         from kode_tui.ui.widgets.banner import Banner
         from kode_tui.ui.widgets.conversation import Conversation
-        from kode_tui.ui.widgets.gauge import TokenGauge
-        from kode_tui.ui.widgets.history import HistoryPane
         from kode_tui.ui.widgets.mode_badge import ModeBadge
-        from kode_tui.ui.widgets.timeline import CheckpointDetails, CheckpointTimeline
 
         bus = opened.bus
+        side = self.query_one("#side")
+        if not side.children:
+            await side.mount_all(_side_panes())
+        self.query_one(TokenGauge).bind(bus, opened.status())
+        self.query_one(CheckpointTimeline).bind(bus, opened)
+        self.query_one(HistoryPane).bind(bus, opened)
         await self.query_one("#conversation-frame").remove()
         column = self.query_one("#main-column")
         if banner:
             await column.mount(Banner(banner, bus, id="banner"))
         await column.mount(Conversation(bus, id="conversation"))
-        await self.query_one("#side").mount_all(
-            [
-                TokenGauge(bus, opened.status(), id="gauge"),
-                CheckpointTimeline(bus, opened, id="timeline"),
-                CheckpointDetails(id="checkpoint-details"),
-                HistoryPane(bus, opened, id="history"),
-            ]
-        )
         prompt = self.query_one(PromptInput)
         await self.mount(ApprovalPanel(bus, id="approval"), before=prompt.image_chips)
         self._fit_approval(self.size)
@@ -243,9 +248,7 @@ class MainScreen(SteadyUpdates, Screen[None]):
             self.query_one("#narrow-tabs", Tabs).active = tab
             self.set_class(in_side, "-show-context")
 
-    def on_checkpoint_timeline_highlighted(self, event: CheckpointTimelineHighlighted) -> None:
-        from kode_tui.ui.widgets.timeline import CheckpointDetails
-
+    def on_checkpoint_timeline_highlighted(self, event: CheckpointTimeline.Highlighted) -> None:
         self.query_one(CheckpointDetails).show(event.details_text)
 
     def action_block_cursor(self, direction: str) -> None:
@@ -301,3 +304,13 @@ class MainScreen(SteadyUpdates, Screen[None]):
         self.query_one(PromptInput).focus()
         if isinstance(self.app, TerminalWrites):
             self.app.redraw()
+
+
+def _side_panes() -> list[Widget]:
+    """The context gauge, the checkpoints with their details, and the history, unbound."""
+    return [
+        TokenGauge(id="gauge"),
+        CheckpointTimeline(id="timeline"),
+        CheckpointDetails(id="checkpoint-details"),
+        HistoryPane(id="history"),
+    ]

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import ClassVar
+from typing import TYPE_CHECKING, ClassVar
 
 from textual.app import RenderResult
 from textual.content import Content
@@ -10,9 +10,12 @@ from textual.reactive import reactive, var
 from textual.widget import Widget
 
 from kode_tui.humanize import format_tokens, format_usd
-from kode_tui.soul.facade import WireBus
 from kode_tui.ui.wire_messages import WireListener, WireMessage
-from kode_tui.wire import events as ev
+
+if TYPE_CHECKING:
+    # The gauge is drawn in the first frame, before the domain loads; its events come after.
+    from kode_tui.soul.facade import WireBus
+    from kode_tui.wire import events as ev
 
 USED = "█"
 PENDING = "▒"
@@ -72,18 +75,31 @@ How much of the model's context window the conversation uses.
     """The context was rewritten and the numbers wait for the next StatusUpdate."""
 
     def __init__(
-        self, bus: WireBus, status: ev.StatusUpdate | None = None, *, id: str | None = None
+        self,
+        bus: WireBus | None = None,
+        status: ev.StatusUpdate | None = None,
+        *,
+        id: str | None = None,
     ) -> None:
-        """`status`: the agent's numbers when the gauge is made (None: none yet)."""
+        """`status`: the agent's numbers when the gauge is made (None: none yet). Without
+        `bus`, the gauge shows no count until `bind()` gives it the session's."""
         super().__init__(id=id)
         self._bus = bus
         self._first_status = status
 
     def on_mount(self) -> None:
-        if self._first_status is not None:  # drawn with its numbers the first time
-            self.set_status(self._first_status)
+        if self._bus is not None:
+            self.bind(self._bus, self._first_status)
+
+    def bind(self, bus: WireBus, status: ev.StatusUpdate | None) -> None:
+        """Follow `bus`, showing `status` now if there is one (drawn in place: same rows)."""
+        from kode_tui.wire import events as ev
+
+        self._bus = bus
+        if status is not None:
+            self.set_status(status)
         self.listen(
-            self._bus,
+            bus,
             ev.StatusUpdate,
             ev.CompactionBegin,
             ev.CompactionEnd,
@@ -99,6 +115,8 @@ How much of the model's context window the conversation uses.
         self.stale = False
 
     def on_wire_message(self, message: WireMessage) -> None:
+        from kode_tui.wire import events as ev
+
         event = message.event
         if isinstance(event, ev.StatusUpdate):
             self.set_status(event)
@@ -232,6 +250,9 @@ def _tooltip(status: ev.StatusUpdate | None) -> str:
 if __name__ == "__main__":
     from textual.app import App, ComposeResult
     from textual.binding import Binding, BindingType
+
+    from kode_tui.soul.facade import WireBus
+    from kode_tui.wire import events as ev
 
     class GaugeDemo(App[None]):
         """Fills the gauge step by step; `c` toggles compaction."""

@@ -13,7 +13,7 @@ import logging
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import ClassVar
+from typing import TYPE_CHECKING, ClassVar
 
 from textual import on, work
 from textual.binding import Binding, BindingType
@@ -24,16 +24,11 @@ from textual.widgets.option_list import Option
 
 from kode_tui.humanize import format_age, format_size, format_tokens
 from kode_tui.safetext import visible
-from kode_tui.soul.facade import (
-    AgentSession,
-    LineageNote,
-    Rotation,
-    RotationEntry,
-    SubagentEntry,
-    WireBus,
-)
 from kode_tui.ui.wire_messages import WireListener, WireMessage
-from kode_tui.wire import events as ev
+
+if TYPE_CHECKING:
+    # Names only: the pane is drawn in the first frame, before the domain loads (`bind`).
+    from kode_tui.soul.facade import AgentSession, Rotation, RotationEntry, SubagentEntry, WireBus
 
 log = logging.getLogger(__name__)
 
@@ -101,7 +96,15 @@ clear or a restore keeps the context it replaced as `context_N.jsonl`: nothing i
         def control(self) -> HistoryPane:
             return self.history
 
-    def __init__(self, bus: WireBus, session: AgentSession, *, id: str | None = None) -> None:
+    def __init__(
+        self,
+        bus: WireBus | None = None,
+        session: AgentSession | None = None,
+        *,
+        id: str | None = None,
+    ) -> None:
+        """Without `bus` and `session`, the pane shows a new session's (no rotated contexts)
+        until `bind()` gives it the session's."""
         super().__init__(id=id)
         self._bus = bus
         self._session = session
@@ -112,9 +115,21 @@ clear or a restore keeps the context it replaced as `context_N.jsonl`: nothing i
         """Whether the highlight stays on the newest rotation (until the user moves it)."""
 
     def on_mount(self) -> None:
+        if self._bus is not None and self._session is not None:
+            self.bind(self._bus, self._session)
+        else:
+            self._show_rows()
+
+    def bind(self, bus: WireBus, session: AgentSession) -> None:
+        """Show `session`'s rotated contexts, read again on `bus`'s events and whenever the
+        session folder changes, from now on."""
+        from kode_tui.wire import events as ev
+
+        self._bus, self._session = bus, session
+        self._stop_watching.set()  # a watch of an earlier binding, if any
         self._stop_watching = asyncio.Event()  # a fresh one, should the pane be mounted again
         self.listen(
-            self._bus,
+            bus,
             ev.ContextReverted,
             ev.ContextRestored,
             ev.ContextCleared,
@@ -141,6 +156,8 @@ clear or a restore keeps the context it replaced as `context_N.jsonl`: nothing i
     @work(exclusive=True, group="history-refresh", exit_on_error=False)
     async def refresh_rotations(self) -> None:
         """Read the session folder again and show what it holds."""
+        if self._session is None:
+            return
         travel = self._session.travel
         entries = await asyncio.to_thread(travel.rotations)
         subagents = await asyncio.to_thread(travel.subagents)
@@ -150,6 +167,8 @@ clear or a restore keeps the context it replaced as `context_N.jsonl`: nothing i
 
     @work(exclusive=True, group="history-watch", exit_on_error=False)
     async def _watch_folder(self) -> None:
+        if self._session is None:
+            return
         async for _change in self._session.travel.rotation_changes(self._stop_watching):
             self.refresh_rotations()
 
@@ -185,6 +204,10 @@ clear or a restore keeps the context it replaced as `context_N.jsonl`: nothing i
 
     def _lineage(self) -> list[Option]:
         """A last row saying where this session was forked from, when it was."""
+        if self._session is None:
+            return []
+        from kode_tui.soul.facade import LineageNote
+
         note = LineageNote.of(self._session.session)
         if note is None:
             return []
@@ -312,6 +335,8 @@ if __name__ == "__main__":
         @on(HistoryPane.PreviewRequested)
         def _preview(self, event: HistoryPane.PreviewRequested) -> None:
             self.notify(f"preview {event.name} requested")
+
+    from kode_tui.soul.facade import AgentSession
 
     async def _open() -> AgentSession:
         from kode_tui.soul.facade import Session

@@ -12,7 +12,7 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import ClassVar, NamedTuple
+from typing import TYPE_CHECKING, ClassVar, NamedTuple
 
 from textual import on
 from textual.binding import Binding, BindingType
@@ -25,27 +25,14 @@ from textual.visual import RenderOptions, Visual
 from textual.widgets import OptionList, Static
 from textual.widgets.option_list import Option
 
-from kode_tui.message import (
-    ImageURLPart,
-    is_checkpoint_note,
-    is_dmail_note,
-    is_system_note,
-    media_chips,
-    shown_count,
-)
-from kode_tui.message import Message as ChatMessage
 from kode_tui.safetext import visible
-from kode_tui.soul.facade import (
-    COMPACTION_OUTPUT_PREFIX,
-    AgentSession,
-    Checkpoint,
-    ContextSize,
-    WireBus,
-    typed_text,
-)
 from kode_tui.ui.wire_messages import WireListener, WireMessage
-from kode_tui.wire import events as ev
-from kode_tui.wire.readings import calls_summary, read_system_note
+
+if TYPE_CHECKING:
+    # Names only: the timeline is drawn in the first frame, before the domain loads; what its
+    # rows are read with is imported where they are (`_label`, `_messages_before`, `bind`).
+    from kode_tui.message import Message as ChatMessage
+    from kode_tui.soul.facade import AgentSession, Checkpoint, ContextSize, WireBus
 
 _LOOKAHEAD = 8
 """Messages read to label a row: past a CHECKPOINT note, think-only replies and tool results."""
@@ -208,7 +195,15 @@ a tool changed files.
         def control(self) -> CheckpointTimeline:
             return self.timeline
 
-    def __init__(self, bus: WireBus, session: AgentSession, *, id: str | None = None) -> None:
+    def __init__(
+        self,
+        bus: WireBus | None = None,
+        session: AgentSession | None = None,
+        *,
+        id: str | None = None,
+    ) -> None:
+        """Without `bus` and `session`, the timeline shows a new session's (no checkpoints)
+        until `bind()` gives it the session's."""
         super().__init__(id=id)
         self._bus = bus
         self._session = session
@@ -224,8 +219,18 @@ a tool changed files.
         self._rebuild_scheduled = False
 
     def on_mount(self) -> None:
+        if self._bus is not None and self._session is not None:
+            self.bind(self._bus, self._session)
+        else:
+            self._show([])
+
+    def bind(self, bus: WireBus, session: AgentSession) -> None:
+        """Show `session`'s checkpoints and follow its events on `bus` from now on."""
+        from kode_tui.wire import events as ev
+
+        self._bus, self._session = bus, session
         self.listen(
-            self._bus,
+            bus,
             ev.CheckpointCreated,
             ev.TurnEnd,
             ev.ToolResult,
@@ -262,6 +267,8 @@ a tool changed files.
             self.post_message(self.DropRequested(checkpoint_id, self))
 
     def on_wire_message(self, message: WireMessage) -> None:
+        from kode_tui.wire import events as ev
+
         event = message.event
         if isinstance(
             event, ev.ContextRestored | ev.ContextCleared | ev.ContextReloaded | ev.CompactionEnd
@@ -283,6 +290,8 @@ a tool changed files.
     def rebuild(self) -> None:
         """Build the rows again from the context (cached rows are reused)."""
         self._rebuild_scheduled = False
+        if self._session is None:
+            return
         context = self._session.travel.timeline()
         history = context.history
         if history is not self._history:
@@ -394,6 +403,8 @@ a tool changed files.
     def _messages_before(self, index: int) -> int:
         """The messages before `index` as the conversation counts them (no checkpoint notes)."""
         # Counted once per index: a long history's details follow the arrow keys.
+        from kode_tui.message import shown_count
+
         count = self._shown_before.get(index)
         if count is None:
             count = shown_count(self._history or (), index)
@@ -401,6 +412,7 @@ a tool changed files.
         return count
 
     def _details(self, row: _Row) -> Content:
+        assert self._session is not None, "rows come from a bound session"
         checkpoint = row.checkpoint
         edits = self._session.travel.timeline().file_edits[checkpoint.file_edit_index :]
         paths = list(dict.fromkeys(visible(edit.record.path, multiline=False) for edit in edits))
@@ -449,6 +461,16 @@ the files a revert to it would restore, and the message that followed it.
 
 
 def _label(history: Sequence[ChatMessage], start: int, end: int) -> _Label:
+    from kode_tui.message import (
+        ImageURLPart,
+        is_checkpoint_note,
+        is_dmail_note,
+        is_system_note,
+        media_chips,
+    )
+    from kode_tui.soul.facade import COMPACTION_OUTPUT_PREFIX, typed_text
+    from kode_tui.wire.readings import calls_summary, read_system_note
+
     for index in range(start, min(end, start + _LOOKAHEAD)):
         message = history[index]
         if message.role == "user":
@@ -567,7 +589,7 @@ if __name__ == "__main__":
 
     from pathlib import Path
 
-    from kode_tui.soul.facade import Session
+    from kode_tui.soul.facade import AgentSession, Session
 
     async def _open() -> AgentSession:
         session = await Session.from_dir(Path(sys.argv[1]))
