@@ -1,15 +1,16 @@
 """What the app loads after its first frame, imported in a thread.
 
-The first frame needs Textual and the prompt alone; then the config, the facade (the session
-engine, the agent) and the panes load: ~0.3 s of imports on a 2-core machine. Imported on the
-event loop, they held it: keys typed at the prompt meanwhile showed only after them, and a
-message typed and sent at once went that much later. In a thread, the loop takes its turns
-between theirs (the interpreter switches threads every few milliseconds), so the prompt shows
-what is typed while they load.
+The first frame needs Textual, the prompt and a new session's side panes alone; then the
+config, the facade (the session engine, the agent) and the conversation load: ~0.3 s of imports
+on a 2-core machine. Imported on the event loop, they held it: keys typed at the prompt
+meanwhile showed only after them, and a message typed and sent at once went that much later. In
+a thread, the loop takes its turns between theirs (the interpreter switches threads every few
+milliseconds), so the prompt shows what is typed while they load.
 """
 
 from __future__ import annotations
 
+import contextlib
 import importlib
 
 AFTER_FIRST_FRAME = (
@@ -18,12 +19,14 @@ AFTER_FIRST_FRAME = (
     "kode_tui.ui.widgets.conversation",
     "kode_tui.ui.widgets.approval",
     "kode_tui.ui.widgets.banner",
-    "kode_tui.ui.widgets.gauge",
-    "kode_tui.ui.widgets.history",
     "kode_tui.ui.widgets.mode_badge",
-    "kode_tui.ui.widgets.timeline",
 )
-"""In the order the app uses them: the config, the facade, the panes."""
+"""In the order the app uses them: the config, the facade, the panes `attach()` mounts."""
+
+ON_FIRST_USE = ("anyio._backends._asyncio",)
+"""Modules a library imports the first time it is used, on the event loop otherwise: anyio's
+asyncio backend, which watchfiles' `awatch` (the project context's, History's and the
+config's watches) loads when it first runs, during the first turn (~20 ms before its request)."""
 
 
 def load_after_first_frame() -> None:
@@ -33,3 +36,6 @@ def load_after_first_frame() -> None:
     from kode_tui.soul.facade import AgentSession
 
     AgentSession.load_agent()
+    for name in ON_FIRST_USE:
+        with contextlib.suppress(ImportError):  # a library's inside: it may move
+            importlib.import_module(name)
