@@ -248,7 +248,10 @@ class _Server:
         `library` would pay once is paid: for the OpenAI SDK, the client of `first` (the
         provider the first request is expected to use) among it."""
         if library == ROUTE_OPENAI:
-            await prepare(first if isinstance(first, OpenAIProvider) else None)
+            try:
+                await prepare(first if isinstance(first, OpenAIProvider) else None)
+            except Exception:  # the first request pays it then, and reports what fails
+                log.exception("could not prepare the first request")
         loop = asyncio.get_running_loop()
         reader = asyncio.StreamReader(limit=_MAX_LINE)
         await loop.connect_read_pipe(
