@@ -197,7 +197,10 @@ def main(argv: list[str] | None = None) -> int:
         # the first message typed does not wait for it. It reads the config itself (the app
         # does, after its first frame).
         model_launch.start_early(_config_file(args), args.model)
-        return _run(_run_app(args, work_dir))
+        try:
+            return _run(_run_app(args, work_dir))
+        finally:
+            model_launch.stop_early()  # not taken: the session asked for could not open, say
     except (UserError, ConfigError) as error:
         # A config error quotes the value it rejects: a key put in the wrong place, say.
         print(f"kode-tui: {visible(mask(str(error)), multiline=False)}", file=sys.stderr)

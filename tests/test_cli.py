@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from kode_tui import __version__
+from kode_tui import __version__, model_launch
 from kode_tui.cli import main
 from kode_tui.paths import program
 from kode_tui.session import Context, Session
@@ -324,3 +324,7 @@ def test_the_model_process_starts_before_asyncio_and_textual_load_and_only_for_t
     assert spawned(str(project)).splitlines() == ["model process started; loaded:"]
     for args in (["--version"], ["--list-sessions", str(project)], ["-p", "hi", str(project)]):
         assert "model process started" not in spawned(*args), args
+
+    # A session that cannot open: the process started for the TUI does not outlive the command.
+    assert main(["-S", "no-such-session", str(project)]) == 2
+    assert model_launch.early_pid() is None
