@@ -4,7 +4,6 @@ about where things are and which sessions exist."""
 from __future__ import annotations
 
 import argparse
-import asyncio
 import contextlib
 import errno
 import logging
@@ -12,9 +11,10 @@ import os
 import shutil
 import sys
 import time
+from collections.abc import Coroutine
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, NoReturn
+from typing import TYPE_CHECKING, Any, NoReturn, TypeVar
 
 from kode_tui import __version__, model_launch
 from kode_tui.errors import ConfigError, UserError
@@ -24,6 +24,9 @@ from kode_tui.paths import Paths, canonical, too_wide
 from kode_tui.safetext import visible
 from kode_tui.ui import collector
 
+# asyncio (~35 ms) is imported where it is used: the command is read, and the model process
+# started, before it loads (see `main`).
+
 if TYPE_CHECKING:
     # The session engine loads only when a command needs it (the TUI opens a new session
     # itself, after its first frame).
@@ -31,6 +34,8 @@ if TYPE_CHECKING:
     from kode_tui.soul.facade import AgentSession, ImageAttachment, Session, SessionLocked
 
 log = logging.getLogger("kode_tui")
+
+_T = TypeVar("_T")
 
 
 @dataclass(slots=True)
@@ -168,27 +173,34 @@ def main(argv: list[str] | None = None) -> int:
         work_dir = _work_dir(args.work_dir)
         _start_logging()
         if args.list_sessions:
-            return asyncio.run(_list_sessions(work_dir))
+            return _run(_list_sessions(work_dir))
         if args.search is not None or args.export is not None or _export_options(args):
             _check_transcript_options(args)
             if args.search is not None:
                 from kode_tui.cli_transcripts import run_search
 
-                return asyncio.run(run_search(work_dir, args.search, everywhere=args.everywhere))
-            return asyncio.run(_export(args, work_dir))
+                return _run(run_search(work_dir, args.search, everywhere=args.everywhere))
+            return _run(_export(args, work_dir))
         if args.print_mode or args.prompt is not None:
             if args.yolo and args.permission_mode not in (None, "yolo"):
                 raise UserError(f"--yolo and --permission-mode {args.permission_mode} disagree.")
             _check_work_dir(work_dir)
             prompt = _prompt(args)
-            return asyncio.run(_run_print(args, work_dir, _load_config(args), prompt))
+            return _run(_run_print(args, work_dir, _load_config(args), prompt))
         if args.output_format != "text" or args.input_format != "text":
             raise UserError("--output-format and --input-format go with --print.")
         if args.permission_mode is not None:
             raise UserError("--permission-mode goes with --print.")
         _check_work_dir(work_dir)
-        # The app reads the config itself, after its first frame.
-        return asyncio.run(_run_app(args, work_dir))
+        # The TUI runs: its model process starts now, before asyncio and Textual load (~0.3 s
+        # of imports), so that it imports the model's library on the other core meanwhile and
+        # the first message typed does not wait for it. It reads the config itself (the app
+        # does, after its first frame).
+        model_launch.start_early(_config_file(args), args.model)
+        try:
+            return _run(_run_app(args, work_dir))
+        finally:
+            model_launch.stop_early()  # not taken: the session asked for could not open, say
     except (UserError, ConfigError) as error:
         # A config error quotes the value it rejects: a key put in the wrong place, say.
         print(f"kode-tui: {visible(mask(str(error)), multiline=False)}", file=sys.stderr)
@@ -207,6 +219,13 @@ def main(argv: list[str] | None = None) -> int:
         shown = visible(mask(f"{type(error).__name__}: {error}"), multiline=False)
         print(f"kode-tui: unexpected error: {shown} (details in the log)", file=sys.stderr)
         return 1
+
+
+def _run(main: Coroutine[Any, Any, _T]) -> _T:
+    """`asyncio.run(main)`, asyncio imported only now (see the note at the imports)."""
+    import asyncio
+
+    return asyncio.run(main)
 
 
 def _collect_snapshots() -> int:
@@ -259,7 +278,7 @@ def _acp(argv: list[str]) -> int:
     os.dup2(2, 1)
     sys.stdout = sys.stderr
     try:
-        asyncio.run(serve(config, choice, protocol_out))
+        _run(serve(config, choice, protocol_out))
     except KeyboardInterrupt:
         return 130
     except Exception:
@@ -313,6 +332,8 @@ def _prompt(args: argparse.Namespace) -> str:
 
 
 async def _run_print(args: argparse.Namespace, work_dir: Path, config: Config, prompt: str) -> int:
+    import asyncio
+
     from kode_tui.config import missing_key, resolve_model
     from kode_tui.print_mode import run_print  # the agent loads only when it is wanted
     from kode_tui.soul.facade import AgentSession
@@ -344,6 +365,8 @@ async def _mentioned_images(prompt: str, work_dir: Path) -> list[ImageAttachment
     """The work dir's image files that `@` mentions in a print-mode prompt name, attached as
     the TUI attaches them on send; UserError for a mention outside the work dir or an image
     that cannot be read (said before a session is made)."""
+    import asyncio
+
     from kode_tui.soul.facade import ImageError, attach_image, mentioned_images
 
     mentions = await asyncio.to_thread(mentioned_images, prompt, work_dir)
@@ -410,9 +433,6 @@ async def _run_app(args: argparse.Namespace, work_dir: Path) -> int:
         opened = await _open(args, work_dir)
     except _Locked as error:
         opened, locked, waiting = Opened(error.work_dir), error.locked, error.session
-    # Before Textual loads: the model's library imports on the other core meanwhile, so the
-    # first message typed does not wait for it.
-    model_launch.start_early(_config_file(args), args.model)
     from kode_tui.ui.app import KodeApp  # Textual loads only when a screen is wanted
 
     app = KodeApp(

@@ -407,6 +407,18 @@ def _unique_call_ids(message: Message) -> Message:
     return message.model_copy(update={"tool_calls": renamed})
 
 
+class TokenUsage(BaseModel):
+    """What one model call used, in tokens (`input` counts the whole prompt, cached ones too).
+    Defined here, not with the wire events that carry it, for the model process, which sends
+    it and imports nothing of the wire."""
+
+    model_config = ConfigDict(frozen=True, defer_build=True)
+    input: int
+    output: int
+    cache_read: int = 0
+    cache_creation: int = 0
+
+
 # --- the `_` records ---------------------------------------------------------------------------
 
 

@@ -2,9 +2,10 @@
 
 The model process imports the OpenAI SDK or litellm: half a second to seconds of CPU. Started
 when the agent was (after the first frame, the session and the panes), a message typed at the
-first prompt waited for it: Enter -> request took 0.5-0.9 s. `start_early()` spawns it before
-Textual loads, on the other core, so it imports its library while the screen comes up; it reads
-the config itself to know which library (the UI process reads it after its first frame).
+first prompt waited for it: Enter -> request took 0.5-0.9 s. `start_early()` spawns it as soon
+as `cli.main` has read the command (before asyncio and Textual load), on the other core, so it
+imports its library while the screen comes up; it reads the config itself to know which library
+and which client the first request will use (the UI process reads it after its first frame).
 `soul/llm/process.py` adopts it (`take_early()`) for its first request, or spawns one of its own
 when there is none. This module imports nothing heavy: the first frame must not wait for it.
 """

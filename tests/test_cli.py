@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from kode_tui import __version__
+from kode_tui import __version__, model_launch
 from kode_tui.cli import main
 from kode_tui.paths import program
 from kode_tui.session import Context, Session
@@ -293,3 +293,38 @@ def test_the_root_or_home_folder_is_no_work_dir(
     if Path(recorded).is_dir():
         assert main([recorded, "-p", "hi", "--print"]) == 2
         assert "is your home folder" in capsys.readouterr().err
+
+
+_WATCH_SPAWN = """
+import os, sys
+def watch(event, args):
+    if event == "subprocess.Popen" and "kode_tui.soul.llm.worker" in args[1]:
+        loaded = [name for name in ("asyncio", "textual") if name in sys.modules]
+        print("model process started; loaded:", *loaded, flush=True)
+        os._exit(0)
+sys.addaudithook(watch)
+from kode_tui.cli import main
+sys.exit(main(sys.argv[1:]))
+"""
+
+
+def test_the_model_process_starts_before_asyncio_and_textual_load_and_only_for_the_tui(
+    project: Path,
+) -> None:
+    """The early model process imports its library on the other core while this one loads
+    the rest: it is started as soon as the command is read, and only when the TUI will run."""
+
+    def spawned(*args: str) -> str:
+        done = subprocess.run(
+            [sys.executable, "-c", _WATCH_SPAWN, *args],
+            capture_output=True, text=True, timeout=60, stdin=subprocess.DEVNULL,
+        )  # fmt: skip
+        return done.stdout
+
+    assert spawned(str(project)).splitlines() == ["model process started; loaded:"]
+    for args in (["--version"], ["--list-sessions", str(project)], ["-p", "hi", str(project)]):
+        assert "model process started" not in spawned(*args), args
+
+    # A session that cannot open: the process started for the TUI does not outlive the command.
+    assert main(["-S", "no-such-session", str(project)]) == 2
+    assert model_launch.early_pid() is None

@@ -45,6 +45,7 @@ from pydantic import (
 from kode_tui.config import ApprovalMode
 from kode_tui.message import ContentPart as Part
 from kode_tui.message import FunctionBody
+from kode_tui.message import TokenUsage as TokenUsage
 from kode_tui.wire.blocks import BriefBlock as BriefBlock
 from kode_tui.wire.blocks import DiffBlock as DiffBlock
 from kode_tui.wire.blocks import DisplayBlock as DisplayBlock
@@ -409,14 +410,6 @@ class CheckpointCreated(Event):
     kimi: ClassVar[bool] = False
 
     id: int
-
-
-class TokenUsage(BaseModel):
-    model_config = ConfigDict(frozen=True, defer_build=True)
-    input: int
-    output: int
-    cache_read: int = 0
-    cache_creation: int = 0
 
 
 class CostStatus(BaseModel):

@@ -3,15 +3,22 @@ the first request is served by it, not by a process of its own."""
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
+import os
+import subprocess
+import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from kode_tui import model_launch
 from kode_tui.message import Message, TextPart
-from kode_tui.soul.llm import process
+from kode_tui.soul.llm import openai_route, process
+from kode_tui.soul.llm.openai_route import OpenAIProvider, prepare
 from kode_tui.soul.llm.process import ProcessProvider
-from kode_tui.soul.llm.worker import _configured_library
+from kode_tui.soul.llm.worker import _configured, _Server, decode, message_json, route
 from tests.llm_server import KEY_ENV, LLMServer, write_loopback_config
 
 
@@ -36,14 +43,15 @@ def test_the_early_process_imports_the_library_of_the_model_the_config_chooses(
     arguments = ["--config", str(write_config(tmp_path, model))]
     if flag is not None:
         arguments += ["--model", flag]
-    assert _configured_library(arguments) == library
+    first = _configured(arguments)
+    assert (route(first.model_name) if first is not None else None) == library
 
 
 def test_no_config_or_a_broken_one_imports_nothing_early(home: Path, tmp_path: Path) -> None:
-    assert _configured_library([]) is None  # no model configured, no key: the demo
+    assert _configured([]) is None  # no model configured, no key: the demo
     broken = tmp_path / "broken.toml"
     broken.write_text("default_model = \n")
-    assert _configured_library(["--config", str(broken)]) is None
+    assert _configured(["--config", str(broken)]) is None
 
 
 async def test_the_process_started_early_serves_the_first_request(
@@ -73,3 +81,71 @@ def test_an_early_process_nobody_took_ends_when_stopped(home: Path) -> None:
 
     assert early.wait(timeout=60) == 0
     assert model_launch.early_pid() is None
+
+
+def _request(model: str, server: LLMServer) -> dict[str, Any]:
+    """The request the UI sends for the loopback config's model (process.ProcessProvider),
+    with the config's default timeouts."""
+    history = [decode(bytes(message_json(Message(role="user", content="hi"))))]
+    return {
+        "op": "stream", "model": model, "api_base": server.url, "api_key_env": KEY_ENV,
+        "max_context_size": None, "timeout": 120, "first_token_timeout": 300, "extra": {},
+        "images": True, "env": dict(os.environ), "system_prompt": "sys", "history": history,
+        "tools": [],
+    }  # fmt: skip
+
+
+async def _serve_one(request_id: int, request: dict[str, Any]) -> list[Any]:
+    """`request` served as the model process serves it; its replies."""
+    read, write = os.pipe()
+    try:
+        await _Server(write)._stream(request_id, request)
+        os.close(write)
+        with os.fdopen(read, "rb") as replies:
+            return [decode(line) for line in replies]
+    finally:
+        for fd in (read, write):
+            with contextlib.suppress(OSError):
+                os.close(fd)
+
+
+async def test_the_first_request_goes_out_on_the_client_made_at_start(
+    home: Path, server: LLMServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    write_loopback_config(home, server, KEY_ENV)
+    first = _configured([])
+    assert isinstance(first, OpenAIProvider)
+    loop = asyncio.get_running_loop()
+
+    await prepare(first)  # what the early process does before it reads a request
+    made = dict(openai_route._clients[loop])
+    assert len(made) == 1
+    server.reply_text("Hi.")
+    replies = await _serve_one(1, _request(first.model_name, server))
+
+    assert replies[-1][1] == "end"
+    assert dict(openai_route._clients[loop]) == made  # no client of its own: the one made
+    assert server.headers[-1]["authorization"] == f"Bearer {os.environ[KEY_ENV]}"
+
+    # A key changed after the start is the one sent: read at the request, as before.
+    monkeypatch.setenv(KEY_ENV, "sk-changed")
+    server.reply_text("Hi again.")
+    replies = await _serve_one(2, _request(first.model_name, server))
+    assert replies[-1][1] == "end"
+    assert server.headers[-1]["authorization"] == "Bearer sk-changed"
+
+
+def test_the_model_process_loads_none_of_the_wire_or_the_ui() -> None:
+    """What the model process imports before it can send is its start-up time: the wire's
+    events and models (~20 ms) are none of its business."""
+    code = (
+        "import sys, kode_tui.soul.llm.worker\n"
+        "print(*sorted({m.split('.')[1] for m in sys.modules if m.startswith('kode_tui.')}))\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-P", "-c", code],
+        capture_output=True, text=True, timeout=60, env=model_launch._child_environment(),
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    loaded = set(done.stdout.split())
+    assert "soul" in loaded and not loaded & {"wire", "ui", "session", "tools"}

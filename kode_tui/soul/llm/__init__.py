@@ -17,8 +17,7 @@ from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol, TypeAlias, runtime_checkable
 
-from kode_tui.message import Message, TextPart, ThinkPart
-from kode_tui.wire.events import TokenUsage
+from kode_tui.message import Message, TextPart, ThinkPart, TokenUsage
 
 DEFAULT_MAX_CONTEXT_SIZE = 128_000
 RETRYABLE_STATUS = frozenset((429, 500, 502, 503, 504, 529))

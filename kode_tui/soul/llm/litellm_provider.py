@@ -22,7 +22,7 @@ from collections.abc import AsyncIterator, Iterator, Sequence
 from typing import Any
 
 from kode_tui.config import key_variable, missing_key
-from kode_tui.message import Message, TextPart, ThinkPart
+from kode_tui.message import Message, TextPart, ThinkPart, TokenUsage
 from kode_tui.soul.llm import (
     DEFAULT_MAX_CONTEXT_SIZE,
     LLMConnectionError,
@@ -35,7 +35,6 @@ from kode_tui.soul.llm import (
 )
 from kode_tui.soul.llm.messages import to_openai_messages
 from kode_tui.soul.llm.retry_after import retry_after
-from kode_tui.wire.events import TokenUsage
 
 __all__ = [
     "LiteLLMProvider",
@@ -196,9 +195,7 @@ class LiteLLMProvider:
             "tools": list(tools) or None,
             "stream": True,
             "stream_options": {"include_usage": True},
-            # The longest wait for bytes; `_chunks` holds the stream to the shorter one after
-            # its first part.
-            "timeout": max(self._timeout, self._first_token_timeout),
+            "timeout": self._timeouts(),
             # The soul retries (with StepRetry events); litellm and the OpenAI SDK must not.
             "num_retries": 0,
             "max_retries": 0,
@@ -252,6 +249,11 @@ class LiteLLMProvider:
             raise self._cut_off()
         if reader.usage is not None:
             yield reader.usage
+
+    def _timeouts(self) -> float:
+        """The longest wait for bytes, the request's timeout; `stream` holds the stream to the
+        shorter one after its first part."""
+        return max(self._timeout, self._first_token_timeout)
 
     async def _library(self) -> Any:
         """The library that sends the request (litellm), imported in a thread the first time."""

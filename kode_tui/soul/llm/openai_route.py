@@ -18,11 +18,11 @@ import threading
 import weakref
 from typing import Any
 
-from kode_tui.soul.llm import DEFAULT_MAX_CONTEXT_SIZE
+from kode_tui.soul.llm import DEFAULT_MAX_CONTEXT_SIZE, LLMError
 from kode_tui.soul.llm.litellm_provider import LiteLLMProvider
 from kode_tui.soul.llm.model_map import context_size
 
-__all__ = ["OPENAI_PREFIX", "OpenAIProvider", "load_openai", "uses_openai_route"]
+__all__ = ["OPENAI_PREFIX", "OpenAIProvider", "load_openai", "prepare", "uses_openai_route"]
 
 OPENAI_PREFIX = "openai/"
 
@@ -48,12 +48,33 @@ def load_openai() -> Any:
         if _openai is None:
             import openai
 
-            # The client's modules are imported lazily, on the first request's time otherwise;
-            # so is its transport's HTTP core, at the first client (a throwaway one: ~50 ms).
+            # The client's modules are imported lazily, on the first request's time otherwise
+            # (its transport's HTTP core comes with the first client: see `prepare`).
             importlib.import_module("openai._streaming")
-            openai.DefaultAsyncHttpxClient()
             _openai = openai
     return _openai
+
+
+async def prepare(provider: OpenAIProvider | None) -> None:
+    """Pay what the first request on this loop would pay once, before it waits for it:
+    `provider`'s client (its HTTP core's import and an SSL context: ~50 ms), else a throwaway
+    client for the import alone; anyio's asyncio backend, imported at the first connection;
+    and the loop's thread pool, started by the first name lookup. Nothing is sent."""
+    openai = load_openai()
+    try:
+        made = provider is not None and provider.client(openai) is not None
+    except LLMError:  # no key (yet): the request says so, or finds it set by then
+        made = False
+    if not made:
+        openai.DefaultAsyncHttpxClient()
+    import anyio  # the SDK's HTTP stack, which imports its asyncio backend at its first call
+
+    await anyio.sleep(0)
+    await asyncio.get_running_loop().run_in_executor(None, _nothing)
+
+
+def _nothing() -> None:
+    """A call for the loop's thread pool to start on."""
 
 
 class OpenAIProvider(LiteLLMProvider):
@@ -71,6 +92,12 @@ class OpenAIProvider(LiteLLMProvider):
 
     async def _library(self) -> Any:
         return _openai if _openai is not None else await asyncio.to_thread(load_openai)
+
+    def client(self, openai: Any) -> Any:
+        """The client a request sent now goes out with (made now, if there is none): the one
+        `_open` takes for this provider's settings, on this loop. `LLMError` when the key is
+        missing."""
+        return _client(openai, self._api_base, self._api_key(), self._timeouts())
 
     async def _open(self, library: Any, request: dict[str, Any]) -> Any:
         body = dict(request)

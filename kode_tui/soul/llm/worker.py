@@ -39,6 +39,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import functools
+import gc
 import json
 import logging
 import os
@@ -51,7 +52,7 @@ import msgspec
 from pydantic import TypeAdapter
 
 from kode_tui.errors import ConfigError
-from kode_tui.message import Message, TextPart, ThinkPart
+from kode_tui.message import Message, TextPart, ThinkPart, TokenUsage
 from kode_tui.model_launch import FROM_CONFIG
 from kode_tui.soul.llm import (
     LLMConnectionError,
@@ -63,8 +64,12 @@ from kode_tui.soul.llm import (
     ToolCallStart,
 )
 from kode_tui.soul.llm.litellm_provider import LiteLLMProvider, load_litellm
-from kode_tui.soul.llm.openai_route import OpenAIProvider, load_openai, uses_openai_route
-from kode_tui.wire.events import TokenUsage
+from kode_tui.soul.llm.openai_route import (
+    OpenAIProvider,
+    load_openai,
+    prepare,
+    uses_openai_route,
+)
 
 log = logging.getLogger(__name__)
 
@@ -238,7 +243,15 @@ class _Server:
         while data:  # a blocking pipe: one call writes it all, but a signal may cut it short
             data = data[os.write(self._out_fd, data) :]
 
-    async def serve(self) -> None:
+    async def serve(self, library: str | None = None, first: LiteLLMProvider | None = None) -> None:
+        """Answer requests until stdin ends. Before, what the first request served by
+        `library` would pay once is paid: for the OpenAI SDK, the client of `first` (the
+        provider the first request is expected to use) among it."""
+        if library == ROUTE_OPENAI:
+            try:
+                await prepare(first if isinstance(first, OpenAIProvider) else None)
+            except Exception:  # the first request pays it then, and reports what fails
+                log.exception("could not prepare the first request")
         loop = asyncio.get_running_loop()
         reader = asyncio.StreamReader(limit=_MAX_LINE)
         await loop.connect_read_pipe(
@@ -360,10 +373,11 @@ def _unimportable(module: str) -> Iterator[None]:
             del sys.modules[module]
 
 
-def _configured_library(arguments: list[str]) -> str | None:
-    """The library of the model the config (`--config FILE`, else the default) and `--model
-    NAME` choose, as the UI will; None for the demo, or a config the UI will refuse. Ollama is
-    not probed (the UI does): a model found there warms at its first request."""
+def _configured(arguments: list[str]) -> LiteLLMProvider | None:
+    """The provider of the model the config (`--config FILE`, else the default) and `--model
+    NAME` choose, as the UI makes it (`soul.agent.make_provider`); None for the demo, or a
+    config the UI will refuse. Ollama is not probed (the UI does): a model found there warms
+    at its first request."""
     from kode_tui.config import load_config, resolve_model
 
     options = dict(zip(arguments[::2], arguments[1::2], strict=False))
@@ -373,7 +387,16 @@ def _configured_library(arguments: list[str]) -> str | None:
         choice = resolve_model(config, options.get("--model"), ollama=lambda: None)
     except ConfigError:
         return None
-    return None if choice.is_demo else route(choice.model)
+    if choice.is_demo:
+        return None
+    return _provider_class(choice.model)(
+        choice.model,
+        api_base=choice.api_base,
+        api_key_env=choice.api_key_env,
+        max_context_size=choice.max_context_size,
+        timeout=config.loop_control.request_timeout,
+        first_token_timeout=config.loop_control.first_token_timeout,
+    )
 
 
 _OWN_ENV = frozenset(("LITELLM_LOCAL_MODEL_COST_MAP",))
@@ -400,13 +423,21 @@ def main() -> None:
     logging.basicConfig(
         stream=sys.stderr, level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s"
     )
+    # Start-up's imports make objects that live as long as the process (~80k with the OpenAI
+    # SDK, ~450k with litellm): collections walking them again and again while it starts cost
+    # ~60 ms of the SDK's start; hardly any of it is garbage (~1-2k objects), frozen with them.
+    gc.disable()
     library: str | None = sys.argv[1] if len(sys.argv) > 1 else ROUTE_LITELLM
+    first = None
     if library == FROM_CONFIG:
-        library = _configured_library(sys.argv[2:])
+        first = _configured(sys.argv[2:])
+        library = route(first.model_name) if first is not None else None
     if library is not None:
         _warm(library)
+    gc.freeze()  # never walked again, also not while answers stream
+    gc.enable()
     try:
-        asyncio.run(_Server(out_fd).serve())
+        asyncio.run(_Server(out_fd).serve(library, first))
     finally:
         sys.stderr.flush()
         os._exit(0)
