@@ -162,3 +162,31 @@ def test_the_agent_loads_image_and_web_libraries_only_when_a_tool_uses_them() ->
         [sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=60
     )
     assert result.stdout.strip() == "[]"
+
+
+def test_a_new_sessions_agent_loads_without_the_parts_only_commands_and_tools_use() -> None:
+    """`from kode_tui.soul.facade import AgentSession` and the agent's modules are what a
+    front end waits for before the first request: the command registry, stream-json, and the
+    libraries Glob, Grep, Shell's scopes and `.gitignore` rules use load when they are used."""
+    import subprocess
+    import sys
+
+    later = (
+        "kode_tui.soul.facade.builtins",
+        "kode_tui.soul.facade.commands",
+        "kode_tui.soul.stream_json",
+        "kode_tui.tools.command_scope",
+        "wcmatch",
+        "bracex",
+        "pathspec",
+    )
+    code = (
+        "import sys\n"
+        "from kode_tui.soul.facade import AgentSession\n"
+        "AgentSession.load_agent()\n"
+        f"print(sorted(m for m in {later!r} if m in sys.modules))"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=60
+    )
+    assert result.stdout.strip() == "[]"

@@ -33,7 +33,6 @@ from kode_tui.tools.base import (
     ToolOutput,
     count_lines,
 )
-from kode_tui.tools.command_scope import scope_of
 from kode_tui.tools.sandbox import Confinement, Outcome, Sandboxed
 from kode_tui.wire.events import ShellBlock
 
@@ -346,6 +345,9 @@ class Shell(Tool[ShellParams]):
         await asyncio.to_thread(leftovers.signal, signal.SIGKILL)
 
     async def permission(self, params: ShellParams, env: ToolEnv) -> Permission | None:
+        # The command-scope tables load at the first command, not with the tool set (~7 ms).
+        from kode_tui.tools.command_scope import scope_of
+
         scope = await asyncio.to_thread(scope_of, params.command, env.work_dir)
         return Permission(
             kind="shell",

@@ -31,13 +31,12 @@ import shutil
 import tempfile
 from collections.abc import Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from kode_tui.config import ApprovalMode, Config, ConfigError, ModelChoice, check_model
 from kode_tui.message import Message
 from kode_tui.session import Context, Session, SessionLocked
 from kode_tui.session.context import restore_or_view
-from kode_tui.session.earlier import EarlierContexts, compacted_from
-from kode_tui.session.generations import infer_rotations
 from kode_tui.session.rotation import ROTATIONS_LOG
 from kode_tui.session.session import CONTEXT_FILE_NAME
 from kode_tui.soul import vision
@@ -63,6 +62,9 @@ from kode_tui.soul.storage_notes import damaged_notice
 from kode_tui.soul.transcript import PastResults
 from kode_tui.wire import events as ev
 from kode_tui.wire.bus import WireBus
+
+if TYPE_CHECKING:
+    from kode_tui.session.earlier import EarlierContexts
 
 __all__ = ["MODES", "AgentSession"]
 
@@ -360,6 +362,10 @@ class AgentSession:
         """The rotated contexts the conversation was compacted from, newest first: history a
         front end may show above it, read-only (`read_earlier` reads one). Reads the rotation
         notes (and a Kimi CLI rotation's files, which have none)."""
+        # Loaded for a session that has earlier contexts to show, not with every session.
+        from kode_tui.session.earlier import compacted_from
+        from kode_tui.session.generations import infer_rotations
+
         context = self._live.context
         return await asyncio.to_thread(
             lambda: compacted_from(infer_rotations(context.rotations(), context.path))
