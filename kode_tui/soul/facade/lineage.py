@@ -6,6 +6,7 @@ a new session made from this one's context up to a checkpoint, or from one of it
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -13,10 +14,10 @@ from kode_tui.session import Session
 from kode_tui.session.session import CONTEXT_FILE_NAME
 from kode_tui.session.state import ForkOrigin
 from kode_tui.soul.facade.live import Live
-from kode_tui.soul.facade.travel import TimeTravel
 
 if TYPE_CHECKING:
     from kode_tui.session.search import Match
+    from kode_tui.soul.facade.travel import TimeTravel
 
 __all__ = ["Lineage", "LineageNote"]
 
@@ -46,9 +47,10 @@ class LineageNote:
 
 
 class Lineage:
-    """Search and fork; `travel` finds the rotated context a fork is made from."""
+    """Search and fork; `travel()` (the session's, made when first asked) finds the rotated
+    context a fork is made from."""
 
-    def __init__(self, live: Live, travel: TimeTravel) -> None:
+    def __init__(self, live: Live, travel: Callable[[], TimeTravel]) -> None:
         self._live = live
         self._travel = travel
 
@@ -89,7 +91,7 @@ class Lineage:
             path = context.path
             await context.sync()
         else:
-            name = self._travel.rotated_file(from_file)
+            name = self._travel().rotated_file(from_file)
             if name is None:
                 raise ValueError(f"there is no rotated context {from_file}")
             path = context.path.with_name(name)
