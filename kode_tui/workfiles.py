@@ -23,12 +23,14 @@ import subprocess
 from abc import ABC, abstractmethod
 from collections import deque
 from pathlib import Path
-
-import pathspec
+from typing import TYPE_CHECKING, TypeAlias
 
 from kode_tui import gitcmd
 from kode_tui.fsutil import read_regular
 from kode_tui.pathnames import InsideChecker, is_within
+
+if TYPE_CHECKING:
+    import pathspec
 
 VCS_DIRS = frozenset({".git", ".hg", ".svn", ".bzr", ".jj", ".sl"})
 """Version control folders: never listed, not even when ignored files are asked for."""
@@ -192,7 +194,7 @@ class _GitListing(Listing):
         return found
 
 
-_Rules = list[tuple[str, pathspec.GitIgnoreSpec]]
+_Rules: TypeAlias = "list[tuple[str, pathspec.GitIgnoreSpec]]"
 """The `.gitignore` files that apply in a directory, outermost first: (where it lies, rules)."""
 
 
@@ -261,6 +263,10 @@ class _WalkListing(Listing):
         if not data:
             return None
         lines = data.decode("utf-8", "surrogateescape").splitlines()
+        # pathspec loads at the first `.gitignore` a walk meets, not with every module that
+        # lists files (the agent's start: ~7 ms).
+        import pathspec
+
         try:
             return pathspec.GitIgnoreSpec.from_lines(line for line in lines if _tame(line))
         except ValueError:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ast
+from pathlib import Path
 
 from tests.import_graph import PACKAGE, import_graph, module_name
 
@@ -162,3 +163,49 @@ def test_the_agent_loads_image_and_web_libraries_only_when_a_tool_uses_them() ->
         [sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=60
     )
     assert result.stdout.strip() == "[]"
+
+
+def test_a_new_sessions_agent_loads_without_the_parts_only_commands_and_tools_use(
+    tmp_path: Path,
+) -> None:
+    """Opening a new session and building its agent is what a front end waits for before the
+    first request: the command registry, stream-json, time travel, search, and the libraries
+    Glob, Grep, Shell's scopes and `.gitignore` rules use load when they are used."""
+    import subprocess
+    import sys
+
+    later = (
+        "kode_tui.soul.facade.builtins",
+        "kode_tui.soul.facade.commands",
+        "kode_tui.soul.stream_json",
+        "kode_tui.soul.facade.travel",
+        "kode_tui.soul.timetravel",
+        "kode_tui.session.timetravel",
+        "kode_tui.session.search",
+        "kode_tui.session.catalog",
+        "kode_tui.tools.command_scope",
+        "wcmatch",
+        "bracex",
+        "pathspec",
+    )
+    code = (
+        "import asyncio, pathlib, sys\n"
+        "from kode_tui.config import load_config, resolve_model\n"
+        "from kode_tui.soul.facade import AgentSession\n"
+        "async def main():\n"
+        "    config = load_config(None)\n"
+        "    opened = await AgentSession.open(pathlib.Path(sys.argv[1]))\n"
+        "    await opened.start(config, resolve_model(config, 'demo'), announce=False)\n"
+        "    await opened.close()\n"
+        "asyncio.run(main())\n"
+        f"print(sorted(m for m in {later!r} if m in sys.modules), 'kode_tui.tools.shell' in "
+        "sys.modules)"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", code, str(tmp_path)],
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=60,
+    )
+    assert result.stdout.strip() == "[] True"

@@ -27,7 +27,6 @@ from kode_tui.soul.approval import Approval
 from kode_tui.soul.compaction import load_strategy
 from kode_tui.soul.hooks import Hooks
 from kode_tui.soul.llm import ChatProvider
-from kode_tui.soul.llm.demo import DemoProvider
 from kode_tui.soul.project import ProjectContextSource
 from kode_tui.soul.reminders import Reminders
 from kode_tui.soul.skills import Skills
@@ -92,6 +91,9 @@ def make_provider(choice: ModelChoice, loop: LoopControl | None = None) -> ChatP
     """The provider for a chosen model; litellm runs in the model process, never in this one
     (it is started here, so it imports litellm while the rest starts up)."""
     if choice.is_demo:
+        # The tour's script (and the scripted provider under it) loads for the demo alone.
+        from kode_tui.soul.llm.demo import DemoProvider
+
         return DemoProvider()
     masking.watch_env([choice.api_key_env or ""])
     from kode_tui.soul.llm import process

@@ -17,7 +17,7 @@ import dataclasses
 import logging
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
-from functools import partial
+from functools import cached_property, partial
 from typing import TYPE_CHECKING, Literal, TypeVar
 
 from kode_tui import masking
@@ -55,13 +55,6 @@ from kode_tui.soul.shell_escape import ShellEscape
 from kode_tui.soul.steps import batches, run_all
 from kode_tui.soul.storage_notes import damaged_notice, encodable_input, storage_message
 from kode_tui.soul.stream import Streamed, encodable_item, masked
-from kode_tui.soul.timetravel import (
-    RestoreOutcome,
-    RestorePreview,
-    RevertOutcome,
-    RevertPreview,
-    TimeMachine,
-)
 from kode_tui.soul.transcript import turn_text
 from kode_tui.tools import plan, snapshots
 from kode_tui.tools.background import notifications
@@ -79,10 +72,6 @@ __all__ = [
     "ContextReport",
     "KodeSoul",
     "LoopSettings",
-    "RestoreOutcome",
-    "RestorePreview",
-    "RevertOutcome",
-    "RevertPreview",
     "TurnResult",
 ]
 
@@ -98,6 +87,7 @@ SKIPPED = ToolOutput(
 if TYPE_CHECKING:
     # Only the agent that builds a soul loads the project-context machinery (git, watchfiles).
     from kode_tui.soul.project import ProjectContextSource
+    from kode_tui.soul.timetravel import TimeMachine
 
 T = TypeVar("T")
 
@@ -219,8 +209,16 @@ class KodeSoul:
             status=self.status,
         )
         """Runs the user's `!` commands."""
-        self.travel = TimeMachine(context, env, bus, moved=self.context_swapped, status=self.status)
+
+    @cached_property
+    def travel(self) -> TimeMachine:
         """Takes the context (and the files) back to a checkpoint or a rotated context."""
+        # Loaded at the first revert or restore, not before the first request (~5 ms).
+        from kode_tui.soul.timetravel import TimeMachine
+
+        return TimeMachine(
+            self.context, self.env, self.bus, moved=self.context_swapped, status=self.status
+        )
 
     # --- status --------------------------------------------------------------------------------
 

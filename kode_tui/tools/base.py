@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar, Generic, Literal, TypeVar
 
 from pydantic import BaseModel
+from pydantic.json_schema import GenerateJsonSchema
 
 from kode_tui.message import ContentPart, TextPart
 from kode_tui.pathnames import is_within, unescape_name
@@ -241,10 +242,21 @@ def truncate(text: str, limit: int = MAX_OUTPUT_CHARS) -> tuple[str, bool]:
     return text[: cut + 1 if cut > 0 else limit], True
 
 
+class _ParamsSchema(GenerateJsonSchema):
+    """Pydantic's JSON schema, but a default that is JSON already (None, a bool, an int, a
+    string) is written as it is: pydantic builds a serializer to encode each default (~0.3 ms
+    apiece, ~40 in the tool set, before the first request)."""
+
+    def encode_default(self, dft: Any) -> Any:
+        if dft is None or type(dft) in (bool, int, str):
+            return dft
+        return super().encode_default(dft)
+
+
 @functools.cache
 def _parameters(params: type[BaseModel]) -> dict[str, Any]:
     """A params model's JSON schema (shared: never changed), built once. Pydantic builds it
     anew at each call, and every tool's went with every step (~5 ms for the set)."""
-    schema = params.model_json_schema()
+    schema = params.model_json_schema(schema_generator=_ParamsSchema)
     schema.pop("title", None)
     return schema

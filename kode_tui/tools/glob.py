@@ -11,9 +11,7 @@ import asyncio
 import os
 from pathlib import Path
 
-import bracex
 from pydantic import BaseModel, Field
-from wcmatch import glob as wcglob
 
 from kode_tui import workfiles
 from kode_tui.humanize import plural
@@ -34,8 +32,15 @@ MAX_GLOB_MATCHES = 1000
 MAX_BRACE_VARIANTS = 256
 """Of a pattern's brace alternatives (`{a,b}{c,d}`: four), at most this many."""
 
-_FLAGS = wcglob.GLOBSTAR | wcglob.DOTGLOB
-"""`**` spans any number of folders (none too); `*` matches names that start with a dot."""
+# wcmatch and bracex load at the first Glob, not with the tool set: the agent that never globs
+# starts without them (~7 ms of the import before the first request).
+
+
+def _flags() -> int:
+    """`**` spans any number of folders (none too); `*` matches names that start with a dot."""
+    from wcmatch import glob as wcglob
+
+    return wcglob.GLOBSTAR | wcglob.DOTGLOB
 
 
 class GlobParams(BaseModel):
@@ -138,6 +143,8 @@ class Glob(Tool[GlobParams]):
 
 def _variants(pattern: str) -> list[str]:
     """The brace alternatives of `pattern` (`*.{py,md}`: `*.py`, `*.md`), as written."""
+    import bracex
+
     try:
         # Backslashes are kept: they belong to `\\xHH` name escapes (see `pathnames`).
         variants = bracex.expand(pattern, keep_escapes=True, limit=MAX_BRACE_VARIANTS)
@@ -158,6 +165,8 @@ def _variants(pattern: str) -> list[str]:
 def _glob(
     folder: Path, variants: list[str], include_dirs: bool, include_ignored: bool, root: Path
 ) -> set[Path]:
+    from wcmatch import glob as wcglob
+
     found: set[Path] = set()
     listings: dict[tuple[Path, bool, int | None], list[str]] = {}
     for variant in variants:
@@ -188,7 +197,7 @@ def _glob(
             listed = workfiles.listing(start, root=root, include_ignored=ignored)
             names = listed.files(depth=depth, folders=include_dirs)
             listings[key] = [name.removesuffix("/") for name in names]
-        for name in wcglob.globfilter(listings[key], rest, flags=_FLAGS):
+        for name in wcglob.globfilter(listings[key], rest, flags=_flags()):
             path = start / name
             # A symlink to a folder is listed as a file: it is not entered, but it is a folder.
             if include_dirs or not path.is_dir():
@@ -197,4 +206,6 @@ def _glob(
 
 
 def _is_magic(segment: str) -> bool:
-    return wcglob.is_magic(segment.replace("\\", ""), flags=_FLAGS)
+    from wcmatch import glob as wcglob
+
+    return wcglob.is_magic(segment.replace("\\", ""), flags=_flags())

@@ -17,7 +17,8 @@ import signal
 import subprocess
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from typing import Any, Self
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Self
 
 from pydantic import BaseModel, Field, model_validator
 
@@ -33,9 +34,11 @@ from kode_tui.tools.base import (
     ToolOutput,
     count_lines,
 )
-from kode_tui.tools.command_scope import scope_of
 from kode_tui.tools.sandbox import Confinement, Outcome, Sandboxed
 from kode_tui.wire.events import ShellBlock
+
+if TYPE_CHECKING:
+    from kode_tui.tools.command_scope import CommandScope
 
 MAX_TIMEOUT = 300
 """The longest a command may run, in seconds."""
@@ -346,7 +349,7 @@ class Shell(Tool[ShellParams]):
         await asyncio.to_thread(leftovers.signal, signal.SIGKILL)
 
     async def permission(self, params: ShellParams, env: ToolEnv) -> Permission | None:
-        scope = await asyncio.to_thread(scope_of, params.command, env.work_dir)
+        scope = await asyncio.to_thread(_scope_of, params.command, env.work_dir)
         return Permission(
             kind="shell",
             # Kimi's action; the scope is the command's, as it does the same in the background.
@@ -606,3 +609,11 @@ def _result(
         brief=f"exit code {returncode}",
         is_error=True,
     )
+
+
+def _scope_of(command: str, work_dir: Path) -> CommandScope:
+    # The command-scope tables load at the first command, in its thread, not with the tool set
+    # (~7 ms before the first request).
+    from kode_tui.tools.command_scope import scope_of
+
+    return scope_of(command, work_dir)

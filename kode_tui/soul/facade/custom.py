@@ -17,22 +17,27 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from kode_tui.config import Config, ConfigError, ModelChoice, check_model
 from kode_tui.safetext import visible
 from kode_tui.soul import thinking
-from kode_tui.soul.custom_commands import (
-    CommandListing,
-    CommandProblem,
-    CustomCommand,
-    CustomCommands,
-    expand,
-)
 from kode_tui.soul.facade.live import Live
 from kode_tui.soul.markdown_files import NotRead
 from kode_tui.soul.skills import SKILL_COMMAND, Skill, Skills, command_text
 from kode_tui.soul.soul import TurnResult
 from kode_tui.wire import events as ev
+
+if TYPE_CHECKING:
+    from kode_tui.soul.custom_commands import (
+        CommandListing,
+        CommandProblem,
+        CustomCommand,
+        CustomCommands,
+    )
+
+# kode_tui.soul.custom_commands loads when the commands are first listed or run, not before a
+# new session's first request.
 
 __all__ = ["CommandPrompt", "Custom"]
 
@@ -65,6 +70,8 @@ class Custom:
     def listing(self) -> CommandListing:
         """The custom commands now (files changed since the last listing are read again)."""
         if self._custom_commands is None:
+            from kode_tui.soul.custom_commands import CustomCommands
+
             self._custom_commands = CustomCommands(self._live.work_dir)
         return self._custom_commands.listing()
 
@@ -76,6 +83,8 @@ class Custom:
         """The message `/name arguments` sends (a skill's `/skill:NAME` first, as it hides a
         custom command of its name); the problem when its file was refused; None when no
         command has that name."""
+        from kode_tui.soul.custom_commands import CommandProblem, expand
+
         if name.lower().startswith(SKILL_COMMAND):
             wanted = name[len(SKILL_COMMAND) :].casefold()
             skill = next((s for s in self._skill_listing() if s.name.casefold() == wanted), None)
@@ -156,6 +165,8 @@ class Custom:
 
 def _skill_command(skill: Skill) -> CustomCommand:
     """The skill's `/skill:NAME`, as lists show it (its `SKILL.md` is read when it runs)."""
+    from kode_tui.soul.custom_commands import CustomCommand
+
     return CustomCommand(
         name=f"{SKILL_COMMAND}{skill.name.lower()}",
         body="",

@@ -7,12 +7,17 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Iterable
+from typing import TYPE_CHECKING
 
-from kode_tui.session.drop import DropPlan, apply_drop, checkpoint_span, plan_drop
 from kode_tui.soul.facade.live import Live
 from kode_tui.wire import events as ev
 
-__all__ = ["DropPlan", "Drops"]
+if TYPE_CHECKING:
+    from kode_tui.session.drop import DropPlan
+
+__all__ = ["Drops"]
+
+# kode_tui.session.drop loads at the first `/drop`, not with every session.
 
 
 class Drops:
@@ -24,17 +29,23 @@ class Drops:
     def plan(self, indexes: Iterable[int]) -> DropPlan:
         """What dropping the messages `indexes` (of `messages()`' history) would take out and
         save; ValueError when one is not there."""
+        from kode_tui.session.drop import plan_drop
+
         context = self._live.context
         return plan_drop(context.history, indexes, context.token_count_with_pending)
 
     def range_plan(self, first: int, last: int) -> DropPlan:
         """The plan for the messages from checkpoint `first` to the end of checkpoint `last`."""
+        from kode_tui.session.drop import checkpoint_span
+
         return self.plan(checkpoint_span(self._live.context, first, last))
 
     async def apply(self, plan: DropPlan) -> str | None:
         """Apply `plan`: one rotation with reason `edit`; the name of the rotated file that
         keeps the context as it was. ValueError while a turn runs or when the context changed
         since the plan (nothing dropped then)."""
+        from kode_tui.session.drop import apply_drop
+
         live = self._live
         soul = live.running
         if soul is None:

@@ -6,18 +6,20 @@ a new session made from this one's context up to a checkpoint, or from one of it
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Callable
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from kode_tui.session import Session
-from kode_tui.session.catalog import list_sessions
-from kode_tui.session.fork import fork_session
-from kode_tui.session.search import Match, search_sessions
 from kode_tui.session.session import CONTEXT_FILE_NAME
 from kode_tui.session.state import ForkOrigin
 from kode_tui.soul.facade.live import Live
-from kode_tui.soul.facade.travel import TimeTravel
 
-__all__ = ["Lineage", "LineageNote", "Match"]
+if TYPE_CHECKING:
+    from kode_tui.session.search import Match
+    from kode_tui.soul.facade.travel import TimeTravel
+
+__all__ = ["Lineage", "LineageNote"]
 
 SEARCH_LIMIT = 500
 """A search stops after this many matches: a screen of results, not the whole disk."""
@@ -45,9 +47,10 @@ class LineageNote:
 
 
 class Lineage:
-    """Search and fork; `travel` finds the rotated context a fork is made from."""
+    """Search and fork; `travel()` (the session's, made when first asked) finds the rotated
+    context a fork is made from."""
 
-    def __init__(self, live: Live, travel: TimeTravel) -> None:
+    def __init__(self, live: Live, travel: Callable[[], TimeTravel]) -> None:
         self._live = live
         self._travel = travel
 
@@ -55,6 +58,10 @@ class Lineage:
         """The messages holding `text` (any case) in every context file, the rotated ones
         too, of this work dir's sessions (of every work dir's with `everywhere`); this
         session's first, then the others newest first. At most `SEARCH_LIMIT`."""
+        # The catalog and the search load at the first search, not with every session.
+        from kode_tui.session.catalog import list_sessions
+        from kode_tui.session.search import search_sessions
+
         this = self._live.session
         sessions = await list_sessions(self._live.work_dir, everywhere=everywhere)
         sessions = [s for s in sessions if s.dir != this.dir]
@@ -76,13 +83,15 @@ class Lineage:
         records before it; all of them when None), from the rotated context `from_file`
         (`3`, `context_3.jsonl`) instead of the live one when given. Its state.json records
         where it came from. ValueError when the checkpoint or the file does not exist."""
+        from kode_tui.session.fork import fork_session  # loaded at the first fork
+
         context, session = self._live.context, self._live.session
         if from_file is None:
             # The live file (a read-only view's copy of it); what was written is durable first.
             path = context.path
             await context.sync()
         else:
-            name = self._travel.rotated_file(from_file)
+            name = self._travel().rotated_file(from_file)
             if name is None:
                 raise ValueError(f"there is no rotated context {from_file}")
             path = context.path.with_name(name)

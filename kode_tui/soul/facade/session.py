@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import importlib
 import logging
 import os
@@ -31,13 +32,12 @@ import shutil
 import tempfile
 from collections.abc import Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from kode_tui.config import ApprovalMode, Config, ConfigError, ModelChoice, check_model
 from kode_tui.message import Message
 from kode_tui.session import Context, Session, SessionLocked
 from kode_tui.session.context import restore_or_view
-from kode_tui.session.earlier import EarlierContexts, compacted_from
-from kode_tui.session.generations import infer_rotations
 from kode_tui.session.rotation import ROTATIONS_LOG
 from kode_tui.session.session import CONTEXT_FILE_NAME
 from kode_tui.soul import vision
@@ -55,7 +55,6 @@ from kode_tui.soul.facade.permissions import Permissions
 from kode_tui.soul.facade.pins import Pins
 from kode_tui.soul.facade.tasks import Tasks
 from kode_tui.soul.facade.thinking import Thinking
-from kode_tui.soul.facade.travel import WATCH_DEBOUNCE_MS, TimeTravel
 from kode_tui.soul.llm import ChatProvider
 from kode_tui.soul.llm.model_map import ModelOption
 from kode_tui.soul.soul import TurnResult
@@ -63,6 +62,10 @@ from kode_tui.soul.storage_notes import damaged_notice
 from kode_tui.soul.transcript import PastResults
 from kode_tui.wire import events as ev
 from kode_tui.wire.bus import WireBus
+
+if TYPE_CHECKING:
+    from kode_tui.session.earlier import EarlierContexts
+    from kode_tui.soul.facade.travel import TimeTravel
 
 __all__ = ["MODES", "AgentSession"]
 
@@ -95,9 +98,7 @@ class AgentSession:
         self.keep_if_empty = False
         """Keep the session at `close()` though nobody talked in it: a front end whose client
         holds its id (ACP: `session/new`, then `session/load` by a later process) sets it."""
-        self.travel = TimeTravel(live)
-        """Time travel: the timeline, rotated contexts, revert, restore, diff, preview."""
-        self.lineage = Lineage(live, self.travel)
+        self.lineage = Lineage(live, lambda: self.travel)
         """Search and fork."""
         self.pins = Pins(live)
         """The pinned notes."""
@@ -115,6 +116,15 @@ class AgentSession:
         """The background tasks (`/tasks`)."""
         self.custom = Custom(live, self.run)
         """The custom slash commands (the built-in ones: `kode_tui.soul.facade.commands`)."""
+
+    @functools.cached_property
+    def travel(self) -> TimeTravel:
+        """Time travel: the timeline, rotated contexts, revert, restore, diff, preview."""
+        # Loaded when a front end first asks (its timeline pane, a command), not before the
+        # agent's first request (~8 ms with the time machine's modules).
+        from kode_tui.soul.facade.travel import TimeTravel
+
+        return TimeTravel(self._live)
 
     # --- opening and closing ---------------------------------------------------------------------
 
@@ -165,6 +175,8 @@ class AgentSession:
         if self.read_only != "locked":
             return
         from watchfiles import awatch
+
+        from kode_tui.soul.facade.travel import WATCH_DEBOUNCE_MS
 
         def is_context_file(change: object, path: str) -> bool:
             name = os.path.basename(path)
@@ -360,6 +372,10 @@ class AgentSession:
         """The rotated contexts the conversation was compacted from, newest first: history a
         front end may show above it, read-only (`read_earlier` reads one). Reads the rotation
         notes (and a Kimi CLI rotation's files, which have none)."""
+        # Loaded for a session that has earlier contexts to show, not with every session.
+        from kode_tui.session.earlier import compacted_from
+        from kode_tui.session.generations import infer_rotations
+
         context = self._live.context
         return await asyncio.to_thread(
             lambda: compacted_from(infer_rotations(context.rotations(), context.path))

@@ -14,7 +14,6 @@ from typing import TYPE_CHECKING
 
 from kode_tui.message import Message, estimate_tokens
 from kode_tui.session import Checkpoint, Context, FileEdit, Rotation
-from kode_tui.session.compare import CheckpointDiff, diff_checkpoints
 from kode_tui.session.generations import infer_rotations, read_generation
 from kode_tui.session.rotation import (
     ROTATIONS_LOG,
@@ -22,7 +21,6 @@ from kode_tui.session.rotation import (
     rotation_numbers,
     rotation_path,
 )
-from kode_tui.session.search import Match, message_index
 from kode_tui.session.timetravel import (
     Comparison,
     ContextSnapshot,
@@ -46,7 +44,9 @@ from kode_tui.wire import events as ev
 from kode_tui.wire.recorder import read_kimi_records
 
 if TYPE_CHECKING:
+    from kode_tui.session.compare import CheckpointDiff
     from kode_tui.session.journal import FileJournal
+    from kode_tui.session.search import Match
 
 WATCH_DEBOUNCE_MS = 100
 
@@ -309,6 +309,8 @@ class TimeTravel:
     async def diff(self, first: int, second: int | None = None) -> CheckpointDiff:
         """What changed between two checkpoints (or from one to now): messages and files.
         ValueError when a checkpoint does not exist."""
+        from kode_tui.session.compare import diff_checkpoints  # loaded at the first `/diff`
+
         journal = self._live.soul().env.journal
         if journal is None:
             raise ValueError("this session keeps no file history")
@@ -379,6 +381,8 @@ class TimeTravel:
     def match_index(messages: Sequence[Message], match: Match) -> int | None:
         """Where a search match is in its file's `messages` (a preview's), to open it there;
         None when they no longer hold it."""
+        from kode_tui.session.search import message_index  # loaded with the first search
+
         return message_index(messages, match)
 
 
