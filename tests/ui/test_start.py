@@ -106,6 +106,7 @@ class Frame(NamedTuple):
     text: str
     background: Color
     side: list[tuple[str | None, Region]]
+    focused: str | None
 
 
 def watch_frames(app: KodeApp) -> list[Frame]:
@@ -116,7 +117,8 @@ def watch_frames(app: KodeApp) -> list[Frame]:
     def noted(screen: Screen[Any], renderable: RenderableType | None) -> None:
         if renderable is not None and isinstance(screen, MainScreen):
             side = [(pane.id, pane.region) for pane in screen.query("#side > *")]
-            frames.append(Frame(screen_text(app), screen.styles.background, side))
+            focused = screen.focused.id if screen.focused else None
+            frames.append(Frame(screen_text(app), screen.styles.background, side, focused))
         display(screen, renderable)
 
     app._display = noted  # type: ignore[method-assign]
@@ -174,3 +176,4 @@ async def test_the_first_frames_show_the_theme_keys_and_every_pane_whole(
         "history",
     ]
     assert loading.side == frames[-1].side
+    assert {frame.focused for frame in frames} == {"prompt"}  # keys typed at once go there

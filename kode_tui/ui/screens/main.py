@@ -55,6 +55,10 @@ behind the hidden tab are not in Textual's own focus chain)."""
 class MainScreen(SteadyUpdates, Screen[None]):
     """One session's screen; the App owns the session and answers the intents posted here."""
 
+    AUTO_FOCUS = "#prompt"
+    """Textual focuses the first focusable widget otherwise: a new session's Checkpoints, drawn
+    before the prompt, until `on_mount`'s focus lands (a frame later)."""
+
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding(
             "ctrl+l",
