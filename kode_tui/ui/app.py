@@ -349,10 +349,10 @@ class KodeApp(
         """The panes are up: the agent tells them what it is; what was typed meanwhile goes."""
         self._agent_starting = False
         opened.announce()
-        self.refresh_bindings()
-        if self._queue:  # typed while the agent was starting
+        if self._queue:  # typed while the agent was starting: its request before the footer's
             self.send(*self._queue.pop(0))
             self._queue_changed()
+        self.refresh_bindings()
 
     @work(exclusive=True, group="follow", exit_on_error=False)
     async def _follow(self, opened: AgentSession) -> None:
