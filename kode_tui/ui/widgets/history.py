@@ -24,7 +24,8 @@ from textual.widgets.option_list import Option
 
 from kode_tui.humanize import format_age, format_size, format_tokens
 from kode_tui.safetext import visible
-from kode_tui.ui.wire_messages import WireListener, WireMessage
+from kode_tui.ui.widgets.session_pane import SessionPane
+from kode_tui.ui.wire_messages import WireMessage
 
 if TYPE_CHECKING:
     # Names only: the pane is drawn in the first frame, before the domain loads (`bind`).
@@ -37,7 +38,7 @@ AGE_REFRESH_SECONDS = 30.0
 _GROUP = Binding.Group("History")
 
 
-class HistoryPane(WireListener, OptionList):
+class HistoryPane(SessionPane, OptionList):
     """The rotated contexts of the session, newest first; Enter asks for a preview."""
 
     HELP: ClassVar[str] = """\
@@ -103,22 +104,16 @@ clear or a restore keeps the context it replaced as `context_N.jsonl`: nothing i
         *,
         id: str | None = None,
     ) -> None:
-        """Without `bus` and `session`, the pane shows a new session's (no rotated contexts)
-        until `bind()` gives it the session's."""
-        super().__init__(id=id)
-        self._bus = bus
-        self._session = session
+        """Without `bus` and `session`: a new session's, until `bind()` (`SessionPane`)."""
+        super().__init__(bus, session, id=id)
         self._stop_watching = asyncio.Event()
         self._entries: list[RotationEntry] = []
         self._subagents: list[SubagentEntry] = []
         self._follow = True
         """Whether the highlight stays on the newest rotation (until the user moves it)."""
 
-    def on_mount(self) -> None:
-        if self._bus is not None and self._session is not None:
-            self.bind(self._bus, self._session)
-        else:
-            self._show_rows()
+    def show_new(self) -> None:
+        self._show_rows()
 
     def bind(self, bus: WireBus, session: AgentSession) -> None:
         """Show `session`'s rotated contexts, read again on `bus`'s events and whenever the

@@ -26,7 +26,8 @@ from textual.widgets import OptionList, Static
 from textual.widgets.option_list import Option
 
 from kode_tui.safetext import visible
-from kode_tui.ui.wire_messages import WireListener, WireMessage
+from kode_tui.ui.widgets.session_pane import SessionPane
+from kode_tui.ui.wire_messages import WireMessage
 
 if TYPE_CHECKING:
     # Names only: the timeline is drawn in the first frame, before the domain loads; what its
@@ -124,7 +125,7 @@ _LABEL_STYLES = {
 }
 
 
-class CheckpointTimeline(WireListener, OptionList):
+class CheckpointTimeline(SessionPane, OptionList):
     """The checkpoints of the live context, oldest first; Enter asks to revert to one."""
 
     HELP: ClassVar[str] = """\
@@ -202,11 +203,8 @@ a tool changed files.
         *,
         id: str | None = None,
     ) -> None:
-        """Without `bus` and `session`, the timeline shows a new session's (no checkpoints)
-        until `bind()` gives it the session's."""
-        super().__init__(id=id)
-        self._bus = bus
-        self._session = session
+        """Without `bus` and `session`: a new session's, until `bind()` (`SessionPane`)."""
+        super().__init__(bus, session, id=id)
         self._jumps: dict[int, int] = {}
         """D-Mail jumps: the checkpoint gone back to -> the newest checkpoint it came from."""
         self._rows: list[_Row] = []
@@ -218,11 +216,8 @@ a tool changed files.
         """Whether the highlight stays on the newest checkpoint (until the user moves it)."""
         self._rebuild_scheduled = False
 
-    def on_mount(self) -> None:
-        if self._bus is not None and self._session is not None:
-            self.bind(self._bus, self._session)
-        else:
-            self._show([])
+    def show_new(self) -> None:
+        self._show([])
 
     def bind(self, bus: WireBus, session: AgentSession) -> None:
         """Show `session`'s checkpoints and follow its events on `bus` from now on."""
