@@ -169,8 +169,9 @@ def test_a_new_sessions_agent_loads_without_the_parts_only_commands_and_tools_us
     tmp_path: Path,
 ) -> None:
     """Opening a new session and building its agent is what a front end waits for before the
-    first request: the command registry, stream-json, time travel, search, and the libraries
-    Glob, Grep, Shell's scopes and `.gitignore` rules use load when they are used."""
+    first request: the command registry, stream-json, time travel, search, the MCP client (no
+    server is configured), and the libraries Glob, Grep, Shell's scopes and `.gitignore` rules
+    use load when they are used."""
     import subprocess
     import sys
 
@@ -184,6 +185,7 @@ def test_a_new_sessions_agent_loads_without_the_parts_only_commands_and_tools_us
         "kode_tui.session.search",
         "kode_tui.session.catalog",
         "kode_tui.tools.command_scope",
+        "kode_tui.tools.mcp_client",
         "wcmatch",
         "bracex",
         "pathspec",

@@ -10,7 +10,7 @@ import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from kode_tui import masking
 from kode_tui.config import Config, LoopControl, ModelChoice, WebConfig, resolve_model
@@ -41,7 +41,6 @@ from kode_tui.tools.dmail import DenwaRenji, SendDMail
 from kode_tui.tools.files import ReadFile, StrReplaceFile, WriteFile
 from kode_tui.tools.glob import Glob
 from kode_tui.tools.grep import Grep
-from kode_tui.tools.mcp_client import McpServer, McpServers, mcp_variables
 from kode_tui.tools.media import ReadMediaFile
 from kode_tui.tools.plan import EnterPlanMode, ExitPlanMode
 from kode_tui.tools.sandbox import Sandbox
@@ -56,6 +55,9 @@ from kode_tui.tools.web_search import search_tool
 from kode_tui.wire import WireBus
 from kode_tui.wire import events as ev
 from kode_tui.wire.recorder import WireRecorder
+
+if TYPE_CHECKING:
+    from kode_tui.tools.mcp_client import McpServer, McpServers
 
 
 async def had_dmail(context: Context) -> bool:
@@ -244,19 +246,19 @@ async def open_agent(
             denwa_renji, sandboxed=sandbox is not None, subagents=subagents, web=config.web
         )
     )
-    mcp = (
-        McpServers(config.mcp, work_dir=work_dir, log_dir=session.dir)
-        if config.mcp.servers
-        else None
-    )
-    if mcp is not None:
+    mcp: McpServers | None = None
+    if config.mcp.servers:
+        # The MCP client loads for a config that names servers, not with every agent.
+        from kode_tui.tools.mcp_client import McpServers, mcp_variables
+
+        mcp = McpServers(config.mcp, work_dir=work_dir, log_dir=session.dir)
         toolset.sources.append(mcp)
+        # A token an MCP server is given from the environment is as secret as a model's key.
+        masking.watch_env(mcp_variables(config))
     # Every configured model's key is masked, not only the chosen one's: /model may switch.
     masking.watch_env(
         [choice.api_key_env or "", *(m.api_key_env or "" for m in config.models.values())]
     )
-    # A token an MCP server is given from the environment is as secret as a model's key.
-    masking.watch_env(mcp_variables(config))
     journal = FileJournal(context)
     snapshots = WorkSnapshot(
         work_dir,

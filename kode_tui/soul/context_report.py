@@ -22,10 +22,10 @@ from kode_tui.humanize import plural
 from kode_tui.message import estimate_tool_tokens
 from kode_tui.soul.pins import with_pins
 from kode_tui.soul.reminders import Reminder
-from kode_tui.tools.mcp_client import McpServerInfo, McpServers
 
 if TYPE_CHECKING:
     from kode_tui.soul.project import ProjectContextSource
+    from kode_tui.tools.mcp_client import McpServerInfo
     from kode_tui.tools.toolset import Toolset
     from kode_tui.wire.events import StatusUpdate
 
@@ -113,12 +113,16 @@ async def measure(
     # Last, after the project context: a pin changed leaves the cached prefix as it was.
     system_prompt, blocks = with_pins(system_prompt, blocks, list(pins))
     schemas = toolset.schemas()
-    mcp = [
-        _mcp_part(server)
-        for source in toolset.sources
-        if isinstance(source, McpServers)
-        for server in source.status()
-    ]
+    mcp: list[tuple[str, int, int]] = []
+    if toolset.sources:  # the MCP servers' (their client loads with them)
+        from kode_tui.tools.mcp_client import McpServers
+
+        mcp = [
+            _mcp_part(server)
+            for source in toolset.sources
+            if isinstance(source, McpServers)
+            for server in source.status()
+        ]
     return PromptParts(system_prompt, blocks, len(schemas), estimate_tool_tokens(schemas), mcp)
 
 

@@ -5,10 +5,14 @@ the agent.
 
 from __future__ import annotations
 
-from kode_tui.soul.facade.live import Live
-from kode_tui.tools.mcp_client import McpServerInfo, McpServers, McpToolInfo
+from typing import TYPE_CHECKING
 
-__all__ = ["Mcp", "McpServerInfo", "McpToolInfo"]
+from kode_tui.soul.facade.live import Live
+
+if TYPE_CHECKING:
+    from kode_tui.tools.mcp_client import McpServerInfo, McpServers
+
+__all__ = ["Mcp"]
 
 
 class Mcp:
