@@ -36,7 +36,7 @@ REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
 from kode_tui.message import Message, TextPart  # noqa: E402
-from kode_tui.ui.widgets.blocks import AssistantBlock  # noqa: E402
+from kode_tui.ui.widgets.blocks import AnswerBlock, AssistantBlock  # noqa: E402
 from kode_tui.ui.widgets.conversation import Conversation  # noqa: E402
 from kode_tui.wire import WireBus  # noqa: E402
 from kode_tui.wire import events as ev  # noqa: E402
@@ -114,7 +114,9 @@ class LoopMonitor:
 
 
 class SourceClock:
-    """Records when the answer's Markdown source grew, by wrapping `Markdown.append`.
+    """Records when the answer's Markdown source grew: by wrapping `Markdown.append` for the
+    streamed block, and the making of an `AnswerBlock` for a block a burst both opened and
+    closed in one frame (mounted whole, drawn in that frame).
 
     A long answer goes on in new blocks, so the length is that of all of them together.
     """
@@ -124,23 +126,33 @@ class SourceClock:
         self.lengths: list[int] = []
         self.block_lengths: dict[int, int] = {}
         self._original = Markdown.append
+        self._original_answer = AnswerBlock.__init__
+
+    def _grew(self, block: object, length: int) -> None:
+        self.block_lengths[id(block)] = length
+        self.times.append(perf_counter())
+        self.lengths.append(sum(self.block_lengths.values()))
 
     def __enter__(self) -> SourceClock:
-        original, clock = self._original, self
+        original, original_answer, clock = self._original, self._original_answer, self
 
         def append(self: Markdown, markdown: str) -> AwaitComplete:
             result = original(self, markdown)
             if isinstance(self, AssistantBlock):
-                clock.block_lengths[id(self)] = len(self.source)
-                clock.times.append(perf_counter())
-                clock.lengths.append(sum(clock.block_lengths.values()))
+                clock._grew(self, len(self.source))
             return result
 
+        def answer(self: AnswerBlock, markdown: str) -> None:
+            original_answer(self, markdown)
+            clock._grew(self, len(markdown))
+
         Markdown.append = append  # type: ignore[method-assign]
+        AnswerBlock.__init__ = answer  # type: ignore[method-assign]
         return self
 
     def __exit__(self, *exc: object) -> None:
         Markdown.append = self._original  # type: ignore[method-assign]
+        AnswerBlock.__init__ = self._original_answer  # type: ignore[method-assign]
 
     def arrival(self, length: int) -> float:
         """When the source first held `length` characters."""
