@@ -27,18 +27,23 @@ KIMI_MAIN = (
     "import sys; from kimi_cli.__main__ import run_original_cli; "
     "sys.exit(run_original_cli(sys.argv[1:]))"
 )
-# What a new session's panes show once drawn: each pane's title and the body a new session has
-# (the gauge's numbers come with the agent, drawn in place on the same rows: not waited for).
+CODEX_BIN = "@openai/codex-linux-x64/vendor/x86_64-unknown-linux-musl/bin/codex"
+# What a new session's panes show once drawn: each pane's title and the body a new session has.
+# The gauge's figures come with the agent, in place on the same rows: its body is either.
 PANES_DRAWN = (
     "Conversation",
     "Context",
-    "no token count yet",
     "Checkpoints",
     "no checkpoints yet",
     "History",
     "no rotated contexts",
 )
-CODEX_BIN = "@openai/codex-linux-x64/vendor/x86_64-unknown-linux-musl/bin/codex"
+GAUGE_DRAWN = ("no token count yet", "compacts at")
+
+
+def panes_drawn(screen: str) -> bool:
+    """Whether `screen` shows every pane of a new kode-tui session."""
+    return all(part in screen for part in PANES_DRAWN) and any(g in screen for g in GAUGE_DRAWN)
 
 
 @dataclass
@@ -94,7 +99,7 @@ def kode(home: Path, work: Path, server: FieldServer) -> Contestant:
         [program, str(work)],
         env,
         lambda s: "palette" in s,
-        panes=lambda s: all(part in s for part in PANES_DRAWN),
+        panes=panes_drawn,
     )
 
 
