@@ -97,15 +97,7 @@ clear or a restore keeps the context it replaced as `context_N.jsonl`: nothing i
         def control(self) -> HistoryPane:
             return self.history
 
-    def __init__(
-        self,
-        bus: WireBus | None = None,
-        session: AgentSession | None = None,
-        *,
-        id: str | None = None,
-    ) -> None:
-        """Without `bus` and `session`: a new session's, until `bind()` (`SessionPane`)."""
-        super().__init__(bus, session, id=id)
+    def init_state(self) -> None:
         self._stop_watching = asyncio.Event()
         self._entries: list[RotationEntry] = []
         self._subagents: list[SubagentEntry] = []

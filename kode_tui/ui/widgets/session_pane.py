@@ -16,7 +16,8 @@ if TYPE_CHECKING:
 
 
 class SessionPane(WireListener):
-    """Mixed in before the pane's widget class; the pane defines `bind` and `show_new`."""
+    """Mixed in before the pane's widget class; the pane defines `init_state`, `bind` and
+    `show_new`."""
 
     def __init__(
         self,
@@ -25,15 +26,21 @@ class SessionPane(WireListener):
         *,
         id: str | None = None,
     ) -> None:
+        """Without `bus` and `session`: a new session's, until `bind()`."""
         super().__init__(id=id)  # type: ignore[call-arg]  # the widget class after the mixin
         self._bus = bus
         self._session = session
+        self.init_state()
 
     def on_mount(self) -> None:
         if self._bus is not None and self._session is not None:
             self.bind(self._bus, self._session)
         else:
             self.show_new()
+
+    def init_state(self) -> None:
+        """Set the pane's own state, as a pane just made has it."""
+        raise NotImplementedError
 
     def bind(self, bus: WireBus, session: AgentSession) -> None:
         """Show `session` and follow its events on `bus` from now on."""

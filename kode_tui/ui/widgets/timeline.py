@@ -196,15 +196,7 @@ a tool changed files.
         def control(self) -> CheckpointTimeline:
             return self.timeline
 
-    def __init__(
-        self,
-        bus: WireBus | None = None,
-        session: AgentSession | None = None,
-        *,
-        id: str | None = None,
-    ) -> None:
-        """Without `bus` and `session`: a new session's, until `bind()` (`SessionPane`)."""
-        super().__init__(bus, session, id=id)
+    def init_state(self) -> None:
         self._jumps: dict[int, int] = {}
         """D-Mail jumps: the checkpoint gone back to -> the newest checkpoint it came from."""
         self._rows: list[_Row] = []
