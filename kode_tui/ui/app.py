@@ -510,8 +510,7 @@ class KodeApp(
             return
         if opened is None or not self.agent_up:
             self._queue.append((text, images))
-            self._queue_changed()
-            self.notify("The agent is starting: your message goes as soon as it is ready.")
+            self._queue_changed()  # under the prompt: it waits for the agent
             return
         if self._turn is not None and self._turn.is_running:
             # Shown under the prompt until it goes (↑ takes it back, Ctrl+X drops it).
@@ -572,7 +571,7 @@ class KodeApp(
         shown = [queued_line(text, images) for text, images in self._queue]
         for screen in self.screen_stack:
             if isinstance(screen, MainScreen):
-                screen.show_queue(shown)
+                screen.show_queue(shown, starting=not self.agent_up)
 
     @on(MainScreen.QueuedTaken)
     def _take_queued(self, event: MainScreen.QueuedTaken) -> None:

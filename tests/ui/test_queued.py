@@ -10,7 +10,7 @@ from textual import events
 from kode_tui.soul.llm.scripted import ScriptedProvider
 from kode_tui.ui.widgets.conversation import Conversation
 from kode_tui.ui.widgets.prompt import PromptInput
-from kode_tui.ui.widgets.queued import KEYS_HINT, QueuedMessages, queue_rows
+from kode_tui.ui.widgets.queued import KEYS_HINT, STARTING_HINT, QueuedMessages, queue_rows
 from tests.ui_helpers import make_app, ready, screen_text, send, turn_running, wait_for
 
 
@@ -23,6 +23,9 @@ def test_the_queue_shows_the_newest_rows_cut_to_the_width_the_last_with_its_keys
     # The newest, its first line marked as going on, ends with the keys that act on it.
     assert rows[2].startswith("⧗ five … ") and rows[2].endswith(KEYS_HINT)
     assert queue_rows([], 60) == []
+    # Sent while the agent starts: the row says what it waits for.
+    waiting = [row.plain for row in queue_rows(["hi"], 60, starting=True)]
+    assert waiting == [f"⧗ hi{' ' * (60 - 4 - len(STARTING_HINT))}{STARTING_HINT}"]
 
 
 async def test_queued_messages_stay_in_sight_to_edit_or_drop_and_pgup_pages_the_conversation(

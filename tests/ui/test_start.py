@@ -133,8 +133,9 @@ async def test_the_first_frames_show_the_theme_keys_and_every_pane_whole(
     request: pytest.FixtureRequest,
 ) -> None:
     """The first frame has the configured theme's colours; keys typed while the domain loads
-    show at once; so do the side panes, each with a new session's content, where they stay
-    (no relayout) when the agent's figures come into the gauge; the collector, held off while
+    show at once, and a message sent then waits for the agent in sight; so do the side panes,
+    each with a new session's content, where they stay (no relayout) when the agent's figures
+    come into the gauge; the collector, held off while
     the app starts (as `kode-tui` runs it), runs again, full collections too, once the session
     is on screen."""
     home.mkdir(exist_ok=True)
@@ -155,8 +156,12 @@ async def test_the_first_frames_show_the_theme_keys_and_every_pane_whole(
         await wait_for(pilot, lambda: "slow_domain" in sys.modules)
         slow = sys.modules["slow_domain"]
         slow.loading.wait(60)
-        await pilot.press(*"typed early")
-        await wait_for(pilot, lambda: "typed early" in screen_text(app))
+        await pilot.press(*"typed early", "enter")
+        await wait_for(pilot, lambda: "waits for the agent" in screen_text(app))
+        assert "⧗ typed early" in screen_text(app)
+        await pilot.press("up")  # back to edit: nothing is sent, nothing else changes
+        await wait_for(pilot, lambda: "waits for the agent" not in screen_text(app))
+        assert app.screen.query_one(PromptInput).text == "typed early"
         assert not app.agent_session  # the domain is still loading
         loading = frames[-1]
         slow.release.set()

@@ -295,10 +295,11 @@ class MainScreen(SteadyUpdates, Screen[None]):
     def action_take_queued(self, edit: bool) -> None:
         self.post_message(self.QueuedTaken(edit))
 
-    def show_queue(self, messages: Sequence[str]) -> None:
-        """Show the messages waiting for the turn to end under the prompt (oldest first)."""
+    def show_queue(self, messages: Sequence[str], *, starting: bool = False) -> None:
+        """Show the messages waiting for the turn to end (for the agent, while it is
+        `starting`) under the prompt, oldest first."""
         queued = self.query_one(QueuedMessages)
-        queued.messages = tuple(messages)
+        queued.messages, queued.starting = tuple(messages), starting
         # The badge sits on the prompt's lower border, counted from the screen's bottom.
         for badge in self.query("#mode-badge"):
             badge.styles.offset = (2, -1 - queued.rows)
