@@ -5,6 +5,7 @@ names, one wording everywhere."""
 from __future__ import annotations
 
 import ast
+import importlib
 import sys
 from pathlib import Path
 
@@ -123,3 +124,21 @@ def test_the_facade_exports_only_what_front_ends_and_tests_import() -> None:
                 if isinstance(node, ast.ImportFrom) and node.module == "kode_tui.soul.facade":
                     imported |= {alias.name for alias in node.names}
     assert set(facade.__all__) - imported == set()
+
+
+def test_each_name_of_the_facade_loads_from_where_type_checkers_see_it() -> None:
+    """The facade's names load on first use (`_HOME`); the `TYPE_CHECKING` imports say the
+    same names for mypy and test_layers. The two agree, and every name loads."""
+    import kode_tui.soul.facade as facade
+
+    source = Path(facade.__file__).read_text(encoding="utf-8")
+    checked = {
+        alias.name: node.module
+        for node in ast.walk(ast.parse(source))
+        if isinstance(node, ast.ImportFrom) and node.module and node.module.startswith("kode_tui")
+        for alias in node.names
+    }
+    assert checked == facade._HOME
+    assert set(facade._HOME) == set(facade.__all__)
+    for name, home in facade._HOME.items():
+        assert getattr(facade, name) is getattr(importlib.import_module(home), name)
