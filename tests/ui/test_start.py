@@ -20,12 +20,13 @@ from textual.screen import Screen
 from kode_tui.config import Config
 from kode_tui.soul.llm import process
 from kode_tui.soul.llm.demo import DemoProvider
+from kode_tui.soul.llm.scripted import ScriptedProvider
 from kode_tui.ui import collector, preload
 from kode_tui.ui.app import KodeApp
 from kode_tui.ui.screens.main import MainScreen
 from kode_tui.ui.widgets.prompt import PromptInput
 from tests.llm_server import KEY_ENV, LLMServer, loopback_choice
-from tests.ui_helpers import screen_text, turn_running, wait_for
+from tests.ui_helpers import make_app, screen_text, turn_running, wait_for
 
 
 def test_the_main_screen_lays_out_and_resizes_without_loading_the_domain() -> None:
@@ -182,3 +183,27 @@ async def test_the_first_frames_show_the_theme_keys_and_every_pane_whole(
     ]
     assert loading.side == frames[-1].side
     assert {frame.focused for frame in frames} == {"prompt"}  # keys typed at once go there
+
+
+async def test_a_resumed_sessions_panes_show_it_the_first_time_they_are_drawn(
+    project: Path, home: Path
+) -> None:
+    """Only a new session's side panes are drawn before its agent: a resumed one's show its
+    checkpoints in their first frame, never a new session's emptiness first."""
+    first = make_app(project, ScriptedProvider([{"text": "Hi."}]))
+    async with first.run_test(size=(120, 36)) as pilot:
+        await wait_for(pilot, lambda: first.agent_up)
+        first.send("hello")
+        await wait_for(pilot, lambda: "no checkpoints yet" not in screen_text(first))
+        await wait_for(pilot, lambda: not turn_running(first))
+    resumed = first.session
+    assert resumed is not None
+
+    app = make_app(project, ScriptedProvider([]), session=resumed)
+    frames = watch_frames(app)
+    async with app.run_test(size=(120, 36)) as pilot:
+        await wait_for(pilot, lambda: app.agent_up and "compacts at" in screen_text(app))
+        await pilot.pause()
+
+    drawn = [frame.text for frame in frames if "Checkpoints" in frame.text]
+    assert drawn and not any("no checkpoints yet" in text for text in drawn)

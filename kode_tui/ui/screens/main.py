@@ -169,11 +169,12 @@ class MainScreen(SteadyUpdates, Screen[None]):
 
         bus = opened.bus
         side = self.query_one("#side")
-        if not side.children:
-            await side.mount_all(_side_panes())
-        self.query_one(TokenGauge).bind(bus, opened.status())
-        self.query_one(CheckpointTimeline).bind(bus, opened)
-        self.query_one(HistoryPane).bind(bus, opened)
+        if side.children:  # a new session's, drawn in the first frame
+            self.query_one(TokenGauge).bind(bus, opened.status())
+            self.query_one(CheckpointTimeline).bind(bus, opened)
+            self.query_one(HistoryPane).bind(bus, opened)
+        else:  # bound as they mount: their first draw shows the session
+            await side.mount_all(_side_panes(opened))
         await self.query_one("#conversation-frame").remove()
         column = self.query_one("#main-column")
         if banner:
@@ -311,11 +312,13 @@ class MainScreen(SteadyUpdates, Screen[None]):
             self.app.redraw()
 
 
-def _side_panes() -> list[Widget]:
-    """The context gauge, the checkpoints with their details, and the history, unbound."""
+def _side_panes(opened: AgentSession | None = None) -> list[Widget]:
+    """The context gauge, the checkpoints with their details, and the history: showing
+    `opened`, or unbound (a new session's) without it."""
+    bus = opened.bus if opened is not None else None
     return [
-        TokenGauge(id="gauge"),
-        CheckpointTimeline(id="timeline"),
+        TokenGauge(bus, opened.status() if opened is not None else None, id="gauge"),
+        CheckpointTimeline(bus, opened, id="timeline"),
         CheckpointDetails(id="checkpoint-details"),
-        HistoryPane(id="history"),
+        HistoryPane(bus, opened, id="history"),
     ]
