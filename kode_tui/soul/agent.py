@@ -8,9 +8,10 @@ from __future__ import annotations
 import asyncio
 import os
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
+
+import msgspec
 
 from kode_tui import masking
 from kode_tui.config import Config, LoopControl, ModelChoice, WebConfig, resolve_model
@@ -164,8 +165,7 @@ def make_toolset(
     return Toolset(tools)
 
 
-@dataclass
-class Agent:
+class Agent(msgspec.Struct):
     """A session's running agent; `close()` makes everything durable."""
 
     session: Session

@@ -16,9 +16,10 @@ import asyncio
 import dataclasses
 import logging
 from collections.abc import Awaitable, Callable, Sequence
-from dataclasses import dataclass
 from functools import cached_property, partial
 from typing import TYPE_CHECKING, Literal, TypeVar
+
+import msgspec
 
 from kode_tui import masking
 from kode_tui.message import (
@@ -94,8 +95,7 @@ T = TypeVar("T")
 StopReason = Literal["done", "rejected", "max_steps", "error", "blocked"]
 
 
-@dataclass(frozen=True, slots=True)
-class LoopSettings:
+class LoopSettings(msgspec.Struct, frozen=True):
     """The `[loop_control]` of the config (DESIGN.md §8)."""
 
     max_steps_per_run: int = 100
@@ -106,8 +106,7 @@ class LoopSettings:
     max_total_retry_wait: float = 300
 
 
-@dataclass(frozen=True, slots=True)
-class TurnResult:
+class TurnResult(msgspec.Struct, frozen=True):
     """How a turn ended; `error` is the sentence shown to the user when it failed."""
 
     stop_reason: StopReason

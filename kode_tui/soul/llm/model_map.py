@@ -7,7 +7,6 @@ import functools
 import importlib.util
 import os
 from collections.abc import Mapping
-from dataclasses import dataclass
 from pathlib import Path
 
 import msgspec
@@ -31,8 +30,7 @@ KNOWN_MODELS: Mapping[str, tuple[str, ...]] = {
 """A few models of each provider `/model` offers when the provider's key is set."""
 
 
-@dataclass(frozen=True, slots=True)
-class ModelOption:
+class ModelOption(msgspec.Struct, frozen=True):
     """One row of the `/model` picker."""
 
     name: str
