@@ -170,8 +170,9 @@ def test_a_new_sessions_agent_loads_without_the_parts_only_commands_and_tools_us
 ) -> None:
     """Opening a new session and building its agent is what a front end waits for before the
     first request: the command registry, stream-json, time travel, search, the MCP client (no
-    server is configured), and the libraries Glob, Grep, Shell's scopes and `.gitignore` rules
-    use load when they are used."""
+    server is configured), the libraries Glob, Grep, Shell's scopes and `.gitignore` rules
+    use, and tenacity (a model call's retries, after its first failure) load when they are
+    used."""
     import subprocess
     import sys
 
@@ -189,6 +190,7 @@ def test_a_new_sessions_agent_loads_without_the_parts_only_commands_and_tools_us
         "wcmatch",
         "bracex",
         "pathspec",
+        "tenacity",
     )
     code = (
         "import asyncio, pathlib, sys\n"
