@@ -171,8 +171,9 @@ def test_a_new_sessions_agent_loads_without_the_parts_only_commands_and_tools_us
     """Opening a new session and building its agent is what a front end waits for before the
     first request: the command registry, stream-json, time travel, search, the MCP client (no
     server is configured), the libraries Glob, Grep, Shell's scopes and `.gitignore` rules
-    use, and tenacity (a model call's retries, after its first failure) load when they are
-    used."""
+    use, tenacity (a model call's retries, after its first failure), SearchWeb (no search
+    provider is configured) and configparser (no INI file is read for the code style) load
+    when they are used."""
     import subprocess
     import sys
 
@@ -191,6 +192,8 @@ def test_a_new_sessions_agent_loads_without_the_parts_only_commands_and_tools_us
         "bracex",
         "pathspec",
         "tenacity",
+        "kode_tui.tools.web_search",
+        "configparser",
     )
     code = (
         "import asyncio, pathlib, sys\n"

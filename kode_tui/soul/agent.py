@@ -52,7 +52,6 @@ from kode_tui.tools.tasks import TaskList, TaskOutput, TaskStop
 from kode_tui.tools.todo import SetTodoList
 from kode_tui.tools.toolset import Toolset
 from kode_tui.tools.web import FetchURL
-from kode_tui.tools.web_search import search_tool
 from kode_tui.wire import WireBus
 from kode_tui.wire import events as ev
 from kode_tui.wire.recorder import WireRecorder
@@ -155,9 +154,13 @@ def make_toolset(
         ExitPlanMode(),
         FetchURL(web),
     ]
-    search = search_tool(web or WebConfig(), os.environ if environ is None else environ)
-    if search is not None:
-        tools.append(search)
+    if web is not None and web.search is not None:
+        # SearchWeb's module loads for a config that names a search provider (~2 ms).
+        from kode_tui.tools.web_search import search_tool
+
+        search = search_tool(web, os.environ if environ is None else environ)
+        if search is not None:
+            tools.append(search)
     if subagents is not None:
         tools.append(subagents)
     if denwa_renji is not None:
