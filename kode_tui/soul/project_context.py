@@ -23,7 +23,7 @@ from typing import TypeVar
 import msgspec
 import watchfiles
 
-from kode_tui import gitcmd, workfiles
+from kode_tui import gitcmd, watching, workfiles
 from kode_tui.fsutil import read_regular
 from kode_tui.pathnames import escape_name
 from kode_tui.soul.code_style import STYLE_FILES, code_style
@@ -242,7 +242,7 @@ class ProjectContextWatcher:
         force_polling = self._force_polling
         while not stop.is_set():
             try:
-                async for _changes in watchfiles.awatch(
+                async for _changes in watching.changes(
                     *dirs,
                     watch_filter=self._interesting,
                     debounce=self._debounce_ms,
