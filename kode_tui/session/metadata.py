@@ -80,9 +80,14 @@ def save_metadata(metadata: Metadata) -> None:
 
 
 def record_last_session(work_dir: str | os.PathLike[str], session_id: str) -> None:
-    """Remember `session_id` as the session `--continue` opens in `work_dir`."""
+    """Remember `session_id` as the session `--continue` opens in `work_dir`. A file that says
+    so already is left as it is: a new session is recorded as it is created and again as it
+    opens, and each rewrite is two fsyncs before the first request."""
     metadata = load_metadata()
-    metadata.get_or_add(work_dir).last_session_id = session_id
+    entry = metadata.get_or_add(work_dir)
+    if entry.last_session_id == session_id:
+        return
+    entry.last_session_id = session_id
     save_metadata(metadata)
 
 
