@@ -21,11 +21,11 @@ import os
 import re
 import tomllib
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from types import MappingProxyType
 from typing import Annotated, Any, Literal, get_args, get_origin
 
+import msgspec
 from pydantic import (
     AfterValidator,
     BaseModel,
@@ -500,8 +500,7 @@ DEFAULT_MODELS: Mapping[str, ModelConfig] = MappingProxyType(
 """The model used for each key of `API_KEY_ENV_VARS` when that key is the one found."""
 
 
-@dataclass(frozen=True, slots=True)
-class ModelChoice:
+class ModelChoice(msgspec.Struct, frozen=True):
     """The model a run uses and why it was chosen."""
 
     name: str

@@ -11,7 +11,9 @@ what Kimi CLI (kosong) reads and writes, so either tool opens the other's sessio
 * every `_` record we add has a `content` string, or Kimi CLI 1.52 fails to restore the file.
 """
 
-from __future__ import annotations
+# Annotations are evaluated as the module loads, not postponed: pydantic compiles and evaluates
+# each field's annotation from its string otherwise (issue 31: ~6 ms for the models a session
+# loads before its first request).
 
 import base64
 import binascii

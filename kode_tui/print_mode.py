@@ -38,6 +38,7 @@ from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal, TextIO
 
+import msgspec
 from pydantic_core import to_jsonable_python
 
 from kode_tui.config import ApprovalMode, Config, ModelChoice
@@ -343,7 +344,13 @@ def _outcome(done: CommandReport, name: str) -> Outcome:
 
 def _jsonable(data: object) -> Any:
     """A report's data as JSON values (what is not data, a session handle, as its name)."""
-    return to_jsonable_python(data, fallback=lambda value: type(value).__name__)
+
+    def fallback(value: object) -> Any:
+        if isinstance(value, msgspec.Struct):  # the domain's records (pydantic knows dataclasses)
+            return {name: _jsonable(getattr(value, name)) for name in value.__struct_fields__}
+        return type(value).__name__
+
+    return to_jsonable_python(data, fallback=fallback)
 
 
 def _failed(status: int, error: str) -> Outcome:

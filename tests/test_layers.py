@@ -22,6 +22,7 @@ BOTTOM = {
     "kode_tui.pathnames",
     "kode_tui.prompt_history",
     "kode_tui.safetext",
+    "kode_tui.watching",
     "kode_tui.workfiles",
 }
 
@@ -39,6 +40,7 @@ ALLOWED = {
     "kode_tui.pathnames": set(),
     "kode_tui.prompt_history": set(),
     "kode_tui.safetext": set(),
+    "kode_tui.watching": set(),
     "kode_tui.workfiles": set(),
     "kode_tui.errors": set(),
     "kode_tui.session": set(),
@@ -170,8 +172,10 @@ def test_a_new_sessions_agent_loads_without_the_parts_only_commands_and_tools_us
 ) -> None:
     """Opening a new session and building its agent is what a front end waits for before the
     first request: the command registry, stream-json, time travel, search, the MCP client (no
-    server is configured), and the libraries Glob, Grep, Shell's scopes and `.gitignore` rules
-    use load when they are used."""
+    server is configured), the libraries Glob, Grep, Shell's scopes and `.gitignore` rules
+    use, tenacity (a model call's retries, after its first failure), SearchWeb (no search
+    provider is configured) and configparser (no INI file is read for the code style) load
+    when they are used; the project context's watch needs no anyio backend."""
     import subprocess
     import sys
 
@@ -189,6 +193,10 @@ def test_a_new_sessions_agent_loads_without_the_parts_only_commands_and_tools_us
         "wcmatch",
         "bracex",
         "pathspec",
+        "tenacity",
+        "kode_tui.tools.web_search",
+        "configparser",
+        "anyio._backends._asyncio",
     )
     code = (
         "import asyncio, pathlib, sys\n"

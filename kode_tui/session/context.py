@@ -20,10 +20,11 @@ import mmap
 import os
 import time
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field
 from pathlib import Path
 from types import TracebackType
 from typing import Any
+
+import msgspec
 
 from kode_tui.fsutil import (
     FILE_MODE,
@@ -82,20 +83,19 @@ class ContextWriteError(OSError):
         return f"could not write {self.path}: {self.strerror}; the last change was not saved"
 
 
-@dataclass(slots=True)
-class _State:
+class _State(msgspec.Struct):
     """Everything `restore()` rebuilds; swapped in whole so readers never see half of it."""
 
-    history: History = field(default_factory=History)
-    checkpoints: CheckpointIndex = field(default_factory=CheckpointIndex)
-    file_edits: list[FileEdit] = field(default_factory=list)
+    history: History = msgspec.field(default_factory=History)
+    checkpoints: CheckpointIndex = msgspec.field(default_factory=CheckpointIndex)
+    file_edits: list[FileEdit] = msgspec.field(default_factory=list)
     token_count: int = 0
     usage_index: int = 0
     pending_tokens: int = 0
     next_checkpoint_id: int = 0
     system_prompt: str | None = None
-    system_prompt_spans: list[tuple[int, int]] = field(default_factory=list)
-    warnings: list[str] = field(default_factory=list)
+    system_prompt_spans: list[tuple[int, int]] = msgspec.field(default_factory=list)
+    warnings: list[str] = msgspec.field(default_factory=list)
 
 
 class Context:

@@ -11,8 +11,9 @@ never changed.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, field
 from pathlib import Path
+
+import msgspec
 
 from kode_tui.message import COMPACTION_OUTPUT_PREFIX, Message, is_system_note
 from kode_tui.session.rotation import Rotation, rotation_number
@@ -25,11 +26,10 @@ _MAX_PRESERVED = 64
 """A compaction keeps a few of the newest messages; no more are looked for."""
 
 
-@dataclass(frozen=True, slots=True)
-class EarlierContexts:
+class EarlierContexts(msgspec.Struct, frozen=True):
     """The rotated contexts shown above the live one, newest first, and those left out."""
 
-    shown: list[Rotation] = field(default_factory=list)
+    shown: list[Rotation] = msgspec.field(default_factory=list)
     left_out: int = 0
     """Older ones of the lineage beyond `MAX_EARLIER_BYTES` (History previews them)."""
 

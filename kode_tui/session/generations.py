@@ -22,7 +22,6 @@ programs take 1 + the highest number), or the live file after the newest.
 from __future__ import annotations
 
 import bisect
-import dataclasses
 import os
 from array import array
 from collections.abc import Callable, Sequence
@@ -30,6 +29,8 @@ from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
+
+import msgspec.structs
 
 from kode_tui.message import (
     COMPACTION_OUTPUT_PREFIX,
@@ -285,7 +286,7 @@ def _with(
     tokens: int,
     info: dict[str, Any],
 ) -> Rotation:
-    return dataclasses.replace(
+    return msgspec.structs.replace(
         rotation,
         reason=reason,
         checkpoint=checkpoint,

@@ -5,7 +5,9 @@ only an index for `--continue`; losing it loses no session. With Kimi CLI's own 
 (`kimi.json`) it also tells which work dir a session folder opened by path belongs to.
 """
 
-from __future__ import annotations
+# Annotations are evaluated as the module loads, not postponed: pydantic compiles and evaluates
+# each field's annotation from its string otherwise (issue 31: ~6 ms for the models a session
+# loads before its first request).
 
 import json
 import logging
@@ -78,9 +80,14 @@ def save_metadata(metadata: Metadata) -> None:
 
 
 def record_last_session(work_dir: str | os.PathLike[str], session_id: str) -> None:
-    """Remember `session_id` as the session `--continue` opens in `work_dir`."""
+    """Remember `session_id` as the session `--continue` opens in `work_dir`. A file that says
+    so already is left as it is: a new session is recorded as it is created and again as it
+    opens, and each rewrite is two fsyncs before the first request."""
     metadata = load_metadata()
-    metadata.get_or_add(work_dir).last_session_id = session_id
+    entry = metadata.get_or_add(work_dir)
+    if entry.last_session_id == session_id:
+        return
+    entry.last_session_id = session_id
     save_metadata(metadata)
 
 

@@ -30,8 +30,9 @@ from __future__ import annotations
 import contextlib
 import os
 from collections.abc import Iterable
-from dataclasses import dataclass, field
 from pathlib import Path
+
+import msgspec
 
 from kode_tui.paths import Paths
 from kode_tui.session.metadata import known_work_dirs
@@ -53,8 +54,7 @@ CLOSE_REMOVES = 2000
 _MIB = 1 << 20
 
 
-@dataclass(slots=True)
-class Collected:
+class Collected(msgspec.Struct):
     """What a collection did."""
 
     files: int = 0
@@ -67,7 +67,7 @@ class Collected:
     """Pools removed whole: their work dir is gone, and no session of it is left."""
     in_use: int = 0
     """Pools skipped because a session holds them."""
-    unreadable: list[Path] = field(default_factory=list)
+    unreadable: list[Path] = msgspec.field(default_factory=list)
     """Indexes that could not be read: their pool was skipped (their blobs are unknown)."""
 
     def __str__(self) -> str:

@@ -16,10 +16,11 @@ import logging
 import os
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from os import fsync, link, replace
 from pathlib import Path
 from typing import Any
+
+import msgspec
 
 from kode_tui.fsutil import FILE_MODE, append_line, fsync_dir, kept_mode, sync_data
 
@@ -28,8 +29,7 @@ log = logging.getLogger(__name__)
 ROTATIONS_LOG = "rotations.jsonl"
 
 
-@dataclass(frozen=True, slots=True)
-class Rotation:
+class Rotation(msgspec.Struct, frozen=True):
     """A rotated generation of the context, with why it was made when we know it."""
 
     path: Path
@@ -44,7 +44,7 @@ class Rotation:
     tokens: int | None = None
     """The token count of the context when it was rotated."""
     messages: int | None = None
-    info: dict[str, Any] = field(default_factory=dict)
+    info: dict[str, Any] = msgspec.field(default_factory=dict)
     """Anything else recorded (tokens_after and strategy for a compaction, from for a restore)."""
     inferred: bool = False
     """The reason was read from the files (`generations.infer_rotations`), not from a note."""

@@ -21,7 +21,6 @@ import mmap
 from array import array
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
 import msgspec
@@ -60,15 +59,14 @@ class FileEdit(NamedTuple):
     """Checkpoints before the edit: reverting to checkpoint k undoes the edits with count > k."""
 
 
-@dataclass(slots=True)
-class Scan:
-    message_starts: array[int] = field(default_factory=lambda: array("q"))
-    message_ends: array[int] = field(default_factory=lambda: array("q"))
+class Scan(msgspec.Struct):
+    message_starts: array[int] = msgspec.field(default_factory=lambda: array("q"))
+    message_ends: array[int] = msgspec.field(default_factory=lambda: array("q"))
     """Where each message line starts and ends in the file."""
-    message_flags: dict[int, int] = field(default_factory=dict)
+    message_flags: dict[int, int] = msgspec.field(default_factory=dict)
     """Message index -> flags, for the few messages that need a lenient parse."""
-    checkpoints: CheckpointIndex = field(default_factory=CheckpointIndex)
-    file_edits: list[FileEdit] = field(default_factory=list)
+    checkpoints: CheckpointIndex = msgspec.field(default_factory=CheckpointIndex)
+    file_edits: list[FileEdit] = msgspec.field(default_factory=list)
     token_count: int = 0
     """The count the model last reported (`_usage`); 0 when none was, since the context began
     or was compacted.
@@ -87,9 +85,9 @@ class Scan:
     """How many messages came before the `_usage` record of `token_count`."""
     next_checkpoint_id: int = 0
     system_prompt: str | None = None
-    system_prompt_spans: list[tuple[int, int]] = field(default_factory=list)
+    system_prompt_spans: list[tuple[int, int]] = msgspec.field(default_factory=list)
     """(start, end) of every `_system_prompt` line: replacing the prompt cuts them all."""
-    warnings: list[str] = field(default_factory=list)
+    warnings: list[str] = msgspec.field(default_factory=list)
     good_size: int = 0
     """Bytes up to the end of the last line that is not a torn tail."""
     torn_tail: bool = False

@@ -16,9 +16,10 @@ import shlex
 import shutil
 import uuid
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+
+import msgspec
 
 from kode_tui.fsutil import FILE_MODE, make_private_dir
 from kode_tui.pathnames import is_within
@@ -63,8 +64,7 @@ _NOTHING_DONE = frozenset({"StatusUpdate", "HookRan", "Warning", "Error"})
 numbers at the start, a SessionStart hook, a warning (an MCP server that did not start)."""
 
 
-@dataclass(slots=True, kw_only=True)
-class Session:
+class Session(msgspec.Struct, kw_only=True):
     """One session folder of a work dir, with what a session list shows about it."""
 
     id: str

@@ -51,8 +51,9 @@ import os
 import stat
 import time
 from collections.abc import Iterable
-from dataclasses import dataclass, field
 from pathlib import Path
+
+import msgspec
 
 from kode_tui import workfiles
 from kode_tui.message import FileEditRecord
@@ -86,13 +87,12 @@ Held = tuple[str, bytes | None]
 """A secret-looking file's sha256 and its content (None: over `SECRETS_HELD_BYTES`)."""
 
 
-@dataclass(slots=True)
-class _Scan:
+class _Scan(msgspec.Struct):
     files: dict[str, Entry]
     too_large: list[str]
     held: dict[str, Held]
     """Every secret-looking file of `files`: never in the pool, its content in memory."""
-    changes: list[Change] = field(default_factory=list)
+    changes: list[Change] = msgspec.field(default_factory=list)
 
 
 class WorkSnapshot:

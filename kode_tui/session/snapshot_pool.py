@@ -40,9 +40,10 @@ import logging
 import os
 import re
 from collections.abc import Iterable
-from dataclasses import dataclass
 from pathlib import Path
 from typing import NamedTuple
+
+import msgspec
 
 from kode_tui.fsutil import FILE_MODE, atomic_write_bytes, make_private_dir
 from kode_tui.session.journal import FileJournal, store_blob
@@ -81,8 +82,7 @@ class Entry(NamedTuple):
     sha256: str
 
 
-@dataclass(frozen=True, slots=True)
-class Index:
+class Index(msgspec.Struct, frozen=True):
     files: dict[str, Entry]
     work_dir: str | None
     """The work dir, in a pool's index (None in a session's and in version 1)."""

@@ -12,16 +12,16 @@ planned alike (`plan_file_restore`).
 
 from __future__ import annotations
 
-import dataclasses
 import hashlib
 import json
 import logging
 import os
 from collections import Counter
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal, NamedTuple
+
+import msgspec.structs
 
 from kode_tui.fsutil import FileChanged, append_line, write_atomically
 from kode_tui.message import (
@@ -42,8 +42,7 @@ log = logging.getLogger(__name__)
 FileAction = Literal["restore", "delete", "conflict", "missing", "refused"]
 
 
-@dataclass(frozen=True, slots=True)
-class FilePlan:
+class FilePlan(msgspec.Struct, frozen=True):
     """What reverting (or restoring) does to one file the agent edited after the checkpoint
     (or that the two conversations left differently)."""
 
@@ -266,7 +265,7 @@ def keep_hand_versions(
                 )
             )
             action: FileAction = "delete" if plan.restore_to is None else "restore"
-            ready.append(dataclasses.replace(plan, action=action, expected=now))
+            ready.append(msgspec.structs.replace(plan, action=action, expected=now))
             kept.append(plan.path)
         if records:  # one write: the records of one revert reach the file together
             append_line(rotated, "\n".join(record.to_json() for record in records), durable=True)
@@ -334,8 +333,7 @@ def _hash_of(path: Path) -> str | None:
 # --- reading a context without opening it -------------------------------------------------------
 
 
-@dataclass(frozen=True, slots=True)
-class ContextSnapshot:
+class ContextSnapshot(msgspec.Struct, frozen=True):
     """A context file as it is on disk, read without the session's lock (for previews)."""
 
     path: Path
@@ -375,8 +373,7 @@ def read_snapshot(path: Path) -> ContextSnapshot:
     return ContextSnapshot(path, messages, checkpoints, tokens, system_prompt, edits, skipped)
 
 
-@dataclass(frozen=True, slots=True)
-class Comparison:
+class Comparison(msgspec.Struct, frozen=True):
     """How two contexts differ, message by message: those both hold (wherever they are: a
     compaction keeps some at another place), and those only one of them holds."""
 
@@ -453,8 +450,7 @@ _IDENTITY = {"role", "content", "tool_calls", "tool_call_id"}
 # --- branches -----------------------------------------------------------------------------------
 
 
-@dataclass(frozen=True, slots=True)
-class Lineage:
+class Lineage(msgspec.Struct, frozen=True):
     """Where each rotated context came from, and which ones the live context descends from.
 
     A rotation is the live context as it was just before a revert, compaction, clear, restore

@@ -8,9 +8,10 @@ from __future__ import annotations
 import asyncio
 import os
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
+
+import msgspec
 
 from kode_tui import masking
 from kode_tui.config import Config, LoopControl, ModelChoice, WebConfig, resolve_model
@@ -51,7 +52,6 @@ from kode_tui.tools.tasks import TaskList, TaskOutput, TaskStop
 from kode_tui.tools.todo import SetTodoList
 from kode_tui.tools.toolset import Toolset
 from kode_tui.tools.web import FetchURL
-from kode_tui.tools.web_search import search_tool
 from kode_tui.wire import WireBus
 from kode_tui.wire import events as ev
 from kode_tui.wire.recorder import WireRecorder
@@ -154,9 +154,13 @@ def make_toolset(
         ExitPlanMode(),
         FetchURL(web),
     ]
-    search = search_tool(web or WebConfig(), os.environ if environ is None else environ)
-    if search is not None:
-        tools.append(search)
+    if web is not None and web.search is not None:
+        # SearchWeb's module loads for a config that names a search provider (~2 ms).
+        from kode_tui.tools.web_search import search_tool
+
+        search = search_tool(web, os.environ if environ is None else environ)
+        if search is not None:
+            tools.append(search)
     if subagents is not None:
         tools.append(subagents)
     if denwa_renji is not None:
@@ -164,8 +168,7 @@ def make_toolset(
     return Toolset(tools)
 
 
-@dataclass
-class Agent:
+class Agent(msgspec.Struct):
     """A session's running agent; `close()` makes everything durable."""
 
     session: Session

@@ -38,9 +38,10 @@ import itertools
 import logging
 import time
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal, get_args
+
+import msgspec
 
 from kode_tui.session.state import ApprovalGrant, ApprovalMode, SessionState
 from kode_tui.tools import plan
@@ -67,8 +68,7 @@ ApprovalSourceKind = Literal["foreground_turn", "background_agent"]
 """Kimi 1.52's kinds of subagent asking: one its parent's turn waits for, or a background task."""
 
 
-@dataclass(frozen=True, slots=True)
-class ApprovalSource:
+class ApprovalSource(msgspec.Struct, frozen=True):
     """A subagent whose calls are asking (Kimi 1.52's `ApprovalSource`)."""
 
     agent_id: str
@@ -84,8 +84,7 @@ approval_source: contextvars.ContextVar[ApprovalSource | None] = contextvars.Con
 and the tasks its soul starts inherit the value, so its requests say whose they are."""
 
 
-@dataclass(frozen=True, slots=True)
-class SessionPermission:
+class SessionPermission(msgspec.Struct, frozen=True):
     """A scope approved for the rest of the session, as `/permissions` lists it."""
 
     scope: str

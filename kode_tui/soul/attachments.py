@@ -13,9 +13,10 @@ import os
 import re
 import shlex
 from collections.abc import Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import unquote, urlparse
+
+import msgspec
 
 from kode_tui.fsutil import atomic_write_bytes, make_private_dir
 from kode_tui.humanize import format_size
@@ -25,8 +26,7 @@ from kode_tui.paths import home
 from kode_tui.tools.images import PreparedImage, prepare_image
 
 
-@dataclass(frozen=True, slots=True)
-class ImageAttachment:
+class ImageAttachment(msgspec.Struct, frozen=True):
     """One image attached to the prompt being written."""
 
     path: Path
@@ -105,8 +105,7 @@ _TRAILING = ",;:!?)]}\"'."
 """Punctuation after a mention (`look at @shot.png.`) that is not part of the name."""
 
 
-@dataclass(frozen=True, slots=True)
-class Mentions:
+class Mentions(msgspec.Struct, frozen=True):
     """The image files a prompt's `@name` mentions name."""
 
     inside: list[Path]

@@ -13,11 +13,10 @@ one line of the block saying so; the other files are read as if it were absent.
 
 from __future__ import annotations
 
-import configparser
 import logging
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from kode_tui.soul.project_files import (
     DataError,
@@ -28,6 +27,9 @@ from kode_tui.soul.project_files import (
     read_text,
     scalar_text,
 )
+
+if TYPE_CHECKING:
+    import configparser
 
 log = logging.getLogger(__name__)
 
@@ -128,6 +130,8 @@ class _Configs:
         text = self.text(name)
         if text is None:
             return None
+        import configparser  # for a repo with a setup.cfg or a .editorconfig alone (~1 ms)
+
         parser = configparser.ConfigParser(interpolation=None, strict=False)
         try:
             parser.read_string(text, source=name)

@@ -8,8 +8,9 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
-from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
+
+import msgspec.structs
 
 from kode_tui.message import (
     COMPACTION_OUTPUT_PREFIX,
@@ -55,8 +56,7 @@ BUILT_IN_STRATEGIES: dict[str, Callable[[], CompactionStrategy]] = {
 """The strategies a review can switch to, besides the configured one (built with defaults)."""
 
 
-@dataclass(frozen=True, slots=True)
-class CompactionPlan:
+class CompactionPlan(msgspec.Struct, frozen=True):
     """A compaction worked out but not applied (a review shows it): plain data for front ends.
 
     `apply` makes it live only while the context is still the one it was planned from.
@@ -101,7 +101,9 @@ class CompactionPlan:
             _summary_message(text) if _summary_of(m) is not None else m for m in self.messages
         )
         after = self.prompt_tokens + estimate_tokens(messages)
-        return replace(self, summary=text, messages=messages, tokens_after=after, edited=True)
+        return msgspec.structs.replace(
+            self, summary=text, messages=messages, tokens_after=after, edited=True
+        )
 
 
 Reviewer = Callable[[CompactionPlan], Awaitable[CompactionPlan | None]]

@@ -22,8 +22,9 @@ import inspect
 import re
 import typing
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 from typing import Any, Protocol, runtime_checkable
+
+import msgspec
 
 from kode_tui.errors import ConfigError
 from kode_tui.message import COMPACTION_OUTPUT_PREFIX as COMPACTION_OUTPUT_PREFIX
@@ -39,8 +40,7 @@ a tool message holding exactly it counts as already hidden."""
 _MODULE_COLON_CLASS = re.compile(r"[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)*:[A-Za-z_]\w*")
 
 
-@dataclass(frozen=True, slots=True)
-class CompactionContext:
+class CompactionContext(msgspec.Struct, frozen=True):
     """What a strategy is given: the history and the numbers behind the soul's trigger."""
 
     history: Sequence[Message]

@@ -15,8 +15,9 @@ count, they are scaled down to fit it and say so.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
+
+import msgspec
 
 from kode_tui.humanize import plural
 from kode_tui.message import estimate_tool_tokens
@@ -40,8 +41,7 @@ __all__ = [
 ]
 
 
-@dataclass(frozen=True, slots=True)
-class ContextRow:
+class ContextRow(msgspec.Struct, frozen=True):
     """One line of `/context`: a part of what the model is given and its tokens."""
 
     name: str
@@ -52,8 +52,7 @@ class ContextRow:
     """How the number came about when it is not an estimate (what is left of a report)."""
 
 
-@dataclass(frozen=True, slots=True)
-class ContextReport:
+class ContextReport(msgspec.Struct, frozen=True):
     """What the model is given (`/context`)."""
 
     system_prompt: str
@@ -66,7 +65,7 @@ class ContextReport:
     """The gauge's number; the `rows` add up to it."""
     max_context_tokens: int
     trigger_tokens: int
-    rows: list[ContextRow] = field(default_factory=list)
+    rows: list[ContextRow] = msgspec.field(default_factory=list)
     """The system prompt's blocks, the tool definitions, the reminders and the messages."""
     reported_tokens: int = 0
     """What the model reported for the last request; 0 before the first one."""
@@ -76,15 +75,14 @@ class ContextReport:
         return row_lines(self)
 
 
-@dataclass(frozen=True, slots=True)
-class PromptParts:
+class PromptParts(msgspec.Struct, frozen=True):
     """The fixed part of every request, measured: the system prompt and the tools."""
 
     system_prompt: str
     blocks: list[tuple[str, int]]
     tool_count: int
     tool_tokens: int
-    mcp: list[tuple[str, int, int]] = field(default_factory=list)
+    mcp: list[tuple[str, int, int]] = msgspec.field(default_factory=list)
     """Each MCP server's part of the tools: (its row's name, tools offered, tokens)."""
 
     @property

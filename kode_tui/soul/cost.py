@@ -11,7 +11,8 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
+
+import msgspec
 
 from kode_tui.config import DEMO_MODEL
 from kode_tui.humanize import format_age, format_tokens, format_usd, plural
@@ -25,8 +26,7 @@ MAX_TURNS = 50
 """How many of the latest turns state.json keeps for `/cost`."""
 
 
-@dataclass(frozen=True, slots=True)
-class ModelCost:
+class ModelCost(msgspec.Struct, frozen=True):
     """One model's line of `/cost`."""
 
     model: str
@@ -40,8 +40,7 @@ class ModelCost:
     """None when litellm's map has no price for the model."""
 
 
-@dataclass(frozen=True, slots=True)
-class TurnCost:
+class TurnCost(msgspec.Struct, frozen=True):
     """One turn's line of `/cost`."""
 
     started_at: float
@@ -53,8 +52,7 @@ class TurnCost:
     unpriced: bool
 
 
-@dataclass(frozen=True, slots=True)
-class CostReport:
+class CostReport(msgspec.Struct, frozen=True):
     """What `/cost` shows: per model, the latest turns, the session's total."""
 
     models: list[ModelCost]

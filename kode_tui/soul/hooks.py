@@ -43,9 +43,10 @@ import re
 import subprocess
 import time
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
+
+import msgspec
 
 from kode_tui.config import MATCHED_HOOK_EVENTS, TOOL_HOOK_EVENTS, HookConfig, HookEvent
 from kode_tui.humanize import one_line
@@ -72,8 +73,7 @@ SUBAGENT_TEXT_CHARS = 500
 """How much of a subagent's prompt and answer its hooks get (Kimi's cut)."""
 
 
-@dataclass(frozen=True, slots=True)
-class HookOutcome:
+class HookOutcome(msgspec.Struct, frozen=True):
     """What the hooks of one event decided."""
 
     blocked: bool = False

@@ -17,13 +17,13 @@ import os
 import subprocess
 from collections import deque
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TypeVar
 
+import msgspec
 import watchfiles
 
-from kode_tui import gitcmd, workfiles
+from kode_tui import gitcmd, watching, workfiles
 from kode_tui.fsutil import read_regular
 from kode_tui.pathnames import escape_name
 from kode_tui.soul.code_style import STYLE_FILES, code_style
@@ -50,8 +50,7 @@ TREE_HEADER = (
 CONTEXT_INTRO = "\n\nAs you answer the user's questions, you can use the following context:\n"
 
 
-@dataclass(frozen=True)
-class ProjectDoc:
+class ProjectDoc(msgspec.Struct, frozen=True):
     """One instructions file (AGENTS.md, CLAUDE.md or KODE.md) and its (capped) text."""
 
     path: Path
@@ -62,8 +61,7 @@ class ProjectDoc:
         return self.path.name
 
 
-@dataclass(frozen=True)
-class ProjectContext:
+class ProjectContext(msgspec.Struct, frozen=True):
     """The static context of one work dir, as `collect` found it.
 
     `blocks` are the `<context name=...>` blocks in prompt order. `project_docs` run from the
@@ -73,8 +71,8 @@ class ProjectContext:
     """
 
     work_dir: Path
-    blocks: dict[str, str] = field(default_factory=dict)
-    project_docs: list[ProjectDoc] = field(default_factory=list)
+    blocks: dict[str, str] = msgspec.field(default_factory=dict)
+    project_docs: list[ProjectDoc] = msgspec.field(default_factory=list)
     watched: frozenset[Path] = frozenset()
 
 
@@ -244,7 +242,7 @@ class ProjectContextWatcher:
         force_polling = self._force_polling
         while not stop.is_set():
             try:
-                async for _changes in watchfiles.awatch(
+                async for _changes in watching.changes(
                     *dirs,
                     watch_filter=self._interesting,
                     debounce=self._debounce_ms,
@@ -467,8 +465,7 @@ def _main_branch(work_dir: Path, current: str) -> str:
 _Lister = Callable[[str], list[tuple[str, bool]] | None]
 
 
-@dataclass
-class _Node:
+class _Node(msgspec.Struct):
     name: str
     is_dir: bool
     children: list[_Node] | None = None  # None: a directory that was not expanded

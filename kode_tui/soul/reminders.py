@@ -14,9 +14,10 @@ import hashlib
 import json
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
+
+import msgspec
 
 from kode_tui.message import ContentPart, Message, TextPart, reminder_text
 from kode_tui.pathnames import is_within, unescape_name
@@ -34,8 +35,7 @@ ReminderKind = Literal["todo", "context", "mention", "hook", "plan"]
 _MENTION = re.compile(r"(?:^|(?<=\s))@([^\s@`]+)")
 
 
-@dataclass(frozen=True, slots=True)
-class Reminder:
+class Reminder(msgspec.Struct, frozen=True):
     kind: ReminderKind
     key: str
     """What makes it a repeat: a reminder whose key was sent before is not sent again."""
@@ -45,17 +45,16 @@ class Reminder:
         return reminder_text(self.text)
 
 
-@dataclass
-class Reminders:
+class Reminders(msgspec.Struct):
     """Decides which reminders go with each request of one session."""
 
     work_dir: Path
     max_per_session: int = 50
-    sent: set[str] = field(default_factory=set)
+    sent: set[str] = msgspec.field(default_factory=set)
     count: int = 0
-    last: list[Reminder] = field(default_factory=list)
+    last: list[Reminder] = msgspec.field(default_factory=list)
     """What went with the latest request (for `/context`)."""
-    _armed: set[float] = field(default_factory=lambda: set(PRESSURE_LEVELS))
+    _armed: set[float] = msgspec.field(default_factory=lambda: set(PRESSURE_LEVELS))
 
     def generate(
         self,

@@ -9,6 +9,9 @@ for a wait longer than `max_wait`, or when the next wait would take the waits of
 
 Claude Code tries a request up to 10 times with waits growing to about half a minute; Codex up
 to 5 times (`request_max_retries` 4). Both honour `Retry-After`. The defaults here are alike.
+
+tenacity loads at the first failure (~5 ms): a call that succeeds at once, as the first request
+of a session mostly does, never waits for it.
 """
 
 from __future__ import annotations
@@ -16,15 +19,17 @@ from __future__ import annotations
 import logging
 import random
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
-from typing import TypeVar
+from typing import TYPE_CHECKING, TypeVar
 
-import tenacity
+import msgspec
 
 from kode_tui.soul.llm import LLMError, LLMStatusError, is_retryable
 from kode_tui.wire import WireBus
 from kode_tui.wire import events as ev
 from kode_tui.wire.readings import seconds
+
+if TYPE_CHECKING:
+    import tenacity
 
 __all__ = ["RetryPolicy", "server_wait"]
 
@@ -45,8 +50,7 @@ def server_wait(state: tenacity.RetryCallState) -> float | None:
     return error.retry_after if isinstance(error, LLMStatusError) else None
 
 
-@dataclass(frozen=True, slots=True)
-class RetryPolicy:
+class RetryPolicy(msgspec.Struct, frozen=True):
     """How one model call is retried (`KodeSoul.retry`): tenacity's `wait` and `stop`."""
 
     attempts: int = 10
@@ -100,6 +104,22 @@ class RetryPolicy:
     ) -> T:
         """`call()`, tried again on the errors `is_retryable` names, with a StepRetry event
         (for `step`) on `bus` before each wait; the error it gives up on ends with why."""
+        first_failure: Exception | None
+        try:
+            return await call()
+        except Exception as error:
+            if not is_retryable(error):
+                raise
+            first_failure = error
+        import tenacity
+
+        async def attempt() -> T:
+            # tenacity's first attempt is the one that failed: its error, as it came.
+            nonlocal first_failure
+            if first_failure is not None:
+                failed, first_failure = first_failure, None
+                raise failed
+            return await call()
 
         def before_sleep(state: tenacity.RetryCallState) -> None:
             error = state.outcome.exception() if state.outcome else None
@@ -134,5 +154,5 @@ class RetryPolicy:
             before_sleep=before_sleep,
             retry_error_callback=give_up,
         )
-        result: T = await retrying(call)
+        result: T = await retrying(attempt)
         return result

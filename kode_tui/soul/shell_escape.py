@@ -26,8 +26,9 @@ import json
 import re
 import secrets
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
 from typing import TYPE_CHECKING
+
+import msgspec
 
 from kode_tui import masking
 from kode_tui.humanize import one_line, plural
@@ -69,8 +70,7 @@ _OUTPUT_CLOSE = "</bash-output>"
 _SUCCESS = "Command executed successfully."
 
 
-@dataclass(frozen=True, slots=True)
-class ShellRecord:
+class ShellRecord(msgspec.Struct, frozen=True):
     """A `!` command as the context keeps it."""
 
     command: str

@@ -41,9 +41,10 @@ from __future__ import annotations
 import os
 import re
 import stat
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
+
+import msgspec
 
 from kode_tui.paths import home as kode_home
 from kode_tui.paths import tilde
@@ -89,8 +90,7 @@ DESCRIPTION_CHARS = 1024
 _NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,63}")
 
 
-@dataclass(frozen=True, slots=True)
-class Skill:
+class Skill(msgspec.Struct, frozen=True):
     """One skill folder, its `SKILL.md` read for its name and description only."""
 
     name: str
@@ -123,15 +123,13 @@ class Skill:
         return len(self.entry()) // 4 + 1
 
 
-@dataclass(frozen=True, slots=True)
-class SkillProblem:
+class SkillProblem(msgspec.Struct, frozen=True):
     """A skill that was not read, and why (one line naming its file)."""
 
     message: str
 
 
-@dataclass(frozen=True, slots=True)
-class SkillListing:
+class SkillListing(msgspec.Struct, frozen=True):
     """The skills of a work dir at one moment."""
 
     skills: tuple[Skill, ...] = ()

@@ -13,12 +13,12 @@ The soul only talks to the outside through the WireBus: it never knows who is wa
 from __future__ import annotations
 
 import asyncio
-import dataclasses
 import logging
 from collections.abc import Awaitable, Callable, Sequence
-from dataclasses import dataclass
 from functools import cached_property, partial
 from typing import TYPE_CHECKING, Literal, TypeVar
+
+import msgspec.structs
 
 from kode_tui import masking
 from kode_tui.message import (
@@ -94,8 +94,7 @@ T = TypeVar("T")
 StopReason = Literal["done", "rejected", "max_steps", "error", "blocked"]
 
 
-@dataclass(frozen=True, slots=True)
-class LoopSettings:
+class LoopSettings(msgspec.Struct, frozen=True):
     """The `[loop_control]` of the config (DESIGN.md §8)."""
 
     max_steps_per_run: int = 100
@@ -106,8 +105,7 @@ class LoopSettings:
     max_total_retry_wait: float = 300
 
 
-@dataclass(frozen=True, slots=True)
-class TurnResult:
+class TurnResult(msgspec.Struct, frozen=True):
     """How a turn ended; `error` is the sentence shown to the user when it failed."""
 
     stop_reason: StopReason
@@ -599,7 +597,7 @@ class KodeSoul:
         if prepared.error is None:
             assert prepared.tool is not None
             asker = self.approval.asker(prepared.tool.name, prepared.call.id)
-            env = dataclasses.replace(env, ask=asker)  # a FetchURL redirect asks with it
+            env = msgspec.structs.replace(env, ask=asker)  # a FetchURL redirect asks with it
             blocked = await self.hooks.before_tool(prepared.call)
             if blocked is not None:  # as a rejection with feedback: the turn goes on
                 return blocked, False
@@ -611,7 +609,7 @@ class KodeSoul:
             if isinstance(verdict, ToolOutput):
                 return verdict, False
             if verdict is True:  # the plan file, outside the work dir: no edit a revert undoes
-                env = dataclasses.replace(env, journal=None)
+                env = msgspec.structs.replace(env, journal=None)
             if permission is not None and verdict is None:
                 shown = plan.display(self.env.state) if prepared.tool.name == plan.EXIT else None
                 if shown is not None:  # the document the user approves (Kimi's PlanDisplay)
@@ -623,7 +621,7 @@ class KodeSoul:
                     # ExitPlanMode carries out every answer (Kimi's texts); a rejection of
                     # the plan still ends the turn.
                     answer = plan.verdict_of(response)
-                    env = dataclasses.replace(env, verdict=answer)
+                    env = msgspec.structs.replace(env, verdict=answer)
                     return await self._run_approved(prepared, env), answer.ends_turn
                 if isinstance(response, RejectWithFeedback):
                     return rejected(response.feedback), False
@@ -646,7 +644,7 @@ class KodeSoul:
         if self.sandbox is None or prepared.tool is None or prepared.tool.name != snapshots.SHELL:
             return self.env
         confinement = Confinement(self.sandbox, self.approval.profile)
-        return dataclasses.replace(self.env, sandbox=confinement)
+        return msgspec.structs.replace(self.env, sandbox=confinement)
 
     async def _run_outside(self, prepared: PreparedCall, result: ToolOutput) -> ToolOutput:
         """A Shell command the sandbox stopped: run it outside only if the user says so, with
@@ -666,11 +664,11 @@ class KodeSoul:
         if response == "approve" or response == "approve_for_session":
             outside = await self.toolset.run(prepared, self.env)
             note = f"It failed in the sandbox ({result.blocked}); the user let it run outside:"
-            return dataclasses.replace(outside, message=f"{note} {outside.message}".strip())
+            return msgspec.structs.replace(outside, message=f"{note} {outside.message}".strip())
         feedback = response.feedback if isinstance(response, RejectWithFeedback) else ""
         said = f" They said: {feedback}" if feedback else ""
         note = f"The user did not let it run outside the sandbox.{said}"
-        return dataclasses.replace(result, message=f"{result.message} {note}", blocked="")
+        return msgspec.structs.replace(result, message=f"{result.message} {note}", blocked="")
 
     async def _grow_context(
         self, message: Message, usage: TokenUsage | None, results: list[tuple[str, ToolOutput]]

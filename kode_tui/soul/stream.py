@@ -4,7 +4,8 @@ each streamed item made encodable, and the items gathered into the assistant's m
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+
+import msgspec
 
 from kode_tui import masking
 from kode_tui.message import (
@@ -24,14 +25,13 @@ INTERRUPTED_NOTE = "[interrupted by the user]"
 """Ends an answer the user interrupted, in the context: the model reads that it was cut."""
 
 
-@dataclass(slots=True)
-class Streamed:
+class Streamed(msgspec.Struct):
     """One LLM response as it arrives."""
 
-    parts: list[ContentPart] = field(default_factory=list)
-    calls: dict[str, ToolCall] = field(default_factory=dict)
+    parts: list[ContentPart] = msgspec.field(default_factory=list)
+    calls: dict[str, ToolCall] = msgspec.field(default_factory=dict)
     usage: TokenUsage | None = None
-    renamed: dict[str, str] = field(default_factory=dict)
+    renamed: dict[str, str] = msgspec.field(default_factory=dict)
     """Provider id -> the id the call is kept under: a repeated (or empty) id gets a new one, so
     two calls are never merged into one and each gets its own result."""
 

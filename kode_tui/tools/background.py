@@ -28,16 +28,16 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import dataclasses
 import json
 import logging
 import os
 import secrets
 import time
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal, cast, get_args
+
+import msgspec.structs
 
 from kode_tui import masking
 from kode_tui.fsutil import atomic_write_json, make_private_dir
@@ -70,8 +70,7 @@ def new_task_id(kind: TaskKind) -> str:
     return f"{kind}-{''.join(secrets.choice(_ALPHABET) for _ in range(8))}"
 
 
-@dataclass(frozen=True, slots=True)
-class TaskView:
+class TaskView(msgspec.Struct, frozen=True):
     """One task as it is now."""
 
     id: str
@@ -94,8 +93,7 @@ class TaskView:
         return self.status in TERMINAL
 
 
-@dataclass(frozen=True, slots=True)
-class JobEnd:
+class JobEnd(msgspec.Struct, frozen=True):
     """How a job ended: `failed` when the exit code is not 0 or a failure is named."""
 
     exit_code: int | None = None
@@ -249,7 +247,7 @@ class BackgroundTasks:
         interrupted: bool = False,
         timed_out: bool = False,
     ) -> None:
-        view = dataclasses.replace(
+        view = msgspec.structs.replace(
             self._views[task_id],
             status=status,
             finished_at=time.time(),
@@ -349,7 +347,7 @@ class BackgroundTasks:
         runner = self._running.get(task_id)
         if runner is None:
             return self._views[task_id]
-        self._views[task_id] = dataclasses.replace(self._views[task_id], failure_reason=reason)
+        self._views[task_id] = msgspec.structs.replace(self._views[task_id], failure_reason=reason)
         runner.cancel()
         await asyncio.wait({runner})
         return self._views[task_id]

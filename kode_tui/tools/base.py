@@ -14,10 +14,10 @@ import functools
 import os
 from abc import ABC, abstractmethod
 from collections.abc import Awaitable, Callable, Sequence
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar, Generic, Literal, TypeVar
 
+import msgspec
 from pydantic import BaseModel
 from pydantic.json_schema import GenerateJsonSchema
 
@@ -49,8 +49,7 @@ class ToolError(Exception):
         self.output = output
 
 
-@dataclass(frozen=True, slots=True)
-class ToolOutput:
+class ToolOutput(msgspec.Struct, frozen=True):
     """A tool's result, in Kimi's shape: the model reads `<system>message</system>` + `output`."""
 
     output: str = ""
@@ -88,8 +87,7 @@ class ToolOutput:
 PermissionKind = Literal["edit", "shell", "read", "other"]
 
 
-@dataclass(frozen=True, slots=True)
-class Permission:
+class Permission(msgspec.Struct, frozen=True):
     """What running one call needs the user to allow (see `kode_tui.soul.approval`)."""
 
     kind: PermissionKind
@@ -124,13 +122,12 @@ class Permission:
         return self.outside_work_dir or bool(self.private_address) or bool(self.always_ask)
 
 
-@dataclass(slots=True)
-class ToolEnv:
+class ToolEnv(msgspec.Struct):
     """What tools may touch: the work dir, the session's file journal and its state."""
 
     work_dir: Path
     journal: FileJournal | None = None
-    state: SessionState = field(default_factory=SessionState)
+    state: SessionState = msgspec.field(default_factory=SessionState)
     save_state: Callable[[], Awaitable[None]] | None = None
     """Persists `state` (state.json) after a tool changed it."""
     snapshots: WorkSnapshot | None = None

@@ -5,7 +5,9 @@ the context to the checkpoint and appends the message (DESIGN.md §4, seed 000).
 reverted: the D-Mail must tell the past what was already done.
 """
 
-from __future__ import annotations
+# Annotations are evaluated as the module loads, not postponed: pydantic compiles and evaluates
+# each field's annotation from its string otherwise (issue 31: ~6 ms for the models a session
+# loads before its first request).
 
 from typing import ClassVar
 

@@ -12,10 +12,10 @@ import errno
 import hashlib
 import os
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
+import msgspec
 from pydantic import BaseModel, Field, PrivateAttr, model_validator
 
 from kode_tui.fsutil import FileChanged, write_atomically
@@ -184,8 +184,7 @@ def _page_output(page: Page, params: ReadFileParams) -> ToolOutput:
 # --- writing -------------------------------------------------------------------------------------
 
 
-@dataclass(frozen=True, slots=True)
-class _Change:
+class _Change(msgspec.Struct, frozen=True):
     """A file's content before a tool call and the content the call would leave."""
 
     before: bytes | None
@@ -218,8 +217,7 @@ async def _edit_permission(
     )
 
 
-@dataclass(frozen=True, slots=True)
-class _Shown:
+class _Shown(msgspec.Struct, frozen=True):
     """What the approval of a write was computed from: the file and its content's hash."""
 
     target: str

@@ -1,7 +1,9 @@
 """What Grep is called with: one model for the tool and both of its searches (ripgrep in
 `grep`, Python in `grep_python`)."""
 
-from __future__ import annotations
+# Annotations are evaluated as the module loads, not postponed: pydantic compiles and evaluates
+# each field's annotation from its string otherwise (issue 31: ~6 ms for the models a session
+# loads before its first request).
 
 from typing import Literal
 

@@ -13,9 +13,10 @@ import threading
 import time
 from collections import deque
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import BinaryIO
+
+import msgspec
 
 from kode_tui import workfiles
 from kode_tui.humanize import plural
@@ -67,14 +68,13 @@ FILE_TYPES: dict[str, tuple[str, ...]] = {
 """ripgrep's `--type` names (the common ones) for the Python search."""
 
 
-@dataclass(slots=True)
-class SearchResult:
+class SearchResult(msgspec.Struct):
     """What a backend found: lines in ripgrep's format, paths relative to the work dir."""
 
-    lines: list[str] = field(default_factory=list)
+    lines: list[str] = msgspec.field(default_factory=list)
     timed_out: bool = False
     warning: str = ""
-    notes: list[str] = field(default_factory=list)
+    notes: list[str] = msgspec.field(default_factory=list)
     """What was left unsearched (parts of very large files), one sentence each."""
 
 
@@ -163,11 +163,10 @@ def _mib(size: int) -> str:
     return f"{size / (1 << 20):g} MiB"
 
 
-@dataclass(slots=True)
-class _FileScan:
+class _FileScan(msgspec.Struct):
     """What the search of one file found (`count`: matches, or 1 for a match when listing)."""
 
-    lines: list[str] = field(default_factory=list)
+    lines: list[str] = msgspec.field(default_factory=list)
     count: int = 0
     long_lines: int = 0
     capped: int = 0

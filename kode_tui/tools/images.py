@@ -12,9 +12,10 @@ import base64
 import html
 import io
 import warnings
-from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
+
+import msgspec
 
 from kode_tui.message import ContentPart, ImageURL, ImageURLPart, TextPart
 
@@ -45,8 +46,7 @@ class NotAnImage(ImageError):
     """A file Pillow does not read as an image (text, a video, a broken file)."""
 
 
-@dataclass(frozen=True, slots=True)
-class PreparedImage:
+class PreparedImage(msgspec.Struct, frozen=True):
     """An image as it is sent: its bytes and type, and the sizes before and after scaling."""
 
     data: bytes

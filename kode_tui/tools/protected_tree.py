@@ -24,8 +24,9 @@ from __future__ import annotations
 import os
 import stat
 from collections.abc import Iterator
-from dataclasses import dataclass, field
 from pathlib import Path
+
+import msgspec
 
 from kode_tui.tools.protected import hooks_folders, pointed_gitdirs, protected_parts
 
@@ -35,11 +36,10 @@ Stamp = tuple[int, int, int]
 _GIT_DIR_ENTRIES = frozenset({"HEAD", "objects", "refs"})
 
 
-@dataclass(slots=True)
-class Changes:
+class Changes(msgspec.Struct):
     """What one `refresh()` found that was not there before."""
 
-    created: list[str] = field(default_factory=list)
+    created: list[str] = msgspec.field(default_factory=list)
     """Protected paths (relative, `/`-separated) that appeared, shallowest first."""
 
 

@@ -43,9 +43,10 @@ import sys
 import tempfile
 import time
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
+
+import msgspec
 
 from kode_tui import masking
 from kode_tui.fsutil import make_private_dir
@@ -106,8 +107,7 @@ _NO_NETWORK = re.compile(
 # --- whether it works here -----------------------------------------------------------------------
 
 
-@dataclass(frozen=True, slots=True)
-class Support:
+class Support(msgspec.Struct, frozen=True):
     """Whether Shell commands can run in the sandbox on this machine."""
 
     program: str | None
@@ -185,8 +185,7 @@ dies with kode-tui."""
 # --- one session's sandbox -----------------------------------------------------------------------
 
 
-@dataclass(frozen=True, slots=True)
-class Settings:
+class Settings(msgspec.Struct, frozen=True):
     """`[sandbox]` in config.toml."""
 
     network: bool = False
@@ -197,16 +196,14 @@ class Settings:
     """More paths commands may write in the `workspace` profile (`~/.cache/go-build`)."""
 
 
-@dataclass(frozen=True, slots=True)
-class Confinement:
+class Confinement(msgspec.Struct, frozen=True):
     """One Shell call's place: this sandbox, with this profile."""
 
     sandbox: Sandbox
     profile: Profile
 
 
-@dataclass(frozen=True, slots=True)
-class Refused:
+class Refused(msgspec.Struct, frozen=True):
     """A protected path a command created, and where it was moved."""
 
     path: str
@@ -214,8 +211,7 @@ class Refused:
     moved_to: Path
 
 
-@dataclass(frozen=True, slots=True)
-class Sandboxed:
+class Sandboxed(msgspec.Struct, frozen=True):
     """One command as `Sandbox.prepare()` made it: what to run, and what `finish()` needs."""
 
     argv: list[str]
@@ -225,11 +221,10 @@ class Sandboxed:
     taken away."""
 
 
-@dataclass(slots=True)
-class Outcome:
+class Outcome(msgspec.Struct):
     """What the sandbox did to one command."""
 
-    refused: list[Refused] = field(default_factory=list)
+    refused: list[Refused] = msgspec.field(default_factory=list)
 
 
 class Sandbox:

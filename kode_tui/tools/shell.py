@@ -10,16 +10,15 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import dataclasses
 import os
 import secrets
 import signal
 import subprocess
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Self
 
+import msgspec.structs
 from pydantic import BaseModel, Field, model_validator
 
 from kode_tui.gitcmd import find_program
@@ -511,8 +510,7 @@ class Shell(Tool[ShellParams]):
         return False, False
 
 
-@dataclass(frozen=True, slots=True)
-class _Ran:
+class _Ran(msgspec.Struct, frozen=True):
     """How one command ended."""
 
     returncode: int | None
@@ -557,7 +555,7 @@ def _sandboxed(result: ToolOutput, confinement: Confinement, outcome: Outcome) -
     if not notes:
         return result
     brief = f"{result.brief} · stopped by the sandbox" if blocked else result.brief
-    return dataclasses.replace(
+    return msgspec.structs.replace(
         result, message=" ".join([result.message, *notes]), brief=brief, blocked=blocked
     )
 

@@ -9,9 +9,10 @@ from __future__ import annotations
 
 import codecs
 from collections import deque
-from dataclasses import dataclass
 from pathlib import Path
 from typing import BinaryIO
+
+import msgspec
 
 from kode_tui.tools.base import MAX_LINE_CHARS, ToolError
 
@@ -27,8 +28,7 @@ _LINE_CHUNK = 1 << 18
 """The rest of a longer line is read (to count and check it) this many bytes at a time."""
 
 
-@dataclass(slots=True)
-class Page:
+class Page(msgspec.Struct):
     """A page of a text file's lines, and how many lines the file has."""
 
     lines: list[tuple[int, str]]

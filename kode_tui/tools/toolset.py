@@ -7,14 +7,13 @@ tool, a `ToolError` and even a tool's own bug all come back as an error result t
 from __future__ import annotations
 
 import asyncio
-import dataclasses
 import json
 import logging
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
+import msgspec.structs
 from pydantic import BaseModel, ValidationError
 
 from kode_tui import masking
@@ -43,8 +42,7 @@ def rejected(feedback: str | None = None) -> ToolOutput:
     return ToolOutput(message=REJECTED, brief="Rejected by user", is_error=True)
 
 
-@dataclass(frozen=True, slots=True)
-class PreparedCall:
+class PreparedCall(msgspec.Struct, frozen=True):
     """A tool call whose arguments were checked: either a tool and its params, or an error."""
 
     call: ToolCall
@@ -194,7 +192,7 @@ class Toolset:
         result = _encodable(await running)
         output, message = masking.mask(result.output), masking.mask(result.message)
         if output is not result.output or message is not result.message:
-            result = dataclasses.replace(result, output=output, message=message)
+            result = msgspec.structs.replace(result, output=output, message=message)
         return result
 
     async def _run(self, prepared: PreparedCall, env: ToolEnv) -> ToolOutput:
@@ -277,7 +275,9 @@ def _encodable(result: ToolOutput) -> ToolOutput:
         and all(new is old for new, old in zip(display, result.display, strict=True))
     ):
         return result
-    return dataclasses.replace(result, output=output, message=message, brief=brief, display=display)
+    return msgspec.structs.replace(
+        result, output=output, message=message, brief=brief, display=display
+    )
 
 
 def _encodable_permission(permission: Permission) -> Permission:
@@ -287,7 +287,7 @@ def _encodable_permission(permission: Permission) -> Permission:
     `escape_name`, which is lossless, so two folders never share one approval.
     """
     display = [_encodable_block(block) for block in permission.display]
-    return dataclasses.replace(
+    return msgspec.structs.replace(
         permission,
         action=scrub_text(permission.action),
         description=scrub_text(permission.description),

@@ -16,9 +16,9 @@ from __future__ import annotations
 
 import asyncio
 import ssl
-from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+import msgspec
 from pydantic import BaseModel, Field, PrivateAttr
 
 from kode_tui.config import WebConfig
@@ -47,8 +47,7 @@ class FetchParams(BaseModel):
     """What `permission()` resolved the host to: what the call's approval covered."""
 
 
-@dataclass(slots=True)
-class _Page:
+class _Page(msgspec.Struct):
     url: httpx.URL
     status: int
     content_type: str

@@ -14,9 +14,10 @@ from __future__ import annotations
 import asyncio
 import ipaddress
 import socket
-from dataclasses import dataclass
 from fnmatch import fnmatchcase
 from typing import TYPE_CHECKING
+
+import msgspec
 
 if TYPE_CHECKING:
     import httpx
@@ -30,8 +31,7 @@ class AddressError(Exception):
     """A URL FetchURL cannot fetch (no host, not http/https, a name that does not resolve)."""
 
 
-@dataclass(frozen=True, slots=True)
-class Resolved:
+class Resolved(msgspec.Struct, frozen=True):
     """A URL's host and the addresses it resolved to, checked."""
 
     host: str

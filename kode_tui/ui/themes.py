@@ -132,9 +132,9 @@ async def _watch(app: App[Any], directory: Path, debounce_ms: int) -> None:
     if not directory.is_dir():
         return
     # Imported here: watchfiles starts a Rust extension, which the first frame need not wait for.
-    from watchfiles import awatch
+    from kode_tui import watching
 
-    async for _changes in awatch(directory, debounce=debounce_ms, step=50):
+    async for _changes in watching.changes(directory, debounce=debounce_ms, step=50):
         # All themes again: a deleted user theme brings back the shipped one it replaced.
         for theme in load_themes():
             app.register_theme(theme)

@@ -23,9 +23,10 @@ import io
 import json
 import logging
 import re
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+
+import msgspec
 
 from kode_tui.fsutil import atomic_write_bytes
 from kode_tui.wire import records
@@ -62,8 +63,7 @@ MIGRATION_NOTE = "migrated_from"
 "migrated_from": {"size": ..., "sha256": ...}}` of the wire.jsonl it was made from."""
 
 
-@dataclass(frozen=True, slots=True)
-class _Line:
+class _Line(msgspec.Struct, frozen=True):
     data: bytes
     moved: dict[str, Any] | None = None
     """The record, when the line goes to the sidecar."""

@@ -27,8 +27,9 @@ from __future__ import annotations
 import json
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass
 from typing import Any, Literal
+
+import msgspec
 
 from kode_tui.humanize import cut, one_line
 from kode_tui.message import (
@@ -78,8 +79,7 @@ _TIMES = "\N{MULTIPLICATION SIGN}"
 # --- tool calls ----------------------------------------------------------------------------------
 
 
-@dataclass(frozen=True, slots=True)
-class CallReading:
+class CallReading(msgspec.Struct, frozen=True):
     """How a tool call reads: `name`, then what it is `about`."""
 
     name: str
@@ -247,8 +247,7 @@ FEEDBACK_MARK = "User feedback:"
 """Where the user's words begin in that message, when they gave some."""
 
 
-@dataclass(frozen=True, slots=True)
-class ResultReading:
+class ResultReading(msgspec.Struct, frozen=True):
     """How a tool's result reads: its status and a one-line summary."""
 
     status: Literal["ok", "error", "rejected"]
@@ -383,8 +382,7 @@ _DMAIL_CONTENT = "D-Mail content:"
 """Where the mail begins in a D-Mail's note (Kimi CLI's wording, `prompts/dmail.md`)."""
 
 
-@dataclass(frozen=True, slots=True)
-class SystemNote:
+class SystemNote(msgspec.Struct, frozen=True):
     """A user message that is the system speaking: a compaction's summary, a D-Mail, or the
     note that a background task ended (Kimi's `<notification>`)."""
 

@@ -25,10 +25,11 @@ import logging
 import os
 import time
 from collections.abc import Iterator
-from dataclasses import dataclass
 from pathlib import Path
 from types import TracebackType
 from typing import Any
+
+import msgspec
 
 from kode_tui.fsutil import FILE_MODE, make_private_dir, write_all
 from kode_tui.humanize import format_size
@@ -271,8 +272,7 @@ class _AppendFile:
         self._held_size = 0
 
 
-@dataclass(frozen=True, slots=True)
-class _Delta:
+class _Delta(msgspec.Struct, frozen=True):
     event: ContentPart | ToolCall | ToolCallPart
     key: tuple[str, ...]
     """Deltas with equal keys are pieces of one part (or of one tool call's arguments)."""

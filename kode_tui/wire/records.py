@@ -6,10 +6,10 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Mapping
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import msgspec
 from pydantic import ValidationError
 
 from kode_tui.wire.events import (
@@ -99,8 +99,7 @@ def sidecar_path(wire_path: Path) -> Path:
     return wire_path.with_name(wire_path.name.removesuffix(".jsonl") + SIDECAR_SUFFIX)
 
 
-@dataclass(frozen=True, slots=True)
-class WireRecord:
+class WireRecord(msgspec.Struct, frozen=True):
     """A wire.jsonl line; `event` is None when its type is unknown or its payload does not fit."""
 
     timestamp: float

@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from kode_tui.paths import canonical, program
+from kode_tui.paths import Paths, canonical, program
 from kode_tui.session import Context
 from kode_tui.session.catalog import SessionCatalog
 from kode_tui.session.metadata import load_metadata
@@ -205,6 +205,24 @@ async def test_continue_opens_the_session_marked_last(work_dir: Path) -> None:
 
     continued = await Session.continue_(work_dir)
     assert continued is not None and continued.id == older.id
+
+
+async def test_marking_the_session_kode_json_names_already_leaves_the_file_alone(
+    work_dir: Path,
+) -> None:
+    """A new session is marked as it is created and again as it opens: the second mark would
+    rewrite kode.json as it was (two fsyncs before the first request)."""
+    session = await Session.create(work_dir)
+    kode_json = Paths.current().metadata_file
+    written = kode_json.stat().st_ino  # every rewrite is a new file renamed over the old one
+
+    session.mark_last()
+    assert kode_json.stat().st_ino == written
+
+    other = await Session.create(work_dir)
+    assert kode_json.stat().st_ino != written
+    entry = load_metadata().get(work_dir)
+    assert entry is not None and entry.last_session_id == other.id
 
 
 async def test_continue_skips_a_last_session_nothing_was_said_in(work_dir: Path) -> None:

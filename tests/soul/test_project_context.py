@@ -13,9 +13,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-import watchfiles
 import yaml
 
+from kode_tui import watching
 from kode_tui.soul import project_context, project_files
 from kode_tui.soul.project_context import (
     ProjectContext,
@@ -643,18 +643,18 @@ async def test_reset_follows_a_refreshed_context_and_a_branch_switch(tmp_path: P
 async def test_the_watcher_polls_when_notifications_fail(
     plain_dir: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    real_awatch = watchfiles.awatch
+    real_changes = watching.changes
     modes: list[bool | None] = []
 
-    def awatch(
+    def changes(
         *paths: Path, force_polling: bool | None = None, **options: Any
     ) -> AsyncIterator[Any]:
         modes.append(force_polling)
         if not force_polling:
             raise OSError(28, "inotify watch limit reached")
-        return real_awatch(*paths, force_polling=True, **options)
+        return real_changes(*paths, force_polling=True, **options)
 
-    monkeypatch.setattr(watchfiles, "awatch", awatch)
+    monkeypatch.setattr(watching, "changes", changes)
     watcher = ProjectContextWatcher(collect(plain_dir), debounce_ms=50, poll_delay_ms=50)
     watcher.start()
     try:

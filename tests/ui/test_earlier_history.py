@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
-import dataclasses
 from pathlib import Path
+
+import msgspec.structs
 
 from kode_tui.message import COMPACTION_OUTPUT_PREFIX, Message, TextPart, system
 from kode_tui.session.earlier import EarlierContexts
@@ -23,7 +24,7 @@ def compacted(tmp_path: Path, turns: int) -> tuple[list[Message], EarlierContext
     head = Message(role="user", content=[system(COMPACTION_OUTPUT_PREFIX), TextPart(text="so far")])
     after = [Message(role="user", content="next"), Message(role="assistant", content="done")]
     live = [head, *before[-2:], *after]
-    return live, EarlierContexts([dataclasses.replace(rotated, reason="compaction")])
+    return live, EarlierContexts([msgspec.structs.replace(rotated, reason="compaction")])
 
 
 async def test_the_turns_before_a_compaction_show_above_its_summary_each_once(

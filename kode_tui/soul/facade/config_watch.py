@@ -82,7 +82,7 @@ async def watch_config(
     is_error) what `use` answered, if anything; a file that does not load is said as an error.
     Every change is read after it settled, so the last read is the file as saved."""
     # Imported here: the first frame need not wait for watchfiles' Rust extension.
-    from watchfiles import awatch
+    from kode_tui import watching
 
     file = config_file or Paths.current().config_file
     target = file.resolve()  # a symlinked config (dotfiles) changes where it points
@@ -92,7 +92,7 @@ async def watch_config(
     def is_the_file(_change: object, path: str) -> bool:
         return Path(path).name == target.name
 
-    async for _changes in awatch(
+    async for _changes in watching.changes(
         target.parent, watch_filter=is_the_file, debounce=DEBOUNCE_MS, step=50, recursive=False
     ):
         read = await asyncio.to_thread(read_again, config_file)

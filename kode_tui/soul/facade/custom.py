@@ -16,8 +16,9 @@ prompt runs on the session's model.
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
 from typing import TYPE_CHECKING
+
+import msgspec
 
 from kode_tui.config import Config, ConfigError, ModelChoice, check_model
 from kode_tui.safetext import visible
@@ -42,8 +43,7 @@ if TYPE_CHECKING:
 __all__ = ["CommandPrompt", "Custom"]
 
 
-@dataclass(frozen=True, slots=True)
-class CommandPrompt:
+class CommandPrompt(msgspec.Struct, frozen=True):
     """`/NAME ARGS` made into the message it sends."""
 
     command: CustomCommand

@@ -7,8 +7,9 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import TYPE_CHECKING
+
+import msgspec
 
 from kode_tui.session import Session
 from kode_tui.session.session import CONTEXT_FILE_NAME
@@ -25,8 +26,7 @@ SEARCH_LIMIT = 500
 """A search stops after this many matches: a screen of results, not the whole disk."""
 
 
-@dataclass(frozen=True, slots=True)
-class LineageNote:
+class LineageNote(msgspec.Struct, frozen=True):
     """Where a forked session came from, as the picker and History show it."""
 
     origin: ForkOrigin

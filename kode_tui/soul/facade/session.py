@@ -174,15 +174,14 @@ class AgentSession:
         change, and send ContextReloaded, until `stop` is set. Returns at once otherwise."""
         if self.read_only != "locked":
             return
-        from watchfiles import awatch
-
+        from kode_tui import watching
         from kode_tui.soul.facade.travel import WATCH_DEBOUNCE_MS
 
         def is_context_file(change: object, path: str) -> bool:
             name = os.path.basename(path)
             return name == CONTEXT_FILE_NAME or self.travel.is_rotation_file(name)
 
-        async for _changes in awatch(
+        async for _changes in watching.changes(
             self.session.dir,
             watch_filter=is_context_file,
             debounce=WATCH_DEBOUNCE_MS,

@@ -233,12 +233,12 @@ class TimeTravel:
 
     async def rotation_changes(self, stop: asyncio.Event) -> AsyncIterator[None]:
         """Yields each time rotated contexts appear or change, until `stop` is set."""
-        from watchfiles import awatch
+        from kode_tui import watching
 
         folder = self._live.session.dir
         if not folder.is_dir():
             return
-        async for _changes in awatch(
+        async for _changes in watching.changes(
             folder,
             watch_filter=lambda change, path: self.is_rotation_file(os.path.basename(path)),
             debounce=WATCH_DEBOUNCE_MS,

@@ -14,8 +14,9 @@ connection errors, timeouts, and HTTP 429, 500, 502, 503, 504 and 529 (Anthropic
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Sequence
-from dataclasses import dataclass
 from typing import Any, Protocol, TypeAlias, runtime_checkable
+
+import msgspec
 
 from kode_tui.message import Message, TextPart, ThinkPart, TokenUsage
 
@@ -23,16 +24,14 @@ DEFAULT_MAX_CONTEXT_SIZE = 128_000
 RETRYABLE_STATUS = frozenset((429, 500, 502, 503, 504, 529))
 
 
-@dataclass(frozen=True, slots=True)
-class ToolCallStart:
+class ToolCallStart(msgspec.Struct, frozen=True):
     """A new tool call in the stream; its arguments follow as `ToolCallDelta`s."""
 
     id: str
     name: str
 
 
-@dataclass(frozen=True, slots=True)
-class ToolCallDelta:
+class ToolCallDelta(msgspec.Struct, frozen=True):
     id: str
     arguments_delta: str
 

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import functools
 import importlib.util
+import mmap
 import os
 from collections.abc import Mapping
-from dataclasses import dataclass
 from pathlib import Path
 
 import msgspec
@@ -31,8 +31,7 @@ KNOWN_MODELS: Mapping[str, tuple[str, ...]] = {
 """A few models of each provider `/model` offers when the provider's key is set."""
 
 
-@dataclass(frozen=True, slots=True)
-class ModelOption:
+class ModelOption(msgspec.Struct, frozen=True):
     """One row of the `/model` picker."""
 
     name: str
@@ -74,8 +73,13 @@ def model_map() -> dict[str, ModelEntry]:
     if not folders:
         return {}
     try:
-        found = msgspec.json.decode((Path(folders[0]) / MODEL_MAP_FILE).read_bytes(), type=_MapFile)
-    except (OSError, msgspec.DecodeError):
+        # Mapped, not read: the 3.5 MB file is not copied before it is decoded (~2 ms).
+        with (
+            (Path(folders[0]) / MODEL_MAP_FILE).open("rb") as file,
+            mmap.mmap(file.fileno(), 0, access=mmap.ACCESS_READ) as mapped,
+        ):
+            found = msgspec.json.decode(mapped, type=_MapFile)
+    except (OSError, ValueError, msgspec.DecodeError):  # ValueError: an empty file
         return {}
     return {key: entry for key, entry in found.items() if isinstance(entry, ModelEntry)}
 

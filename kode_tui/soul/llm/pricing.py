@@ -9,15 +9,14 @@ input price when the map has none; the rest at the input price.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import msgspec
 
 from kode_tui.config import DEMO_MODEL
 from kode_tui.soul.llm.model_map import ModelEntry, map_entry
 from kode_tui.wire.events import TokenUsage
 
 
-@dataclass(frozen=True, slots=True)
-class Price:
+class Price(msgspec.Struct, frozen=True):
     """Dollars per token of each kind."""
 
     input: float

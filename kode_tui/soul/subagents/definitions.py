@@ -25,9 +25,10 @@ naming it, and the other agents are listed as usual (as `custom_commands` does f
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
+
+import msgspec
 
 from kode_tui.paths import home as kode_home
 from kode_tui.paths import tilde
@@ -83,8 +84,7 @@ def tool_name(name: str) -> str:
     return CLAUDE_TOOLS.get(name, name)
 
 
-@dataclass(frozen=True, slots=True)
-class AgentDefinition:
+class AgentDefinition(msgspec.Struct, frozen=True):
     """One subagent type."""
 
     name: str
@@ -105,15 +105,13 @@ class AgentDefinition:
     """Where its file is, for people (`.claude/agents/reviewer.md`); empty for a built-in."""
 
 
-@dataclass(frozen=True, slots=True)
-class AgentProblem:
+class AgentProblem(msgspec.Struct, frozen=True):
     """A definition file that was not read, and why (one line naming the file)."""
 
     message: str
 
 
-@dataclass(frozen=True, slots=True)
-class AgentListing:
+class AgentListing(msgspec.Struct, frozen=True):
     """The subagent types of a work dir at one moment."""
 
     agents: tuple[AgentDefinition, ...]

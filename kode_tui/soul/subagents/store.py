@@ -9,6 +9,7 @@ Kimi resume our subagents and our reader list Kimi's.
 
 from __future__ import annotations
 
+import functools
 import logging
 import re
 import time
@@ -128,7 +129,7 @@ class SubagentStore:
         one (logged), as Kimi's `get_instance`."""
         meta = self.instance_dir(agent_id) / "meta.json"
         try:
-            return _RECORD.validate_json(meta.read_bytes())
+            return _record_reader().validate_json(meta.read_bytes())
         except FileNotFoundError:
             return None
         except (OSError, ValidationError) as error:
@@ -151,5 +152,8 @@ class SubagentStore:
         atomic_write_json(self.instance_dir(record.agent_id) / "meta.json", asdict(record))
 
 
-_RECORD = TypeAdapter(InstanceRecord)
-"""`meta.json` read as Kimi reads it: every key checked, the status one of `Status`."""
+@functools.cache
+def _record_reader() -> TypeAdapter[InstanceRecord]:
+    """`meta.json` read as Kimi reads it: every key checked, the status one of `Status`. Built
+    at the first read (~2 ms of schema), not with every session's agent."""
+    return TypeAdapter(InstanceRecord)

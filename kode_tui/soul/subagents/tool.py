@@ -16,9 +16,9 @@ import asyncio
 import time
 import uuid
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+import msgspec
 from pydantic import BaseModel, Field
 
 from kode_tui.humanize import format_tokens, format_usd
@@ -117,12 +117,11 @@ def describe(agents: Sequence[AgentDefinition]) -> str:
     )
 
 
-@dataclass(slots=True)
-class _Spending:
+class _Spending(msgspec.Struct):
     """What one run took: its model calls' tokens and dollars, from its StatusUpdates."""
 
     model: str
-    started: float = field(default_factory=time.monotonic)
+    started: float = msgspec.field(default_factory=time.monotonic)
     tokens: int = 0
     usd: float = 0.0
     priced: bool = True
@@ -143,8 +142,7 @@ class _Spending:
         return " · ".join(parts)
 
 
-@dataclass(frozen=True, slots=True)
-class _Launch:
+class _Launch(msgspec.Struct, frozen=True):
     """One run of a subagent: whose, on what model and type, which instance, for which call."""
 
     parent: KodeSoul
