@@ -333,9 +333,9 @@ class KodeApp(
             requested = self._agent_shown(opened)
             if hold is not None:
                 await hold.until(requested)
-                if backlog is not None:
-                    await screen.mount_conversation(opened.bus, backlog)
-                hold.release()
+                hold.release()  # keys typed meanwhile show while the conversation loads
+            if backlog is not None:
+                await screen.mount_conversation(opened.bus, backlog)
             return
         for notice in opened.notices():  # with an agent, the soul says it (send_notices)
             self.notify(notice, severity="warning", timeout=8)
