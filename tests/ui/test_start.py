@@ -6,7 +6,7 @@ from __future__ import annotations
 import gc
 import subprocess
 import sys
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterator
 from pathlib import Path
 from typing import Any, NamedTuple
 
@@ -132,7 +132,7 @@ def watch_frames(app: KodeApp) -> list[Frame]:
 @pytest.fixture
 def slow_domain(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> Callable[[Pilot[Any]], Awaitable[Any]]:
+) -> Iterator[Callable[[Pilot[Any]], Awaitable[Any]]]:
     """A module of the domain that takes as long to load as the test wants: awaited with the
     app's pilot, it is loading (`release.set()` lets it end)."""
     (tmp_path / "slow_domain.py").write_text(
@@ -148,7 +148,8 @@ def slow_domain(
         module.loading.wait(60)
         return module
 
-    return loading
+    yield loading
+    sys.modules.pop("slow_domain", None)  # the next test's loads again
 
 
 async def test_the_first_frames_show_the_theme_keys_and_every_pane_whole(
