@@ -22,7 +22,6 @@ growing content is laid out inside it and the panes beside it keep their cached 
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import time
 from collections.abc import Awaitable, Callable, Sequence
 from pathlib import Path
@@ -32,7 +31,6 @@ from textual import work
 from textual.content import Content
 from textual.timer import Timer
 from textual.widget import Widget
-from textual.worker import WorkerCancelled, WorkerFailed
 
 from kode_tui.humanize import format_tokens
 from kode_tui.message import FunctionBody, Message, TextPart, ThinkPart
@@ -237,13 +235,7 @@ again.
 
     async def clear(self) -> None:
         """Remove every block (after /clear, /new or a revert, before `load_history`)."""
-        cancelled = [
-            *self.workers.cancel_group(self, "conversation-reveal"),
-            *self.workers.cancel_group(self, "conversation-earlier"),
-        ]
-        for worker in cancelled:  # ended, so that none mounts a block while they go
-            with contextlib.suppress(WorkerCancelled, WorkerFailed):
-                await worker.wait()
+        await self.stop_workers("conversation-reveal", "conversation-earlier")
         self._history = self._past = None
         await self._close_text()
         self._reset_step()
