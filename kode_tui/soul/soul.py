@@ -54,7 +54,7 @@ from kode_tui.soul.retrying import RetryPolicy
 from kode_tui.soul.shell_escape import ShellEscape
 from kode_tui.soul.steps import batches, run_all
 from kode_tui.soul.storage_notes import damaged_notice, encodable_input, storage_message
-from kode_tui.soul.stream import Streamed, encodable_item, masked
+from kode_tui.soul.stream import RequestsWatched, Streamed, encodable_item, masked
 from kode_tui.soul.transcript import turn_text
 from kode_tui.tools import plan, snapshots
 from kode_tui.tools.background import notifications
@@ -169,6 +169,7 @@ class KodeSoul:
         """What the model calls cost (`/cost`, the gauge)."""
         self._turn_text = ""
         self._partial: Streamed | None = None  # the running step's answer, until it is kept
+        self.requests = RequestsWatched()  # `requests.next()`: when the next one is out
         self._notices: list[str] = damaged_notice(context)
         self._denwa_renji = denwa_renji
         self._system_prompt = system_prompt
@@ -573,6 +574,7 @@ class KodeSoul:
     ) -> Streamed:
         streamed = self._partial = Streamed()
         system_prompt, history = masked(system_prompt, history)
+        self.requests.sent()
         async for received in self.provider.stream(system_prompt, history, tools):
             item = encodable_item(received)
             streamed.add(item)

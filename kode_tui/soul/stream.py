@@ -3,6 +3,7 @@ each streamed item made encodable, and the items gathered into the assistant's m
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Sequence
 
 import msgspec
@@ -23,6 +24,28 @@ from kode_tui.wire.events import TokenUsage
 
 INTERRUPTED_NOTE = "[interrupted by the user]"
 """Ends an answer the user interrupted, in the context: the model reads that it was cut."""
+
+
+class RequestsWatched:
+    """Who waits for the next request to be handed to the model (`AgentSession.next_request`)."""
+
+    def __init__(self) -> None:
+        self._waiting: list[asyncio.Future[None]] = []
+
+    def next(self) -> asyncio.Future[None]:
+        """Done once the next request is handed to the model: a front end can hold its screen's
+        update until then (painting first would take the interpreter before the request)."""
+        future = asyncio.get_running_loop().create_future()
+        self._waiting.append(future)
+        return future
+
+    def sent(self) -> None:
+        """The provider is about to have the request: its waiters run when the soul next waits,
+        after the provider's first step sent it."""
+        for waiting in self._waiting:
+            if not waiting.done():
+                waiting.set_result(None)
+        self._waiting.clear()
 
 
 class Streamed(msgspec.Struct):

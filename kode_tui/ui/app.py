@@ -15,16 +15,14 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar, TypeVar
 
-from rich.segment import Segment, Segments
 from textual import on, work
 from textual.app import App, SystemCommand
 from textual.binding import Binding, BindingType
-from textual.content import Content
 from textual.notifications import SeverityLevel
 from textual.screen import Screen
 from textual.worker import Worker, WorkerState
 
-from kode_tui import masking, model_launch, prompt_history
+from kode_tui import model_launch, prompt_history
 from kode_tui.errors import ConfigError
 from kode_tui.humanize import cut
 from kode_tui.paths import Paths, tilde
@@ -36,6 +34,8 @@ from kode_tui.ui.drop import DropActions
 from kode_tui.ui.lineage import LineageActions
 from kode_tui.ui.notify import Notifier
 from kode_tui.ui.pins import PinActions
+from kode_tui.ui.safe_output import SafeOutput
+from kode_tui.ui.screen_hold import ScreenHold
 from kode_tui.ui.screens.main import MainScreen
 from kode_tui.ui.screenshot import Screenshots
 from kode_tui.ui.shell import ShellActions
@@ -76,6 +76,7 @@ DEMO_BANNER = (
 
 
 class KodeApp(
+    SafeOutput,
     TerminalWrites,
     Screenshots,
     TimeTravelActions,
@@ -300,8 +301,6 @@ class KodeApp(
 
     async def _show(self, opened: AgentSession) -> None:
         """Show `opened` on a main screen (a new one if the current has panes), and start it."""
-        from kode_tui.ui.widgets.conversation import Conversation
-
         await self._close_session()
         self.agent_session = opened
         self.work_dir = opened.work_dir
@@ -310,20 +309,33 @@ class KodeApp(
             screen = current
         else:
             screen = await self._frame()
+        hold = backlog = None
         if opened.read_only is None:  # before the panes: they show its figures when first drawn
             await self._build_agent(opened)
+            if self._queue:  # typed meanwhile: its request first, then the paint (ScreenHold)
+                hold = ScreenHold(self)
+                # A new session's conversation shows no history: it can come after it too.
+                backlog = opened.bus.subscribe() if screen.new_session else None
         banner = None
         if self.choice.is_demo and not self.read_only:
             config_path = self._config_file or Paths.current().config_file
             banner = DEMO_BANNER.format(config=tilde(config_path))
-        await screen.attach(opened, banner)
-        conversation = screen.query_one(Conversation)
-        await conversation.load_history(*await opened.messages())
-        conversation.load_earlier(opened.earlier)  # what came before a compaction, lazily
+        await screen.attach(opened, banner, conversation=backlog is None)
+        if backlog is None:
+            from kode_tui.ui.widgets.conversation import Conversation
+
+            conversation = screen.query_one(Conversation)
+            await conversation.load_history(*await opened.messages())
+            conversation.load_earlier(opened.earlier)  # what came before a compaction, lazily
         self._update_header()
         collector.release()  # start-up's objects frozen, full collections back
         if opened.read_only is None:
-            self._agent_shown(opened)
+            requested = self._agent_shown(opened)
+            if hold is not None:
+                await hold.until(requested)
+                hold.release()  # keys typed meanwhile show while the conversation loads
+            if backlog is not None:
+                await screen.mount_conversation(opened.bus, backlog)
             return
         for notice in opened.notices():  # with an agent, the soul says it (send_notices)
             self.notify(notice, severity="warning", timeout=8)
@@ -345,14 +357,18 @@ class KodeApp(
             self._agent_starting = False
             raise
 
-    def _agent_shown(self, opened: AgentSession) -> None:
-        """The panes are up: the agent tells them what it is; what was typed meanwhile goes."""
+    def _agent_shown(self, opened: AgentSession) -> asyncio.Future[None] | None:
+        """The panes are up: the agent tells them what it is; what was typed meanwhile goes
+        (done once its request is out)."""
         self._agent_starting = False
         opened.announce()
+        requested = None
         if self._queue:  # typed while the agent was starting: its request before the footer's
+            requested = opened.next_request()
             self.send(*self._queue.pop(0))
             self._queue_changed()
         self.refresh_bindings()
+        return requested
 
     @work(exclusive=True, group="follow", exit_on_error=False)
     async def _follow(self, opened: AgentSession) -> None:
@@ -414,49 +430,7 @@ class KodeApp(
     async def on_unmount(self) -> None:
         await self._close_session()
 
-    # --- the header and notifications ----------------------------------------------------------
-
-    def format_title(self, title: str, sub_title: str) -> Content:
-        # Session titles come from the first message, and work dirs from the file system.
-        return super().format_title(
-            visible(title, multiline=False), visible(sub_title, multiline=False)
-        )
-
-    def notify(
-        self,
-        message: str,
-        *,
-        title: str = "",
-        severity: SeverityLevel = "information",
-        timeout: float | None = None,
-        markup: bool = True,
-    ) -> None:
-        """Every notification, the screens' and widgets' too: its text is never markup (errors
-        and file names hold `[`) and shows control characters visibly."""
-        super().notify(
-            visible(message),
-            title=visible(title, multiline=False),
-            severity=severity,
-            timeout=timeout,
-            markup=False,
-        )
-
-    def _print_error_renderables(self) -> None:
-        # A crash report quotes exception messages and, Textual's traceback showing locals, the
-        # values of variables: text from a model or a file (escape sequences) and API keys.
-        # Only the report's own styling reaches the terminal; its text is made visible and
-        # masked, segment by segment (a string local is one segment).
-        console = self.error_console
-        self._exit_renderables[:] = [
-            Segments(
-                segment
-                if segment.control
-                else Segment(visible(masking.mask(segment.text)), segment.style)
-                for segment in console.render(renderable, console.options)
-            )
-            for renderable in self._exit_renderables
-        ]
-        super()._print_error_renderables()
+    # --- the header ----------------------------------------------------------------------------
 
     def _update_header(self) -> None:
         session = self.session

@@ -10,23 +10,23 @@ milliseconds), so the prompt shows what is typed while they load.
 
 from __future__ import annotations
 
-import contextlib
+import asyncio
 import importlib
+import sys
 
 AFTER_FIRST_FRAME = (
     "kode_tui.config",
     "kode_tui.soul.facade",
-    "kode_tui.ui.widgets.conversation",
     "kode_tui.ui.widgets.approval",
     "kode_tui.ui.widgets.banner",
     "kode_tui.ui.widgets.mode_badge",
 )
-"""In the order the app uses them: the config, the facade, the panes `attach()` mounts."""
+"""In the order the app uses them: the config, the facade, the panes `attach()` mounts. The
+conversation's are `CONVERSATION`'s."""
 
-ON_FIRST_USE = ("anyio._backends._asyncio",)
-"""Modules a library imports the first time it is used, on the event loop otherwise: anyio's
-asyncio backend, which watchfiles' `awatch` (the project context's, History's and the
-config's watches) loads when it first runs, during the first turn (~20 ms before its request)."""
+CONVERSATION = "kode_tui.ui.widgets.conversation"
+"""The conversation pane and its blocks, Markdown and syntax (~45 ms): a message typed while
+the agent started goes before they load (`conversation_loaded`)."""
 
 
 def load_after_first_frame() -> None:
@@ -36,6 +36,9 @@ def load_after_first_frame() -> None:
     from kode_tui.soul.facade import AgentSession
 
     AgentSession.load_agent()
-    for name in ON_FIRST_USE:
-        with contextlib.suppress(ImportError):  # a library's inside: it may move
-            importlib.import_module(name)
+
+
+async def conversation_loaded() -> None:
+    """Import `CONVERSATION` in a thread, unless it is already."""
+    if CONVERSATION not in sys.modules:
+        await asyncio.to_thread(importlib.import_module, CONVERSATION)

@@ -45,8 +45,14 @@ class WireListener:
 
     _wire_subscription: Subscription[Event] | None = None
 
-    def listen(self: _Listener, bus: WireBus, *event_types: type[Event]) -> None:
-        """Post the events of `event_types` on `bus` to this widget, from now on."""
+    def listen(
+        self: _Listener,
+        bus: WireBus,
+        *event_types: type[Event],
+        backlog: Subscription[Event] | None = None,
+    ) -> None:
+        """Post the events of `event_types` on `bus` to this widget, from now on: first those
+        `backlog` (a subscription to `bus` made earlier) queued meanwhile, then closed."""
         if self._wire_subscription is not None:
             self._wire_subscription.close()
         widget = self
@@ -54,6 +60,11 @@ class WireListener:
         def post(event: Event) -> None:
             widget.post_message(WireMessage(event))
 
+        if backlog is not None:  # taken and closed before `send` can call `post`: in order
+            for event in backlog.take_queued():
+                if isinstance(event, event_types):
+                    post(event)
+            backlog.close()
         self._wire_subscription = bus.subscribe(*event_types, callback=post, direct=True)
 
     def _on_unmount(self: _Listener) -> None:

@@ -68,6 +68,20 @@ class Subscription(Generic[E_co]):
             self._queue.task_done()
         self._end()
 
+    def take_queued(self) -> list[E_co]:
+        """The events queued and not taken yet, taken now (an iterator's, before it iterates:
+        a listener that subscribes late goes on from them without losing or doubling one)."""
+        taken: list[E_co] = []
+        while not self._queue.empty():
+            event = self._queue.get_nowait()
+            if event is None:  # the end (not an event to wait for): left for an iterator
+                self._queue.put_nowait(None)
+                self._queue.task_done()
+                break
+            self._queue.task_done()
+            taken.append(cast(E_co, event))
+        return taken
+
     async def join(self) -> None:
         """Wait until every event queued so far has been taken (iterator) or handled (callback)."""
         await self._queue.join()

@@ -6,6 +6,7 @@ from __future__ import annotations
 import gc
 import subprocess
 import sys
+from collections.abc import Awaitable, Callable, Iterator
 from pathlib import Path
 from typing import Any, NamedTuple
 
@@ -15,14 +16,16 @@ from textual import events
 from textual.color import Color
 from textual.geometry import Region
 from textual.message import Message
+from textual.pilot import Pilot
 from textual.screen import Screen
 
 from kode_tui.config import Config
 from kode_tui.soul.llm import process
 from kode_tui.soul.llm.demo import DemoProvider
 from kode_tui.soul.llm.scripted import ScriptedProvider
-from kode_tui.ui import collector, preload
+from kode_tui.ui import collector, preload, screen_hold
 from kode_tui.ui.app import KodeApp
+from kode_tui.ui.pins import block_text
 from kode_tui.ui.screens.main import MainScreen
 from kode_tui.ui.widgets.prompt import PromptInput
 from tests.llm_server import KEY_ENV, LLMServer, loopback_choice
@@ -126,11 +129,33 @@ def watch_frames(app: KodeApp) -> list[Frame]:
     return frames
 
 
+@pytest.fixture
+def slow_domain(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> Iterator[Callable[[Pilot[Any]], Awaitable[Any]]]:
+    """A module of the domain that takes as long to load as the test wants: awaited with the
+    app's pilot, it is loading (`release.set()` lets it end)."""
+    (tmp_path / "slow_domain.py").write_text(
+        "import threading\nloading = threading.Event()\nrelease = threading.Event()\n"
+        "loading.set()\nrelease.wait(60)\n"
+    )
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.setattr(preload, "AFTER_FIRST_FRAME", (*preload.AFTER_FIRST_FRAME, "slow_domain"))
+
+    async def loading(pilot: Pilot[Any]) -> Any:
+        await wait_for(pilot, lambda: "slow_domain" in sys.modules)
+        module = sys.modules["slow_domain"]
+        module.loading.wait(60)
+        return module
+
+    yield loading
+    sys.modules.pop("slow_domain", None)  # the next test's loads again
+
+
 async def test_the_first_frames_show_the_theme_keys_and_every_pane_whole(
     project: Path,
     home: Path,
-    monkeypatch: pytest.MonkeyPatch,
-    tmp_path: Path,
+    slow_domain: Callable[[Pilot[Any]], Awaitable[Any]],
     request: pytest.FixtureRequest,
 ) -> None:
     """The first frame has the configured theme's colours; keys typed while the domain loads
@@ -141,22 +166,13 @@ async def test_the_first_frames_show_the_theme_keys_and_every_pane_whole(
     is on screen."""
     home.mkdir(exist_ok=True)
     (home / "config.toml").write_text('theme = "kode-high-contrast"\n')
-    # A module of the domain that takes as long to load as the test wants.
-    (tmp_path / "slow_domain.py").write_text(
-        "import threading\nloading = threading.Event()\nrelease = threading.Event()\n"
-        "loading.set()\nrelease.wait(60)\n"
-    )
-    monkeypatch.syspath_prepend(str(tmp_path))
-    monkeypatch.setattr(preload, "AFTER_FIRST_FRAME", (*preload.AFTER_FIRST_FRAME, "slow_domain"))
     app = KodeApp(project, provider=DemoProvider(delay=0))
     frames = watch_frames(app)
     young, middle, full = gc.get_threshold()
     collector.hold()  # as cli._run_app does
     request.addfinalizer(lambda: (gc.set_threshold(young, middle, full), gc.enable()))
     async with app.run_test(size=(120, 36)) as pilot:
-        await wait_for(pilot, lambda: "slow_domain" in sys.modules)
-        slow = sys.modules["slow_domain"]
-        slow.loading.wait(60)
+        slow = await slow_domain(pilot)
         await pilot.press(*"typed early", "enter")
         await wait_for(pilot, lambda: "waits for the agent" in screen_text(app))
         assert "⧗ typed early" in screen_text(app)
@@ -185,6 +201,48 @@ async def test_the_first_frames_show_the_theme_keys_and_every_pane_whole(
     assert {frame.focused for frame in frames} == {"prompt"}  # keys typed at once go there
 
 
+async def test_a_message_typed_while_the_agent_starts_is_requested_before_the_panes_paint(
+    project: Path,
+    slow_domain: Callable[[Pilot[Any]], Awaitable[Any]],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Sent before the agent was up, a message goes as soon as it is: its request before the
+    agent's panes are painted and before the conversation is mounted (their work would go
+    first), and the conversation then shows the turn whole, the message once."""
+    monkeypatch.setattr(screen_hold, "HOLD_S", 60.0)  # the cap is for hooks, MCP, slow disks
+    provider = ScriptedProvider([{"text": "Early answer."}])
+    app = KodeApp(project, provider=provider)
+    frames = watch_frames(app)
+    at_request: list[tuple[int, str]] = []  # conversations mounted, the last frame's text
+    stream = provider.stream
+
+    def watched(*request: Any) -> Any:
+        at_request.append((len(app.screen.query("#conversation")), frames[-1].text))
+        return stream(*request)
+
+    provider.stream = watched  # type: ignore[method-assign]
+    async with app.run_test(size=(120, 36)) as pilot:
+        slow = await slow_domain(pilot)
+        await pilot.press(*"typed early", "enter")
+        await wait_for(pilot, lambda: "waits for the agent" in screen_text(app))
+        slow.release.set()
+        await wait_for(pilot, lambda: "Early answer." in conversation_texts(app))
+        await wait_for(pilot, lambda: not turn_running(app))
+        shown, on_screen = conversation_texts(app), screen_text(app)
+
+    [(conversations, last_frame)] = at_request
+    assert conversations == 0
+    assert "waits for the agent" in last_frame and "compacts at" not in last_frame
+    assert shown.count("typed early") == 1 and "waits for the agent" not in on_screen
+
+
+def conversation_texts(app: KodeApp) -> list[str]:
+    """The text of each block the conversation shows (none before it is mounted)."""
+    return [
+        block_text(block) for pane in app.screen.query("#conversation") for block in pane.children
+    ]
+
+
 async def test_a_resumed_sessions_panes_show_it_the_first_time_they_are_drawn(
     project: Path, home: Path
 ) -> None:
@@ -207,3 +265,18 @@ async def test_a_resumed_sessions_panes_show_it_the_first_time_they_are_drawn(
 
     drawn = [frame.text for frame in frames if "Checkpoints" in frame.text]
     assert drawn and not any("no checkpoints yet" in text for text in drawn)
+
+
+def test_young_collections_after_the_first_frame_do_not_walk_its_objects(
+    request: pytest.FixtureRequest,
+) -> None:
+    """`young_only` freezes what was made while collections were held (the first frame's
+    ~100k objects, all young then): the first young collections walked them all, ~35 ms of
+    CPU before the first request."""
+    request.addfinalizer(lambda: (collector.release(), gc.unfreeze()))
+    collector.hold()
+    made = [[] for _ in range(100)]
+    collector.young_only()
+    tracked = {id(thing) for thing in gc.get_objects()}  # frozen ones are not listed
+    assert gc.isenabled()
+    assert not any(id(thing) in tracked for thing in made)

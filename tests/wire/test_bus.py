@@ -216,3 +216,27 @@ async def test_send_from_another_thread_arrives_in_order_on_the_loop() -> None:
 
 def test_send_without_a_loop_or_subscribers_does_nothing() -> None:
     WireBus().send(StepBegin(n=1))
+
+
+async def test_a_late_listener_takes_what_its_subscription_queued_then_goes_on_in_order() -> None:
+    """A listener subscribed before it is ready takes what was queued meanwhile, in order, and
+    the events after it: none lost, none twice (the conversation mounted after a request)."""
+    bus = WireBus()
+    backlog = bus.subscribe(StepBegin)
+    bus.send(StepBegin(n=1))
+    bus.send(_status(1))  # not asked for
+    bus.send(StepBegin(n=2))
+    seen: list[int] = []
+    seen += [event.n for event in backlog.take_queued()]
+    live = bus.subscribe(StepBegin, callback=lambda event: seen.append(event.n), direct=True)
+    backlog.close()
+    bus.send(StepBegin(n=3))
+    assert seen == [1, 2, 3]
+    assert backlog.take_queued() == []
+    live.close()
+
+    ended = bus.subscribe(StepBegin)
+    bus.send(StepBegin(n=4))
+    await bus.close()
+    assert [event.n for event in ended.take_queued()] == [4]
+    assert await _collect(ended) == []  # the bus's end still ends the iteration

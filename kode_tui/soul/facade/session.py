@@ -422,6 +422,11 @@ class AgentSession:
             self.bus.send(ev.Error(message=f"The turn failed: {error}"))
             return TurnResult("error", 0, str(error))
 
+    def next_request(self) -> asyncio.Future[None]:
+        """Done once the agent's next request is handed to the model: a front end can hold its
+        screen's update until then (`RequestsWatched.next`)."""
+        return self._live.soul().requests.next()
+
     async def run_shell(self, command: str) -> bool:
         """Run `command` (what followed the `!`) in the work dir as the user's own, unasked and
         outside the sandbox, and add it with its output to the context; no model turn starts.

@@ -31,6 +31,7 @@ from textual.screen import Screen
 from textual.widget import Widget
 from textual.widgets import Footer, Header, Static, Tab, Tabs
 
+from kode_tui.ui import preload
 from kode_tui.ui.terminal_writes import SteadyUpdates, TerminalWrites
 from kode_tui.ui.widgets.gauge import TokenGauge
 from kode_tui.ui.widgets.history import HistoryPane
@@ -39,7 +40,8 @@ from kode_tui.ui.widgets.queued import QueuedMessages
 from kode_tui.ui.widgets.timeline import CheckpointDetails, CheckpointTimeline
 
 if TYPE_CHECKING:
-    from kode_tui.soul.facade import AgentSession
+    from kode_tui.soul.facade import AgentSession, Subscription, WireBus
+    from kode_tui.wire.events import Event
 
 NARROW_WIDTH = 100
 
@@ -159,12 +161,19 @@ class MainScreen(SteadyUpdates, Screen[None]):
         self.query_one(PromptInput).focus()
         self.query_one("#conversation-frame").border_title = "Conversation"
 
-    async def attach(self, opened: AgentSession, banner: str | None = None) -> None:
+    @property
+    def new_session(self) -> bool:
+        """Whether the screen was made for a new session (no history, no earlier context)."""
+        return self._new_session
+
+    async def attach(
+        self, opened: AgentSession, banner: str | None = None, *, conversation: bool = True
+    ) -> None:
         """Mount the panes, subscribed to the session's wire, showing it, under `banner` if
-        any. A read-only session says so where the prompt is."""
+        any; the conversation later (`mount_conversation`) unless `conversation`. A read-only
+        session says so where the prompt is."""
         from kode_tui.ui.widgets.approval import ApprovalPanel
         from kode_tui.ui.widgets.banner import Banner
-        from kode_tui.ui.widgets.conversation import Conversation
         from kode_tui.ui.widgets.mode_badge import ModeBadge
 
         bus = opened.bus
@@ -175,11 +184,10 @@ class MainScreen(SteadyUpdates, Screen[None]):
             self.query_one(HistoryPane).bind(bus, opened)
         else:  # bound as they mount: their first draw shows the session
             await side.mount_all(_side_panes(opened))
-        await self.query_one("#conversation-frame").remove()
-        column = self.query_one("#main-column")
         if banner:
-            await column.mount(Banner(banner, bus, id="banner"))
-        await column.mount(Conversation(bus, id="conversation"))
+            await self.query_one("#main-column").mount(Banner(banner, bus, id="banner"), before=0)
+        if conversation:
+            await self.mount_conversation(bus)
         prompt = self.query_one(PromptInput)
         await self.mount(ApprovalPanel(bus, id="approval"), before=prompt.image_chips)
         self._fit_approval(self.size)
@@ -192,6 +200,18 @@ class MainScreen(SteadyUpdates, Screen[None]):
             )
             prompt.read_only_reason = why
         self.attached = True
+
+    async def mount_conversation(
+        self, bus: WireBus, backlog: Subscription[Event] | None = None
+    ) -> None:
+        """Put the conversation in its frame's place, showing first what `backlog` (a
+        subscription to `bus`) queued before it."""
+        await preload.conversation_loaded()
+        from kode_tui.ui.widgets.conversation import Conversation
+
+        await self.query_one("#conversation-frame").remove()
+        pane = Conversation(bus, backlog=backlog, id="conversation")
+        await self.query_one("#main-column").mount(pane)
 
     def on_resize(self, event: Resize) -> None:
         self._apply_width(event.size.width)

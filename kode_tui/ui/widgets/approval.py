@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass
-from typing import ClassVar
+from typing import TYPE_CHECKING, ClassVar
 
 from rich.cells import cell_len, set_cell_size
 from textual import events, on
@@ -19,11 +19,6 @@ from textual.widgets import Button, Input, Static, TextArea
 
 from kode_tui.safetext import visible
 from kode_tui.soul.facade import Subscription, WireBus
-from kode_tui.ui.screens.diff import ApprovalView
-from kode_tui.ui.screens.plan import PlanReview
-from kode_tui.ui.screens.question import QuestionScreen
-from kode_tui.ui.widgets.display_blocks import command_text
-from kode_tui.ui.widgets.excerpt import EXCERPT_LINES, excerpt, rows_of
 from kode_tui.ui.wire_messages import WireListener, WireMessage
 from kode_tui.wire.events import (
     ApprovalRequest,
@@ -37,6 +32,11 @@ from kode_tui.wire.events import (
     ShellBlock,
     TurnEnd,
 )
+
+if TYPE_CHECKING:  # loaded at first use: the diff, plan and excerpt views bring the Markdown
+    # and syntax stack, which the conversation loads after the first request (preload.py)
+    from kode_tui.ui.screens.diff import ApprovalView
+    from kode_tui.ui.screens.plan import PlanReview
 
 TITLE_CHARS = 60
 """The title quotes this much of a command the panel shows in full below it."""
@@ -214,6 +214,8 @@ A tool call waits for your answer.
             self._questions.close()
 
     def _ask(self, event: Event) -> None:
+        from kode_tui.ui.screens.question import QuestionScreen
+
         if isinstance(event, QuestionRequest):
             self.app.push_screen(QuestionScreen(event))
             return
@@ -321,6 +323,8 @@ A tool call waits for your answer.
             self._show_excerpt(again=True)
 
     def _show_excerpt(self, *, again: bool = False) -> None:
+        from kode_tui.ui.widgets.excerpt import EXCERPT_LINES, excerpt, rows_of
+
         request = self.current
         assert request is not None
         # The panel takes at most half the screen, and a short one clips the excerpt's end,
@@ -514,6 +518,9 @@ A tool call waits for your answer.
         self.refresh_bindings()
 
     def _open_full_view(self) -> None:
+        from kode_tui.ui.screens.diff import ApprovalView
+        from kode_tui.ui.screens.plan import PlanReview
+
         request = self.current
         if request is None:
             return
@@ -543,6 +550,8 @@ A tool call waits for your answer.
 
     def _plan_answered(self, request: ApprovalRequest, verdict: PlanVerdict | None) -> None:
         """The plan dialog closed: with a verdict, the answer (if `request` still waits)."""
+        from kode_tui.ui.screens.plan import PlanReview
+
         dialog, self._full_view = self._full_view, None
         if isinstance(dialog, PlanReview) and verdict is None and dialog.draft:
             self._plan_drafts[request.id] = dialog.draft  # Esc: `d` opens it with the edit
@@ -577,6 +586,8 @@ def _holds_text(widget: Widget) -> bool:
 
 
 def _subject(request: ApprovalRequest) -> str:
+    from kode_tui.ui.widgets.display_blocks import command_text
+
     description = request.description
     shown_below = any(
         isinstance(block, ShellBlock) and block.command == description for block in request.display

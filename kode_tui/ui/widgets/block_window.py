@@ -18,6 +18,7 @@ they leave the DOM and wait below the window like the others.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 from collections.abc import Callable, Sequence
 from itertools import takewhile
 from typing import ClassVar
@@ -26,6 +27,7 @@ from textual import work
 from textual.binding import Binding, BindingType
 from textual.containers import VerticalScroll
 from textual.widget import Widget
+from textual.worker import WorkerCancelled, WorkerFailed
 
 from kode_tui.ui.widgets.blocks import Block, BlockFactory, PlacedOnce, PruneMarker
 from kode_tui.ui.widgets.history_window import HistoryWindow
@@ -243,6 +245,14 @@ class BlockWindow(VerticalScroll, PlacedOnce):
     def _screen(self) -> int:
         """The height of the view, at least 1."""
         return max(1, self.scrollable_content_region.height)
+
+    async def stop_workers(self, *groups: str) -> None:
+        """Cancel this pane's workers of `groups` and wait until they have ended, so that none
+        mounts a block while the blocks go (`Conversation.clear`)."""
+        for group in groups:
+            for worker in self.workers.cancel_group(self, group):
+                with contextlib.suppress(WorkerCancelled, WorkerFailed):
+                    await worker.wait()
 
     @work(group="conversation-reveal", exit_on_error=False)
     async def _reveal(self, up: bool) -> None:

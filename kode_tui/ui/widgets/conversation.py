@@ -35,7 +35,7 @@ from textual.widget import Widget
 from kode_tui.humanize import format_tokens
 from kode_tui.message import FunctionBody, Message, TextPart, ThinkPart
 from kode_tui.safetext import visible_model
-from kode_tui.soul.facade import EarlierContexts, PastResults, WireBus
+from kode_tui.soul.facade import EarlierContexts, PastResults, Subscription, WireBus
 from kode_tui.ui.pacing import FramePacer
 from kode_tui.ui.terminal_writes import keys_waiting
 from kode_tui.ui.widgets.activity import Activity
@@ -140,13 +140,17 @@ again.
         self,
         bus: WireBus,
         *,
+        backlog: Subscription[ev.Event] | None = None,
         max_blocks: int = MAX_BLOCKS,
         id: str | None = None,
         classes: str | None = None,
     ) -> None:
+        """`backlog`: a subscription to `bus` made before this pane, whose events it shows
+        first (a turn that began before it mounted)."""
         super().__init__(max_blocks=max_blocks, id=id, classes=classes)
         self.border_title = "Conversation"
         self._bus = bus
+        self._backlog = backlog
         # The step being streamed.
         self._assistant: AssistantBlock | None = None
         self._written = ""
@@ -210,12 +214,18 @@ again.
     # -- lifecycle
 
     def on_mount(self) -> None:
-        self.listen(self._bus, *self._handlers)
+        if self._backlog is None:  # else once laid out (`on_resize`)
+            self.listen(self._bus, *self._handlers)
         self.watch(self, "scroll_y", self._scrolled, init=False)
         self.anchor()
 
     async def on_unmount(self) -> None:
         await self._close_text()
+
+    def on_resize(self) -> None:
+        if self._backlog is not None:  # laid out: where blocks go is known (`BlockWindow`)
+            backlog, self._backlog = self._backlog, None
+            self.listen(self._bus, *self._handlers, backlog=backlog)
 
     def watch_has_focus(self, has_focus: bool) -> None:
         # Textual restyles every descendant when focus changes: with hundreds of blocks that is
@@ -225,8 +235,7 @@ again.
 
     async def clear(self) -> None:
         """Remove every block (after /clear, /new or a revert, before `load_history`)."""
-        self.workers.cancel_group(self, "conversation-reveal")
-        self.workers.cancel_group(self, "conversation-earlier")
+        await self.stop_workers("conversation-reveal", "conversation-earlier")
         self._history = self._past = None
         await self._close_text()
         self._reset_step()

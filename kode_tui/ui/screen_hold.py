@@ -1,0 +1,42 @@
+"""The screen held while a message typed during the start goes (`ScreenHold`).
+
+A message typed before the agent was up goes as soon as its panes are mounted. The first
+paint of those panes (layout, styles, every line of the conversation and the footer) took
+~40 ms of the interpreter; painted first, it went before the request. Held, the request goes
+first and the panes paint right after it: the user sees the same screen, ~40 ms sooner
+answered.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from typing import Any
+
+from textual.app import App
+
+HOLD_S = 0.3
+"""The longest the screen is held: a hook, an MCP server still starting or a slow disk may
+keep the request back, and the keys typed meanwhile must show."""
+
+
+class ScreenHold:
+    """`app`'s screen updates held (Textual's batch) from now until `release()`, or `HOLD_S`
+    at most."""
+
+    def __init__(self, app: App[Any]) -> None:
+        self._held = contextlib.ExitStack()
+        self._held.enter_context(app.batch_update())
+        self._until = asyncio.get_running_loop().time() + HOLD_S
+        self._cap = app.set_timer(HOLD_S, self.release, name="screen hold")
+
+    async def until(self, requested: asyncio.Future[None] | None) -> None:
+        """Wait until `requested` is done (the request is out), or the hold's time is up."""
+        if requested is not None:
+            left = self._until - asyncio.get_running_loop().time()
+            await asyncio.wait((requested,), timeout=max(0.0, left))
+
+    def release(self) -> None:
+        """Let the screen update again (once: later calls do nothing)."""
+        self._cap.stop()
+        self._held.close()
