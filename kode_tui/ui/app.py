@@ -140,6 +140,7 @@ class KodeApp(
         self._pick_session = pick_session
         self._turn: Worker[None] | None = None
         self._queue: list[tuple[str | CommandPrompt, Images]] = []  # each with its images
+        self._screen_hold: ScreenHold | None = None  # while the first typed message goes
         self._ctrl_c_at = -CTRL_C_WINDOW_S
         self._agent_starting = False
         """Between the session being on screen and its agent being ready (or failing)."""
@@ -313,14 +314,14 @@ class KodeApp(
         if opened.read_only is None:  # before the panes: they show its figures when first drawn
             await self._build_agent(opened)
             if self._queue:  # typed meanwhile: its request first, then the paint (ScreenHold)
-                hold = ScreenHold(self)
+                hold = self._screen_hold = ScreenHold(self)
                 # A new session's conversation shows no history: it can come after it too.
                 backlog = opened.bus.subscribe() if screen.new_session else None
         banner = None
         if self.choice.is_demo and not self.read_only:
             config_path = self._config_file or Paths.current().config_file
             banner = DEMO_BANNER.format(config=tilde(config_path))
-        await screen.attach(opened, banner, conversation=backlog is None)
+        await screen.attach(opened, banner, later=backlog is not None)
         if backlog is None:
             from kode_tui.ui.widgets.conversation import Conversation
 
@@ -335,7 +336,7 @@ class KodeApp(
                 await hold.until(requested)
                 hold.release()  # keys typed meanwhile show while the conversation loads
             if backlog is not None:
-                await screen.mount_conversation(opened.bus, backlog)
+                await screen.attach_later(opened, backlog)
             return
         for notice in opened.notices():  # with an agent, the soul says it (send_notices)
             self.notify(notice, severity="warning", timeout=8)
@@ -583,6 +584,11 @@ class KodeApp(
             return
         self._ctrl_c_at = now
         self.notify("Press Ctrl+C again to quit.", timeout=CTRL_C_WINDOW_S)
+
+    def refresh_bindings(self) -> None:
+        hold = self._screen_hold
+        if hold is None or not hold.defer_bindings():
+            super().refresh_bindings()
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         if action == "interrupt":

@@ -22,13 +22,17 @@ keep the request back, and the keys typed meanwhile must show."""
 
 class ScreenHold:
     """`app`'s screen updates held (Textual's batch) from now until `release()`, or `HOLD_S`
-    at most."""
+    at most; the footer's keys too (`defer_bindings`): their recompose went before the request."""
 
     def __init__(self, app: App[Any]) -> None:
+        self._app = app
         self._held = contextlib.ExitStack()
         self._held.enter_context(app.batch_update())
         self._until = asyncio.get_running_loop().time() + HOLD_S
         self._cap = app.set_timer(HOLD_S, self.release, name="screen hold")
+        self._released = False
+        self._bindings = False
+        """`refresh_bindings` was asked for while held: it is done at `release`."""
 
     async def until(self, requested: asyncio.Future[None] | None) -> None:
         """Wait until `requested` is done (the request is out), or the hold's time is up."""
@@ -36,7 +40,19 @@ class ScreenHold:
             left = self._until - asyncio.get_running_loop().time()
             await asyncio.wait((requested,), timeout=max(0.0, left))
 
+    def defer_bindings(self) -> bool:
+        """Whether the app's `refresh_bindings` waits for the release (it does while held)."""
+        if self._released:
+            return False
+        self._bindings = True
+        return True
+
     def release(self) -> None:
         """Let the screen update again (once: later calls do nothing)."""
+        if self._released:
+            return
+        self._released = True
         self._cap.stop()
         self._held.close()
+        if self._bindings:
+            self._app.refresh_bindings()

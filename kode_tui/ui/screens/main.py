@@ -167,27 +167,26 @@ class MainScreen(SteadyUpdates, Screen[None]):
         return self._new_session
 
     async def attach(
-        self, opened: AgentSession, banner: str | None = None, *, conversation: bool = True
+        self, opened: AgentSession, banner: str | None = None, *, later: bool = False
     ) -> None:
         """Mount the panes, subscribed to the session's wire, showing it, under `banner` if
-        any; the conversation later (`mount_conversation`) unless `conversation`. A read-only
-        session says so where the prompt is."""
+        any. With `later`, a new session's side panes are bound and its conversation mounted
+        by `attach_later` (after a first request: each reads the session when it starts to
+        follow it). A read-only session says so where the prompt is."""
         from kode_tui.ui.widgets.approval import ApprovalPanel
         from kode_tui.ui.widgets.banner import Banner
         from kode_tui.ui.widgets.mode_badge import ModeBadge
 
         bus = opened.bus
         side = self.query_one("#side")
-        if side.children:  # a new session's, drawn in the first frame
-            self.query_one(TokenGauge).bind(bus, opened.status())
-            self.query_one(CheckpointTimeline).bind(bus, opened)
-            self.query_one(HistoryPane).bind(bus, opened)
-        else:  # bound as they mount: their first draw shows the session
+        if not side.children:  # bound as they mount: their first draw shows the session
             await side.mount_all(_side_panes(opened))
+        elif not later:  # a new session's, drawn in the first frame
+            self._bind_side_panes(opened)
         if banner:
             await self.query_one("#main-column").mount(Banner(banner, bus, id="banner"), before=0)
-        if conversation:
-            await self.mount_conversation(bus)
+        if not later:
+            await self._mount_conversation(bus)
         prompt = self.query_one(PromptInput)
         await self.mount(ApprovalPanel(bus, id="approval"), before=prompt.image_chips)
         self._fit_approval(self.size)
@@ -201,7 +200,19 @@ class MainScreen(SteadyUpdates, Screen[None]):
             prompt.read_only_reason = why
         self.attached = True
 
-    async def mount_conversation(
+    async def attach_later(self, opened: AgentSession, backlog: Subscription[Event]) -> None:
+        """What `attach(later=True)` left: the side panes bound, and the conversation, showing
+        first what `backlog` (a subscription to the session's wire) queued before it."""
+        self._bind_side_panes(opened)
+        await self._mount_conversation(opened.bus, backlog)
+
+    def _bind_side_panes(self, opened: AgentSession) -> None:
+        """A new session's side panes, drawn in the first frame, follow `opened` now."""
+        self.query_one(TokenGauge).bind(opened.bus, opened.status())
+        self.query_one(CheckpointTimeline).bind(opened.bus, opened)
+        self.query_one(HistoryPane).bind(opened.bus, opened)
+
+    async def _mount_conversation(
         self, bus: WireBus, backlog: Subscription[Event] | None = None
     ) -> None:
         """Put the conversation in its frame's place, showing first what `backlog` (a
