@@ -310,19 +310,19 @@ class KodeApp(
             screen = current
         else:
             screen = await self._frame()
-        hold = backlog = None
+        hold = None
         if opened.read_only is None:  # before the panes: they show its figures when first drawn
             await self._build_agent(opened)
             if self._queue:  # typed meanwhile: its request first, then the paint (ScreenHold)
                 hold = self._screen_hold = ScreenHold(self)
-                # A new session's conversation shows no history: it can come after it too.
-                backlog = opened.bus.subscribe() if screen.new_session else None
+        # A new session's panes show no history: they can come after that request too.
+        later = hold is not None and screen.new_session
         banner = None
         if self.choice.is_demo and not self.read_only:
             config_path = self._config_file or Paths.current().config_file
             banner = DEMO_BANNER.format(config=tilde(config_path))
-        await screen.attach(opened, banner, later=backlog is not None)
-        if backlog is None:
+        await screen.attach(opened, banner, later=later)
+        if not later:
             from kode_tui.ui.widgets.conversation import Conversation
 
             conversation = screen.query_one(Conversation)
@@ -335,8 +335,8 @@ class KodeApp(
             if hold is not None:
                 await hold.until(requested)
                 hold.release()  # keys typed meanwhile show while the conversation loads
-            if backlog is not None:
-                await screen.attach_later(opened, backlog)
+            if later:
+                await screen.attach_later(opened)
             return
         for notice in opened.notices():  # with an agent, the soul says it (send_notices)
             self.notify(notice, severity="warning", timeout=8)

@@ -463,3 +463,27 @@ async def test_the_models_questions_are_answered_by_option_typed_answer_or_esc()
         await wait_for(pilot, lambda: asking(app))
         bus.send(TurnEnd())
         await wait_for(pilot, lambda: not isinstance(app.screen, QuestionScreen))
+
+
+async def test_a_panel_mounted_after_a_turn_began_takes_what_its_backlog_kept() -> None:
+    """A new session's first message goes before its panel is mounted: the requests and
+    questions sent meanwhile, kept by a subscription made before, show once it is, in order."""
+    bus = WireBus()
+    app = Host(
+        Static("conversation"),
+        Input(id="prompt"),
+        css_path=Path(approval_module.__file__).with_name("prompt.tcss"),
+    )
+    async with app.run_test(size=(120, 40)) as pilot:
+        backlog = bus.subscribe()
+        first, second = shell_request("r1"), shell_request("r2")
+        bus.send(first)
+        bus.send(second)
+        bus.send(ApprovalResolved(id="r1", response="approve"))  # answered elsewhere meanwhile
+        panel = ApprovalPanel(bus, backlog=backlog, id="approval")
+        panel.key_delay_s = 0
+        await app.mount(panel, before=app.query_one("#prompt"))
+        await wait_for(pilot, lambda: panel.display and panel.current is second)
+        await pilot.press("y")
+        assert await answer_of(second) == "approve"
+        assert not panel.display  # r1 was resolved elsewhere: nothing waits any more

@@ -209,21 +209,21 @@ async def test_a_message_typed_while_the_agent_starts_is_requested_before_the_pa
 ) -> None:
     """Sent before the agent was up, a message goes as soon as it is: its request before the
     agent's panes are painted, before the footer takes the agent's keys and before the
-    conversation is mounted (their work would go first); then the footer has those keys and
-    the conversation shows the turn whole, the message once."""
+    conversation and the approval panel are mounted (their work would go first); then the
+    footer has those keys and the conversation shows the turn whole, the message once."""
     monkeypatch.setattr(screen_hold, "HOLD_S", 60.0)  # the cap is for hooks, MCP, slow disks
     provider = ScriptedProvider([{"text": "Early answer."}])
     app = KodeApp(project, provider=provider)
     frames = watch_frames(app)
-    at_request: list[tuple[int, str, list[str]]] = []  # conversations, last frame, footer keys
+    at_request: list[tuple[int, str, list[str]]] = []  # panes mounted, last frame, footer keys
     stream = provider.stream
 
     def footer_keys() -> list[str]:
         return [key.description for key in app.screen.query(FooterKey)]
 
     def watched(*request: Any) -> Any:
-        conversations = len(app.screen.query("#conversation"))
-        at_request.append((conversations, frames[-1].text, footer_keys()))
+        panes = len(app.screen.query("#conversation, #approval"))
+        at_request.append((panes, frames[-1].text, footer_keys()))
         return stream(*request)
 
     provider.stream = watched  # type: ignore[method-assign]
@@ -236,8 +236,8 @@ async def test_a_message_typed_while_the_agent_starts_is_requested_before_the_pa
         await wait_for(pilot, lambda: not turn_running(app))
         shown, on_screen, keys = conversation_texts(app), screen_text(app), footer_keys()
 
-    [(conversations, last_frame, keys_then)] = at_request
-    assert conversations == 0
+    [(panes, last_frame, keys_then)] = at_request
+    assert panes == 0
     assert "waits for the agent" in last_frame and "compacts at" not in last_frame
     assert "Approval mode" not in keys_then and "Approval mode" in keys
     assert shown.count("typed early") == 1 and "waits for the agent" not in on_screen

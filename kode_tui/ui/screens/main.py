@@ -130,6 +130,11 @@ class MainScreen(SteadyUpdates, Screen[None]):
         self.attached = False
         """Whether the panes have the session (see `attach`)."""
         self._new_session = new_session
+        self._backlogs: tuple[Subscription[Event] | None, Subscription[Event] | None] = (
+            None,
+            None,
+        )
+        """What the conversation and the approval panel missed until `attach_later`."""
         self._work_dir = work_dir
         self._commands = commands
         self._history = history
@@ -170,27 +175,25 @@ class MainScreen(SteadyUpdates, Screen[None]):
         self, opened: AgentSession, banner: str | None = None, *, later: bool = False
     ) -> None:
         """Mount the panes, subscribed to the session's wire, showing it, under `banner` if
-        any. With `later`, a new session's side panes are bound and its conversation mounted
-        by `attach_later` (after a first request: each reads the session when it starts to
-        follow it). A read-only session says so where the prompt is."""
-        from kode_tui.ui.widgets.approval import ApprovalPanel
+        any. With `later` (a new session's first message goes first), the side panes are
+        bound and the conversation and approval panel mounted by `attach_later`, after its
+        request: each reads the session as it binds, or takes the events sent meanwhile from
+        a subscription made now. A read-only session says so where the prompt is."""
         from kode_tui.ui.widgets.banner import Banner
         from kode_tui.ui.widgets.mode_badge import ModeBadge
 
         bus = opened.bus
         side = self.query_one("#side")
+        prompt = self.query_one(PromptInput)
         if not side.children:  # bound as they mount: their first draw shows the session
             await side.mount_all(_side_panes(opened))
-        elif not later:  # a new session's, drawn in the first frame
-            self._bind_side_panes(opened)
         if banner:
             await self.query_one("#main-column").mount(Banner(banner, bus, id="banner"), before=0)
-        if not later:
-            await self._mount_conversation(bus)
-        prompt = self.query_one(PromptInput)
-        await self.mount(ApprovalPanel(bus, id="approval"), before=prompt.image_chips)
-        self._fit_approval(self.size)
         await self.mount(ModeBadge(bus, id="mode-badge"), after=prompt)
+        if later:
+            self._backlogs = (bus.subscribe(), bus.subscribe())  # the conversation's, the panel's
+        else:
+            await self.attach_later(opened)
         if opened.read_only is not None:
             why = (
                 "another kode-tui is writing this session"
@@ -200,17 +203,21 @@ class MainScreen(SteadyUpdates, Screen[None]):
             prompt.read_only_reason = why
         self.attached = True
 
-    async def attach_later(self, opened: AgentSession, backlog: Subscription[Event]) -> None:
-        """What `attach(later=True)` left: the side panes bound, and the conversation, showing
-        first what `backlog` (a subscription to the session's wire) queued before it."""
-        self._bind_side_panes(opened)
-        await self._mount_conversation(opened.bus, backlog)
+    async def attach_later(self, opened: AgentSession) -> None:
+        """The panes `attach(later=True)` left: a new session's side panes bound, the approval
+        panel and the conversation, each showing first what was sent since `attach`."""
+        from kode_tui.ui.widgets.approval import ApprovalPanel
 
-    def _bind_side_panes(self, opened: AgentSession) -> None:
-        """A new session's side panes, drawn in the first frame, follow `opened` now."""
-        self.query_one(TokenGauge).bind(opened.bus, opened.status())
-        self.query_one(CheckpointTimeline).bind(opened.bus, opened)
-        self.query_one(HistoryPane).bind(opened.bus, opened)
+        bus = opened.bus
+        backlogs, self._backlogs = self._backlogs, (None, None)
+        if self._new_session:  # drawn in the first frame
+            self.query_one(TokenGauge).bind(bus, opened.status())
+            self.query_one(CheckpointTimeline).bind(bus, opened)
+            self.query_one(HistoryPane).bind(bus, opened)
+        panel = ApprovalPanel(bus, backlog=backlogs[1], id="approval")
+        await self.mount(panel, before=self.query_one(PromptInput).image_chips)
+        self._fit_approval(self.size)
+        await self._mount_conversation(bus, backlogs[0])
 
     async def _mount_conversation(
         self, bus: WireBus, backlog: Subscription[Event] | None = None

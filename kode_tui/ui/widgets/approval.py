@@ -143,9 +143,14 @@ A tool call waits for your answer.
     class Done(Message):
         """No request is waiting any more; the panel hid itself."""
 
-    def __init__(self, bus: WireBus, *, id: str | None = None) -> None:
+    def __init__(
+        self, bus: WireBus, *, backlog: Subscription[Event] | None = None, id: str | None = None
+    ) -> None:
+        """`backlog`: a subscription to `bus` made before this panel, whose requests and
+        questions it takes first (a turn that began before it mounted)."""
         super().__init__(id=id)
         self.bus = bus
+        self._backlog = backlog
         self._queue: list[ApprovalRequest] = []
         self._previous_focus: Widget | None = None
         self._shown_at = 0.0
@@ -199,6 +204,10 @@ A tool call waits for your answer.
         # The buttons are for the mouse; focus stays on the panel so y/a/n/f/d keep working.
         for button in self.query(Button):
             button.can_focus = False
+        backlog, self._backlog = self._backlog, None
+        missed = [] if backlog is None else backlog.take_queued()
+        if backlog is not None:  # taken and closed before the bus can send the next: in order
+            backlog.close()
         self.listen(self.bus, ApprovalRequest, ApprovalResolved)
         # The conversation may say "waiting for approval" before this panel's turn to show the
         # request comes: the keys are taken as the request is sent, and kept until it shows.
@@ -206,6 +215,13 @@ A tool call waits for your answer.
         # AskUserQuestion's questions come on the same bus: they show as a dialog of their own,
         # closed when their turn ends (interrupted, say): answering it then would reach no one.
         self._questions = self.bus.subscribe(QuestionRequest, TurnEnd, callback=self._ask)
+        for event in missed:
+            if isinstance(event, ApprovalRequest | ApprovalResolved):
+                self.post_message(WireMessage(event))
+            if isinstance(event, ApprovalRequest):
+                self._claim(event)
+            elif isinstance(event, QuestionRequest | TurnEnd):
+                self._ask(event)
 
     def on_unmount(self) -> None:
         if self._claim_subscription is not None:
