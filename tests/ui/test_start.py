@@ -212,7 +212,8 @@ async def test_a_message_typed_while_the_agent_starts_is_requested_before_the_pa
     conversation and the approval panel are mounted (their work would go first); then the
     footer has those keys and the conversation shows the turn whole, the message once."""
     monkeypatch.setattr(screen_hold, "HOLD_S", 60.0)  # the cap is for hooks, MCP, slow disks
-    provider = ScriptedProvider([{"text": "Early answer."}])
+    write = {"name": "WriteFile", "arguments": {"path": "early.txt", "content": "hi\n"}}
+    provider = ScriptedProvider([{"tool_calls": [write]}, {"text": "Early answer."}])
     app = KodeApp(project, provider=provider)
     frames = watch_frames(app)
     at_request: list[tuple[int, str, list[str]]] = []  # panes mounted, last frame, footer keys
@@ -232,14 +233,19 @@ async def test_a_message_typed_while_the_agent_starts_is_requested_before_the_pa
         await pilot.press(*"typed early", "enter")
         await wait_for(pilot, lambda: "waits for the agent" in screen_text(app))
         slow.release.set()
+        # Its first answer asks to write a file: the panel, mounted after the request, asks.
+        await wait_for(pilot, lambda: bool(app.screen.query("ApprovalPanel.-active")))
+        await pilot.press("y")
         await wait_for(pilot, lambda: "Early answer." in conversation_texts(app))
         await wait_for(pilot, lambda: not turn_running(app))
         shown, on_screen, keys = conversation_texts(app), screen_text(app), footer_keys()
 
-    [(panes, last_frame, keys_then)] = at_request
+    assert len(at_request) == 2  # the message, then the file written
+    panes, last_frame, keys_then = at_request[0]
     assert panes == 0
     assert "waits for the agent" in last_frame and "compacts at" not in last_frame
     assert "Approval mode" not in keys_then and "Approval mode" in keys
+    assert (project / "early.txt").read_text() == "hi\n"
     assert shown.count("typed early") == 1 and "waits for the agent" not in on_screen
 
 
