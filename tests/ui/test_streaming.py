@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from markdown_it import MarkdownIt
 from textual import events
 from textual._compositor import Compositor
 from textual.app import App
@@ -257,6 +258,24 @@ async def test_a_burst_is_mounted_as_few_widgets_and_ends_drawn_as_a_slow_stream
     assert widgets[1] < widgets[0] / 2
     assert screens[1] == screens[0]
     assert "Paragraph 39: some words" in screens[0] and "second" in screens[0]
+
+
+def test_a_finished_block_of_a_burst_is_parsed_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    # Rich's Markdown parses what it is given; the block hands it the tokens of its own parse.
+    parsed: list[str] = []
+    parse = MarkdownIt.parse
+
+    def counted(self: MarkdownIt, src: str, env: Any = None) -> Any:
+        parsed.append(src)
+        return parse(self, src, env)
+
+    monkeypatch.setattr(MarkdownIt, "parse", counted)
+    markdown = "A *burst* of words, see www.example.com.\n\n" + MARKDOWN
+
+    block = AnswerBlock(markdown)
+
+    assert [src for src in parsed if src] == [markdown]
+    assert block.source == markdown
 
 
 async def test_keys_typed_while_an_answer_streams_reach_the_prompt_and_the_answer_stays_whole(
