@@ -21,7 +21,7 @@ from kode_tui.ui import terminal_writes
 from kode_tui.ui.widgets import block_window
 from kode_tui.ui.widgets import conversation as conversation_module
 from kode_tui.ui.widgets.answer_split import split_answer
-from kode_tui.ui.widgets.blocks import AnswerBlock, AssistantBlock, ThinkingBlock
+from kode_tui.ui.widgets.blocks import AnswerBlock, AssistantBlock, ThinkingBlock, UserBlock
 from kode_tui.ui.widgets.conversation import Conversation
 from kode_tui.ui.widgets.prompt import PromptInput
 from kode_tui.ui.wire_messages import WireMessage
@@ -258,6 +258,39 @@ async def test_a_burst_is_mounted_as_few_widgets_and_ends_drawn_as_a_slow_stream
     assert widgets[1] < widgets[0] / 2
     assert screens[1] == screens[0]
     assert "Paragraph 39: some words" in screens[0] and "second" in screens[0]
+
+
+async def test_a_burst_of_many_screens_mounts_only_its_end_and_keeps_the_rest_in_order(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # Blocks far above the view leave the DOM only when the pane trims: never, here.
+    monkeypatch.setattr(block_window, "TRIM_DELAY", 3600.0)
+    monkeypatch.setattr(conversation_module, "FRAME_INTERVAL", 3600.0)
+    monkeypatch.setattr(conversation_module, "QUIET", 3600.0)
+    answer = "".join(f"Paragraph {n}: " + "some words " * 30 + "\n\n" for n in range(200))
+    answer += "The end of a long answer."
+    deltas = [answer[i : i + 700] for i in range(0, len(answer), 700)]
+    bus, posted = WireBus(), Posted()
+    async with host(bus).run_test(size=(100, 40), message_hook=posted) as pilot:
+        conversation = pilot.app.query_one(Conversation)
+        await posted.deliver(pilot, bus, ev.TurnBegin(user_input="Go"), ev.StepBegin(n=1))
+        await posted.deliver(pilot, bus, *map(text, deltas), ev.TurnEnd())  # one frame
+        await wait_for(pilot, lambda: not pilot.app.screen._layout_required)
+        await pilot.pause()
+
+        mounted = answer_blocks(conversation)
+        # ~70k characters: ~35 blocks, of which those of the last few screens are mounted.
+        assert len(mounted) < 10
+        assert "The end of a long answer." in "\n".join(
+            strip.text for strip in compositor(pilot.app).render_strips()[-6:]
+        )
+        above = [make() for make in conversation._window.above if callable(make)]
+        assert (
+            "".join(b.source for b in above if isinstance(b, AnswerBlock))
+            + "".join(b.source for b in mounted)
+            == answer
+        )
+        assert isinstance(above[0], UserBlock)
 
 
 def test_a_finished_block_of_a_burst_is_parsed_once(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -171,6 +171,33 @@ class BlockWindow(VerticalScroll, PlacedOnce):
         else:
             await self.mount_all(blocks)
 
+    async def _append_above(self, factories: Sequence[BlockFactory], sizes: Sequence[int]) -> int:
+        """Of finished blocks about to be added at the end (oldest first; `sizes`, their
+        characters), those a view following the end would unmount again as soon as they are
+        laid out (`_trim`: a fast model's burst of many screens) go above the window at once,
+        with every block mounted before them: never mounted, drawn nor laid out. How many
+        went; the caller adds the others.
+
+        A character is taken for a cell: blocks of more than `TRIM_SCREENS` + 1 screens of
+        characters stay. Markup takes no cell, so they may be fewer screens: the view then
+        mounts what is above as it does for any block above the window."""
+        region = self.scrollable_content_region
+        keep = (TRIM_SCREENS + 1) * region.width * region.height
+        away, kept = len(sizes), 0
+        while away and kept < keep:
+            away -= 1
+            kept += sizes[away]
+        if not away or not keep or not self._following():
+            return 0
+        blocks = self.blocks
+        movable = self._movable(blocks)
+        if len(movable) < len(blocks):
+            return 0  # a block that may still change stays, and so do those after it
+        await self._unmount(movable, self._window.put_above)
+        self._window.put_above(factories[:away])
+        self.call_after_refresh(self._maybe_reveal)
+        return away
+
     def _hide(self, blocks: Sequence[Widget]) -> None:
         """`blocks`, at the end of the session, wait hidden at the start of the tail."""
         for block in blocks:

@@ -24,6 +24,7 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import Awaitable, Callable, Sequence
+from functools import partial
 from pathlib import Path
 from typing import Any, Literal
 
@@ -36,6 +37,7 @@ from kode_tui.humanize import format_tokens
 from kode_tui.message import FunctionBody, Message, TextPart, ThinkPart
 from kode_tui.safetext import visible_model
 from kode_tui.soul.facade import EarlierContexts, PastResults, WireBus
+from kode_tui.ui import collector
 from kode_tui.ui.pacing import FramePacer
 from kode_tui.ui.terminal_writes import keys_waiting
 from kode_tui.ui.widgets.activity import Activity
@@ -215,6 +217,7 @@ again.
         self.anchor()
 
     async def on_unmount(self) -> None:
+        collector.after_turn()
         await self._close_text()
 
     def watch_has_focus(self, has_focus: bool) -> None:
@@ -436,7 +439,9 @@ again.
         """Stream a frame's text into the answer, in new blocks where it is long
         (`split_answer`). The blocks the frame both opens and closes are finished before they
         were ever drawn: each is mounted as one widget drawn once (`AnswerBlock`), not as a
-        widget per paragraph, so a fast model's burst costs a few widgets, not hundreds."""
+        widget per paragraph, so a fast model's burst costs a few widgets, not hundreds; and
+        those of a burst of many screens that the view would unmount at once are not mounted
+        (`_append_above`)."""
         first, *rest = split_answer(self._written, text)
         if first and self._assistant is not None:
             self._written += first
@@ -444,7 +449,11 @@ again.
         if not rest:
             return
         *closed, last = rest
-        await self._add(*map(AnswerBlock, closed), streamed=True)
+        self._assistant = None  # finished: it may leave the DOM like any finished block
+        made = [partial(AnswerBlock, part) for part in closed]
+        away = await self._append_above(made, [len(part) for part in closed])
+        self._streamed_away += made[:away]
+        await self._add(*(make() for make in made[away:]), streamed=True)
         assistant = await self._start_text()
         self._written = last
         await assistant.append(last)
@@ -468,6 +477,7 @@ again.
         self._schedule_trim()
 
     async def _turn_begin(self, event: ev.TurnBegin) -> None:
+        collector.during_turn()
         await self._end_step()
         self._reminders = None
         if not self._following():
@@ -484,6 +494,7 @@ again.
 
     async def _turn_end(self, event: ev.TurnEnd) -> None:
         await self._end_step()
+        collector.after_turn()
 
     async def _step_begin(self, event: ev.StepBegin) -> None:
         await self._end_step()
