@@ -155,7 +155,8 @@ async def test_a_turn_streams_into_blocks_and_a_retry_discards_the_partial_answe
             ev.Error(message="demo/model: the model stopped answering"),
             ev.TurnEnd(),
         )
-        assert gc.get_threshold()[2] == full, "full collections again once the turn ended"
+        # Full collections again once the turn's end is on screen.
+        await wait_for(pilot, lambda: gc.get_threshold()[2] == full)
 
         assert describe(conversation) == [
             "user: Make hello.py say hello",

@@ -177,6 +177,7 @@ again.
         self._reminders: list[tuple[str, str]] | None = None
         """The reminders of this turn, which one block shows."""
         self._command: ev.CommandSent | None = None  # the custom command of the next message
+        self._turn_running = False
         self._history: Sequence[Message] | None = None
         """The stored history `load_history` showed (what earlier contexts go above)."""
         self._past: PastResults | None = None
@@ -477,6 +478,7 @@ again.
         self._schedule_trim()
 
     async def _turn_begin(self, event: ev.TurnBegin) -> None:
+        self._turn_running = True
         collector.during_turn()
         await self._end_step()
         self._reminders = None
@@ -494,7 +496,14 @@ again.
 
     async def _turn_end(self, event: ev.TurnEnd) -> None:
         await self._end_step()
-        collector.after_turn()
+        self._turn_running = False
+        # The full collection held back (tens of ms after a long answer) runs after the
+        # screen shows the end of the turn, not before.
+        self.call_after_refresh(self._turn_over)
+
+    def _turn_over(self) -> None:
+        if not self._turn_running:  # else the next turn began meanwhile
+            collector.after_turn()
 
     async def _step_begin(self, event: ev.StepBegin) -> None:
         await self._end_step()
