@@ -19,6 +19,8 @@ _thresholds: tuple[int, int, int] | None = None
 """Python's thresholds, as `hold` found them; None when not held."""
 _full: int | None = None
 """Python's threshold of full collections, while a turn holds them (`during_turn`)."""
+_turn = False
+"""A turn runs (between `during_turn` and `turn_ended`)."""
 _NEVER = 1_000_000
 
 
@@ -50,16 +52,24 @@ def release() -> None:
 def during_turn() -> None:
     """No full collection until `after_turn` (unless start-up holds them already: `release`
     gives them back then)."""
-    global _full
+    global _full, _turn
+    _turn = True
     if _full is None and _thresholds is None:
         young, middle, _full = gc.get_threshold()
         gc.set_threshold(young, middle, _NEVER)
 
 
+def turn_ended() -> None:
+    """The turn is over: `after_turn` gives full collections back (called a little later, once
+    the screen shows the turn's end)."""
+    global _turn
+    _turn = False
+
+
 def after_turn() -> None:
-    """Full collections back, as `during_turn` found them."""
+    """Full collections back, as `during_turn` found them, unless a turn runs again."""
     global _full
-    if _full is not None:
+    if _full is not None and not _turn:
         young, middle, _ = gc.get_threshold()
         gc.set_threshold(young, middle, _full)
         _full = None

@@ -23,6 +23,9 @@ def test_full_collections_wait_for_the_end_of_a_turn(thresholds: tuple[int, int,
     collector.during_turn()  # a turn's events may say it began twice (a retried start)
     held = gc.get_threshold()
     collector.after_turn()
+    assert gc.get_threshold() == held, "the turn runs yet"
+    collector.turn_ended()
+    collector.after_turn()
 
     assert held[:2] == (young, middle), "young collections go on"
     assert held[2] > 10_000
@@ -35,6 +38,7 @@ def test_a_turn_during_start_up_leaves_the_thresholds_to_start_up(
     collector.hold()
     collector.during_turn()
     collector.release()  # the session is on screen while the first turn runs
+    collector.turn_ended()
     collector.after_turn()
 
     assert gc.get_threshold() == thresholds

@@ -227,6 +227,7 @@ async def test_a_burst_is_mounted_as_few_widgets_and_ends_drawn_as_a_slow_stream
     screens: list[str] = []
     widgets: list[int] = []
     monkeypatch.setattr(block_window, "TRIM_SCREENS", 1000)  # every block stays mounted
+    monkeypatch.setattr(conversation_module, "BURST", len(answer) + 1)  # frames are paced
     for frame in (0.0, 3600.0):
         monkeypatch.setattr(conversation_module, "FRAME_INTERVAL", frame)
         monkeypatch.setattr(conversation_module, "QUIET", 3600.0)
@@ -260,6 +261,31 @@ async def test_a_burst_is_mounted_as_few_widgets_and_ends_drawn_as_a_slow_stream
     assert "Paragraph 39: some words" in screens[0] and "second" in screens[0]
 
 
+async def test_a_burst_is_drawn_as_it_comes_and_so_is_the_end_that_follows_it(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # A frame that never comes by itself: what waits for it is drawn only by what follows.
+    monkeypatch.setattr(conversation_module, "FRAME_INTERVAL", 3600.0)
+    monkeypatch.setattr(conversation_module, "QUIET", 3600.0)
+    burst = "Many words at once. " * 1000  # 20,000 characters in one delta
+    bus, posted = WireBus(), Posted()
+    async with host(bus).run_test(size=(100, 40), message_hook=posted) as pilot:
+        conversation = pilot.app.query_one(Conversation)
+        await posted.deliver(
+            pilot, bus, ev.TurnBegin(user_input="Go"), ev.StepBegin(n=1), text("First. ")
+        )
+        await posted.deliver(pilot, bus, text("Then "), text("slowly. "))
+        assert shown_text(conversation) == "First. ", "a slow stream waits for its frame"
+
+        await posted.deliver(pilot, bus, text(burst))
+        assert shown_text(conversation) == "First. Then slowly. " + burst
+        await posted.deliver(pilot, bus, text("The end."))
+        assert shown_text(conversation).endswith(burst + "The end.")
+
+        await posted.deliver(pilot, bus, text(" And more"))
+        assert shown_text(conversation).endswith("The end."), "slow again: it waits"
+
+
 async def test_a_burst_of_many_screens_mounts_only_its_end_and_keeps_the_rest_in_order(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
@@ -269,12 +295,13 @@ async def test_a_burst_of_many_screens_mounts_only_its_end_and_keeps_the_rest_in
     monkeypatch.setattr(conversation_module, "QUIET", 3600.0)
     answer = "".join(f"Paragraph {n}: " + "some words " * 30 + "\n\n" for n in range(200))
     answer += "The end of a long answer."
-    deltas = [answer[i : i + 700] for i in range(0, len(answer), 700)]
+    # As the model process hands a burst over: its replies of 50 ms joined, ~14k characters.
+    deltas = [answer[i : i + 14000] for i in range(0, len(answer), 14000)]
     bus, posted = WireBus(), Posted()
     async with host(bus).run_test(size=(100, 40), message_hook=posted) as pilot:
         conversation = pilot.app.query_one(Conversation)
         await posted.deliver(pilot, bus, ev.TurnBegin(user_input="Go"), ev.StepBegin(n=1))
-        await posted.deliver(pilot, bus, *map(text, deltas), ev.TurnEnd())  # one frame
+        await posted.deliver(pilot, bus, *map(text, deltas), ev.TurnEnd())
         await wait_for(pilot, lambda: not pilot.app.screen._layout_required)
         await pilot.pause()
 

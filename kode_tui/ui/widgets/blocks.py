@@ -29,6 +29,7 @@ from textual.widget import Widget
 from textual.widgets import Markdown, Static
 from textual.widgets.markdown import MarkdownBlock
 
+from kode_tui.humanize import format_tokens
 from kode_tui.safetext import visible
 from kode_tui.ui.pictures import (
     PICTURE_COLUMNS,
@@ -43,7 +44,7 @@ from kode_tui.ui.pictures import (
     picture_widget,
     thumbnail,
 )
-from kode_tui.wire.events import HookRan
+from kode_tui.wire.events import CompactionEnd, ContextReverted, HookRan
 
 if TYPE_CHECKING:
     from kode_tui.wire.events import CommandSent
@@ -541,3 +542,23 @@ Block = (
 def divider(text: str) -> str:
     """The text of a marked line: `── text ──`."""
     return f"── {text} ──"
+
+
+def compaction_text(event: CompactionEnd, strategy: str) -> str:
+    """The marked line of a compaction that ended (`strategy`: how it compacted)."""
+    by = f" ({strategy})" if strategy else ""
+    if event.rotated_file is None:
+        return divider(f"nothing to compact{by}")
+    before, after = format_tokens(event.tokens_before), format_tokens(event.tokens_after)
+    return divider(f"compacted: {before} → {after} tokens{by}")
+
+
+def revert_text(event: ContextReverted) -> str:
+    """The marked lines of a revert: the checkpoint, and the files it touched or left."""
+    by = " (D-Mail)" if event.reason == "dmail" else ""
+    lines = [divider(f"reverted to checkpoint {event.checkpoint_id}{by}")]
+    if event.files_restored:
+        lines.append("   files restored: " + ", ".join(event.files_restored))
+    if event.conflicts:
+        lines.append("   changed since, left alone: " + ", ".join(event.conflicts))
+    return "\n".join(lines)

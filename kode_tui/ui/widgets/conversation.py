@@ -33,7 +33,6 @@ from textual.content import Content
 from textual.timer import Timer
 from textual.widget import Widget
 
-from kode_tui.humanize import format_tokens
 from kode_tui.message import FunctionBody, Message, TextPart, ThinkPart
 from kode_tui.safetext import visible_model
 from kode_tui.soul.facade import EarlierContexts, PastResults, WireBus
@@ -55,8 +54,10 @@ from kode_tui.ui.widgets.blocks import (
     ThinkingBlock,
     UserBlock,
     command_label,
+    compaction_text,
     divider,
     hook_block,
+    revert_text,
 )
 from kode_tui.ui.widgets.history_blocks import pictures, user_text
 from kode_tui.ui.widgets.tool_block import ToolBlock
@@ -77,6 +78,9 @@ DRAW_BUDGET = 0.1
 QUIET = 0.06
 """A stream silent this long has paused (the model process writes at least every 50 ms while
 it flows): what came is drawn then, not at the next frame of a slow machine (up to 1/7 s)."""
+BURST = 8000
+"""Characters waiting for a frame that make the stream a burst: drawn at once, and so is the
+next delta after such a frame (most of a burst is never mounted: `BlockWindow._append_above`)."""
 KEY_WAIT = 1 / 120
 """How often a frame held for a key's echo looks again whether the echo is painted."""
 NEW_OUTPUT_HINT = "↓ new output · End"
@@ -88,24 +92,6 @@ _CSS = Path(__file__).with_suffix(".tcss").read_text(encoding="utf-8")
 
 
 # --- text helpers --------------------------------------------------------------------------------
-
-
-def _compaction_text(event: ev.CompactionEnd, strategy: str) -> str:
-    by = f" ({strategy})" if strategy else ""
-    if event.rotated_file is None:
-        return divider(f"nothing to compact{by}")
-    before, after = format_tokens(event.tokens_before), format_tokens(event.tokens_after)
-    return divider(f"compacted: {before} → {after} tokens{by}")
-
-
-def _revert_text(event: ev.ContextReverted) -> str:
-    by = " (D-Mail)" if event.reason == "dmail" else ""
-    lines = [divider(f"reverted to checkpoint {event.checkpoint_id}{by}")]
-    if event.files_restored:
-        lines.append("   files restored: " + ", ".join(event.files_restored))
-    if event.conflicts:
-        lines.append("   changed since, left alone: " + ", ".join(event.conflicts))
-    return "\n".join(lines)
 
 
 def _thought(event: ev.Event) -> bool:
@@ -157,6 +143,9 @@ again.
         # Deltas not drawn yet (see FRAME_INTERVAL), for `_assistant` and `_thinking`.
         self._pending_text: list[str] = []
         self._pending_think: list[str] = []
+        self._pending_size = 0
+        self._bursting = False
+        """The last frame drew a burst (`BURST`)."""
         self._frame: Timer | None = None
         self._delta_at = 0.0
         """When the last streamed delta came (`QUIET`)."""
@@ -177,7 +166,6 @@ again.
         self._reminders: list[tuple[str, str]] | None = None
         """The reminders of this turn, which one block shows."""
         self._command: ev.CommandSent | None = None  # the custom command of the next message
-        self._turn_running = False
         self._history: Sequence[Message] | None = None
         """The stored history `load_history` showed (what earlier contexts go above)."""
         self._past: PastResults | None = None
@@ -218,6 +206,7 @@ again.
         self.anchor()
 
     async def on_unmount(self) -> None:
+        collector.turn_ended()
         collector.after_turn()
         await self._close_text()
 
@@ -382,12 +371,15 @@ again.
     async def _buffer(self, pending: list[str], delta: str) -> None:
         """Keep a delta for the next frame: draw now if the last frame is a frame ago."""
         pending.append(delta)
+        self._pending_size += len(delta)
         self._delta_at = time.monotonic()
-        if self._frame is not None:
+        burst = self._bursting or self._pending_size >= BURST
+        if self._frame is not None and not burst:
             return
-        wait = self._pacer.due_in()
+        wait = 0.0 if burst else self._pacer.due_in()
         if wait > 0 or keys_waiting(self.app):
-            self._frame = self.set_timer(max(min(wait, QUIET), KEY_WAIT), self._frame_due)
+            if self._frame is None:
+                self._frame = self.set_timer(max(min(wait, QUIET), KEY_WAIT), self._frame_due)
         else:
             await self._draw_frame()
 
@@ -414,6 +406,7 @@ again.
         if not (self._pending_text or self._pending_think):
             return
         self._pacer.drawn()
+        self._bursting, self._pending_size = self._pending_size >= BURST, 0
         think, self._pending_think = "".join(self._pending_think), []
         text, self._pending_text = "".join(self._pending_text), []
         # One layout for the whole frame, not one per block mounted or appended to.
@@ -478,7 +471,6 @@ again.
         self._schedule_trim()
 
     async def _turn_begin(self, event: ev.TurnBegin) -> None:
-        self._turn_running = True
         collector.during_turn()
         await self._end_step()
         self._reminders = None
@@ -496,14 +488,9 @@ again.
 
     async def _turn_end(self, event: ev.TurnEnd) -> None:
         await self._end_step()
-        self._turn_running = False
-        # The full collection held back (tens of ms after a long answer) runs after the
-        # screen shows the end of the turn, not before.
-        self.call_after_refresh(self._turn_over)
-
-    def _turn_over(self) -> None:
-        if not self._turn_running:  # else the next turn began meanwhile
-            collector.after_turn()
+        # The full collection held back runs once the screen shows the turn's end.
+        collector.turn_ended()
+        self.call_after_refresh(collector.after_turn)
 
     async def _step_begin(self, event: ev.StepBegin) -> None:
         await self._end_step()
@@ -607,7 +594,7 @@ again.
         await self._add(self._compaction)
 
     async def _compaction_end(self, event: ev.CompactionEnd) -> None:
-        text = _compaction_text(event, self._compaction_strategy)
+        text = compaction_text(event, self._compaction_strategy)
         block, self._compaction = self._compaction, None
         if block is not None and block.parent is self:
             block.set_text(text)
@@ -617,7 +604,7 @@ again.
 
     async def _context_reverted(self, event: ev.ContextReverted) -> None:
         kind = "revert dmail" if event.reason == "dmail" else "revert"
-        await self._add(MarkerBlock(_revert_text(event), kind=kind))
+        await self._add(MarkerBlock(revert_text(event), kind=kind))
 
     async def _context_restored(self, event: ev.ContextRestored) -> None:
         source, kept = Path(event.from_file).name, Path(event.rotated_file).name
