@@ -295,8 +295,8 @@ async def test_a_burst_of_many_screens_mounts_only_its_end_and_keeps_the_rest_in
     monkeypatch.setattr(conversation_module, "QUIET", 3600.0)
     answer = "".join(f"Paragraph {n}: " + "some words " * 30 + "\n\n" for n in range(200))
     answer += "The end of a long answer."
-    # As the model process hands a burst over: its replies of 50 ms joined, ~14k characters.
-    deltas = [answer[i : i + 14000] for i in range(0, len(answer), 14000)]
+    # As the model process hands a burst over: its replies of 50 ms joined, 15-50k characters.
+    deltas = [answer[i : i + 30000] for i in range(0, len(answer), 30000)]
     bus, posted = WireBus(), Posted()
     async with host(bus).run_test(size=(100, 40), message_hook=posted) as pilot:
         conversation = pilot.app.query_one(Conversation)

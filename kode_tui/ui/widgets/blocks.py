@@ -341,6 +341,9 @@ class AssistantBlock(Markdown, PlacedOnce):
         super().__init__(
             markdown, classes="block assistant", parser_factory=_markdown_parser, open_links=False
         )
+        self.undrawn = ""
+        """The end of its text, not drawn: it leaves the DOM in the frame that brought it (a
+        burst's), as a block made by `factory`, which has it."""
 
     def on_markdown_link_clicked(self, event: Markdown.LinkClicked) -> None:
         # The model wrote both the link and the text it shows: only a web address is opened
@@ -355,7 +358,7 @@ class AssistantBlock(Markdown, PlacedOnce):
 
     def factory(self) -> BlockFactory:
         """Makes a fresh block showing the same; it holds the data, not this widget."""
-        return partial(AnswerBlock, self.source)
+        return partial(AnswerBlock, self.source + self.undrawn)
 
 
 _LINK_TOKENS = ("link_open", "link_close")

@@ -144,8 +144,7 @@ again.
         self._pending_text: list[str] = []
         self._pending_think: list[str] = []
         self._pending_size = 0
-        self._bursting = False
-        """The last frame drew a burst (`BURST`)."""
+        self._bursting = False  # the last frame drew a burst (`BURST`)
         self._frame: Timer | None = None
         self._delta_at = 0.0
         """When the last streamed delta came (`QUIET`)."""
@@ -431,21 +430,24 @@ again.
 
     async def _write_text(self, text: str) -> None:
         """Stream a frame's text into the answer, in new blocks where it is long
-        (`split_answer`). The blocks the frame both opens and closes are finished before they
-        were ever drawn: each is mounted as one widget drawn once (`AnswerBlock`), not as a
-        widget per paragraph, so a fast model's burst costs a few widgets, not hundreds; and
-        those of a burst of many screens that the view would unmount at once are not mounted
-        (`_append_above`)."""
+        (`split_answer`). A block the frame both opens and closes is mounted as one widget drawn
+        once (`AnswerBlock`), not a widget per paragraph; one far above the view, not at all."""
         first, *rest = split_answer(self._written, text)
-        if first and self._assistant is not None:
-            self._written += first
-            await self._assistant.append(first)
+        current = self._assistant
         if not rest:
+            if first and current is not None:
+                self._written += first
+                await current.append(first)
             return
         *closed, last = rest
         self._assistant = None  # finished: it may leave the DOM like any finished block
+        if current is not None:
+            current.undrawn = first  # drawn below unless the block leaves with it
         made = [partial(AnswerBlock, part) for part in closed]
         away = await self._append_above(made, [len(part) for part in closed])
+        if current is not None and first and current.parent is self:
+            current.undrawn = ""
+            await current.append(first)
         self._streamed_away += made[:away]
         await self._add(*(make() for make in made[away:]), streamed=True)
         assistant = await self._start_text()
