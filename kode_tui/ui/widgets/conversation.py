@@ -368,7 +368,8 @@ again.
         self._approvals = {}
 
     async def _buffer(self, pending: list[str], delta: str) -> None:
-        """Keep a delta for the next frame: draw now if the last frame is a frame ago."""
+        """Keep a delta for the next frame: draw now if the last frame is a frame ago, or the
+        stream bursts (`BURST`)."""
         pending.append(delta)
         self._pending_size += len(delta)
         self._delta_at = time.monotonic()
