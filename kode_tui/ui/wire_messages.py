@@ -18,6 +18,8 @@ from typing import TYPE_CHECKING, Protocol
 from textual.message import Message
 
 if TYPE_CHECKING:
+    from textual.geometry import Size
+
     # Names only: the side panes import this module for the first frame, before the domain.
     from kode_tui.soul.facade import Subscription, WireBus
     from kode_tui.wire.events import Event
@@ -36,14 +38,27 @@ class WireMessage(Message, bubble=False, verbose=True):
 
 class _Listener(Protocol):
     _wire_subscription: Subscription[Event] | None
+    _wire_waiting: tuple[WireBus, tuple[type[Event], ...], Subscription[Event]] | None
+
+    @property
+    def size(self) -> Size: ...
 
     def post_message(self, message: Message) -> bool: ...
+
+    def listen(
+        self,
+        bus: WireBus,
+        *event_types: type[Event],
+        backlog: Subscription[Event] | None = None,
+    ) -> None: ...
 
 
 class WireListener:
     """Mixed into a widget: receive wire events as `WireMessage`s until unmounted."""
 
     _wire_subscription: Subscription[Event] | None = None
+    _wire_waiting: tuple[WireBus, tuple[type[Event], ...], Subscription[Event]] | None = None
+    """A `listen` with a backlog, until the widget is laid out (`on_resize`)."""
 
     def listen(
         self: _Listener,
@@ -52,7 +67,11 @@ class WireListener:
         backlog: Subscription[Event] | None = None,
     ) -> None:
         """Post the events of `event_types` on `bus` to this widget, from now on: first those
-        `backlog` (a subscription to `bus` made earlier) queued meanwhile, then closed."""
+        `backlog` (a subscription to `bus` made earlier) queued meanwhile, then closed. With a
+        backlog, a widget not laid out yet starts once it is: what it mounts needs a place."""
+        if backlog is not None and not self.size:
+            self._wire_waiting = (bus, event_types, backlog)
+            return
         if self._wire_subscription is not None:
             self._wire_subscription.close()
         widget = self
@@ -66,6 +85,13 @@ class WireListener:
                     post(event)
             backlog.close()
         self._wire_subscription = bus.subscribe(*event_types, callback=post, direct=True)
+
+    def on_resize(self: _Listener) -> None:
+        # Textual calls the resize handler of every class of a widget, the mixin's too.
+        waiting, self._wire_waiting = self._wire_waiting, None
+        if waiting is not None:
+            bus, event_types, backlog = waiting
+            self.listen(bus, *event_types, backlog=backlog)
 
     def _on_unmount(self: _Listener) -> None:
         # Textual calls the unmount handler of every class of a widget, the mixin's too.

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 import json
 import shutil
 from pathlib import Path
@@ -98,6 +99,7 @@ def text(delta: str) -> ev.ContentPart:
 
 async def test_a_turn_streams_into_blocks_and_a_retry_discards_the_partial_answer() -> None:
     bus, posted = WireBus(), Posted()
+    full = gc.get_threshold()[2]
     async with host(bus).run_test(size=(100, 60), message_hook=posted) as pilot:
         conversation = await settle(
             pilot,
@@ -114,6 +116,8 @@ async def test_a_turn_streams_into_blocks_and_a_retry_discards_the_partial_answe
         )
         tool = conversation.query_one(ToolBlock)
         assert header(tool) == "▸ StrReplaceFile  running…"
+        # No full collection (a stall of tens of ms) while the turn streams.
+        assert gc.get_threshold()[2] > 10_000
 
         await settle(
             pilot,
@@ -151,6 +155,8 @@ async def test_a_turn_streams_into_blocks_and_a_retry_discards_the_partial_answe
             ev.Error(message="demo/model: the model stopped answering"),
             ev.TurnEnd(),
         )
+        # Full collections again once the turn's end is on screen.
+        await wait_for(pilot, lambda: gc.get_threshold()[2] == full)
 
         assert describe(conversation) == [
             "user: Make hello.py say hello",

@@ -59,7 +59,10 @@ async def test_only_web_links_in_an_answer_open(
 
 
 async def test_a_restored_answer_shows_links_and_images_as_text_with_nothing_to_open() -> None:
-    text = "See [the docs](vscode://file/etc/passwd) and ![a picture](file:///etc/passwd).\n"
+    text = (
+        "See [the docs](vscode://file/etc/passwd) and ![a picture](file:///etc/passwd), "
+        "or www.example.com/faq.\n"
+    )
     messages = [Message(role="user", content="hi"), Message(role="assistant", content=text)]
     async with host(WireBus()).run_test(size=(100, 30)) as pilot:
         conversation = pilot.app.query_one(Conversation)
@@ -71,5 +74,6 @@ async def test_a_restored_answer_shows_links_and_images_as_text_with_nothing_to_
     segments = [segment for line in lines for segment in line]
     assert "the docs" in "".join(segment.text for segment in segments)
     assert "a picture" in "".join(segment.text for segment in segments)
+    assert "or www.example.com/faq." in "".join(segment.text for segment in segments)
     styles = [segment.style for segment in segments if segment.style is not None]
     assert not any(style.link or style.meta.get("@click") for style in styles)

@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from markdown_it import MarkdownIt
 from textual import events
 from textual._compositor import Compositor
 from textual.app import App
@@ -20,7 +21,7 @@ from kode_tui.ui import terminal_writes
 from kode_tui.ui.widgets import block_window
 from kode_tui.ui.widgets import conversation as conversation_module
 from kode_tui.ui.widgets.answer_split import split_answer
-from kode_tui.ui.widgets.blocks import AnswerBlock, AssistantBlock, ThinkingBlock
+from kode_tui.ui.widgets.blocks import AnswerBlock, AssistantBlock, ThinkingBlock, UserBlock
 from kode_tui.ui.widgets.conversation import Conversation
 from kode_tui.ui.widgets.prompt import PromptInput
 from kode_tui.ui.wire_messages import WireMessage
@@ -226,6 +227,7 @@ async def test_a_burst_is_mounted_as_few_widgets_and_ends_drawn_as_a_slow_stream
     screens: list[str] = []
     widgets: list[int] = []
     monkeypatch.setattr(block_window, "TRIM_SCREENS", 1000)  # every block stays mounted
+    monkeypatch.setattr(conversation_module, "BURST", len(answer) + 1)  # frames are paced
     for frame in (0.0, 3600.0):
         monkeypatch.setattr(conversation_module, "FRAME_INTERVAL", frame)
         monkeypatch.setattr(conversation_module, "QUIET", 3600.0)
@@ -257,6 +259,83 @@ async def test_a_burst_is_mounted_as_few_widgets_and_ends_drawn_as_a_slow_stream
     assert widgets[1] < widgets[0] / 2
     assert screens[1] == screens[0]
     assert "Paragraph 39: some words" in screens[0] and "second" in screens[0]
+
+
+async def test_a_burst_is_drawn_as_it_comes_and_so_is_the_end_that_follows_it(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # A frame that never comes by itself: what waits for it is drawn only by what follows.
+    monkeypatch.setattr(conversation_module, "FRAME_INTERVAL", 3600.0)
+    monkeypatch.setattr(conversation_module, "QUIET", 3600.0)
+    burst = "Many words at once. " * 1000  # 20,000 characters in one delta
+    bus, posted = WireBus(), Posted()
+    async with host(bus).run_test(size=(100, 40), message_hook=posted) as pilot:
+        conversation = pilot.app.query_one(Conversation)
+        await posted.deliver(
+            pilot, bus, ev.TurnBegin(user_input="Go"), ev.StepBegin(n=1), text("First. ")
+        )
+        await posted.deliver(pilot, bus, text("Then "), text("slowly. "))
+        assert shown_text(conversation) == "First. ", "a slow stream waits for its frame"
+
+        await posted.deliver(pilot, bus, text(burst))
+        assert shown_text(conversation) == "First. Then slowly. " + burst
+        await posted.deliver(pilot, bus, text("The end."))
+        assert shown_text(conversation).endswith(burst + "The end.")
+
+        await posted.deliver(pilot, bus, text(" And more"))
+        assert shown_text(conversation).endswith("The end."), "slow again: it waits"
+
+
+async def test_a_burst_of_many_screens_mounts_only_its_end_and_keeps_the_rest_in_order(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # Blocks far above the view leave the DOM only when the pane trims: never, here.
+    monkeypatch.setattr(block_window, "TRIM_DELAY", 3600.0)
+    monkeypatch.setattr(conversation_module, "FRAME_INTERVAL", 3600.0)
+    monkeypatch.setattr(conversation_module, "QUIET", 3600.0)
+    answer = "".join(f"Paragraph {n}: " + "some words " * 30 + "\n\n" for n in range(200))
+    answer += "The end of a long answer."
+    # As the model process hands a burst over: its replies of 50 ms joined, 15-50k characters.
+    deltas = [answer[i : i + 30000] for i in range(0, len(answer), 30000)]
+    bus, posted = WireBus(), Posted()
+    async with host(bus).run_test(size=(100, 40), message_hook=posted) as pilot:
+        conversation = pilot.app.query_one(Conversation)
+        await posted.deliver(pilot, bus, ev.TurnBegin(user_input="Go"), ev.StepBegin(n=1))
+        await posted.deliver(pilot, bus, *map(text, deltas), ev.TurnEnd())
+        await wait_for(pilot, lambda: not pilot.app.screen._layout_required)
+        await pilot.pause()
+
+        mounted = answer_blocks(conversation)
+        # ~70k characters: ~35 blocks, of which those of the last few screens are mounted.
+        assert len(mounted) < 10
+        assert "The end of a long answer." in "\n".join(
+            strip.text for strip in compositor(pilot.app).render_strips()[-6:]
+        )
+        above = [make() for make in conversation._window.above if callable(make)]
+        assert (
+            "".join(b.source for b in above if isinstance(b, AnswerBlock))
+            + "".join(b.source for b in mounted)
+            == answer
+        )
+        assert isinstance(above[0], UserBlock)
+
+
+def test_a_finished_block_of_a_burst_is_parsed_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    # Rich's Markdown parses what it is given; the block hands it the tokens of its own parse.
+    parsed: list[str] = []
+    parse = MarkdownIt.parse
+
+    def counted(self: MarkdownIt, src: str, env: Any = None) -> Any:
+        parsed.append(src)
+        return parse(self, src, env)
+
+    monkeypatch.setattr(MarkdownIt, "parse", counted)
+    markdown = "A *burst* of words, see www.example.com.\n\n" + MARKDOWN
+
+    block = AnswerBlock(markdown)
+
+    assert [src for src in parsed if src] == [markdown]
+    assert block.source == markdown
 
 
 async def test_keys_typed_while_an_answer_streams_reach_the_prompt_and_the_answer_stays_whole(

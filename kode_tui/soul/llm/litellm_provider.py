@@ -18,7 +18,7 @@ import re
 import threading
 import uuid
 import warnings
-from collections.abc import AsyncIterator, Iterator, Sequence
+from collections.abc import AsyncGenerator, AsyncIterator, Iterator, Sequence
 from typing import Any
 
 from kode_tui.config import key_variable, missing_key
@@ -214,14 +214,14 @@ class LiteLLMProvider:
         except Exception as exc:
             raise self._error(exc, api_key) from exc
         reader = _ChunkReader()
-        chunks = aiter(response)
+        batches = self._batches(library, response)
         silence = _Silence()
         first = True
         try:
             while True:
                 try:
-                    chunk = await silence.next(
-                        chunks, self._first_token_timeout if first else self._timeout
+                    batch = await silence.next(
+                        batches, self._first_token_timeout if first else self._timeout
                     )
                     first = False
                 except StopAsyncIteration:
@@ -232,23 +232,31 @@ class LiteLLMProvider:
                     if _CUT_OFF.search(str(exc)):
                         raise self._cut_off() from exc
                     raise self._error(exc, api_key) from exc
-                for item in reader.read(chunk):
-                    yield item
+                for chunk in batch:
+                    for item in reader.read(chunk):
+                        yield item
         finally:
             silence.stop()
             # Also on cancel or an early stop: give the HTTP connection back.
             close = getattr(response, "aclose", None) or getattr(response, "close", None)
-            if close is not None:
-                try:
+            try:
+                await batches.aclose()
+                if close is not None:
                     await close()
-                except Exception:
-                    logging.getLogger(__name__).debug("closing the stream failed", exc_info=True)
+            except Exception:
+                logging.getLogger(__name__).debug("closing the stream failed", exc_info=True)
         if not reader.finished:
             # A stream that just stops (a proxy or server that dropped the rest) is not an
             # answer: taking it as one would keep half a message, or tool calls cut in two.
             raise self._cut_off()
         if reader.usage is not None:
             yield reader.usage
+
+    async def _batches(self, library: Any, response: Any) -> AsyncGenerator[Sequence[Any], None]:
+        """The chunks of the stream `_open` returned, in the groups they can be read in:
+        litellm hands them out one at a time."""
+        async for chunk in response:
+            yield (chunk,)
 
     def _timeouts(self) -> float:
         """The longest wait for bytes, the request's timeout; `stream` holds the stream to the

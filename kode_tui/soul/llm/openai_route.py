@@ -16,11 +16,13 @@ import importlib.util
 import os
 import threading
 import weakref
+from collections.abc import AsyncGenerator, Sequence
 from typing import Any
 
 from kode_tui.soul.llm import DEFAULT_MAX_CONTEXT_SIZE, LLMError
 from kode_tui.soul.llm.litellm_provider import LiteLLMProvider
 from kode_tui.soul.llm.model_map import context_size
+from kode_tui.soul.llm.sse import sse_batches
 
 __all__ = ["OPENAI_PREFIX", "OpenAIProvider", "load_openai", "prepare", "uses_openai_route"]
 
@@ -115,8 +117,9 @@ class OpenAIProvider(LiteLLMProvider):
         }
         body.update(body.pop("extra_body", None) or {})
         # The SDK's own POST, its chunks left as the JSON objects they are: building its typed
-        # models was a third of this process's time per chunk. Options without an argument in
-        # `create` (a server's own, like top_k) go in the body, as litellm sends them.
+        # models was a third of this process's time per chunk (and its stream is not iterated:
+        # see `_batches`). Options without an argument in `create` (a server's own, like top_k)
+        # go in the body, as litellm sends them.
         return await client.post(
             "/chat/completions",
             body=body,
@@ -125,6 +128,10 @@ class OpenAIProvider(LiteLLMProvider):
             stream_cls=library.AsyncStream[object],
             options={k: v for k, v in options.items() if v},
         )
+
+    def _batches(self, library: Any, response: Any) -> AsyncGenerator[Sequence[Any], None]:
+        """The chunks that arrive in one read of the response together (`sse_batches`)."""
+        return sse_batches(response, library)
 
 
 def _client(openai: Any, base_url: str | None, api_key: str | None, timeout: float) -> Any:

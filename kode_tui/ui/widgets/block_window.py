@@ -173,6 +173,46 @@ class BlockWindow(VerticalScroll, PlacedOnce):
         else:
             await self.mount_all(blocks)
 
+    async def _append_above(self, factories: Sequence[BlockFactory], sizes: Sequence[int]) -> int:
+        """Before finished blocks are added at the end (oldest first; `sizes`, their
+        characters): while the view follows the end, what would be more than `TRIM_SCREENS` +
+        1 screens above it once they are laid out goes above the window now, as `_trim` would
+        move it then: mounted blocks, and of a fast model's burst of many screens, the new
+        blocks that would never be seen before they left (never mounted, drawn nor laid
+        out). How many of the new blocks went; the caller adds the others.
+
+        A new block is taken for a row per `width` characters (markup takes no cell, so it
+        may be fewer rows: the view then mounts what is above as for any block above the
+        window), a mounted one for the rows it was last laid out in (one not laid out yet, the
+        last frame's, as a new one)."""
+        region = self.scrollable_content_region
+        if not region or not self._following():
+            return 0
+        keep, rows = (TRIM_SCREENS + 1) * region.height, 0
+        new = len(sizes)
+        while new and rows < keep:
+            new -= 1
+            rows += -(-sizes[new] // region.width)
+        blocks = self.blocks
+        mounted = len(blocks)
+        while not new and mounted and rows < keep:
+            mounted -= 1
+            block = blocks[mounted]
+            source = getattr(block, "source", "")
+            laid_out = block.virtual_region.height
+            rows += laid_out or -(-len(source if isinstance(source, str) else "") // region.width)
+        movable = self._movable(blocks)
+        if len(movable) < mounted:
+            if new:
+                return 0  # a block that may still change stays, and so do those after it
+            mounted = len(movable)
+        if not (mounted or new):
+            return 0
+        await self._unmount(movable[:mounted], self._window.put_above)
+        self._window.put_above(factories[:new])
+        self.call_after_refresh(self._maybe_reveal)
+        return new
+
     def _hide(self, blocks: Sequence[Widget]) -> None:
         """`blocks`, at the end of the session, wait hidden at the start of the tail."""
         for block in blocks:

@@ -29,6 +29,7 @@ from textual.widget import Widget
 from textual.widgets import Markdown, Static
 from textual.widgets.markdown import MarkdownBlock
 
+from kode_tui.humanize import format_tokens
 from kode_tui.safetext import visible
 from kode_tui.ui.pictures import (
     PICTURE_COLUMNS,
@@ -43,7 +44,7 @@ from kode_tui.ui.pictures import (
     picture_widget,
     thumbnail,
 )
-from kode_tui.wire.events import HookRan
+from kode_tui.wire.events import CompactionEnd, ContextReverted, HookRan
 
 if TYPE_CHECKING:
     from kode_tui.wire.events import CommandSent
@@ -278,6 +279,15 @@ def _markdown_parser() -> MarkdownIt:
     return parser
 
 
+@cache
+def _answer_parser() -> MarkdownIt:
+    """`_markdown_parser` without linkify (four fifths of a parse's time): an `AnswerBlock`
+    shows a link as its text, and the text of a bare address is the address itself."""
+    parser = MarkdownIt("gfm-like", {"linkify": False})
+    parser.core.ruler.push("visible", _visible_tokens)
+    return parser
+
+
 def _visible_tokens(state: StateCore) -> None:
     """Make what the parser made of the text visible: it decodes entities (`&#x202e;`), so a
     character that was not in the source can be in a token."""
@@ -331,6 +341,9 @@ class AssistantBlock(Markdown, PlacedOnce):
         super().__init__(
             markdown, classes="block assistant", parser_factory=_markdown_parser, open_links=False
         )
+        self.undrawn = ""
+        """The end of its text, not drawn: it leaves the DOM in the frame that brought it (a
+        burst's), as a block made by `factory`, which has it."""
 
     def on_markdown_link_clicked(self, event: Markdown.LinkClicked) -> None:
         # The model wrote both the link and the text it shows: only a web address is opened
@@ -345,7 +358,7 @@ class AssistantBlock(Markdown, PlacedOnce):
 
     def factory(self) -> BlockFactory:
         """Makes a fresh block showing the same; it holds the data, not this widget."""
-        return partial(AnswerBlock, self.source)
+        return partial(AnswerBlock, self.source + self.undrawn)
 
 
 _LINK_TOKENS = ("link_open", "link_close")
@@ -362,8 +375,11 @@ class AnswerBlock(Static, PlacedOnce):
 
     def __init__(self, markdown: str) -> None:
         # No hyperlinks: an image's address would otherwise become a link the terminal opens.
-        text = RichMarkdown(markdown, hyperlinks=False)
-        text.parsed = _markdown_parser().parse(markdown)
+        # Rich's Markdown parses what it is given, with a parser it makes each time: given
+        # nothing, it is handed the tokens of the one parse here.
+        text = RichMarkdown("", hyperlinks=False)
+        text.markup = markdown
+        text.parsed = _answer_parser().parse(markdown)
         # A link shows as its text, and no click opens it: the model wrote both the link and
         # the text it shows (see AssistantBlock), and a link in the terminal opens anything.
         for token in text.parsed:
@@ -529,3 +545,23 @@ Block = (
 def divider(text: str) -> str:
     """The text of a marked line: `── text ──`."""
     return f"── {text} ──"
+
+
+def compaction_text(event: CompactionEnd, strategy: str) -> str:
+    """The marked line of a compaction that ended (`strategy`: how it compacted)."""
+    by = f" ({strategy})" if strategy else ""
+    if event.rotated_file is None:
+        return divider(f"nothing to compact{by}")
+    before, after = format_tokens(event.tokens_before), format_tokens(event.tokens_after)
+    return divider(f"compacted: {before} → {after} tokens{by}")
+
+
+def revert_text(event: ContextReverted) -> str:
+    """The marked lines of a revert: the checkpoint, and the files it touched or left."""
+    by = " (D-Mail)" if event.reason == "dmail" else ""
+    lines = [divider(f"reverted to checkpoint {event.checkpoint_id}{by}")]
+    if event.files_restored:
+        lines.append("   files restored: " + ", ".join(event.files_restored))
+    if event.conflicts:
+        lines.append("   changed since, left alone: " + ", ".join(event.conflicts))
+    return "\n".join(lines)

@@ -24,6 +24,7 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import Awaitable, Callable, Sequence
+from functools import partial
 from pathlib import Path
 from typing import Any, Literal
 
@@ -32,10 +33,10 @@ from textual.content import Content
 from textual.timer import Timer
 from textual.widget import Widget
 
-from kode_tui.humanize import format_tokens
 from kode_tui.message import FunctionBody, Message, TextPart, ThinkPart
 from kode_tui.safetext import visible_model
 from kode_tui.soul.facade import EarlierContexts, PastResults, Subscription, WireBus
+from kode_tui.ui import collector
 from kode_tui.ui.pacing import FramePacer
 from kode_tui.ui.terminal_writes import keys_waiting
 from kode_tui.ui.widgets.activity import Activity
@@ -53,8 +54,10 @@ from kode_tui.ui.widgets.blocks import (
     ThinkingBlock,
     UserBlock,
     command_label,
+    compaction_text,
     divider,
     hook_block,
+    revert_text,
 )
 from kode_tui.ui.widgets.history_blocks import pictures, user_text
 from kode_tui.ui.widgets.tool_block import ToolBlock
@@ -75,6 +78,9 @@ DRAW_BUDGET = 0.1
 QUIET = 0.06
 """A stream silent this long has paused (the model process writes at least every 50 ms while
 it flows): what came is drawn then, not at the next frame of a slow machine (up to 1/7 s)."""
+BURST = 8000
+"""Characters waiting for a frame that make the stream a burst: drawn at once, and so is the
+next delta after such a frame (most of a burst is never mounted: `BlockWindow._append_above`)."""
 KEY_WAIT = 1 / 120
 """How often a frame held for a key's echo looks again whether the echo is painted."""
 NEW_OUTPUT_HINT = "↓ new output · End"
@@ -86,24 +92,6 @@ _CSS = Path(__file__).with_suffix(".tcss").read_text(encoding="utf-8")
 
 
 # --- text helpers --------------------------------------------------------------------------------
-
-
-def _compaction_text(event: ev.CompactionEnd, strategy: str) -> str:
-    by = f" ({strategy})" if strategy else ""
-    if event.rotated_file is None:
-        return divider(f"nothing to compact{by}")
-    before, after = format_tokens(event.tokens_before), format_tokens(event.tokens_after)
-    return divider(f"compacted: {before} → {after} tokens{by}")
-
-
-def _revert_text(event: ev.ContextReverted) -> str:
-    by = " (D-Mail)" if event.reason == "dmail" else ""
-    lines = [divider(f"reverted to checkpoint {event.checkpoint_id}{by}")]
-    if event.files_restored:
-        lines.append("   files restored: " + ", ".join(event.files_restored))
-    if event.conflicts:
-        lines.append("   changed since, left alone: " + ", ".join(event.conflicts))
-    return "\n".join(lines)
 
 
 def _thought(event: ev.Event) -> bool:
@@ -159,6 +147,8 @@ again.
         # Deltas not drawn yet (see FRAME_INTERVAL), for `_assistant` and `_thinking`.
         self._pending_text: list[str] = []
         self._pending_think: list[str] = []
+        self._pending_size = 0
+        self._bursting = False  # the last frame drew a burst (`BURST`)
         self._frame: Timer | None = None
         self._delta_at = 0.0
         """When the last streamed delta came (`QUIET`)."""
@@ -214,18 +204,14 @@ again.
     # -- lifecycle
 
     def on_mount(self) -> None:
-        if self._backlog is None:  # else once laid out (`on_resize`)
-            self.listen(self._bus, *self._handlers)
+        self.listen(self._bus, *self._handlers, backlog=self._backlog)
         self.watch(self, "scroll_y", self._scrolled, init=False)
         self.anchor()
 
     async def on_unmount(self) -> None:
+        collector.turn_ended()
+        collector.after_turn()
         await self._close_text()
-
-    def on_resize(self) -> None:
-        if self._backlog is not None:  # laid out: where blocks go is known (`BlockWindow`)
-            backlog, self._backlog = self._backlog, None
-            self.listen(self._bus, *self._handlers, backlog=backlog)
 
     def watch_has_focus(self, has_focus: bool) -> None:
         # Textual restyles every descendant when focus changes: with hundreds of blocks that is
@@ -385,14 +371,18 @@ again.
         self._approvals = {}
 
     async def _buffer(self, pending: list[str], delta: str) -> None:
-        """Keep a delta for the next frame: draw now if the last frame is a frame ago."""
+        """Keep a delta for the next frame: draw now if the last frame is a frame ago, or the
+        stream bursts (`BURST`)."""
         pending.append(delta)
+        self._pending_size += len(delta)
         self._delta_at = time.monotonic()
-        if self._frame is not None:
+        burst = self._bursting or self._pending_size >= BURST
+        if self._frame is not None and not burst:
             return
-        wait = self._pacer.due_in()
+        wait = 0.0 if burst else self._pacer.due_in()
         if wait > 0 or keys_waiting(self.app):
-            self._frame = self.set_timer(max(min(wait, QUIET), KEY_WAIT), self._frame_due)
+            if self._frame is None:
+                self._frame = self.set_timer(max(min(wait, QUIET), KEY_WAIT), self._frame_due)
         else:
             await self._draw_frame()
 
@@ -419,6 +409,7 @@ again.
         if not (self._pending_text or self._pending_think):
             return
         self._pacer.drawn()
+        self._bursting, self._pending_size = self._pending_size >= BURST, 0
         think, self._pending_think = "".join(self._pending_think), []
         text, self._pending_text = "".join(self._pending_text), []
         # One layout for the whole frame, not one per block mounted or appended to.
@@ -443,17 +434,26 @@ again.
 
     async def _write_text(self, text: str) -> None:
         """Stream a frame's text into the answer, in new blocks where it is long
-        (`split_answer`). The blocks the frame both opens and closes are finished before they
-        were ever drawn: each is mounted as one widget drawn once (`AnswerBlock`), not as a
-        widget per paragraph, so a fast model's burst costs a few widgets, not hundreds."""
+        (`split_answer`). A block the frame both opens and closes is mounted as one widget drawn
+        once (`AnswerBlock`), not a widget per paragraph; one far above the view, not at all."""
         first, *rest = split_answer(self._written, text)
-        if first and self._assistant is not None:
-            self._written += first
-            await self._assistant.append(first)
+        current = self._assistant
         if not rest:
+            if first and current is not None:
+                self._written += first
+                await current.append(first)
             return
         *closed, last = rest
-        await self._add(*map(AnswerBlock, closed), streamed=True)
+        self._assistant = None  # finished: it may leave the DOM like any finished block
+        if current is not None:
+            current.undrawn = first  # drawn below unless the block leaves with it
+        made = [partial(AnswerBlock, part) for part in closed]
+        away = await self._append_above(made, [len(part) for part in closed])
+        if current is not None and first and current.parent is self:
+            current.undrawn = ""
+            await current.append(first)
+        self._streamed_away += made[:away]
+        await self._add(*(make() for make in made[away:]), streamed=True)
         assistant = await self._start_text()
         self._written = last
         await assistant.append(last)
@@ -477,6 +477,7 @@ again.
         self._schedule_trim()
 
     async def _turn_begin(self, event: ev.TurnBegin) -> None:
+        collector.during_turn()
         await self._end_step()
         self._reminders = None
         if not self._following():
@@ -493,6 +494,9 @@ again.
 
     async def _turn_end(self, event: ev.TurnEnd) -> None:
         await self._end_step()
+        # The full collection held back runs once the screen shows the turn's end.
+        collector.turn_ended()
+        self.call_after_refresh(collector.after_turn)
 
     async def _step_begin(self, event: ev.StepBegin) -> None:
         await self._end_step()
@@ -596,7 +600,7 @@ again.
         await self._add(self._compaction)
 
     async def _compaction_end(self, event: ev.CompactionEnd) -> None:
-        text = _compaction_text(event, self._compaction_strategy)
+        text = compaction_text(event, self._compaction_strategy)
         block, self._compaction = self._compaction, None
         if block is not None and block.parent is self:
             block.set_text(text)
@@ -606,7 +610,7 @@ again.
 
     async def _context_reverted(self, event: ev.ContextReverted) -> None:
         kind = "revert dmail" if event.reason == "dmail" else "revert"
-        await self._add(MarkerBlock(_revert_text(event), kind=kind))
+        await self._add(MarkerBlock(revert_text(event), kind=kind))
 
     async def _context_restored(self, event: ev.ContextRestored) -> None:
         source, kept = Path(event.from_file).name, Path(event.rotated_file).name
