@@ -332,9 +332,8 @@ class KodeApp(
         collector.release()  # start-up's objects frozen, full collections back
         if opened.read_only is None:
             requested = self._agent_shown(opened)
-            if hold is not None:
-                await hold.until(requested)
-                hold.release()  # keys typed meanwhile show while the conversation loads
+            if hold is not None:  # keys typed meanwhile show while the conversation loads
+                await hold.release_after(requested)
             if later:
                 await screen.attach_later(opened)
             return

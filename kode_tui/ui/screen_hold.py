@@ -34,11 +34,12 @@ class ScreenHold:
         self._bindings = False
         """`refresh_bindings` was asked for while held: it is done at `release`."""
 
-    async def until(self, requested: asyncio.Future[None] | None) -> None:
-        """Wait until `requested` is done (the request is out), or the hold's time is up."""
+    async def release_after(self, requested: asyncio.Future[None] | None) -> None:
+        """Release once `requested` is done (the request is out), or the hold's time is up."""
         if requested is not None:
             left = self._until - asyncio.get_running_loop().time()
             await asyncio.wait((requested,), timeout=max(0.0, left))
+        self.release()
 
     def defer_bindings(self) -> bool:
         """Whether the app's `refresh_bindings` waits for the release (it does while held)."""
