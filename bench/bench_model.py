@@ -101,6 +101,42 @@ def tree(pid: int) -> list[int]:
     return found
 
 
+QUIET_WINDOW_S = 0.1
+QUIET_BUSY = 0.15
+"""The machine is quiet when under this share of its CPU time was busy over a window."""
+
+
+def settle(pids: list[int], timeout: float = 5.0) -> None:
+    """Wait until `pids` have exited (gone, or zombies: their teardown done) and the machine is
+    quiet, for at most `timeout` seconds. The next program measured then starts on an idle
+    machine: OpenCode, killed, took ~0.25 s of a core to free its ~900 MB, which fell on the
+    next contestant's start-up in the same bench."""
+    deadline = time.perf_counter() + timeout
+
+    def running(pid: int) -> bool:
+        try:
+            state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+        except OSError:
+            return False
+        return state not in ("Z", "X")
+
+    while any(running(pid) for pid in pids) and time.perf_counter() < deadline:
+        time.sleep(0.01)
+    while time.perf_counter() < deadline:
+        before = _cpu_times()
+        time.sleep(QUIET_WINDOW_S)
+        busy, total = (after - start for after, start in zip(_cpu_times(), before, strict=True))
+        if total <= 0 or busy / total < QUIET_BUSY:
+            return
+
+
+def _cpu_times() -> tuple[int, int]:
+    """The machine's busy and total CPU time so far (clock ticks, every CPU, /proc/stat)."""
+    ticks = [int(f) for f in Path("/proc/stat").read_text().split("\n", 1)[0].split()[1:]]
+    idle = ticks[3] + ticks[4]  # idle and iowait
+    return sum(ticks) - idle, sum(ticks)
+
+
 def tree_rss_mib(pid: int) -> float:
     total = 0
     for each in tree(pid):

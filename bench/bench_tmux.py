@@ -43,7 +43,7 @@ BENCH = Path(__file__).resolve().parent
 sys.path.insert(0, str(BENCH))
 sys.path.insert(0, str(BENCH.parent))
 import field  # noqa: E402
-from bench_model import answer, settled_rss_mib, tree, tree_cpu_s  # noqa: E402
+from bench_model import answer, settle, settled_rss_mib, tree, tree_cpu_s  # noqa: E402
 from field_server import FieldServer  # noqa: E402
 from tmux_run import SYNC_START, TmuxPane  # noqa: E402
 
@@ -191,6 +191,7 @@ def one_run(
         for pid in pids:  # a daemon the program left behind, say
             with contextlib.suppress(ProcessLookupError):
                 os.kill(pid, signal.SIGKILL)
+        settle([*pids, pane.server_pid])  # its teardown is not the next program's start-up
 
 
 def contestants(

@@ -33,6 +33,7 @@ in one line with how to install it, and Shell runs as before, with approvals alo
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import contextlib
 import functools
 import os
@@ -41,6 +42,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from collections.abc import Iterable, Sequence
 from pathlib import Path
@@ -120,9 +122,36 @@ class Support(msgspec.Struct, frozen=True):
         return self.program is not None
 
 
+_checking: concurrent.futures.Future[Support] | None = None
+"""The check `check_in_background` started, or None."""
+
+
+def check_in_background() -> None:
+    """Start `support`'s check in a thread of its own, once: it mostly waits for bubblewrap
+    (~10 ms), which then runs while the caller does something else (the agent's modules load)."""
+    global _checking
+    if _checking is not None or support.cache_info().currsize:
+        return
+    checking = _checking = concurrent.futures.Future()
+
+    def run() -> None:
+        try:
+            checking.set_result(check())
+        except BaseException as error:  # told to whoever waits for it: `support()`
+            checking.set_exception(error)
+
+    threading.Thread(target=run, name="sandbox-check", daemon=True).start()
+
+
 @functools.cache
 def support() -> Support:
-    """Whether bubblewrap is there and can start a sandbox (checked once: ~10 ms)."""
+    """Whether bubblewrap is there and can start a sandbox: checked once, by `check_in_background`
+    if it was started (its answer is waited for), else now."""
+    return _checking.result() if _checking is not None else check()
+
+
+def check() -> Support:
+    """Whether bubblewrap is there and can start a sandbox, checked now (~10 ms)."""
     if not sys.platform.startswith("linux"):
         return Support(
             None, "the Shell sandbox needs Linux (bubblewrap): approvals work without it"

@@ -184,25 +184,28 @@ class KodeApp(
         return self.agent_session is not None and self.agent_session.read_only is not None
 
     async def _load_settings(self) -> bool:
-        """Read the config and choose the model, unless given; False (and exit 2) when wrong."""
-        collector.young_only()  # after the first frame (cli._run_app held it)
-        await asyncio.to_thread(preload.load_after_first_frame)  # keys still show meanwhile
-        from kode_tui.config import load_config, resolve_model
-
+        """Load the agent's modules, read the config and choose the model, unless given, in one
+        thread (keys still show meanwhile); False (and exit 2) when the config is wrong."""
+        fresh = self._config is None
         try:
-            if self._config is None:
-                self._config = await asyncio.to_thread(load_config, self._config_file)
-                self._watch_config()
-            if self._choice is None:
-                self._choice = await asyncio.to_thread(
-                    resolve_model, self._config, self._model_flag
-                )
-            if self._choice.is_demo:
-                model_launch.stop_early()  # the demo needs no model process
+            config, choice = await asyncio.to_thread(
+                preload.settings_after_first_frame,
+                self._config_file,
+                self._model_flag,
+                self._config,
+                self._choice,
+            )
         except ConfigError as error:
             self.config_error = error
             self.exit(return_code=2)
             return False
+        finally:
+            collector.young_only()  # after start-up's imports (cli._run_app held it)
+        self._config, self._choice = config, choice
+        if fresh:
+            self._watch_config()
+        if choice.is_demo:
+            model_launch.stop_early()  # the demo needs no model process
         return True
 
     @work(exclusive=True, group="config", exit_on_error=False)

@@ -1,12 +1,14 @@
 """What the app loads after its first frame, imported in a thread.
 
 The first frame needs Textual, the prompt and a new session's side panes alone; then the
-config and the facade (the session engine, the agent) load: ~0.2 s of imports on a 2-core
+config and the facade (the session engine, the agent) load: ~0.15 s of imports on a 2-core
 machine, and the conversation's (~45 ms) when it is mounted (`conversation_loaded`). Imported
 on the event loop, they held it: keys typed at the prompt meanwhile showed only after them, and
 a message typed and sent at once went that much later. In a thread, the loop takes its turns
 between theirs (the interpreter switches threads every few milliseconds), so the prompt shows
-what is typed while they load.
+what is typed while they load. The config is read and the model chosen in the same thread
+(`settings_after_first_frame`): each hop between the loop and a thread waited for the other's
+turn, while the first message typed waited for all of them.
 """
 
 from __future__ import annotations
@@ -14,6 +16,11 @@ from __future__ import annotations
 import asyncio
 import importlib
 import sys
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from kode_tui.config import Config, ModelChoice
 
 AFTER_FIRST_FRAME = (
     "kode_tui.config",
@@ -37,6 +44,23 @@ def load_after_first_frame() -> None:
     from kode_tui.soul.facade import AgentSession
 
     AgentSession.load_agent()
+
+
+def settings_after_first_frame(
+    config_file: Path | None,
+    model_flag: str | None,
+    config: Config | None = None,
+    choice: ModelChoice | None = None,
+) -> tuple[Config, ModelChoice]:
+    """`load_after_first_frame`, then the config read (unless given) and the model chosen
+    (unless given): one thread's work, as the app needs it before the agent starts. Raises
+    `ConfigError` when the config is wrong."""
+    load_after_first_frame()
+    from kode_tui.config import load_config, resolve_model
+
+    if config is None:
+        config = load_config(config_file)
+    return config, choice if choice is not None else resolve_model(config, model_flag)
 
 
 async def conversation_loaded() -> None:

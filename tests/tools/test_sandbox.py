@@ -20,7 +20,16 @@ from kode_tui.soul.agent import open_agent
 from kode_tui.soul.approval import Approval
 from kode_tui.soul.llm.scripted import ScriptedProvider
 from kode_tui.tools.base import ToolEnv, ToolOutput
-from kode_tui.tools.sandbox import Confinement, Profile, Sandbox, Settings, Support, support
+from kode_tui.tools.sandbox import (
+    Confinement,
+    Profile,
+    Sandbox,
+    Settings,
+    Support,
+    check,
+    check_in_background,
+    support,
+)
 from kode_tui.tools.shell import Escapees, Shell, ShellParams
 from kode_tui.wire import WireBus
 from kode_tui.wire import events as ev
@@ -509,13 +518,13 @@ def test_a_bubblewrap_that_cannot_start_is_one_line_saying_why(
     monkeypatch.setattr("kode_tui.tools.sandbox._find_bwrap", lambda: str(fake))
     monkeypatch.setattr("sys.platform", "linux")
 
-    found = support.__wrapped__()
+    found = check()
 
     assert not found.available
     assert "\n" not in found.problem
     assert "No permissions to create a new namespace" in found.problem
     monkeypatch.setattr("kode_tui.tools.sandbox._find_bwrap", lambda: None)
-    assert "apt install bubblewrap" in support.__wrapped__().problem
+    assert "apt install bubblewrap" in check().problem
 
 
 def test_the_sandbox_can_be_turned_off_in_the_config() -> None:
@@ -562,3 +571,26 @@ async def test_in_yolo_programs_on_path_and_the_homes_start_up_files_stay_as_the
     assert not (Path.home() / ".config" / "git").exists()
     assert (Path.home() / "notes.txt").read_text() == "ok\n"  # yolo: the rest is writable
     assert "~/.bash_login" in result.blocked
+
+
+def test_a_check_started_in_the_background_is_the_one_the_sandbox_waits_for(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`check_in_background` (the app starts it while the agent's modules load): bubblewrap
+    runs once, and `support()` answers what it found."""
+    runs = tmp_path / "runs"
+    fake = tmp_path / "bwrap"
+    fake.write_text(f"#!/bin/sh\necho ran >> {runs}\n")
+    fake.chmod(0o755)
+    monkeypatch.setattr("kode_tui.tools.sandbox._find_bwrap", lambda: str(fake))
+    monkeypatch.setattr("sys.platform", "linux")
+    monkeypatch.setattr("kode_tui.tools.sandbox._checking", None)
+    support.cache_clear()
+    try:
+        check_in_background()
+        check_in_background()  # once
+        assert support() == Support(str(fake))
+        assert support() == Support(str(fake))
+        assert runs.read_text() == "ran\n"
+    finally:
+        support.cache_clear()

@@ -13,6 +13,7 @@ from typing import Any, NamedTuple
 import pytest
 from rich.console import RenderableType
 from textual import events
+from textual.app import App
 from textual.color import Color
 from textual.geometry import Region
 from textual.message import Message
@@ -62,6 +63,39 @@ asyncio.run(main())
         [sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=120
     )
     assert result.stdout.strip().splitlines()[-1] == "[]"
+
+
+async def test_the_main_screen_lays_itself_out_again_only_when_the_size_changes(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Textual's Screen laid itself out again on every Resize, of its own size too: when first
+    shown (its own layout posts it one) and on a terminal's in-band size report, each a reflow
+    and a repaint of every pane before the first request."""
+    sizes: list[tuple[int, int]] = []
+    refresh_layout = Screen._refresh_layout
+
+    def laid_out(self: Screen[Any], size: Any = None, scroll: bool = False) -> None:
+        if isinstance(self, MainScreen) and size is not None:  # a resize's, not a mount's
+            sizes.append(tuple(size))
+        refresh_layout(self, size, scroll)
+
+    monkeypatch.setattr(Screen, "_refresh_layout", laid_out)
+
+    class First(App[None]):
+        def on_mount(self) -> None:
+            self.push_screen(MainScreen(Path("."), lambda: [], [], new_session=True))
+
+    app = First()
+    async with app.run_test(size=(120, 36)) as pilot:
+        await wait_for(pilot, lambda: isinstance(app.screen, MainScreen) and app.screen.size)
+        await pilot.pause()
+        assert sizes == [(120, 36)]
+        app.screen.post_message(events.Resize(app.size, app.size))  # the same size
+        await pilot.pause()
+        assert sizes == [(120, 36)]
+        await pilot.resize_terminal(80, 24)
+        await wait_for(pilot, lambda: app.screen.has_class("-narrow"))
+        assert sizes == [(120, 36), (80, 24)]
 
 
 def user_texts(request: dict[str, Any]) -> list[str]:
@@ -144,7 +178,8 @@ def slow_domain(
     monkeypatch.setattr(preload, "AFTER_FIRST_FRAME", (*preload.AFTER_FIRST_FRAME, "slow_domain"))
 
     async def loading(pilot: Pilot[Any]) -> Any:
-        await wait_for(pilot, lambda: "slow_domain" in sys.modules)
+        # In sys.modules as soon as it starts loading: its events are there once it waits.
+        await wait_for(pilot, lambda: hasattr(sys.modules.get("slow_domain"), "release"))
         module = sys.modules["slow_domain"]
         module.loading.wait(60)
         return module

@@ -214,7 +214,11 @@ class AgentSession:
     @staticmethod
     def load_agent() -> None:
         """Import what `start()` builds the agent with (~35 ms), ahead of it: a front end may,
-        in a thread, while its screen comes up."""
+        in a thread, while its screen comes up. The sandbox's check (bubblewrap run once, ~10
+        ms of waiting) starts first, in a thread of its own, and runs meanwhile."""
+        from kode_tui.tools import sandbox
+
+        sandbox.check_in_background()
         importlib.import_module("kode_tui.soul.agent")
 
     async def start(

@@ -29,12 +29,13 @@ from textual.geometry import Size
 from textual.message import Message
 from textual.screen import Screen
 from textual.widget import Widget
-from textual.widgets import Footer, Header, Static, Tab, Tabs
+from textual.widgets import Header, Static, Tab, Tabs
 
 from kode_tui.ui import preload
 from kode_tui.ui.terminal_writes import SteadyUpdates, TerminalWrites
 from kode_tui.ui.widgets.gauge import TokenGauge
 from kode_tui.ui.widgets.history import HistoryPane
+from kode_tui.ui.widgets.keys_footer import KeysFooter
 from kode_tui.ui.widgets.prompt import CommandRows, PromptInput
 from kode_tui.ui.widgets.queued import QueuedMessages
 from kode_tui.ui.widgets.timeline import CheckpointDetails, CheckpointTimeline
@@ -159,7 +160,7 @@ class MainScreen(SteadyUpdates, Screen[None]):
         )
         yield prompt
         yield QueuedMessages(id="queued")
-        yield Footer()
+        yield KeysFooter()
 
     def on_mount(self) -> None:
         self._apply_width(self.app.size.width)
@@ -231,7 +232,13 @@ class MainScreen(SteadyUpdates, Screen[None]):
         pane = Conversation(bus, backlog=backlog, id="conversation")
         await self.query_one("#main-column").mount(pane)
 
-    def on_resize(self, event: Resize) -> None:
+    async def _on_resize(self, event: Resize) -> None:
+        # Textual's Screen lays itself out again on every Resize, of the size it has too: on
+        # its first show it did so twice more (its own layout posts it one, the terminal's
+        # in-band size report another), each a reflow and a repaint of every pane on the loop
+        # the first frame and the first request wait for.
+        if event.size == self.outer_size:  # the size it was laid out at
+            event.prevent_default()
         self._apply_width(event.size.width)
         self._fit_approval(event.size)
 
