@@ -1,3 +1,3 @@
-from kode_tui.cli import run
+from kode_tui.launch import run
 
 run()

@@ -16,7 +16,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NoReturn, TypeVar
 
-from kode_tui import __version__, model_launch
+from kode_tui import model_launch
+from kode_tui.cli_args import Parser, build_parser, config_file, export_options, model_options
 from kode_tui.errors import ConfigError, UserError
 from kode_tui.fsutil import FILE_MODE, make_private_dir
 from kode_tui.masking import MaskingFormatter, mask
@@ -46,96 +47,6 @@ class Opened:
     session: AgentSession | None = None
 
 
-MODE_NAMES = ("ask", "auto-edit", "plan", "sandbox", "yolo")
-"""`--permission-mode`'s choices: `kode_tui.config.ApprovalMode`, which the command does not
-load before it needs the engine."""
-
-
-class _Parser(argparse.ArgumentParser):
-    """An option the command does not take, or a value it does not know, is one line, as
-    every other error of the command is (argparse's own adds its whole usage)."""
-
-    def error(self, message: str) -> NoReturn:
-        self.exit(2, f"{self.prog}: {message} (see {self.prog} --help)\n")
-
-
-def build_parser() -> argparse.ArgumentParser:
-    parser = _Parser(
-        prog="kode-tui",
-        description="A terminal coding agent whose context you can see and steer.",
-    )
-    parser.add_argument(
-        "work_dir", nargs="?", default=".",
-        help="the project to work in (default: here); with --print, a message naming no folder",
-    )  # fmt: skip
-    parser.add_argument(
-        "-C", "--continue", dest="continue_", action="store_true",
-        help="continue the last session of the work dir",
-    )  # fmt: skip
-    parser.add_argument(
-        "-S", "--session", metavar="ID", nargs="?", const="",
-        help="open the session with this id (without one: pick it from a list)",
-    )  # fmt: skip
-    parser.add_argument(
-        "--session-dir", metavar="DIR", help="open any session folder, a Kimi CLI one too"
-    )
-    parser.add_argument(
-        "--list-sessions", action="store_true", help="list the sessions of the work dir"
-    )
-    parser.add_argument(
-        "--search", metavar="TEXT",
-        help="print the messages holding TEXT in the sessions of the work dir (any case)",
-    )  # fmt: skip
-    parser.add_argument(
-        "--all", dest="everywhere", action="store_true",
-        help="with --search: in the sessions of every work dir",
-    )  # fmt: skip
-    parser.add_argument(
-        "--export", metavar="ID", help="write the transcript of a session (an id or its start)"
-    )
-    parser.add_argument(
-        "--format", dest="export_format", choices=("md", "jsonl"),
-        help="with --export: Markdown (default), or the raw records as JSON lines",
-    )  # fmt: skip
-    parser.add_argument(
-        "-o", "--output", metavar="FILE", help="with --export: write to FILE, not stdout"
-    )
-    _model_options(parser)
-    parser.add_argument(
-        "--yolo", action="store_true", help="approve every tool call (this run only)"
-    )
-    parser.add_argument(
-        "--permission-mode", choices=MODE_NAMES, metavar="MODE",
-        help=f"with --print: the approval mode of this run ({', '.join(MODE_NAMES)}); in plan "
-        "the turn ends with the plan as its result",
-    )  # fmt: skip
-    parser.add_argument("--theme", metavar="NAME", help="the colour theme (see /theme)")
-    parser.add_argument(
-        "-p", "--prompt", metavar="TEXT",
-        help="the message to send; with --print (or alone) runs one turn headless",
-    )  # fmt: skip
-    parser.add_argument(
-        "--print", dest="print_mode", action="store_true",
-        help="run one turn without the UI, answer on stdout (prompt from -p or stdin)",
-    )  # fmt: skip
-    parser.add_argument(
-        "--output-format", choices=("text", "json", "stream-json"), default="text",
-        help="with --print: text (default), one JSON result, or JSON lines of the events",
-    )  # fmt: skip
-    parser.add_argument(
-        "--input-format", choices=("text", "stream-json"), default="text",
-        help="with --print: the message as text (default), or JSON lines of user messages on "
-        "stdin, one turn each (needs --output-format stream-json)",
-    )  # fmt: skip
-    parser.add_argument("--paths", action="store_true", help="print where kode-tui keeps things")
-    parser.add_argument(
-        "--gc", action="store_true",
-        help="free the snapshot contents no session refers to (of every work dir)",
-    )  # fmt: skip
-    parser.add_argument("--version", action="version", version=f"kode-tui {__version__}")
-    return parser
-
-
 def run() -> NoReturn:
     """The `kode-tui` command: `main()`, then a fast exit.
 
@@ -146,6 +57,7 @@ def run() -> NoReturn:
     so the process flushes its streams and its log, and leaves without them.
     """
     status = main()
+    model_launch.stop_early()  # started for the app by `launch.run`, and not used
     for stream in (sys.stdout, sys.stderr):
         with contextlib.suppress(OSError, ValueError):  # a closed pipe, a closed stream
             stream.flush()
@@ -174,7 +86,7 @@ def main(argv: list[str] | None = None) -> int:
         _start_logging()
         if args.list_sessions:
             return _run(_list_sessions(work_dir))
-        if args.search is not None or args.export is not None or _export_options(args):
+        if args.search is not None or args.export is not None or export_options(args):
             _check_transcript_options(args)
             if args.search is not None:
                 from kode_tui.cli_transcripts import run_search
@@ -196,7 +108,7 @@ def main(argv: list[str] | None = None) -> int:
         # of imports), so that it imports the model's library on the other core meanwhile and
         # the first message typed does not wait for it. It reads the config itself (the app
         # does, after its first frame).
-        model_launch.start_early(_config_file(args), args.model)
+        model_launch.start_early(config_file(args), args.model)
         try:
             return _run(_run_app(args, work_dir))
         finally:
@@ -242,26 +154,15 @@ def _collect_snapshots() -> int:
     return 0
 
 
-def _model_options(parser: argparse.ArgumentParser) -> None:
-    """`-m MODEL` and `--config FILE`, shared by the app and `kode-tui acp`."""
-    parser.add_argument(
-        "-m", "--model", metavar="MODEL",
-        help="a model alias from config.toml, a litellm model string, or 'demo'",
-    )  # fmt: skip
-    parser.add_argument(
-        "--config", metavar="FILE", help="read this config file instead of config.toml"
-    )
-
-
 def _acp(argv: list[str]) -> int:
     """`kode-tui acp`: an ACP agent on stdin/stdout (kode_tui/acp). stdout carries the protocol
     alone: the process's own fd 1 becomes stderr, so a stray print or a child's output cannot
     corrupt it, and the protocol is written to a copy of the real stdout."""
-    parser = _Parser(
+    parser = Parser(
         prog="kode-tui acp",
         description="Run kode-tui as an Agent Client Protocol agent over stdio (Zed, acpx).",
     )
-    _model_options(parser)
+    model_options(parser)
     args = parser.parse_args(argv)
     try:
         _start_logging()
@@ -287,10 +188,6 @@ def _acp(argv: list[str]) -> int:
     return 0
 
 
-def _export_options(args: argparse.Namespace) -> bool:
-    return bool(args.everywhere or args.export_format or args.output)
-
-
 def _check_transcript_options(args: argparse.Namespace) -> None:
     if args.search is not None and args.export is not None:
         raise UserError("--search and --export go one at a time.")
@@ -300,14 +197,10 @@ def _check_transcript_options(args: argparse.Namespace) -> None:
         raise UserError("--format and -o go with --export ID.")
 
 
-def _config_file(args: argparse.Namespace) -> Path | None:
-    return Path(args.config).expanduser() if args.config else None
-
-
 def _load_config(args: argparse.Namespace) -> Config:
     from kode_tui.config import load_config
 
-    return load_config(_config_file(args))
+    return load_config(config_file(args))
 
 
 def _prompt(args: argparse.Namespace) -> str:
@@ -444,7 +337,7 @@ async def _run_app(args: argparse.Namespace, work_dir: Path) -> int:
         theme=args.theme,
         yolo=args.yolo,
         pick_session=args.session == "",
-        config_file=_config_file(args),
+        config_file=config_file(args),
     )
     try:
         await app.run_async()

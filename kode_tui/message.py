@@ -17,6 +17,7 @@ what Kimi CLI (kosong) reads and writes, so either tool opens the other's sessio
 
 import base64
 import binascii
+import functools
 import html
 import itertools
 import json
@@ -499,14 +500,19 @@ AnyRecord = (
     Message | CheckpointRecord | UsageRecord | SystemPromptRecord | FileEditRecord | UnknownRecord
 )
 
-_record_adapter: TypeAdapter[AnyRecord] = TypeAdapter(Record)
+
+@functools.cache
+def _record_adapter() -> TypeAdapter[AnyRecord]:
+    """Built at the first record read (~10 ms of schema): the model process reads none, and a
+    new session's first request goes before any."""
+    return TypeAdapter(Record)
 
 
 def parse_record(line: str | bytes | dict[str, Any]) -> AnyRecord:
     """One context.jsonl line (or its decoded object) as a model; ValueError when it is not one."""
     if isinstance(line, dict):
-        return _record_adapter.validate_python(line)
-    return _record_adapter.validate_json(line)
+        return _record_adapter().validate_python(line)
+    return _record_adapter().validate_json(line)
 
 
 def dump_record(record: AnyRecord) -> str:

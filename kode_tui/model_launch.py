@@ -23,6 +23,10 @@ import kode_tui
 log = logging.getLogger(__name__)
 
 WORKER = "kode_tui.soul.llm.worker"
+_RUN_WORKER = f"import gc; gc.disable(); from {WORKER} import main; main()"
+"""How the model process runs: the collector off from its first import (its ~80k objects live
+as long as it; the worker freezes them once its library is in, `worker.main`), not from
+`main()`, after pydantic's and the messages' imports had run collections (~8 ms)."""
 FROM_CONFIG = "from-config"
 """The worker's first argument when it reads the config to know which library to import; then
 `--config FILE` (else the default file) and `--model NAME` (the `--model` flag) may follow."""
@@ -34,7 +38,7 @@ def spawn(*arguments: str) -> subprocess.Popen[bytes]:
     """Start a model process with `arguments` (its library, or `FROM_CONFIG ...`); OSError
     when it cannot start."""
     return subprocess.Popen(
-        [sys.executable, "-P", "-m", WORKER, *arguments],
+        [sys.executable, "-P", "-c", _RUN_WORKER, *arguments],
         stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,

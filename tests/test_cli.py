@@ -12,6 +12,7 @@ import pytest
 
 from kode_tui import __version__, model_launch
 from kode_tui.cli import main
+from kode_tui.cli_args import runs_the_app
 from kode_tui.paths import program
 from kode_tui.session import Context, Session
 from kode_tui.session.fork import fork_session
@@ -298,13 +299,13 @@ def test_the_root_or_home_folder_is_no_work_dir(
 _WATCH_SPAWN = """
 import os, sys
 def watch(event, args):
-    if event == "subprocess.Popen" and "kode_tui.soul.llm.worker" in args[1]:
-        loaded = [name for name in ("asyncio", "textual") if name in sys.modules]
+    if event == "subprocess.Popen" and any("kode_tui.soul.llm.worker" in a for a in args[1]):
+        loaded = [name for name in ("asyncio", "textual", "kode_tui.cli") if name in sys.modules]
         print("model process started; loaded:", *loaded, flush=True)
         os._exit(0)
 sys.addaudithook(watch)
-from kode_tui.cli import main
-sys.exit(main(sys.argv[1:]))
+from kode_tui.launch import run
+run()
 """
 
 
@@ -321,9 +322,26 @@ def test_the_model_process_starts_before_asyncio_and_textual_load_and_only_for_t
         )  # fmt: skip
         return done.stdout
 
+    # `kode-tui` (kode_tui.launch) starts it before the command's own modules load.
     assert spawned(str(project)).splitlines() == ["model process started; loaded:"]
-    for args in (["--version"], ["--list-sessions", str(project)], ["-p", "hi", str(project)]):
+    assert spawned("-m", "demo", "--theme", "nord").splitlines() == [
+        "model process started; loaded:"
+    ]
+    others = (
+        ["--version"],
+        ["--help"],
+        ["--vers"],
+        ["--list-sessions", str(project)],
+        ["-p", "hi", str(project)],
+        ["--print", str(project)],
+        ["--search", "x", str(project)],
+        ["--output-format", "json", str(project)],
+        ["--no-such-option", str(project)],
+        ["-m"],
+    )
+    for args in others:
         assert "model process started" not in spawned(*args), args
+    assert runs_the_app(["acp"]) is None  # an ACP agent starts its own, when a session wants it
 
     # A session that cannot open: the process started for the TUI does not outlive the command.
     assert main(["-S", "no-such-session", str(project)]) == 2

@@ -9,6 +9,7 @@ the start. Reverting slices the list: nothing is parsed again.
 from __future__ import annotations
 
 import contextlib
+import functools
 import json
 import logging
 import os
@@ -215,18 +216,25 @@ def _salvage(obj: dict[str, Any]) -> Message:
         if isinstance(obj.get(key), str):
             fields[key] = obj[key]
     with contextlib.suppress(KeyError, ValidationError):
-        fields["tool_calls"] = _tool_calls.validate_python(obj["tool_calls"])
+        fields["tool_calls"] = _tool_calls().validate_python(obj["tool_calls"])
     return Message.model_construct(**fields)
 
 
 def _salvage_part(part: Any) -> Any:
     try:
-        return _part.validate_python(part)
+        return _part().validate_python(part)
     except ValidationError:
         if isinstance(part, dict):
             return UnknownPart.model_construct(**{**part, "type": str(part.get("type"))})
         return UnknownPart.model_construct(type="unreadable", value=part)
 
 
-_part: TypeAdapter[Any] = TypeAdapter(ContentPart)
-_tool_calls: TypeAdapter[list[ToolCall]] = TypeAdapter(list[ToolCall])
+@functools.cache
+def _part() -> TypeAdapter[Any]:
+    """Built at the first salvage (a few ms of schema): a history that reads cleanly has none."""
+    return TypeAdapter(ContentPart)
+
+
+@functools.cache
+def _tool_calls() -> TypeAdapter[list[ToolCall]]:
+    return TypeAdapter(list[ToolCall])

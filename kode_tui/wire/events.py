@@ -31,6 +31,7 @@ fields are missing is not guessed at; such records, and types this version does 
 # loads before its first request).
 
 import asyncio
+import functools
 import logging
 from collections.abc import Mapping
 from typing import Any, ClassVar, Literal, Self
@@ -155,7 +156,11 @@ class StepRetry(Event):
 
 # --- streamed content and tools ------------------------------------------------------------------
 
-_part_adapter: TypeAdapter[Part] = TypeAdapter(Part)
+
+@functools.cache
+def _part_adapter() -> TypeAdapter[Part]:
+    """Built at the first content part read back from a wire file (a few ms of schema)."""
+    return TypeAdapter(Part)
 
 
 class ContentPart(Event):
@@ -168,7 +173,7 @@ class ContentPart(Event):
 
     @classmethod
     def from_payload(cls, payload: dict[str, Any]) -> Self:
-        return cls(part=_part_adapter.validate_python(payload))
+        return cls(part=_part_adapter().validate_python(payload))
 
 
 class ToolCall(Event):
