@@ -117,6 +117,7 @@ def one_run(
     """One session of `who`: every row's numbers (see the module's docstring)."""
     numbers: dict[str, Any] = {}
     server.drop_pending()
+    settle([])  # what ran before (the previous script of `make bench`, say) has quieted down
     pane = TmuxPane(who.argv, who.env, log=log, cwd=str(work))
     pids: list[int] = []
     try:
