@@ -98,6 +98,33 @@ async def test_the_main_screen_lays_itself_out_again_only_when_the_size_changes(
         assert sizes == [(120, 36), (80, 24)]
 
 
+async def test_the_main_screen_is_styled_once_when_first_shown_and_when_shown_again(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Textual restyled a whole screen each time it was shown: the first time too, though its
+    widgets were styled as they mounted a moment before (~10 ms of the first frame)."""
+    restyled: list[str] = []
+    update_node_styles = MainScreen.update_node_styles
+
+    def noted(self: MainScreen, animate: bool = True) -> None:
+        restyled.append(type(self).__name__)
+        update_node_styles(self, animate)
+
+    monkeypatch.setattr(MainScreen, "update_node_styles", noted)
+
+    class First(App[None]):
+        def on_mount(self) -> None:
+            self.push_screen(MainScreen(Path("."), lambda: [], [], new_session=True))
+
+    app = First()
+    async with app.run_test(size=(120, 36)) as pilot:
+        await wait_for(pilot, lambda: isinstance(app.screen, MainScreen) and app.screen.size)
+        await pilot.pause()
+        assert restyled == []
+        app.screen.post_message(events.ScreenResume())  # shown again (after a modal, say)
+        await wait_for(pilot, lambda: restyled == ["MainScreen"])
+
+
 def user_texts(request: dict[str, Any]) -> list[str]:
     """What the user typed, as a request to the loopback server carries it (without the
     checkpoint notes and reminders the soul adds), message by message."""

@@ -24,7 +24,7 @@ from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, Vertical
 from textual.css.query import QueryType
-from textual.events import Resize
+from textual.events import Resize, ScreenResume
 from textual.geometry import Size
 from textual.message import Message
 from textual.screen import Screen
@@ -131,6 +131,8 @@ class MainScreen(SteadyUpdates, Screen[None]):
         self.attached = False
         """Whether the panes have the session (see `attach`)."""
         self._new_session = new_session
+        self._shown = False
+        """Whether the screen has been shown (`_on_screen_resume`)."""
         self._backlogs: tuple[Subscription[Event] | None, Subscription[Event] | None] = (
             None,
             None,
@@ -231,6 +233,13 @@ class MainScreen(SteadyUpdates, Screen[None]):
         await self.query_one("#conversation-frame").remove()
         pane = Conversation(bus, backlog=backlog, id="conversation")
         await self.query_one("#main-column").mount(pane)
+
+    def _on_screen_resume(self, event: ScreenResume) -> None:
+        # Textual restyles a whole screen each time it is shown; shown the first time, this
+        # one was styled as it mounted, a moment before (~10 ms of the first frame).
+        if not self._shown:
+            self._shown = True
+            event.refresh_styles = False
 
     async def _on_resize(self, event: Resize) -> None:
         # Textual's Screen lays itself out again on every Resize, of the size it has too: on
