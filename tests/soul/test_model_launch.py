@@ -149,3 +149,27 @@ def test_the_model_process_loads_none_of_the_wire_or_the_ui() -> None:
     assert done.returncode == 0, done.stderr
     loaded = set(done.stdout.split())
     assert "soul" in loaded and not loaded & {"wire", "ui", "session", "tools"}
+
+
+def test_the_model_process_imports_with_the_collector_off_and_no_pydantic_plugins(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Its start-up is the first request's wait: no collection walks the objects its imports
+    make, and pydantic does not read every installed package's entry points for plugins (a
+    value the user set is kept)."""
+    code = (
+        "import gc, os, sys\n"
+        "print(gc.isenabled(), os.environ.get('PYDANTIC_DISABLE_PLUGINS'))\n"
+        "sys.exit(0)\n"
+    )
+    run_worker = model_launch._RUN_WORKER.replace(
+        f"from {model_launch.WORKER} import main; main()", code
+    )
+    monkeypatch.delenv("PYDANTIC_DISABLE_PLUGINS", raising=False)
+    done = subprocess.run(
+        [sys.executable, "-P", "-c", run_worker],
+        capture_output=True, text=True, timeout=60, env=model_launch._child_environment(),
+    )  # fmt: skip
+    assert done.stdout.split() == ["False", "__all__"], done.stderr
+    monkeypatch.setenv("PYDANTIC_DISABLE_PLUGINS", "logfire")
+    assert model_launch._child_environment()["PYDANTIC_DISABLE_PLUGINS"] == "logfire"
