@@ -65,6 +65,19 @@ asyncio.run(main())
     assert result.stdout.strip().splitlines()[-1] == "[]"
 
 
+class _MainScreenAlone(App[None]):
+    """A new session's main screen, as the first frame shows it: no domain behind it."""
+
+    def on_mount(self) -> None:
+        self.push_screen(MainScreen(Path("."), lambda: [], [], new_session=True))
+
+
+async def _shown(pilot: Pilot[Any], app: App[None]) -> None:
+    """Wait until `app`'s main screen is laid out and settled."""
+    await wait_for(pilot, lambda: isinstance(app.screen, MainScreen) and app.screen.size)
+    await pilot.pause()
+
+
 async def test_the_main_screen_lays_itself_out_again_only_when_the_size_changes(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
@@ -81,14 +94,9 @@ async def test_the_main_screen_lays_itself_out_again_only_when_the_size_changes(
 
     monkeypatch.setattr(Screen, "_refresh_layout", laid_out)
 
-    class First(App[None]):
-        def on_mount(self) -> None:
-            self.push_screen(MainScreen(Path("."), lambda: [], [], new_session=True))
-
-    app = First()
+    app = _MainScreenAlone()
     async with app.run_test(size=(120, 36)) as pilot:
-        await wait_for(pilot, lambda: isinstance(app.screen, MainScreen) and app.screen.size)
-        await pilot.pause()
+        await _shown(pilot, app)
         assert sizes == [(120, 36)]
         app.screen.post_message(events.Resize(app.size, app.size))  # the same size
         await pilot.pause()
@@ -112,14 +120,9 @@ async def test_the_main_screen_is_styled_once_when_first_shown_and_when_shown_ag
 
     monkeypatch.setattr(MainScreen, "update_node_styles", noted)
 
-    class First(App[None]):
-        def on_mount(self) -> None:
-            self.push_screen(MainScreen(Path("."), lambda: [], [], new_session=True))
-
-    app = First()
+    app = _MainScreenAlone()
     async with app.run_test(size=(120, 36)) as pilot:
-        await wait_for(pilot, lambda: isinstance(app.screen, MainScreen) and app.screen.size)
-        await pilot.pause()
+        await _shown(pilot, app)
         assert restyled == []
         app.screen.post_message(events.ScreenResume())  # shown again (after a modal, say)
         await wait_for(pilot, lambda: restyled == ["MainScreen"])
