@@ -1,5 +1,4 @@
-"""Textual's footer, drawn with its keys in the screen's first frame and composed again only
-when the keys it shows change.
+"""Textual's footer, composed again only when the keys it shows change.
 
 Textual's `Footer` composes nothing until the screen first says its bindings changed, then
 recomposes on every such word: at start-up three times (the screen's mount, the prompt's focus,
@@ -19,7 +18,7 @@ from textual.widgets import Footer
 
 
 class KeysFooter(Footer):
-    """A `Footer` composed with its keys at once, and again only when they change."""
+    """A `Footer` that recomposes only when the keys it shows change."""
 
     def __init__(self, *, id: str | None = None, classes: str | None = None) -> None:
         super().__init__(id=id, classes=classes)
