@@ -19,7 +19,6 @@ from textual.geometry import Region
 from textual.message import Message
 from textual.pilot import Pilot
 from textual.screen import Screen
-from textual.widgets._footer import FooterKey
 
 from kode_tui.config import Config
 from kode_tui.soul.llm import process
@@ -29,6 +28,7 @@ from kode_tui.ui import collector, preload, screen_hold
 from kode_tui.ui.app import KodeApp
 from kode_tui.ui.pins import block_text
 from kode_tui.ui.screens.main import MainScreen
+from kode_tui.ui.widgets.keys_footer import KeysFooter
 from kode_tui.ui.widgets.prompt import PromptInput
 from tests.llm_server import KEY_ENV, LLMServer, loopback_choice
 from tests.ui_helpers import make_app, screen_text, turn_running, wait_for
@@ -285,7 +285,7 @@ async def test_a_message_typed_while_the_agent_starts_is_requested_before_the_pa
     stream = provider.stream
 
     def footer_keys() -> list[str]:
-        return [key.description for key in app.screen.query(FooterKey)]
+        return [key.description for key in app.screen.query_one(KeysFooter).shown]
 
     def watched(*request: Any) -> Any:
         panes = len(app.screen.query("#conversation, #approval"))
