@@ -5,10 +5,14 @@ the command loads (kode_tui.cli's ~20 ms of imports)."""
 from __future__ import annotations
 
 import argparse
-from pathlib import Path
-from typing import NoReturn
 
 from kode_tui import __version__
+
+TYPE_CHECKING = False  # not `typing`'s: its import is ~3 ms before the model process starts
+
+if TYPE_CHECKING:
+    from pathlib import Path
+    from typing import NoReturn
 
 MODE_NAMES = ("ask", "auto-edit", "plan", "sandbox", "yolo")
 """`--permission-mode`'s choices: `kode_tui.config.ApprovalMode`, which the command does not
@@ -131,7 +135,11 @@ def export_options(args: argparse.Namespace) -> bool:
 
 def config_file(args: argparse.Namespace) -> Path | None:
     """The config file --config names, else None (the default file)."""
-    return Path(args.config).expanduser() if args.config else None
+    if not args.config:
+        return None
+    from pathlib import Path
+
+    return Path(args.config).expanduser()
 
 
 def runs_the_app(argv: list[str]) -> argparse.Namespace | None:

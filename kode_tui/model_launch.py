@@ -7,20 +7,23 @@ as `cli.main` has read the command (before asyncio and Textual load), on the oth
 imports its library while the screen comes up; it reads the config itself to know which library
 and which client the first request will use (the UI process reads it after its first frame).
 `soul/llm/process.py` adopts it (`take_early()`) for its first request, or spawns one of its own
-when there is none. This module imports nothing heavy: the first frame must not wait for it.
+when there is none. This module imports nothing but `subprocess` before the spawn (`launch.run`
+calls it before anything else loads): logging, pathlib and typing cost ~10 ms, which the
+model process's start, and so the first request, waited for.
 """
 
 from __future__ import annotations
 
-import logging
 import os
 import subprocess
 import sys
-from pathlib import Path
 
 import kode_tui
 
-log = logging.getLogger(__name__)
+TYPE_CHECKING = False  # not `typing`'s: its import is ~3 ms before the model process starts
+
+if TYPE_CHECKING:
+    from pathlib import Path
 
 WORKER = "kode_tui.soul.llm.worker"
 _RUN_WORKER = f"import gc; gc.disable(); from {WORKER} import main; main()"
@@ -63,7 +66,9 @@ def start_early(config_file: Path | None, model: str | None) -> None:
     try:
         _early = spawn(*arguments)
     except OSError as error:
-        log.warning("could not start the model process: %s", error)
+        import logging
+
+        logging.getLogger(__name__).warning("could not start the model process: %s", error)
 
 
 def take_early() -> subprocess.Popen[bytes] | None:
@@ -95,7 +100,7 @@ def _child_environment() -> dict[str, str]:
     only its own messages, and looking for plugins read every installed package's entry points
     at its first model (~8 ms of its start)."""
     env = dict(os.environ)
-    root = str(Path(kode_tui.__file__).resolve().parent.parent)
+    root = os.path.dirname(os.path.dirname(os.path.realpath(kode_tui.__file__)))
     env["PYTHONPATH"] = os.pathsep.join(p for p in (root, env.get("PYTHONPATH")) if p)
     env.setdefault("PYDANTIC_DISABLE_PLUGINS", "__all__")
     return env

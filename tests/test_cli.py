@@ -300,7 +300,8 @@ _WATCH_SPAWN = """
 import os, sys
 def watch(event, args):
     if event == "subprocess.Popen" and any("kode_tui.soul.llm.worker" in a for a in args[1]):
-        loaded = [name for name in ("asyncio", "textual", "kode_tui.cli") if name in sys.modules]
+        late = ("asyncio", "textual", "kode_tui.cli", "logging", "pathlib", "typing")
+        loaded = [name for name in late if name in sys.modules]
         print("model process started; loaded:", *loaded, flush=True)
         os._exit(0)
 sys.addaudithook(watch)
@@ -313,7 +314,8 @@ def test_the_model_process_starts_before_asyncio_and_textual_load_and_only_for_t
     project: Path,
 ) -> None:
     """The early model process imports its library on the other core while this one loads
-    the rest: it is started as soon as the command is read, and only when the TUI will run."""
+    the rest: it is started as soon as the command is read (before even logging, pathlib and
+    typing load: ~10 ms), and only when the TUI will run."""
 
     def spawned(*args: str) -> str:
         done = subprocess.run(

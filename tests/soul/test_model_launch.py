@@ -16,9 +16,16 @@ import pytest
 from kode_tui import model_launch
 from kode_tui.message import Message, TextPart
 from kode_tui.soul.llm import openai_route, process
-from kode_tui.soul.llm.openai_route import OpenAIProvider, prepare
+from kode_tui.soul.llm.openai_route import OpenAIProvider
 from kode_tui.soul.llm.process import ProcessProvider
-from kode_tui.soul.llm.worker import _configured, _Server, decode, message_json, route
+from kode_tui.soul.llm.worker import (
+    _configured,
+    _prepare_first,
+    _Server,
+    decode,
+    message_json,
+    route,
+)
 from tests.llm_server import KEY_ENV, LLMServer, write_loopback_config
 
 
@@ -117,7 +124,7 @@ async def test_the_first_request_goes_out_on_the_client_made_at_start(
     assert isinstance(first, OpenAIProvider)
     loop = asyncio.get_running_loop()
 
-    await prepare(first)  # what the early process does before it reads a request
+    await _prepare_first(first)  # what the early process does before it reads a request
     made = dict(openai_route._clients[loop])
     assert len(made) == 1
     server.reply_text("Hi.")
@@ -173,3 +180,23 @@ def test_the_model_process_imports_with_the_collector_off_and_no_pydantic_plugin
     assert done.stdout.split() == ["False", "__all__"], done.stderr
     monkeypatch.setenv("PYDANTIC_DISABLE_PLUGINS", "logfire")
     assert model_launch._child_environment()["PYDANTIC_DISABLE_PLUGINS"] == "logfire"
+
+
+def test_the_first_client_is_made_without_http2s_library(home: Path, server: LLMServer) -> None:
+    """The SDK's client never speaks HTTP/2, but its HTTP core imports h2 when it can (~7 ms of
+    the start): the client made at the start leaves it out (a request goes out on that client:
+    `test_the_first_request_goes_out_on_the_client_made_at_start`)."""
+    code = (
+        "import asyncio, sys\n"
+        "from kode_tui.soul.llm import openai_route, worker\n"
+        "async def main():\n"
+        "    await worker._prepare_first(worker._configured([]))\n"
+        "    print(len(openai_route._clients[asyncio.get_running_loop()]), 'h2' in sys.modules)\n"
+        "asyncio.run(main())\n"
+    )
+    write_loopback_config(home, server, KEY_ENV)
+    done = subprocess.run(
+        [sys.executable, "-P", "-c", code],
+        capture_output=True, text=True, timeout=60, env=model_launch._child_environment(),
+    )  # fmt: skip
+    assert done.stdout.split() == ["1", "False"], done.stderr

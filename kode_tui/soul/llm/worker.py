@@ -248,10 +248,7 @@ class _Server:
         `library` would pay once is paid: for the OpenAI SDK, the client of `first` (the
         provider the first request is expected to use) among it."""
         if library == ROUTE_OPENAI:
-            try:
-                await prepare(first if isinstance(first, OpenAIProvider) else None)
-            except Exception:  # the first request pays it then, and reports what fails
-                log.exception("could not prepare the first request")
+            await _prepare_first(first)
         loop = asyncio.get_running_loop()
         reader = asyncio.StreamReader(limit=_MAX_LINE)
         await loop.connect_read_pipe(
@@ -356,6 +353,18 @@ def _warm(library: str) -> None:
     else:
         load_litellm()
     _history_adapter()
+
+
+async def _prepare_first(first: LiteLLMProvider | None) -> None:
+    """`prepare` the first request of the OpenAI SDK's route (`first`'s client, if it is one of
+    its models). Its HTTP core imports h2 when it can, for HTTP/2, which the SDK's client never
+    speaks: ~7 ms of this process's start. A failure is logged: the first request pays it
+    then, and reports what fails."""
+    try:
+        with _unimportable("h2"):
+            await prepare(first if isinstance(first, OpenAIProvider) else None)
+    except Exception:
+        log.exception("could not prepare the first request")
 
 
 @contextlib.contextmanager
