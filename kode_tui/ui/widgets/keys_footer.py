@@ -161,9 +161,9 @@ class KeysFooter(Widget):
         width = self.size.width
         line = Text(no_wrap=True, overflow="crop", end="")
         spans: list[tuple[int, int, FooterItem]] = []
-        for start, text, item in self._pieces():
+        for text, item in self._pieces():
             if item is not None:
-                spans.append((start, start + text.cell_len, item))
+                spans.append((line.cell_len, line.cell_len + text.cell_len, item))
             line.append_text(text)
         if self._palette is not None:
             palette = self._palette_text(self._palette)
@@ -178,28 +178,23 @@ class KeysFooter(Widget):
         self._spans = spans
         return line
 
-    def _pieces(self) -> Iterator[tuple[int, Text, FooterItem | None]]:
-        """The keys left to right: where each starts, its text, and the key (None for a
-        group's label)."""
-        position = 0
+    def _pieces(self) -> Iterator[tuple[Text, FooterItem | None]]:
+        """The keys left to right: each one's text, and the key (None for a group's label and
+        the spaces around its keys)."""
         for label, members in groupby(self._items, lambda item: item.group):
             if label is None:
                 for item in members:
-                    text = self._key_text(item, f" {item.key_display} ", f"{item.description} ")
-                    yield position, text, item
-                    position += text.cell_len
+                    yield (
+                        self._key_text(item, f" {item.key_display} ", f"{item.description} "),
+                        item,
+                    )
                 continue
             # A group: its keys, a space either side of each, then its label.
-            position += 1
-            yield position - 1, Text(" ", end=""), None
+            yield Text(" ", end=""), None
             for item in members:
-                text = self._key_text(item, item.key_display, "")
-                yield position, text, item
-                position += text.cell_len + 1
-                yield position - 1, Text(" ", end=""), None
-            text = Text(f"{label} ", style=self._style("keys-footer--description"), end="")
-            yield position, text, None
-            position += text.cell_len
+                yield self._key_text(item, item.key_display, ""), item
+                yield Text(" ", end=""), None
+            yield Text(f"{label} ", style=self._style("keys-footer--description"), end=""), None
 
     def _palette_text(self, item: FooterItem) -> Text:
         separator = Text(_SEPARATOR, style=self._style("keys-footer--separator"), end="")
