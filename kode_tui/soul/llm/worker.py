@@ -63,6 +63,7 @@ from kode_tui.soul.llm import (
     ToolCallDelta,
     ToolCallStart,
 )
+from kode_tui.soul.llm.deferred_inits import deferred_inits
 from kode_tui.soul.llm.litellm_provider import LiteLLMProvider, load_litellm
 from kode_tui.soul.llm.openai_route import (
     OpenAIProvider,
@@ -347,8 +348,9 @@ def _warm(library: str) -> None:
     if library == ROUTE_OPENAI:
         # The SDK imports aiohttp when it can (litellm installs it), for an optional client of
         # its own this route never uses: ~8 MiB and ~0.1 s. litellm, if a request needs it
-        # later, imports aiohttp as usual.
-        with _unimportable("aiohttp"):
+        # later, imports aiohttp as usual. The SDK's types import the models of its whole API
+        # in their packages' `__init__`s (~150 ms), for names a chat completion never asks for.
+        with _unimportable("aiohttp"), deferred_inits("openai.types"):
             load_openai()
     else:
         load_litellm()
