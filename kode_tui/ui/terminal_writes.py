@@ -268,3 +268,16 @@ class SteadyUpdates(Screen[Any]):
             self._timers.add(timer)
             self._steady_timer = timer
         return self._steady_timer
+
+    def _compositor_refresh(self) -> None:
+        # A widget the layout pass asked to repaint as it ran (a scroll container's scroll
+        # bar, when what it holds grew: every frame of a streamed answer) is painted in this
+        # update, not in one of its own a frame later (~2 ms each, a fifth of the updates).
+        if self is self.app.screen and not self.app.is_inline:
+            compositor = self._compositor
+            late = {w for w in compositor.visible_widgets if w._repaint_required and w.display}
+            if late:
+                for widget in late:
+                    widget._repaint_required = False
+                compositor.update_widgets(late)
+        super()._compositor_refresh()

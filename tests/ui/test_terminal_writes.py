@@ -167,3 +167,46 @@ async def test_ctrl_l_writes_the_whole_screen_again(
         await pilot.pause()
         assert copy._rows.get(0) != {0: (5, "stale")}
         assert "LayoutUpdate" in written
+
+
+async def test_a_scroll_bar_moved_by_a_layout_is_painted_in_that_update() -> None:
+    """A scroll container whose content grows (a streamed answer, every frame) is laid out,
+    which moves its scroll bar's thumb: the bar is painted in the same screen update as the
+    content, not in an update of its own after it (a fifth of the updates while streaming)."""
+    from textual.containers import VerticalScroll
+    from textual.screen import Screen
+    from textual.widgets import Static
+
+    updates: list[CompositorUpdate] = []
+
+    class Growing(terminal_writes.SteadyUpdates, Screen[None]):
+        def compose(self):  # type: ignore[no-untyped-def]
+            with VerticalScroll():
+                yield Static("\n".join(f"line {n}" for n in range(6)), id="text")
+
+    class Writes(terminal_writes.TerminalWrites):
+        def on_mount(self) -> None:
+            self.push_screen(Growing())
+
+        def _display(self, screen: Screen[None], renderable: object) -> None:
+            if isinstance(renderable, CompositorUpdate):
+                updates.append(renderable)
+            super()._display(screen, renderable)  # type: ignore[arg-type]
+
+    app = Writes()
+    async with app.run_test(size=(WIDTH, HEIGHT)) as pilot:
+        await pilot.pause()
+        scroll = app.screen.query_one(VerticalScroll)
+        text = app.screen.query_one("#text", Static)
+        for lines in (12, 40):
+            before = len(updates)
+            text.update("\n".join(f"line {n}" for n in range(lines)))
+            scroll.scroll_end(animate=False, immediate=True)
+            for _ in range(3):
+                await pilot.pause()
+            assert len(updates) == before + 1, [type(u).__name__ for u in updates[before:]]
+            # What was written shows what a full repaint shows, scroll bar included.
+            console = _console()
+            shown = _screen(*(update.render_segments(console) for update in updates))
+            whole = app.screen._compositor.render_update(full=True)
+            assert _cells(shown) == _cells(_screen(whole.render_segments(console)))
