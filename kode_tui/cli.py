@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NoReturn, TypeVar
 
-from kode_tui import model_launch
+from kode_tui import model_launch, pydantic_plugins
 from kode_tui.cli_args import Parser, build_parser, config_file, export_options, model_options
 from kode_tui.errors import ConfigError, UserError
 from kode_tui.fsutil import FILE_MODE, make_private_dir
@@ -56,6 +56,7 @@ def run() -> NoReturn:
     second) and the exit handlers those libraries registered. Neither holds anything of ours,
     so the process flushes its streams and its log, and leaves without them.
     """
+    pydantic_plugins.turn_off()
     status = main()
     model_launch.stop_early()  # started for the app by `launch.run`, and not used
     for stream in (sys.stdout, sys.stderr):

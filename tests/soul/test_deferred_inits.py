@@ -47,7 +47,6 @@ def test_a_submodule_imports_without_its_packages_init(package: list[str]) -> No
     assert Sink.__module__ == "kitchen.sink"
     # The modules sink imports, and no other: neither package's `__init__` ran.
     assert package == ["kitchen.sink", "kitchen.drawer.fork"]
-    import kitchen
 
     from kitchen import oven  # a submodule asked for by name: still no `__init__`
 
