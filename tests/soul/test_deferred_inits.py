@@ -5,8 +5,10 @@ from __future__ import annotations
 
 import subprocess
 import sys
+import threading
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -100,3 +102,66 @@ def test_the_model_process_leaves_the_sdks_other_apis_unimported() -> None:
     )  # fmt: skip
     assert done.returncode == 0, done.stderr
     assert done.stdout.split() == ["False"] * 3 + ["Batch", "ChatCompletion", "True"]
+
+
+def test_a_thread_asking_while_the_init_runs_waits_for_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The model process may load litellm in a thread (its first non-`openai/` request) while
+    its loop reads the SDK's types: a name asked while another thread runs the `__init__` is
+    there once it has run, never an AttributeError of a half-run package."""
+    root = tmp_path / "slow"
+    root.mkdir()
+    (tmp_path / "slow_gate.py").write_text(
+        "import threading\nrunning, go = threading.Event(), threading.Event()\n"
+    )
+    (root / "__init__.py").write_text(
+        "import slow_gate\nslow_gate.running.set()\nslow_gate.go.wait(30)\n"
+        "from .parts import Part\n"
+    )
+    (root / "parts.py").write_text("class Part: pass\n")
+    (root / "other.py").write_text("")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    try:
+        with deferred_inits("slow"):
+            import slow.other
+        import slow
+        import slow_gate
+
+        init = slow.__dict__["__getattr__"]
+        waiting = threading.Event()
+
+        class Watched:  # the init's lock, noting who comes to wait for it
+            def __init__(self, lock: Any) -> None:
+                self._lock = lock
+
+            def __enter__(self) -> None:
+                if threading.current_thread().name == "second":
+                    waiting.set()
+                self._lock.__enter__()
+
+            def __exit__(self, *exc: object) -> None:
+                self._lock.__exit__(*exc)
+
+        init._lock = Watched(init._lock)
+        found: dict[str, Any] = {}
+
+        def ask(name: str) -> None:
+            try:
+                found[threading.current_thread().name] = slow.Part
+            except AttributeError as error:
+                found[threading.current_thread().name] = error
+
+        first = threading.Thread(target=ask, args=("Part",), name="first")
+        first.start()
+        assert slow_gate.running.wait(30)  # the first thread runs the `__init__`
+        second = threading.Thread(target=ask, args=("Part",), name="second")
+        second.start()
+        assert waiting.wait(30)
+        slow_gate.go.set()
+        first.join(30)
+        second.join(30)
+        assert found["first"] is found["second"] is sys.modules["slow.parts"].Part
+    finally:
+        for name in [name for name in sys.modules if name.split(".")[0] in ("slow", "slow_gate")]:
+            del sys.modules[name]

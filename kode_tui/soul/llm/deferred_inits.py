@@ -23,6 +23,7 @@ import importlib.abc
 import importlib.machinery
 import importlib.util
 import sys
+import threading
 from collections.abc import Iterator, Sequence
 from types import ModuleType
 from typing import Any
@@ -73,22 +74,38 @@ class _DeferredInit(importlib.abc.Loader):
 
 class _Init:
     """The package's `__getattr__` (PEP 562) until its `__init__` has run: a submodule of that
-    name is imported; any other name runs the `__init__` first."""
+    name is imported; any other name runs the `__init__` first. Another thread asking
+    meanwhile waits for it; the `__init__` itself, asking a name it has not defined yet, finds
+    what an import in progress would (a submodule, else AttributeError)."""
 
     def __init__(self, package: ModuleType, loader: Any) -> None:
         self._package = package
         self._loader = loader
+        self._lock = threading.RLock()
+        self._running = False
 
     def __call__(self, name: str) -> Any:
         package = self._package
-        if package.__dict__.get("__getattr__") is not self:
-            raise AttributeError(f"module {package.__name__!r} has no attribute {name!r}")
-        submodule = f"{package.__name__}.{name}"
-        if not name.startswith("__") and _found(submodule):
-            return importlib.import_module(submodule)
-        del package.__dict__["__getattr__"]  # what the `__init__` defines, it defines itself
-        self._loader.exec_module(package)
-        return getattr(package, name)
+        with self._lock:
+            pending = package.__dict__.get("__getattr__") is self and not self._running
+            if pending and (name.startswith("__") or not _found(f"{package.__name__}.{name}")):
+                self._running = True
+                try:
+                    self._loader.exec_module(package)
+                finally:
+                    self._running = False
+                    if package.__dict__.get("__getattr__") is self:
+                        del package.__dict__["__getattr__"]
+        try:
+            return package.__dict__[name]
+        except KeyError:
+            pass
+        if not name.startswith("__") and _found(f"{package.__name__}.{name}"):
+            return importlib.import_module(f"{package.__name__}.{name}")
+        own = package.__dict__.get("__getattr__")
+        if own is not None and own is not self:  # the `__init__` defines one of its own
+            return own(name)
+        raise AttributeError(f"module {package.__name__!r} has no attribute {name!r}")
 
 
 def _found(module: str) -> bool:
