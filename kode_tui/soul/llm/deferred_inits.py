@@ -66,7 +66,8 @@ class _DeferredInit(importlib.abc.Loader):
         self._loader = loader
 
     def create_module(self, spec: importlib.machinery.ModuleSpec) -> ModuleType | None:
-        return self._loader.create_module(spec)
+        module: ModuleType | None = self._loader.create_module(spec)
+        return module
 
     def exec_module(self, module: ModuleType) -> None:
         module.__getattr__ = _Init(module, self._loader)  # type: ignore[method-assign]
