@@ -4,13 +4,13 @@ UI's first frame and the first request."""
 
 from __future__ import annotations
 
-import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
 from kode_tui import cli, model_launch, pydantic_plugins
+from tests.child_python import printed
 
 
 def test_the_domain_loads_and_validates_without_looking_for_plugins(tmp_path: Path) -> None:
@@ -32,11 +32,7 @@ def test_the_domain_loads_and_validates_without_looking_for_plugins(tmp_path: Pa
     env = model_launch._child_environment()
     env.pop("PYDANTIC_DISABLE_PLUGINS")
     env.update(KODE_TUI_HOME=str(tmp_path), KODE_TUI_OLLAMA_URL="")
-    done = subprocess.run(
-        [sys.executable, "-P", "-c", code], capture_output=True, text=True, timeout=60, env=env
-    )
-    assert done.returncode == 0, done.stderr
-    assert done.stdout.split() == ["False", "demo", "True"]
+    assert printed(code, env) == ["False", "demo", "True"]
 
 
 def test_the_command_turns_them_off_before_it_runs(monkeypatch: pytest.MonkeyPatch) -> None:

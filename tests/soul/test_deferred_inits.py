@@ -3,7 +3,6 @@ process does to the OpenAI SDK's types (~150 ms of its start)."""
 
 from __future__ import annotations
 
-import subprocess
 import sys
 import threading
 from collections.abc import Iterator
@@ -12,8 +11,8 @@ from typing import Any
 
 import pytest
 
-from kode_tui import model_launch
 from kode_tui.soul.llm.deferred_inits import deferred_inits
+from tests.child_python import printed
 
 LOG = "imported"
 
@@ -96,12 +95,7 @@ def test_the_model_process_leaves_the_sdks_other_apis_unimported() -> None:
         "print(openai.types.Batch.__name__, openai.types.chat.ChatCompletion.__name__,"
         " ResponseInputParam is not None)\n"
     )
-    done = subprocess.run(
-        [sys.executable, "-P", "-c", code],
-        capture_output=True, text=True, timeout=60, env=model_launch._child_environment(),
-    )  # fmt: skip
-    assert done.returncode == 0, done.stderr
-    assert done.stdout.split() == ["False"] * 3 + ["Batch", "ChatCompletion", "True"]
+    assert printed(code) == ["False"] * 3 + ["Batch", "ChatCompletion", "True"]
 
 
 def test_a_thread_asking_while_the_init_runs_waits_for_it(

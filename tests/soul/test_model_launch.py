@@ -6,8 +6,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import os
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -26,6 +24,7 @@ from kode_tui.soul.llm.worker import (
     message_json,
     route,
 )
+from tests.child_python import printed
 from tests.llm_server import KEY_ENV, LLMServer, write_loopback_config
 
 
@@ -149,12 +148,7 @@ def test_the_model_process_loads_none_of_the_wire_or_the_ui() -> None:
         "import sys, kode_tui.soul.llm.worker\n"
         "print(*sorted({m.split('.')[1] for m in sys.modules if m.startswith('kode_tui.')}))\n"
     )
-    done = subprocess.run(
-        [sys.executable, "-P", "-c", code],
-        capture_output=True, text=True, timeout=60, env=model_launch._child_environment(),
-    )  # fmt: skip
-    assert done.returncode == 0, done.stderr
-    loaded = set(done.stdout.split())
+    loaded = set(printed(code))
     assert "soul" in loaded and not loaded & {"wire", "ui", "session", "tools"}
 
 
@@ -173,11 +167,7 @@ def test_the_model_process_imports_with_the_collector_off_and_no_pydantic_plugin
         f"from {model_launch.WORKER} import main; main()", code
     )
     monkeypatch.delenv("PYDANTIC_DISABLE_PLUGINS", raising=False)
-    done = subprocess.run(
-        [sys.executable, "-P", "-c", run_worker],
-        capture_output=True, text=True, timeout=60, env=model_launch._child_environment(),
-    )  # fmt: skip
-    assert done.stdout.split() == ["False", "__all__"], done.stderr
+    assert printed(run_worker) == ["False", "__all__"]
     monkeypatch.setenv("PYDANTIC_DISABLE_PLUGINS", "logfire")
     assert model_launch._child_environment()["PYDANTIC_DISABLE_PLUGINS"] == "logfire"
 
@@ -195,8 +185,4 @@ def test_the_first_client_is_made_without_http2s_library(home: Path, server: LLM
         "asyncio.run(main())\n"
     )
     write_loopback_config(home, server, KEY_ENV)
-    done = subprocess.run(
-        [sys.executable, "-P", "-c", code],
-        capture_output=True, text=True, timeout=60, env=model_launch._child_environment(),
-    )  # fmt: skip
-    assert done.stdout.split() == ["1", "False"], done.stderr
+    assert printed(code) == ["1", "False"]
