@@ -33,7 +33,10 @@ chops from the left) and `region`; `App._suspend_signal` runs before the termina
 over. For keys first: `App.on_event` forwards a key to the focused widget's queue, and a
 widget's `call_after_refresh` runs after the screen update that follows what is in that queue;
 `Screen._update_timer` (a property) is the paused timer `Screen._on_idle` resumes when
-something is dirty, and `Timer` ticks through `_tick` once `_active` is set.
+something is dirty, and `Timer` ticks through `_tick` once `_active` is set. For a layout's
+late repaints: `Screen._compositor_refresh` renders an update, a widget's `refresh()` sets its
+`_repaint_required` (turned into an `Update` message only when it is next idle), and
+`Compositor.update_widgets` adds a widget's dirty regions to the next render.
 """
 
 from __future__ import annotations

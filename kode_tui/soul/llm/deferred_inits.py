@@ -11,8 +11,9 @@ then, whole, in the package's namespace, as the import would have (so `openai.ty
 still works, a little later). Only the order of the imports changes, never what a name is.
 
 Python's own `importlib.util.LazyLoader` defers a module whole: the import of a submodule
-reads the package's `__path__`, which runs its `__init__` at once. Only for this process's
-start: no other thread imports anything while the finder is in place.
+reads the package's `__path__`, which runs its `__init__` at once. The finder is in place only
+while the model process imports the SDK, at its start; a package's deferred `__init__` may run
+later in any thread (see `_Init`).
 """
 
 from __future__ import annotations
@@ -87,9 +88,14 @@ class _Init:
 
     def __call__(self, name: str) -> Any:
         package = self._package
+        submodule = f"{package.__name__}.{name}"
+        is_submodule = not name.startswith("__") and _found(submodule)
         with self._lock:
-            pending = package.__dict__.get("__getattr__") is self and not self._running
-            if pending and (name.startswith("__") or not _found(f"{package.__name__}.{name}")):
+            if (
+                not is_submodule
+                and package.__dict__.get("__getattr__") is self
+                and not self._running
+            ):
                 self._running = True
                 try:
                     self._loader.exec_module(package)
@@ -101,8 +107,8 @@ class _Init:
             return package.__dict__[name]
         except KeyError:
             pass
-        if not name.startswith("__") and _found(f"{package.__name__}.{name}"):
-            return importlib.import_module(f"{package.__name__}.{name}")
+        if is_submodule:
+            return importlib.import_module(submodule)
         own = package.__dict__.get("__getattr__")
         if own is not None and own is not self:  # the `__init__` defines one of its own
             return own(name)
